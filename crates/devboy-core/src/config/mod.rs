@@ -1,0 +1,272 @@
+//! The proxy's configuration: which upstream MCP servers to wrap and how.
+//!
+//! Two formats feed one schema. A `.json` file is read as Claude Code's
+//! `mcpServers` JSON, so a user's existing `.mcp.json` loads unedited:
+//! keys devboy does not use become [`ProxyConfig::warnings`], never
+//! failures. A `.toml` file is devboy's own `devboy.toml` and is read
+//! strictly: an unknown key is an error naming it. Both are parsed into one
+//! order-preserving tree first and validated by one validator, so errors
+//! read the same way and upstreams keep file order.
+//!
+//! Resolution happens here, once: `${VAR}` expansion, relative `cwd`
+//! against the config file's directory, default timeouts, and unique
+//! tool-name prefixes. What leaves this module is ready to use.
+
+mod error;
+mod expand;
+mod filter;
+mod schema;
+mod tree;
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+pub use error::{ConfigError, ConfigErrorKind};
+pub use filter::ToolFilter;
+
+/// The name devboy has in Claude Code unless the config says otherwise.
+pub const DEFAULT_SERVER_NAME: &str = "devboy";
+/// Time allowed for one tool call, unless a server sets `timeout_ms`.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
+/// Time allowed to connect and initialize, unless a server sets
+/// `startup_timeout_ms`.
+pub const DEFAULT_STARTUP_TIMEOUT: Duration = Duration::from_secs(30);
+/// The prefix of devboy's built-in tools (`devboy_expand`, …); no upstream
+/// may use it (compared ignoring case).
+pub const RESERVED_PREFIX: &str = "devboy";
+/// Longest prefix derived from a server's name; explicit prefixes may be
+/// longer, at the cost of shorter tool names.
+pub const DERIVED_PREFIX_MAX: usize = 16;
+
+/// The default config compiled into the binary: no servers, every key
+/// shown in comments.
+pub const EMBEDDED_DEFAULT_TOML: &str = include_str!("../../../../config/devboy.toml");
+const EMBEDDED_ORIGIN: &str = "<embedded config/devboy.toml>";
+
+/// devboy's configuration, resolved and validated.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ProxyConfig {
+    /// Where it came from.
+    pub source: ConfigSource,
+    /// The name the user gave devboy in Claude Code (`claude mcp add
+    /// <name>`); it counts against the 64-character tool name limit.
+    pub server_name: String,
+    /// The upstream servers in file order, disabled ones included with
+    /// `enabled == false`. Names and prefixes are unique.
+    pub upstreams: Vec<UpstreamConfig>,
+    /// Things worth telling the user that did not stop loading (ignored
+    /// keys, unsupported transports, renamed prefixes), each starting with
+    /// the file and key path.
+    pub warnings: Vec<String>,
+}
+
+/// Where a [`ProxyConfig`] came from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ConfigSource {
+    /// A file on disk (the path as given).
+    File(PathBuf),
+    /// The default compiled into devboy.
+    Embedded,
+}
+
+/// One upstream MCP server.
+#[derive(Clone, Debug, PartialEq)]
+pub struct UpstreamConfig {
+    /// The server's key in the file.
+    pub name: String,
+    /// What its tools are exposed under: `<prefix>__<tool>`. Only
+    /// `[A-Za-z0-9_-]`, non-empty, no `__`, not ending in `_` (so the first
+    /// `__` of an exposed name is the separator), never `devboy`, and
+    /// unique across upstreams.
+    pub prefix: String,
+    /// How to reach it.
+    pub transport: UpstreamTransport,
+    /// Time allowed for one tool call.
+    pub timeout: Duration,
+    /// Time allowed to connect and initialize.
+    pub startup_timeout: Duration,
+    /// Which of its tools devboy exposes.
+    pub tools: ToolFilter,
+    /// False when the file disables it (`disabled: true` or `enabled: false`).
+    pub enabled: bool,
+}
+
+/// How to reach an upstream server. All `${VAR}`s are already expanded.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum UpstreamTransport {
+    /// A child process speaking MCP on stdin/stdout.
+    Stdio {
+        /// The program to run.
+        command: String,
+        /// Its arguments.
+        args: Vec<String>,
+        /// Variables added to the inherited environment.
+        env: BTreeMap<String, String>,
+        /// Its working directory, absolute; `None` inherits devboy's.
+        cwd: Option<PathBuf>,
+    },
+    /// Streamable HTTP.
+    Http {
+        /// The endpoint, `http://` or `https://`.
+        url: String,
+        /// Headers sent with every request.
+        headers: BTreeMap<String, String>,
+    },
+    /// A transport devboy does not speak (e.g. `sse`). Kept so the proxy
+    /// can list the server as failed instead of refusing the whole file.
+    Unsupported {
+        /// The `type` as written.
+        kind: String,
+    },
+}
+
+impl UpstreamTransport {
+    /// A short name for status output: `stdio`, `http`, or the unsupported
+    /// kind as written.
+    pub fn kind(&self) -> &str {
+        match self {
+            UpstreamTransport::Stdio { .. } => "stdio",
+            UpstreamTransport::Http { .. } => "http",
+            UpstreamTransport::Unsupported { kind } => kind,
+        }
+    }
+}
+
+/// The two config formats.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ConfigFormat {
+    /// devboy's own `devboy.toml`, read strictly.
+    Toml,
+    /// Claude Code's `{"mcpServers": …}` JSON (`.mcp.json`), read leniently.
+    McpJson,
+}
+
+impl ConfigFormat {
+    /// The format a file name implies: `.toml` or `.json` (any case).
+    pub fn from_path(path: &Path) -> Option<Self> {
+        let ext = path.extension()?.to_str()?;
+        if ext.eq_ignore_ascii_case("toml") {
+            Some(ConfigFormat::Toml)
+        } else if ext.eq_ignore_ascii_case("json") {
+            Some(ConfigFormat::McpJson)
+        } else {
+            None
+        }
+    }
+}
+
+impl fmt::Display for ConfigFormat {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            ConfigFormat::Toml => "TOML",
+            ConfigFormat::McpJson => "JSON",
+        })
+    }
+}
+
+impl ProxyConfig {
+    /// Reads a config file, expanding `${VAR}` from the process
+    /// environment. The format follows the extension: `.json` is Claude
+    /// Code's `mcpServers` JSON, `.toml` is `devboy.toml`.
+    pub fn load(path: &Path) -> Result<Self, ConfigError> {
+        Self::load_with_env(path, &|name| std::env::var(name).ok())
+    }
+
+    /// [`ProxyConfig::load`] with the environment given as a function.
+    pub fn load_with_env(
+        path: &Path,
+        env: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<Self, ConfigError> {
+        let format = ConfigFormat::from_path(path).ok_or_else(|| {
+            let extension = path.extension().map(|e| e.to_string_lossy().into_owned());
+            ConfigError::new(path, None, ConfigErrorKind::UnsupportedFormat { extension })
+        })?;
+        let text = std::fs::read_to_string(path)
+            .map_err(|source| ConfigError::new(path, None, ConfigErrorKind::Read { source }))?;
+        Self::from_str(&text, format, path, env)
+    }
+
+    /// Parses config text. `origin` names the file in messages, and
+    /// relative `cwd`s resolve against its directory.
+    pub fn from_str(
+        text: &str,
+        format: ConfigFormat,
+        origin: &Path,
+        env: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<Self, ConfigError> {
+        let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+        let root = match format {
+            ConfigFormat::Toml => tree::parse_toml(text),
+            ConfigFormat::McpJson => tree::parse_json(text),
+        }
+        .map_err(|e| {
+            ConfigError::new(
+                origin,
+                e.pos.map(|p| (p.line, p.column)),
+                ConfigErrorKind::Syntax {
+                    format,
+                    message: e.message,
+                },
+            )
+        })?;
+        let resolved = schema::resolve(&root, format, origin, env)?;
+        Ok(ProxyConfig {
+            source: ConfigSource::File(origin.to_path_buf()),
+            server_name: resolved.server_name,
+            upstreams: resolved.upstreams,
+            warnings: resolved.warnings,
+        })
+    }
+
+    /// The config compiled into devboy ([`EMBEDDED_DEFAULT_TOML`]): no
+    /// upstreams, so devboy serves only its built-in tools.
+    pub fn embedded_default() -> Self {
+        let no_env = |_: &str| None;
+        let parsed = Self::from_str(
+            EMBEDDED_DEFAULT_TOML,
+            ConfigFormat::Toml,
+            Path::new(EMBEDDED_ORIGIN),
+            &no_env,
+        );
+        // A test keeps the embedded file valid; should it ever not be, the
+        // bare default below is what it is meant to say anyway.
+        let mut config = parsed.unwrap_or_else(|_| ProxyConfig {
+            source: ConfigSource::Embedded,
+            server_name: DEFAULT_SERVER_NAME.to_owned(),
+            upstreams: Vec::new(),
+            warnings: Vec::new(),
+        });
+        config.source = ConfigSource::Embedded;
+        config
+    }
+
+    /// The config `devboy` runs with: the explicit path if given; else
+    /// [`crate::paths::default_config_file`] if it exists; else the
+    /// embedded default.
+    pub fn resolve(explicit: Option<&Path>) -> Result<Self, ConfigError> {
+        if let Some(path) = explicit {
+            return Self::load(path);
+        }
+        let default = crate::paths::default_config_file();
+        if default.is_file() {
+            Self::load(&default)
+        } else {
+            Ok(Self::embedded_default())
+        }
+    }
+
+    /// The upstreams to start.
+    pub fn enabled_upstreams(&self) -> impl Iterator<Item = &UpstreamConfig> {
+        self.upstreams.iter().filter(|u| u.enabled)
+    }
+
+    /// The upstream whose tools carry `prefix`.
+    pub fn upstream_by_prefix(&self, prefix: &str) -> Option<&UpstreamConfig> {
+        self.upstreams.iter().find(|u| u.prefix == prefix)
+    }
+}
+
+#[cfg(test)]
+mod tests;

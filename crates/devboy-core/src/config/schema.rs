@@ -1,0 +1,840 @@
+//! The schema: from a parsed [`Node`] tree to validated upstreams.
+//!
+//! One validator for both formats; the format only decides whether an
+//! unknown key is an error (TOML, ours) or a warning (JSON, Claude Code's),
+//! and whether an unknown transport `type` is an error or an unsupported
+//! upstream.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use globset::Glob;
+
+use super::error::{ConfigError, ConfigErrorKind};
+use super::expand::{expand, UnsetVariable};
+use super::tree::{describe, quote_short, Entry, Node, Pos, Value};
+use super::{
+    ConfigFormat, ToolFilter, UpstreamConfig, UpstreamTransport, DEFAULT_SERVER_NAME,
+    DEFAULT_STARTUP_TIMEOUT, DEFAULT_TIMEOUT, DERIVED_PREFIX_MAX, RESERVED_PREFIX,
+};
+use crate::naming::sanitize_component;
+
+/// The keys a server table may have, in both formats.
+const SERVER_KEYS: &[&str] = &[
+    "type",
+    "command",
+    "args",
+    "env",
+    "cwd",
+    "url",
+    "headers",
+    "timeout",
+    "timeout_ms",
+    "startup_timeout_ms",
+    "prefix",
+    "allow",
+    "deny",
+    "enabled",
+    "disabled",
+];
+/// Keys Claude Code and similar clients write that do not matter to devboy;
+/// skipped without a word.
+const JSON_SILENT_KEYS: &[&str] = &[
+    "autoApprove",
+    "alwaysAllow",
+    "description",
+    "ideName",
+    "ideRunningInWindows",
+    "authToken",
+];
+/// Claude Code keys devboy does not implement and whose absence can change
+/// behaviour (authentication); ignored with a specific warning.
+const JSON_UNSUPPORTED_KEYS: &[&str] = &["headersHelper", "oauth"];
+const TOML_TOP_KEYS: &[&str] = &["devboy", "servers", "mcpServers"];
+const SETTINGS_KEYS: &[&str] = &["server_name"];
+const STDIO_ONLY_KEYS: &[&str] = &["command", "args", "env", "cwd"];
+const HTTP_ONLY_KEYS: &[&str] = &["url", "headers"];
+const TOML_TYPES: &[&str] = &["stdio", "http", "streamable-http", "sse"];
+
+/// What [`resolve`] produces.
+pub(super) struct Resolved {
+    pub(super) server_name: String,
+    pub(super) upstreams: Vec<UpstreamConfig>,
+    pub(super) warnings: Vec<String>,
+}
+
+/// Validates and resolves a whole document.
+pub(super) fn resolve(
+    root: &Node,
+    format: ConfigFormat,
+    origin: &Path,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<Resolved> {
+    let mut loader = Loader {
+        origin,
+        format,
+        env,
+        warnings: Vec::new(),
+    };
+    let (server_name, servers) = loader.top_level(root)?;
+    let mut pending = Vec::with_capacity(servers.len());
+    for (entry, path) in servers {
+        pending.push(loader.server(entry, path)?);
+    }
+    let upstreams = loader.assign_prefixes(pending)?;
+    Ok(Resolved {
+        server_name,
+        upstreams,
+        warnings: loader.warnings,
+    })
+}
+
+/// A key path such as `mcpServers.github.args[2]`.
+#[derive(Clone, Debug, Default)]
+struct KeyPath(Vec<Segment>);
+
+#[derive(Clone, Debug)]
+enum Segment {
+    Key(String),
+    Index(usize),
+}
+
+impl KeyPath {
+    fn key(&self, key: &str) -> KeyPath {
+        let mut next = self.clone();
+        next.0.push(Segment::Key(key.to_owned()));
+        next
+    }
+
+    fn index(&self, index: usize) -> KeyPath {
+        let mut next = self.clone();
+        next.0.push(Segment::Index(index));
+        next
+    }
+}
+
+impl fmt::Display for KeyPath {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.0.is_empty() {
+            return f.write_str("(top level)");
+        }
+        for (i, segment) in self.0.iter().enumerate() {
+            match segment {
+                Segment::Index(n) => write!(f, "[{n}]")?,
+                Segment::Key(key) => {
+                    if i > 0 {
+                        f.write_str(".")?;
+                    }
+                    let bare = !key.is_empty()
+                        && key
+                            .chars()
+                            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+                    if bare {
+                        f.write_str(key)?;
+                    } else {
+                        write!(f, "{key:?}")?;
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A server validated except for its prefix, which needs all servers.
+struct Pending {
+    name: String,
+    path: KeyPath,
+    pos: Option<Pos>,
+    explicit_prefix: Option<(String, KeyPath, Option<Pos>)>,
+    transport: UpstreamTransport,
+    timeout: Duration,
+    startup_timeout: Duration,
+    tools: ToolFilter,
+    enabled: bool,
+}
+
+struct Loader<'a> {
+    origin: &'a Path,
+    format: ConfigFormat,
+    env: &'a dyn Fn(&str) -> Option<String>,
+    warnings: Vec<String>,
+}
+
+type Result<T> = std::result::Result<T, ConfigError>;
+
+impl Loader<'_> {
+    // ------------------------------------------------------------ errors
+
+    fn error(&self, pos: Option<Pos>, kind: ConfigErrorKind) -> ConfigError {
+        ConfigError::new(self.origin, pos.map(|p| (p.line, p.column)), kind)
+    }
+
+    fn invalid(
+        &self,
+        path: &KeyPath,
+        pos: Option<Pos>,
+        expected: impl Into<String>,
+        found: impl Into<String>,
+    ) -> ConfigError {
+        self.error(
+            pos,
+            ConfigErrorKind::Invalid {
+                key: path.to_string(),
+                expected: expected.into(),
+                found: found.into(),
+            },
+        )
+    }
+
+    fn wrong_type(&self, path: &KeyPath, node: &Node, expected: &str) -> ConfigError {
+        self.invalid(path, node.pos, expected, self.describe(node))
+    }
+
+    fn unknown_key(&self, path: &KeyPath, entry: &Entry, allowed: &[&str]) -> ConfigError {
+        self.error(
+            entry.key_pos,
+            ConfigErrorKind::UnknownKey {
+                key: path.key(&entry.key).to_string(),
+                expected: allowed.iter().map(|s| (*s).to_owned()).collect(),
+                suggestion: closest(&entry.key, allowed).map(str::to_owned),
+            },
+        )
+    }
+
+    fn warn(&mut self, path: &KeyPath, message: impl fmt::Display) {
+        self.warnings
+            .push(format!("{}: {path}: {message}", self.origin.display()));
+    }
+
+    fn describe(&self, node: &Node) -> String {
+        describe(&node.value, self.table_word())
+    }
+
+    fn table_word(&self) -> &'static str {
+        match self.format {
+            ConfigFormat::Toml => "a table",
+            ConfigFormat::McpJson => "an object",
+        }
+    }
+
+    // ------------------------------------------------------------ typed reads
+
+    fn table<'n>(&self, node: &'n Node, path: &KeyPath) -> Result<&'n [Entry]> {
+        node.as_table()
+            .ok_or_else(|| self.wrong_type(path, node, self.table_word()))
+    }
+
+    fn string<'n>(&self, node: &'n Node, path: &KeyPath) -> Result<&'n str> {
+        match &node.value {
+            Value::String(s) => Ok(s),
+            _ => Err(self.wrong_type(path, node, "a string")),
+        }
+    }
+
+    fn boolean(&self, node: &Node, path: &KeyPath) -> Result<bool> {
+        match node.value {
+            Value::Bool(b) => Ok(b),
+            _ => Err(self.wrong_type(path, node, "true or false")),
+        }
+    }
+
+    fn millis(&self, node: &Node, path: &KeyPath) -> Result<Duration> {
+        match node.value {
+            Value::Integer(n) if n > 0 => match u64::try_from(n) {
+                Ok(ms) => Ok(Duration::from_millis(ms)),
+                Err(_) => Err(self.wrong_type(path, node, "a positive integer (milliseconds)")),
+            },
+            _ => Err(self.wrong_type(path, node, "a positive integer (milliseconds)")),
+        }
+    }
+
+    /// A string with `${VAR}` expanded. In a disabled server an unset
+    /// variable is a warning and the text stays as written: whether the
+    /// variable is set is a fact about today's shell, not about the file,
+    /// and a server that will not start should not stop the others.
+    fn expanded(&mut self, node: &Node, path: &KeyPath, lenient: bool) -> Result<String> {
+        let raw = self.string(node, path)?;
+        match expand(raw, self.env) {
+            Ok(s) => Ok(s),
+            Err(UnsetVariable(variable)) if lenient => {
+                self.warn(
+                    path,
+                    format_args!(
+                        "environment variable {variable} is not set (server is disabled, left unexpanded)"
+                    ),
+                );
+                Ok(raw.to_owned())
+            }
+            Err(UnsetVariable(variable)) => Err(self.error(
+                node.pos,
+                ConfigErrorKind::UnsetVariable {
+                    key: path.to_string(),
+                    variable,
+                },
+            )),
+        }
+    }
+
+    fn string_array(
+        &mut self,
+        node: &Node,
+        path: &KeyPath,
+        expand_as: Option<bool>,
+    ) -> Result<Vec<String>> {
+        let Value::Array(items) = &node.value else {
+            return Err(self.wrong_type(path, node, "an array of strings"));
+        };
+        let mut out = Vec::with_capacity(items.len());
+        for (i, item) in items.iter().enumerate() {
+            let item_path = path.index(i);
+            out.push(match expand_as {
+                Some(lenient) => self.expanded(item, &item_path, lenient)?,
+                None => self.string(item, &item_path)?.to_owned(),
+            });
+        }
+        Ok(out)
+    }
+
+    fn string_map(
+        &mut self,
+        node: &Node,
+        path: &KeyPath,
+        lenient: bool,
+    ) -> Result<BTreeMap<String, String>> {
+        let expected = format!("{} of string values", self.table_word());
+        let entries = node
+            .as_table()
+            .ok_or_else(|| self.wrong_type(path, node, &expected))?;
+        let mut out = BTreeMap::new();
+        for entry in entries {
+            let value = self.expanded(&entry.node, &path.key(&entry.key), lenient)?;
+            out.insert(entry.key.clone(), value);
+        }
+        Ok(out)
+    }
+
+    fn globs(&mut self, node: &Node, path: &KeyPath) -> Result<Vec<String>> {
+        let globs = self.string_array(node, path, None)?;
+        let Value::Array(items) = &node.value else {
+            return Ok(globs);
+        };
+        for (i, (glob, item)) in globs.iter().zip(items).enumerate() {
+            if let Err(e) = Glob::new(glob) {
+                return Err(self.invalid(
+                    &path.index(i),
+                    item.pos,
+                    "a glob pattern (`*`, `?`, `[abc]`, `{a,b}`)",
+                    format!("{} ({})", describe(&item.value, ""), e.kind()),
+                ));
+            }
+        }
+        Ok(globs)
+    }
+
+    // ------------------------------------------------------------ structure
+
+    /// The server name and the server entries, in file order.
+    fn top_level<'n>(&mut self, root: &'n Node) -> Result<(String, Vec<(&'n Entry, KeyPath)>)> {
+        let top = KeyPath::default();
+        let entries = root.as_table().ok_or_else(|| {
+            self.wrong_type(
+                &top,
+                root,
+                &format!("{} with \"mcpServers\"", self.table_word()),
+            )
+        })?;
+        let mut server_name = DEFAULT_SERVER_NAME.to_owned();
+        let mut servers: Vec<(&Entry, KeyPath)> = Vec::new();
+        let mut saw_servers = false;
+        let mut ignored = Vec::new();
+        for entry in entries {
+            let path = top.key(&entry.key);
+            match entry.key.as_str() {
+                "devboy" => server_name = self.settings(&entry.node, &path)?,
+                "mcpServers" | "servers"
+                    if entry.key == "mcpServers" || self.format == ConfigFormat::Toml =>
+                {
+                    saw_servers = true;
+                    for server in self.table(&entry.node, &path)? {
+                        let server_path = path.key(&server.key);
+                        if let Some((_, first)) = servers.iter().find(|(e, _)| e.key == server.key)
+                        {
+                            return Err(self.invalid(
+                                &server_path,
+                                server.key_pos,
+                                "a server name not used twice",
+                                format!("{} again (first at {first})", quote_short(&server.key)),
+                            ));
+                        }
+                        servers.push((server, server_path));
+                    }
+                }
+                _ if self.format == ConfigFormat::Toml => {
+                    return Err(self.unknown_key(&top, entry, TOML_TOP_KEYS));
+                }
+                _ => ignored.push(entry.key.as_str()),
+            }
+        }
+        if !ignored.is_empty() {
+            let mut list = ignored
+                .iter()
+                .take(5)
+                .copied()
+                .collect::<Vec<_>>()
+                .join(", ");
+            if ignored.len() > 5 {
+                list.push_str(", …");
+            }
+            self.warn(
+                &top,
+                format_args!("ignored keys devboy does not use: {list}"),
+            );
+        }
+        if !saw_servers && self.format == ConfigFormat::McpJson {
+            self.warn(
+                &top,
+                "no \"mcpServers\" object; no upstream servers configured",
+            );
+        }
+        Ok((server_name, servers))
+    }
+
+    /// `[devboy]` / `"devboy": {…}`: returns the server name.
+    fn settings(&mut self, node: &Node, path: &KeyPath) -> Result<String> {
+        let mut server_name = DEFAULT_SERVER_NAME.to_owned();
+        for entry in self.table(node, path)? {
+            let key_path = path.key(&entry.key);
+            match entry.key.as_str() {
+                "server_name" => {
+                    let name = self.string(&entry.node, &key_path)?;
+                    let valid = !name.is_empty()
+                        && name
+                            .chars()
+                            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+                    if !valid {
+                        return Err(self.invalid(
+                            &key_path,
+                            entry.node.pos,
+                            "the name given to `claude mcp add` (letters, digits, `_`, `-`)",
+                            self.describe(&entry.node),
+                        ));
+                    }
+                    server_name = name.to_owned();
+                }
+                _ if self.format == ConfigFormat::Toml => {
+                    return Err(self.unknown_key(path, entry, SETTINGS_KEYS));
+                }
+                _ => self.warn(&key_path, "unknown key, ignored"),
+            }
+        }
+        Ok(server_name)
+    }
+
+    /// One server, all but its prefix.
+    fn server(&mut self, entry: &Entry, path: KeyPath) -> Result<Pending> {
+        let entries = self.table(&entry.node, &path)?;
+        for e in entries {
+            if SERVER_KEYS.contains(&e.key.as_str()) {
+                continue;
+            }
+            match self.format {
+                ConfigFormat::Toml => return Err(self.unknown_key(&path, e, SERVER_KEYS)),
+                ConfigFormat::McpJson if JSON_SILENT_KEYS.contains(&e.key.as_str()) => {}
+                ConfigFormat::McpJson if JSON_UNSUPPORTED_KEYS.contains(&e.key.as_str()) => self
+                    .warn(
+                        &path.key(&e.key),
+                        "not supported by devboy, ignored (the server may fail to authenticate)",
+                    ),
+                ConfigFormat::McpJson => self.warn(&path.key(&e.key), "unknown key, ignored"),
+            }
+        }
+        let get = |key: &str| entries.iter().find(|e| e.key == key).map(|e| &e.node);
+
+        let enabled_flag = get("enabled")
+            .map(|n| self.boolean(n, &path.key("enabled")))
+            .transpose()?;
+        let disabled_flag = get("disabled")
+            .map(|n| self.boolean(n, &path.key("disabled")))
+            .transpose()?;
+        if enabled_flag == Some(true) && disabled_flag == Some(true) {
+            self.warn(
+                &path,
+                "both enabled = true and disabled = true; the server is disabled",
+            );
+        }
+        let enabled = enabled_flag != Some(false) && disabled_flag != Some(true);
+
+        let transport = self.transport(entry, &path, &get, !enabled)?;
+
+        let timeout = match (get("timeout_ms"), get("timeout")) {
+            (Some(ms), other) => {
+                if other.is_some() {
+                    self.warn(
+                        &path,
+                        "both timeout_ms and timeout are set; using timeout_ms",
+                    );
+                }
+                self.millis(ms, &path.key("timeout_ms"))?
+            }
+            (None, Some(ms)) => self.millis(ms, &path.key("timeout"))?,
+            (None, None) => DEFAULT_TIMEOUT,
+        };
+        let startup_timeout = get("startup_timeout_ms")
+            .map(|n| self.millis(n, &path.key("startup_timeout_ms")))
+            .transpose()?
+            .unwrap_or(DEFAULT_STARTUP_TIMEOUT);
+
+        let allow = get("allow")
+            .map(|n| self.globs(n, &path.key("allow")))
+            .transpose()?;
+        if allow.as_ref().is_some_and(Vec::is_empty) {
+            self.warn(
+                &path.key("allow"),
+                "empty: no tool of this server will be exposed",
+            );
+        }
+        let deny = get("deny")
+            .map(|n| self.globs(n, &path.key("deny")))
+            .transpose()?
+            .unwrap_or_default();
+        // Each glob was checked above, so this cannot fail; map defensively.
+        let tools = ToolFilter::new(allow, deny).map_err(|e| {
+            self.invalid(
+                &path,
+                entry.node.pos,
+                "valid allow/deny globs",
+                e.to_string(),
+            )
+        })?;
+
+        let explicit_prefix = match entries.iter().find(|e| e.key == "prefix") {
+            Some(e) => {
+                let prefix_path = path.key("prefix");
+                let prefix = self.string(&e.node, &prefix_path)?;
+                self.check_explicit_prefix(prefix, &prefix_path, e.node.pos)?;
+                Some((prefix.to_owned(), prefix_path, e.node.pos))
+            }
+            None => None,
+        };
+
+        Ok(Pending {
+            name: entry.key.clone(),
+            pos: entry.node.pos,
+            path,
+            explicit_prefix,
+            transport,
+            timeout,
+            startup_timeout,
+            tools,
+            enabled,
+        })
+    }
+
+    fn transport<'n>(
+        &mut self,
+        entry: &'n Entry,
+        path: &KeyPath,
+        get: &dyn Fn(&str) -> Option<&'n Node>,
+        lenient: bool,
+    ) -> Result<UpstreamTransport> {
+        enum Kind {
+            Stdio,
+            Http,
+        }
+        let kind = match get("type") {
+            Some(node) => {
+                let type_path = path.key("type");
+                match self.string(node, &type_path)? {
+                    "stdio" => Kind::Stdio,
+                    "http" | "streamable-http" | "streamableHttp" => Kind::Http,
+                    other if other == "sse" || self.format == ConfigFormat::McpJson => {
+                        self.warn(
+                            &type_path,
+                            format_args!(
+                                "transport {} is not supported by devboy (stdio and http are); the server will show as failed",
+                                quote_short(other)
+                            ),
+                        );
+                        return Ok(UpstreamTransport::Unsupported {
+                            kind: other.to_owned(),
+                        });
+                    }
+                    _ => {
+                        return Err(self.wrong_type(
+                            &type_path,
+                            node,
+                            &format!("one of: {}", TOML_TYPES.join(", ")),
+                        ))
+                    }
+                }
+            }
+            None if get("command").is_some() => Kind::Stdio,
+            None if get("url").is_some() => Kind::Http,
+            None => {
+                return Err(self.invalid(
+                    path,
+                    entry.node.pos,
+                    "`command` (a stdio server) or `url` (an http server)",
+                    "neither",
+                ))
+            }
+        };
+        let (foreign, name) = match kind {
+            Kind::Stdio => (HTTP_ONLY_KEYS, "stdio"),
+            Kind::Http => (STDIO_ONLY_KEYS, "http"),
+        };
+        for key in foreign {
+            if get(key).is_some() {
+                self.warn(&path.key(key), format_args!("ignored for a {name} server"));
+            }
+        }
+        let required = |loader: &Self, key: &str| {
+            get(key).ok_or_else(|| {
+                let what = if key == "command" {
+                    "a stdio server's `command` (a string)"
+                } else {
+                    "an http server's `url` (a string)"
+                };
+                loader.invalid(&path.key(key), entry.node.pos, what, "nothing")
+            })
+        };
+        match kind {
+            Kind::Stdio => {
+                let command_path = path.key("command");
+                let command_node = required(self, "command")?;
+                let command = self.expanded(command_node, &command_path, lenient)?;
+                if command.trim().is_empty() {
+                    return Err(self.wrong_type(&command_path, command_node, "a program to run"));
+                }
+                let args = get("args")
+                    .map(|n| self.string_array(n, &path.key("args"), Some(lenient)))
+                    .transpose()?
+                    .unwrap_or_default();
+                let env = get("env")
+                    .map(|n| self.string_map(n, &path.key("env"), lenient))
+                    .transpose()?
+                    .unwrap_or_default();
+                let cwd = get("cwd")
+                    .map(|n| self.expanded(n, &path.key("cwd"), lenient))
+                    .transpose()?
+                    .map(|dir| self.resolve_dir(&dir));
+                Ok(UpstreamTransport::Stdio {
+                    command,
+                    args,
+                    env,
+                    cwd,
+                })
+            }
+            Kind::Http => {
+                let url_path = path.key("url");
+                let url_node = required(self, "url")?;
+                let url = self.expanded(url_node, &url_path, lenient)?;
+                let scheme_ok = ["http://", "https://"].iter().any(|scheme| {
+                    url.get(..scheme.len())
+                        .is_some_and(|s| s.eq_ignore_ascii_case(scheme))
+                });
+                // A disabled server may keep an unexpanded `${URL}`.
+                let unexpanded = lenient && super::expand::has_reference(&url);
+                if !(scheme_ok || unexpanded) {
+                    return Err(self.invalid(
+                        &url_path,
+                        url_node.pos,
+                        "an http:// or https:// URL",
+                        format!("the string {}", quote_short(&url)),
+                    ));
+                }
+                let headers = get("headers")
+                    .map(|n| self.string_map(n, &path.key("headers"), lenient))
+                    .transpose()?
+                    .unwrap_or_default();
+                Ok(UpstreamTransport::Http { url, headers })
+            }
+        }
+    }
+
+    /// A `cwd` as an absolute path; relative ones are relative to the
+    /// config file's directory, not to wherever devboy was started.
+    fn resolve_dir(&self, dir: &str) -> PathBuf {
+        let dir = Path::new(dir);
+        let joined = if dir.is_absolute() {
+            dir.to_path_buf()
+        } else {
+            self.origin
+                .parent()
+                .unwrap_or_else(|| Path::new(""))
+                .join(dir)
+        };
+        std::path::absolute(&joined).unwrap_or(joined)
+    }
+
+    // ------------------------------------------------------------ prefixes
+
+    fn check_explicit_prefix(&self, prefix: &str, path: &KeyPath, pos: Option<Pos>) -> Result<()> {
+        let valid = !prefix.is_empty()
+            && prefix
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+            && !prefix.contains("__")
+            && !prefix.ends_with('_');
+        if !valid {
+            return Err(self.invalid(
+                path,
+                pos,
+                "a prefix of letters, digits, `_` and `-`, without `__` and not ending in `_`",
+                describe(&Value::String(prefix.to_owned()), ""),
+            ));
+        }
+        if prefix.eq_ignore_ascii_case(RESERVED_PREFIX) {
+            return Err(self.invalid(
+                path,
+                pos,
+                format!("a prefix other than {RESERVED_PREFIX:?} (reserved for devboy's built-in tools)"),
+                describe(&Value::String(prefix.to_owned()), ""),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Gives every server its prefix: explicit ones as written (two equal
+    /// ones are an error), derived ones from the name, renamed `name_2`,
+    /// `name_3`, … in file order when taken by another derived prefix or
+    /// reserved. A derived prefix equal to an explicit one is an error:
+    /// which of the two the user meant to rename is not ours to guess.
+    fn assign_prefixes(&mut self, pending: Vec<Pending>) -> Result<Vec<UpstreamConfig>> {
+        let mut explicit: Vec<(&str, &KeyPath)> = Vec::new();
+        for p in &pending {
+            if let Some((prefix, prefix_path, pos)) = &p.explicit_prefix {
+                if let Some((_, first)) = explicit.iter().find(|(taken, _)| taken == prefix) {
+                    return Err(self.error(
+                        *pos,
+                        ConfigErrorKind::DuplicatePrefix {
+                            key: prefix_path.to_string(),
+                            prefix: prefix.clone(),
+                            other: first.to_string(),
+                        },
+                    ));
+                }
+                explicit.push((prefix, prefix_path));
+            }
+        }
+
+        let mut derived: Vec<(String, KeyPath)> = Vec::new();
+        let mut renames = Vec::new();
+        for p in pending.iter().filter(|p| p.explicit_prefix.is_none()) {
+            let base = derive_prefix(&p.name);
+            if let Some((_, other)) = explicit.iter().find(|(taken, _)| *taken == base) {
+                return Err(self.error(
+                    p.pos,
+                    ConfigErrorKind::DuplicatePrefix {
+                        key: format!("{} (prefix derived from the name)", p.path),
+                        prefix: base,
+                        other: other.to_string(),
+                    },
+                ));
+            }
+            let taken = |candidate: &str| {
+                candidate.eq_ignore_ascii_case(RESERVED_PREFIX)
+                    || explicit.iter().any(|(t, _)| *t == candidate)
+                    || derived.iter().any(|(t, _)| t == candidate)
+            };
+            let mut prefix = base.clone();
+            let mut n = 2usize;
+            while taken(&prefix) {
+                prefix = numbered(&base, n);
+                n += 1;
+            }
+            if prefix != base {
+                let why = match derived.iter().find(|(t, _)| *t == base) {
+                    Some((_, other)) => format!("is taken by {other}"),
+                    None => "is reserved".to_owned(),
+                };
+                renames.push((
+                    p.path.clone(),
+                    format!("prefix {base:?} {why}; using {prefix:?} (set `prefix` to choose one)"),
+                ));
+            }
+            derived.push((prefix, p.path.clone()));
+        }
+        for (path, message) in renames {
+            self.warn(&path, message);
+        }
+
+        let mut derived = derived.into_iter();
+        let mut upstreams = Vec::with_capacity(pending.len());
+        for p in pending {
+            let prefix = match p.explicit_prefix {
+                Some((prefix, _, _)) => prefix,
+                // One derived entry per server without an explicit prefix,
+                // in the same order; the fallback is unreachable.
+                None => derived
+                    .next()
+                    .map(|(prefix, _)| prefix)
+                    .unwrap_or_else(|| derive_prefix(&p.name)),
+            };
+            upstreams.push(UpstreamConfig {
+                name: p.name,
+                prefix,
+                transport: p.transport,
+                timeout: p.timeout,
+                startup_timeout: p.startup_timeout,
+                tools: p.tools,
+                enabled: p.enabled,
+            });
+        }
+        Ok(upstreams)
+    }
+}
+
+/// The default prefix for a server named `name`: sanitized, at most
+/// [`DERIVED_PREFIX_MAX`] characters, no trailing `_`, never empty.
+pub(super) fn derive_prefix(name: &str) -> String {
+    let sanitized = sanitize_component(name);
+    let cut = sanitized.get(..DERIVED_PREFIX_MAX).unwrap_or(&sanitized);
+    let trimmed = cut.trim_end_matches('_');
+    if trimmed.is_empty() {
+        "server".to_owned()
+    } else {
+        trimmed.to_owned()
+    }
+}
+
+/// `base_n`, cut so it stays within [`DERIVED_PREFIX_MAX`].
+fn numbered(base: &str, n: usize) -> String {
+    let suffix = format!("_{n}");
+    let room = DERIVED_PREFIX_MAX.saturating_sub(suffix.len()).max(1);
+    let head = base.get(..room.min(base.len())).unwrap_or(base);
+    let head = head.trim_end_matches('_');
+    let head = if head.is_empty() { "server" } else { head };
+    format!("{head}{suffix}")
+}
+
+/// The allowed key nearest to a misspelt one, if near enough to suggest.
+fn closest<'a>(key: &str, allowed: &[&'a str]) -> Option<&'a str> {
+    allowed
+        .iter()
+        .map(|candidate| (edit_distance(key, candidate), *candidate))
+        .filter(|(d, candidate)| *d <= 2.max(candidate.len() / 4))
+        .min_by_key(|(d, _)| *d)
+        .map(|(_, candidate)| candidate)
+}
+
+/// Levenshtein distance over characters.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut diagonal = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let above = row[j + 1];
+            row[j + 1] = (above + 1)
+                .min(row[j] + 1)
+                .min(diagonal + usize::from(ca != *cb));
+            diagonal = above;
+        }
+    }
+    row[b.len()]
+}

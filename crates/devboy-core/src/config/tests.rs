@@ -1,0 +1,929 @@
+//! Tests of config loading: both formats, every error path, env
+//! expansion, prefixes, and the embedded default.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use super::*;
+
+/// A directory under the system temp dir, removed on drop.
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new() -> Self {
+        static NEXT: AtomicUsize = AtomicUsize::new(0);
+        let dir = std::env::temp_dir().join(format!(
+            "devboy-core-test-{}-{}",
+            std::process::id(),
+            NEXT.fetch_add(1, Ordering::Relaxed)
+        ));
+        std::fs::create_dir_all(&dir).expect("create temp dir");
+        TempDir(dir)
+    }
+
+    fn write(&self, name: &str, text: &str) -> PathBuf {
+        let path = self.0.join(name);
+        std::fs::write(&path, text).expect("write temp file");
+        path
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn env(name: &str) -> Option<String> {
+    match name {
+        "GITHUB_TOKEN" => Some("ghp_test123".to_owned()),
+        "DOCS_TOKEN" => Some("docs-tok".to_owned()),
+        "EMPTY" => Some(String::new()),
+        _ => None,
+    }
+}
+
+fn json(text: &str) -> Result<ProxyConfig, ConfigError> {
+    ProxyConfig::from_str(
+        text,
+        ConfigFormat::McpJson,
+        Path::new("/proj/.mcp.json"),
+        &env,
+    )
+}
+
+fn toml(text: &str) -> Result<ProxyConfig, ConfigError> {
+    ProxyConfig::from_str(
+        text,
+        ConfigFormat::Toml,
+        Path::new("/cfg/devboy.toml"),
+        &env,
+    )
+}
+
+fn ok(result: Result<ProxyConfig, ConfigError>) -> ProxyConfig {
+    result.unwrap_or_else(|e| panic!("expected a config, got error: {e}"))
+}
+
+/// The error's message, which must contain every one of `parts`.
+fn err_with(result: Result<ProxyConfig, ConfigError>, parts: &[&str]) -> ConfigError {
+    let err = match result {
+        Ok(config) => panic!("expected an error, got {config:#?}"),
+        Err(e) => e,
+    };
+    let message = err.to_string();
+    for part in parts {
+        assert!(message.contains(part), "{message:?} lacks {part:?}");
+    }
+    err
+}
+
+fn stdio(config: &UpstreamConfig) -> (&str, &[String], &BTreeMap<String, String>, Option<&Path>) {
+    match &config.transport {
+        UpstreamTransport::Stdio {
+            command,
+            args,
+            env,
+            cwd,
+        } => (command, args, env, cwd.as_deref()),
+        other => panic!("expected stdio, got {other:?}"),
+    }
+}
+
+fn http(config: &UpstreamConfig) -> (&str, &BTreeMap<String, String>) {
+    match &config.transport {
+        UpstreamTransport::Http { url, headers } => (url, headers),
+        other => panic!("expected http, got {other:?}"),
+    }
+}
+
+const MCP_JSON: &str = r#"{
+  "mcpServers": {
+    "github": {
+      "command": "npx",
+      "args": ["-y", "@modelcontextprotocol/server-github"],
+      "env": { "GITHUB_PERSONAL_ACCESS_TOKEN": "${GITHUB_TOKEN}" }
+    },
+    "docs": {
+      "type": "http",
+      "url": "${DOCS_URL:-https://mcp.example.com/mcp}",
+      "headers": { "Authorization": "Bearer ${DOCS_TOKEN}", "X-Team": "core" },
+      "timeout": 120000
+    },
+    "memory": {
+      "command": "npx",
+      "args": ["-y", "@modelcontextprotocol/server-memory"],
+      "disabled": true
+    },
+    "legacy-events": {
+      "type": "sse",
+      "url": "https://events.example.com/sse"
+    }
+  }
+}"#;
+
+const DEVBOY_TOML: &str = r#"
+[servers.github]
+command = "npx"
+args = ["-y", "@modelcontextprotocol/server-github"]
+env = { GITHUB_PERSONAL_ACCESS_TOKEN = "${GITHUB_TOKEN}" }
+
+[servers.docs]
+type = "http"
+url = "${DOCS_URL:-https://mcp.example.com/mcp}"
+headers = { Authorization = "Bearer ${DOCS_TOKEN}", X-Team = "core" }
+timeout_ms = 120000
+
+[servers.memory]
+command = "npx"
+args = ["-y", "@modelcontextprotocol/server-memory"]
+enabled = false
+
+[servers.legacy-events]
+type = "sse"
+url = "https://events.example.com/sse"
+"#;
+
+// ---------------------------------------------------------------- formats
+
+#[test]
+fn real_mcp_json_loads_unedited_from_disk() {
+    let dir = TempDir::new();
+    let path = dir.write(".mcp.json", MCP_JSON);
+    let config = ok(ProxyConfig::load_with_env(&path, &env));
+
+    assert_eq!(config.source, ConfigSource::File(path.clone()));
+    assert_eq!(config.server_name, "devboy");
+    let names: Vec<_> = config.upstreams.iter().map(|u| u.name.as_str()).collect();
+    assert_eq!(
+        names,
+        ["github", "docs", "memory", "legacy-events"],
+        "file order"
+    );
+
+    let github = &config.upstreams[0];
+    let (command, args, vars, cwd) = stdio(github);
+    assert_eq!(command, "npx");
+    assert_eq!(args, ["-y", "@modelcontextprotocol/server-github"]);
+    assert_eq!(vars["GITHUB_PERSONAL_ACCESS_TOKEN"], "ghp_test123");
+    assert_eq!(cwd, None);
+    assert_eq!(github.prefix, "github");
+    assert_eq!(github.timeout, DEFAULT_TIMEOUT);
+    assert_eq!(github.startup_timeout, DEFAULT_STARTUP_TIMEOUT);
+    assert!(github.enabled);
+    assert!(github.tools.is_allow_all());
+
+    let docs = &config.upstreams[1];
+    let (url, headers) = http(docs);
+    assert_eq!(url, "https://mcp.example.com/mcp");
+    assert_eq!(headers["Authorization"], "Bearer docs-tok");
+    assert_eq!(headers["X-Team"], "core");
+    assert_eq!(docs.timeout, Duration::from_millis(120_000));
+
+    assert!(!config.upstreams[2].enabled);
+    assert_eq!(config.enabled_upstreams().count(), 3);
+
+    let sse = &config.upstreams[3];
+    assert_eq!(
+        sse.transport,
+        UpstreamTransport::Unsupported {
+            kind: "sse".to_owned()
+        }
+    );
+    assert_eq!(sse.transport.kind(), "sse");
+    assert_eq!(sse.prefix, "legacy-events");
+    assert!(
+        sse.enabled,
+        "unsupported is not disabled; the proxy shows it as failed"
+    );
+
+    assert_eq!(config.warnings.len(), 1, "{:#?}", config.warnings);
+    assert!(config.warnings[0].contains(".mcp.json"));
+    assert!(config.warnings[0].contains("mcpServers.legacy-events.type"));
+    assert!(config.warnings[0].contains("not supported"));
+}
+
+#[test]
+fn toml_equivalent_gives_the_same_upstreams() {
+    let from_json = ok(json(MCP_JSON));
+    let from_toml = ok(toml(DEVBOY_TOML));
+    assert_eq!(from_toml.upstreams, from_json.upstreams);
+    assert_eq!(from_toml.server_name, "devboy");
+}
+
+#[test]
+fn toml_accepts_mcp_servers_alias_and_server_name() {
+    let config = ok(toml(
+        r#"
+[devboy]
+server_name = "db"
+
+[mcpServers.fs]
+command = "mcp-fs"
+
+[servers.git]
+command = "mcp-git"
+"#,
+    ));
+    assert_eq!(config.server_name, "db");
+    let names: Vec<_> = config.upstreams.iter().map(|u| u.name.as_str()).collect();
+    assert_eq!(names, ["fs", "git"]);
+}
+
+#[test]
+fn json_devboy_object_sets_server_name() {
+    let config = ok(json(
+        r#"{"devboy": {"server_name": "proxy"}, "mcpServers": {}}"#,
+    ));
+    assert_eq!(config.server_name, "proxy");
+    assert!(config.upstreams.is_empty());
+    assert!(config.warnings.is_empty(), "{:?}", config.warnings);
+}
+
+#[test]
+fn toml_file_loads_from_disk_and_format_follows_extension() {
+    let dir = TempDir::new();
+    let path = dir.write("devboy.TOML", DEVBOY_TOML);
+    let config = ok(ProxyConfig::load_with_env(&path, &env));
+    assert_eq!(config.upstreams.len(), 4);
+    assert_eq!(
+        ConfigFormat::from_path(Path::new("x/.mcp.json")),
+        Some(ConfigFormat::McpJson)
+    );
+    assert_eq!(
+        ConfigFormat::from_path(Path::new("devboy.toml")),
+        Some(ConfigFormat::Toml)
+    );
+    assert_eq!(ConfigFormat::from_path(Path::new("devboy")), None);
+}
+
+#[test]
+fn resolve_uses_an_explicit_path() {
+    let dir = TempDir::new();
+    let path = dir.write(
+        "explicit.json",
+        r#"{"mcpServers": {"x": {"command": "x-server"}}}"#,
+    );
+    let config = ok(ProxyConfig::resolve(Some(&path)));
+    assert_eq!(config.source, ConfigSource::File(path));
+    assert_eq!(config.upstreams[0].name, "x");
+}
+
+#[test]
+fn utf8_bom_is_accepted() {
+    let config = ok(json(
+        "\u{feff}{\"mcpServers\": {\"a\": {\"command\": \"a\"}}}",
+    ));
+    assert_eq!(config.upstreams.len(), 1);
+}
+
+// ---------------------------------------------------------------- embedded default
+
+#[test]
+fn embedded_default_parses_with_no_upstreams() {
+    let no_env = |_: &str| None;
+    let parsed = ProxyConfig::from_str(
+        EMBEDDED_DEFAULT_TOML,
+        ConfigFormat::Toml,
+        Path::new("config/devboy.toml"),
+        &no_env,
+    );
+    let parsed = ok(parsed);
+    assert!(parsed.upstreams.is_empty());
+    assert!(parsed.warnings.is_empty());
+
+    let config = ProxyConfig::embedded_default();
+    assert_eq!(config.source, ConfigSource::Embedded);
+    assert_eq!(config.server_name, DEFAULT_SERVER_NAME);
+    assert!(config.upstreams.is_empty());
+}
+
+#[test]
+fn embedded_default_examples_are_valid_when_uncommented() {
+    // Every commented example line, uncommented, must load: the file is
+    // documentation users copy from.
+    let uncommented: String = EMBEDDED_DEFAULT_TOML
+        .lines()
+        .map(|line| match line.strip_prefix("# ") {
+            Some(rest)
+                if rest.starts_with('[')
+                    || rest
+                        .split_once(" = ")
+                        .is_some_and(|(key, _)| !key.is_empty() && !key.contains(' ')) =>
+            {
+                rest
+            }
+            _ => line,
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    let vars =
+        |name: &str| (name == "GITHUB_TOKEN" || name == "DOCS_TOKEN").then(|| "t".to_owned());
+    let config = ProxyConfig::from_str(
+        &uncommented,
+        ConfigFormat::Toml,
+        Path::new("/cfg/devboy.toml"),
+        &vars,
+    );
+    let config = ok(config);
+    assert_eq!(config.upstreams.len(), 2, "{uncommented}");
+    let github = &config.upstreams[0];
+    assert_eq!(github.prefix, "gh");
+    assert!(github.tools.permits("get_file_contents"));
+    assert!(!github.tools.permits("create_issue"));
+    assert_eq!(stdio(github).3, Some(Path::new("/cfg")));
+    assert_eq!(http(&config.upstreams[1]).0, "https://mcp.example.com/mcp");
+}
+
+// ---------------------------------------------------------------- env expansion
+
+#[test]
+fn env_expands_in_command_args_env_cwd_url_and_headers() {
+    let config = ok(json(
+        r#"{"mcpServers": {
+            "a": {"command": "${BIN:-node}", "args": ["${GITHUB_TOKEN}", "--x=${MISSING:-dflt}", "$$", "$HOME"],
+                  "env": {"T": "${EMPTY:-was-empty}"}, "cwd": "/srv/${DIR:-work}"},
+            "b": {"url": "https://${HOST:-h.example}/mcp", "headers": {"Auth": "${DOCS_TOKEN}"}}
+        }}"#,
+    ));
+    let (command, args, vars, cwd) = stdio(&config.upstreams[0]);
+    assert_eq!(command, "node");
+    assert_eq!(args, ["ghp_test123", "--x=dflt", "$$", "$HOME"]);
+    assert_eq!(vars["T"], "was-empty");
+    assert_eq!(cwd, Some(Path::new("/srv/work")));
+    let (url, headers) = http(&config.upstreams[1]);
+    assert_eq!(url, "https://h.example/mcp");
+    assert_eq!(headers["Auth"], "docs-tok");
+}
+
+#[test]
+fn unset_variable_names_file_key_and_variable() {
+    err_with(
+        json(r#"{"mcpServers": {"github": {"command": "npx", "env": {"TOKEN": "${NOT_SET}"}}}}"#),
+        &[
+            "/proj/.mcp.json",
+            "mcpServers.github.env.TOKEN",
+            "NOT_SET",
+            "found it unset",
+            "${NOT_SET:-default}",
+        ],
+    );
+    err_with(
+        json(r#"{"mcpServers": {"a": {"command": "x", "args": ["ok", "${NOPE}"]}}}"#),
+        &["mcpServers.a.args[1]", "NOPE"],
+    );
+    err_with(
+        toml("[servers.h]\nurl = \"https://x/${NOPE}\"\n"),
+        &["/cfg/devboy.toml:2:7", "servers.h.url", "NOPE"],
+    );
+    err_with(
+        json(r#"{"mcpServers": {"h": {"url": "https://x", "headers": {"A": "${NOPE}"}}}}"#),
+        &["mcpServers.h.headers.A", "NOPE"],
+    );
+}
+
+#[test]
+fn unset_variable_in_a_disabled_server_is_only_a_warning() {
+    let config = ok(json(
+        r#"{"mcpServers": {"old": {"command": "x", "env": {"T": "${NOPE}"}, "disabled": true},
+                             "old-http": {"url": "${OLD_URL}", "enabled": false}}}"#,
+    ));
+    let (_, _, vars, _) = stdio(&config.upstreams[0]);
+    assert_eq!(vars["T"], "${NOPE}");
+    assert_eq!(http(&config.upstreams[1]).0, "${OLD_URL}");
+    assert_eq!(config.warnings.len(), 2, "{:#?}", config.warnings);
+    assert!(config.warnings[0].contains("mcpServers.old.env.T"));
+    assert!(config.warnings[0].contains("NOPE"));
+}
+
+// ---------------------------------------------------------------- cwd
+
+#[test]
+fn relative_cwd_resolves_against_the_config_directory() {
+    let config = ok(toml("[servers.a]\ncommand = \"x\"\ncwd = \"tools/a\"\n"));
+    assert_eq!(
+        stdio(&config.upstreams[0]).3,
+        Some(Path::new("/cfg/tools/a"))
+    );
+    let config = ok(toml("[servers.a]\ncommand = \"x\"\ncwd = \"/abs/dir\"\n"));
+    assert_eq!(stdio(&config.upstreams[0]).3, Some(Path::new("/abs/dir")));
+}
+
+// ---------------------------------------------------------------- per-server keys
+
+#[test]
+fn timeouts_filters_and_flags() {
+    let config = ok(toml(
+        r#"
+[servers.a]
+command = "x"
+timeout = 5000
+startup_timeout_ms = 1500
+allow = ["read_*", "list_*"]
+deny = ["list_secrets"]
+disabled = true
+"#,
+    ));
+    let a = &config.upstreams[0];
+    assert_eq!(a.timeout, Duration::from_secs(5));
+    assert_eq!(a.startup_timeout, Duration::from_millis(1500));
+    assert!(a.tools.permits("read_file"));
+    assert!(a.tools.permits("list_dir"));
+    assert!(!a.tools.permits("list_secrets"));
+    assert!(!a.tools.permits("write_file"));
+    assert!(!a.enabled);
+}
+
+#[test]
+fn timeout_ms_wins_over_timeout_with_a_warning() {
+    let config = ok(json(
+        r#"{"mcpServers": {"a": {"command": "x", "timeout": 1000, "timeout_ms": 2000}}}"#,
+    ));
+    assert_eq!(config.upstreams[0].timeout, Duration::from_millis(2000));
+    assert!(config.warnings.iter().any(|w| w.contains("timeout_ms")));
+}
+
+#[test]
+fn type_is_inferred_and_streamable_http_is_http() {
+    let config = ok(json(
+        r#"{"mcpServers": {"u": {"url": "http://localhost:3000/mcp"},
+                             "s": {"type": "streamable-http", "url": "https://a/mcp"},
+                             "c": {"type": "stdio", "command": "c"}}}"#,
+    ));
+    assert_eq!(config.upstreams[0].transport.kind(), "http");
+    assert_eq!(config.upstreams[1].transport.kind(), "http");
+    assert_eq!(config.upstreams[2].transport.kind(), "stdio");
+}
+
+#[test]
+fn json_unknown_keys_warn_and_known_client_keys_are_silent() {
+    let config = ok(json(
+        r#"{"mcpServers": {"a": {"command": "x", "autoApprove": ["t"], "description": "d",
+                                 "frobnicate": 1, "headersHelper": "get-headers.sh", "url": "http://x"}},
+             "projects": {}}"#,
+    ));
+    let w = &config.warnings;
+    assert_eq!(w.len(), 4, "{w:#?}");
+    assert!(w
+        .iter()
+        .any(|m| m.contains("mcpServers.a.frobnicate") && m.contains("unknown key")));
+    assert!(w
+        .iter()
+        .any(|m| m.contains("mcpServers.a.headersHelper") && m.contains("not supported")));
+    assert!(w
+        .iter()
+        .any(|m| m.contains("mcpServers.a.url") && m.contains("ignored for a stdio server")));
+    assert!(w.iter().any(|m| m.contains("projects")));
+    assert!(!w
+        .iter()
+        .any(|m| m.contains("autoApprove") || m.contains("description")));
+}
+
+#[test]
+fn json_unknown_type_is_unsupported_but_toml_unknown_type_is_an_error() {
+    let config = ok(json(
+        r#"{"mcpServers": {"w": {"type": "ws", "url": "ws://x"}}}"#,
+    ));
+    assert_eq!(config.upstreams[0].transport.kind(), "ws");
+    assert!(config.warnings[0].contains("\"ws\""));
+    err_with(
+        toml("[servers.w]\ntype = \"ws\"\nurl = \"ws://x\"\n"),
+        &[
+            "devboy.toml:2:8",
+            "servers.w.type",
+            "expected one of: stdio, http, streamable-http, sse",
+            "\"ws\"",
+        ],
+    );
+}
+
+#[test]
+fn json_without_mcp_servers_warns() {
+    let config = ok(json("{}"));
+    assert!(config.upstreams.is_empty());
+    assert!(config.warnings[0].contains("mcpServers"));
+}
+
+// ---------------------------------------------------------------- error paths
+
+#[test]
+fn args_must_be_strings_with_index_in_the_key() {
+    err_with(
+        json(r#"{"mcpServers": {"github": {"command": "npx", "args": ["-y", "pkg", 3]}}}"#),
+        &["/proj/.mcp.json: mcpServers.github.args[2]: expected a string, found the integer 3"],
+    );
+    err_with(
+        json(r#"{"mcpServers": {"github": {"command": "npx", "args": "-y pkg"}}}"#),
+        &["mcpServers.github.args: expected an array of strings, found the string \"-y pkg\""],
+    );
+    err_with(
+        toml("[servers.github]\ncommand = \"npx\"\nargs = [\"a\", true]\n"),
+        &["/cfg/devboy.toml:3:14: servers.github.args[1]: expected a string, found the boolean true"],
+    );
+}
+
+#[test]
+fn env_and_headers_must_map_to_strings() {
+    err_with(
+        json(r#"{"mcpServers": {"a": {"command": "x", "env": {"PORT": 3000}}}}"#),
+        &[
+            ".mcp.json",
+            "mcpServers.a.env.PORT",
+            "expected a string",
+            "found the integer 3000",
+        ],
+    );
+    err_with(
+        json(r#"{"mcpServers": {"a": {"command": "x", "env": ["A=1"]}}}"#),
+        &[
+            "mcpServers.a.env",
+            "expected an object of string values",
+            "found an array",
+        ],
+    );
+    err_with(
+        toml("[servers.h]\nurl = \"https://x\"\nheaders = \"Authorization: x\"\n"),
+        &[
+            "devboy.toml",
+            "servers.h.headers",
+            "expected a table of string values",
+            "found the string",
+        ],
+    );
+}
+
+#[test]
+fn stdio_needs_command_and_http_needs_url() {
+    err_with(
+        json(r#"{"mcpServers": {"a": {"type": "stdio", "args": ["x"]}}}"#),
+        &[
+            ".mcp.json",
+            "mcpServers.a.command",
+            "expected a stdio server's `command`",
+            "found nothing",
+        ],
+    );
+    err_with(
+        json(r#"{"mcpServers": {"a": {"type": "http", "headers": {}}}}"#),
+        &[
+            "mcpServers.a.url",
+            "expected an http server's `url`",
+            "found nothing",
+        ],
+    );
+    err_with(
+        toml("[servers.a]\nargs = []\n"),
+        &[
+            "devboy.toml",
+            "servers.a:",
+            "expected `command` (a stdio server) or `url` (an http server)",
+            "found neither",
+        ],
+    );
+    err_with(
+        json(r#"{"mcpServers": {"a": {"command": 42}}}"#),
+        &[
+            "mcpServers.a.command",
+            "expected a string",
+            "found the integer 42",
+        ],
+    );
+    err_with(
+        json(r#"{"mcpServers": {"a": {"command": "${EMPTY}"}}}"#),
+        &["mcpServers.a.command", "expected a program to run"],
+    );
+    err_with(
+        json(r#"{"mcpServers": {"a": {"url": "localhost:3000/mcp"}}}"#),
+        &[
+            "mcpServers.a.url",
+            "expected an http:// or https:// URL",
+            "found the string \"localhost:3000/mcp\"",
+        ],
+    );
+}
+
+#[test]
+fn timeouts_must_be_positive_integers() {
+    for (value, found) in [
+        ("0", "the integer 0"),
+        ("-5", "the integer -5"),
+        ("\"30s\"", "the string \"30s\""),
+        ("1.5", "the number 1.5"),
+    ] {
+        err_with(
+            json(&format!(
+                r#"{{"mcpServers": {{"a": {{"command": "x", "timeout_ms": {value}}}}}}}"#
+            )),
+            &[
+                ".mcp.json",
+                "mcpServers.a.timeout_ms",
+                "expected a positive integer (milliseconds)",
+                found,
+            ],
+        );
+    }
+    err_with(
+        toml("[servers.a]\ncommand = \"x\"\nstartup_timeout_ms = 0\n"),
+        &[
+            "devboy.toml:3:22",
+            "servers.a.startup_timeout_ms",
+            "positive integer",
+        ],
+    );
+}
+
+#[test]
+fn flags_must_be_booleans_and_servers_objects() {
+    err_with(
+        json(r#"{"mcpServers": {"a": {"command": "x", "disabled": "yes"}}}"#),
+        &[
+            "mcpServers.a.disabled",
+            "expected true or false",
+            "found the string \"yes\"",
+        ],
+    );
+    err_with(
+        json(r#"{"mcpServers": {"a": "npx server"}}"#),
+        &["mcpServers.a", "expected an object", "found the string"],
+    );
+    err_with(
+        json(r#"{"mcpServers": []}"#),
+        &["mcpServers", "expected an object", "found an array"],
+    );
+    err_with(
+        json("[1]"),
+        &["(top level)", "expected an object", "found an array"],
+    );
+}
+
+#[test]
+fn invalid_globs_name_their_index() {
+    err_with(
+        toml("[servers.a]\ncommand = \"x\"\nallow = [\"get_*\", \"[oops\"]\n"),
+        &[
+            "devboy.toml:3:19",
+            "servers.a.allow[1]",
+            "expected a glob pattern",
+            "\"[oops\"",
+            "unclosed",
+        ],
+    );
+    err_with(
+        json(r#"{"mcpServers": {"a": {"command": "x", "deny": "get_*"}}}"#),
+        &["mcpServers.a.deny", "expected an array of strings"],
+    );
+}
+
+#[test]
+fn toml_is_strict_about_unknown_keys() {
+    let e = err_with(
+        toml("[servers.github]\ncomand = \"npx\"\n"),
+        &[
+            "/cfg/devboy.toml:2:1",
+            "servers.github.comand",
+            "unknown key",
+            "expected one of: type, command, args",
+            "did you mean `command`?",
+        ],
+    );
+    assert!(matches!(e.kind(), ConfigErrorKind::UnknownKey { .. }));
+    assert_eq!(e.position(), Some((2, 1)));
+    err_with(
+        toml("[server.a]\ncommand = \"x\"\n"),
+        &[
+            "devboy.toml:1:2: server: unknown key",
+            "expected one of: devboy, servers, mcpServers",
+            "did you mean `servers`?",
+        ],
+    );
+    err_with(
+        toml("[devboy]\nname = \"x\"\n"),
+        &["devboy.name", "expected one of: server_name"],
+    );
+}
+
+#[test]
+fn server_name_must_be_a_claude_code_name() {
+    err_with(
+        toml("[devboy]\nserver_name = \"dev boy\"\n"),
+        &[
+            "devboy.toml:2:15",
+            "devboy.server_name",
+            "letters, digits",
+            "\"dev boy\"",
+        ],
+    );
+}
+
+#[test]
+fn syntax_errors_name_file_line_and_column() {
+    let e = err_with(
+        json("{\n  \"mcpServers\": {,}\n}"),
+        &["/proj/.mcp.json:2:", "invalid JSON"],
+    );
+    assert!(matches!(
+        e.kind(),
+        ConfigErrorKind::Syntax {
+            format: ConfigFormat::McpJson,
+            ..
+        }
+    ));
+    let e = err_with(
+        toml("[servers.a]\ncommand = \"x\n"),
+        &["/cfg/devboy.toml:2:", "invalid TOML"],
+    );
+    assert_eq!(e.file(), Path::new("/cfg/devboy.toml"));
+    err_with(
+        toml("[servers.a]\ncommand = \"x\"\ncommand = \"y\"\n"),
+        &["devboy.toml:3:", "duplicate key"],
+    );
+}
+
+#[test]
+fn unsupported_extension_and_missing_file_name_the_file() {
+    let dir = TempDir::new();
+    let yaml = dir.write("servers.yaml", "mcpServers: {}");
+    let e = err_with(
+        ProxyConfig::load(&yaml),
+        &[
+            "servers.yaml",
+            "expected a file ending in .toml",
+            "found extension .yaml",
+        ],
+    );
+    assert!(matches!(
+        e.kind(),
+        ConfigErrorKind::UnsupportedFormat { .. }
+    ));
+    err_with(
+        ProxyConfig::load(&dir.0.join("noext")),
+        &["noext", "found no extension"],
+    );
+    let missing = dir.0.join("absent.toml");
+    let e = err_with(
+        ProxyConfig::load(&missing),
+        &["absent.toml", "cannot read the file"],
+    );
+    assert!(matches!(e.kind(), ConfigErrorKind::Read { .. }));
+}
+
+#[test]
+fn duplicate_server_across_servers_and_mcp_servers() {
+    err_with(
+        toml("[servers.a]\ncommand = \"x\"\n[mcpServers.a]\ncommand = \"y\"\n"),
+        &[
+            "mcpServers.a",
+            "a server name not used twice",
+            "first at servers.a",
+        ],
+    );
+}
+
+#[test]
+fn odd_server_keys_are_quoted_in_paths() {
+    err_with(
+        json(r#"{"mcpServers": {"my server.v2": {"command": 1}}}"#),
+        &["mcpServers.\"my server.v2\".command"],
+    );
+}
+
+// ---------------------------------------------------------------- prefixes
+
+fn prefixes(config: &ProxyConfig) -> Vec<&str> {
+    config.upstreams.iter().map(|u| u.prefix.as_str()).collect()
+}
+
+#[test]
+fn derived_prefixes_are_sanitized_and_truncated() {
+    let config = ok(json(
+        r#"{"mcpServers": {
+            "my server.v2": {"command": "x"},
+            "a-really-long-server-name-here": {"command": "x"},
+            "ends_with___": {"command": "x"},
+            "日本": {"command": "x"},
+            "GitHub": {"command": "x"}
+        }}"#,
+    ));
+    assert_eq!(
+        prefixes(&config),
+        [
+            "my_server_v2",
+            "a-really-long-se",
+            "ends_with",
+            "server",
+            "GitHub"
+        ]
+    );
+}
+
+#[test]
+fn colliding_derived_prefixes_are_numbered_in_file_order() {
+    let config = ok(json(
+        r#"{"mcpServers": {
+            "git hub": {"command": "x"},
+            "git.hub": {"command": "x"},
+            "git_hub": {"command": "x"},
+            "long-server-name-number-1": {"command": "x"},
+            "long-server-name-number-2": {"command": "x"}
+        }}"#,
+    ));
+    assert_eq!(
+        prefixes(&config),
+        [
+            "git_hub",
+            "git_hub_2",
+            "git_hub_3",
+            "long-server-name",
+            "long-server-na_2"
+        ]
+    );
+    assert!(config
+        .warnings
+        .iter()
+        .any(|w| w.contains("mcpServers.\"git.hub\"")
+            && w.contains("\"git_hub_2\"")
+            && w.contains("taken by mcpServers.\"git hub\"")));
+    // Deterministic.
+    let again = ok(json(
+        r#"{"mcpServers": {"git hub": {"command": "x"}, "git.hub": {"command": "x"}, "git_hub": {"command": "x"}}}"#,
+    ));
+    assert_eq!(prefixes(&again), ["git_hub", "git_hub_2", "git_hub_3"]);
+}
+
+#[test]
+fn numbering_skips_explicit_prefixes() {
+    let config = ok(json(
+        r#"{"mcpServers": {"a b": {"command": "x"}, "a.b": {"command": "x"}, "z": {"command": "x", "prefix": "a_b_2"}}}"#,
+    ));
+    assert_eq!(prefixes(&config), ["a_b", "a_b_3", "a_b_2"]);
+}
+
+#[test]
+fn explicit_prefix_collisions_name_both_keys() {
+    let e = err_with(
+        json(
+            r#"{"mcpServers": {"a": {"command": "x", "prefix": "gh"}, "b": {"command": "y", "prefix": "gh"}}}"#,
+        ),
+        &[
+            ".mcp.json",
+            "mcpServers.b.prefix",
+            "mcpServers.a.prefix",
+            "\"gh\"",
+            "expected a prefix no other server uses",
+        ],
+    );
+    assert!(matches!(e.kind(), ConfigErrorKind::DuplicatePrefix { .. }));
+    err_with(
+        json(
+            r#"{"mcpServers": {"github": {"command": "x"}, "other": {"command": "y", "prefix": "github"}}}"#,
+        ),
+        &[
+            "mcpServers.github (prefix derived from the name)",
+            "mcpServers.other.prefix",
+            "\"github\"",
+        ],
+    );
+}
+
+#[test]
+fn reserved_prefix() {
+    err_with(
+        toml("[servers.a]\ncommand = \"x\"\nprefix = \"devboy\"\n"),
+        &[
+            "devboy.toml:3:10",
+            "servers.a.prefix",
+            "reserved for devboy's built-in tools",
+            "found the string \"devboy\"",
+        ],
+    );
+    err_with(
+        json(r#"{"mcpServers": {"a": {"command": "x", "prefix": "DevBoy"}}}"#),
+        &["mcpServers.a.prefix", "reserved"],
+    );
+    let config = ok(json(
+        r#"{"mcpServers": {"devboy": {"command": "x"}, "DevBoy": {"command": "y"}}}"#,
+    ));
+    assert_eq!(prefixes(&config), ["devboy_2", "DevBoy_2"]);
+    assert!(config.warnings.iter().any(|w| w.contains("is reserved")));
+}
+
+#[test]
+fn explicit_prefix_must_already_be_valid() {
+    for bad in ["a.b", "a__b", "gh_", "", "é", "with space"] {
+        err_with(
+            json(&format!(r#"{{"mcpServers": {{"a": {{"command": "x", "prefix": {bad:?}}}}}}}"#)),
+            &["mcpServers.a.prefix", "expected a prefix of letters, digits, `_` and `-`, without `__` and not ending in `_`"],
+        );
+    }
+    let config = ok(json(
+        r#"{"mcpServers": {"a": {"command": "x", "prefix": "_My-Prefix_1"}}}"#,
+    ));
+    assert_eq!(prefixes(&config), ["_My-Prefix_1"]);
+    assert_eq!(
+        config
+            .upstream_by_prefix("_My-Prefix_1")
+            .map(|u| u.name.as_str()),
+        Some("a")
+    );
+}

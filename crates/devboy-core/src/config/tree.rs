@@ -1,0 +1,345 @@
+//! A format-neutral, order-preserving document tree.
+//!
+//! Both config formats are parsed into [`Node`]s first and validated second,
+//! so that one validator produces the same key paths and messages for TOML
+//! and JSON. The stock `toml::Table` and `serde_json::Map` sort their keys
+//! (without a crate-wide `preserve_order` feature that would change key order
+//! for every crate in the workspace), while upstreams must keep file order;
+//! hence this small tree of our own.
+
+use std::fmt;
+
+use serde::de::{Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
+use toml::de::{DeTable, DeValue};
+use toml::Spanned;
+
+/// A line and column in the source text, both 1-based; the column counts
+/// characters, not bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Pos {
+    pub(crate) line: usize,
+    pub(crate) column: usize,
+}
+
+/// One value of the document, with where it starts when the parser knows.
+#[derive(Clone, Debug)]
+pub(crate) struct Node {
+    pub(crate) value: Value,
+    pub(crate) pos: Option<Pos>,
+}
+
+/// One key of a table, with where the key itself is written.
+#[derive(Clone, Debug)]
+pub(crate) struct Entry {
+    pub(crate) key: String,
+    pub(crate) key_pos: Option<Pos>,
+    pub(crate) node: Node,
+}
+
+/// The value kinds of JSON and TOML together.
+#[derive(Clone, Debug)]
+pub(crate) enum Value {
+    Null,
+    Bool(bool),
+    Integer(i128),
+    Float(f64),
+    String(String),
+    Datetime(String),
+    Array(Vec<Node>),
+    /// Entries in document order; keys are unique.
+    Table(Vec<Entry>),
+}
+
+impl Node {
+    fn bare(value: Value) -> Self {
+        Node { value, pos: None }
+    }
+
+    /// The entries when this is a table.
+    pub(crate) fn as_table(&self) -> Option<&[Entry]> {
+        match &self.value {
+            Value::Table(entries) => Some(entries),
+            _ => None,
+        }
+    }
+}
+
+/// What a value is, for "found …" in messages: the kind and, for scalars,
+/// the value itself (cut short). `table` is how the format calls a table
+/// ("a table", "an object").
+pub(crate) fn describe(value: &Value, table: &str) -> String {
+    match value {
+        Value::Null => "null".to_owned(),
+        Value::Bool(b) => format!("the boolean {b}"),
+        Value::Integer(i) => format!("the integer {i}"),
+        Value::Float(f) => format!("the number {f:?}"),
+        Value::String(s) if s.is_empty() => "an empty string".to_owned(),
+        Value::String(s) => format!("the string {}", quote_short(s)),
+        Value::Datetime(d) => format!("the datetime {d}"),
+        Value::Array(_) => "an array".to_owned(),
+        Value::Table(_) => table.to_owned(),
+    }
+}
+
+/// `"text"` with JSON-style escapes, cut to a readable length.
+pub(crate) fn quote_short(s: &str) -> String {
+    const MAX_CHARS: usize = 40;
+    let mut cut: String = s.chars().take(MAX_CHARS).collect();
+    if cut.len() < s.len() {
+        cut.push('…');
+    }
+    format!("{cut:?}")
+}
+
+// ---------------------------------------------------------------- JSON
+
+impl<'de> Deserialize<'de> for Node {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(NodeVisitor)
+    }
+}
+
+struct NodeVisitor;
+
+impl<'de> Visitor<'de> for NodeVisitor {
+    type Value = Node;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("any JSON value")
+    }
+
+    fn visit_unit<E>(self) -> Result<Node, E> {
+        Ok(Node::bare(Value::Null))
+    }
+
+    fn visit_none<E>(self) -> Result<Node, E> {
+        Ok(Node::bare(Value::Null))
+    }
+
+    fn visit_bool<E>(self, v: bool) -> Result<Node, E> {
+        Ok(Node::bare(Value::Bool(v)))
+    }
+
+    fn visit_i64<E>(self, v: i64) -> Result<Node, E> {
+        Ok(Node::bare(Value::Integer(v.into())))
+    }
+
+    fn visit_u64<E>(self, v: u64) -> Result<Node, E> {
+        Ok(Node::bare(Value::Integer(v.into())))
+    }
+
+    fn visit_f64<E>(self, v: f64) -> Result<Node, E> {
+        Ok(Node::bare(Value::Float(v)))
+    }
+
+    fn visit_str<E>(self, v: &str) -> Result<Node, E> {
+        Ok(Node::bare(Value::String(v.to_owned())))
+    }
+
+    fn visit_string<E>(self, v: String) -> Result<Node, E> {
+        Ok(Node::bare(Value::String(v)))
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Node, A::Error> {
+        let mut items = Vec::new();
+        while let Some(item) = seq.next_element::<Node>()? {
+            items.push(item);
+        }
+        Ok(Node::bare(Value::Array(items)))
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Node, A::Error> {
+        let mut entries: Vec<Entry> = Vec::new();
+        while let Some((key, node)) = map.next_entry::<String, Node>()? {
+            // JSON.parse keeps the last of duplicate keys; so does Claude Code.
+            match entries.iter_mut().find(|e| e.key == key) {
+                Some(existing) => existing.node = node,
+                None => entries.push(Entry {
+                    key,
+                    key_pos: None,
+                    node,
+                }),
+            }
+        }
+        Ok(Node::bare(Value::Table(entries)))
+    }
+}
+
+/// A JSON syntax error: where and what.
+pub(crate) struct SyntaxError {
+    pub(crate) pos: Option<Pos>,
+    pub(crate) message: String,
+}
+
+/// Parses JSON text into a tree.
+pub(crate) fn parse_json(text: &str) -> Result<Node, SyntaxError> {
+    serde_json::from_str::<Node>(text).map_err(|e| {
+        let full = e.to_string();
+        let suffix = format!(" at line {} column {}", e.line(), e.column());
+        let message = full.strip_suffix(&suffix).unwrap_or(&full).to_owned();
+        let pos = (e.line() > 0).then_some(Pos {
+            line: e.line(),
+            column: e.column(),
+        });
+        SyntaxError { pos, message }
+    })
+}
+
+// ---------------------------------------------------------------- TOML
+
+/// Byte offsets of line starts, to turn spans into line and column.
+struct LineIndex<'a> {
+    text: &'a str,
+    starts: Vec<usize>,
+}
+
+impl<'a> LineIndex<'a> {
+    fn new(text: &'a str) -> Self {
+        let starts = std::iter::once(0)
+            .chain(text.match_indices('\n').map(|(i, _)| i + 1))
+            .collect();
+        LineIndex { text, starts }
+    }
+
+    fn pos(&self, offset: usize) -> Pos {
+        let line_idx = match self.starts.binary_search(&offset) {
+            Ok(i) => i,
+            Err(i) => i.saturating_sub(1),
+        };
+        let start = self.starts.get(line_idx).copied().unwrap_or(0);
+        let column = self
+            .text
+            .get(start..offset)
+            .map_or(offset.saturating_sub(start), |s| s.chars().count())
+            + 1;
+        Pos {
+            line: line_idx + 1,
+            column,
+        }
+    }
+}
+
+/// Parses TOML text into a tree with positions.
+pub(crate) fn parse_toml(text: &str) -> Result<Node, SyntaxError> {
+    let lines = LineIndex::new(text);
+    match DeTable::parse(text) {
+        Ok(root) => {
+            let span = root.span();
+            let table = root.into_inner();
+            Ok(Node {
+                value: toml_table(table, &lines),
+                pos: Some(lines.pos(span.start)),
+            })
+        }
+        Err(e) => Err(SyntaxError {
+            pos: e.span().map(|s| lines.pos(s.start)),
+            message: e.message().trim_end().to_owned(),
+        }),
+    }
+}
+
+fn toml_table(table: DeTable<'_>, lines: &LineIndex<'_>) -> Value {
+    let mut entries: Vec<(usize, Entry)> = table
+        .into_iter()
+        .map(|(key, value)| {
+            let key_start = key.span().start;
+            let entry = Entry {
+                key: key.into_inner().into_owned(),
+                key_pos: Some(lines.pos(key_start)),
+                node: toml_node(value, lines),
+            };
+            (key_start, entry)
+        })
+        .collect();
+    // The parser's map is sorted by key; spans give back the file order.
+    entries.sort_by_key(|(start, _)| *start);
+    Value::Table(entries.into_iter().map(|(_, e)| e).collect())
+}
+
+fn toml_node(value: Spanned<DeValue<'_>>, lines: &LineIndex<'_>) -> Node {
+    let pos = Some(lines.pos(value.span().start));
+    let value = match value.into_inner() {
+        DeValue::String(s) => Value::String(s.into_owned()),
+        DeValue::Integer(i) => match i128::from_str_radix(i.as_str(), i.radix()) {
+            Ok(n) => Value::Integer(n),
+            // Out of i128 range cannot be a valid setting anyway; keep the text.
+            Err(_) => Value::String(i.to_string()),
+        },
+        DeValue::Float(f) => Value::Float(f.as_str().parse().unwrap_or(f64::NAN)),
+        DeValue::Boolean(b) => Value::Bool(b),
+        DeValue::Datetime(d) => Value::Datetime(d.to_string()),
+        DeValue::Array(items) => {
+            Value::Array(items.into_iter().map(|v| toml_node(v, lines)).collect())
+        }
+        DeValue::Table(t) => toml_table(t, lines),
+    };
+    Node { value, pos }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn keys(node: &Node) -> Vec<&str> {
+        node.as_table()
+            .map(|t| t.iter().map(|e| e.key.as_str()).collect())
+            .unwrap_or_default()
+    }
+
+    #[test]
+    fn json_keeps_file_order_and_last_duplicate() {
+        let node = parse_json(r#"{"zeta": 1, "alpha": 2, "mid": 3, "zeta": 4}"#)
+            .unwrap_or_else(|e| panic!("{}", e.message));
+        assert_eq!(keys(&node), ["zeta", "alpha", "mid"]);
+        let zeta = &node.as_table().unwrap_or_default()[0].node.value;
+        assert!(matches!(zeta, Value::Integer(4)));
+    }
+
+    #[test]
+    fn toml_keeps_file_order_and_positions() {
+        let text = "[servers.zeta]\ncommand = \"z\"\n\n[servers.alpha]\ncommand = \"a\"\n";
+        let node = parse_toml(text).unwrap_or_else(|e| panic!("{}", e.message));
+        let servers = &node.as_table().unwrap_or_default()[0].node;
+        assert_eq!(keys(servers), ["zeta", "alpha"]);
+        let alpha = &servers.as_table().unwrap_or_default()[1];
+        let command = &alpha.node.as_table().unwrap_or_default()[0];
+        assert_eq!(command.key_pos, Some(Pos { line: 5, column: 1 }));
+        assert_eq!(
+            command.node.pos,
+            Some(Pos {
+                line: 5,
+                column: 11
+            })
+        );
+    }
+
+    #[test]
+    fn toml_syntax_error_has_position() {
+        let err = match parse_toml("a = 1\nb = \"unterminated\n") {
+            Ok(_) => panic!("parsed invalid TOML"),
+            Err(e) => e,
+        };
+        assert_eq!(err.pos.map(|p| p.line), Some(2));
+        assert!(!err.message.is_empty());
+    }
+
+    #[test]
+    fn json_syntax_error_has_position_without_duplicate_suffix() {
+        let err = match parse_json("{\n  \"a\": [1, 2,,]\n}") {
+            Ok(_) => panic!("parsed invalid JSON"),
+            Err(e) => e,
+        };
+        assert_eq!(err.pos.map(|p| p.line), Some(2));
+        assert!(!err.message.contains("at line"), "{}", err.message);
+    }
+
+    #[test]
+    fn describe_names_kind_and_value() {
+        assert_eq!(describe(&Value::Integer(3), "an object"), "the integer 3");
+        assert_eq!(describe(&Value::Table(vec![]), "an object"), "an object");
+        assert_eq!(
+            describe(&Value::String("x".repeat(50)), "a table"),
+            format!("the string \"{}…\"", "x".repeat(40))
+        );
+    }
+}

@@ -1,0 +1,21 @@
+//! Shared value types of devboy: the configuration schema and its
+//! resolution into an effective config, the rules for naming tools so the
+//! client accepts them, and the default locations on disk.
+//!
+//! Key design decision: **everything that leaves this crate is already
+//! resolved.** Config files are validated in one pass that expands
+//! `${VAR}`s, applies defaults, resolves relative paths and assigns unique
+//! tool-name prefixes, so the proxy never re-checks a field and a bad file
+//! fails at startup with one message that names the file, the key path and
+//! what was expected. The crate reads the config file and the environment
+//! and nothing else; it knows nothing of MCP, tokio or the pipeline.
+//!
+//! - [`config`]: [`config::ProxyConfig`] from a `.mcp.json` or `devboy.toml`.
+//! - [`naming`]: [`naming::ToolNamer`], exposed names within 64 characters.
+//! - [`paths`]: XDG config and telemetry directories, one place for all.
+
+#![deny(missing_docs)]
+
+pub mod config;
+pub mod naming;
+pub mod paths;

@@ -1,0 +1,47 @@
+//! devboy's own tools, served next to the proxied ones.
+//!
+//! Built-in names use a single underscore (`devboy_status`); proxied names
+//! always contain `__`, so the two can never collide.
+
+use std::sync::Arc;
+
+use rmcp::model::{JsonObject, Tool, ToolAnnotations};
+use serde_json::json;
+
+/// A tool devboy serves itself.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BuiltinTool {
+    /// Each upstream's state, tool count, calls served, last error; the
+    /// session's counters.
+    Status,
+}
+
+impl BuiltinTool {
+    /// Every built-in tool, in listing order.
+    pub const ALL: [BuiltinTool; 1] = [BuiltinTool::Status];
+
+    /// The tool as listed to the agent.
+    pub fn definition(self) -> Tool {
+        match self {
+            BuiltinTool::Status => Tool::new(
+                "devboy_status",
+                "devboy proxy status: each upstream MCP server's state, tool count, calls, errors and last error.",
+                schema(json!({"type": "object", "properties": {}})),
+            )
+            .with_annotations(
+                ToolAnnotations::with_title("devboy status")
+                    .read_only(true)
+                    .destructive(false)
+                    .idempotent(true)
+                    .open_world(false),
+            ),
+        }
+    }
+}
+
+fn schema(value: serde_json::Value) -> Arc<JsonObject> {
+    match value {
+        serde_json::Value::Object(map) => Arc::new(map),
+        _ => Arc::new(JsonObject::new()),
+    }
+}

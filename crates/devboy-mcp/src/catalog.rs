@@ -1,0 +1,203 @@
+//! What the agent sees: every upstream's tools, resources and prompts under
+//! namespaced names, plus devboy's built-in tools, and the routes back.
+//!
+//! A [`Catalog`] is an immutable snapshot rebuilt whenever an upstream's
+//! listing changes; requests look names up in the current snapshot. Building
+//! it is where the naming rules live: `<prefix>__<tool>`, sanitized and
+//! shortened so that the client's full name (`mcp__<server>__<name>`) stays
+//! within 64 characters, and made unique when shortening collides.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+
+use devboy_core::naming::{ToolNamer, CLIENT_TOOL_NAME_MAX};
+use rmcp::model::{Prompt, Resource, ResourceTemplate, Tool};
+
+use crate::builtin::BuiltinTool;
+use crate::upstream::Upstream;
+
+/// Where a tool call goes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ToolRoute {
+    /// One of devboy's own tools.
+    Builtin(BuiltinTool),
+    /// An upstream tool: index into the upstream list and its original name.
+    Upstream {
+        /// Index of the upstream.
+        upstream: usize,
+        /// The tool's name on the upstream.
+        tool: String,
+    },
+}
+
+/// One immutable view of everything the agent can use.
+#[derive(Debug, Default)]
+pub struct Catalog {
+    /// Tools as the agent sees them.
+    pub tools: Vec<Tool>,
+    /// Resources as the agent sees them (URIs unchanged, names prefixed).
+    pub resources: Vec<Resource>,
+    /// Resource templates (URI templates unchanged, names prefixed).
+    pub resource_templates: Vec<ResourceTemplate>,
+    /// Prompts under prefixed names.
+    pub prompts: Vec<Prompt>,
+    tool_routes: HashMap<String, ToolRoute>,
+    resource_routes: HashMap<String, usize>,
+    template_routes: Vec<(String, usize)>,
+    prompt_routes: HashMap<String, (usize, String)>,
+    /// Names that had to be shortened or de-duplicated: `(original, exposed)`.
+    pub renamed: Vec<(String, String)>,
+}
+
+impl Catalog {
+    /// Builds the view from the upstreams' last listings.
+    pub fn build(server_name: &str, upstreams: &[Arc<Upstream>]) -> Self {
+        let namer = ToolNamer::new(server_name);
+        let mut catalog = Catalog::default();
+        let mut taken: HashSet<String> = HashSet::new();
+        for builtin in BuiltinTool::ALL {
+            let tool = builtin.definition();
+            taken.insert(tool.name.to_string());
+            catalog
+                .tool_routes
+                .insert(tool.name.to_string(), ToolRoute::Builtin(builtin));
+            catalog.tools.push(tool);
+        }
+        for (index, upstream) in upstreams.iter().enumerate() {
+            let config = upstream.config();
+            if !config.enabled {
+                continue;
+            }
+            let listed = upstream.catalog();
+            for tool in &listed.tools {
+                if !config.tools.permits(&tool.name) {
+                    continue;
+                }
+                let exposed = namer.expose(&config.prefix, &tool.name);
+                let name = unique(exposed.name, &mut taken, server_name);
+                let original = format!("{}__{}", config.prefix, tool.name);
+                if exposed.shortened || name != original {
+                    catalog.renamed.push((original, name.clone()));
+                }
+                let mut visible = tool.clone();
+                visible.name = name.clone().into();
+                catalog.tool_routes.insert(
+                    name,
+                    ToolRoute::Upstream {
+                        upstream: index,
+                        tool: tool.name.to_string(),
+                    },
+                );
+                catalog.tools.push(visible);
+            }
+            for resource in &listed.resources {
+                if catalog.resource_routes.contains_key(&resource.uri) {
+                    tracing::warn!(uri = %resource.uri, upstream = %config.name, "resource URI offered twice; the first upstream keeps it");
+                    continue;
+                }
+                catalog.resource_routes.insert(resource.uri.clone(), index);
+                let mut visible = resource.clone();
+                visible.name = format!("{}__{}", config.prefix, resource.name);
+                catalog.resources.push(visible);
+            }
+            for template in &listed.resource_templates {
+                let head = template
+                    .uri_template
+                    .split('{')
+                    .next()
+                    .unwrap_or_default()
+                    .to_owned();
+                catalog.template_routes.push((head, index));
+                let mut visible = template.clone();
+                visible.name = format!("{}__{}", config.prefix, template.name);
+                catalog.resource_templates.push(visible);
+            }
+            for prompt in &listed.prompts {
+                let exposed = namer.expose(&config.prefix, &prompt.name);
+                let name = unique(exposed.name, &mut taken, server_name);
+                catalog
+                    .prompt_routes
+                    .insert(name.clone(), (index, prompt.name.clone()));
+                let mut visible = prompt.clone();
+                visible.name = name;
+                catalog.prompts.push(visible);
+            }
+        }
+        // Longest template head first, so the most specific match wins.
+        catalog
+            .template_routes
+            .sort_by(|a, b| b.0.len().cmp(&a.0.len()));
+        catalog
+    }
+
+    /// Where a tool call by its exposed name goes.
+    pub fn tool_route(&self, name: &str) -> Option<&ToolRoute> {
+        self.tool_routes.get(name)
+    }
+
+    /// Which upstream serves a resource URI: a listed resource, else the
+    /// most specific template whose fixed head matches.
+    pub fn resource_route(&self, uri: &str) -> Option<usize> {
+        self.resource_routes.get(uri).copied().or_else(|| {
+            self.template_routes
+                .iter()
+                .find(|(head, _)| !head.is_empty() && uri.starts_with(head.as_str()))
+                .map(|(_, index)| *index)
+        })
+    }
+
+    /// Which upstream serves a prompt, and its original name.
+    pub fn prompt_route(&self, name: &str) -> Option<&(usize, String)> {
+        self.prompt_routes.get(name)
+    }
+
+    /// The exposed tool names of one upstream.
+    pub fn tools_of(&self, upstream: usize) -> usize {
+        self.tool_routes
+            .values()
+            .filter(|r| matches!(r, ToolRoute::Upstream { upstream: u, .. } if *u == upstream))
+            .count()
+    }
+}
+
+/// Makes `name` unique among `taken` by a numeric suffix, keeping the
+/// client's length limit. Deterministic: the order of upstreams and tools
+/// decides who keeps the plain name.
+fn unique(name: String, taken: &mut HashSet<String>, server_name: &str) -> String {
+    if taken.insert(name.clone()) {
+        return name;
+    }
+    let budget = CLIENT_TOOL_NAME_MAX.saturating_sub("mcp__".len() + server_name.len() + 2);
+    for n in 2.. {
+        let suffix = format!("_{n}");
+        let mut head = name.clone();
+        while head.len() + suffix.len() > budget && !head.is_empty() {
+            head.pop();
+        }
+        let candidate = format!("{head}{suffix}");
+        if taken.insert(candidate.clone()) {
+            tracing::warn!(name = %name, exposed = %candidate, "tool name collision; renamed");
+            return candidate;
+        }
+    }
+    unreachable!("the suffix counter is unbounded")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unique_suffixes_within_budget() {
+        let mut taken = HashSet::new();
+        let long = "x".repeat(51);
+        assert_eq!(unique(long.clone(), &mut taken, "devboy"), long);
+        let second = unique(long.clone(), &mut taken, "devboy");
+        assert_eq!(second, format!("{}_2", "x".repeat(49)));
+        assert!("mcp__devboy__".len() + second.len() <= CLIENT_TOOL_NAME_MAX);
+        assert_eq!(
+            unique(long, &mut taken, "devboy"),
+            format!("{}_3", "x".repeat(49))
+        );
+    }
+}

@@ -1,0 +1,67 @@
+//! The devboy MCP proxy: one MCP server to the agent, one MCP client per
+//! upstream server, and the seam where the response pipeline plugs in.
+//!
+//! Key design decision: **the agent side never waits for upstreams.**
+//! `initialize` is answered from devboy's own capabilities; upstreams start
+//! concurrently under their own supervisors ([`upstream`]), and what they
+//! offer is published as an immutable [`catalog::Catalog`] snapshot that
+//! requests read and that changes announce with `list_changed`. A broken or
+//! slow upstream therefore only ever affects its own tools.
+//!
+//! Only this crate knows about rmcp and tokio; the response pipeline sees a
+//! result through [`seam::ResponseProcessor`] and must not panic its way
+//! into the protocol (the seam fails open).
+
+#![deny(missing_docs)]
+
+pub mod builtin;
+pub mod catalog;
+pub mod proxy;
+pub mod seam;
+pub mod session;
+pub mod status;
+pub mod tap;
+pub mod upstream;
+
+use std::sync::Arc;
+
+use devboy_core::config::ProxyConfig;
+use rmcp::ServiceExt;
+
+pub use proxy::{Proxy, ProxyOptions};
+pub use seam::{Passthrough, ResponseProcessor};
+pub use session::Session;
+
+/// Why serving stopped with an error.
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    /// The agent connection could not be set up.
+    #[error("MCP handshake with the client failed: {0}")]
+    Handshake(String),
+    /// The service loop ended abnormally.
+    #[error("MCP service ended abnormally: {0}")]
+    Service(String),
+}
+
+/// Installs the TLS crypto provider used by HTTP upstreams. Idempotent.
+pub fn install_tls_provider() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+}
+
+/// Serves MCP on this process's stdin/stdout until the client disconnects,
+/// then stops every upstream.
+pub async fn serve_stdio(config: &ProxyConfig, options: ProxyOptions) -> Result<(), ServeError> {
+    install_tls_provider();
+    let proxy = Proxy::start(config, options);
+    let session = Session::new(proxy.clone(), Arc::new(Passthrough));
+    let outcome = match session.serve(rmcp::transport::stdio()).await {
+        Ok(running) => running
+            .waiting()
+            .await
+            .map(|_| ())
+            .map_err(|e| ServeError::Service(e.to_string())),
+        Err(e) => Err(ServeError::Handshake(e.to_string())),
+    };
+    proxy.shutdown().await;
+    outcome
+}

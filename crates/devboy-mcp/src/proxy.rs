@@ -1,0 +1,152 @@
+//! The proxy: the set of upstreams, the current catalog, and their lifecycle.
+//!
+//! One [`Proxy`] per devboy process. It starts every upstream's supervisor
+//! at once (concurrently; a slow or broken one delays nobody), and rebuilds
+//! the [`Catalog`] whenever any upstream's listing changes. Agent sessions
+//! ([`crate::session::Session`]) read the catalog and subscribe to its
+//! changes to send `list_changed` notifications.
+
+use std::sync::{Arc, RwLock};
+use std::time::{Duration, Instant};
+
+use devboy_core::config::ProxyConfig;
+use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
+
+use crate::catalog::Catalog;
+use crate::upstream::{read, write, ChangeHook, Phase, Upstream};
+
+/// Options that are not part of the config file.
+#[derive(Debug, Clone)]
+pub struct ProxyOptions {
+    /// How long the first `tools/list` may wait for upstreams that are still
+    /// starting, counted from proxy start. `initialize` never waits.
+    pub list_grace: Duration,
+}
+
+impl Default for ProxyOptions {
+    fn default() -> Self {
+        Self {
+            list_grace: Duration::from_secs(5),
+        }
+    }
+}
+
+/// All upstreams and the catalog built from them.
+pub struct Proxy {
+    server_name: String,
+    upstreams: Vec<Arc<Upstream>>,
+    catalog: RwLock<Arc<Catalog>>,
+    updates: watch::Sender<Arc<Catalog>>,
+    shutdown: CancellationToken,
+    started: Instant,
+    options: ProxyOptions,
+    tasks: std::sync::Mutex<Vec<tokio::task::JoinHandle<()>>>,
+    rebuilding: std::sync::Mutex<()>,
+}
+
+impl Proxy {
+    /// Starts every enabled upstream (in the background) and returns at once.
+    /// Must be called inside a tokio runtime.
+    pub fn start(config: &ProxyConfig, options: ProxyOptions) -> Arc<Self> {
+        let proxy = Arc::new_cyclic(|weak: &std::sync::Weak<Proxy>| {
+            let upstreams: Vec<Arc<Upstream>> = config
+                .upstreams
+                .iter()
+                .map(|u| {
+                    let weak = weak.clone();
+                    let hook: ChangeHook = Arc::new(move || {
+                        if let Some(proxy) = weak.upgrade() {
+                            proxy.rebuild();
+                        }
+                    });
+                    Upstream::new(u.clone(), hook)
+                })
+                .collect();
+            let catalog = Arc::new(Catalog::build(&config.server_name, &upstreams));
+            Self {
+                server_name: config.server_name.clone(),
+                upstreams,
+                catalog: RwLock::new(catalog.clone()),
+                updates: watch::Sender::new(catalog),
+                shutdown: CancellationToken::new(),
+                started: Instant::now(),
+                options,
+                tasks: Default::default(),
+                rebuilding: Default::default(),
+            }
+        });
+        let tasks = proxy
+            .upstreams
+            .iter()
+            .map(|upstream| tokio::spawn(upstream.clone().supervise(proxy.shutdown.clone())))
+            .collect();
+        *crate::upstream::lock(&proxy.tasks) = tasks;
+        proxy
+    }
+
+    /// The upstreams, in config order.
+    pub fn upstreams(&self) -> &[Arc<Upstream>] {
+        &self.upstreams
+    }
+
+    /// The current catalog.
+    pub fn catalog(&self) -> Arc<Catalog> {
+        read(&self.catalog).clone()
+    }
+
+    /// A receiver that sees every new catalog.
+    pub fn subscribe(&self) -> watch::Receiver<Arc<Catalog>> {
+        self.updates.subscribe()
+    }
+
+    /// Time since start.
+    pub fn uptime(&self) -> Duration {
+        self.started.elapsed()
+    }
+
+    /// Waits until no upstream that has never been ready is still starting,
+    /// or until the list grace period (from proxy start) is over.
+    pub async fn settle(&self) {
+        let deadline = tokio::time::Instant::from_std(self.started + self.options.list_grace);
+        for upstream in &self.upstreams {
+            let mut phase = upstream.watch_phase();
+            loop {
+                if *phase.borrow_and_update() != Phase::Starting {
+                    break;
+                }
+                match tokio::time::timeout_at(deadline, phase.changed()).await {
+                    Ok(Ok(())) => continue,
+                    _ => return,
+                }
+            }
+        }
+    }
+
+    /// Stops every upstream (their child processes are terminated) and waits
+    /// a bounded time for them to go.
+    pub async fn shutdown(&self) {
+        self.shutdown.cancel();
+        let tasks = std::mem::take(&mut *crate::upstream::lock(&self.tasks));
+        let _ =
+            tokio::time::timeout(Duration::from_secs(8), futures::future::join_all(tasks)).await;
+    }
+
+    /// Rebuilds the catalog from the upstreams' listings. Serialized so two
+    /// upstreams publishing at once cannot store an older view last.
+    fn rebuild(&self) {
+        let _serial = crate::upstream::lock(&self.rebuilding);
+        let catalog = Arc::new(Catalog::build(&self.server_name, &self.upstreams));
+        for (original, exposed) in &catalog.renamed {
+            let previously = read(&self.catalog)
+                .renamed
+                .iter()
+                .any(|(o, e)| o == original && e == exposed);
+            if !previously {
+                tracing::warn!(original = %original, exposed = %exposed, server = %self.server_name, "tool name shortened to fit the client's 64-character limit");
+            }
+        }
+        *write(&self.catalog) = catalog.clone();
+        self.updates.send_replace(catalog);
+    }
+}

@@ -1,0 +1,194 @@
+//! The one seam between the proxy and the response pipeline.
+//!
+//! Every successful upstream tool result passes through the session's
+//! [`ResponseProcessor`] before it reaches the agent. The processor borrows
+//! the result and returns a replacement or nothing, so the proxy always still
+//! holds the original: if the processor errors or panics, the original goes
+//! out unchanged and the failure is counted (DESIGN.md §4, fail open).
+//! Errors (`isError`) never reach the processor.
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use rmcp::model::{CallToolResult, JsonObject};
+
+/// What the processor knows about the call that produced a result.
+#[derive(Debug, Clone, Copy)]
+pub struct ToolCallInfo<'a> {
+    /// Upstream name as configured.
+    pub upstream: &'a str,
+    /// The tool's name on the upstream.
+    pub tool: &'a str,
+    /// The name the agent called.
+    pub exposed: &'a str,
+    /// The call's arguments.
+    pub arguments: Option<&'a JsonObject>,
+}
+
+/// Error type a processor may return; the result then passes unchanged.
+pub type ProcessError = Box<dyn std::error::Error + Send + Sync>;
+
+/// Turns an upstream result into what the agent should see.
+pub trait ResponseProcessor: Send + Sync + 'static {
+    /// A short name for logs and status.
+    fn name(&self) -> &'static str;
+
+    /// `Ok(None)` keeps the result as it is; `Ok(Some(r))` replaces it.
+    fn process(
+        &self,
+        call: &ToolCallInfo<'_>,
+        result: &CallToolResult,
+    ) -> Result<Option<CallToolResult>, ProcessError>;
+}
+
+/// The identity processor: every result passes as it came.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Passthrough;
+
+impl ResponseProcessor for Passthrough {
+    fn name(&self) -> &'static str {
+        "passthrough"
+    }
+
+    fn process(
+        &self,
+        _call: &ToolCallInfo<'_>,
+        _result: &CallToolResult,
+    ) -> Result<Option<CallToolResult>, ProcessError> {
+        Ok(None)
+    }
+}
+
+/// Counts of what the seam did, for status.
+#[derive(Debug, Default)]
+pub struct SeamStats {
+    /// Results the processor saw.
+    pub processed: AtomicU64,
+    /// Results it replaced.
+    pub replaced: AtomicU64,
+    /// Errors and panics; each passed the original through.
+    pub failures: AtomicU64,
+}
+
+/// Runs `processor` on `result`, failing open.
+pub fn apply(
+    processor: &dyn ResponseProcessor,
+    stats: &SeamStats,
+    call: &ToolCallInfo<'_>,
+    result: CallToolResult,
+) -> CallToolResult {
+    if result.is_error == Some(true) {
+        return result;
+    }
+    stats.processed.fetch_add(1, Ordering::Relaxed);
+    match catch_unwind(AssertUnwindSafe(|| processor.process(call, &result))) {
+        Ok(Ok(None)) => result,
+        Ok(Ok(Some(replacement))) => {
+            stats.replaced.fetch_add(1, Ordering::Relaxed);
+            replacement
+        }
+        Ok(Err(error)) => {
+            stats.failures.fetch_add(1, Ordering::Relaxed);
+            tracing::warn!(processor = processor.name(), tool = call.exposed, %error, "response processor failed; original passed through");
+            result
+        }
+        Err(_) => {
+            stats.failures.fetch_add(1, Ordering::Relaxed);
+            tracing::error!(
+                processor = processor.name(),
+                tool = call.exposed,
+                "response processor panicked; original passed through"
+            );
+            result
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rmcp::model::ContentBlock;
+
+    struct Panics;
+    impl ResponseProcessor for Panics {
+        fn name(&self) -> &'static str {
+            "panics"
+        }
+        fn process(
+            &self,
+            _: &ToolCallInfo<'_>,
+            _: &CallToolResult,
+        ) -> Result<Option<CallToolResult>, ProcessError> {
+            panic!("stage bug")
+        }
+    }
+
+    struct Fails;
+    impl ResponseProcessor for Fails {
+        fn name(&self) -> &'static str {
+            "fails"
+        }
+        fn process(
+            &self,
+            _: &ToolCallInfo<'_>,
+            _: &CallToolResult,
+        ) -> Result<Option<CallToolResult>, ProcessError> {
+            Err("bad input".into())
+        }
+    }
+
+    struct Upper;
+    impl ResponseProcessor for Upper {
+        fn name(&self) -> &'static str {
+            "upper"
+        }
+        fn process(
+            &self,
+            _: &ToolCallInfo<'_>,
+            r: &CallToolResult,
+        ) -> Result<Option<CallToolResult>, ProcessError> {
+            let text = r.content[0].as_text().map(|t| t.text.to_uppercase());
+            Ok(text.map(|t| CallToolResult::success(vec![ContentBlock::text(t)])))
+        }
+    }
+
+    fn call() -> ToolCallInfo<'static> {
+        ToolCallInfo {
+            upstream: "u",
+            tool: "t",
+            exposed: "u__t",
+            arguments: None,
+        }
+    }
+
+    #[test]
+    fn panics_and_errors_pass_the_original() {
+        let original = CallToolResult::success(vec![ContentBlock::text("body")]);
+        let stats = SeamStats::default();
+        let out = apply(&Panics, &stats, &call(), original.clone());
+        assert_eq!(out, original);
+        let out = apply(&Fails, &stats, &call(), original.clone());
+        assert_eq!(out, original);
+        assert_eq!(stats.failures.load(Ordering::Relaxed), 2);
+        assert_eq!(stats.replaced.load(Ordering::Relaxed), 0);
+    }
+
+    #[test]
+    fn replacement_is_used_and_errors_are_untouched() {
+        let stats = SeamStats::default();
+        let out = apply(
+            &Upper,
+            &stats,
+            &call(),
+            CallToolResult::success(vec![ContentBlock::text("body")]),
+        );
+        assert_eq!(
+            out.content[0].as_text().map(|t| t.text.as_str()),
+            Some("BODY")
+        );
+        let error = CallToolResult::error(vec![ContentBlock::text("nope")]);
+        assert_eq!(apply(&Upper, &stats, &call(), error.clone()), error);
+        assert_eq!(stats.processed.load(Ordering::Relaxed), 1);
+        assert_eq!(stats.replaced.load(Ordering::Relaxed), 1);
+    }
+}

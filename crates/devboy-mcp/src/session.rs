@@ -1,0 +1,314 @@
+//! One agent session: the MCP server the agent talks to.
+//!
+//! A [`Session`] answers `initialize` at once from devboy's own capabilities
+//! (it never waits for upstreams), serves lists from the proxy's current
+//! catalog, routes calls to upstreams or built-in tools, passes every
+//! successful upstream result through the session's response processor, and
+//! forwards `list_changed` when the catalog changes.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ErrorCode,
+    GetPromptRequestParams, GetPromptResponse, Implementation, ListPromptsResult,
+    ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
+    ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse, ServerCapabilities,
+    ServerConfig,
+};
+use rmcp::service::{NotificationContext, RequestContext};
+use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
+
+use crate::builtin::BuiltinTool;
+use crate::catalog::{Catalog, ToolRoute};
+use crate::proxy::Proxy;
+use crate::seam::{apply, ResponseProcessor, SeamStats, ToolCallInfo};
+use crate::status;
+use crate::upstream::{CallFailure, ProgressTarget};
+
+/// Counters for one agent session.
+#[derive(Debug, Default)]
+pub struct SessionStats {
+    /// Tool calls received (built-in and proxied).
+    pub calls: AtomicU64,
+    /// What the response seam did.
+    pub seam: SeamStats,
+}
+
+/// The MCP server side of one agent connection.
+#[derive(Clone)]
+pub struct Session {
+    proxy: Arc<Proxy>,
+    processor: Arc<dyn ResponseProcessor>,
+    stats: Arc<SessionStats>,
+    notifier_started: Arc<AtomicBool>,
+}
+
+impl Session {
+    /// A session over `proxy` whose results pass through `processor`.
+    pub fn new(proxy: Arc<Proxy>, processor: Arc<dyn ResponseProcessor>) -> Self {
+        Self {
+            proxy,
+            processor,
+            stats: Arc::default(),
+            notifier_started: Arc::default(),
+        }
+    }
+
+    /// This session's counters.
+    pub fn stats(&self) -> &SessionStats {
+        &self.stats
+    }
+
+    async fn call_upstream(
+        &self,
+        index: usize,
+        tool: &str,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, McpError> {
+        let Some(upstream) = self.proxy.upstreams().get(index) else {
+            return Err(unknown_tool(&request.name));
+        };
+        let progress = context
+            .meta
+            .get_progress_token()
+            .map(|token| ProgressTarget {
+                peer: context.peer.clone(),
+                token,
+            });
+        let mut meta = context.meta.clone();
+        meta.0 .0.remove("progressToken");
+        let outcome = upstream
+            .call_tool(
+                tool,
+                request.arguments.clone(),
+                meta,
+                progress,
+                context.ct.clone(),
+            )
+            .await;
+        match outcome {
+            Ok(result) => {
+                let info = ToolCallInfo {
+                    upstream: &upstream.config().name,
+                    tool,
+                    exposed: &request.name,
+                    arguments: request.arguments.as_ref(),
+                };
+                Ok(apply(
+                    self.processor.as_ref(),
+                    &self.stats.seam,
+                    &info,
+                    result,
+                ))
+            }
+            // The upstream's own JSON-RPC error passes through as it was.
+            Err(CallFailure::Protocol(error)) => Err(error),
+            Err(CallFailure::Cancelled) => Err(McpError::new(
+                ErrorCode::INTERNAL_ERROR,
+                "request cancelled",
+                None,
+            )),
+            Err(failure) => {
+                tracing::warn!(tool = %request.name, %failure, "tool call failed");
+                Ok(CallToolResult::error(vec![ContentBlock::text(format!(
+                    "devboy: {failure}"
+                ))]))
+            }
+        }
+    }
+
+    fn call_builtin(&self, tool: BuiltinTool) -> CallToolResult {
+        match tool {
+            BuiltinTool::Status => {
+                let report = status::report(&self.proxy, &self.stats);
+                CallToolResult::success(vec![ContentBlock::text(report)])
+            }
+        }
+    }
+
+    /// Sends `list_changed` notifications for as long as the agent listens.
+    fn start_notifier(&self, peer: rmcp::Peer<RoleServer>) {
+        if self.notifier_started.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        let mut updates = self.proxy.subscribe();
+        let mut last: Arc<Catalog> = updates.borrow_and_update().clone();
+        tokio::spawn(async move {
+            while updates.changed().await.is_ok() {
+                let next = updates.borrow_and_update().clone();
+                let sent = async {
+                    if next.tools != last.tools {
+                        peer.notify_tool_list_changed().await?;
+                    }
+                    if next.resources != last.resources
+                        || next.resource_templates != last.resource_templates
+                    {
+                        peer.notify_resource_list_changed().await?;
+                    }
+                    if next.prompts != last.prompts {
+                        peer.notify_prompt_list_changed().await?;
+                    }
+                    Ok::<_, rmcp::service::ServiceError>(())
+                }
+                .await;
+                if let Err(error) = sent {
+                    tracing::debug!(%error, "agent gone; list_changed notifier stops");
+                    return;
+                }
+                last = next;
+            }
+        });
+    }
+}
+
+fn unknown_tool(name: &str) -> McpError {
+    McpError::invalid_params(format!("unknown tool `{name}`"), None)
+}
+
+fn failure_to_error(failure: CallFailure) -> McpError {
+    match failure {
+        CallFailure::Protocol(error) => error,
+        other => McpError::internal_error(other.to_string(), None),
+    }
+}
+
+impl ServerHandler for Session {
+    fn get_info(&self) -> ServerConfig {
+        let capabilities = ServerCapabilities::builder()
+            .enable_tools()
+            .enable_tool_list_changed()
+            .enable_resources()
+            .enable_resources_list_changed()
+            .enable_prompts()
+            .enable_prompts_list_changed()
+            .build();
+        ServerConfig::new(capabilities)
+            .with_server_info(Implementation::new("devboy", env!("CARGO_PKG_VERSION")))
+            .with_protocol_version(ProtocolVersion::LATEST_WITH_INITIALIZE)
+    }
+
+    fn supported_protocol_versions(&self) -> std::borrow::Cow<'static, [ProtocolVersion]> {
+        // Session lifecycle only: list_changed goes out as plain notifications.
+        std::borrow::Cow::Borrowed(ProtocolVersion::known_up_to(
+            &ProtocolVersion::LATEST_WITH_INITIALIZE,
+        ))
+    }
+
+    async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
+        self.start_notifier(context.peer);
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, McpError> {
+        self.start_notifier(context.peer);
+        self.proxy.settle().await;
+        let catalog = self.proxy.catalog();
+        Ok(ListToolsResult::with_all_items(catalog.tools.clone()))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        self.stats.calls.fetch_add(1, Ordering::Relaxed);
+        let catalog = self.proxy.catalog();
+        let route = match catalog.tool_route(&request.name) {
+            Some(route) => route.clone(),
+            None => {
+                // The agent may call before the first listing has settled.
+                self.proxy.settle().await;
+                match self.proxy.catalog().tool_route(&request.name) {
+                    Some(route) => route.clone(),
+                    None => return Err(unknown_tool(&request.name)),
+                }
+            }
+        };
+        drop(catalog);
+        let result = match route {
+            ToolRoute::Builtin(tool) => self.call_builtin(tool),
+            ToolRoute::Upstream { upstream, tool } => {
+                self.call_upstream(upstream, &tool, request, context)
+                    .await?
+            }
+        };
+        Ok(result.into())
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, McpError> {
+        self.proxy.settle().await;
+        Ok(ListResourcesResult::with_all_items(
+            self.proxy.catalog().resources.clone(),
+        ))
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, McpError> {
+        self.proxy.settle().await;
+        Ok(ListResourceTemplatesResult::with_all_items(
+            self.proxy.catalog().resource_templates.clone(),
+        ))
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, McpError> {
+        let Some(index) = self.proxy.catalog().resource_route(&request.uri) else {
+            return Err(McpError::resource_not_found(
+                format!("no upstream offers `{}`", request.uri),
+                None,
+            ));
+        };
+        let upstream = &self.proxy.upstreams()[index];
+        upstream
+            .read_resource(request)
+            .await
+            .map(Into::into)
+            .map_err(failure_to_error)
+    }
+
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, McpError> {
+        self.proxy.settle().await;
+        Ok(ListPromptsResult::with_all_items(
+            self.proxy.catalog().prompts.clone(),
+        ))
+    }
+
+    async fn get_prompt(
+        &self,
+        mut request: GetPromptRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, McpError> {
+        let Some((index, original)) = self.proxy.catalog().prompt_route(&request.name).cloned()
+        else {
+            return Err(McpError::invalid_params(
+                format!("unknown prompt `{}`", request.name),
+                None,
+            ));
+        };
+        request.name = original;
+        self.proxy.upstreams()[index]
+            .get_prompt(request)
+            .await
+            .map(Into::into)
+            .map_err(failure_to_error)
+    }
+}

@@ -1,0 +1,56 @@
+//! The `devboy_status` report.
+
+use std::sync::atomic::Ordering;
+
+use serde_json::{json, Value};
+
+use crate::proxy::Proxy;
+use crate::session::SessionStats;
+use crate::upstream::{lock, Phase};
+
+/// A compact JSON report: each upstream's state, tool count, counters and
+/// last error, and this session's counters.
+pub fn report(proxy: &Proxy, session: &SessionStats) -> String {
+    let catalog = proxy.catalog();
+    let upstreams: Vec<Value> = proxy
+        .upstreams()
+        .iter()
+        .enumerate()
+        .map(|(index, upstream)| {
+            let config = upstream.config();
+            let stats = &upstream.stats;
+            let phase = upstream.phase();
+            let mut entry = json!({
+                "name": config.name,
+                "prefix": config.prefix,
+                "state": phase.label(),
+                "tools": catalog.tools_of(index),
+                "calls": stats.calls.load(Ordering::Relaxed),
+                "errors": stats.errors.load(Ordering::Relaxed),
+                "timeouts": stats.timeouts.load(Ordering::Relaxed),
+                "restarts": stats.restarts.load(Ordering::Relaxed),
+                "last_error": *lock(&stats.last_error),
+            });
+            if let Phase::Failed { retry_in, .. } = phase {
+                entry["retry_in_ms"] = json!(retry_in.as_millis() as u64);
+            }
+            if let Some(pid) = upstream.pid() {
+                entry["pid"] = json!(pid);
+            }
+            entry
+        })
+        .collect();
+    let seam = &session.seam;
+    json!({
+        "devboy": env!("CARGO_PKG_VERSION"),
+        "uptime_s": proxy.uptime().as_secs(),
+        "session": {
+            "calls": session.calls.load(Ordering::Relaxed),
+            "processed": seam.processed.load(Ordering::Relaxed),
+            "replaced": seam.replaced.load(Ordering::Relaxed),
+            "pipeline_failures": seam.failures.load(Ordering::Relaxed),
+        },
+        "upstreams": upstreams,
+    })
+    .to_string()
+}

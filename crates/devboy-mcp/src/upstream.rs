@@ -1,0 +1,754 @@
+//! One upstream MCP server: connecting to it, supervising it, restarting it.
+//!
+//! Each configured upstream gets an [`Upstream`] and one supervisor task. The
+//! supervisor connects (child process or streamable HTTP), lists what the
+//! server offers, publishes that as an [`UpstreamCatalog`], and then watches
+//! the connection. When the server exits, calls in flight fail with a clear
+//! error, and the supervisor reconnects with exponential backoff. The last
+//! known catalog stays published while it does, so the agent does not see
+//! tools vanish and reappear on every hiccup.
+//!
+//! Nothing here knows about the agent side; the only outward signals are the
+//! change hook (called on every catalog change) and the phase watch.
+
+use std::collections::{HashMap, VecDeque};
+use std::process::Stdio;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::{Duration, Instant};
+
+use devboy_core::config::{UpstreamConfig, UpstreamTransport};
+use rmcp::model::{
+    CallToolRequest, CallToolRequestParams, CallToolResult, CancelledNotificationParam,
+    ClientCapabilities, ClientConfig, ClientRequest, GetPromptRequestParams, GetPromptResult,
+    Implementation, ProgressToken, Prompt, ProtocolVersion, ReadResourceRequestParams,
+    ReadResourceResult, RequestMetaObject, Resource, ResourceTemplate, ServerResult, Tool,
+};
+use rmcp::service::{
+    NotificationContext, Peer, PeerRequestOptions, RunningService, ServiceError, ServiceExt,
+};
+use rmcp::{ClientHandler, RoleClient};
+
+pub use crate::tap::ProgressTarget;
+use crate::tap::{ProgressRoutes, ProgressTap};
+use tokio::io::AsyncBufReadExt;
+use tokio::sync::{mpsc, watch};
+use tokio_util::sync::CancellationToken;
+
+/// Lines of an upstream's stderr kept for error messages and status.
+const STDERR_TAIL_LINES: usize = 12;
+/// Longest stderr line kept, in bytes.
+const STDERR_LINE_MAX: usize = 400;
+/// First restart delay; doubles per failed attempt up to [`BACKOFF_MAX`].
+const BACKOFF_START: Duration = Duration::from_millis(250);
+/// Longest restart delay.
+const BACKOFF_MAX: Duration = Duration::from_secs(30);
+/// A connection that stayed up this long resets the backoff.
+const STABLE_UPTIME: Duration = Duration::from_secs(30);
+
+/// Where an upstream is in its life.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Phase {
+    /// `enabled = false` in the config.
+    Disabled,
+    /// Connecting or initializing (first start or a restart).
+    Starting,
+    /// Connected and listed.
+    Ready,
+    /// The last attempt failed or the connection dropped; another attempt
+    /// follows after `retry_in`.
+    Failed {
+        /// What went wrong, for people.
+        error: String,
+        /// Delay before the next attempt.
+        retry_in: Duration,
+    },
+    /// The proxy is shutting down.
+    Stopped,
+}
+
+impl Phase {
+    /// Short name for status output.
+    pub fn label(&self) -> &'static str {
+        match self {
+            Phase::Disabled => "disabled",
+            Phase::Starting => "starting",
+            Phase::Ready => "ready",
+            Phase::Failed { .. } => "failed",
+            Phase::Stopped => "stopped",
+        }
+    }
+}
+
+/// Everything an upstream offers, as it last listed it.
+#[derive(Debug, Default, Clone)]
+pub struct UpstreamCatalog {
+    /// Tools, as listed (all pages), before allow/deny filtering.
+    pub tools: Vec<Tool>,
+    /// Resources (all pages).
+    pub resources: Vec<Resource>,
+    /// Resource templates (all pages).
+    pub resource_templates: Vec<ResourceTemplate>,
+    /// Prompts (all pages).
+    pub prompts: Vec<Prompt>,
+}
+
+/// Counters shown by `devboy_status`.
+#[derive(Debug, Default)]
+pub struct UpstreamStats {
+    /// Tool calls forwarded.
+    pub calls: AtomicU64,
+    /// Calls that ended in an error of any kind (including `isError` results).
+    pub errors: AtomicU64,
+    /// Calls that ran past their timeout.
+    pub timeouts: AtomicU64,
+    /// Successful connections after the first.
+    pub restarts: AtomicU64,
+    /// Last error seen, for people.
+    pub last_error: Mutex<Option<String>>,
+}
+
+impl UpstreamStats {
+    fn record_error(&self, message: &str) {
+        self.errors.fetch_add(1, Ordering::Relaxed);
+        *lock(&self.last_error) = Some(message.to_owned());
+    }
+}
+
+/// Which list an upstream said has changed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ListKind {
+    Tools,
+    Resources,
+    Prompts,
+}
+
+/// Why a forwarded request did not produce a result.
+#[derive(Debug, thiserror::Error)]
+pub enum CallFailure {
+    /// The upstream is not connected and is not expected back in time.
+    #[error("upstream `{upstream}` is unavailable: {reason}")]
+    Unavailable {
+        /// Upstream name.
+        upstream: String,
+        /// Why.
+        reason: String,
+    },
+    /// The call ran past its timeout; the upstream was told to cancel it.
+    #[error("upstream `{upstream}` did not answer within {seconds:.1} s; the call was cancelled")]
+    Timeout {
+        /// Upstream name.
+        upstream: String,
+        /// The timeout in seconds.
+        seconds: f64,
+    },
+    /// The connection dropped while the call was in flight.
+    #[error(
+        "upstream `{upstream}` exited while the call was in flight{detail}; it is being restarted, retry the call"
+    )]
+    ConnectionLost {
+        /// Upstream name.
+        upstream: String,
+        /// `: <last stderr line>` or empty.
+        detail: String,
+    },
+    /// The agent cancelled the request.
+    #[error("cancelled by the client")]
+    Cancelled,
+    /// The upstream answered with a JSON-RPC error.
+    #[error("{0}")]
+    Protocol(rmcp::ErrorData),
+    /// Anything else from the transport layer.
+    #[error("upstream `{upstream}`: {message}")]
+    Other {
+        /// Upstream name.
+        upstream: String,
+        /// What happened.
+        message: String,
+    },
+}
+
+/// Called when an upstream's catalog changes.
+pub type ChangeHook = Arc<dyn Fn() + Send + Sync>;
+
+/// One configured upstream and its live connection, if any.
+pub struct Upstream {
+    config: UpstreamConfig,
+    phase: watch::Sender<Phase>,
+    peer: RwLock<Option<Peer<RoleClient>>>,
+    catalog: RwLock<Arc<UpstreamCatalog>>,
+    ever_ready: AtomicBool,
+    pid: Mutex<Option<u32>>,
+    stderr_tail: Arc<Mutex<VecDeque<String>>>,
+    progress: ProgressRoutes,
+    /// Called (synchronously) whenever the catalog changes, before the
+    /// phase says Ready, so a ready upstream's tools are always routable.
+    on_change: ChangeHook,
+    /// Counters for status.
+    pub stats: UpstreamStats,
+}
+
+impl Upstream {
+    /// An upstream in its initial phase; call [`Upstream::supervise`] to run it.
+    pub fn new(config: UpstreamConfig, on_change: ChangeHook) -> Arc<Self> {
+        let phase = if config.enabled {
+            Phase::Starting
+        } else {
+            Phase::Disabled
+        };
+        Arc::new(Self {
+            config,
+            phase: watch::Sender::new(phase),
+            peer: RwLock::new(None),
+            catalog: RwLock::new(Arc::new(UpstreamCatalog::default())),
+            ever_ready: AtomicBool::new(false),
+            pid: Mutex::new(None),
+            stderr_tail: Arc::new(Mutex::new(VecDeque::new())),
+            progress: Arc::new(Mutex::new(HashMap::new())),
+            on_change,
+            stats: UpstreamStats::default(),
+        })
+    }
+
+    /// The configuration this upstream runs from.
+    pub fn config(&self) -> &UpstreamConfig {
+        &self.config
+    }
+
+    /// The current phase.
+    pub fn phase(&self) -> Phase {
+        self.phase.borrow().clone()
+    }
+
+    /// A receiver that sees every phase change.
+    pub fn watch_phase(&self) -> watch::Receiver<Phase> {
+        self.phase.subscribe()
+    }
+
+    /// What the upstream offered when it last listed.
+    pub fn catalog(&self) -> Arc<UpstreamCatalog> {
+        read(&self.catalog).clone()
+    }
+
+    /// Process id of a stdio upstream's current child.
+    pub fn pid(&self) -> Option<u32> {
+        *lock(&self.pid)
+    }
+
+    /// The last lines the upstream wrote to stderr.
+    pub fn stderr_tail(&self) -> Vec<String> {
+        lock(&self.stderr_tail).iter().cloned().collect()
+    }
+
+    fn set_phase(&self, phase: Phase) {
+        if let Phase::Failed { error, .. } = &phase {
+            *lock(&self.stats.last_error) = Some(error.clone());
+        }
+        self.phase.send_replace(phase);
+    }
+
+    fn publish(&self, catalog: UpstreamCatalog) {
+        *write(&self.catalog) = Arc::new(catalog);
+        (self.on_change)();
+    }
+
+    /// Runs the upstream until `shutdown` fires: connect, serve, restart.
+    pub async fn supervise(self: Arc<Self>, shutdown: CancellationToken) {
+        if !self.config.enabled {
+            return;
+        }
+        let name = self.config.name.clone();
+        let mut backoff = BACKOFF_START;
+        loop {
+            self.set_phase(Phase::Starting);
+            let (refresh_tx, mut refresh_rx) = mpsc::unbounded_channel();
+            let attempt = tokio::select! {
+                _ = shutdown.cancelled() => break,
+                r = tokio::time::timeout(self.config.startup_timeout, self.connect(refresh_tx)) => r,
+            };
+            let error = match attempt {
+                Err(_) => format!(
+                    "did not finish starting within {:.1} s{}",
+                    self.config.startup_timeout.as_secs_f64(),
+                    self.stderr_detail()
+                ),
+                Ok(Err(error)) => error,
+                Ok(Ok(running)) => {
+                    let started = Instant::now();
+                    if self.ever_ready.swap(true, Ordering::SeqCst) {
+                        self.stats.restarts.fetch_add(1, Ordering::Relaxed);
+                    }
+                    let peer = running.peer().clone();
+                    *write(&self.peer) = Some(peer.clone());
+                    tracing::info!(upstream = %name, tools = self.catalog().tools.len(), "upstream ready");
+                    self.set_phase(Phase::Ready);
+                    let stop = running.cancellation_token();
+                    let mut quit = Box::pin(running.waiting());
+                    let stopped = loop {
+                        tokio::select! {
+                            _ = &mut quit => break false,
+                            _ = shutdown.cancelled() => {
+                                stop.cancel();
+                                let _ = tokio::time::timeout(Duration::from_secs(5), &mut quit).await;
+                                break true;
+                            }
+                            Some(kind) = refresh_rx.recv() => self.refresh(&peer, kind).await,
+                        }
+                    };
+                    *write(&self.peer) = None;
+                    *lock(&self.pid) = None;
+                    if stopped {
+                        break;
+                    }
+                    if started.elapsed() >= STABLE_UPTIME {
+                        backoff = BACKOFF_START;
+                    }
+                    format!("connection closed (process exited){}", self.stderr_detail())
+                }
+            };
+            tracing::warn!(upstream = %name, error = %error, retry_in_ms = backoff.as_millis() as u64, "upstream down");
+            self.set_phase(Phase::Failed {
+                error,
+                retry_in: backoff,
+            });
+            tokio::select! {
+                _ = shutdown.cancelled() => break,
+                _ = tokio::time::sleep(backoff) => {}
+            }
+            backoff = (backoff * 2).min(BACKOFF_MAX);
+        }
+        self.set_phase(Phase::Stopped);
+    }
+
+    fn stderr_detail(&self) -> String {
+        match lock(&self.stderr_tail).back() {
+            Some(line) => format!("; stderr: {line}"),
+            None => String::new(),
+        }
+    }
+
+    /// Connects, initializes and lists everything. Errors are for people.
+    async fn connect(
+        &self,
+        refresh: mpsc::UnboundedSender<ListKind>,
+    ) -> Result<RunningService<RoleClient, UpstreamClient>, String> {
+        let handler = UpstreamClient { refresh };
+        let running = match &self.config.transport {
+            UpstreamTransport::Stdio {
+                command,
+                args,
+                env,
+                cwd,
+            } => {
+                let mut cmd = tokio::process::Command::new(command);
+                cmd.args(args).envs(env);
+                if let Some(cwd) = cwd {
+                    cmd.current_dir(cwd);
+                }
+                let mut wrapped = process_wrap::tokio::CommandWrap::from(cmd);
+                // Own process group: npx-style launchers spawn grandchildren
+                // that must die with the upstream.
+                wrapped.wrap(process_wrap::tokio::ProcessGroup::leader());
+                let (transport, stderr) = rmcp::transport::TokioChildProcess::builder(wrapped)
+                    .stderr(Stdio::piped())
+                    .spawn()
+                    .map_err(|e| spawn_error(command, &e))?;
+                *lock(&self.pid) = transport.id();
+                if let Some(stderr) = stderr {
+                    tokio::spawn(drain_stderr(
+                        self.config.name.clone(),
+                        stderr,
+                        self.stderr_tail.clone(),
+                    ));
+                }
+                handler
+                    .serve(ProgressTap::new(transport, self.progress.clone()))
+                    .await
+                    .map_err(|e| format!("initialize failed: {e}{}", self.stderr_detail()))?
+            }
+            UpstreamTransport::Http { url, headers } => {
+                let mut custom = HashMap::new();
+                for (key, value) in headers {
+                    let name = http::HeaderName::try_from(key.as_str())
+                        .map_err(|e| format!("header name `{key}`: {e}"))?;
+                    let value = http::HeaderValue::try_from(value.as_str())
+                        .map_err(|e| format!("header `{key}` value: {e}"))?;
+                    custom.insert(name, value);
+                }
+                let config = rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig::with_uri(
+                    url.as_str(),
+                )
+                .custom_headers(custom);
+                let transport = rmcp::transport::StreamableHttpClientTransport::with_client(
+                    reqwest::Client::new(),
+                    config,
+                );
+                handler
+                    .serve(ProgressTap::new(transport, self.progress.clone()))
+                    .await
+                    .map_err(|e| format!("initialize over HTTP failed: {e}"))?
+            }
+            UpstreamTransport::Unsupported { kind } => {
+                return Err(format!(
+                    "transport `{kind}` is not supported; use stdio or streamable HTTP (`type = \"http\"`)"
+                ))
+            }
+        };
+        // Always ask the upstream: a stale cached list would hide a crash.
+        running
+            .peer()
+            .set_response_cache_config(rmcp::service::ClientCacheConfig::disabled())
+            .await;
+        let catalog = list_catalog(running.peer())
+            .await
+            .map_err(|e| format!("listing failed: {e}"))?;
+        self.publish(catalog);
+        Ok(running)
+    }
+
+    /// Re-lists after a `list_changed` notification.
+    async fn refresh(&self, peer: &Peer<RoleClient>, kind: ListKind) {
+        let mut next = (*self.catalog()).clone();
+        let result = match kind {
+            ListKind::Tools => peer.list_all_tools().await.map(|t| next.tools = t),
+            ListKind::Resources => peer.list_all_resources().await.map(|r| next.resources = r),
+            ListKind::Prompts => peer.list_all_prompts().await.map(|p| next.prompts = p),
+        };
+        match result {
+            Ok(()) => {
+                tracing::info!(upstream = %self.config.name, ?kind, "upstream list changed");
+                self.publish(next);
+            }
+            Err(e) => {
+                tracing::warn!(upstream = %self.config.name, ?kind, error = %e, "re-listing failed")
+            }
+        }
+    }
+
+    /// Waits (up to `deadline`) for a connection a call can use.
+    async fn ready_peer(
+        &self,
+        deadline: tokio::time::Instant,
+    ) -> Result<Peer<RoleClient>, CallFailure> {
+        let mut phase = self.phase.subscribe();
+        loop {
+            let current = phase.borrow_and_update().clone();
+            match current {
+                Phase::Ready => {
+                    if let Some(peer) = read(&self.peer).clone() {
+                        return Ok(peer);
+                    }
+                }
+                Phase::Disabled | Phase::Stopped => {
+                    return Err(self.unavailable(current.label().to_owned()))
+                }
+                // Never came up: do not make the agent wait for the backoff.
+                Phase::Failed { error, .. } if !self.ever_ready.load(Ordering::SeqCst) => {
+                    return Err(self.unavailable(error))
+                }
+                Phase::Starting | Phase::Failed { .. } => {}
+            }
+            match tokio::time::timeout_at(deadline, phase.changed()).await {
+                Ok(Ok(())) => continue,
+                _ => {
+                    let reason = match self.phase() {
+                        Phase::Failed { error, .. } => format!("still restarting ({error})"),
+                        other => format!("still {}", other.label()),
+                    };
+                    return Err(self.unavailable(reason));
+                }
+            }
+        }
+    }
+
+    fn unavailable(&self, reason: String) -> CallFailure {
+        CallFailure::Unavailable {
+            upstream: self.config.name.clone(),
+            reason,
+        }
+    }
+
+    /// Forwards one `tools/call` and waits for its answer.
+    ///
+    /// `meta` is the agent's request `_meta`, passed on (rmcp replaces the
+    /// progress token with its own; progress is mapped back via `progress`).
+    pub async fn call_tool(
+        &self,
+        tool: &str,
+        arguments: Option<rmcp::model::JsonObject>,
+        meta: RequestMetaObject,
+        progress: Option<ProgressTarget>,
+        cancel: CancellationToken,
+    ) -> Result<CallToolResult, CallFailure> {
+        self.stats.calls.fetch_add(1, Ordering::Relaxed);
+        let outcome = self
+            .call_tool_inner(tool, arguments, meta, progress, cancel)
+            .await;
+        match &outcome {
+            Ok(result) if result.is_error == Some(true) => self
+                .stats
+                .record_error(&format!("`{tool}` returned isError")),
+            Ok(_) => {}
+            Err(CallFailure::Cancelled) => {}
+            Err(failure) => {
+                if matches!(failure, CallFailure::Timeout { .. }) {
+                    self.stats.timeouts.fetch_add(1, Ordering::Relaxed);
+                }
+                self.stats.record_error(&failure.to_string())
+            }
+        }
+        outcome
+    }
+
+    async fn call_tool_inner(
+        &self,
+        tool: &str,
+        arguments: Option<rmcp::model::JsonObject>,
+        meta: RequestMetaObject,
+        progress: Option<ProgressTarget>,
+        cancel: CancellationToken,
+    ) -> Result<CallToolResult, CallFailure> {
+        let timeout = self.config.timeout;
+        let deadline = tokio::time::Instant::now() + timeout;
+        let peer = tokio::select! {
+            _ = cancel.cancelled() => return Err(CallFailure::Cancelled),
+            p = self.ready_peer(deadline) => p?,
+        };
+        let mut params = CallToolRequestParams::new(tool.to_owned());
+        params.arguments = arguments;
+        let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
+        let options = PeerRequestOptions::with_timeout(timeout)
+            .with_meta(meta)
+            .reset_timeout_on_progress();
+        let handle = peer
+            .send_request_with_option(request, options)
+            .await
+            .map_err(|e| self.service_failure(e, timeout))?;
+        let id = handle.id.clone();
+        let route = progress.map(|target| {
+            let token = handle.progress_token.clone();
+            lock(&self.progress).insert(token.clone(), target);
+            RouteGuard {
+                routes: self.progress.clone(),
+                token,
+            }
+        });
+        let response = tokio::select! {
+            r = handle.await_response() => r,
+            _ = cancel.cancelled() => {
+                let _ = peer
+                    .notify_cancelled(CancelledNotificationParam::new(
+                        Some(id),
+                        Some("cancelled by the client".into()),
+                    ))
+                    .await;
+                return Err(CallFailure::Cancelled);
+            }
+        };
+        drop(route);
+        match response.map_err(|e| self.service_failure(e, timeout))? {
+            ServerResult::CallToolResult(result) => Ok(result),
+            other => Err(CallFailure::Other {
+                upstream: self.config.name.clone(),
+                message: format!("unexpected answer to tools/call: {}", result_kind(&other)),
+            }),
+        }
+    }
+
+    /// Forwards `resources/read`.
+    pub async fn read_resource(
+        &self,
+        params: ReadResourceRequestParams,
+    ) -> Result<ReadResourceResult, CallFailure> {
+        let timeout = self.config.timeout;
+        let peer = self
+            .ready_peer(tokio::time::Instant::now() + timeout)
+            .await?;
+        let request =
+            ClientRequest::ReadResourceRequest(rmcp::model::ReadResourceRequest::new(params));
+        match self.request(&peer, request, timeout).await? {
+            ServerResult::ReadResourceResult(result) => Ok(result),
+            other => Err(self.unexpected("resources/read", &other)),
+        }
+    }
+
+    /// Forwards `prompts/get`.
+    pub async fn get_prompt(
+        &self,
+        params: GetPromptRequestParams,
+    ) -> Result<GetPromptResult, CallFailure> {
+        let timeout = self.config.timeout;
+        let peer = self
+            .ready_peer(tokio::time::Instant::now() + timeout)
+            .await?;
+        let request = ClientRequest::GetPromptRequest(rmcp::model::GetPromptRequest::new(params));
+        match self.request(&peer, request, timeout).await? {
+            ServerResult::GetPromptResult(result) => Ok(result),
+            other => Err(self.unexpected("prompts/get", &other)),
+        }
+    }
+
+    async fn request(
+        &self,
+        peer: &Peer<RoleClient>,
+        request: ClientRequest,
+        timeout: Duration,
+    ) -> Result<ServerResult, CallFailure> {
+        let handle = peer
+            .send_request_with_option(request, PeerRequestOptions::with_timeout(timeout))
+            .await
+            .map_err(|e| self.service_failure(e, timeout))?;
+        handle
+            .await_response()
+            .await
+            .map_err(|e| self.service_failure(e, timeout))
+    }
+
+    fn unexpected(&self, method: &str, result: &ServerResult) -> CallFailure {
+        CallFailure::Other {
+            upstream: self.config.name.clone(),
+            message: format!("unexpected answer to {method}: {}", result_kind(result)),
+        }
+    }
+
+    fn service_failure(&self, error: ServiceError, timeout: Duration) -> CallFailure {
+        let upstream = self.config.name.clone();
+        match error {
+            ServiceError::McpError(e) => CallFailure::Protocol(e),
+            ServiceError::Timeout { .. } => CallFailure::Timeout {
+                upstream,
+                seconds: timeout.as_secs_f64(),
+            },
+            ServiceError::TransportClosed | ServiceError::TransportSend(_) => {
+                CallFailure::ConnectionLost {
+                    upstream,
+                    detail: self.stderr_detail(),
+                }
+            }
+            ServiceError::Cancelled { .. } => CallFailure::Cancelled,
+            other => CallFailure::Other {
+                upstream,
+                message: other.to_string(),
+            },
+        }
+    }
+}
+
+/// Removes a progress route when the call ends, however it ends.
+struct RouteGuard {
+    routes: ProgressRoutes,
+    token: ProgressToken,
+}
+
+impl Drop for RouteGuard {
+    fn drop(&mut self) {
+        lock(&self.routes).remove(&self.token);
+    }
+}
+
+fn result_kind(result: &ServerResult) -> String {
+    serde_json::to_value(result)
+        .ok()
+        .and_then(|v| {
+            v.as_object()
+                .map(|o| o.keys().cloned().collect::<Vec<_>>().join(","))
+        })
+        .unwrap_or_else(|| "unknown".into())
+}
+
+fn spawn_error(command: &str, error: &std::io::Error) -> String {
+    if error.kind() == std::io::ErrorKind::NotFound {
+        format!("command not found: `{command}` (check `command` and PATH)")
+    } else {
+        format!("failed to start `{command}`: {error}")
+    }
+}
+
+async fn list_catalog(peer: &Peer<RoleClient>) -> Result<UpstreamCatalog, ServiceError> {
+    let capabilities = peer
+        .peer_info()
+        .map(|info| info.capabilities.clone())
+        .unwrap_or_default();
+    let mut catalog = UpstreamCatalog::default();
+    if capabilities.tools.is_some() {
+        catalog.tools = peer.list_all_tools().await?;
+    }
+    if capabilities.resources.is_some() {
+        catalog.resources = peer.list_all_resources().await?;
+        // Templates are optional even for resource servers.
+        catalog.resource_templates = peer.list_all_resource_templates().await.unwrap_or_default();
+    }
+    if capabilities.prompts.is_some() {
+        catalog.prompts = peer.list_all_prompts().await?;
+    }
+    Ok(catalog)
+}
+
+async fn drain_stderr(
+    upstream: String,
+    stderr: tokio::process::ChildStderr,
+    tail: Arc<Mutex<VecDeque<String>>>,
+) {
+    let mut lines = tokio::io::BufReader::new(stderr).lines();
+    while let Ok(Some(mut line)) = lines.next_line().await {
+        tracing::debug!(upstream = %upstream, "stderr: {line}");
+        if line.trim().is_empty() {
+            continue;
+        }
+        if line.len() > STDERR_LINE_MAX {
+            let mut cut = STDERR_LINE_MAX;
+            while !line.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            line.truncate(cut);
+        }
+        let mut tail = lock(&tail);
+        if tail.len() == STDERR_TAIL_LINES {
+            tail.pop_front();
+        }
+        tail.push_back(line);
+    }
+}
+
+/// The client side of one upstream connection. Progress is forwarded by
+/// the transport tap, not here (see [`crate::tap`]).
+pub struct UpstreamClient {
+    refresh: mpsc::UnboundedSender<ListKind>,
+}
+
+impl ClientHandler for UpstreamClient {
+    fn get_info(&self) -> ClientConfig {
+        let mut info = ClientConfig::new(
+            ClientCapabilities::default(),
+            Implementation::new("devboy", env!("CARGO_PKG_VERSION")),
+        );
+        // Session-based lifecycle: list_changed arrives as plain notifications.
+        info.protocol_version = ProtocolVersion::LATEST_WITH_INITIALIZE;
+        info
+    }
+
+    async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        let _ = self.refresh.send(ListKind::Tools);
+    }
+
+    async fn on_resource_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        let _ = self.refresh.send(ListKind::Resources);
+    }
+
+    async fn on_prompt_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        let _ = self.refresh.send(ListKind::Prompts);
+    }
+}
+
+/// Poison-tolerant lock: a panicked holder must not take the proxy down.
+pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+pub(crate) fn read<T>(l: &RwLock<T>) -> std::sync::RwLockReadGuard<'_, T> {
+    l.read().unwrap_or_else(|p| p.into_inner())
+}
+
+pub(crate) fn write<T>(l: &RwLock<T>) -> std::sync::RwLockWriteGuard<'_, T> {
+    l.write().unwrap_or_else(|p| p.into_inner())
+}

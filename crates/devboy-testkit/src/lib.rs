@@ -1,0 +1,19 @@
+//! Test infrastructure for devboy.
+//!
+//! - [`peers`]: absolute paths of the pinned real MCP servers and clients
+//!   installed by `tests/peers/install.sh` (missing peers panic, so tests
+//!   fail instead of skipping).
+//! - [`scripted_model`]: a local HTTP server speaking the Anthropic Messages
+//!   API that answers from a [`Script`] and records every request, so a test
+//!   sees exactly what the model was shown.
+//! - [`claude`]: runs the real Claude Code CLI offline in a temporary `HOME`
+//!   against a scripted model.
+
+#![warn(missing_docs)]
+
+pub mod claude;
+pub mod peers;
+pub mod scripted_model;
+
+pub use claude::{ClaudeCode, ClaudeOutput};
+pub use scripted_model::{RequestKind, Script, ScriptedModel, ToolResultSeen, Turn};

@@ -1,0 +1,809 @@
+//! A scripted stand-in for the Anthropic Messages API, so the real Claude
+//! Code CLI can run offline and a test can read exactly what the model saw.
+//!
+//! [`ScriptedModel::start`] binds `127.0.0.1:0` and serves, on its own thread
+//! and Tokio runtime (so blocking test code cannot starve it):
+//!
+//! - `POST /v1/messages` (any query, e.g. `?beta=true`), streaming
+//!   (`"stream": true`, server-sent events `message_start`, `ping`,
+//!   `content_block_start` / `content_block_delta` / `content_block_stop`,
+//!   `message_delta`, `message_stop`; tool input is sent as
+//!   `input_json_delta` fragments) or not (one JSON message);
+//! - `POST /v1/messages/count_tokens` (a rough estimate: bytes / 4);
+//! - `HEAD` / `GET` on any path, answered `200` (Claude Code sends
+//!   `HEAD /api/hello` as a connectivity probe unless
+//!   `CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1`);
+//! - anything else: `404` with an Anthropic-style error body.
+//!
+//! A request is a **main** request when it carries a non-empty `tools` array
+//! (the agent loop always does); only main requests advance the [`Script`].
+//! Anything else sent to `/v1/messages` (title generation, quota probes,
+//! summaries with a small model) is a **side** request and is answered with
+//! the short text [`SIDE_TEXT`]. Once the script is exhausted, main requests
+//! are answered with the script's final text.
+//!
+//! Every request is recorded; [`ScriptedModel::tool_results`] and
+//! [`ScriptedModel::tools_offered`] read the main requests back.
+
+use std::collections::{HashSet, VecDeque};
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::thread::JoinHandle;
+
+use anyhow::{bail, Context as _};
+use serde_json::{json, Value};
+use tokio::io::{AsyncRead, AsyncReadExt as _, AsyncWriteExt as _};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::oneshot;
+
+/// Text a main request gets once the script is exhausted, unless
+/// [`Script::final_text`] sets another.
+pub const DEFAULT_FINAL_TEXT: &str = "Done.";
+
+/// Text every side request (one without `tools`) is answered with.
+pub const SIDE_TEXT: &str = "ok";
+
+/// Largest request body accepted (Claude Code's requests are a few hundred KB).
+const MAX_BODY: usize = 64 * 1024 * 1024;
+
+/// Size of the pieces streamed text and tool input are cut into.
+const DELTA_CHARS: usize = 24;
+
+/// One answer of the scripted model to a main request.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Turn {
+    /// Call one tool (`stop_reason: "tool_use"`).
+    ToolUse {
+        /// Tool name as the client lists it, e.g. `mcp__fs__read_text_file`.
+        name: String,
+        /// Tool input (a JSON object).
+        input: Value,
+    },
+    /// Call several tools in one assistant message (name, input) pairs.
+    ParallelToolUse(Vec<(String, Value)>),
+    /// Answer with text (`stop_reason: "end_turn"`).
+    Text(String),
+}
+
+impl Turn {
+    /// A [`Turn::ToolUse`].
+    pub fn tool_use(name: impl Into<String>, input: Value) -> Self {
+        Turn::ToolUse {
+            name: name.into(),
+            input,
+        }
+    }
+
+    /// A [`Turn::Text`].
+    pub fn text(text: impl Into<String>) -> Self {
+        Turn::Text(text.into())
+    }
+}
+
+/// The queue of turns the model plays, in order, one per main request.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Script {
+    turns: VecDeque<Turn>,
+    final_text: Option<String>,
+}
+
+impl Script {
+    /// An empty script: every main request gets the final text.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Appends a turn.
+    pub fn turn(mut self, turn: Turn) -> Self {
+        self.turns.push_back(turn);
+        self
+    }
+
+    /// Appends a [`Turn::ToolUse`].
+    pub fn tool_use(self, name: impl Into<String>, input: Value) -> Self {
+        self.turn(Turn::tool_use(name, input))
+    }
+
+    /// Appends a [`Turn::Text`].
+    pub fn text(self, text: impl Into<String>) -> Self {
+        self.turn(Turn::text(text))
+    }
+
+    /// Sets the text main requests get once the turns are used up
+    /// (default [`DEFAULT_FINAL_TEXT`]).
+    pub fn final_text(mut self, text: impl Into<String>) -> Self {
+        self.final_text = Some(text.into());
+        self
+    }
+
+    /// Number of turns not yet played.
+    pub fn len(&self) -> usize {
+        self.turns.len()
+    }
+
+    /// Whether no turns are left.
+    pub fn is_empty(&self) -> bool {
+        self.turns.is_empty()
+    }
+}
+
+/// How the scripted model classified a request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RequestKind {
+    /// `POST /v1/messages` with a non-empty `tools` array: advances the script.
+    Main,
+    /// Any other `POST /v1/messages`: answered with [`SIDE_TEXT`].
+    Side,
+    /// `POST /v1/messages/count_tokens`.
+    CountTokens,
+    /// Anything else (`HEAD /api/hello`, unknown paths, malformed bodies).
+    Other,
+}
+
+/// One HTTP request the scripted model received, and what it answered.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RecordedRequest {
+    /// HTTP method, e.g. `POST`.
+    pub method: String,
+    /// Request target including any query, e.g. `/v1/messages?beta=true`.
+    pub path: String,
+    /// Request headers in arrival order (names as sent).
+    pub headers: Vec<(String, String)>,
+    /// The JSON body (`Value::Null` when there was none or it was not JSON).
+    pub body: Value,
+    /// Classification.
+    pub kind: RequestKind,
+    /// The Messages API message answered (for `Main` and `Side`), whether it
+    /// was streamed or not.
+    pub answer: Option<Value>,
+}
+
+/// A `tool_result` block as the model received it in a main request.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolResultSeen {
+    /// The `tool_use_id` it answers.
+    pub tool_use_id: String,
+    /// Name of the tool called (from the matching `tool_use` block), if found.
+    pub tool_name: Option<String>,
+    /// The block's `content`: a string or an array of content blocks.
+    pub content: Value,
+    /// The block's `is_error` flag (false when absent).
+    pub is_error: bool,
+}
+
+impl ToolResultSeen {
+    /// The text the model saw: the content string itself, or the `text` of
+    /// every text block joined with `\n` (other blocks, e.g. images, are
+    /// skipped).
+    pub fn text(&self) -> String {
+        match &self.content {
+            Value::String(s) => s.clone(),
+            Value::Array(blocks) => blocks
+                .iter()
+                .filter(|b| b.get("type").and_then(Value::as_str) == Some("text"))
+                .filter_map(|b| b.get("text").and_then(Value::as_str))
+                .collect::<Vec<_>>()
+                .join("\n"),
+            _ => String::new(),
+        }
+    }
+}
+
+#[derive(Debug)]
+struct State {
+    script: Script,
+    log: Vec<RecordedRequest>,
+    next_id: u64,
+}
+
+/// The running scripted model; it stops when dropped.
+#[derive(Debug)]
+pub struct ScriptedModel {
+    addr: SocketAddr,
+    state: Arc<Mutex<State>>,
+    shutdown: Option<oneshot::Sender<()>>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl ScriptedModel {
+    /// Binds `127.0.0.1:0` and starts serving `script` on a background thread.
+    pub fn start(script: Script) -> anyhow::Result<Self> {
+        let std_listener = std::net::TcpListener::bind("127.0.0.1:0")
+            .context("scripted model: bind 127.0.0.1:0")?;
+        std_listener.set_nonblocking(true)?;
+        let addr = std_listener.local_addr()?;
+        let state = Arc::new(Mutex::new(State {
+            script,
+            log: Vec::new(),
+            next_id: 1,
+        }));
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .context("scripted model: build runtime")?;
+        let (tx, rx) = oneshot::channel::<()>();
+        let thread_state = Arc::clone(&state);
+        let thread = std::thread::Builder::new()
+            .name(format!("scripted-model-{}", addr.port()))
+            .spawn(move || {
+                runtime.block_on(async move {
+                    let listener = match TcpListener::from_std(std_listener) {
+                        Ok(l) => l,
+                        Err(e) => {
+                            eprintln!("scripted model: listener: {e}");
+                            return;
+                        }
+                    };
+                    tokio::pin!(rx);
+                    loop {
+                        tokio::select! {
+                            _ = &mut rx => break,
+                            accepted = listener.accept() => match accepted {
+                                Ok((stream, _)) => {
+                                    tokio::spawn(serve_connection(stream, Arc::clone(&thread_state)));
+                                }
+                                Err(e) => eprintln!("scripted model: accept: {e}"),
+                            },
+                        }
+                    }
+                });
+            })
+            .context("scripted model: spawn thread")?;
+        Ok(Self {
+            addr,
+            state,
+            shutdown: Some(tx),
+            thread: Some(thread),
+        })
+    }
+
+    /// The bound address.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// `http://127.0.0.1:PORT`, the value for `ANTHROPIC_BASE_URL`.
+    pub fn base_url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// Appends a turn to the script while the model runs.
+    pub fn push(&self, turn: Turn) {
+        self.lock().script.turns.push_back(turn);
+    }
+
+    /// Number of scripted turns not yet played.
+    pub fn turns_remaining(&self) -> usize {
+        self.lock().script.turns.len()
+    }
+
+    /// Every HTTP request received so far, in order.
+    pub fn recorded(&self) -> Vec<RecordedRequest> {
+        self.lock().log.clone()
+    }
+
+    /// The bodies of every Messages API request (`POST /v1/messages`, main
+    /// and side), in order.
+    pub fn requests(&self) -> Vec<Value> {
+        self.bodies(|k| matches!(k, RequestKind::Main | RequestKind::Side))
+    }
+
+    /// The bodies of the main requests (those that carried `tools`), in order.
+    pub fn main_requests(&self) -> Vec<Value> {
+        self.bodies(|k| k == RequestKind::Main)
+    }
+
+    /// The bodies of the side requests, in order.
+    pub fn side_requests(&self) -> Vec<Value> {
+        self.bodies(|k| k == RequestKind::Side)
+    }
+
+    /// The last main request's body.
+    pub fn last_main_request(&self) -> Option<Value> {
+        self.main_requests().pop()
+    }
+
+    /// Every `tool_result` block the model was shown in main requests, in
+    /// order of first appearance, each once (later requests repeat the
+    /// history; the first occurrence is kept).
+    pub fn tool_results(&self) -> Vec<ToolResultSeen> {
+        tool_results_in(&self.main_requests())
+    }
+
+    /// Names of the tools offered in the last main request.
+    pub fn tools_offered(&self) -> Vec<String> {
+        self.tool_definitions()
+            .iter()
+            .filter_map(|t| t.get("name").and_then(Value::as_str).map(str::to_owned))
+            .collect()
+    }
+
+    /// Full tool definitions (name, description, `input_schema`, …) of the
+    /// last main request.
+    pub fn tool_definitions(&self) -> Vec<Value> {
+        self.last_main_request()
+            .and_then(|r| r.get("tools").and_then(Value::as_array).cloned())
+            .unwrap_or_default()
+    }
+
+    fn bodies(&self, keep: impl Fn(RequestKind) -> bool) -> Vec<Value> {
+        self.lock()
+            .log
+            .iter()
+            .filter(|r| keep(r.kind))
+            .map(|r| r.body.clone())
+            .collect()
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+impl Drop for ScriptedModel {
+    fn drop(&mut self) {
+        if let Some(tx) = self.shutdown.take() {
+            let _ = tx.send(());
+        }
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+/// Extracts the `tool_result` blocks of user messages from Messages API
+/// request bodies, each `tool_use_id` once (first occurrence), naming the
+/// tool from the matching assistant `tool_use` block.
+pub fn tool_results_in(requests: &[Value]) -> Vec<ToolResultSeen> {
+    let mut seen = HashSet::new();
+    let mut out = Vec::new();
+    for request in requests {
+        let Some(messages) = request.get("messages").and_then(Value::as_array) else {
+            continue;
+        };
+        let blocks = |role: &'static str| {
+            messages
+                .iter()
+                .filter(move |m| m.get("role").and_then(Value::as_str) == Some(role))
+                .filter_map(|m| m.get("content").and_then(Value::as_array))
+                .flatten()
+        };
+        for block in blocks("user") {
+            if block.get("type").and_then(Value::as_str) != Some("tool_result") {
+                continue;
+            }
+            let id = block
+                .get("tool_use_id")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned();
+            if !seen.insert(id.clone()) {
+                continue;
+            }
+            let tool_name = blocks("assistant")
+                .find(|b| {
+                    b.get("type").and_then(Value::as_str) == Some("tool_use")
+                        && b.get("id").and_then(Value::as_str) == Some(id.as_str())
+                })
+                .and_then(|b| b.get("name").and_then(Value::as_str))
+                .map(str::to_owned);
+            out.push(ToolResultSeen {
+                tool_use_id: id,
+                tool_name,
+                content: block.get("content").cloned().unwrap_or(Value::Null),
+                is_error: block
+                    .get("is_error")
+                    .and_then(Value::as_bool)
+                    .unwrap_or(false),
+            });
+        }
+    }
+    out
+}
+
+/// A parsed HTTP/1.1 request.
+struct HttpRequest {
+    method: String,
+    target: String,
+    headers: Vec<(String, String)>,
+    body: Vec<u8>,
+}
+
+impl HttpRequest {
+    fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// An HTTP response about to be written.
+struct HttpResponse {
+    status: u16,
+    content_type: &'static str,
+    body: Vec<u8>,
+}
+
+impl HttpResponse {
+    fn json(status: u16, value: &Value) -> Self {
+        Self {
+            status,
+            content_type: "application/json",
+            body: value.to_string().into_bytes(),
+        }
+    }
+
+    fn error(status: u16, kind: &str, message: &str) -> Self {
+        Self::json(
+            status,
+            &json!({"type": "error", "error": {"type": kind, "message": message}}),
+        )
+    }
+}
+
+async fn serve_connection(stream: TcpStream, state: Arc<Mutex<State>>) {
+    let (read_half, mut write_half) = stream.into_split();
+    let mut reader = tokio::io::BufReader::new(read_half);
+    loop {
+        let request = match read_request(&mut reader).await {
+            Ok(Some(r)) => r,
+            Ok(None) => return,
+            Err(e) => {
+                let resp = HttpResponse::error(400, "invalid_request_error", &e.to_string());
+                let _ = write_response(&mut write_half, "POST", &resp, true).await;
+                return;
+            }
+        };
+        let close = request
+            .header("connection")
+            .is_some_and(|v| v.eq_ignore_ascii_case("close"));
+        let response = handle(&request, &state);
+        if write_response(&mut write_half, &request.method, &response, close)
+            .await
+            .is_err()
+            || close
+        {
+            return;
+        }
+    }
+}
+
+/// Reads one request; `Ok(None)` on a clean end of stream before a request.
+async fn read_request<R: AsyncRead + Unpin>(
+    reader: &mut tokio::io::BufReader<R>,
+) -> anyhow::Result<Option<HttpRequest>> {
+    use tokio::io::AsyncBufReadExt as _;
+    let mut line = String::new();
+    // Skip stray empty lines between requests.
+    loop {
+        line.clear();
+        if reader.read_line(&mut line).await? == 0 {
+            return Ok(None);
+        }
+        if !line.trim().is_empty() {
+            break;
+        }
+    }
+    let mut parts = line.split_whitespace();
+    let (Some(method), Some(target)) = (parts.next(), parts.next()) else {
+        bail!("malformed request line {line:?}");
+    };
+    let (method, target) = (method.to_owned(), target.to_owned());
+    let mut headers = Vec::new();
+    loop {
+        line.clear();
+        if reader.read_line(&mut line).await? == 0 {
+            bail!("connection closed inside headers");
+        }
+        let l = line.trim_end_matches(['\r', '\n']);
+        if l.is_empty() {
+            break;
+        }
+        let (k, v) = l
+            .split_once(':')
+            .with_context(|| format!("malformed header {l:?}"))?;
+        headers.push((k.trim().to_owned(), v.trim().to_owned()));
+    }
+    let mut request = HttpRequest {
+        method,
+        target,
+        headers,
+        body: Vec::new(),
+    };
+    if request
+        .header("transfer-encoding")
+        .is_some_and(|v| v.to_ascii_lowercase().contains("chunked"))
+    {
+        loop {
+            line.clear();
+            reader.read_line(&mut line).await?;
+            let size_hex = line.trim().split(';').next().unwrap_or("");
+            let size = usize::from_str_radix(size_hex, 16)
+                .with_context(|| format!("bad chunk size {size_hex:?}"))?;
+            if request.body.len() + size > MAX_BODY {
+                bail!("request body over {MAX_BODY} bytes");
+            }
+            if size == 0 {
+                // Trailers until an empty line.
+                loop {
+                    line.clear();
+                    if reader.read_line(&mut line).await? == 0 || line.trim().is_empty() {
+                        break;
+                    }
+                }
+                break;
+            }
+            let start = request.body.len();
+            request.body.resize(start + size, 0);
+            reader.read_exact(&mut request.body[start..]).await?;
+            line.clear();
+            reader.read_line(&mut line).await?;
+        }
+    } else if let Some(len) = request.header("content-length") {
+        let len: usize = len
+            .parse()
+            .with_context(|| format!("bad content-length {len:?}"))?;
+        if len > MAX_BODY {
+            bail!("request body over {MAX_BODY} bytes");
+        }
+        request.body.resize(len, 0);
+        reader.read_exact(&mut request.body).await?;
+    }
+    Ok(Some(request))
+}
+
+async fn write_response(
+    w: &mut tokio::net::tcp::OwnedWriteHalf,
+    method: &str,
+    response: &HttpResponse,
+    close: bool,
+) -> std::io::Result<()> {
+    let reason = match response.status {
+        200 => "OK",
+        400 => "Bad Request",
+        404 => "Not Found",
+        _ => "Error",
+    };
+    let head = format!(
+        "HTTP/1.1 {} {}\r\nContent-Type: {}\r\nContent-Length: {}\r\nCache-Control: no-cache\r\nrequest-id: req_scripted\r\nConnection: {}\r\n\r\n",
+        response.status,
+        reason,
+        response.content_type,
+        response.body.len(),
+        if close { "close" } else { "keep-alive" },
+    );
+    w.write_all(head.as_bytes()).await?;
+    if method != "HEAD" {
+        w.write_all(&response.body).await?;
+    }
+    w.flush().await
+}
+
+fn handle(request: &HttpRequest, state: &Mutex<State>) -> HttpResponse {
+    let path = request.target.split('?').next().unwrap_or("");
+    let parsed: Option<Value> = serde_json::from_slice(&request.body).ok();
+    let mut record = RecordedRequest {
+        method: request.method.clone(),
+        path: request.target.clone(),
+        headers: request.headers.clone(),
+        body: parsed.clone().unwrap_or(Value::Null),
+        kind: RequestKind::Other,
+        answer: None,
+    };
+    let mut state = state.lock().unwrap_or_else(|p| p.into_inner());
+    let response = match (request.method.as_str(), path) {
+        ("POST", "/v1/messages") => match parsed {
+            Some(body) if body.is_object() => {
+                let main = body
+                    .get("tools")
+                    .and_then(Value::as_array)
+                    .is_some_and(|t| !t.is_empty());
+                record.kind = if main {
+                    RequestKind::Main
+                } else {
+                    RequestKind::Side
+                };
+                let turn = if main {
+                    let final_text = state
+                        .script
+                        .final_text
+                        .clone()
+                        .unwrap_or_else(|| DEFAULT_FINAL_TEXT.to_owned());
+                    state
+                        .script
+                        .turns
+                        .pop_front()
+                        .unwrap_or(Turn::Text(final_text))
+                } else {
+                    Turn::Text(SIDE_TEXT.to_owned())
+                };
+                let message = build_message(&mut state.next_id, &body, &turn, request.body.len());
+                record.answer = Some(message.clone());
+                if body.get("stream").and_then(Value::as_bool) == Some(true) {
+                    HttpResponse {
+                        status: 200,
+                        content_type: "text/event-stream; charset=utf-8",
+                        body: sse_events(&message).into_bytes(),
+                    }
+                } else {
+                    HttpResponse::json(200, &message)
+                }
+            }
+            _ => HttpResponse::error(400, "invalid_request_error", "body is not a JSON object"),
+        },
+        ("POST", "/v1/messages/count_tokens") => {
+            record.kind = RequestKind::CountTokens;
+            HttpResponse::json(
+                200,
+                &json!({"input_tokens": estimate_tokens(request.body.len())}),
+            )
+        }
+        ("HEAD", _) | ("GET", _) => HttpResponse::json(200, &json!({})),
+        _ => HttpResponse::error(404, "not_found_error", &format!("no route for {path}")),
+    };
+    state.log.push(record);
+    response
+}
+
+fn estimate_tokens(bytes: usize) -> u64 {
+    (bytes as u64 / 4).max(1)
+}
+
+/// The complete assistant message for a turn.
+fn build_message(next_id: &mut u64, request: &Value, turn: &Turn, request_bytes: usize) -> Value {
+    let n = *next_id;
+    *next_id += 1;
+    let mut content = Vec::new();
+    let mut stop_reason = "end_turn";
+    match turn {
+        Turn::Text(text) => content.push(json!({"type": "text", "text": text})),
+        Turn::ToolUse { name, input } => {
+            stop_reason = "tool_use";
+            content.push(tool_use_block(n, 0, name, input));
+        }
+        Turn::ParallelToolUse(calls) => {
+            stop_reason = "tool_use";
+            for (i, (name, input)) in calls.iter().enumerate() {
+                content.push(tool_use_block(n, i, name, input));
+            }
+        }
+    }
+    let output_tokens = estimate_tokens(Value::Array(content.clone()).to_string().len());
+    json!({
+        "id": format!("msg_scripted_{n:04}"),
+        "type": "message",
+        "role": "assistant",
+        "model": request.get("model").cloned().unwrap_or_else(|| json!("scripted-model")),
+        "content": content,
+        "stop_reason": stop_reason,
+        "stop_sequence": null,
+        "usage": {
+            "input_tokens": estimate_tokens(request_bytes),
+            "cache_creation_input_tokens": 0,
+            "cache_read_input_tokens": 0,
+            "output_tokens": output_tokens,
+        },
+    })
+}
+
+fn tool_use_block(n: u64, i: usize, name: &str, input: &Value) -> Value {
+    json!({
+        "type": "tool_use",
+        "id": format!("toolu_scripted_{n:04}_{i}"),
+        "name": name,
+        "input": input,
+    })
+}
+
+/// Splits `s` into pieces of at most [`DELTA_CHARS`] characters (at least
+/// one piece, possibly empty).
+fn pieces(s: &str) -> Vec<String> {
+    let chars: Vec<char> = s.chars().collect();
+    if chars.is_empty() {
+        return vec![String::new()];
+    }
+    chars
+        .chunks(DELTA_CHARS)
+        .map(|c| c.iter().collect())
+        .collect()
+}
+
+/// The server-sent event stream that delivers `message`.
+fn sse_events(message: &Value) -> String {
+    let mut events: Vec<(&str, Value)> = Vec::new();
+    let mut start = message.clone();
+    start["content"] = json!([]);
+    start["stop_reason"] = Value::Null;
+    start["usage"]["output_tokens"] = json!(1);
+    events.push((
+        "message_start",
+        json!({"type": "message_start", "message": start}),
+    ));
+    events.push(("ping", json!({"type": "ping"})));
+    let blocks = message["content"].as_array().cloned().unwrap_or_default();
+    for (index, block) in blocks.iter().enumerate() {
+        match block["type"].as_str() {
+            Some("tool_use") => {
+                let mut open = block.clone();
+                open["input"] = json!({});
+                events.push((
+                    "content_block_start",
+                    json!({"type": "content_block_start", "index": index, "content_block": open}),
+                ));
+                for piece in pieces(&block["input"].to_string()) {
+                    events.push((
+                        "content_block_delta",
+                        json!({"type": "content_block_delta", "index": index,
+                               "delta": {"type": "input_json_delta", "partial_json": piece}}),
+                    ));
+                }
+            }
+            _ => {
+                events.push((
+                    "content_block_start",
+                    json!({"type": "content_block_start", "index": index,
+                           "content_block": {"type": "text", "text": ""}}),
+                ));
+                for piece in pieces(block["text"].as_str().unwrap_or_default()) {
+                    events.push((
+                        "content_block_delta",
+                        json!({"type": "content_block_delta", "index": index,
+                               "delta": {"type": "text_delta", "text": piece}}),
+                    ));
+                }
+            }
+        }
+        events.push((
+            "content_block_stop",
+            json!({"type": "content_block_stop", "index": index}),
+        ));
+    }
+    events.push((
+        "message_delta",
+        json!({"type": "message_delta",
+               "delta": {"stop_reason": message["stop_reason"], "stop_sequence": null},
+               "usage": {"output_tokens": message["usage"]["output_tokens"]}}),
+    ));
+    events.push(("message_stop", json!({"type": "message_stop"})));
+    events
+        .into_iter()
+        .map(|(name, data)| format!("event: {name}\ndata: {data}\n\n"))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pieces_respect_char_boundaries() {
+        let s = "é".repeat(30);
+        let p = pieces(&s);
+        assert_eq!(p.len(), 2);
+        assert_eq!(p.concat(), s);
+        assert_eq!(pieces(""), vec![String::new()]);
+    }
+
+    #[test]
+    fn tool_results_are_deduplicated_and_named() {
+        let history = json!({"messages": [
+            {"role": "user", "content": "hi"},
+            {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "mcp__a__b", "input": {}}]},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": [{"type": "text", "text": "one"}, {"type": "text", "text": "two"}]}]},
+        ]});
+        let mut later = history.clone();
+        later["messages"].as_array_mut().unwrap().extend([
+            json!({"role": "assistant", "content": [{"type": "tool_use", "id": "t2", "name": "mcp__a__c", "input": {}}]}),
+            json!({"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t2", "content": "boom", "is_error": true}]}),
+        ]);
+        let seen = tool_results_in(&[history, later]);
+        assert_eq!(seen.len(), 2);
+        assert_eq!(seen[0].tool_name.as_deref(), Some("mcp__a__b"));
+        assert_eq!(seen[0].text(), "one\ntwo");
+        assert!(!seen[0].is_error);
+        assert_eq!(seen[1].tool_use_id, "t2");
+        assert_eq!(seen[1].text(), "boom");
+        assert!(seen[1].is_error);
+    }
+}

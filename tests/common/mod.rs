@@ -1,0 +1,305 @@
+//! Shared pieces of devboy's end-to-end tests: start the real `devboy`
+//! binary with a config, talk to it with rmcp's client, record what it sends.
+
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig, Implementation,
+    ProgressNotificationParam,
+};
+use rmcp::service::{NotificationContext, RunningService};
+use rmcp::transport::TokioChildProcess;
+use rmcp::{ClientHandler, RoleClient, ServiceExt};
+use serde_json::{json, Value};
+
+/// The devboy binary under test.
+pub fn devboy_bin() -> &'static str {
+    env!("CARGO_BIN_EXE_devboy")
+}
+
+/// The test MCP server binary (built on demand when a filtered test run did
+/// not build it).
+pub fn test_server_bin() -> PathBuf {
+    static BUILT: OnceLock<PathBuf> = OnceLock::new();
+    BUILT
+        .get_or_init(|| {
+            let dir = Path::new(devboy_bin()).parent().expect("binary dir");
+            let path = dir.join("devboy-test-server");
+            if !path.exists() {
+                let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+                let status = std::process::Command::new(cargo)
+                    .args(["build", "-q", "-p", "devboy-test-server"])
+                    .current_dir(env!("CARGO_MANIFEST_DIR"))
+                    .status()
+                    .expect("run cargo build");
+                assert!(status.success(), "building devboy-test-server failed");
+            }
+            assert!(path.exists(), "{} missing", path.display());
+            path
+        })
+        .clone()
+}
+
+/// A temporary directory removed on drop.
+pub struct TempDir(pub PathBuf);
+
+impl TempDir {
+    pub fn new(tag: &str) -> Self {
+        static N: AtomicUsize = AtomicUsize::new(0);
+        let path = std::env::temp_dir().join(format!(
+            "devboy-test-{tag}-{}-{}",
+            std::process::id(),
+            N.fetch_add(1, Ordering::SeqCst)
+        ));
+        let _ = std::fs::remove_dir_all(&path);
+        std::fs::create_dir_all(&path).expect("create temp dir");
+        Self(path)
+    }
+    pub fn path(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// What the client saw besides responses.
+#[derive(Clone, Default)]
+pub struct Recorder {
+    pub progress: Arc<Mutex<Vec<ProgressNotificationParam>>>,
+    pub tool_list_changed: Arc<AtomicUsize>,
+    pub changed: Arc<tokio::sync::Notify>,
+}
+
+impl ClientHandler for Recorder {
+    fn get_info(&self) -> ClientConfig {
+        ClientConfig::new(
+            ClientCapabilities::default(),
+            Implementation::new("devboy-e2e", "0"),
+        )
+    }
+
+    async fn on_progress(
+        &self,
+        params: ProgressNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        self.progress.lock().unwrap().push(params);
+        self.changed.notify_waiters();
+    }
+
+    async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        self.tool_list_changed.fetch_add(1, Ordering::SeqCst);
+        self.changed.notify_waiters();
+    }
+}
+
+/// A running devboy with a connected client.
+pub struct Devboy {
+    pub client: RunningService<RoleClient, Recorder>,
+    pub recorder: Recorder,
+    pub dir: TempDir,
+}
+
+impl Devboy {
+    /// Starts devboy with `config` written to `devboy.toml` in a temp dir.
+    /// `{dir}` in the config is replaced by that dir, `{server}` by the test
+    /// server's path.
+    pub async fn start(config: &str) -> Self {
+        Self::start_with(config, "devboy.toml", &[]).await
+    }
+
+    pub async fn start_with(config: &str, file_name: &str, extra_args: &[&str]) -> Self {
+        let dir = TempDir::new("proxy");
+        let text = config
+            .replace("{dir}", &dir.path().display().to_string())
+            .replace("{server}", &test_server_bin().display().to_string());
+        let path = dir.path().join(file_name);
+        std::fs::write(&path, text).expect("write config");
+        let mut cmd = tokio::process::Command::new(devboy_bin());
+        cmd.arg("mcp").arg("--config").arg(&path).args(extra_args);
+        cmd.env("RUST_LOG", "devboy_mcp=debug,info");
+        let transport = TokioChildProcess::new(cmd).expect("spawn devboy");
+        let recorder = Recorder::default();
+        let client =
+            tokio::time::timeout(Duration::from_secs(20), recorder.clone().serve(transport))
+                .await
+                .expect("initialize within 20 s")
+                .expect("initialize");
+        Self {
+            client,
+            recorder,
+            dir,
+        }
+    }
+
+    pub async fn call(&self, name: &str, args: Value) -> CallToolResult {
+        let mut params = CallToolRequestParams::new(name.to_owned());
+        params.arguments = args.as_object().cloned();
+        self.client
+            .peer()
+            .call_tool(params)
+            .await
+            .unwrap_or_else(|e| panic!("call {name}: {e}"))
+    }
+
+    pub async fn tool_names(&self) -> Vec<String> {
+        self.client
+            .peer()
+            .list_all_tools()
+            .await
+            .expect("tools/list")
+            .into_iter()
+            .map(|t| t.name.to_string())
+            .collect()
+    }
+
+    pub async fn status(&self) -> Value {
+        let result = self.call("devboy_status", json!({})).await;
+        serde_json::from_str(&text_of(&result)).expect("status is JSON")
+    }
+
+    /// Polls status until `pred` holds for the named upstream, or panics.
+    pub async fn wait_upstream(
+        &self,
+        name: &str,
+        what: &str,
+        pred: impl Fn(&Value) -> bool,
+    ) -> Value {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+        loop {
+            let status = self.status().await;
+            let entry = status["upstreams"]
+                .as_array()
+                .and_then(|a| a.iter().find(|u| u["name"] == name))
+                .cloned()
+                .unwrap_or(Value::Null);
+            if pred(&entry) {
+                return entry;
+            }
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "upstream {name}: waited 30 s for {what}; last status {status}"
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+}
+
+/// All text blocks of a result, joined by newlines.
+pub fn text_of(result: &CallToolResult) -> String {
+    result
+        .content
+        .iter()
+        .filter_map(|c| c.as_text().map(|t| t.text.clone()))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// A client straight to an upstream command, bypassing devboy.
+pub async fn direct_client(command: &Path) -> RunningService<RoleClient, Recorder> {
+    let transport =
+        TokioChildProcess::new(tokio::process::Command::new(command)).expect("spawn upstream");
+    Recorder::default()
+        .serve(transport)
+        .await
+        .expect("initialize upstream")
+}
+
+/// A line-level JSON-RPC client over devboy's stdio, for what rmcp's client
+/// hides (it rewrites progress tokens, for one).
+pub struct RawClient {
+    child: tokio::process::Child,
+    stdin: tokio::process::ChildStdin,
+    lines: tokio::io::Lines<tokio::io::BufReader<tokio::process::ChildStdout>>,
+    pub dir: TempDir,
+}
+
+impl RawClient {
+    pub async fn start(config: &str) -> Self {
+        use std::process::Stdio;
+        use tokio::io::AsyncBufReadExt;
+        let dir = TempDir::new("raw");
+        let text = config.replace("{server}", &test_server_bin().display().to_string());
+        let path = dir.path().join("devboy.toml");
+        std::fs::write(&path, text).expect("write config");
+        let mut child = tokio::process::Command::new(devboy_bin())
+            .arg("mcp")
+            .arg("--config")
+            .arg(&path)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("spawn devboy");
+        let stdin = child.stdin.take().expect("stdin");
+        let lines = tokio::io::BufReader::new(child.stdout.take().expect("stdout")).lines();
+        let mut client = Self {
+            child,
+            stdin,
+            lines,
+            dir,
+        };
+        client
+            .send(
+                json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+                "protocolVersion": "2025-06-18", "capabilities": {},
+                "clientInfo": {"name": "raw", "version": "0"}}}),
+            )
+            .await;
+        let init = client.recv_response(0).await;
+        assert!(init.get("result").is_some(), "initialize: {init}");
+        client
+            .send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+            .await;
+        client
+    }
+
+    pub async fn send(&mut self, message: Value) {
+        use tokio::io::AsyncWriteExt;
+        let mut line = message.to_string();
+        line.push('\n');
+        self.stdin.write_all(line.as_bytes()).await.expect("write");
+        self.stdin.flush().await.expect("flush");
+    }
+
+    /// The next message, within 20 s.
+    pub async fn recv(&mut self) -> Value {
+        let line = tokio::time::timeout(Duration::from_secs(20), self.lines.next_line())
+            .await
+            .expect("a message within 20 s")
+            .expect("read")
+            .expect("devboy closed stdout");
+        serde_json::from_str(&line)
+            .unwrap_or_else(|e| panic!("stdout is not JSON-RPC ({e}): {line}"))
+    }
+
+    /// Reads until the response with `id`; returns it. Notifications seen on
+    /// the way are kept in `notes`.
+    pub async fn recv_response_collecting(&mut self, id: i64, notes: &mut Vec<Value>) -> Value {
+        loop {
+            let message = self.recv().await;
+            if message.get("id") == Some(&json!(id)) && message.get("method").is_none() {
+                return message;
+            }
+            notes.push(message);
+        }
+    }
+
+    pub async fn recv_response(&mut self, id: i64) -> Value {
+        self.recv_response_collecting(id, &mut Vec::new()).await
+    }
+
+    pub async fn stop(mut self) {
+        drop(self.stdin);
+        let _ = tokio::time::timeout(Duration::from_secs(10), self.child.wait()).await;
+    }
+}

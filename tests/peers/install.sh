@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# Installs devboy's pinned test peers (real MCP servers and clients):
+#   - npm packages from package-lock.json into tests/peers/node_modules (npm ci)
+#   - Python packages from requirements.txt into tests/peers/.venv
+# Idempotent: a stamp file records a hash of the lock inputs; when it matches
+# and the installed peers are present, the script exits immediately.
+# Usage: tests/peers/install.sh [--force]
+set -euo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+cd "$here"
+stamp="$here/.stamp"
+
+force=0
+if [[ "${1:-}" == "--force" ]]; then force=1; fi
+
+# One installer at a time (parallel test runs may all call this script).
+if command -v flock >/dev/null; then
+  exec 9>"$here/.stamp.lock"
+  flock 9
+fi
+
+hash="$(cat package.json package-lock.json requirements.txt | sha256sum | cut -d' ' -f1)"
+
+installed() {
+  [[ -x node_modules/.bin/claude && -x node_modules/.bin/mcp-server-everything \
+     && -x node_modules/.bin/mcp-server-filesystem && -x node_modules/.bin/mcp-server-memory \
+     && -x .venv/bin/python && -x .venv/bin/mcp-server-time && -x .venv/bin/mcp-server-git ]]
+}
+
+if [[ $force -eq 0 && -f "$stamp" && "$(cat "$stamp")" == "$hash" ]] && installed; then
+  exit 0
+fi
+
+rm -f "$stamp"
+
+command -v npm >/dev/null || { echo "install.sh: npm not found (need Node.js >= 20)" >&2; exit 1; }
+command -v python3 >/dev/null || { echo "install.sh: python3 not found (need Python >= 3.10)" >&2; exit 1; }
+
+echo "install.sh: installing npm test peers (npm ci)" >&2
+npm ci --no-audit --no-fund --loglevel=error >&2
+
+# Claude Code's postinstall swaps its bin/claude.exe placeholder for the native
+# binary. If the npm in use skipped lifecycle scripts, run it ourselves.
+if ! node_modules/.bin/claude --version >/dev/null 2>&1; then
+  (cd node_modules/@anthropic-ai/claude-code && node install.cjs) >&2
+fi
+node_modules/.bin/claude --version >/dev/null
+
+echo "install.sh: installing Python test peers into .venv" >&2
+# Always a fresh venv, so packages dropped from requirements.txt do not linger.
+rm -rf .venv
+python3 -m venv .venv
+.venv/bin/python -m pip install --quiet --disable-pip-version-check -r requirements.txt >&2
+
+installed || { echo "install.sh: peers still missing after install" >&2; exit 1; }
+echo "$hash" > "$stamp"
+echo "install.sh: test peers installed" >&2
