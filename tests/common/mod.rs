@@ -225,16 +225,24 @@ pub struct RawClient {
 
 impl RawClient {
     pub async fn start(config: &str) -> Self {
-        use std::process::Stdio;
-        use tokio::io::AsyncBufReadExt;
         let dir = TempDir::new("raw");
         let text = config.replace("{server}", &test_server_bin().display().to_string());
         let path = dir.path().join("devboy.toml");
         std::fs::write(&path, text).expect("write config");
+        let path = path.display().to_string();
+        let mut client = Self::start_command(&["mcp", "--config", &path], &[]).await;
+        client.dir = dir;
+        client
+    }
+
+    /// devboy with exactly these arguments and extra environment.
+    pub async fn start_command(args: &[&str], env: &[(&str, &str)]) -> Self {
+        use std::process::Stdio;
+        use tokio::io::AsyncBufReadExt;
+        let dir = TempDir::new("raw");
         let mut child = tokio::process::Command::new(devboy_bin())
-            .arg("mcp")
-            .arg("--config")
-            .arg(&path)
+            .args(args)
+            .envs(env.iter().copied())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .kill_on_drop(true)

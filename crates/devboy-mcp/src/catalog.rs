@@ -126,7 +126,7 @@ impl Catalog {
         // Longest template head first, so the most specific match wins.
         catalog
             .template_routes
-            .sort_by(|a, b| b.0.len().cmp(&a.0.len()));
+            .sort_by_key(|(head, _)| std::cmp::Reverse(head.len()));
         catalog
     }
 

@@ -1,0 +1,74 @@
+//! The command line as a new user meets it: no config at all, a bad config.
+
+mod common;
+
+use std::process::Command;
+
+use common::{devboy_bin, RawClient, TempDir};
+use serde_json::json;
+
+#[tokio::test(flavor = "multi_thread")]
+async fn no_config_serves_the_builtin_tools() {
+    // An empty config dir: no devboy.toml anywhere, the embedded default applies.
+    let empty = TempDir::new("noconfig");
+    let mut client = RawClient::start_command(
+        &["mcp"],
+        &[("DEVBOY_CONFIG_DIR", empty.path().to_str().unwrap())],
+    )
+    .await;
+    client
+        .send(json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}))
+        .await;
+    let list = client.recv_response(1).await;
+    let names: Vec<&str> = list["result"]["tools"]
+        .as_array()
+        .expect("tools array")
+        .iter()
+        .filter_map(|t| t["name"].as_str())
+        .collect();
+    assert_eq!(names, ["devboy_status"], "{list}");
+    client
+        .send(json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+            "params": {"name": "devboy_status", "arguments": {}}}))
+        .await;
+    let status = client.recv_response(2).await;
+    let text = status["result"]["content"][0]["text"]
+        .as_str()
+        .expect("text");
+    let report: serde_json::Value = serde_json::from_str(text).expect("status JSON");
+    assert_eq!(report["upstreams"], json!([]));
+    client.stop().await;
+}
+
+#[test]
+fn bad_config_names_file_key_and_expectation() {
+    let dir = TempDir::new("badconfig");
+    let path = dir.path().join(".mcp.json");
+    std::fs::write(
+        &path,
+        r#"{"mcpServers": {"github": {"command": "gh-mcp", "args": ["--x", 3]}}}"#,
+    )
+    .unwrap();
+    let out = Command::new(devboy_bin())
+        .args(["mcp", "--config"])
+        .arg(&path)
+        .output()
+        .expect("run devboy");
+    assert!(!out.status.success());
+    assert!(out.stdout.is_empty(), "stdout is the protocol channel");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains(&path.display().to_string()), "{stderr}");
+    assert!(stderr.contains("mcpServers.github.args[1]"), "{stderr}");
+    assert!(stderr.contains("expected a string"), "{stderr}");
+}
+
+#[test]
+fn missing_config_file_is_a_clear_error() {
+    let out = Command::new(devboy_bin())
+        .args(["mcp", "--config", "/nonexistent/devboy.toml"])
+        .output()
+        .expect("run devboy");
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("/nonexistent/devboy.toml"), "{stderr}");
+}
