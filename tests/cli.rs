@@ -72,3 +72,26 @@ fn missing_config_file_is_a_clear_error() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("/nonexistent/devboy.toml"), "{stderr}");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn log_file_gets_the_logs_and_stdout_stays_protocol() {
+    let dir = TempDir::new("logfile");
+    let log = dir.path().join("devboy.log");
+    let client = RawClient::start_command(
+        &[
+            "mcp",
+            "--log-file",
+            log.to_str().unwrap(),
+            "--log-level",
+            "debug",
+        ],
+        &[("DEVBOY_CONFIG_DIR", dir.path().to_str().unwrap())],
+    )
+    .await;
+    client.stop().await;
+    let text = std::fs::read_to_string(&log).expect("log file written");
+    assert!(
+        text.contains("no config file; serving built-in tools only"),
+        "{text}"
+    );
+}
