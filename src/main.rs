@@ -40,7 +40,7 @@ enum Command {
         #[arg(long, value_name = "FILE")]
         config: Option<PathBuf>,
         /// How long the first tools/list may wait for upstreams still starting.
-        #[arg(long, default_value_t = 5000, value_name = "MS")]
+        #[arg(long, default_value_t = 10_000, value_name = "MS")]
         list_grace_ms: u64,
     },
 }

@@ -328,7 +328,7 @@ command = "{server}"
 env = { DEVBOY_TEST_STARTUP_DELAY_MS = "800" }
 "#;
     let devboy = Devboy::start(config).await;
-    // Default grace (5 s) covers an 0.8 s start: the first list is complete.
+    // The default grace (10 s) covers an 0.8 s start: the first list is complete.
     assert!(devboy
         .tool_names()
         .await
@@ -427,4 +427,29 @@ async fn client_disconnect_stops_upstreams() {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     assert!(!alive(), "upstream {pid} outlived devboy");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn resources_and_prompts_wait_for_a_starting_upstream() {
+    let config = r#"
+[servers.t]
+command = "{server}"
+env = { DEVBOY_TEST_STARTUP_DELAY_MS = "1000" }
+"#;
+    let mut client = common::RawClient::start(config).await;
+    client
+        .send(
+            json!({"jsonrpc": "2.0", "id": 1, "method": "resources/read",
+            "params": {"uri": "test://greeting"}}),
+        )
+        .await;
+    let read = client.recv_response(1).await;
+    assert_eq!(read["result"]["contents"][0]["text"], "hello", "{read}");
+    client
+        .send(json!({"jsonrpc": "2.0", "id": 2, "method": "prompts/get",
+            "params": {"name": "t__greet", "arguments": {"name": "A"}}}))
+        .await;
+    let prompt = client.recv_response(2).await;
+    assert!(prompt["result"]["messages"].is_array(), "{prompt}");
+    client.stop().await;
 }

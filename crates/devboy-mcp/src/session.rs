@@ -267,7 +267,14 @@ impl ServerHandler for Session {
         request: ReadResourceRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, McpError> {
-        let Some(index) = self.proxy.catalog().resource_route(&request.uri) else {
+        let route = match self.proxy.catalog().resource_route(&request.uri) {
+            Some(index) => Some(index),
+            None => {
+                self.proxy.settle().await;
+                self.proxy.catalog().resource_route(&request.uri)
+            }
+        };
+        let Some(index) = route else {
             return Err(McpError::resource_not_found(
                 format!("no upstream offers `{}`", request.uri),
                 None,
@@ -297,8 +304,14 @@ impl ServerHandler for Session {
         mut request: GetPromptRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, McpError> {
-        let Some((index, original)) = self.proxy.catalog().prompt_route(&request.name).cloned()
-        else {
+        let route = match self.proxy.catalog().prompt_route(&request.name).cloned() {
+            Some(route) => Some(route),
+            None => {
+                self.proxy.settle().await;
+                self.proxy.catalog().prompt_route(&request.name).cloned()
+            }
+        };
+        let Some((index, original)) = route else {
             return Err(McpError::invalid_params(
                 format!("unknown prompt `{}`", request.name),
                 None,
