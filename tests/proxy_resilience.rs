@@ -401,32 +401,40 @@ prefix = "y"
     assert!(names.contains(&"y__echo".to_string()));
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn client_disconnect_stops_upstreams() {
-    let mut client = common::RawClient::start(ONE).await;
+async fn upstream_pid(client: &mut common::RawClient) -> u32 {
     client
         .send(json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
             "params": {"name": "t__pid", "arguments": {}}}))
         .await;
     let response = client.recv_response(1).await;
-    let pid: u32 = response["result"]["content"][0]["text"]
+    response["result"]["content"][0]["text"]
         .as_str()
         .and_then(|t| t.trim().parse().ok())
-        .unwrap_or_else(|| panic!("pid: {response}"));
-    let proc_dir = std::path::PathBuf::from(format!("/proc/{pid}"));
-    assert!(proc_dir.exists());
+        .unwrap_or_else(|| panic!("pid: {response}"))
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn client_disconnect_stops_upstreams() {
+    let mut client = common::RawClient::start(ONE).await;
+    let pid = upstream_pid(&mut client).await;
+    assert!(!common::process_gone(pid));
     client.stop().await; // closes devboy's stdin and waits for it to exit
-    let deadline = Instant::now() + Duration::from_secs(10);
-    // A zombie still has /proc/<pid>; its state is Z.
-    let alive = || {
-        std::fs::read_to_string(proc_dir.join("stat"))
-            .map(|s| !s.contains(") Z "))
-            .unwrap_or(false)
-    };
-    while alive() && Instant::now() < deadline {
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    assert!(!alive(), "upstream {pid} outlived devboy");
+    assert!(
+        common::wait_process_gone(pid).await,
+        "upstream {pid} outlived devboy"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn sigterm_stops_upstreams() {
+    let mut client = common::RawClient::start(ONE).await;
+    let pid = upstream_pid(&mut client).await;
+    let status = client.kill_with("TERM").await;
+    assert!(status.success(), "devboy exit on SIGTERM: {status:?}");
+    assert!(
+        common::wait_process_gone(pid).await,
+        "upstream {pid} outlived devboy"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]

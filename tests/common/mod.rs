@@ -306,8 +306,39 @@ impl RawClient {
         self.recv_response_collecting(id, &mut Vec::new()).await
     }
 
+    /// Sends `kill -<signal>` to devboy and waits for it to exit.
+    pub async fn kill_with(mut self, signal: &str) -> std::process::ExitStatus {
+        let pid = self.child.id().expect("devboy running");
+        let sent = std::process::Command::new("kill")
+            .arg(format!("-{signal}"))
+            .arg(pid.to_string())
+            .status()
+            .expect("run kill");
+        assert!(sent.success());
+        tokio::time::timeout(Duration::from_secs(10), self.child.wait())
+            .await
+            .expect("devboy exits within 10 s of the signal")
+            .expect("wait")
+    }
+
     pub async fn stop(mut self) {
         drop(self.stdin);
         let _ = tokio::time::timeout(Duration::from_secs(10), self.child.wait()).await;
     }
+}
+
+/// Whether `pid` is gone (or a zombie) right now.
+pub fn process_gone(pid: u32) -> bool {
+    !std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .map(|s| !s.contains(") Z "))
+        .unwrap_or(false)
+}
+
+/// Waits up to 10 s for process `pid` to be gone (or a zombie).
+pub async fn wait_process_gone(pid: u32) -> bool {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while !process_gone(pid) && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    process_gone(pid)
 }

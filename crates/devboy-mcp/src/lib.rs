@@ -48,20 +48,54 @@ pub fn install_tls_provider() {
     let _ = rustls::crypto::ring::default_provider().install_default();
 }
 
-/// Serves MCP on this process's stdin/stdout until the client disconnects,
-/// then stops every upstream.
+/// Serves MCP on this process's stdin/stdout until the client disconnects
+/// or the process gets SIGTERM/SIGINT, then stops every upstream (upstreams
+/// run in their own process groups, so nothing else would stop them).
 pub async fn serve_stdio(config: &ProxyConfig, options: ProxyOptions) -> Result<(), ServeError> {
     install_tls_provider();
     let proxy = Proxy::start(config, options);
     let session = Session::new(proxy.clone(), Arc::new(Passthrough));
     let outcome = match session.serve(rmcp::transport::stdio()).await {
-        Ok(running) => running
-            .waiting()
-            .await
-            .map(|_| ())
-            .map_err(|e| ServeError::Service(e.to_string())),
+        Ok(running) => {
+            let stop = running.cancellation_token();
+            let mut waiting = Box::pin(running.waiting());
+            tokio::select! {
+                quit = &mut waiting => quit
+                    .map(|_| ())
+                    .map_err(|e| ServeError::Service(e.to_string())),
+                signal = termination() => {
+                    tracing::info!(%signal, "stopping");
+                    stop.cancel();
+                    let _ = tokio::time::timeout(std::time::Duration::from_secs(2), waiting).await;
+                    Ok(())
+                }
+            }
+        }
         Err(e) => Err(ServeError::Handshake(e.to_string())),
     };
     proxy.shutdown().await;
     outcome
+}
+
+/// Resolves on SIGTERM or SIGINT with the signal's name.
+async fn termination() -> &'static str {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        match (
+            signal(SignalKind::terminate()),
+            signal(SignalKind::interrupt()),
+        ) {
+            (Ok(mut term), Ok(mut int)) => tokio::select! {
+                _ = term.recv() => "SIGTERM",
+                _ = int.recv() => "SIGINT",
+            },
+            _ => std::future::pending().await,
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+        "ctrl-c"
+    }
 }
