@@ -85,7 +85,11 @@ async fn log_file_gets_the_logs_and_stdout_stays_protocol() {
             "--log-level",
             "debug",
         ],
-        &[("DEVBOY_CONFIG_DIR", dir.path().to_str().unwrap())],
+        // An empty RUST_LOG leaves the choice to --log-level.
+        &[
+            ("DEVBOY_CONFIG_DIR", dir.path().to_str().unwrap()),
+            ("RUST_LOG", ""),
+        ],
     )
     .await;
     client.stop().await;

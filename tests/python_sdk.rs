@@ -64,7 +64,7 @@ async fn run_sdk_client(mode: &str) -> Value {
         .arg("--list-grace-ms")
         .arg("30000")
         .env("PYTHONUNBUFFERED", "1")
-        .env("RUST_LOG", "devboy_mcp=debug,info")
+        .env("RUST_LOG", common::test_log_filter())
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

@@ -45,6 +45,12 @@ pub fn test_server_bin() -> PathBuf {
         .clone()
 }
 
+/// Log filter for devboy processes started by tests: quiet unless
+/// `DEVBOY_TEST_LOG` asks for more (e.g. `DEVBOY_TEST_LOG=devboy_mcp=debug`).
+pub fn test_log_filter() -> String {
+    std::env::var("DEVBOY_TEST_LOG").unwrap_or_else(|_| "warn".into())
+}
+
 /// A temporary directory removed on drop.
 pub struct TempDir(pub PathBuf);
 
@@ -126,7 +132,7 @@ impl Devboy {
         std::fs::write(&path, text).expect("write config");
         let mut cmd = tokio::process::Command::new(devboy_bin());
         cmd.arg("mcp").arg("--config").arg(&path).args(extra_args);
-        cmd.env("RUST_LOG", "devboy_mcp=debug,info");
+        cmd.env("RUST_LOG", test_log_filter());
         let transport = TokioChildProcess::new(cmd).expect("spawn devboy");
         let recorder = Recorder::default();
         let client =
@@ -242,6 +248,7 @@ impl RawClient {
         let dir = TempDir::new("raw");
         let mut child = tokio::process::Command::new(devboy_bin())
             .args(args)
+            .env("RUST_LOG", test_log_filter())
             .envs(env.iter().copied())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())

@@ -55,7 +55,9 @@ pub async fn serve_stdio(config: &ProxyConfig, options: ProxyOptions) -> Result<
     install_tls_provider();
     let proxy = Proxy::start(config, options);
     let session = Session::new(proxy.clone(), Arc::new(Passthrough));
-    let outcome = match session.serve(rmcp::transport::stdio()).await {
+    // Non-blocking pipes when stdin/stdout are pipes (as under Claude Code):
+    // no hand-off to the blocking pool per message. Falls back to stdio().
+    let outcome = match session.serve(rmcp::transport::stdio_pipes()).await {
         Ok(running) => {
             let stop = running.cancellation_token();
             let mut waiting = Box::pin(running.waiting());

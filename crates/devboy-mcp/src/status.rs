@@ -32,7 +32,7 @@ pub fn report(proxy: &Proxy, session: &SessionStats) -> String {
                 "last_error": *lock(&stats.last_error),
             });
             if let Phase::Failed { retry_in, .. } = phase {
-                entry["retry_in_ms"] = json!(retry_in.as_millis() as u64);
+                entry["retry_in_ms"] = json!(retry_in.map(|d| d.as_millis() as u64));
             }
             if let Some(pid) = upstream.pid() {
                 entry["pid"] = json!(pid);

@@ -56,12 +56,13 @@ pub enum Phase {
     /// Connected and listed.
     Ready,
     /// The last attempt failed or the connection dropped; another attempt
-    /// follows after `retry_in`.
+    /// follows after `retry_in`, or never when it is `None` (a config that
+    /// cannot work, such as an unsupported transport).
     Failed {
         /// What went wrong, for people.
         error: String,
         /// Delay before the next attempt.
-        retry_in: Duration,
+        retry_in: Option<Duration>,
     },
     /// The proxy is shutting down.
     Stopped,
@@ -258,6 +259,19 @@ impl Upstream {
             return;
         }
         let name = self.config.name.clone();
+        if let UpstreamTransport::Unsupported { kind } = &self.config.transport {
+            let error = format!(
+                "transport `{kind}` is not supported; use stdio or streamable HTTP (`type = \"http\"`)"
+            );
+            tracing::warn!(upstream = %name, %error, "upstream not started");
+            self.set_phase(Phase::Failed {
+                error,
+                retry_in: None,
+            });
+            shutdown.cancelled().await;
+            self.set_phase(Phase::Stopped);
+            return;
+        }
         let mut backoff = BACKOFF_START;
         loop {
             self.set_phase(Phase::Starting);
@@ -309,7 +323,7 @@ impl Upstream {
             tracing::warn!(upstream = %name, error = %error, retry_in_ms = backoff.as_millis() as u64, "upstream down");
             self.set_phase(Phase::Failed {
                 error,
-                retry_in: backoff,
+                retry_in: Some(backoff),
             });
             tokio::select! {
                 _ = shutdown.cancelled() => break,
@@ -389,9 +403,7 @@ impl Upstream {
                     .map_err(|e| format!("initialize over HTTP failed: {e}"))?
             }
             UpstreamTransport::Unsupported { kind } => {
-                return Err(format!(
-                    "transport `{kind}` is not supported; use stdio or streamable HTTP (`type = \"http\"`)"
-                ))
+                return Err(format!("transport `{kind}` is not supported"))
             }
         };
         // Always ask the upstream: a stale cached list would hide a crash.
