@@ -144,6 +144,28 @@ async fn assert_same_call(
     via
 }
 
+/// A failing call fails the same way through devboy as straight: the same
+/// `isError` result, or the same protocol error.
+async fn assert_same_failure(devboy: &Devboy, direct: &Client, via: &str, name: &str, args: Value) {
+    let through = devboy
+        .client
+        .peer()
+        .call_tool(params(via, args.clone()))
+        .await;
+    let straight = direct.peer().call_tool(params(name, args)).await;
+    match (&through, &straight) {
+        (Ok(through), Ok(straight)) => {
+            assert_eq!(through.is_error, Some(true), "{through:?}");
+            assert_eq!(
+                serde_json::to_value(through).unwrap(),
+                serde_json::to_value(straight).unwrap()
+            );
+        }
+        (Err(through), Err(straight)) => assert_eq!(through.to_string(), straight.to_string()),
+        _ => panic!("failure differs: via {through:?}, direct {straight:?}"),
+    }
+}
+
 /// All tools of a client, by name, as JSON.
 async fn tools_json(client: &Client) -> BTreeMap<String, Value> {
     client
@@ -375,32 +397,14 @@ async fn everything_tools_and_results_are_faithful() {
     assert!(env["PATH"].is_string(), "PATH not inherited: {env}");
 
     // An invalid call: the error is passed on, not swallowed.
-    let bad = devboy
-        .client
-        .peer()
-        .call_tool(params(
-            "ev__get-structured-content",
-            json!({"location": "Atlantis"}),
-        ))
-        .await;
-    let bad_direct = direct
-        .peer()
-        .call_tool(params(
-            "get-structured-content",
-            json!({"location": "Atlantis"}),
-        ))
-        .await;
-    match (&bad, &bad_direct) {
-        (Ok(via), Ok(straight)) => {
-            assert_eq!(via.is_error, Some(true), "{via:?}");
-            assert_eq!(
-                serde_json::to_value(via).unwrap(),
-                serde_json::to_value(straight).unwrap()
-            );
-        }
-        (Err(via), Err(straight)) => assert_eq!(via.to_string(), straight.to_string()),
-        _ => panic!("invalid call differs: via {bad:?}, direct {bad_direct:?}"),
-    }
+    assert_same_failure(
+        &devboy,
+        &direct,
+        "ev__get-structured-content",
+        "get-structured-content",
+        json!({"location": "Atlantis"}),
+    )
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -1140,32 +1144,14 @@ async fn time_server_through_devboy() {
     assert_eq!(parsed["time_difference"], "+9.0h", "{parsed}");
 
     // A bad timezone: the server's error passes through unchanged.
-    let bad = devboy
-        .client
-        .peer()
-        .call_tool(params(
-            "time__get_current_time",
-            json!({"timezone": "Mars/Olympus"}),
-        ))
-        .await;
-    let bad_direct = direct
-        .peer()
-        .call_tool(params(
-            "get_current_time",
-            json!({"timezone": "Mars/Olympus"}),
-        ))
-        .await;
-    match (bad, bad_direct) {
-        (Ok(via), Ok(straight)) => {
-            assert_eq!(via.is_error, Some(true), "{via:?}");
-            assert_eq!(
-                serde_json::to_value(via).unwrap(),
-                serde_json::to_value(straight).unwrap()
-            );
-        }
-        (Err(via), Err(straight)) => assert_eq!(via.to_string(), straight.to_string()),
-        (via, straight) => panic!("error differs: via {via:?}, direct {straight:?}"),
-    }
+    assert_same_failure(
+        &devboy,
+        &direct,
+        "time__get_current_time",
+        "get_current_time",
+        json!({"timezone": "Mars/Olympus"}),
+    )
+    .await;
 }
 
 // -------------------------------------------------------- mcp-server-git
