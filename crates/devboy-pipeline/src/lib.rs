@@ -1,0 +1,99 @@
+//! The pure, synchronous response pipeline of devboy. This first part is
+//! the L0 dedup core: fingerprints of forwarded bodies, the cache that
+//! remembers which bodies the model has already received in full, the
+//! visible ids that references name, and the store that gives back the exact
+//! bytes behind any id.
+//!
+//! **Architecture invariant: this crate does no I/O.** It knows nothing of
+//! MCP, JSON-RPC, tokio, files or the wall clock. Callers hand it bytes, ids,
+//! paths and the current time, and get back decisions. That keeps every rule
+//! testable alone, deterministic under property tests, and benchmarkable
+//! without a process around it. The proxy (`devboy-mcp`) owns one
+//! [`DedupCache`], one [`ExpandStore`] and one [`IdAllocator`] per session.
+//!
+//! Key design decisions:
+//!
+//! - **The dedup cache remembers, it does not store.** [`DedupCache`] keeps
+//!   only a [`Fingerprint`], a [`Delivered`] record and a length per body.
+//!   The bytes live in [`ExpandStore`]. The two answer different questions
+//!   with different lifetimes: "is this body still in the model's context,
+//!   so a reference to it resolves?" ends with compaction, a mutating call or
+//!   a TTL; "what exact bytes did `r12` stand for?" holds for the whole
+//!   session. So the cache's byte bound approximates what a context can hold,
+//!   and the store's byte bound is a memory budget.
+//! - **A reference is only as good as the model's context** (DESIGN §4.3).
+//!   A lookup returns an entry only if it was delivered in the current
+//!   context partition ([`DedupCache::advance_partition`] on compaction or
+//!   reset), less than a TTL ago *counted from delivery* (a later hit does
+//!   not move the body in the context), and not invalidated since by a write
+//!   to one of its paths or by its endpoint. Every other rule (LRU by entries
+//!   and by bytes, minimum size) can only make the cache forget, which costs
+//!   savings and never correctness.
+//! - **Time is a parameter.** Every call that depends on age takes a
+//!   [`Timestamp`] (milliseconds on the caller's monotonic session clock),
+//!   so tests and `devboy replay` run recorded sessions deterministically.
+//! - **Ids are resolvable by text** (DESIGN §4.2). A [`ReferenceId`] prints
+//!   as `r12`: short, printed with the fresh result, found by plain text
+//!   match later. [`IdAllocator`] hands them out in order and never reuses
+//!   one, so a stale id can only ever be "expired", never point at other
+//!   bytes.
+//! - **A fingerprint is the first 128 bits of SHA-256.** Collision odds at
+//!   the cache's size are below 2⁻¹⁰⁰, and 16 bytes keep the key cheap to
+//!   hash and to print as a short prefix.
+//!
+//! One result's way through L0, as the proxy drives it:
+//!
+//! ```
+//! use devboy_pipeline::*;
+//!
+//! let mut cache = DedupCache::new(DedupConfig::default());
+//! let mut store = ExpandStore::new(ExpandConfig::default());
+//! let mut ids = IdAllocator::new();
+//! let endpoint = EndpointKey::new("fs", "read_text_file");
+//! let body = "fn main() {}\n".repeat(100);
+//!
+//! // First read: a miss, so the body goes out in full, shown with a fresh id.
+//! let now = Timestamp::from_millis(0);
+//! let fp = Fingerprint::of(body.as_bytes());
+//! assert!(cache.lookup(fp, now).is_none());
+//! let id = ids.next(); // printed with the result: `r1`
+//! let _ = store.insert(id, body.clone());
+//! let delivered = Delivered::new(id, endpoint, ["/repo/src/main.rs"]);
+//! let _ = cache.record_delivered(fp, delivered, body.len(), now);
+//!
+//! // Second read, same bytes: the model can be sent `> [ref: r1, …]`.
+//! let later = Timestamp::from_millis(5_000);
+//! let hit = cache.lookup(Fingerprint::of(body.as_bytes()), later).map(|d| d.id);
+//! assert_eq!(hit.map(|id| id.to_string()).as_deref(), Some("r1"));
+//!
+//! // A write to the file: the next read goes out in full again.
+//! cache.invalidate_path("/repo/src/");
+//! assert!(cache.lookup(fp, later).is_none());
+//!
+//! // `devboy_expand r1` still returns the exact bytes.
+//! assert_eq!(store.expand(id, &ids), Expansion::Bytes(body.as_bytes()));
+//! ```
+//!
+//! Modules:
+//! - [`fingerprint`]: [`Fingerprint`], the identity of a forwarded body.
+//! - [`ids`]: [`ReferenceId`], [`IdAllocator`], [`EndpointKey`].
+//! - [`time`]: [`Timestamp`], the caller's session clock.
+//! - [`dedup`]: [`DedupCache`] and its rules.
+//! - [`expand`]: [`ExpandStore`], the bytes behind every id.
+
+#![deny(missing_docs)]
+
+pub mod dedup;
+pub mod expand;
+pub mod fingerprint;
+pub mod ids;
+mod paths;
+pub mod time;
+
+pub use dedup::{
+    DedupCache, DedupConfig, DedupStats, Delivered, Evictions, RecordOutcome, SkipReason,
+};
+pub use expand::{ExpandConfig, ExpandStats, ExpandStore, Expansion, StoreOutcome};
+pub use fingerprint::Fingerprint;
+pub use ids::{EndpointKey, IdAllocator, ParseReferenceIdError, ReferenceId};
+pub use time::Timestamp;
