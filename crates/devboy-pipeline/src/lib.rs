@@ -80,6 +80,7 @@
 //! - [`time`]: [`Timestamp`], the caller's session clock.
 //! - [`dedup`]: [`DedupCache`] and its rules.
 //! - [`expand`]: [`ExpandStore`], the bytes behind every id.
+//! - [`stage`]: [`L0Stage`], one session's dedup decisions and hint text.
 
 #![deny(missing_docs)]
 
@@ -88,6 +89,7 @@ pub mod expand;
 pub mod fingerprint;
 pub mod ids;
 mod paths;
+pub mod stage;
 pub mod time;
 
 pub use dedup::{
@@ -96,4 +98,8 @@ pub use dedup::{
 pub use expand::{ExpandConfig, ExpandStats, ExpandStore, Expansion, StoreOutcome};
 pub use fingerprint::Fingerprint;
 pub use ids::{EndpointKey, IdAllocator, ParseReferenceIdError, ReferenceId};
+pub use stage::{
+    id_line, paths_in_arguments, reference_hint, ExpandError, L0Config, L0Outcome, L0Stage,
+    SideEffect,
+};
 pub use time::Timestamp;
