@@ -2,13 +2,16 @@
 //! model fewer tokens. This binary is the only place that knows about the
 //! command line, logging setup and process exit codes.
 
-use std::path::PathBuf;
+use std::io::Read;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::Context;
 use clap::{Parser, Subcommand};
 use devboy_core::config::{ConfigSource, ProxyConfig};
+use devboy_core::hooks::{self, HookAction};
+use devboy_mcp::partition;
 use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
 use tracing_subscriber::{fmt, EnvFilter, Layer};
@@ -42,6 +45,32 @@ enum Command {
         /// How long the first tools/list may wait for upstreams still starting.
         #[arg(long, default_value_t = 10_000, value_name = "MS")]
         list_grace_ms: u64,
+    },
+    /// Claude Code hooks that tell running devboy processes the model's
+    /// context was compacted or cleared.
+    Hook {
+        #[command(subcommand)]
+        command: HookCommand,
+    },
+}
+
+#[derive(Subcommand)]
+enum HookCommand {
+    /// Run by Claude Code's PreCompact and SessionStart hooks: reads the
+    /// hook's JSON on stdin and, on a compaction or /clear, signals the
+    /// devboy processes serving that project. Prints nothing on stdout and
+    /// always exits 0 (a hook must never get in Claude Code's way).
+    Signal,
+    /// Adds the hooks to a project's .claude/settings.json (created if
+    /// missing; existing keys and hooks are kept; running it again adds
+    /// nothing). The hook runs this devboy executable by absolute path.
+    Install {
+        /// The project directory. Default: the current directory.
+        #[arg(long, value_name = "DIR")]
+        project: Option<PathBuf>,
+        /// The settings file to edit. Default: <project>/.claude/settings.json.
+        #[arg(long, value_name = "FILE")]
+        settings: Option<PathBuf>,
     },
 }
 
@@ -90,7 +119,155 @@ fn run(command: Command) -> anyhow::Result<()> {
             runtime.shutdown_timeout(Duration::from_millis(200));
             Ok(())
         }
+        Command::Hook {
+            command: HookCommand::Signal,
+        } => {
+            hook_signal();
+            Ok(())
+        }
+        Command::Hook {
+            command: HookCommand::Install { project, settings },
+        } => hook_install(project, settings),
     }
+}
+
+/// `devboy hook signal`. Never fails: problems go to stderr (which Claude
+/// Code does not show for a hook that exits 0) and the exit code stays 0.
+fn hook_signal() {
+    let mut input = String::new();
+    if let Err(error) = std::io::stdin().read_to_string(&mut input) {
+        tracing::warn!(%error, "hook signal: cannot read stdin; ignored");
+        return;
+    }
+    let value: serde_json::Value = match serde_json::from_str(&input) {
+        Ok(value) => value,
+        Err(error) => {
+            tracing::warn!(%error, "hook signal: stdin is not JSON; ignored");
+            return;
+        }
+    };
+    let (event, cwd, session_id) = match hooks::classify(&value) {
+        HookAction::Signal {
+            event,
+            cwd,
+            session_id,
+        } => (event, cwd, session_id),
+        HookAction::Ignore(reason) => {
+            tracing::debug!(%reason, "hook signal: nothing to do");
+            return;
+        }
+    };
+    // The hook's `cwd` is where Claude Code is now; CLAUDE_PROJECT_DIR is
+    // the project root, where it started its MCP servers. They differ when
+    // the session changed directory; signal both (an extra signal only
+    // costs savings, a missed one would leave dangling references).
+    let mut projects: Vec<PathBuf> = Vec::new();
+    let candidates = [
+        cwd.map(PathBuf::from),
+        std::env::var_os("CLAUDE_PROJECT_DIR")
+            .filter(|d| !d.is_empty())
+            .map(PathBuf::from),
+    ];
+    for dir in candidates.into_iter().flatten() {
+        let key = partition::project_key(&dir);
+        if !projects.contains(&key) {
+            projects.push(key);
+        }
+    }
+    if projects.is_empty() {
+        match std::env::current_dir() {
+            Ok(dir) => projects.push(partition::project_key(&dir)),
+            Err(error) => {
+                tracing::warn!(%error, "hook signal: no cwd in the input and no working directory");
+                return;
+            }
+        }
+    }
+    let runtime_dir = devboy_core::paths::runtime_dir();
+    for project in projects {
+        let file = devboy_core::paths::partition_file(&runtime_dir, &project);
+        match partition::signal(&file, &project, &event, session_id.as_deref()) {
+            Ok(state) => tracing::debug!(
+                %event, project = %project.display(), epoch = state.epoch,
+                "hook signal: context partition advanced"
+            ),
+            Err(error) => tracing::warn!(
+                %event, file = %file.display(), %error,
+                "hook signal: cannot write the partition file"
+            ),
+        }
+    }
+}
+
+/// `devboy hook install`.
+fn hook_install(project: Option<PathBuf>, settings: Option<PathBuf>) -> anyhow::Result<()> {
+    let file = match settings {
+        Some(file) => file,
+        None => {
+            let project = match project {
+                Some(dir) => dir,
+                None => std::env::current_dir().context("finding the current directory")?,
+            };
+            project.join(".claude").join("settings.json")
+        }
+    };
+    let exe = std::env::current_exe().context("finding the devboy executable")?;
+    let exe = std::fs::canonicalize(&exe).unwrap_or(exe);
+    let exe = exe
+        .to_str()
+        .with_context(|| format!("devboy's path {} is not UTF-8", exe.display()))?;
+    let command = hooks::signal_command(exe);
+    let mut document = read_settings(&file)?;
+    let added = hooks::merge_hooks(&mut document, &command)
+        .map_err(|e| anyhow::anyhow!("{}: {e}; the file was left unchanged", file.display()))?;
+    if added.is_empty() {
+        println!(
+            "devboy: the compaction hooks are already in {}",
+            file.display()
+        );
+        return Ok(());
+    }
+    write_settings(&file, &document)?;
+    println!(
+        "devboy: added the {} hook{} to {} (command: {command})",
+        added.join(" and "),
+        if added.len() > 1 { "s" } else { "" },
+        file.display()
+    );
+    Ok(())
+}
+
+/// A settings file as JSON; a missing or empty file is `{}`.
+fn read_settings(file: &Path) -> anyhow::Result<serde_json::Value> {
+    match std::fs::read_to_string(file) {
+        Ok(text) if text.trim().is_empty() => Ok(serde_json::json!({})),
+        Ok(text) => serde_json::from_str(&text).map_err(|e| {
+            anyhow::anyhow!(
+                "{}: not valid JSON ({e}); the file was left unchanged",
+                file.display()
+            )
+        }),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(serde_json::json!({})),
+        Err(e) => Err(e).with_context(|| format!("reading {}", file.display())),
+    }
+}
+
+/// Replaces `file` whole (temporary file, then rename) with `document`.
+fn write_settings(file: &Path, document: &serde_json::Value) -> anyhow::Result<()> {
+    // Write through a symlink to its target rather than replacing the link.
+    let target = std::fs::canonicalize(file).unwrap_or_else(|_| file.to_path_buf());
+    if let Some(parent) = target.parent().filter(|p| !p.as_os_str().is_empty()) {
+        std::fs::create_dir_all(parent)
+            .with_context(|| format!("creating {}", parent.display()))?;
+    }
+    let mut text = serde_json::to_string_pretty(document)?;
+    text.push('\n');
+    let temp = target.with_extension(format!("json.devboy-{}.tmp", std::process::id()));
+    std::fs::write(&temp, text).with_context(|| format!("writing {}", temp.display()))?;
+    std::fs::rename(&temp, &target).with_context(|| {
+        let _ = std::fs::remove_file(&temp);
+        format!("replacing {}", target.display())
+    })
 }
 
 fn init_logging(level: &str, file: Option<&std::path::Path>) -> anyhow::Result<()> {

@@ -92,3 +92,46 @@ fn model_sees_file_text_read_through_devboy() {
         Value::from(seen.clone())
     );
 }
+
+/// `devboy hook install` writes settings the real Claude Code accepts, and
+/// Claude Code runs the hook on `/compact`: the project's partition file
+/// records the PreCompact (and SessionStart compact) signal.
+#[test]
+fn installed_compaction_hook_runs_in_claude_code() {
+    let model = ScriptedModel::start(
+        Script::new()
+            .final_text("first answer")
+            .final_text("summary of the conversation so far")
+            .final_text("spare answer")
+            .final_text("spare answer"),
+    )
+    .unwrap();
+    let claude = ClaudeCode::new().unwrap().model(&model);
+    let runtime = claude.scratch_dir().join("run");
+    let claude = claude.env("DEVBOY_RUNTIME_DIR", runtime.to_str().unwrap());
+    let out = std::process::Command::new(DEVBOY)
+        .args(["hook", "install"])
+        .current_dir(claude.project())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+
+    // Claude Code accepts the settings file: a normal run still works.
+    claude.run(&["-p", "hello"]).unwrap().assert_success();
+    // Then compact that conversation.
+    let compact = claude.run(&["-p", "--continue", "/compact"]).unwrap();
+    compact.assert_success();
+
+    let file =
+        devboy_core::paths::partition_file(&runtime, &claude.project().canonicalize().unwrap());
+    let state: Value = serde_json::from_str(
+        &std::fs::read_to_string(&file)
+            .unwrap_or_else(|e| panic!("no partition file {} ({e}): {compact:?}", file.display())),
+    )
+    .unwrap();
+    // Exactly two signals: PreCompact, then SessionStart with source
+    // `compact`. The `startup` of the first run and the `resume` of
+    // `--continue` do not match the installed `compact|clear` matcher.
+    assert_eq!(state["epoch"], json!(2), "{state}");
+    assert_eq!(state["event"], json!("SessionStart:compact"), "{state}");
+}

@@ -243,10 +243,20 @@ impl RawClient {
 
     /// devboy with exactly these arguments and extra environment.
     pub async fn start_command(args: &[&str], env: &[(&str, &str)]) -> Self {
+        Self::start_command_in(args, env, None).await
+    }
+
+    /// [`start_command`](Self::start_command) in working directory `cwd`
+    /// (the test's own when `None`).
+    pub async fn start_command_in(args: &[&str], env: &[(&str, &str)], cwd: Option<&Path>) -> Self {
         use std::process::Stdio;
         use tokio::io::AsyncBufReadExt;
         let dir = TempDir::new("raw");
-        let mut child = tokio::process::Command::new(devboy_bin())
+        let mut command = tokio::process::Command::new(devboy_bin());
+        if let Some(cwd) = cwd {
+            command.current_dir(cwd);
+        }
+        let mut child = command
             .args(args)
             .env("RUST_LOG", test_log_filter())
             .envs(env.iter().copied())

@@ -93,7 +93,7 @@ async def run(args: argparse.Namespace, checks: Checks, summary: dict[str, Any])
         checks.check("devboy_status" in names, "devboy_status listed", names)
         for name in ["t__echo", "t__structured", "t__sleep", "fs__read_text_file"]:
             checks.check(name in names, f"{name} listed", names)
-        unprefixed = [n for n in names if n != "devboy_status" and "__" not in n]
+        unprefixed = [n for n in names if not n.startswith("devboy_") and "__" not in n]
         checks.equal(unprefixed, [], "every upstream tool carries a prefix")
         by_name = {tool.name: tool for tool in listing.tools}
         structured_tool = by_name.get("t__structured")

@@ -11,11 +11,14 @@
 //! and nothing else; it knows nothing of MCP, tokio or the pipeline.
 //!
 //! - [`config`]: [`config::ProxyConfig`] from a `.mcp.json` or `devboy.toml`.
+//! - [`hooks`]: the Claude Code compaction hooks: their input, merging them
+//!   into `.claude/settings.json`.
 //! - [`naming`]: [`naming::ToolNamer`], exposed names within 64 characters.
-//! - [`paths`]: XDG config and telemetry directories, one place for all.
+//! - [`paths`]: XDG config, telemetry and runtime directories, one place for all.
 
 #![deny(missing_docs)]
 
 pub mod config;
+pub mod hooks;
 pub mod naming;
 pub mod paths;

@@ -2,18 +2,23 @@
 //!
 //! XDG layout: `$XDG_CONFIG_HOME/devboy/` (else `~/.config/devboy/`), with
 //! telemetry below it, and `DEVBOY_CONFIG_DIR` / `DEVBOY_TELEMETRY_DIR` to
-//! override either. Empty variables count as unset, and a relative
+//! override either. Runtime state (the context-partition files that the
+//! Claude Code hooks write and running proxies watch) lives in
+//! `$XDG_RUNTIME_DIR/devboy/` (else `<config_dir>/run/`), overridden by
+//! `DEVBOY_RUNTIME_DIR`. Empty variables count as unset, and a relative
 //! `XDG_CONFIG_HOME` is ignored, as the XDG spec asks. Nothing here touches
 //! the file system; the `*_with_env` forms take the environment as a
 //! function so that callers and tests need not mutate the process's.
 
 use std::ffi::OsString;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// Overrides [`config_dir`].
 pub const CONFIG_DIR_ENV: &str = "DEVBOY_CONFIG_DIR";
 /// Overrides [`telemetry_dir`].
 pub const TELEMETRY_DIR_ENV: &str = "DEVBOY_TELEMETRY_DIR";
+/// Overrides [`runtime_dir`].
+pub const RUNTIME_DIR_ENV: &str = "DEVBOY_RUNTIME_DIR";
 /// The config file's name inside [`config_dir`].
 pub const CONFIG_FILE_NAME: &str = "devboy.toml";
 
@@ -32,6 +37,49 @@ pub fn telemetry_dir() -> PathBuf {
 /// The config file read when none is given: `<config_dir>/devboy.toml`.
 pub fn default_config_file() -> PathBuf {
     default_config_file_with_env(&process_env)
+}
+
+/// Where running devboy processes and hook commands meet:
+/// `$DEVBOY_RUNTIME_DIR`, else `$XDG_RUNTIME_DIR/devboy`, else
+/// `<config_dir>/run`.
+pub fn runtime_dir() -> PathBuf {
+    runtime_dir_with_env(&process_env)
+}
+
+/// [`runtime_dir`] with the environment given as a function. A relative
+/// `XDG_RUNTIME_DIR` is ignored, as for `XDG_CONFIG_HOME`.
+pub fn runtime_dir_with_env(env: &dyn Fn(&str) -> Option<OsString>) -> PathBuf {
+    if let Some(dir) = non_empty(env, RUNTIME_DIR_ENV) {
+        return PathBuf::from(dir);
+    }
+    if let Some(xdg) = non_empty(env, "XDG_RUNTIME_DIR").map(PathBuf::from) {
+        if xdg.is_absolute() {
+            return xdg.join("devboy");
+        }
+    }
+    config_dir_with_env(env).join("run")
+}
+
+/// The context-partition state file of the project at `project` (which the
+/// caller has already made absolute and canonical; this function does no
+/// I/O): `<runtime_dir>/partitions/<16 hex digits>.json`, the digits being
+/// the 64-bit FNV-1a hash of the path's bytes. FNV-1a, not std's hasher,
+/// because the name must be the same in every devboy build that shares the
+/// directory.
+pub fn partition_file(runtime_dir: &Path, project: &Path) -> PathBuf {
+    runtime_dir.join("partitions").join(format!(
+        "{:016x}.json",
+        fnv1a64(project.as_os_str().as_encoded_bytes())
+    ))
+}
+
+fn fnv1a64(bytes: &[u8]) -> u64 {
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for &byte in bytes {
+        hash ^= u64::from(byte);
+        hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    hash
 }
 
 /// [`config_dir`] with the environment given as a function.
@@ -145,6 +193,48 @@ mod tests {
     fn telemetry_follows_config_dir_override() {
         let env = env_of(&[("DEVBOY_CONFIG_DIR", "/c")]);
         assert_eq!(telemetry_dir_with_env(&env), PathBuf::from("/c/telemetry"));
+    }
+
+    #[test]
+    fn runtime_dir_resolution() {
+        let home = env_of(&[("HOME", "/home/u")]);
+        assert_eq!(
+            runtime_dir_with_env(&home),
+            PathBuf::from("/home/u/.config/devboy/run")
+        );
+        let xdg = env_of(&[("HOME", "/home/u"), ("XDG_RUNTIME_DIR", "/run/user/1000")]);
+        assert_eq!(
+            runtime_dir_with_env(&xdg),
+            PathBuf::from("/run/user/1000/devboy")
+        );
+        let relative = env_of(&[("DEVBOY_CONFIG_DIR", "/c"), ("XDG_RUNTIME_DIR", "rel")]);
+        assert_eq!(runtime_dir_with_env(&relative), PathBuf::from("/c/run"));
+        let overridden = env_of(&[
+            ("XDG_RUNTIME_DIR", "/run/user/1000"),
+            ("DEVBOY_RUNTIME_DIR", "/tmp/rt"),
+        ]);
+        assert_eq!(runtime_dir_with_env(&overridden), PathBuf::from("/tmp/rt"));
+        let empty = env_of(&[
+            ("DEVBOY_CONFIG_DIR", "/c"),
+            ("DEVBOY_RUNTIME_DIR", ""),
+            ("XDG_RUNTIME_DIR", ""),
+        ]);
+        assert_eq!(runtime_dir_with_env(&empty), PathBuf::from("/c/run"));
+    }
+
+    #[test]
+    fn partition_file_is_stable_and_keyed_by_project() {
+        let rt = Path::new("/rt");
+        let a = partition_file(rt, Path::new("/work/a"));
+        let b = partition_file(rt, Path::new("/work/b"));
+        assert_ne!(a, b);
+        assert_eq!(a, partition_file(rt, Path::new("/work/a")));
+        assert_eq!(a.parent(), Some(Path::new("/rt/partitions")));
+        // Pinned: the name must not change between builds.
+        assert_eq!(fnv1a64(b""), 0xcbf2_9ce4_8422_2325);
+        assert_eq!(fnv1a64(b"a"), 0xaf63_dc4c_8601_ec8c);
+        let name = a.file_name().unwrap().to_str().unwrap();
+        assert_eq!(name.len(), "0123456789abcdef.json".len());
     }
 
     #[test]

@@ -14,11 +14,15 @@ pub enum BuiltinTool {
     /// Each upstream's state, tool count, calls served, last error; the
     /// session's counters.
     Status,
+    /// Starts a new context partition: the agent's context was compacted
+    /// or cleared, so nothing devboy sends from now on may refer to a
+    /// result shown before.
+    Compact,
 }
 
 impl BuiltinTool {
     /// Every built-in tool, in listing order.
-    pub const ALL: [BuiltinTool; 1] = [BuiltinTool::Status];
+    pub const ALL: [BuiltinTool; 2] = [BuiltinTool::Status, BuiltinTool::Compact];
 
     /// The tool as listed to the agent.
     pub fn definition(self) -> Tool {
@@ -31,6 +35,18 @@ impl BuiltinTool {
             .with_annotations(
                 ToolAnnotations::with_title("devboy status")
                     .read_only(true)
+                    .destructive(false)
+                    .idempotent(true)
+                    .open_world(false),
+            ),
+            BuiltinTool::Compact => Tool::new(
+                "devboy_compact",
+                "Call after the conversation was compacted, summarised or cleared: devboy then stops abbreviating tool results as references to earlier results and sends them in full again.",
+                schema(json!({"type": "object", "properties": {}})),
+            )
+            .with_annotations(
+                ToolAnnotations::with_title("devboy compact")
+                    .read_only(false)
                     .destructive(false)
                     .idempotent(true)
                     .open_world(false),

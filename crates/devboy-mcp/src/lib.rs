@@ -16,6 +16,7 @@
 
 pub mod builtin;
 pub mod catalog;
+pub mod partition;
 pub mod proxy;
 pub mod seam;
 pub mod session;
@@ -28,6 +29,7 @@ use std::sync::Arc;
 use devboy_core::config::ProxyConfig;
 use rmcp::ServiceExt;
 
+pub use partition::PartitionWatcher;
 pub use proxy::{Proxy, ProxyOptions};
 pub use seam::{Passthrough, ResponseProcessor};
 pub use session::Session;
@@ -54,7 +56,19 @@ pub fn install_tls_provider() {
 pub async fn serve_stdio(config: &ProxyConfig, options: ProxyOptions) -> Result<(), ServeError> {
     install_tls_provider();
     let proxy = Proxy::start(config, options);
-    let session = Session::new(proxy.clone(), Arc::new(Passthrough));
+    // Claude Code starts MCP servers in the project directory; its
+    // compaction hooks signal the state file keyed by that directory.
+    let partition = match std::env::current_dir() {
+        Ok(dir) => PartitionWatcher::for_project(&devboy_core::paths::runtime_dir(), &dir),
+        Err(error) => {
+            tracing::warn!(%error, "no working directory; compaction hooks cannot reach this session");
+            PartitionWatcher::manual()
+        }
+    };
+    if let Some(file) = partition.file() {
+        tracing::debug!(file = %file.display(), "watching the context partition file");
+    }
+    let session = Session::new(proxy.clone(), Arc::new(Passthrough)).with_partition(partition);
     // Non-blocking pipes when stdin/stdout are pipes (as under Claude Code):
     // no hand-off to the blocking pool per message. Falls back to stdio().
     let outcome = match session.serve(rmcp::transport::stdio_pipes()).await {

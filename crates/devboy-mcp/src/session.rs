@@ -21,6 +21,7 @@ use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 
 use crate::builtin::BuiltinTool;
 use crate::catalog::{Catalog, ToolRoute};
+use crate::partition::PartitionWatcher;
 use crate::proxy::Proxy;
 use crate::seam::{apply, ResponseProcessor, SeamStats, ToolCallInfo};
 use crate::status;
@@ -41,18 +42,34 @@ pub struct Session {
     proxy: Arc<Proxy>,
     processor: Arc<dyn ResponseProcessor>,
     stats: Arc<SessionStats>,
+    partition: PartitionWatcher,
     notifier_started: Arc<AtomicBool>,
 }
 
 impl Session {
-    /// A session over `proxy` whose results pass through `processor`.
+    /// A session over `proxy` whose results pass through `processor`. Its
+    /// context partition advances only through `devboy_compact` until
+    /// [`with_partition`](Self::with_partition) says otherwise.
     pub fn new(proxy: Arc<Proxy>, processor: Arc<dyn ResponseProcessor>) -> Self {
         Self {
             proxy,
             processor,
             stats: Arc::default(),
+            partition: PartitionWatcher::manual(),
             notifier_started: Arc::default(),
         }
+    }
+
+    /// This session with `partition` as its context partition (typically a
+    /// [`PartitionWatcher::for_project`] that the compaction hooks signal).
+    pub fn with_partition(mut self, partition: PartitionWatcher) -> Self {
+        self.partition = partition;
+        self
+    }
+
+    /// This session's context partition.
+    pub fn partition(&self) -> &PartitionWatcher {
+        &self.partition
     }
 
     /// This session's counters.
@@ -122,8 +139,14 @@ impl Session {
     fn call_builtin(&self, tool: BuiltinTool) -> CallToolResult {
         match tool {
             BuiltinTool::Status => {
-                let report = status::report(&self.proxy, &self.stats);
+                let report = status::report(&self.proxy, &self.stats, &self.partition);
                 CallToolResult::success(vec![ContentBlock::text(report)])
+            }
+            BuiltinTool::Compact => {
+                let partition = self.partition.advance();
+                tracing::info!(partition, "devboy_compact: partition advanced");
+                let report = serde_json::json!({ "context_partition": partition });
+                CallToolResult::success(vec![ContentBlock::text(report.to_string())])
             }
         }
     }

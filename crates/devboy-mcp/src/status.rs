@@ -4,13 +4,14 @@ use std::sync::atomic::Ordering;
 
 use serde_json::{json, Value};
 
+use crate::partition::PartitionWatcher;
 use crate::proxy::Proxy;
 use crate::session::SessionStats;
 use crate::upstream::{lock, Phase};
 
 /// A compact JSON report: each upstream's state, tool count, counters and
-/// last error, and this session's counters.
-pub fn report(proxy: &Proxy, session: &SessionStats) -> String {
+/// last error, and this session's counters and context partition.
+pub fn report(proxy: &Proxy, session: &SessionStats, partition: &PartitionWatcher) -> String {
     let catalog = proxy.catalog();
     let upstreams: Vec<Value> = proxy
         .upstreams()
@@ -49,6 +50,9 @@ pub fn report(proxy: &Proxy, session: &SessionStats) -> String {
             "processed": seam.processed.load(Ordering::Relaxed),
             "replaced": seam.replaced.load(Ordering::Relaxed),
             "pipeline_failures": seam.failures.load(Ordering::Relaxed),
+            "context_partition": partition.current(),
+            "compaction_signals": partition.signals(),
+            "partition_file": partition.file().map(|f| f.display().to_string()),
         },
         "upstreams": upstreams,
     })

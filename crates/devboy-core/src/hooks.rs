@@ -1,0 +1,242 @@
+//! The Claude Code hooks that tell devboy the model's context was compacted
+//! or cleared: what their input means, and how they are merged into a
+//! `.claude/settings.json`. Pure functions on JSON values; the file and
+//! process I/O live in the `devboy hook …` commands.
+//!
+//! Claude Code (2.1.x) runs a hook command with one JSON object on stdin.
+//! Every event carries `session_id`, `transcript_path`, `cwd` and
+//! `hook_event_name`; `PreCompact` adds `trigger` (`manual` | `auto`) and
+//! `custom_instructions`; `SessionStart` adds `source` (`startup` |
+//! `resume` | `clear` | `compact` | `fork`). A matcher selects on `trigger`
+//! for `PreCompact` and on `source` for `SessionStart`. For both events the
+//! command's stdout goes into the model's context or the compaction
+//! instructions, so the hook command prints nothing there.
+
+use serde_json::{json, Map, Value};
+
+/// The `SessionStart` matcher devboy installs: only the sources that start
+/// a new context (the command checks `source` again anyway).
+pub const SESSION_START_MATCHER: &str = "compact|clear";
+
+/// What a hook input asks devboy to do.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum HookAction {
+    /// The context was (or is about to be) replaced: advance the partition
+    /// of the project at `cwd`.
+    Signal {
+        /// A short label such as `PreCompact:auto` or `SessionStart:clear`.
+        event: String,
+        /// The hook's `cwd`: the project directory, not yet canonical.
+        cwd: Option<String>,
+        /// The Claude Code session, for the record only.
+        session_id: Option<String>,
+    },
+    /// Nothing to do, and why (for the debug log).
+    Ignore(String),
+}
+
+/// Classifies one hook input: `PreCompact`, and `SessionStart` with source
+/// `compact` or `clear`, signal; everything else is ignored.
+pub fn classify(input: &Value) -> HookAction {
+    let field = |name: &str| input.get(name).and_then(Value::as_str);
+    let signal = |detail: &str| HookAction::Signal {
+        event: format!("{}:{detail}", field("hook_event_name").unwrap_or_default()),
+        cwd: field("cwd").map(str::to_owned),
+        session_id: field("session_id").map(str::to_owned),
+    };
+    match field("hook_event_name") {
+        Some("PreCompact") => signal(field("trigger").unwrap_or("unknown")),
+        Some("SessionStart") => match field("source") {
+            Some(source @ ("compact" | "clear")) => signal(source),
+            other => HookAction::Ignore(format!(
+                "SessionStart with source {}",
+                other.unwrap_or("(none)")
+            )),
+        },
+        Some(other) => HookAction::Ignore(format!("event {other}")),
+        None => HookAction::Ignore("no hook_event_name".to_owned()),
+    }
+}
+
+/// Why a settings document could not take the hooks.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("`{key}`: expected {expected}")]
+pub struct MergeError {
+    /// The JSON path of the offending value, e.g. `hooks.PreCompact`.
+    pub key: String,
+    /// What devboy expected there.
+    pub expected: &'static str,
+}
+
+/// Shell-quotes `path` for a hook `command` (Claude Code runs it through a
+/// shell): left alone when it holds only safe characters, else in single
+/// quotes.
+pub fn shell_quote(path: &str) -> String {
+    let safe = !path.is_empty()
+        && path
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"/._-+,:=@%".contains(&b));
+    if safe {
+        path.to_owned()
+    } else {
+        format!("'{}'", path.replace('\'', r"'\''"))
+    }
+}
+
+/// The hook command line for the devboy executable at `exe`.
+pub fn signal_command(exe: &str) -> String {
+    format!("{} hook signal", shell_quote(exe))
+}
+
+/// Merges the `PreCompact` and `SessionStart` (`compact|clear`) hook
+/// entries running `command` into `settings` (a whole `settings.json`),
+/// keeping every other key and hook. An event that already has a hook
+/// with exactly this command is left alone, so merging twice adds nothing.
+/// Returns the events that were added.
+pub fn merge_hooks(settings: &mut Value, command: &str) -> Result<Vec<&'static str>, MergeError> {
+    let root = settings.as_object_mut().ok_or(MergeError {
+        key: "(top level)".to_owned(),
+        expected: "a JSON object",
+    })?;
+    let hooks = root
+        .entry("hooks")
+        .or_insert_with(|| Value::Object(Map::new()))
+        .as_object_mut()
+        .ok_or(MergeError {
+            key: "hooks".to_owned(),
+            expected: "an object of event name to matcher groups",
+        })?;
+    let mut added = Vec::new();
+    for (event, matcher) in [
+        ("PreCompact", None),
+        ("SessionStart", Some(SESSION_START_MATCHER)),
+    ] {
+        let groups = hooks
+            .entry(event)
+            .or_insert_with(|| Value::Array(Vec::new()))
+            .as_array_mut()
+            .ok_or(MergeError {
+                key: format!("hooks.{event}"),
+                expected: "an array of matcher groups",
+            })?;
+        let present = groups.iter().any(|group| {
+            group
+                .get("hooks")
+                .and_then(Value::as_array)
+                .is_some_and(|list| {
+                    list.iter().any(|hook| {
+                        hook.get("type").and_then(Value::as_str) == Some("command")
+                            && hook.get("command").and_then(Value::as_str) == Some(command)
+                    })
+                })
+        });
+        if present {
+            continue;
+        }
+        let mut group = json!({"hooks": [{"type": "command", "command": command}]});
+        if let Some(matcher) = matcher {
+            group["matcher"] = json!(matcher);
+        }
+        groups.push(group);
+        added.push(event);
+    }
+    Ok(added)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn classifies_the_events_that_replace_the_context() {
+        let pre = json!({"session_id": "s", "transcript_path": "/t.jsonl", "cwd": "/p",
+            "hook_event_name": "PreCompact", "trigger": "auto", "custom_instructions": null});
+        assert_eq!(
+            classify(&pre),
+            HookAction::Signal {
+                event: "PreCompact:auto".into(),
+                cwd: Some("/p".into()),
+                session_id: Some("s".into()),
+            }
+        );
+        for source in ["compact", "clear"] {
+            let start = json!({"session_id": "s", "cwd": "/p",
+                "hook_event_name": "SessionStart", "source": source});
+            assert!(
+                matches!(classify(&start), HookAction::Signal { event, .. } if event == format!("SessionStart:{source}"))
+            );
+        }
+        for source in ["startup", "resume", "fork"] {
+            let start = json!({"cwd": "/p", "hook_event_name": "SessionStart", "source": source});
+            assert!(matches!(classify(&start), HookAction::Ignore(_)));
+        }
+        assert!(matches!(
+            classify(&json!({"hook_event_name": "Stop"})),
+            HookAction::Ignore(_)
+        ));
+        assert!(matches!(classify(&json!([1, 2])), HookAction::Ignore(_)));
+    }
+
+    #[test]
+    fn merge_into_empty_settings() {
+        let mut settings = json!({});
+        let added = merge_hooks(&mut settings, "/bin/devboy hook signal").unwrap();
+        assert_eq!(added, ["PreCompact", "SessionStart"]);
+        assert_eq!(
+            settings,
+            json!({"hooks": {
+                "PreCompact": [{"hooks": [{"type": "command", "command": "/bin/devboy hook signal"}]}],
+                "SessionStart": [{"matcher": "compact|clear",
+                    "hooks": [{"type": "command", "command": "/bin/devboy hook signal"}]}],
+            }})
+        );
+    }
+
+    #[test]
+    fn merge_keeps_existing_content_and_is_idempotent() {
+        let original = json!({
+            "permissions": {"allow": ["Bash(ls:*)"]},
+            "env": {"A": "1"},
+            "hooks": {
+                "PreCompact": [{"matcher": "manual", "hooks": [{"type": "command", "command": "echo mine"}]}],
+                "PostToolUse": [{"matcher": "Write", "hooks": [{"type": "command", "command": "fmt"}]}],
+            }
+        });
+        let mut settings = original.clone();
+        let added = merge_hooks(&mut settings, "devboy hook signal").unwrap();
+        assert_eq!(added, ["PreCompact", "SessionStart"]);
+        assert_eq!(settings["permissions"], original["permissions"]);
+        assert_eq!(settings["env"], original["env"]);
+        assert_eq!(
+            settings["hooks"]["PostToolUse"],
+            original["hooks"]["PostToolUse"]
+        );
+        let pre = settings["hooks"]["PreCompact"].as_array().unwrap();
+        assert_eq!(pre.len(), 2);
+        assert_eq!(pre[0], original["hooks"]["PreCompact"][0]);
+        let once = settings.clone();
+        assert!(merge_hooks(&mut settings, "devboy hook signal")
+            .unwrap()
+            .is_empty());
+        assert_eq!(settings, once);
+    }
+
+    #[test]
+    fn merge_rejects_wrong_shapes() {
+        let error = merge_hooks(&mut json!([]), "x").unwrap_err();
+        assert_eq!(error.key, "(top level)");
+        let error = merge_hooks(&mut json!({"hooks": []}), "x").unwrap_err();
+        assert_eq!(error.key, "hooks");
+        let error = merge_hooks(&mut json!({"hooks": {"SessionStart": {}}}), "x").unwrap_err();
+        assert_eq!(error.key, "hooks.SessionStart");
+        assert!(error.to_string().contains("expected an array"), "{error}");
+    }
+
+    #[test]
+    fn quoting() {
+        assert_eq!(shell_quote("/usr/bin/devboy"), "/usr/bin/devboy");
+        assert_eq!(shell_quote("/a b/devboy"), "'/a b/devboy'");
+        assert_eq!(shell_quote("/it's/devboy"), r"'/it'\''s/devboy'");
+        assert_eq!(signal_command("/x/devboy"), "/x/devboy hook signal");
+    }
+}

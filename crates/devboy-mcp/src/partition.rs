@@ -1,0 +1,403 @@
+//! Context partitions: knowing when the model's context was compacted or
+//! cleared, so that nothing devboy sends later refers to a result the model
+//! no longer has (DESIGN.md §4, invariant 3).
+//!
+//! A session's `context_partition` is a counter that starts at 0 and goes
+//! up by one whenever the context is known to have been replaced. Two
+//! things advance it:
+//!
+//! - the `devboy_compact` built-in tool ([`PartitionWatcher::advance`]);
+//! - the Claude Code hooks (`PreCompact`, `SessionStart` with source
+//!   `compact` or `clear`), which run `devboy hook signal` in a separate
+//!   process. That command bumps the `epoch` in a small state file keyed by
+//!   the project directory ([`signal`]); every devboy serving that project
+//!   (Claude Code starts MCP servers in the project directory) polls the
+//!   file and advances its partition when the epoch changes.
+//!
+//! The file is `<runtime dir>/partitions/<hash of the canonical project
+//! dir>.json` ([`devboy_core::paths::partition_file`]). It is only ever
+//! replaced whole (write a temporary file, then `rename`), so a reader sees
+//! the old or the new state, never half of one. Writers serialise their
+//! read-modify-write with a lock file created with `create_new` (O_EXCL),
+//! removed afterwards, and taken over when older than [`STALE_LOCK`] (a
+//! writer that died). Std-only, no `flock`: a hook must never hang, so a
+//! writer that cannot get the lock within [`LOCK_WAIT`] writes anyway.
+//! Watchers treat any *change* of the epoch as a signal (not only growth),
+//! so even a lost update or a reset file advances the partition: advancing
+//! too often only costs savings, advancing too rarely would break the
+//! invariant. The epoch found at startup is the baseline, so compactions
+//! from before this process do not count.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use serde::{Deserialize, Serialize};
+use tokio::sync::watch;
+
+/// How often a watcher reads the state file.
+pub const POLL_INTERVAL: Duration = Duration::from_millis(250);
+/// How long [`signal`] waits for another writer's lock before writing anyway.
+pub const LOCK_WAIT: Duration = Duration::from_secs(2);
+/// A lock file older than this belongs to a writer that died.
+pub const STALE_LOCK: Duration = Duration::from_secs(10);
+
+/// The contents of a partition state file.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PartitionState {
+    /// Bumped by every signal.
+    pub epoch: u64,
+    /// The last signal, e.g. `PreCompact:auto` or `SessionStart:clear`.
+    pub event: String,
+    /// The Claude Code session that sent it, when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<String>,
+    /// The canonical project directory the file belongs to.
+    pub project: String,
+    /// When it was written, in milliseconds since the Unix epoch.
+    pub updated_at_ms: u64,
+}
+
+/// The canonical form of a project directory, the key of its state file.
+/// Falls back to the path as given when it cannot be canonicalised (it no
+/// longer exists, say), so that both sides still agree when they can.
+pub fn project_key(dir: &Path) -> PathBuf {
+    std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf())
+}
+
+/// The state file of the project at `dir` under `runtime_dir`.
+pub fn state_file(runtime_dir: &Path, dir: &Path) -> PathBuf {
+    devboy_core::paths::partition_file(runtime_dir, &project_key(dir))
+}
+
+/// Reads a state file: `Ok(None)` when there is none.
+pub fn read_state(file: &Path) -> std::io::Result<Option<PartitionState>> {
+    match std::fs::read(file) {
+        Ok(bytes) => serde_json::from_slice(&bytes)
+            .map(Some)
+            .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// Records one context reset for the project at `dir` (already canonical,
+/// see [`project_key`]) in `file`: bumps the epoch and returns the new
+/// state. Safe against concurrent writers (see the module docs).
+pub fn signal(
+    file: &Path,
+    dir: &Path,
+    event: &str,
+    session_id: Option<&str>,
+) -> std::io::Result<PartitionState> {
+    if let Some(parent) = file.parent() {
+        std::fs::create_dir_all(parent)?;
+    }
+    let _lock = FileLock::acquire(&file.with_extension("lock"));
+    // An unreadable or corrupt file restarts the count: watchers react to
+    // any change of the epoch, so this still signals.
+    let previous = read_state(file).ok().flatten().map_or(0, |s| s.epoch);
+    let state = PartitionState {
+        epoch: previous.wrapping_add(1),
+        event: event.to_owned(),
+        session_id: session_id.map(str::to_owned),
+        project: dir.display().to_string(),
+        updated_at_ms: SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as u64),
+    };
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    let temp = file.with_extension(format!("{}.{nanos}.tmp", std::process::id()));
+    let written = (|| {
+        let mut out = std::fs::File::create(&temp)?;
+        out.write_all(&serde_json::to_vec(&state).map_err(std::io::Error::other)?)?;
+        out.sync_all()?;
+        std::fs::rename(&temp, file)
+    })();
+    if written.is_err() {
+        let _ = std::fs::remove_file(&temp);
+    }
+    written.map(|()| state)
+}
+
+/// A lock file held for the life of the value; best effort (see
+/// [`LOCK_WAIT`]).
+struct FileLock(Option<PathBuf>);
+
+impl FileLock {
+    fn acquire(path: &Path) -> Self {
+        let deadline = std::time::Instant::now() + LOCK_WAIT;
+        loop {
+            match std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(path)
+            {
+                Ok(_) => return Self(Some(path.to_path_buf())),
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                    let stale = std::fs::metadata(path)
+                        .and_then(|m| m.modified())
+                        .ok()
+                        .and_then(|t| t.elapsed().ok())
+                        .is_some_and(|age| age > STALE_LOCK);
+                    if stale {
+                        let _ = std::fs::remove_file(path);
+                        continue;
+                    }
+                }
+                Err(_) => return Self(None),
+            }
+            if std::time::Instant::now() >= deadline {
+                tracing::warn!(lock = %path.display(), "partition lock busy; writing without it");
+                return Self(None);
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+}
+
+impl Drop for FileLock {
+    fn drop(&mut self) {
+        if let Some(path) = &self.0 {
+            let _ = std::fs::remove_file(path);
+        }
+    }
+}
+
+/// One session's context partition, advanced by `devboy_compact` and, when
+/// started with a state file, by the compaction hooks.
+///
+/// Cheap to clone; the polling task stops when the last clone is dropped.
+#[derive(Clone)]
+pub struct PartitionWatcher {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    partition: watch::Sender<u64>,
+    file: Option<PathBuf>,
+    /// Signals seen in the state file.
+    signals: AtomicU64,
+    task: Mutex<Option<tokio::task::AbortHandle>>,
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        if let Some(task) = self.task.lock().ok().and_then(|mut t| t.take()) {
+            task.abort();
+        }
+    }
+}
+
+impl PartitionWatcher {
+    /// A partition advanced only by [`advance`](Self::advance).
+    pub fn manual() -> Self {
+        Self::with_file(None)
+    }
+
+    fn with_file(file: Option<PathBuf>) -> Self {
+        Self {
+            inner: Arc::new(Inner {
+                partition: watch::Sender::new(0),
+                file,
+                signals: AtomicU64::new(0),
+                task: Mutex::new(None),
+            }),
+        }
+    }
+
+    /// Watches `file` every `poll`, taking its current epoch as the
+    /// baseline. Must be called inside a tokio runtime.
+    pub fn watch_file(file: PathBuf, poll: Duration) -> Self {
+        let mut last = read_epoch(&file).unwrap_or(None);
+        let watcher = Self::with_file(Some(file.clone()));
+        let weak = Arc::downgrade(&watcher.inner);
+        let task = tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(poll).await;
+                let Some(inner) = weak.upgrade() else { return };
+                match read_epoch(&file) {
+                    Ok(epoch) if epoch != last => {
+                        if epoch.is_some() {
+                            inner.signals.fetch_add(1, Ordering::Relaxed);
+                            let now = advance(&inner.partition);
+                            tracing::info!(file = %file.display(), partition = now,
+                                "context reset signalled; partition advanced");
+                        }
+                        last = epoch;
+                    }
+                    Ok(_) => {}
+                    Err(error) => {
+                        tracing::debug!(file = %file.display(), %error, "partition file unreadable")
+                    }
+                }
+            }
+        });
+        if let Ok(mut slot) = watcher.inner.task.lock() {
+            *slot = Some(task.abort_handle());
+        }
+        watcher
+    }
+
+    /// Watches the state file of the project at `dir` under `runtime_dir`,
+    /// polling every [`POLL_INTERVAL`]. Must be called inside a tokio runtime.
+    pub fn for_project(runtime_dir: &Path, dir: &Path) -> Self {
+        Self::watch_file(state_file(runtime_dir, dir), POLL_INTERVAL)
+    }
+
+    /// The current partition.
+    pub fn current(&self) -> u64 {
+        *self.inner.partition.borrow()
+    }
+
+    /// Follows the partition (for the dedup stage).
+    pub fn subscribe(&self) -> watch::Receiver<u64> {
+        self.inner.partition.subscribe()
+    }
+
+    /// Starts a new partition (the context was replaced); returns it.
+    pub fn advance(&self) -> u64 {
+        advance(&self.inner.partition)
+    }
+
+    /// The state file watched, if any.
+    pub fn file(&self) -> Option<&Path> {
+        self.inner.file.as_deref()
+    }
+
+    /// How many hook signals arrived through the state file.
+    pub fn signals(&self) -> u64 {
+        self.inner.signals.load(Ordering::Relaxed)
+    }
+}
+
+fn advance(partition: &watch::Sender<u64>) -> u64 {
+    let mut now = 0;
+    partition.send_modify(|p| {
+        *p += 1;
+        now = *p;
+    });
+    now
+}
+
+fn read_epoch(file: &Path) -> std::io::Result<Option<u64>> {
+    Ok(read_state(file)?.map(|s| s.epoch))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn temp_dir(tag: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!(
+            "devboy-partition-{tag}-{}-{}",
+            std::process::id(),
+            SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .unwrap()
+                .as_nanos()
+        ));
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    #[test]
+    fn signal_bumps_the_epoch_and_replaces_the_file_whole() {
+        let rt = temp_dir("bump");
+        let project = project_key(&rt);
+        let file = state_file(&rt, &rt);
+        assert_eq!(read_state(&file).unwrap(), None);
+        let first = signal(&file, &project, "PreCompact:auto", Some("s1")).unwrap();
+        assert_eq!(first.epoch, 1);
+        let second = signal(&file, &project, "SessionStart:clear", None).unwrap();
+        assert_eq!(second.epoch, 2);
+        let stored = read_state(&file).unwrap().unwrap();
+        assert_eq!(stored, second);
+        assert_eq!(stored.project, project.display().to_string());
+        // No temporary or lock files are left behind.
+        let names: Vec<_> = std::fs::read_dir(file.parent().unwrap())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names.len(), 1, "{names:?}");
+        std::fs::remove_dir_all(&rt).unwrap();
+    }
+
+    #[test]
+    fn concurrent_signals_all_count() {
+        let rt = temp_dir("concurrent");
+        let file = state_file(&rt, &rt);
+        let threads: Vec<_> = (0..8)
+            .map(|_| {
+                let file = file.clone();
+                let rt = rt.clone();
+                std::thread::spawn(move || {
+                    for _ in 0..10 {
+                        signal(&file, &rt, "PreCompact:auto", None).unwrap();
+                    }
+                })
+            })
+            .collect();
+        for thread in threads {
+            thread.join().unwrap();
+        }
+        assert_eq!(read_state(&file).unwrap().unwrap().epoch, 80);
+        std::fs::remove_dir_all(&rt).unwrap();
+    }
+
+    #[test]
+    fn corrupt_file_and_stale_lock_do_not_block_a_signal() {
+        let rt = temp_dir("corrupt");
+        let file = state_file(&rt, &rt);
+        std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+        std::fs::write(&file, b"{not json").unwrap();
+        assert!(read_state(&file).is_err());
+        let lock = file.with_extension("lock");
+        let old = std::fs::File::create(&lock).unwrap();
+        old.set_modified(SystemTime::now() - 2 * STALE_LOCK)
+            .unwrap();
+        drop(old);
+        let started = std::time::Instant::now();
+        let state = signal(&file, &rt, "PreCompact:manual", None).unwrap();
+        assert_eq!(state.epoch, 1);
+        assert!(started.elapsed() < LOCK_WAIT, "a stale lock is taken over");
+        assert!(!lock.exists());
+        std::fs::remove_dir_all(&rt).unwrap();
+    }
+
+    #[tokio::test]
+    async fn watcher_starts_at_the_baseline_and_follows_changes() {
+        let rt = temp_dir("watch");
+        let file = state_file(&rt, &rt);
+        // A compaction from before this process does not count.
+        signal(&file, &rt, "PreCompact:auto", None).unwrap();
+        let watcher = PartitionWatcher::watch_file(file.clone(), Duration::from_millis(10));
+        let mut updates = watcher.subscribe();
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        assert_eq!(watcher.current(), 0);
+        signal(&file, &rt, "SessionStart:compact", None).unwrap();
+        tokio::time::timeout(Duration::from_secs(5), updates.changed())
+            .await
+            .expect("advanced within 5 s")
+            .unwrap();
+        assert_eq!(*updates.borrow_and_update(), 1);
+        assert_eq!(watcher.signals(), 1);
+        assert_eq!(watcher.advance(), 2);
+        assert_eq!(watcher.current(), 2);
+        assert_eq!(watcher.file(), Some(file.as_path()));
+        std::fs::remove_dir_all(&rt).unwrap();
+    }
+
+    #[test]
+    fn manual_partition_advances_only_when_told() {
+        let watcher = PartitionWatcher::manual();
+        assert_eq!(watcher.current(), 0);
+        assert_eq!(watcher.advance(), 1);
+        assert_eq!(watcher.clone().advance(), 2);
+        assert_eq!(watcher.file(), None);
+    }
+}
