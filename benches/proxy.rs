@@ -190,7 +190,12 @@ impl Client {
 
     async fn devboy(config: &Path) -> Result<Self> {
         let mut cmd = tokio::process::Command::new(devboy_bin());
-        cmd.arg("mcp").arg("--config").arg(config);
+        // Passthrough: the payloads repeat, and the bench measures the proxy,
+        // not how much dedup saves.
+        cmd.arg("mcp")
+            .arg("--config")
+            .arg(config)
+            .args(["--pipeline", "passthrough"]);
         // Production logging (info), whatever the caller's environment says.
         cmd.env_remove("RUST_LOG");
         let client = Self::spawn(cmd, "t__payload").await?;

@@ -45,6 +45,10 @@ enum Command {
         /// How long the first tools/list may wait for upstreams still starting.
         #[arg(long, default_value_t = 10_000, value_name = "MS")]
         list_grace_ms: u64,
+        /// What happens to tool results: `dedup` answers a repeat the model
+        /// already holds with a reference to it; `passthrough` changes nothing.
+        #[arg(long, value_enum, default_value_t = PipelineArg::Dedup)]
+        pipeline: PipelineArg,
     },
     /// Claude Code hooks that tell running devboy processes the model's
     /// context was compacted or cleared.
@@ -52,6 +56,12 @@ enum Command {
         #[command(subcommand)]
         command: HookCommand,
     },
+}
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum PipelineArg {
+    Dedup,
+    Passthrough,
 }
 
 #[derive(Subcommand)]
@@ -94,6 +104,7 @@ fn run(command: Command) -> anyhow::Result<()> {
         Command::Mcp {
             config,
             list_grace_ms,
+            pipeline,
         } => {
             let config = ProxyConfig::resolve(config.as_deref())?;
             match &config.source {
@@ -114,7 +125,11 @@ fn run(command: Command) -> anyhow::Result<()> {
                 .enable_all()
                 .build()
                 .context("starting the async runtime")?;
-            runtime.block_on(devboy_mcp::serve_stdio(&config, options))?;
+            let pipeline = match pipeline {
+                PipelineArg::Dedup => devboy_mcp::Pipeline::Dedup,
+                PipelineArg::Passthrough => devboy_mcp::Pipeline::Passthrough,
+            };
+            runtime.block_on(devboy_mcp::serve_stdio(&config, options, pipeline))?;
             // Upstream children are already stopped; do not wait for stray tasks.
             runtime.shutdown_timeout(Duration::from_millis(200));
             Ok(())

@@ -135,3 +135,68 @@ fn installed_compaction_hook_runs_in_claude_code() {
     assert_eq!(state["epoch"], json!(2), "{state}");
     assert_eq!(state["event"], json!("SessionStart:compact"), "{state}");
 }
+
+/// Issue 3's acceptance run: inside real Claude Code, a second read of the
+/// same file reaches the model as a reference whose id the model finds by
+/// text in the first result it saw; `devboy_expand` gives back the exact
+/// text; after `write_file` to the path the next read is full again.
+#[test]
+fn repeated_read_reaches_the_model_as_a_resolvable_reference() {
+    let claude = ClaudeCode::new().unwrap();
+    let text = "a line the model already holds, 4711\n".repeat(60);
+    let file = claude.project().join("notes.txt");
+    std::fs::write(&file, &text).unwrap();
+    let path = file.to_str().unwrap();
+
+    let read = "mcp__devboy__fs__read_text_file";
+    let expand = "mcp__devboy__devboy_expand";
+    let write = "mcp__devboy__fs__write_file";
+    let model = ScriptedModel::start(
+        Script::new()
+            .tool_use(read, json!({"path": path}))
+            .tool_use(read, json!({"path": path}))
+            // Ids are handed out in order; the first fresh result gets r1.
+            .tool_use(expand, json!({"id": "r1"}))
+            .tool_use(write, json!({"path": path, "content": text}))
+            .tool_use(read, json!({"path": path}))
+            .final_text("done"),
+    )
+    .unwrap();
+    let claude = claude.model(&model);
+    add_devboy_with_fs(&claude, claude.project());
+    claude
+        .run_print("Read notes.txt twice.", &[read, expand, write])
+        .unwrap()
+        .assert_success();
+
+    let results = model.tool_results();
+    assert_eq!(results.len(), 5, "{results:#?}");
+    let seen: Vec<String> = results.iter().map(|r| r.text()).collect();
+    for (r, s) in results.iter().zip(&seen) {
+        assert!(!r.is_error, "{s}");
+    }
+    // 1: the full body, as Claude Code would have shown it (the serialized
+    // structuredContent), plus the id line.
+    let structured = serde_json::to_string(&json!({ "content": text })).unwrap();
+    assert!(seen[0].contains(&structured), "first read: {}", seen[0]);
+    assert!(seen[0].contains("> [id: r1]"), "first read: {}", seen[0]);
+    // 2: only the reference, and its id is in what the model saw first.
+    assert_eq!(
+        seen[1], "> [ref: r1, byte-identical; devboy_expand r1 restores it]",
+        "second read"
+    );
+    assert!(!seen[1].contains("4711"));
+    // 3: expand gives the exact text back.
+    assert_eq!(seen[2], structured, "devboy_expand r1");
+    // 5: after the write, the read is full again, under a new id.
+    assert!(
+        seen[4].contains(&structured),
+        "read after write: {}",
+        seen[4]
+    );
+    assert!(
+        seen[4].contains("> [id: r2]"),
+        "read after write: {}",
+        seen[4]
+    );
+}

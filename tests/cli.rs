@@ -26,7 +26,11 @@ async fn no_config_serves_the_builtin_tools() {
         .iter()
         .filter_map(|t| t["name"].as_str())
         .collect();
-    assert_eq!(names, ["devboy_status", "devboy_compact"], "{list}");
+    assert_eq!(
+        names,
+        ["devboy_status", "devboy_compact", "devboy_expand"],
+        "{list}"
+    );
     client
         .send(json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
             "params": {"name": "devboy_status", "arguments": {}}}))

@@ -54,7 +54,11 @@ fn server_toml(name: &str, peer: &PeerCommand, extra: &str) -> String {
 /// default (5 s) is too short for a Python server starting on a loaded
 /// two-core machine while other tests run; start latency is not under test
 /// here.
-const GRACE: &[&str] = &["--list-grace-ms", "30000"];
+///
+/// These tests hold devboy's proxy layer to byte-for-byte faithfulness
+/// against direct clients, so they run without the token pipeline, which
+/// rewrites results on purpose (its own tests are in `dedup.rs`).
+const GRACE: &[&str] = &["--list-grace-ms", "30000", "--pipeline", "passthrough"];
 
 /// devboy with `config` (TOML), its first listing waiting for every upstream.
 async fn start(config: &str) -> Devboy {

@@ -18,11 +18,17 @@ pub enum BuiltinTool {
     /// or cleared, so nothing devboy sends from now on may refer to a
     /// result shown before.
     Compact,
+    /// The exact text behind an id devboy printed (`r12`).
+    Expand,
 }
 
 impl BuiltinTool {
     /// Every built-in tool, in listing order.
-    pub const ALL: [BuiltinTool; 2] = [BuiltinTool::Status, BuiltinTool::Compact];
+    pub const ALL: [BuiltinTool; 3] = [
+        BuiltinTool::Status,
+        BuiltinTool::Compact,
+        BuiltinTool::Expand,
+    ];
 
     /// The tool as listed to the agent.
     pub fn definition(self) -> Tool {
@@ -47,6 +53,22 @@ impl BuiltinTool {
             .with_annotations(
                 ToolAnnotations::with_title("devboy compact")
                     .read_only(false)
+                    .destructive(false)
+                    .idempotent(true)
+                    .open_world(false),
+            ),
+            BuiltinTool::Expand => Tool::new(
+                "devboy_expand",
+                "Returns the exact original text of a tool result that devboy abbreviated, by the id in its hint (e.g. r12).",
+                schema(json!({
+                    "type": "object",
+                    "properties": {"id": {"type": "string", "description": "The id from the hint, e.g. r12"}},
+                    "required": ["id"]
+                })),
+            )
+            .with_annotations(
+                ToolAnnotations::with_title("devboy expand")
+                    .read_only(true)
                     .destructive(false)
                     .idempotent(true)
                     .open_world(false),

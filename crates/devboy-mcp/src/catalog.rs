@@ -27,6 +27,8 @@ pub enum ToolRoute {
         upstream: usize,
         /// The tool's name on the upstream.
         tool: String,
+        /// The tool declares `readOnlyHint: true`.
+        read_only: bool,
     },
 }
 
@@ -86,6 +88,11 @@ impl Catalog {
                     ToolRoute::Upstream {
                         upstream: index,
                         tool: tool.name.to_string(),
+                        read_only: tool
+                            .annotations
+                            .as_ref()
+                            .and_then(|a| a.read_only_hint)
+                            .unwrap_or(false),
                     },
                 );
                 catalog.tools.push(visible);

@@ -16,6 +16,7 @@
 
 pub mod builtin;
 pub mod catalog;
+pub mod dedup;
 pub mod partition;
 pub mod proxy;
 pub mod seam;
@@ -45,6 +46,16 @@ pub enum ServeError {
     Service(String),
 }
 
+/// Which response pipeline a session runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Pipeline {
+    /// L0 dedup: repeats become references the model resolves by text.
+    #[default]
+    Dedup,
+    /// Every result exactly as the upstream sent it.
+    Passthrough,
+}
+
 /// Installs the TLS crypto provider used by HTTP upstreams. Idempotent.
 pub fn install_tls_provider() {
     let _ = rustls::crypto::ring::default_provider().install_default();
@@ -53,7 +64,11 @@ pub fn install_tls_provider() {
 /// Serves MCP on this process's stdin/stdout until the client disconnects
 /// or the process gets SIGTERM/SIGINT, then stops every upstream (upstreams
 /// run in their own process groups, so nothing else would stop them).
-pub async fn serve_stdio(config: &ProxyConfig, options: ProxyOptions) -> Result<(), ServeError> {
+pub async fn serve_stdio(
+    config: &ProxyConfig,
+    options: ProxyOptions,
+    pipeline: Pipeline,
+) -> Result<(), ServeError> {
     install_tls_provider();
     let proxy = Proxy::start(config, options);
     // Claude Code starts MCP servers in the project directory; its
@@ -68,7 +83,11 @@ pub async fn serve_stdio(config: &ProxyConfig, options: ProxyOptions) -> Result<
     if let Some(file) = partition.file() {
         tracing::debug!(file = %file.display(), "watching the context partition file");
     }
-    let session = Session::new(proxy.clone(), Arc::new(Passthrough)).with_partition(partition);
+    let processor: Arc<dyn ResponseProcessor> = match pipeline {
+        Pipeline::Dedup => Arc::new(dedup::DedupProcessor::new(Default::default())),
+        Pipeline::Passthrough => Arc::new(Passthrough),
+    };
+    let session = Session::new(proxy.clone(), processor).with_partition(partition);
     // Non-blocking pipes when stdin/stdout are pipes (as under Claude Code):
     // no hand-off to the blocking pool per message. Falls back to stdio().
     let outcome = match session.serve(rmcp::transport::stdio_pipes()).await {

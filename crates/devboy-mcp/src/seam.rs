@@ -23,6 +23,12 @@ pub struct ToolCallInfo<'a> {
     pub exposed: &'a str,
     /// The call's arguments.
     pub arguments: Option<&'a JsonObject>,
+    /// The tool declares it only reads (`readOnlyHint: true`); anything
+    /// else may mutate.
+    pub read_only: bool,
+    /// The client shows the model `structuredContent` instead of the text
+    /// blocks when a result has it (Claude Code does, DESIGN §3).
+    pub forwards_structured: bool,
 }
 
 /// Error type a processor may return; the result then passes unchanged.
@@ -39,6 +45,28 @@ pub trait ResponseProcessor: Send + Sync + 'static {
         call: &ToolCallInfo<'_>,
         result: &CallToolResult,
     ) -> Result<Option<CallToolResult>, ProcessError>;
+
+    /// Whether results with `structuredContent` may come back without it,
+    /// in which case the session stops declaring the tools' `outputSchema`
+    /// to clients that forward structured content.
+    fn rewrites_structured(&self) -> bool {
+        false
+    }
+
+    /// Sees every call before it is forwarded (to forget what it may change).
+    fn before_call(&self, _call: &ToolCallInfo<'_>) {}
+
+    /// The model's context was compacted or cleared. Returns the processor's
+    /// new partition, if it keeps one.
+    fn advance_partition(&self) -> Option<u64> {
+        None
+    }
+
+    /// The exact text an id this session emitted stood for: `None` if the
+    /// processor emits no ids, `Err` with a message for people otherwise.
+    fn expand(&self, _id: &str) -> Option<Result<String, String>> {
+        None
+    }
 }
 
 /// The identity processor: every result passes as it came.
@@ -68,6 +96,18 @@ pub struct SeamStats {
     pub replaced: AtomicU64,
     /// Errors and panics; each passed the original through.
     pub failures: AtomicU64,
+}
+
+/// Runs `processor.before_call`, failing open (a panic is counted).
+pub fn before_call(processor: &dyn ResponseProcessor, stats: &SeamStats, call: &ToolCallInfo<'_>) {
+    if catch_unwind(AssertUnwindSafe(|| processor.before_call(call))).is_err() {
+        stats.failures.fetch_add(1, Ordering::Relaxed);
+        tracing::error!(
+            processor = processor.name(),
+            tool = call.exposed,
+            "before_call panicked"
+        );
+    }
 }
 
 /// Runs `processor` on `result`, failing open.
@@ -158,6 +198,8 @@ mod tests {
             tool: "t",
             exposed: "u__t",
             arguments: None,
+            read_only: false,
+            forwards_structured: false,
         }
     }
 

@@ -23,7 +23,7 @@ use crate::builtin::BuiltinTool;
 use crate::catalog::{Catalog, ToolRoute};
 use crate::partition::PartitionWatcher;
 use crate::proxy::Proxy;
-use crate::seam::{apply, ResponseProcessor, SeamStats, ToolCallInfo};
+use crate::seam::{apply, before_call, ResponseProcessor, SeamStats, ToolCallInfo};
 use crate::status;
 use crate::upstream::{CallFailure, ProgressTarget};
 
@@ -43,6 +43,8 @@ pub struct Session {
     processor: Arc<dyn ResponseProcessor>,
     stats: Arc<SessionStats>,
     partition: PartitionWatcher,
+    /// The partition the processor was last told about.
+    processor_partition: Arc<AtomicU64>,
     notifier_started: Arc<AtomicBool>,
 }
 
@@ -56,6 +58,7 @@ impl Session {
             processor,
             stats: Arc::default(),
             partition: PartitionWatcher::manual(),
+            processor_partition: Arc::default(),
             notifier_started: Arc::default(),
         }
     }
@@ -77,16 +80,59 @@ impl Session {
         &self.stats
     }
 
+    /// The processor's name, for status.
+    pub fn pipeline(&self) -> &'static str {
+        self.processor.name()
+    }
+
+    /// Tells the processor about every compaction since it last heard.
+    fn sync_partition(&self) {
+        let current = self.partition.current();
+        let mut seen = self.processor_partition.load(Ordering::SeqCst);
+        while seen < current {
+            match self.processor_partition.compare_exchange(
+                seen,
+                current,
+                Ordering::SeqCst,
+                Ordering::SeqCst,
+            ) {
+                Ok(_) => {
+                    self.processor.advance_partition();
+                    return;
+                }
+                Err(now) => seen = now,
+            }
+        }
+    }
+
+    /// Whether this session's client shows the model `structuredContent`
+    /// rather than the text blocks (Claude Code does; DESIGN §3).
+    fn forwards_structured(peer: &rmcp::Peer<RoleServer>) -> bool {
+        peer.peer_info()
+            .is_some_and(|info| info.client_info.name.starts_with("claude"))
+    }
+
     async fn call_upstream(
         &self,
         index: usize,
         tool: &str,
+        read_only: bool,
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, McpError> {
         let Some(upstream) = self.proxy.upstreams().get(index) else {
             return Err(unknown_tool(&request.name));
         };
+        let info = ToolCallInfo {
+            upstream: &upstream.config().name,
+            tool,
+            exposed: &request.name,
+            arguments: request.arguments.as_ref(),
+            read_only,
+            forwards_structured: Self::forwards_structured(&context.peer),
+        };
+        self.sync_partition();
+        before_call(self.processor.as_ref(), &self.stats.seam, &info);
         let progress = context
             .meta
             .get_progress_token()
@@ -107,12 +153,7 @@ impl Session {
             .await;
         match outcome {
             Ok(result) => {
-                let info = ToolCallInfo {
-                    upstream: &upstream.config().name,
-                    tool,
-                    exposed: &request.name,
-                    arguments: request.arguments.as_ref(),
-                };
+                self.sync_partition();
                 Ok(apply(
                     self.processor.as_ref(),
                     &self.stats.seam,
@@ -136,10 +177,27 @@ impl Session {
         }
     }
 
-    fn call_builtin(&self, tool: BuiltinTool) -> CallToolResult {
+    fn call_builtin(&self, tool: BuiltinTool, request: &CallToolRequestParams) -> CallToolResult {
         match tool {
+            BuiltinTool::Expand => {
+                let id = request
+                    .arguments
+                    .as_ref()
+                    .and_then(|a| a.get("id"))
+                    .and_then(|v| v.as_str())
+                    .unwrap_or_default();
+                match self.processor.expand(id) {
+                    Some(Ok(text)) => CallToolResult::success(vec![ContentBlock::text(text)]),
+                    Some(Err(message)) => CallToolResult::error(vec![ContentBlock::text(format!(
+                        "devboy: {message}"
+                    ))]),
+                    None => CallToolResult::error(vec![ContentBlock::text(
+                        "devboy: this session's pipeline emits no ids",
+                    )]),
+                }
+            }
             BuiltinTool::Status => {
-                let report = status::report(&self.proxy, &self.stats, &self.partition);
+                let report = status::report(&self.proxy, self, &self.partition);
                 CallToolResult::success(vec![ContentBlock::text(report)])
             }
             BuiltinTool::Compact => {
@@ -228,10 +286,20 @@ impl ServerHandler for Session {
         _request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
+        let strip_schemas =
+            self.processor.rewrites_structured() && Self::forwards_structured(&context.peer);
         self.start_notifier(context.peer);
         self.proxy.settle().await;
         let catalog = self.proxy.catalog();
-        Ok(ListToolsResult::with_all_items(catalog.tools.clone()))
+        let mut tools = catalog.tools.clone();
+        if strip_schemas {
+            // Results may come back without structuredContent (rewritten as
+            // the text the client would have shown), so no schema may bind them.
+            for tool in &mut tools {
+                tool.output_schema = None;
+            }
+        }
+        Ok(ListToolsResult::with_all_items(tools))
     }
 
     async fn call_tool(
@@ -254,9 +322,13 @@ impl ServerHandler for Session {
         };
         drop(catalog);
         let result = match route {
-            ToolRoute::Builtin(tool) => self.call_builtin(tool),
-            ToolRoute::Upstream { upstream, tool } => {
-                self.call_upstream(upstream, &tool, request, context)
+            ToolRoute::Builtin(tool) => self.call_builtin(tool, &request),
+            ToolRoute::Upstream {
+                upstream,
+                tool,
+                read_only,
+            } => {
+                self.call_upstream(upstream, &tool, read_only, request, context)
                     .await?
             }
         };

@@ -6,12 +6,14 @@ use serde_json::{json, Value};
 
 use crate::partition::PartitionWatcher;
 use crate::proxy::Proxy;
-use crate::session::SessionStats;
+use crate::session::Session;
 use crate::upstream::{lock, Phase};
 
 /// A compact JSON report: each upstream's state, tool count, counters and
 /// last error, and this session's counters and context partition.
-pub fn report(proxy: &Proxy, session: &SessionStats, partition: &PartitionWatcher) -> String {
+pub fn report(proxy: &Proxy, session: &Session, partition: &PartitionWatcher) -> String {
+    let pipeline = session.pipeline();
+    let session = session.stats();
     let catalog = proxy.catalog();
     let upstreams: Vec<Value> = proxy
         .upstreams()
@@ -47,6 +49,7 @@ pub fn report(proxy: &Proxy, session: &SessionStats, partition: &PartitionWatche
         "uptime_s": proxy.uptime().as_secs(),
         "session": {
             "calls": session.calls.load(Ordering::Relaxed),
+            "pipeline": pipeline,
             "processed": seam.processed.load(Ordering::Relaxed),
             "replaced": seam.replaced.load(Ordering::Relaxed),
             "pipeline_failures": seam.failures.load(Ordering::Relaxed),

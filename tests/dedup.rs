@@ -1,0 +1,128 @@
+//! L0 dedup through the real binary: fresh results carry a visible id, a
+//! repeat becomes a reference naming it, `devboy_expand` gives the exact
+//! bytes back, and writes and compaction make the next result full again.
+
+mod common;
+
+use common::{text_of, Devboy};
+use devboy_testkit::peers;
+use serde_json::{json, Value};
+
+const ONE: &str = r#"
+[servers.t]
+command = "{server}"
+"#;
+
+/// The id a fresh result was shown with (`> [id: r3]` → `r3`).
+fn id_of(result: &rmcp::model::CallToolResult) -> String {
+    let last = result
+        .content
+        .last()
+        .and_then(|c| c.as_text())
+        .map(|t| t.text.clone())
+        .unwrap_or_default();
+    last.strip_prefix("> [id: ")
+        .and_then(|rest| rest.strip_suffix(']'))
+        .unwrap_or_else(|| panic!("no id line in {result:?}"))
+        .to_owned()
+}
+
+fn is_reference_to(result: &rmcp::model::CallToolResult, id: &str) -> bool {
+    result.content.len() == 1
+        && text_of(result)
+            == format!("> [ref: {id}, byte-identical; devboy_expand {id} restores it]")
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn repeat_becomes_a_reference_the_model_can_resolve() {
+    let devboy = Devboy::start(ONE).await;
+    let first = devboy.call("t__payload", json!({"bytes": 4096})).await;
+    assert_eq!(first.content.len(), 2, "payload + id line: {first:?}");
+    let body = first.content[0].as_text().unwrap().text.clone();
+    assert_eq!(body.len(), 4096);
+    let id = id_of(&first);
+
+    let second = devboy.call("t__payload", json!({"bytes": 4096})).await;
+    assert!(is_reference_to(&second, &id), "{second:?}");
+    // The id in the reference is found by plain text in the first result.
+    assert!(text_of(&first).contains(&format!("[id: {id}]")));
+
+    let expanded = devboy.call("devboy_expand", json!({"id": id})).await;
+    assert_ne!(expanded.is_error, Some(true));
+    assert_eq!(text_of(&expanded), body, "expand returns the exact bytes");
+
+    // Small results are left alone; errors and unknown ids are clear.
+    let small = devboy.call("t__echo", json!({"text": "tiny"})).await;
+    assert_eq!(text_of(&small), "tiny");
+    let unknown = devboy.call("devboy_expand", json!({"id": "r999"})).await;
+    assert_eq!(unknown.is_error, Some(true));
+    assert!(text_of(&unknown).contains("not issued"), "{unknown:?}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn compaction_makes_the_next_result_full() {
+    let devboy = Devboy::start(ONE).await;
+    let first = devboy.call("t__payload", json!({"bytes": 2048})).await;
+    let id = id_of(&first);
+    devboy.call("devboy_compact", json!({})).await;
+    let after = devboy.call("t__payload", json!({"bytes": 2048})).await;
+    assert_eq!(after.content.len(), 2, "{after:?}");
+    assert_ne!(id_of(&after), id, "a new id in the new context");
+    // And the next repeat refers to the new delivery.
+    let again = devboy.call("t__payload", json!({"bytes": 2048})).await;
+    assert!(is_reference_to(&again, &id_of(&after)), "{again:?}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_write_to_the_file_makes_the_next_read_full() {
+    let data = common::TempDir::new("dedup-fs");
+    let root = data.path().canonicalize().unwrap();
+    let file = root.join("notes.txt");
+    std::fs::write(&file, "line of notes\n".repeat(100)).unwrap();
+    let fs = peers::server_filesystem(&root);
+    let args: Vec<String> = fs
+        .args
+        .iter()
+        .map(|a| serde_json::to_string(a).unwrap())
+        .collect();
+    let config = format!(
+        "[servers.fs]\ncommand = {}\nargs = [{}]\n",
+        serde_json::to_string(&fs.program_str()).unwrap(),
+        args.join(", ")
+    );
+    let devboy = Devboy::start_with(&config, "devboy.toml", &[]).await;
+    let path = file.to_str().unwrap();
+    let read = || devboy.call("fs__read_text_file", json!({"path": path}));
+    let first = read().await;
+    let id = id_of(&first);
+    assert!(is_reference_to(&read().await, &id));
+
+    // write_file is not read-only: it forgets what was read from the path.
+    let content = "line of notes\n".repeat(100);
+    let write = devboy
+        .call("fs__write_file", json!({"path": path, "content": content}))
+        .await;
+    assert_ne!(write.is_error, Some(true), "{write:?}");
+    let after = read().await;
+    assert_eq!(
+        after.content.len(),
+        2,
+        "full again after the write: {after:?}"
+    );
+    // A read-only tool on the same path does not forget it.
+    let info = devboy
+        .call("fs__get_file_info", json!({"path": path}))
+        .await;
+    assert_ne!(info.is_error, Some(true));
+    assert!(is_reference_to(&read().await, &id_of(&after)));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn status_reports_the_pipeline() {
+    let devboy = Devboy::start(ONE).await;
+    devboy.call("t__payload", json!({"bytes": 2048})).await;
+    devboy.call("t__payload", json!({"bytes": 2048})).await;
+    let status: Value = devboy.status().await;
+    assert_eq!(status["session"]["pipeline"], "dedup", "{status}");
+    assert_eq!(status["session"]["replaced"], 2, "{status}");
+}
