@@ -125,4 +125,8 @@ async fn status_reports_the_pipeline() {
     let status: Value = devboy.status().await;
     assert_eq!(status["session"]["pipeline"], "dedup", "{status}");
     assert_eq!(status["session"]["replaced"], 2, "{status}");
+    let savings = &status["session"]["savings"];
+    assert_eq!(savings["references"], 1, "{status}");
+    assert_eq!(savings["bytes_referenced"], 2048, "{status}");
+    assert_eq!(savings["ids_issued"], 1, "{status}");
 }

@@ -298,3 +298,67 @@ fn install_refuses_a_malformed_settings_file_and_leaves_it_alone() {
         assert_eq!(leftovers.len(), 1, "no temporary files left");
     }
 }
+
+/// After a compaction hook, a repeat that was a reference goes out in full.
+#[tokio::test(flavor = "multi_thread")]
+async fn after_the_compaction_hook_the_next_repeat_is_full() {
+    let project = TempDir::new("hooks-dedup-project");
+    let runtime = TempDir::new("hooks-dedup-runtime");
+    let config = TempDir::new("hooks-dedup-config");
+    std::fs::write(
+        config.path().join("devboy.toml"),
+        format!(
+            "[servers.t]\ncommand = {}\n",
+            serde_json::to_string(&common::test_server_bin().display().to_string()).unwrap()
+        ),
+    )
+    .unwrap();
+    let mut client = RawClient::start_command_in(
+        &["mcp"],
+        &[
+            ("DEVBOY_CONFIG_DIR", config.path().to_str().unwrap()),
+            ("DEVBOY_RUNTIME_DIR", runtime.path().to_str().unwrap()),
+        ],
+        Some(project.path()),
+    )
+    .await;
+    let mut id = 0;
+    let mut payload = || {
+        id += 1;
+        (
+            id,
+            json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+            "params": {"name": "t__payload", "arguments": {"bytes": 2048}}}),
+        )
+    };
+    let blocks = |response: &Value| response["result"]["content"].as_array().map(Vec::len);
+
+    let (n, request) = payload();
+    client.send(request).await;
+    let first = client.recv_response(n).await;
+    assert_eq!(blocks(&first), Some(2), "fresh: body + id line: {first}");
+    let (n, request) = payload();
+    client.send(request).await;
+    let repeat = client.recv_response(n).await;
+    assert_eq!(blocks(&repeat), Some(1), "a reference: {repeat}");
+    assert!(repeat.to_string().contains("[ref: r1"), "{repeat}");
+
+    hook_signal(runtime.path(), &pre_compact(project.path()));
+    // The watcher polls every 250 ms; then a repeat must go out in full.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let (n, request) = payload();
+        client.send(request).await;
+        let after = client.recv_response(n).await;
+        if blocks(&after) == Some(2) {
+            assert!(after.to_string().contains("[id: r2]"), "{after}");
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "still a reference after the hook: {after}"
+        );
+    }
+    client.stop().await;
+}

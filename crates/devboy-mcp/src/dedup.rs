@@ -140,6 +140,26 @@ impl ResponseProcessor for DedupProcessor {
         Some(lock(&self.stage).advance_partition())
     }
 
+    fn report(&self) -> Option<serde_json::Value> {
+        let stage = lock(&self.stage);
+        let cache = stage.cache().stats();
+        let store = stage.store().stats();
+        Some(serde_json::json!({
+            "references": cache.hits,
+            "bytes_referenced": cache.bytes_saved,
+            "ids_issued": cache.inserts + cache.refreshes,
+            "remembered": stage.cache().len(),
+            "forgotten": {
+                "capacity": cache.evictions.entries + cache.evictions.bytes,
+                "ttl": cache.evictions.ttl,
+                "compaction": cache.evictions.partition,
+                "mutating_calls": cache.evictions.invalidation,
+            },
+            "partition": stage.cache().partition(),
+            "expand": {"served": store.hits, "expired_or_unknown": store.misses},
+        }))
+    }
+
     fn expand(&self, id: &str) -> Option<Result<String, String>> {
         let mut stage = lock(&self.stage);
         Some(match stage.expand(id.trim()) {

@@ -62,6 +62,11 @@ pub trait ResponseProcessor: Send + Sync + 'static {
         None
     }
 
+    /// What the processor has done this session, for `devboy_status`.
+    fn report(&self) -> Option<serde_json::Value> {
+        None
+    }
+
     /// The exact text an id this session emitted stood for: `None` if the
     /// processor emits no ids, `Err` with a message for people otherwise.
     fn expand(&self, _id: &str) -> Option<Result<String, String>> {

@@ -85,6 +85,11 @@ impl Session {
         self.processor.name()
     }
 
+    /// The processor's own report, for status.
+    pub fn pipeline_report(&self) -> Option<serde_json::Value> {
+        self.processor.report()
+    }
+
     /// Tells the processor about every compaction since it last heard.
     fn sync_partition(&self) {
         let current = self.partition.current();

@@ -13,6 +13,7 @@ use crate::upstream::{lock, Phase};
 /// last error, and this session's counters and context partition.
 pub fn report(proxy: &Proxy, session: &Session, partition: &PartitionWatcher) -> String {
     let pipeline = session.pipeline();
+    let pipeline_report = session.pipeline_report();
     let session = session.stats();
     let catalog = proxy.catalog();
     let upstreams: Vec<Value> = proxy
@@ -50,6 +51,7 @@ pub fn report(proxy: &Proxy, session: &Session, partition: &PartitionWatcher) ->
         "session": {
             "calls": session.calls.load(Ordering::Relaxed),
             "pipeline": pipeline,
+            "savings": pipeline_report,
             "processed": seam.processed.load(Ordering::Relaxed),
             "replaced": seam.replaced.load(Ordering::Relaxed),
             "pipeline_failures": seam.failures.load(Ordering::Relaxed),

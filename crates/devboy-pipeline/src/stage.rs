@@ -117,6 +117,11 @@ impl L0Stage {
         &self.cache
     }
 
+    /// The expand store, for stats.
+    pub fn store(&self) -> &ExpandStore {
+        &self.store
+    }
+
     /// Decides what the model sees for `body`, produced by `endpoint` from
     /// `paths`, at `now`. A fresh body that is remembered is also stored so
     /// `devboy_expand` can return it.
