@@ -182,7 +182,7 @@ fn repeated_read_reaches_the_model_as_a_resolvable_reference() {
     assert!(seen[0].contains("> [id: r1]"), "first read: {}", seen[0]);
     // 2: only the reference, and its id is in what the model saw first.
     assert_eq!(
-        seen[1], "> [ref: r1, byte-identical; devboy_expand r1 restores it]",
+        seen[1], "> [ref: r1, unchanged; devboy_expand r1]",
         "second read"
     );
     assert!(!seen[1].contains("4711"));

@@ -29,8 +29,7 @@ fn id_of(result: &rmcp::model::CallToolResult) -> String {
 
 fn is_reference_to(result: &rmcp::model::CallToolResult, id: &str) -> bool {
     result.content.len() == 1
-        && text_of(result)
-            == format!("> [ref: {id}, byte-identical; devboy_expand {id} restores it]")
+        && text_of(result) == format!("> [ref: {id}, unchanged; devboy_expand {id}]")
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -237,10 +237,7 @@ mod tests {
             .process(&call(None, true), &result)
             .unwrap()
             .unwrap();
-        assert_eq!(
-            texts(&repeat),
-            ["> [ref: r1, byte-identical; devboy_expand r1 restores it]"]
-        );
+        assert_eq!(texts(&repeat), ["> [ref: r1, unchanged; devboy_expand r1]"]);
         assert_eq!(repeat.structured_content, None);
         assert_eq!(repeat.meta, Some(meta));
         assert_eq!(processor.expand("r1"), Some(Ok(value.to_string())));

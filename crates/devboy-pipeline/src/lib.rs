@@ -81,6 +81,7 @@
 //! - [`dedup`]: [`DedupCache`] and its rules.
 //! - [`expand`]: [`ExpandStore`], the bytes behind every id.
 //! - [`stage`]: [`L0Stage`], one session's dedup decisions and hint text.
+//! - [`tokens`]: [`Tokenizer`], the token counts every cost is measured in.
 
 #![deny(missing_docs)]
 
@@ -91,6 +92,7 @@ pub mod ids;
 mod paths;
 pub mod stage;
 pub mod time;
+pub mod tokens;
 
 pub use dedup::{
     DedupCache, DedupConfig, DedupStats, Delivered, Evictions, RecordOutcome, SkipReason,
@@ -103,3 +105,4 @@ pub use stage::{
     SideEffect,
 };
 pub use time::Timestamp;
+pub use tokens::Tokenizer;

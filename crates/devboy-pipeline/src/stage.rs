@@ -6,7 +6,7 @@
 //!
 //! - a body the model already holds in full, in the current context, is
 //!   replaced by a one-line reference naming the visible id it was shown
-//!   with (`> [ref: r3, byte-identical; devboy_expand r3 restores it]`);
+//!   with (`> [ref: r3, unchanged; devboy_expand r3]`);
 //! - a fresh body large enough to be worth referencing later goes out in
 //!   full with its id on one extra line (`> [id: r3]`), so a later
 //!   reference resolves by plain text match (DESIGN §4.2);
@@ -212,7 +212,7 @@ pub fn id_line(id: ReferenceId) -> String {
 
 /// The line that stands in for a repeated body.
 pub fn reference_hint(id: ReferenceId) -> String {
-    format!("> [ref: {id}, byte-identical; devboy_expand {id} restores it]")
+    format!("> [ref: {id}, unchanged; devboy_expand {id}]")
 }
 
 /// The paths named in a call's arguments (see [`PATH_ARGUMENTS`]), in

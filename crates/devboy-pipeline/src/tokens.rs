@@ -1,0 +1,236 @@
+//! Token counting: the pipeline's cost measure.
+//!
+//! Every saving devboy claims is a difference of token counts, and DESIGN §5
+//! measures cost "in tokens of the target tokenizer (o200k is the default
+//! proxy for Claude)". Claude's own tokenizer is not public, so
+//! [`Tokenizer::O200k`] (OpenAI's `o200k_base`, the newest public BPE with a
+//! large, code-friendly vocabulary) is the default. A savings report must
+//! name the tokenizer it was counted with (DESIGN §4.8); use
+//! [`Tokenizer::name`] or the [`Display`](fmt::Display) form for that.
+//!
+//! Counts are of *ordinary* text: a tool result that happens to contain
+//! `<|endoftext|>` is counted as the characters it is, not as a special
+//! token, because that is how it reaches the model.
+//!
+//! # Crate choice: `tiktoken-rs`
+//!
+//! The BPE vocabularies come from [`tiktoken-rs`](https://docs.rs/tiktoken-rs)
+//! (0.12), which embeds the `.tiktoken` files with `include_str!`, so nothing
+//! is downloaded at build or run time, and which keeps each tokenizer in a
+//! `LazyLock` singleton, so a vocabulary is parsed once per process, on first
+//! use (about a second in a debug build; release was not measured), and
+//! never for a tokenizer that is not used. The alternative, GitHub's `bpe-openai`
+//! (0.3), is faster per call, but it serializes its vocabularies in a build
+//! script: a clean debug build of it took 81 s on this 2-core machine
+//! against 20 s for `tiktoken-rs`, with 26 crates in its graph against 16.
+//! Counting speed is not the bottleneck of a proxy that counts each body a
+//! few times, so the cheaper build wins. `tiktoken-rs` also offers
+//! `cl100k_base` at no extra cost, hence [`Tokenizer::Cl100k`].
+//!
+//! This module does no I/O, like the rest of the crate.
+
+use std::fmt;
+
+/// A way to count the tokens a text costs the model.
+///
+/// ```
+/// use devboy_pipeline::Tokenizer;
+///
+/// assert_eq!(Tokenizer::default().count("hello world"), 2);
+/// assert_eq!(Tokenizer::default().name(), "o200k_base");
+/// assert_eq!(Tokenizer::CharsPerToken(4.0).count("hello world"), 3);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Tokenizer {
+    /// OpenAI's `o200k_base` BPE (GPT-4o and later), the default proxy for
+    /// Claude's tokenizer.
+    O200k,
+    /// OpenAI's older `cl100k_base` BPE (GPT-4, GPT-3.5), for comparison.
+    Cl100k,
+    /// An estimate without a vocabulary: the number of characters (Unicode
+    /// scalar values) divided by this ratio, rounded up, so any non-empty
+    /// text costs at least one token. `4.0` is the usual rule of thumb for
+    /// English prose. A ratio that is not a positive finite number counts
+    /// one token per character.
+    CharsPerToken(f32),
+}
+
+impl Tokenizer {
+    /// A short, stable name for reports: `o200k_base`, `cl100k_base` or
+    /// `chars-per-token` (the [`Display`](fmt::Display) form adds the ratio).
+    pub fn name(&self) -> &'static str {
+        match self {
+            Self::O200k => "o200k_base",
+            Self::Cl100k => "cl100k_base",
+            Self::CharsPerToken(_) => "chars-per-token",
+        }
+    }
+
+    /// The number of tokens `text` costs. The empty string costs 0.
+    ///
+    /// The first call for a BPE tokenizer parses its vocabulary (once per
+    /// process); later calls only encode.
+    pub fn count(&self, text: &str) -> usize {
+        if text.is_empty() {
+            return 0;
+        }
+        match self {
+            Self::O200k => tiktoken_rs::o200k_base_singleton()
+                .encode_ordinary(text)
+                .len(),
+            Self::Cl100k => tiktoken_rs::cl100k_base_singleton()
+                .encode_ordinary(text)
+                .len(),
+            Self::CharsPerToken(ratio) => {
+                let chars = text.chars().count();
+                if ratio.is_finite() && *ratio > 0.0 {
+                    // f64 holds any realistic char count exactly.
+                    (chars as f64 / f64::from(*ratio)).ceil() as usize
+                } else {
+                    chars
+                }
+            }
+        }
+    }
+}
+
+impl Default for Tokenizer {
+    /// [`Tokenizer::O200k`], per DESIGN §5.
+    fn default() -> Self {
+        Self::O200k
+    }
+}
+
+impl fmt::Display for Tokenizer {
+    /// The [`name`](Tokenizer::name), with the ratio for the estimator:
+    /// `o200k_base`, `chars-per-token(4)`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::CharsPerToken(ratio) => write!(f, "{}({ratio})", self.name()),
+            _ => f.write_str(self.name()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::num::NonZeroU64;
+
+    use super::*;
+    use crate::ids::ReferenceId;
+    use crate::stage::{id_line, reference_hint};
+
+    fn id(n: u64) -> ReferenceId {
+        ReferenceId::from_sequence(NonZeroU64::new(n).unwrap())
+    }
+
+    const CODE: &str = "fn main() {\n    println!(\"hi\");\n}\n";
+    const JSON: &str = "{\"path\":\"/repo/src/main.rs\",\"size\":1234}";
+
+    #[test]
+    fn default_is_o200k() {
+        assert_eq!(Tokenizer::default(), Tokenizer::O200k);
+    }
+
+    #[test]
+    fn names() {
+        assert_eq!(Tokenizer::O200k.name(), "o200k_base");
+        assert_eq!(Tokenizer::Cl100k.name(), "cl100k_base");
+        assert_eq!(Tokenizer::CharsPerToken(4.0).name(), "chars-per-token");
+        assert_eq!(Tokenizer::O200k.to_string(), "o200k_base");
+        assert_eq!(
+            Tokenizer::CharsPerToken(4.0).to_string(),
+            "chars-per-token(4)"
+        );
+        assert_eq!(
+            Tokenizer::CharsPerToken(3.5).to_string(),
+            "chars-per-token(3.5)"
+        );
+    }
+
+    #[test]
+    fn empty_costs_nothing() {
+        for t in [
+            Tokenizer::O200k,
+            Tokenizer::Cl100k,
+            Tokenizer::CharsPerToken(4.0),
+            Tokenizer::CharsPerToken(0.0),
+        ] {
+            assert_eq!(t.count(""), 0, "{t}");
+        }
+    }
+
+    #[test]
+    fn o200k_known_counts() {
+        let t = Tokenizer::O200k;
+        // The well-known sanity check: " world" is one token after "hello".
+        assert_eq!(t.count("hello world"), 2);
+        assert_eq!(t.count(CODE), 10);
+        assert_eq!(t.count(JSON), 14);
+        // o200k's larger vocabulary covers Cyrillic better than cl100k.
+        assert_eq!(t.count("Привет, мир"), 4);
+    }
+
+    #[test]
+    fn cl100k_known_counts() {
+        let t = Tokenizer::Cl100k;
+        assert_eq!(t.count("hello world"), 2);
+        assert_eq!(t.count(CODE), 10);
+        assert_eq!(t.count(JSON), 13);
+        assert_eq!(t.count("Привет, мир"), 6);
+    }
+
+    #[test]
+    fn special_token_text_counts_as_ordinary_text() {
+        // Not the single special token: the characters as the model sees them.
+        assert!(Tokenizer::O200k.count("<|endoftext|>") > 1);
+    }
+
+    #[test]
+    fn estimator_rounds_up() {
+        let t = Tokenizer::CharsPerToken(4.0);
+        assert_eq!(t.count("a"), 1);
+        assert_eq!(t.count("abcd"), 1);
+        assert_eq!(t.count("abcde"), 2);
+        assert_eq!(t.count("hello world"), 3); // 11 / 4 = 2.75
+        assert_eq!(t.count(&"x".repeat(400)), 100);
+        // Characters, not bytes: 6 Cyrillic letters are 12 bytes.
+        assert_eq!(t.count("Привет"), 2);
+        assert_eq!(Tokenizer::CharsPerToken(1.5).count("abc"), 2);
+    }
+
+    #[test]
+    fn estimator_with_a_bad_ratio_counts_characters() {
+        for ratio in [0.0, -4.0, f32::NAN, f32::INFINITY] {
+            assert_eq!(Tokenizer::CharsPerToken(ratio).count("abcde"), 5);
+        }
+    }
+
+    /// The line printed with every fresh body must stay cheap: it is paid
+    /// on every miss. Exact o200k counts: r1 → 7, r99 → 7, r9999 → 8.
+    #[test]
+    fn id_line_costs_at_most_10_tokens() {
+        for (n, expected) in [(1, 7), (99, 7), (9999, 8)] {
+            let line = id_line(id(n));
+            let cost = Tokenizer::O200k.count(&line);
+            assert!(cost <= 10, "{line:?} costs {cost} o200k tokens");
+            assert_eq!(cost, expected, "{line:?}");
+        }
+    }
+
+    /// Pins what the reference hint costs, so a wording change shows its
+    /// price here. The design goal is about 15 tokens or fewer for the ids a
+    /// session actually reaches (r1 → 15, r99 → 15, r9999 → 17).
+    #[test]
+    fn reference_hint_cost_is_pinned() {
+        for (n, expected) in [(1, 15), (99, 15), (9999, 17)] {
+            let hint = reference_hint(id(n));
+            assert!(Tokenizer::O200k.count(&hint) <= 17, "{hint:?}");
+            assert_eq!(
+                Tokenizer::O200k.count(&hint),
+                expected,
+                "{hint:?}: update this pin when the hint wording changes"
+            );
+        }
+    }
+}
