@@ -461,3 +461,25 @@ env = { DEVBOY_TEST_STARTUP_DELAY_MS = "1000" }
     assert!(prompt["result"]["messages"].is_array(), "{prompt}");
     client.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_server_that_dies_at_start_shows_what_it_said() {
+    let config = r#"
+[servers.dies]
+command = "{server}"
+env = { DEVBOY_TEST_FAIL_START = "1" }
+"#;
+    let devboy = Devboy::start(config).await;
+    // stderr is read by its own task, so the detail may join the error on
+    // the next attempt; within the wait it must be there.
+    let entry = devboy
+        .wait_upstream("dies", "failure with its stderr", |u| {
+            u["state"] == "failed"
+                && u["last_error"]
+                    .as_str()
+                    .is_some_and(|e| e.contains("failing on purpose"))
+        })
+        .await;
+    let tail = entry["stderr_tail"].to_string();
+    assert!(tail.contains("failing on purpose"), "{entry}");
+}

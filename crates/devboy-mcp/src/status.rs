@@ -37,6 +37,8 @@ pub fn report(proxy: &Proxy, session: &Session, partition: &PartitionWatcher) ->
             });
             if let Phase::Failed { retry_in, .. } = phase {
                 entry["retry_in_ms"] = json!(retry_in.map(|d| d.as_millis() as u64));
+                // What the server said before it failed, for the person fixing it.
+                entry["stderr_tail"] = json!(upstream.stderr_tail());
             }
             if let Some(pid) = upstream.pid() {
                 entry["pid"] = json!(pid);

@@ -560,10 +560,7 @@ impl Upstream {
         drop(route);
         match response.map_err(|e| self.service_failure(e, timeout))? {
             ServerResult::CallToolResult(result) => Ok(result),
-            other => Err(CallFailure::Other {
-                upstream: self.config.name.clone(),
-                message: format!("unexpected answer to tools/call: {}", result_kind(&other)),
-            }),
+            other => Err(self.unexpected("tools/call", &other)),
         }
     }
 
