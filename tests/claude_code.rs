@@ -3,17 +3,16 @@
 //! and a scripted model calls the proxied tool. The test reads the next model
 //! request to see exactly what the model was shown.
 
+mod common;
+
 use std::path::Path;
+
+use common::toml_str;
 
 use devboy_testkit::{peers, ClaudeCode, Script, ScriptedModel};
 use serde_json::{json, Value};
 
 const DEVBOY: &str = env!("CARGO_BIN_EXE_devboy");
-
-/// A TOML basic string (JSON string escapes are valid TOML escapes).
-fn toml_str(s: &str) -> String {
-    serde_json::to_string(s).unwrap()
-}
 
 /// Writes a devboy config proxying server-filesystem rooted at `root` as
 /// upstream `fs`, and registers devboy with Claude Code as server `devboy`.

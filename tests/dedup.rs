@@ -79,14 +79,10 @@ async fn a_write_to_the_file_makes_the_next_read_full() {
     let file = root.join("notes.txt");
     std::fs::write(&file, "line of notes\n".repeat(100)).unwrap();
     let fs = peers::server_filesystem(&root);
-    let args: Vec<String> = fs
-        .args
-        .iter()
-        .map(|a| serde_json::to_string(a).unwrap())
-        .collect();
+    let args: Vec<String> = fs.args.iter().map(|a| common::toml_str(a)).collect();
     let config = format!(
         "[servers.fs]\ncommand = {}\nargs = [{}]\n",
-        serde_json::to_string(&fs.program_str()).unwrap(),
+        common::toml_str(&fs.program_str()),
         args.join(", ")
     );
     let devboy = Devboy::start_with(&config, "devboy.toml", &[]).await;

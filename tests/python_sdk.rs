@@ -12,18 +12,13 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
 
-use common::TempDir;
+use common::{toml_str, TempDir};
 use devboy_testkit::peers;
 use serde_json::{json, Value};
 
 /// The SDK client script.
 fn script() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python/sdk_client.py")
-}
-
-/// A TOML basic string (JSON string escapes are valid TOML escapes).
-fn toml_str(s: &str) -> String {
-    serde_json::to_string(s).unwrap()
 }
 
 /// Runs the SDK client in `mode` against a fresh devboy; returns its summary.

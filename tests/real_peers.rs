@@ -15,7 +15,7 @@ use std::path::Path;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use common::{text_of, Devboy, RawClient, Recorder, TempDir};
+use common::{text_of, toml_str, Devboy, RawClient, Recorder, TempDir};
 use devboy_testkit::peers::{self, PeerCommand};
 use rmcp::model::{
     CallToolRequestParams, CallToolResult, GetPromptRequestParams, ReadResourceRequestParams,
@@ -28,11 +28,6 @@ use serde_json::{json, Value};
 type Client = RunningService<RoleClient, Recorder>;
 
 // ---------------------------------------------------------------- helpers
-
-/// A TOML basic string (JSON string escapes are valid TOML escapes).
-fn toml_str(s: &str) -> String {
-    serde_json::to_string(s).unwrap()
-}
 
 /// A `[servers.NAME]` table running `peer`, plus `extra` lines.
 fn server_toml(name: &str, peer: &PeerCommand, extra: &str) -> String {

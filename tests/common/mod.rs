@@ -45,6 +45,11 @@ pub fn test_server_bin() -> PathBuf {
         .clone()
 }
 
+/// A TOML basic string (JSON string escapes are valid TOML escapes).
+pub fn toml_str(s: &str) -> String {
+    serde_json::to_string(s).expect("a string serializes")
+}
+
 /// Log filter for devboy processes started by tests: quiet unless
 /// `DEVBOY_TEST_LOG` asks for more (e.g. `DEVBOY_TEST_LOG=devboy_mcp=debug`).
 pub fn test_log_filter() -> String {

@@ -38,25 +38,13 @@ impl BuiltinTool {
                 "devboy proxy status: each upstream MCP server's state, tool count, calls, errors and last error.",
                 schema(json!({"type": "object", "properties": {}})),
             )
-            .with_annotations(
-                ToolAnnotations::with_title("devboy status")
-                    .read_only(true)
-                    .destructive(false)
-                    .idempotent(true)
-                    .open_world(false),
-            ),
+            .with_annotations(annotations("devboy status", true)),
             BuiltinTool::Compact => Tool::new(
                 "devboy_compact",
                 "Call after the conversation was compacted, summarised or cleared: devboy then stops abbreviating tool results as references to earlier results and sends them in full again.",
                 schema(json!({"type": "object", "properties": {}})),
             )
-            .with_annotations(
-                ToolAnnotations::with_title("devboy compact")
-                    .read_only(false)
-                    .destructive(false)
-                    .idempotent(true)
-                    .open_world(false),
-            ),
+            .with_annotations(annotations("devboy compact", false)),
             BuiltinTool::Expand => Tool::new(
                 "devboy_expand",
                 "Returns the exact original text of a tool result that devboy abbreviated, by the id in its hint (e.g. r12).",
@@ -66,15 +54,19 @@ impl BuiltinTool {
                     "required": ["id"]
                 })),
             )
-            .with_annotations(
-                ToolAnnotations::with_title("devboy expand")
-                    .read_only(true)
-                    .destructive(false)
-                    .idempotent(true)
-                    .open_world(false),
-            ),
+            .with_annotations(annotations("devboy expand", true)),
         }
     }
+}
+
+/// Built-in tools are all idempotent, non-destructive and closed-world;
+/// they differ in title and in whether they only read.
+fn annotations(title: &str, read_only: bool) -> ToolAnnotations {
+    ToolAnnotations::with_title(title)
+        .read_only(read_only)
+        .destructive(false)
+        .idempotent(true)
+        .open_world(false)
 }
 
 fn schema(value: serde_json::Value) -> Arc<JsonObject> {
