@@ -25,6 +25,7 @@ hash="$(cat package.json package-lock.json requirements.txt | sha256sum | cut -d
 installed() {
   [[ -x node_modules/.bin/claude && -x node_modules/.bin/mcp-server-everything \
      && -x node_modules/.bin/mcp-server-filesystem && -x node_modules/.bin/mcp-server-memory \
+     && -f node_modules/@octokit/fixtures/package.json && -f node_modules/@octokit/openapi/package.json \
      && -x .venv/bin/python && -x .venv/bin/mcp-server-time && -x .venv/bin/mcp-server-git ]]
 }
 
