@@ -5,12 +5,14 @@
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
 use clap::{Parser, Subcommand};
 use devboy_core::config::{ConfigSource, ProxyConfig};
 use devboy_core::hooks::{self, HookAction};
+use devboy_core::pipeline_config::PipelineConfig;
 use devboy_mcp::partition;
 use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
@@ -49,6 +51,10 @@ enum Command {
         /// already holds with a reference to it; `passthrough` changes nothing.
         #[arg(long, value_enum, default_value_t = PipelineArg::Dedup)]
         pipeline: PipelineArg,
+        /// The pipeline's knobs. Default: pipeline_config.toml in the config
+        /// directory if it exists, else the embedded default.
+        #[arg(long, value_name = "FILE")]
+        pipeline_config: Option<PathBuf>,
     },
     /// Claude Code hooks that tell running devboy processes the model's
     /// context was compacted or cleared.
@@ -105,6 +111,7 @@ fn run(command: Command) -> anyhow::Result<()> {
             config,
             list_grace_ms,
             pipeline,
+            pipeline_config,
         } => {
             let config = ProxyConfig::resolve(config.as_deref())?;
             match &config.source {
@@ -125,8 +132,15 @@ fn run(command: Command) -> anyhow::Result<()> {
                 .enable_all()
                 .build()
                 .context("starting the async runtime")?;
+            let pipeline_config = PipelineConfig::resolve(pipeline_config.as_deref())?;
+            if let ConfigSource::File(path) = &pipeline_config.source {
+                tracing::info!(pipeline_config = %path.display(), schema = pipeline_config.file_version, "pipeline config loaded");
+            }
+            for warning in &pipeline_config.warnings {
+                tracing::warn!("{warning}");
+            }
             let pipeline = match pipeline {
-                PipelineArg::Dedup => devboy_mcp::Pipeline::Dedup,
+                PipelineArg::Dedup => devboy_mcp::Pipeline::Dedup(Arc::new(pipeline_config)),
                 PipelineArg::Passthrough => devboy_mcp::Pipeline::Passthrough,
             };
             runtime.block_on(devboy_mcp::serve_stdio(&config, options, pipeline))?;

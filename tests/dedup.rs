@@ -125,3 +125,70 @@ async fn status_reports_the_pipeline() {
     assert_eq!(savings["bytes_referenced"], 2048, "{status}");
     assert_eq!(savings["ids_issued"], 1, "{status}");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_polled_status_becomes_a_near_reference_with_the_exact_changes() {
+    let pipeline = "schema_version = 2\n[endpoints.\"t__poll\"]\nnear_ref = true\n";
+    let devboy = Devboy::start_with_pipeline(ONE, pipeline).await;
+    let first = devboy.call("t__poll", json!({})).await;
+    let base = id_of(&first);
+    let first_body: Value = serde_json::from_str(first.content[0].as_text().unwrap().text.as_str())
+        .expect("poll returns JSON");
+
+    let second = devboy.call("t__poll", json!({})).await;
+    let text = text_of(&second);
+    let (hint, delta) = text.split_once('\n').expect("hint line, then changes");
+    let full_id = hint
+        .strip_prefix(&format!(
+            "> [near-ref: {base} with 2 changes below; full: devboy_expand "
+        ))
+        .and_then(|rest| rest.strip_suffix(']'))
+        .unwrap_or_else(|| panic!("unexpected hint {hint:?}"));
+    assert_eq!(delta, "/calls: 2\n/state: \"running\"");
+
+    // The whole body is there under the new id, and the earlier body plus
+    // the changes is exactly that body.
+    let expanded = devboy.call("devboy_expand", json!({"id": full_id})).await;
+    let second_body: Value = serde_json::from_str(&text_of(&expanded)).unwrap();
+    assert_eq!(
+        devboy_pipeline::near::apply_changes(&first_body, delta).unwrap(),
+        second_body
+    );
+    assert!(
+        text.len() * 10 < text_of(&expanded).len(),
+        "{} vs {}",
+        text.len(),
+        text_of(&expanded).len()
+    );
+
+    let status: Value = devboy.status().await;
+    let savings = &status["session"]["savings"];
+    assert_eq!(savings["near_references"], 1, "{status}");
+    // The config in effect is the one found in the config directory.
+    let config = devboy.dir.path().join("pipeline_config.toml");
+    assert_eq!(savings["config"], config.display().to_string(), "{status}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_bad_pipeline_config_names_the_file_and_key() {
+    let dir = common::TempDir::new("badpipeline");
+    let path = dir.path().join("pipeline_config.toml");
+    std::fs::write(&path, "schema_version = 2\n[dedup]\nttl = 5\n").unwrap();
+    let out = std::process::Command::new(common::devboy_bin())
+        .args(["mcp", "--pipeline-config"])
+        .arg(&path)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("run devboy");
+    assert!(!out.status.success());
+    assert!(out.stdout.is_empty(), "stdout is the protocol channel");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(&format!("{}:3:1: dedup.ttl: unknown key", path.display())),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("expected one of: enabled, min_body_bytes, ttl_secs"),
+        "{stderr}"
+    );
+}

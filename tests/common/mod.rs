@@ -129,7 +129,26 @@ impl Devboy {
     }
 
     pub async fn start_with(config: &str, file_name: &str, extra_args: &[&str]) -> Self {
+        Self::start_full(config, file_name, extra_args, None).await
+    }
+
+    /// [`start`](Self::start) with `pipeline` as the `pipeline_config.toml`
+    /// of devboy's config directory (found there, not passed by flag).
+    pub async fn start_with_pipeline(config: &str, pipeline: &str) -> Self {
+        Self::start_full(config, "devboy.toml", &[], Some(pipeline)).await
+    }
+
+    async fn start_full(
+        config: &str,
+        file_name: &str,
+        extra_args: &[&str],
+        pipeline: Option<&str>,
+    ) -> Self {
         let dir = TempDir::new("proxy");
+        if let Some(pipeline) = pipeline {
+            std::fs::write(dir.path().join("pipeline_config.toml"), pipeline)
+                .expect("write pipeline config");
+        }
         let text = config
             .replace("{dir}", &dir.path().display().to_string())
             .replace("{server}", &test_server_bin().display().to_string());
@@ -138,6 +157,8 @@ impl Devboy {
         let mut cmd = tokio::process::Command::new(devboy_bin());
         cmd.arg("mcp").arg("--config").arg(&path).args(extra_args);
         cmd.env("RUST_LOG", test_log_filter());
+        // Hermetic: the user's own pipeline_config.toml never applies.
+        cmd.env("DEVBOY_CONFIG_DIR", dir.path());
         let transport = TokioChildProcess::new(cmd).expect("spawn devboy");
         let recorder = Recorder::default();
         let client =

@@ -15,6 +15,7 @@
 //!   into `.claude/settings.json`.
 //! - [`naming`]: [`naming::ToolNamer`], exposed names within 64 characters.
 //! - [`paths`]: XDG config, telemetry and runtime directories, one place for all.
+//! - [`pipeline_config`]: `pipeline_config.toml`, the pipeline's knobs.
 
 #![deny(missing_docs)]
 
@@ -22,3 +23,4 @@ pub mod config;
 pub mod hooks;
 pub mod naming;
 pub mod paths;
+pub mod pipeline_config;

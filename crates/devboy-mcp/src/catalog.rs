@@ -11,6 +11,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use devboy_core::naming::{ToolNamer, CLIENT_TOOL_NAME_MAX};
+use devboy_core::pipeline_config::SideEffectClass;
 use rmcp::model::{Prompt, Resource, ResourceTemplate, Tool};
 
 use crate::builtin::BuiltinTool;
@@ -28,7 +29,8 @@ pub enum ToolRoute {
         /// The tool's name on the upstream.
         tool: String,
         /// The tool declares `readOnlyHint: true`.
-        read_only: bool,
+        /// What the server's annotations say a call does.
+        side_effect: SideEffectClass,
     },
 }
 
@@ -88,11 +90,15 @@ impl Catalog {
                     ToolRoute::Upstream {
                         upstream: index,
                         tool: tool.name.to_string(),
-                        read_only: tool
-                            .annotations
-                            .as_ref()
-                            .and_then(|a| a.read_only_hint)
-                            .unwrap_or(false),
+                        side_effect: tool.annotations.as_ref().map_or(
+                            SideEffectClass::Unknown,
+                            |a| {
+                                SideEffectClass::from_annotations(
+                                    a.read_only_hint,
+                                    a.destructive_hint,
+                                )
+                            },
+                        ),
                     },
                 );
                 catalog.tools.push(visible);

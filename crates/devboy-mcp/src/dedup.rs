@@ -16,12 +16,21 @@
 //!   untouched (DESIGN §4.7).
 //!
 //! Annotations and `_meta` on the result are kept in every case.
+//!
+//! What applies to which tool comes from `pipeline_config.toml`
+//! ([`PipelineConfig`]): per-endpoint dedup, minimum size and near-duplicate
+//! hints, and per-tool side-effect classes and `invalidates` lists, matched
+//! on the exposed tool name.
 
-use std::sync::Mutex;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
+use devboy_core::config::ConfigSource;
+use devboy_core::pipeline_config::PipelineConfig;
 use devboy_pipeline::{
-    paths_in_arguments, EndpointKey, L0Config, L0Outcome, L0Stage, SideEffect, Timestamp,
+    paths_in_arguments, DedupConfig, EndpointKey, ExpandConfig, Fingerprint, L0Config, L0Outcome,
+    L0Stage, NearPolicy, ResultPolicy, SideEffect, Timestamp,
 };
 use rmcp::model::{CallToolResult, ContentBlock};
 
@@ -38,15 +47,39 @@ enum Forwarded<'a> {
 
 /// The session's L0 dedup processor.
 pub struct DedupProcessor {
-    stage: Mutex<L0Stage>,
+    config: Arc<PipelineConfig>,
+    state: Mutex<State>,
     started: Instant,
 }
 
+struct State {
+    stage: L0Stage,
+    /// The exposed name of every endpoint with a remembered body, for
+    /// `invalidates` globs (which match exposed names).
+    exposed: HashMap<EndpointKey, Arc<str>>,
+    near_refs: u64,
+}
+
 impl DedupProcessor {
-    /// A processor with fresh state.
-    pub fn new(config: L0Config) -> Self {
+    /// A processor with fresh state, following `config`.
+    pub fn new(config: Arc<PipelineConfig>) -> Self {
+        let d = &config.dedup;
+        let stage = L0Stage::new(L0Config {
+            dedup: DedupConfig {
+                max_entries: d.max_entries,
+                max_bytes: d.max_context_bytes,
+                min_body_bytes: d.min_body_bytes,
+                ttl: d.ttl,
+            },
+            expand: ExpandConfig::default(),
+        });
         Self {
-            stage: Mutex::new(L0Stage::new(config)),
+            config,
+            state: Mutex::new(State {
+                stage,
+                exposed: HashMap::new(),
+                near_refs: 0,
+            }),
             started: Instant::now(),
         }
     }
@@ -97,13 +130,22 @@ impl ResponseProcessor for DedupProcessor {
     }
 
     fn before_call(&self, call: &ToolCallInfo<'_>) {
-        let effect = if call.read_only {
-            SideEffect::ReadOnly
-        } else {
+        let class = self.config.side_effect(call.exposed, call.side_effect);
+        let effect = if class.may_mutate() {
             SideEffect::MayMutate
+        } else {
+            SideEffect::ReadOnly
         };
         let paths = paths_in_arguments(call.arguments);
-        let forgotten = lock(&self.stage).on_call(effect, &paths, &[]);
+        let configured = self.config.has_invalidations(call.exposed);
+        let mut state = lock(&self.state);
+        let State { stage, exposed, .. } = &mut *state;
+        let forgotten = stage.on_call(effect, &paths, |key| {
+            configured
+                && exposed
+                    .get(key)
+                    .is_some_and(|name| self.config.invalidates(call.exposed, name))
+        });
         if forgotten > 0 {
             tracing::debug!(
                 tool = call.exposed,
@@ -118,6 +160,10 @@ impl ResponseProcessor for DedupProcessor {
         call: &ToolCallInfo<'_>,
         result: &CallToolResult,
     ) -> Result<Option<CallToolResult>, ProcessError> {
+        let settings = self.config.endpoint(call.exposed);
+        if !settings.dedup {
+            return Ok(None);
+        }
         let Some(body) = forwarded(result, call.forwards_structured) else {
             return Ok(None);
         };
@@ -131,7 +177,29 @@ impl ResponseProcessor for DedupProcessor {
         };
         let endpoint = EndpointKey::new(call.upstream, call.tool);
         let paths = paths_in_arguments(call.arguments);
-        let outcome = lock(&self.stage).on_result(endpoint, bytes.as_bytes(), paths, self.now());
+        let near = &self.config.dedup.near_ref;
+        let policy = ResultPolicy {
+            min_body_bytes: Some(settings.min_body_bytes),
+            near: settings.near_ref.then_some(NearPolicy {
+                max_changes: near.max_changes,
+                min_body_bytes: near.min_body_bytes,
+            }),
+            call: Some(Fingerprint::of(&serde_json::to_vec(&call.arguments)?)),
+        };
+        let outcome = {
+            let mut state = lock(&self.state);
+            if !state.exposed.contains_key(&endpoint) {
+                state.exposed.insert(endpoint.clone(), call.exposed.into());
+            }
+            let outcome =
+                state
+                    .stage
+                    .on_result(endpoint, bytes.as_bytes(), paths, self.now(), &policy);
+            if matches!(outcome, L0Outcome::NearRepeat { .. }) {
+                state.near_refs += 1;
+            }
+            outcome
+        };
         let structured = matches!(body, Forwarded::Structured(_));
         let out = match outcome {
             L0Outcome::Unchanged => return Ok(None),
@@ -149,20 +217,29 @@ impl ResponseProcessor for DedupProcessor {
             L0Outcome::Repeat { hint, .. } => {
                 with_content(result, vec![ContentBlock::text(hint)], structured)
             }
+            L0Outcome::NearRepeat { text, .. } => {
+                with_content(result, vec![ContentBlock::text(text)], structured)
+            }
         };
         Ok(Some(out))
     }
 
     fn advance_partition(&self) -> Option<u64> {
-        Some(lock(&self.stage).advance_partition())
+        Some(lock(&self.state).stage.advance_partition())
     }
 
     fn report(&self) -> Option<serde_json::Value> {
-        let stage = lock(&self.stage);
+        let state = lock(&self.state);
+        let stage = &state.stage;
         let cache = stage.cache().stats();
         let store = stage.store().stats();
         Some(serde_json::json!({
+            "config": match &self.config.source {
+                ConfigSource::File(path) => path.display().to_string(),
+                ConfigSource::Embedded => "embedded default".to_owned(),
+            },
             "references": cache.hits,
+            "near_references": state.near_refs,
             "bytes_referenced": cache.bytes_saved,
             "ids_issued": cache.inserts + cache.refreshes,
             "remembered": stage.cache().len(),
@@ -178,8 +255,8 @@ impl ResponseProcessor for DedupProcessor {
     }
 
     fn expand(&self, id: &str) -> Option<Result<String, String>> {
-        let mut stage = lock(&self.stage);
-        Some(match stage.expand(id.trim()) {
+        let mut state = lock(&self.state);
+        Some(match state.stage.expand(id.trim()) {
             Ok(bytes) => Ok(String::from_utf8_lossy(bytes).into_owned()),
             Err(error) => Err(error.to_string()),
         })
@@ -189,8 +266,26 @@ impl ResponseProcessor for DedupProcessor {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use devboy_core::pipeline_config::SideEffectClass;
     use rmcp::model::{JsonObject, MetaObject as Meta};
     use serde_json::json;
+    use std::path::Path;
+
+    fn processor() -> DedupProcessor {
+        DedupProcessor::new(Arc::new(PipelineConfig::embedded_default()))
+    }
+
+    fn configured(toml: &str) -> DedupProcessor {
+        let config = PipelineConfig::from_str(toml, Path::new("test.toml")).unwrap();
+        DedupProcessor::new(Arc::new(config))
+    }
+
+    fn named<'a>(exposed: &'a str, arguments: Option<&'a JsonObject>) -> ToolCallInfo<'a> {
+        ToolCallInfo {
+            exposed,
+            ..call(arguments, false)
+        }
+    }
 
     fn call(arguments: Option<&JsonObject>, forwards_structured: bool) -> ToolCallInfo<'_> {
         ToolCallInfo {
@@ -198,7 +293,7 @@ mod tests {
             tool: "read",
             exposed: "fs__read",
             arguments,
-            read_only: true,
+            side_effect: SideEffectClass::ReadOnly,
             forwards_structured,
         }
     }
@@ -217,7 +312,7 @@ mod tests {
 
     #[test]
     fn structured_results_are_shown_as_the_client_would_show_them() {
-        let processor = DedupProcessor::new(L0Config::default());
+        let processor = processor();
         let value = json!({"content": big()});
         let mut result = CallToolResult::success(vec![ContentBlock::text("other text")]);
         result.structured_content = Some(value.clone());
@@ -245,7 +340,7 @@ mod tests {
 
     #[test]
     fn text_clients_keep_structured_content() {
-        let processor = DedupProcessor::new(L0Config::default());
+        let processor = processor();
         let mut result = CallToolResult::success(vec![ContentBlock::text(big())]);
         result.structured_content = Some(json!({"n": 1}));
         let fresh = processor
@@ -264,7 +359,7 @@ mod tests {
 
     #[test]
     fn images_and_mixed_content_pass_untouched() {
-        let processor = DedupProcessor::new(L0Config::default());
+        let processor = processor();
         let result = CallToolResult::success(vec![
             ContentBlock::text(big()),
             ContentBlock::image("aGVsbG8=", "image/png"),
@@ -279,7 +374,7 @@ mod tests {
 
     #[test]
     fn several_text_blocks_never_match_one_joined_block() {
-        let processor = DedupProcessor::new(L0Config::default());
+        let processor = processor();
         let half = "a".repeat(600);
         let two =
             CallToolResult::success(vec![ContentBlock::text(&half), ContentBlock::text(&half)]);
@@ -294,18 +389,110 @@ mod tests {
 
     #[test]
     fn a_mutating_call_on_the_path_forgets_it() {
-        let processor = DedupProcessor::new(L0Config::default());
+        let processor = processor();
         let args = json!({"path": "/p/a.txt"});
         let args = args.as_object();
         let result = CallToolResult::success(vec![ContentBlock::text(big())]);
         processor.process(&call(args, false), &result).unwrap();
         let mut write = call(args, false);
-        write.read_only = false;
+        write.side_effect = SideEffectClass::Unknown;
         processor.before_call(&write);
         let again = processor
             .process(&call(args, false), &result)
             .unwrap()
             .unwrap();
         assert_eq!(texts(&again).last().map(String::as_str), Some("> [id: r2]"));
+    }
+
+    #[test]
+    fn endpoint_rules_turn_dedup_off_and_lower_the_minimum() {
+        let processor = configured(
+            "[endpoints.\"fs__*\"]\ndedup = false\n[endpoints.\"mem__*\"]\nmin_body_bytes = 8\n",
+        );
+        let result = CallToolResult::success(vec![ContentBlock::text(big())]);
+        for _ in 0..2 {
+            assert_eq!(
+                processor
+                    .process(&named("fs__read", None), &result)
+                    .unwrap(),
+                None
+            );
+        }
+        let small = CallToolResult::success(vec![ContentBlock::text("0123456789")]);
+        let fresh = processor
+            .process(&named("mem__read", None), &small)
+            .unwrap()
+            .unwrap();
+        assert_eq!(texts(&fresh), ["0123456789", "> [id: r1]"]);
+    }
+
+    #[test]
+    fn tool_rules_override_annotations_and_invalidate_endpoints() {
+        let processor = configured(
+            "[tools.\"gh__list_*\"]\nside_effect = \"read_only\"\n\
+             [tools.\"gh__create_issue\"]\nside_effect = \"mutating\"\ninvalidates = [\"gh__list_*\"]\n",
+        );
+        let result = CallToolResult::success(vec![ContentBlock::text(big())]);
+        let list = || ToolCallInfo {
+            side_effect: SideEffectClass::Unknown,
+            ..named("gh__list_issues", None)
+        };
+        processor.process(&list(), &result).unwrap();
+        // Configured read-only: calling it again forgets nothing.
+        processor.before_call(&list());
+        let repeat = processor.process(&list(), &result).unwrap().unwrap();
+        assert_eq!(texts(&repeat), ["> [ref: r1, unchanged; devboy_expand r1]"]);
+        // Annotated read-only, configured mutating, with an invalidates list.
+        let create = ToolCallInfo {
+            side_effect: SideEffectClass::ReadOnly,
+            ..named("gh__create_issue", None)
+        };
+        processor.before_call(&create);
+        let full = processor.process(&list(), &result).unwrap().unwrap();
+        assert_eq!(texts(&full).last().map(String::as_str), Some("> [id: r2]"));
+    }
+
+    #[test]
+    fn polling_endpoints_get_near_references_when_enabled() {
+        let processor = configured("[endpoints.\"ci__status\"]\nnear_ref = true\n");
+        let body = |state: &str| {
+            let jobs: Vec<_> = (0..60).map(|i| json!({"id": i, "state": "done"})).collect();
+            json!({"state": state, "jobs": jobs})
+        };
+        let args = json!({"pipeline": 7});
+        let status = named("ci__status", args.as_object());
+        let first = CallToolResult::structured(body("running"));
+        let second = CallToolResult::structured(body("success"));
+        let fresh = processor
+            .process(
+                &ToolCallInfo {
+                    forwards_structured: true,
+                    ..status
+                },
+                &first,
+            )
+            .unwrap()
+            .unwrap();
+        assert_eq!(texts(&fresh).last().map(String::as_str), Some("> [id: r1]"));
+        let near = processor
+            .process(
+                &ToolCallInfo {
+                    forwards_structured: true,
+                    ..status
+                },
+                &second,
+            )
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            texts(&near),
+            ["> [near-ref: r1 with 1 change below; full: devboy_expand r2]\n/state: \"success\""]
+        );
+        assert_eq!(near.structured_content, None);
+        assert_eq!(
+            processor.expand("r2"),
+            Some(Ok(body("success").to_string()))
+        );
+        assert_eq!(processor.report().unwrap()["near_references"], 1);
     }
 }

@@ -28,6 +28,7 @@ pub mod upstream;
 use std::sync::Arc;
 
 use devboy_core::config::ProxyConfig;
+use devboy_core::pipeline_config::PipelineConfig;
 use rmcp::ServiceExt;
 
 pub use partition::PartitionWatcher;
@@ -47,11 +48,11 @@ pub enum ServeError {
 }
 
 /// Which response pipeline a session runs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone)]
 pub enum Pipeline {
-    /// L0 dedup: repeats become references the model resolves by text.
-    #[default]
-    Dedup,
+    /// L0 dedup: repeats become references the model resolves by text,
+    /// following the pipeline config.
+    Dedup(Arc<PipelineConfig>),
     /// Every result exactly as the upstream sent it.
     Passthrough,
 }
@@ -84,7 +85,7 @@ pub async fn serve_stdio(
         tracing::debug!(file = %file.display(), "watching the context partition file");
     }
     let processor: Arc<dyn ResponseProcessor> = match pipeline {
-        Pipeline::Dedup => Arc::new(dedup::DedupProcessor::new(Default::default())),
+        Pipeline::Dedup(config) => Arc::new(dedup::DedupProcessor::new(config)),
         Pipeline::Passthrough => Arc::new(Passthrough),
     };
     let session = Session::new(proxy.clone(), processor).with_partition(partition);

@@ -10,6 +10,7 @@
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use devboy_core::pipeline_config::SideEffectClass;
 use rmcp::model::{CallToolResult, JsonObject};
 
 /// What the processor knows about the call that produced a result.
@@ -23,9 +24,10 @@ pub struct ToolCallInfo<'a> {
     pub exposed: &'a str,
     /// The call's arguments.
     pub arguments: Option<&'a JsonObject>,
-    /// The tool declares it only reads (`readOnlyHint: true`); anything
-    /// else may mutate.
-    pub read_only: bool,
+    /// What the tool's MCP annotations say a call does (`readOnlyHint`,
+    /// `destructiveHint`); without them, unknown. The pipeline config may
+    /// override it.
+    pub side_effect: SideEffectClass,
     /// The client shows the model `structuredContent` instead of the text
     /// blocks when a result has it (Claude Code does, DESIGN §3).
     pub forwards_structured: bool,
@@ -203,7 +205,7 @@ mod tests {
             tool: "t",
             exposed: "u__t",
             arguments: None,
-            read_only: false,
+            side_effect: SideEffectClass::Unknown,
             forwards_structured: false,
         }
     }

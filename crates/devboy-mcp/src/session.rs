@@ -9,6 +9,7 @@
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
+use devboy_core::pipeline_config::SideEffectClass;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ErrorCode,
     GetPromptRequestParams, GetPromptResponse, Implementation, ListPromptsResult,
@@ -121,7 +122,7 @@ impl Session {
         &self,
         index: usize,
         tool: &str,
-        read_only: bool,
+        side_effect: SideEffectClass,
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, McpError> {
@@ -133,7 +134,7 @@ impl Session {
             tool,
             exposed: &request.name,
             arguments: request.arguments.as_ref(),
-            read_only,
+            side_effect,
             forwards_structured: Self::forwards_structured(&context.peer),
         };
         self.sync_partition();
@@ -331,9 +332,9 @@ impl ServerHandler for Session {
             ToolRoute::Upstream {
                 upstream,
                 tool,
-                read_only,
+                side_effect,
             } => {
-                self.call_upstream(upstream, &tool, read_only, request, context)
+                self.call_upstream(upstream, &tool, side_effect, request, context)
                     .await?
             }
         };

@@ -278,6 +278,17 @@ impl DedupCache {
         self.entries.get(&fp).map(|entry| &entry.delivered)
     }
 
+    /// The id of the delivery `fp` may refer to at `now`, like
+    /// [`DedupCache::lookup`] but without counting a hit or a miss and
+    /// without touching the LRU order: for asking "is that earlier body
+    /// still in the context?" when no reference to it is being sent.
+    pub fn still_delivered(&self, fp: Fingerprint, now: Timestamp) -> Option<ReferenceId> {
+        let entry = self.entries.peek(&fp)?;
+        self.staleness(entry, now)
+            .is_none()
+            .then_some(entry.delivered.id)
+    }
+
     /// Remember that a body with fingerprint `fp` and `body_len` bytes was
     /// just delivered to the model **in full**, shown with
     /// `delivered.id`. Call it only then: a body the model did not see (a
@@ -359,6 +370,12 @@ impl DedupCache {
     /// forgotten.
     pub fn invalidate_endpoint(&mut self, endpoint: &EndpointKey) -> usize {
         self.forget_where(|entry| entry.delivered.endpoint == *endpoint)
+    }
+
+    /// Forget every body of an endpoint `doomed` picks. Returns how many
+    /// entries were forgotten.
+    pub fn invalidate_endpoints(&mut self, doomed: impl Fn(&EndpointKey) -> bool) -> usize {
+        self.forget_where(|entry| doomed(&entry.delivered.endpoint))
     }
 
     /// Forget everything (counted as invalidation; the partition stays).

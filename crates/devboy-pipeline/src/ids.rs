@@ -105,6 +105,11 @@ impl IdAllocator {
         ReferenceId(NonZeroU64::new(self.last).unwrap_or(NonZeroU64::MAX))
     }
 
+    /// The id the next call to [`IdAllocator::next`] will return.
+    pub fn peek_next(&self) -> ReferenceId {
+        ReferenceId(NonZeroU64::new(self.last.saturating_add(1)).unwrap_or(NonZeroU64::MAX))
+    }
+
     /// The last id handed out, if any.
     pub fn last_issued(&self) -> Option<ReferenceId> {
         NonZeroU64::new(self.last).map(ReferenceId)

@@ -81,6 +81,7 @@
 //! - [`dedup`]: [`DedupCache`] and its rules.
 //! - [`expand`]: [`ExpandStore`], the bytes behind every id.
 //! - [`stage`]: [`L0Stage`], one session's dedup decisions and hint text.
+//! - [`near`]: exact deltas for near-duplicate JSON bodies.
 //! - [`tokens`]: [`Tokenizer`], the token counts every cost is measured in.
 
 #![deny(missing_docs)]
@@ -89,6 +90,7 @@ pub mod dedup;
 pub mod expand;
 pub mod fingerprint;
 pub mod ids;
+pub mod near;
 mod paths;
 pub mod stage;
 pub mod time;
@@ -101,8 +103,8 @@ pub use expand::{ExpandConfig, ExpandStats, ExpandStore, Expansion, StoreOutcome
 pub use fingerprint::Fingerprint;
 pub use ids::{EndpointKey, IdAllocator, ParseReferenceIdError, ReferenceId};
 pub use stage::{
-    id_line, paths_in_arguments, reference_hint, ExpandError, L0Config, L0Outcome, L0Stage,
-    SideEffect,
+    id_line, near_hint, paths_in_arguments, reference_hint, ExpandError, L0Config, L0Outcome,
+    L0Stage, NearPolicy, ResultPolicy, SideEffect,
 };
 pub use time::Timestamp;
 pub use tokens::Tokenizer;

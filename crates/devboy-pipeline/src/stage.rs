@@ -10,6 +10,10 @@
 //! - a fresh body large enough to be worth referencing later goes out in
 //!   full with its id on one extra line (`> [id: r3]`), so a later
 //!   reference resolves by plain text match (DESIGN §4.2);
+//! - a body of a polling call (same endpoint, same arguments) that differs
+//!   from the last full delivery only in a few scalar fields, when the
+//!   endpoint asks for it, becomes that delivery's id plus the exact
+//!   changes ([`crate::near`]), with its own id for `devboy_expand`;
 //! - anything else passes unchanged.
 //!
 //! Calls that may change what a tool would return invalidate by path and by
@@ -17,12 +21,16 @@
 //! advances the partition ([`L0Stage::advance_partition`]). The stage does
 //! no I/O and reads no clock.
 
+use std::num::NonZeroUsize;
+
+use lru::LruCache;
 use serde_json::{Map, Value};
 
 use crate::dedup::{DedupCache, DedupConfig, Delivered, RecordOutcome};
 use crate::expand::{ExpandConfig, ExpandStore, Expansion, StoreOutcome};
 use crate::fingerprint::Fingerprint;
 use crate::ids::{EndpointKey, IdAllocator, ReferenceId};
+use crate::near::{apply_changes, render_changes, scalar_changes};
 use crate::time::Timestamp;
 
 /// Argument names whose string values (or arrays of strings) name files or
@@ -59,6 +67,30 @@ pub struct L0Config {
     pub expand: ExpandConfig,
 }
 
+/// How one result may be treated: the endpoint's settings.
+#[derive(Debug, Clone, Default)]
+pub struct ResultPolicy {
+    /// Overrides the stage's minimum body size for this endpoint.
+    pub min_body_bytes: Option<usize>,
+    /// Near-duplicate hints for this endpoint, if enabled.
+    pub near: Option<NearPolicy>,
+    /// What identifies the call (a fingerprint of its arguments): a
+    /// near-duplicate is only ever computed against the same call.
+    pub call: Option<Fingerprint>,
+}
+
+/// Near-duplicate settings of an endpoint.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NearPolicy {
+    /// At most this many scalar fields may differ.
+    pub max_changes: usize,
+    /// Only bodies at least this large.
+    pub min_body_bytes: usize,
+}
+
+/// How many calls' last full deliveries are kept as near-duplicate bases.
+const NEAR_BASES: usize = 64;
+
 /// What to do with one body.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum L0Outcome {
@@ -70,6 +102,20 @@ pub enum L0Outcome {
         id: ReferenceId,
         /// The line to append, e.g. `> [id: r3]`.
         id_line: String,
+    },
+    /// Send `text` instead of the body: the hint naming the earlier full
+    /// delivery `base`, then the changed fields. The body is stored as `id`
+    /// for `devboy_expand`, but it is not remembered as delivered, since
+    /// the model never saw it in full.
+    NearRepeat {
+        /// The full delivery the changes apply to.
+        base: ReferenceId,
+        /// The id `devboy_expand` returns this body under.
+        id: ReferenceId,
+        /// How many fields changed.
+        changes: usize,
+        /// Hint line and changes, to send instead of the body.
+        text: String,
     },
     /// Send `hint` instead of the body: the model holds it already.
     Repeat {
@@ -100,15 +146,25 @@ pub struct L0Stage {
     cache: DedupCache,
     store: ExpandStore,
     ids: IdAllocator,
+    /// The configured minimum body size; the cache itself is built with no
+    /// minimum so that an endpoint may lower it.
+    min_body_bytes: usize,
+    /// Per call (endpoint and arguments): the last body delivered in full.
+    near_bases: LruCache<(EndpointKey, Fingerprint), (ReferenceId, Fingerprint)>,
 }
 
 impl L0Stage {
     /// A stage with empty state.
     pub fn new(config: L0Config) -> Self {
+        let mut dedup = config.dedup;
+        let min_body_bytes = dedup.min_body_bytes;
+        dedup.min_body_bytes = 1;
         Self {
-            cache: DedupCache::new(config.dedup),
+            cache: DedupCache::new(dedup),
             store: ExpandStore::new(config.expand),
             ids: IdAllocator::new(),
+            min_body_bytes,
+            near_bases: LruCache::new(NonZeroUsize::new(NEAR_BASES).unwrap_or(NonZeroUsize::MIN)),
         }
     }
 
@@ -123,17 +179,18 @@ impl L0Stage {
     }
 
     /// Decides what the model sees for `body`, produced by `endpoint` from
-    /// `paths`, at `now`. A fresh body that is remembered is also stored so
-    /// `devboy_expand` can return it.
+    /// `paths`, at `now`, under `policy`. A fresh body that is remembered
+    /// is also stored so `devboy_expand` can return it.
     pub fn on_result(
         &mut self,
         endpoint: EndpointKey,
         body: &[u8],
         paths: Vec<String>,
         now: Timestamp,
+        policy: &ResultPolicy,
     ) -> L0Outcome {
-        let config = self.cache.config();
-        if body.len() < config.min_body_bytes || body.len() > config.max_bytes {
+        let min = policy.min_body_bytes.unwrap_or(self.min_body_bytes).max(1);
+        if body.len() < min || body.len() > self.cache.config().max_bytes {
             return L0Outcome::Unchanged;
         }
         let fp = Fingerprint::of(body);
@@ -143,6 +200,12 @@ impl L0Stage {
                 id,
                 hint: reference_hint(id),
             };
+        }
+        let call = policy.call.map(|call| (endpoint.clone(), call));
+        if let (Some(near), Some(key)) = (policy.near, &call) {
+            if let Some(outcome) = self.near_repeat(key, body, near, now) {
+                return outcome;
+            }
         }
         // Claim an id only for a body the cache will remember and the store
         // can give back: an id that can be neither referenced nor expanded
@@ -155,23 +218,75 @@ impl L0Stage {
             .cache
             .record_delivered(fp, Delivered::new(id, endpoint, paths), body.len(), now)
         {
-            RecordOutcome::Inserted | RecordOutcome::Refreshed => L0Outcome::Fresh {
-                id,
-                id_line: id_line(id),
-            },
+            RecordOutcome::Inserted | RecordOutcome::Refreshed => {
+                if let Some(key) = call {
+                    self.near_bases.put(key, (id, fp));
+                }
+                L0Outcome::Fresh {
+                    id,
+                    id_line: id_line(id),
+                }
+            }
             RecordOutcome::Skipped(_) => L0Outcome::Unchanged,
         }
     }
 
+    /// The near-duplicate answer for `body`, if the same call's last full
+    /// delivery is still in the context and differs only in a few scalars,
+    /// and saying the changes is much shorter than the body.
+    fn near_repeat(
+        &mut self,
+        key: &(EndpointKey, Fingerprint),
+        body: &[u8],
+        near: NearPolicy,
+        now: Timestamp,
+    ) -> Option<L0Outcome> {
+        if body.len() < near.min_body_bytes {
+            return None;
+        }
+        let &(base, base_fp) = self.near_bases.get(key)?;
+        if self.cache.still_delivered(base_fp, now) != Some(base) {
+            return None;
+        }
+        let old: Value = serde_json::from_slice(self.store.get(base)?).ok()?;
+        let new: Value = serde_json::from_slice(body).ok()?;
+        let changes = scalar_changes(&old, &new, near.max_changes)?;
+        if changes.is_empty() {
+            // Same value, other bytes (spacing, key order): not a delta.
+            return None;
+        }
+        let delta = render_changes(&changes);
+        // Exact or nothing: the model must be able to rebuild the body.
+        if apply_changes(&old, &delta).ok()? != new {
+            return None;
+        }
+        let id = self.ids.peek_next();
+        let text = format!("{}\n{delta}", near_hint(base, changes.len(), id));
+        // Worth it only if it is much shorter than the body.
+        if text.len().saturating_mul(2) > body.len() {
+            return None;
+        }
+        let id = self.ids.next();
+        if self.store.insert(id, body) == StoreOutcome::TooLarge {
+            return None;
+        }
+        Some(L0Outcome::NearRepeat {
+            base,
+            id,
+            changes: changes.len(),
+            text,
+        })
+    }
+
     /// Records a call before it is forwarded: a call that may mutate forgets
-    /// every body read from the paths in its arguments and every body of the
-    /// endpoints it is configured to invalidate. Returns how many bodies
-    /// were forgotten.
+    /// every body read from the paths in its arguments and every body of
+    /// the endpoints `invalidates` picks (those configured for the tool).
+    /// Returns how many bodies were forgotten.
     pub fn on_call(
         &mut self,
         effect: SideEffect,
         paths: &[String],
-        invalidates: &[EndpointKey],
+        invalidates: impl Fn(&EndpointKey) -> bool,
     ) -> usize {
         if effect == SideEffect::ReadOnly {
             return 0;
@@ -180,10 +295,7 @@ impl L0Stage {
         for path in paths {
             forgotten += self.cache.invalidate_path(path);
         }
-        for endpoint in invalidates {
-            forgotten += self.cache.invalidate_endpoint(endpoint);
-        }
-        forgotten
+        forgotten + self.cache.invalidate_endpoints(invalidates)
     }
 
     /// The model's context was compacted or cleared: nothing delivered
@@ -213,6 +325,13 @@ pub fn id_line(id: ReferenceId) -> String {
 /// The line that stands in for a repeated body.
 pub fn reference_hint(id: ReferenceId) -> String {
     format!("> [ref: {id}, unchanged; devboy_expand {id}]")
+}
+
+/// The line that starts a near-duplicate: the earlier delivery the changes
+/// apply to, how many follow, and the id of the whole new body.
+pub fn near_hint(base: ReferenceId, changes: usize, id: ReferenceId) -> String {
+    let noun = if changes == 1 { "change" } else { "changes" };
+    format!("> [near-ref: {base} with {changes} {noun} below; full: devboy_expand {id}]")
 }
 
 /// The paths named in a call's arguments (see [`PATH_ARGUMENTS`]), in
@@ -259,12 +378,24 @@ mod tests {
     fn fresh_then_repeat_names_the_id_it_was_shown_with() {
         let mut stage = stage();
         let body = "x".repeat(2000);
-        let first = stage.on_result(fs_read(), body.as_bytes(), vec!["/r/a".into()], t(0));
+        let first = stage.on_result(
+            fs_read(),
+            body.as_bytes(),
+            vec!["/r/a".into()],
+            t(0),
+            &ResultPolicy::default(),
+        );
         let L0Outcome::Fresh { id, id_line } = first else {
             panic!("expected fresh, got {first:?}");
         };
         assert_eq!(id_line, format!("> [id: {id}]"));
-        let second = stage.on_result(fs_read(), body.as_bytes(), vec!["/r/a".into()], t(10));
+        let second = stage.on_result(
+            fs_read(),
+            body.as_bytes(),
+            vec!["/r/a".into()],
+            t(10),
+            &ResultPolicy::default(),
+        );
         let L0Outcome::Repeat { id: again, hint } = second else {
             panic!("expected repeat, got {second:?}");
         };
@@ -278,7 +409,7 @@ mod tests {
     fn small_bodies_pass_unchanged_and_claim_no_id() {
         let mut stage = stage();
         assert_eq!(
-            stage.on_result(fs_read(), b"short", vec![], t(0)),
+            stage.on_result(fs_read(), b"short", vec![], t(0), &ResultPolicy::default()),
             L0Outcome::Unchanged
         );
         assert_eq!(
@@ -291,22 +422,40 @@ mod tests {
     fn mutating_call_on_the_path_makes_the_next_read_full() {
         let mut stage = stage();
         let body = "y".repeat(2000);
-        stage.on_result(fs_read(), body.as_bytes(), vec!["/r/a.txt".into()], t(0));
+        stage.on_result(
+            fs_read(),
+            body.as_bytes(),
+            vec!["/r/a.txt".into()],
+            t(0),
+            &ResultPolicy::default(),
+        );
         // A read-only call changes nothing.
         assert_eq!(
-            stage.on_call(SideEffect::ReadOnly, &["/r/a.txt".into()], &[]),
+            stage.on_call(SideEffect::ReadOnly, &["/r/a.txt".into()], |_| false),
             0
         );
         assert!(matches!(
-            stage.on_result(fs_read(), body.as_bytes(), vec!["/r/a.txt".into()], t(1)),
+            stage.on_result(
+                fs_read(),
+                body.as_bytes(),
+                vec!["/r/a.txt".into()],
+                t(1),
+                &ResultPolicy::default()
+            ),
             L0Outcome::Repeat { .. }
         ));
         assert_eq!(
-            stage.on_call(SideEffect::MayMutate, &["/r/a.txt".into()], &[]),
+            stage.on_call(SideEffect::MayMutate, &["/r/a.txt".into()], |_| false),
             1
         );
         assert!(matches!(
-            stage.on_result(fs_read(), body.as_bytes(), vec!["/r/a.txt".into()], t(2)),
+            stage.on_result(
+                fs_read(),
+                body.as_bytes(),
+                vec!["/r/a.txt".into()],
+                t(2),
+                &ResultPolicy::default()
+            ),
             L0Outcome::Fresh { .. }
         ));
     }
@@ -316,13 +465,25 @@ mod tests {
         let mut stage = stage();
         let graph = EndpointKey::new("mem", "read_graph");
         let body = "g".repeat(2000);
-        stage.on_result(graph.clone(), body.as_bytes(), vec![], t(0));
+        stage.on_result(
+            graph.clone(),
+            body.as_bytes(),
+            vec![],
+            t(0),
+            &ResultPolicy::default(),
+        );
         assert_eq!(
-            stage.on_call(SideEffect::MayMutate, &[], std::slice::from_ref(&graph)),
+            stage.on_call(SideEffect::MayMutate, &[], |key| *key == graph),
             1
         );
         assert!(matches!(
-            stage.on_result(graph, body.as_bytes(), vec![], t(1)),
+            stage.on_result(
+                graph,
+                body.as_bytes(),
+                vec![],
+                t(1),
+                &ResultPolicy::default()
+            ),
             L0Outcome::Fresh { .. }
         ));
     }
@@ -331,12 +492,23 @@ mod tests {
     fn compaction_makes_everything_full_again_but_ids_still_expand() {
         let mut stage = stage();
         let body = "z".repeat(2000);
-        let L0Outcome::Fresh { id, .. } = stage.on_result(fs_read(), body.as_bytes(), vec![], t(0))
-        else {
+        let L0Outcome::Fresh { id, .. } = stage.on_result(
+            fs_read(),
+            body.as_bytes(),
+            vec![],
+            t(0),
+            &ResultPolicy::default(),
+        ) else {
             panic!("fresh expected");
         };
         stage.advance_partition();
-        let next = stage.on_result(fs_read(), body.as_bytes(), vec![], t(1));
+        let next = stage.on_result(
+            fs_read(),
+            body.as_bytes(),
+            vec![],
+            t(1),
+            &ResultPolicy::default(),
+        );
         assert!(
             matches!(next, L0Outcome::Fresh { id: new, .. } if new != id),
             "{next:?}"
@@ -364,5 +536,131 @@ mod tests {
             vec!["/a".to_string(), "/b".into(), "/c".into()]
         );
         assert!(paths_in_arguments(None).is_empty());
+    }
+
+    fn polling(call: &str) -> ResultPolicy {
+        ResultPolicy {
+            min_body_bytes: None,
+            near: Some(NearPolicy {
+                max_changes: 4,
+                min_body_bytes: 256,
+            }),
+            call: Some(Fingerprint::of(call.as_bytes())),
+        }
+    }
+
+    fn status_body(state: &str, step: u32) -> String {
+        let jobs: Vec<_> = (0..20)
+            .map(|i| json!({"id": i, "name": format!("job-{i}"), "state": "done", "log": "https://ci.example/jobs/log"}))
+            .collect();
+        json!({"pipeline": 7, "state": state, "step": step, "jobs": jobs}).to_string()
+    }
+
+    #[test]
+    fn a_polled_body_with_few_changed_scalars_becomes_a_near_reference() {
+        let mut stage = stage();
+        let ci = EndpointKey::new("ci", "status");
+        let first = status_body("running", 1);
+        let L0Outcome::Fresh { id: base, .. } =
+            stage.on_result(ci.clone(), first.as_bytes(), vec![], t(0), &polling("p7"))
+        else {
+            panic!("fresh expected");
+        };
+        let second = status_body("success", 2);
+        let outcome = stage.on_result(ci.clone(), second.as_bytes(), vec![], t(1), &polling("p7"));
+        let L0Outcome::NearRepeat {
+            base: b,
+            id,
+            changes,
+            text,
+        } = outcome
+        else {
+            panic!("near repeat expected, got {outcome:?}");
+        };
+        assert_eq!((b, changes), (base, 2));
+        assert_eq!(
+            text,
+            format!("> [near-ref: {base} with 2 changes below; full: devboy_expand {id}]\n/state: \"success\"\n/step: 2")
+        );
+        // Exact: the earlier body plus the delta is the new body, and the
+        // new body is there in full under its own id.
+        let old: Value = serde_json::from_str(&first).unwrap();
+        let delta = text.split_once('\n').unwrap().1;
+        assert_eq!(
+            apply_changes(&old, delta).unwrap(),
+            serde_json::from_str::<Value>(&second).unwrap()
+        );
+        assert_eq!(stage.expand(&id.to_string()), Ok(second.as_bytes()));
+        // The near-duplicate was never delivered in full, so it is not
+        // referenced later; the next poll is again a delta against `base`.
+        let again = stage.on_result(ci.clone(), second.as_bytes(), vec![], t(2), &polling("p7"));
+        assert!(
+            matches!(again, L0Outcome::NearRepeat { base: b, .. } if b == base),
+            "{again:?}"
+        );
+    }
+
+    #[test]
+    fn near_references_need_the_same_call_a_live_base_and_few_changes() {
+        let ci = EndpointKey::new("ci", "status");
+        let first = status_body("running", 1);
+        let second = status_body("success", 2);
+        // Another call (other arguments): full.
+        let mut stage = stage();
+        stage.on_result(ci.clone(), first.as_bytes(), vec![], t(0), &polling("p7"));
+        let other = stage.on_result(ci.clone(), second.as_bytes(), vec![], t(1), &polling("p8"));
+        assert!(matches!(other, L0Outcome::Fresh { .. }), "{other:?}");
+        // After compaction the base is gone from the context: full.
+        let mut stage = stage_with_base(&ci, &first);
+        stage.advance_partition();
+        let after = stage.on_result(ci.clone(), second.as_bytes(), vec![], t(1), &polling("p7"));
+        assert!(matches!(after, L0Outcome::Fresh { .. }), "{after:?}");
+        // Too many changes: full.
+        let mut stage = stage_with_base(&ci, &first);
+        let mut policy = polling("p7");
+        policy.near = Some(NearPolicy {
+            max_changes: 1,
+            min_body_bytes: 256,
+        });
+        let many = stage.on_result(ci.clone(), second.as_bytes(), vec![], t(1), &policy);
+        assert!(matches!(many, L0Outcome::Fresh { .. }), "{many:?}");
+        // Not enabled for the endpoint: full.
+        let mut stage = stage_with_base(&ci, &first);
+        let plain = ResultPolicy {
+            near: None,
+            ..polling("p7")
+        };
+        let off = stage.on_result(ci, second.as_bytes(), vec![], t(1), &plain);
+        assert!(matches!(off, L0Outcome::Fresh { .. }), "{off:?}");
+    }
+
+    fn stage_with_base(ci: &EndpointKey, body: &str) -> L0Stage {
+        let mut stage = stage();
+        stage.on_result(ci.clone(), body.as_bytes(), vec![], t(0), &polling("p7"));
+        stage
+    }
+
+    #[test]
+    fn an_endpoint_may_lower_the_minimum_size() {
+        let mut stage = stage();
+        let body = "q".repeat(100);
+        let small = ResultPolicy {
+            min_body_bytes: Some(64),
+            ..Default::default()
+        };
+        assert_eq!(
+            stage.on_result(
+                fs_read(),
+                body.as_bytes(),
+                vec![],
+                t(0),
+                &ResultPolicy::default()
+            ),
+            L0Outcome::Unchanged
+        );
+        assert!(matches!(
+            stage.on_result(fs_read(), body.as_bytes(), vec![], t(1), &small),
+            L0Outcome::Fresh { .. }
+        ));
     }
 }

@@ -18,6 +18,7 @@
 //! | `add_tool`  | `name`                       | adds an echoing tool `name`, sends `tools/list_changed`   |
 //! | `pid`       | –                            | the process id (tells a restart happened)                 |
 //! | `count`     | –                            | number of `tools/call` requests served, this one included |
+//! | `poll`      | –                            | a CI-like status as JSON text: 40 jobs, `calls` and `state` change per call |
 //!
 //! It also serves one static resource (`test://greeting`, text `hello`), one
 //! resource template (`test://echo/{text}`), and one prompt (`greet {name}`).
@@ -71,6 +72,7 @@ const BUILTIN_TOOLS: &[&str] = &[
     "add_tool",
     "pid",
     "count",
+    "poll",
 ];
 
 /// A 1×1 transparent PNG.
@@ -212,6 +214,7 @@ impl TestServer {
             "add_tool" => self.add_tool(args, context).await,
             "pid" => Ok(text_result(std::process::id().to_string())),
             "count" => Ok(text_result(self.calls.load(Ordering::SeqCst).to_string())),
+            "poll" => Ok(text_result(poll_status(self.calls.load(Ordering::SeqCst)))),
             other => Err(McpError::invalid_params(
                 format!("unknown tool {other}"),
                 None,
@@ -576,8 +579,31 @@ fn builtin_tool(base: &str, name: String) -> Tool {
             "Returns how many tool calls this process has served, this one included.",
             empty_schema(),
         ),
+        "poll" => Tool::new(
+            name,
+            "Returns a CI pipeline status (JSON text) in which only `calls` and `state` change between calls.",
+            empty_schema(),
+        ),
         other => unreachable!("no definition for built-in tool {other}"),
     }
+}
+
+/// What `poll` returns on the `calls`-th call: a large status in which only
+/// two scalar fields move, like a CI status being polled.
+fn poll_status(calls: u64) -> String {
+    let jobs: Vec<Value> = (0..40)
+        .map(|i| {
+            json!({
+                "id": 1000 + i,
+                "name": format!("test-shard-{i}"),
+                "stage": "test",
+                "status": "success",
+                "web_url": format!("https://ci.example.test/p/42/jobs/{}", 1000 + i),
+            })
+        })
+        .collect();
+    let state = if calls % 2 == 0 { "running" } else { "pending" };
+    json!({"pipeline": 42, "calls": calls, "state": state, "jobs": jobs}).to_string()
 }
 
 /// The definition of a tool added with `add_tool`.

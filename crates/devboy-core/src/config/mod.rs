@@ -15,8 +15,9 @@
 mod error;
 mod expand;
 mod filter;
+pub(crate) mod keypath;
 mod schema;
-mod tree;
+pub(crate) mod tree;
 
 use std::collections::BTreeMap;
 use std::fmt;

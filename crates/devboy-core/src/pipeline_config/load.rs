@@ -1,0 +1,550 @@
+//! Reading `pipeline_config.toml`: the typed walk over the parsed tree, the
+//! version check and the migration from schema version 1.
+
+use std::path::Path;
+use std::time::Duration;
+
+use globset::{Glob, GlobMatcher};
+
+use super::{
+    DedupSettings, EncodingSettings, EndpointRule, NearRefSettings, PipelineConfig,
+    SideEffectClass, TokenizerChoice, ToolRule, SCHEMA_VERSION,
+};
+use crate::config::keypath::{closest, KeyPath};
+use crate::config::tree::{self, describe, Entry, Node, Value};
+use crate::config::{ConfigError, ConfigErrorKind, ConfigFormat, ConfigSource};
+
+type Result<T> = std::result::Result<T, ConfigError>;
+
+const TOP_KEYS: &[&str] = &[
+    "schema_version",
+    "dedup",
+    "encoding",
+    "profiles",
+    "endpoints",
+    "tools",
+];
+const DEDUP_KEYS: &[&str] = &[
+    "enabled",
+    "min_body_bytes",
+    "ttl_secs",
+    "max_entries",
+    "max_context_bytes",
+    "near_ref",
+];
+const NEAR_REF_KEYS: &[&str] = &["enabled", "max_changes", "min_body_bytes"];
+const ENCODING_KEYS: &[&str] = &["enabled", "budget_tokens"];
+const PROFILES_KEYS: &[&str] = &["tokenizer"];
+const ENDPOINT_KEYS: &[&str] = &["dedup", "min_body_bytes", "near_ref", "encode", "template"];
+const TOOL_KEYS: &[&str] = &["side_effect", "invalidates"];
+const SIDE_EFFECTS: &[&str] = &["pure", "read_only", "mutating", "destructive", "unknown"];
+
+// Schema version 1: the seed design's knobs.
+const V1_TOP_KEYS: &[&str] = &["schema_version", "dedup", "templates", "mckp", "telemetry"];
+const V1_DEDUP_KEYS: &[&str] = &[
+    "enabled",
+    "lru_size",
+    "min_body_chars",
+    "enabled_per_endpoint",
+];
+const V1_TEMPLATES_KEYS: &[&str] = &["endpoint_overrides"];
+const V1_MCKP_KEYS: &[&str] = &["recursion_depth", "budget_tokens"];
+const V1_TELEMETRY_KEYS: &[&str] = &["enabled", "sample_rate"];
+
+/// Every setting at its built-in default (what the embedded file says).
+pub(super) fn defaults() -> PipelineConfig {
+    PipelineConfig {
+        source: ConfigSource::Embedded,
+        file_version: SCHEMA_VERSION,
+        dedup: DedupSettings {
+            enabled: true,
+            min_body_bytes: 512,
+            ttl: Duration::from_secs(30 * 60),
+            max_entries: 256,
+            max_context_bytes: 4 << 20,
+            near_ref: NearRefSettings {
+                enabled: false,
+                max_changes: 8,
+                min_body_bytes: 1024,
+            },
+        },
+        encoding: EncodingSettings {
+            enabled: true,
+            budget_tokens: 25_000,
+        },
+        tokenizer: TokenizerChoice::O200k,
+        endpoints: Vec::new(),
+        tools: Vec::new(),
+        warnings: Vec::new(),
+    }
+}
+
+pub(super) fn parse(text: &str, origin: &Path) -> Result<PipelineConfig> {
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    let root = tree::parse_toml(text).map_err(|e| {
+        ConfigError::new(
+            origin,
+            e.pos.map(|p| (p.line, p.column)),
+            ConfigErrorKind::Syntax {
+                format: ConfigFormat::Toml,
+                message: e.message,
+            },
+        )
+    })?;
+    let mut reader = Reader {
+        origin,
+        config: defaults(),
+    };
+    let entries = reader.table(&root, &KeyPath::default())?;
+    let version = reader.version(entries)?;
+    reader.config.file_version = version;
+    match version {
+        1 => reader.v1(entries)?,
+        _ => reader.v2(entries)?,
+    }
+    Ok(reader.config)
+}
+
+struct Reader<'a> {
+    origin: &'a Path,
+    config: PipelineConfig,
+}
+
+impl Reader<'_> {
+    // ------------------------------------------------------------ errors
+
+    fn invalid(&self, path: &KeyPath, node: &Node, expected: &str) -> ConfigError {
+        ConfigError::new(
+            self.origin,
+            node.pos.map(|p| (p.line, p.column)),
+            ConfigErrorKind::Invalid {
+                key: path.to_string(),
+                expected: expected.to_owned(),
+                found: describe(&node.value, "a table"),
+            },
+        )
+    }
+
+    fn check_keys(&self, entries: &[Entry], path: &KeyPath, allowed: &[&str]) -> Result<()> {
+        match entries.iter().find(|e| !allowed.contains(&e.key.as_str())) {
+            None => Ok(()),
+            Some(entry) => Err(ConfigError::new(
+                self.origin,
+                entry.key_pos.map(|p| (p.line, p.column)),
+                ConfigErrorKind::UnknownKey {
+                    key: path.key(&entry.key).to_string(),
+                    expected: allowed.iter().map(|s| (*s).to_owned()).collect(),
+                    suggestion: closest(&entry.key, allowed).map(str::to_owned),
+                },
+            )),
+        }
+    }
+
+    fn warn(&mut self, path: &KeyPath, message: impl std::fmt::Display) {
+        let line = format!("{}: {path}: {message}", self.origin.display());
+        self.config.warnings.push(line);
+    }
+
+    // ------------------------------------------------------------ typed reads
+
+    fn table<'n>(&self, node: &'n Node, path: &KeyPath) -> Result<&'n [Entry]> {
+        node.as_table()
+            .ok_or_else(|| self.invalid(path, node, "a table"))
+    }
+
+    fn boolean(&self, node: &Node, path: &KeyPath) -> Result<bool> {
+        match node.value {
+            Value::Bool(b) => Ok(b),
+            _ => Err(self.invalid(path, node, "true or false")),
+        }
+    }
+
+    /// A non-negative integer, at least `min`.
+    fn count(&self, node: &Node, path: &KeyPath, min: usize) -> Result<usize> {
+        let expected = if min == 0 {
+            "a non-negative integer".to_owned()
+        } else {
+            format!("an integer of at least {min}")
+        };
+        match node.value {
+            Value::Integer(n) => usize::try_from(n)
+                .ok()
+                .filter(|n| *n >= min)
+                .ok_or_else(|| self.invalid(path, node, &expected)),
+            _ => Err(self.invalid(path, node, &expected)),
+        }
+    }
+
+    fn string<'n>(&self, node: &'n Node, path: &KeyPath) -> Result<&'n str> {
+        match &node.value {
+            Value::String(s) if !s.is_empty() => Ok(s),
+            _ => Err(self.invalid(path, node, "a non-empty string")),
+        }
+    }
+
+    fn glob(&self, pattern: &str, node: &Node, path: &KeyPath) -> Result<GlobMatcher> {
+        Glob::new(pattern)
+            .map(|g| g.compile_matcher())
+            .map_err(|e| {
+                ConfigError::new(
+                    self.origin,
+                    node.pos.map(|p| (p.line, p.column)),
+                    ConfigErrorKind::Invalid {
+                        key: path.to_string(),
+                        expected: "a glob pattern (`*`, `?`, `[abc]`, `{a,b}`)".to_owned(),
+                        found: format!("{pattern:?} ({})", e.kind()),
+                    },
+                )
+            })
+    }
+
+    fn version(&self, entries: &[Entry]) -> Result<u32> {
+        let Some(entry) = entries.iter().find(|e| e.key == "schema_version") else {
+            return Ok(SCHEMA_VERSION);
+        };
+        let path = KeyPath::default().key("schema_version");
+        let node = &entry.node;
+        let expected = format!("a schema version from 1 to {SCHEMA_VERSION}");
+        let Value::Integer(n) = node.value else {
+            return Err(self.invalid(&path, node, &expected));
+        };
+        match u32::try_from(n) {
+            Ok(v @ 1..=SCHEMA_VERSION) => Ok(v),
+            Ok(v) if v > SCHEMA_VERSION => Err(ConfigError::new(
+                self.origin,
+                node.pos.map(|p| (p.line, p.column)),
+                ConfigErrorKind::Invalid {
+                    key: path.to_string(),
+                    expected: format!(
+                        "a schema version this devboy understands (1 to {SCHEMA_VERSION})"
+                    ),
+                    found: format!(
+                        "version {v}, written by a newer devboy; upgrade devboy, or remove the file to use the defaults"
+                    ),
+                },
+            )),
+            _ => Err(self.invalid(&path, node, &expected)),
+        }
+    }
+
+    // ------------------------------------------------------------ version 2
+
+    fn v2(&mut self, entries: &[Entry]) -> Result<()> {
+        let root = KeyPath::default();
+        self.check_keys(entries, &root, TOP_KEYS)?;
+        for entry in entries {
+            let path = root.key(&entry.key);
+            match entry.key.as_str() {
+                "dedup" => self.dedup(&entry.node, &path)?,
+                "encoding" => self.encoding(&entry.node, &path)?,
+                "profiles" => self.profiles(&entry.node, &path)?,
+                "endpoints" => self.endpoints(&entry.node, &path)?,
+                "tools" => self.tools(&entry.node, &path)?,
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+
+    fn dedup(&mut self, node: &Node, path: &KeyPath) -> Result<()> {
+        let entries = self.table(node, path)?;
+        self.check_keys(entries, path, DEDUP_KEYS)?;
+        for entry in entries {
+            let p = path.key(&entry.key);
+            let n = &entry.node;
+            match entry.key.as_str() {
+                "enabled" => self.config.dedup.enabled = self.boolean(n, &p)?,
+                "min_body_bytes" => self.config.dedup.min_body_bytes = self.count(n, &p, 1)?,
+                "ttl_secs" => {
+                    self.config.dedup.ttl = Duration::from_secs(self.count(n, &p, 1)? as u64)
+                }
+                "max_entries" => self.config.dedup.max_entries = self.count(n, &p, 1)?,
+                "max_context_bytes" => {
+                    self.config.dedup.max_context_bytes = self.count(n, &p, 1)?
+                }
+                "near_ref" => self.near_ref(n, &p)?,
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+
+    fn near_ref(&mut self, node: &Node, path: &KeyPath) -> Result<()> {
+        let entries = self.table(node, path)?;
+        self.check_keys(entries, path, NEAR_REF_KEYS)?;
+        for entry in entries {
+            let p = path.key(&entry.key);
+            let n = &entry.node;
+            match entry.key.as_str() {
+                "enabled" => self.config.dedup.near_ref.enabled = self.boolean(n, &p)?,
+                "max_changes" => self.config.dedup.near_ref.max_changes = self.count(n, &p, 1)?,
+                "min_body_bytes" => {
+                    self.config.dedup.near_ref.min_body_bytes = self.count(n, &p, 1)?
+                }
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+
+    fn encoding(&mut self, node: &Node, path: &KeyPath) -> Result<()> {
+        let entries = self.table(node, path)?;
+        self.check_keys(entries, path, ENCODING_KEYS)?;
+        for entry in entries {
+            let p = path.key(&entry.key);
+            match entry.key.as_str() {
+                "enabled" => self.config.encoding.enabled = self.boolean(&entry.node, &p)?,
+                "budget_tokens" => {
+                    self.config.encoding.budget_tokens = self.count(&entry.node, &p, 100)?
+                }
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+
+    fn profiles(&mut self, node: &Node, path: &KeyPath) -> Result<()> {
+        let entries = self.table(node, path)?;
+        self.check_keys(entries, path, PROFILES_KEYS)?;
+        for entry in entries {
+            let p = path.key(&entry.key);
+            if entry.key == "tokenizer" {
+                self.config.tokenizer = self.tokenizer(&entry.node, &p)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn tokenizer(&self, node: &Node, path: &KeyPath) -> Result<TokenizerChoice> {
+        const EXPECTED: &str = "\"o200k\", \"cl100k\" or \"chars:N\" (characters per token, N > 0)";
+        let Value::String(s) = &node.value else {
+            return Err(self.invalid(path, node, EXPECTED));
+        };
+        match s.as_str() {
+            "o200k" | "o200k_base" => Ok(TokenizerChoice::O200k),
+            "cl100k" | "cl100k_base" => Ok(TokenizerChoice::Cl100k),
+            other => other
+                .strip_prefix("chars:")
+                .and_then(|r| r.trim().parse::<f32>().ok())
+                .filter(|r| r.is_finite() && *r > 0.0)
+                .map(TokenizerChoice::CharsPerToken)
+                .ok_or_else(|| self.invalid(path, node, EXPECTED)),
+        }
+    }
+
+    fn endpoints(&mut self, node: &Node, path: &KeyPath) -> Result<()> {
+        let entries = self.table(node, path)?;
+        for entry in entries {
+            let p = path.key(&entry.key);
+            let matcher = self.glob(&entry.key, &entry.node, &p)?;
+            let fields = self.table(&entry.node, &p)?;
+            self.check_keys(fields, &p, ENDPOINT_KEYS)?;
+            let mut rule = EndpointRule {
+                pattern: entry.key.clone(),
+                matcher,
+                dedup: None,
+                min_body_bytes: None,
+                near_ref: None,
+                encode: None,
+                template: None,
+            };
+            for field in fields {
+                let fp = p.key(&field.key);
+                let n = &field.node;
+                match field.key.as_str() {
+                    "dedup" => rule.dedup = Some(self.boolean(n, &fp)?),
+                    "min_body_bytes" => rule.min_body_bytes = Some(self.count(n, &fp, 1)?),
+                    "near_ref" => rule.near_ref = Some(self.boolean(n, &fp)?),
+                    "encode" => rule.encode = Some(self.boolean(n, &fp)?),
+                    "template" => rule.template = Some(self.string(n, &fp)?.to_owned()),
+                    _ => {}
+                }
+            }
+            self.config.endpoints.push(rule);
+        }
+        Ok(())
+    }
+
+    fn tools(&mut self, node: &Node, path: &KeyPath) -> Result<()> {
+        let entries = self.table(node, path)?;
+        for entry in entries {
+            let p = path.key(&entry.key);
+            let matcher = self.glob(&entry.key, &entry.node, &p)?;
+            let fields = self.table(&entry.node, &p)?;
+            self.check_keys(fields, &p, TOOL_KEYS)?;
+            let mut rule = ToolRule {
+                pattern: entry.key.clone(),
+                matcher,
+                side_effect: None,
+                invalidates: Vec::new(),
+            };
+            for field in fields {
+                let fp = p.key(&field.key);
+                let n = &field.node;
+                match field.key.as_str() {
+                    "side_effect" => rule.side_effect = Some(self.side_effect(n, &fp)?),
+                    "invalidates" => {
+                        let Value::Array(items) = &n.value else {
+                            return Err(self.invalid(&fp, n, "an array of glob patterns"));
+                        };
+                        for (i, item) in items.iter().enumerate() {
+                            let ip = fp.index(i);
+                            let pattern = self.string(item, &ip)?;
+                            let m = self.glob(pattern, item, &ip)?;
+                            rule.invalidates.push((pattern.to_owned(), m));
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            self.config.tools.push(rule);
+        }
+        Ok(())
+    }
+
+    fn side_effect(&self, node: &Node, path: &KeyPath) -> Result<SideEffectClass> {
+        let expected = format!("one of {}", quoted_list(SIDE_EFFECTS));
+        let Value::String(s) = &node.value else {
+            return Err(self.invalid(path, node, &expected));
+        };
+        Ok(match s.as_str() {
+            "pure" => SideEffectClass::Pure,
+            "read_only" => SideEffectClass::ReadOnly,
+            "mutating" => SideEffectClass::Mutating,
+            "destructive" => SideEffectClass::Destructive,
+            "unknown" => SideEffectClass::Unknown,
+            _ => return Err(self.invalid(path, node, &expected)),
+        })
+    }
+
+    // ------------------------------------------------------------ version 1
+
+    /// Schema version 1, migrated in memory: `dedup.lru_size` becomes
+    /// `dedup.max_entries`, `dedup.min_body_chars` `dedup.min_body_bytes`
+    /// (a character is at least a byte, so no body that version 1 would
+    /// have skipped gains a reference), `dedup.enabled_per_endpoint.E` and
+    /// `templates.endpoint_overrides.E` become `[endpoints."E"]` tables.
+    /// Knobs the current pipeline has no use for are reported and dropped.
+    fn v1(&mut self, entries: &[Entry]) -> Result<()> {
+        let root = KeyPath::default();
+        self.check_keys(entries, &root, V1_TOP_KEYS)?;
+        for entry in entries {
+            let path = root.key(&entry.key);
+            let node = &entry.node;
+            match entry.key.as_str() {
+                "dedup" => {
+                    let fields = self.table(node, &path)?;
+                    self.check_keys(fields, &path, V1_DEDUP_KEYS)?;
+                    for field in fields {
+                        let p = path.key(&field.key);
+                        let n = &field.node;
+                        match field.key.as_str() {
+                            "enabled" => self.config.dedup.enabled = self.boolean(n, &p)?,
+                            "lru_size" => {
+                                self.config.dedup.max_entries = self.count(n, &p, 1)?;
+                                self.warn(&p, "schema 1 key, read as dedup.max_entries");
+                            }
+                            "min_body_chars" => {
+                                self.config.dedup.min_body_bytes = self.count(n, &p, 1)?;
+                                self.warn(&p, "schema 1 key, read as dedup.min_body_bytes");
+                            }
+                            "enabled_per_endpoint" => {
+                                for (pattern, item, ip) in self.pairs(n, &p)? {
+                                    let on = self.boolean(item, &ip)?;
+                                    self.v1_endpoint(pattern, item, &ip)?.dedup = Some(on);
+                                }
+                                self.warn(&p, "schema 1 key, read as [endpoints.\"…\"] dedup");
+                            }
+                            _ => {}
+                        }
+                    }
+                }
+                "templates" => {
+                    let fields = self.table(node, &path)?;
+                    self.check_keys(fields, &path, V1_TEMPLATES_KEYS)?;
+                    for field in fields {
+                        let p = path.key(&field.key);
+                        for (pattern, item, ip) in self.pairs(&field.node, &p)? {
+                            let template = self.string(item, &ip)?.to_owned();
+                            self.v1_endpoint(pattern, item, &ip)?.template = Some(template);
+                        }
+                        self.warn(&p, "schema 1 key, read as [endpoints.\"…\"] template");
+                    }
+                }
+                "mckp" => {
+                    let fields = self.table(node, &path)?;
+                    self.check_keys(fields, &path, V1_MCKP_KEYS)?;
+                    for field in fields {
+                        let p = path.key(&field.key);
+                        if field.key == "budget_tokens" {
+                            self.config.encoding.budget_tokens =
+                                self.count(&field.node, &p, 100)?;
+                            self.warn(&p, "schema 1 key, read as encoding.budget_tokens");
+                        } else {
+                            self.count(&field.node, &p, 1)?;
+                            self.warn(
+                                &p,
+                                "schema 1 key, no longer used (the router needs no depth limit)",
+                            );
+                        }
+                    }
+                }
+                "telemetry" => {
+                    let fields = self.table(node, &path)?;
+                    self.check_keys(fields, &path, V1_TELEMETRY_KEYS)?;
+                    self.warn(&path, "schema 1 section, not used by this version; ignored");
+                }
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+
+    /// The entries of a table as (key, value node, path) triples.
+    fn pairs<'n>(
+        &self,
+        node: &'n Node,
+        path: &KeyPath,
+    ) -> Result<Vec<(&'n str, &'n Node, KeyPath)>> {
+        Ok(self
+            .table(node, path)?
+            .iter()
+            .map(|e| (e.key.as_str(), &e.node, path.key(&e.key)))
+            .collect())
+    }
+
+    /// The endpoint rule for `pattern`, created at the end when new.
+    fn v1_endpoint(
+        &mut self,
+        pattern: &str,
+        node: &Node,
+        path: &KeyPath,
+    ) -> Result<&mut EndpointRule> {
+        let endpoints = &self.config.endpoints;
+        let index = match endpoints.iter().position(|r| r.pattern == pattern) {
+            Some(i) => i,
+            None => {
+                let matcher = self.glob(pattern, node, path)?;
+                self.config.endpoints.push(EndpointRule {
+                    pattern: pattern.to_owned(),
+                    matcher,
+                    dedup: None,
+                    min_body_bytes: None,
+                    near_ref: None,
+                    encode: None,
+                    template: None,
+                });
+                self.config.endpoints.len() - 1
+            }
+        };
+        Ok(&mut self.config.endpoints[index])
+    }
+}
+
+fn quoted_list(items: &[&str]) -> String {
+    items
+        .iter()
+        .map(|s| format!("\"{s}\""))
+        .collect::<Vec<_>>()
+        .join(", ")
+}

@@ -1,0 +1,332 @@
+//! `pipeline_config.toml`: the knobs of the response pipeline, separate
+//! from the proxy config (`devboy.toml`) because a different author writes
+//! it: `devboy tune analyze` regenerates it from telemetry, and hand edits
+//! go in the same file.
+//!
+//! Key design decisions:
+//!
+//! - **Versioned schema.** The file carries `schema_version`. Version 1 (the
+//!   seed design's flat knobs: `dedup.lru_size`, `dedup.min_body_chars`,
+//!   `dedup.enabled_per_endpoint`, `templates.endpoint_overrides`) loads and
+//!   is migrated in memory, with one warning per moved key; the file on disk
+//!   is left as it is. A version newer than [`SCHEMA_VERSION`] is refused
+//!   with a message telling the user to upgrade devboy, rather than
+//!   half-read. A file without `schema_version` is read as the current
+//!   version.
+//! - **Strict, with paths.** Unknown keys are errors naming the key path and
+//!   the keys allowed there, like `devboy.toml` ([`ConfigError`]).
+//! - **Patterns, first to last.** `[endpoints."GLOB"]` and `[tools."GLOB"]`
+//!   match a tool's exposed name (`<prefix>__<tool>`, what Claude Code shows
+//!   after `mcp__devboy__`). Every matching table applies, in file order, a
+//!   later one overriding the keys it sets; so write general patterns first
+//!   and specific ones after them.
+//! - **Resolution is a pure function.** [`PipelineConfig::endpoint`] and
+//!   [`PipelineConfig::side_effect`] read nothing but the config and their
+//!   arguments, so one file and one session context always give one
+//!   effective setting.
+
+mod load;
+#[cfg(test)]
+mod tests;
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use globset::GlobMatcher;
+
+use crate::config::{ConfigError, ConfigErrorKind, ConfigSource};
+
+/// The schema version this devboy writes and reads natively.
+pub const SCHEMA_VERSION: u32 = 2;
+
+/// The pipeline config compiled into the binary: every key at its default,
+/// documented.
+pub const EMBEDDED_PIPELINE_TOML: &str = include_str!("../../../../config/pipeline_config.toml");
+const EMBEDDED_ORIGIN: &str = "<embedded config/pipeline_config.toml>";
+
+/// The response pipeline's settings, validated.
+#[derive(Clone, Debug)]
+pub struct PipelineConfig {
+    /// Where it came from.
+    pub source: ConfigSource,
+    /// The `schema_version` the file was written in (before migration).
+    pub file_version: u32,
+    /// L0 dedup defaults (per endpoint overridable).
+    pub dedup: DedupSettings,
+    /// L1/L2 encoding and the token budget.
+    pub encoding: EncodingSettings,
+    /// Which tokenizer counts costs.
+    pub tokenizer: TokenizerChoice,
+    /// Per-endpoint overrides, in file order.
+    pub endpoints: Vec<EndpointRule>,
+    /// Per-tool side-effect classes and invalidation lists, in file order.
+    pub tools: Vec<ToolRule>,
+    /// Migration notes and other things worth telling the user, each
+    /// starting with the file and key.
+    pub warnings: Vec<String>,
+}
+
+/// L0 dedup settings.
+#[derive(Clone, Debug, PartialEq)]
+pub struct DedupSettings {
+    /// Replace repeats with references at all.
+    pub enabled: bool,
+    /// Bodies shorter than this pass untouched and claim no id.
+    pub min_body_bytes: usize,
+    /// How long after delivery a body may still be referenced.
+    pub ttl: Duration,
+    /// How many delivered bodies are remembered.
+    pub max_entries: usize,
+    /// How many bytes of delivered bodies are remembered (an estimate of
+    /// what one context holds).
+    pub max_context_bytes: usize,
+    /// Near-duplicate hints for polling endpoints.
+    pub near_ref: NearRefSettings,
+}
+
+/// Near-duplicate hints: a repeat of the same call whose body differs from
+/// the last full delivery only in a few scalar fields is sent as that
+/// delivery's id plus the exact changes.
+#[derive(Clone, Debug, PartialEq)]
+pub struct NearRefSettings {
+    /// Off by default; enable per endpoint for polling tools.
+    pub enabled: bool,
+    /// At most this many scalar fields may differ.
+    pub max_changes: usize,
+    /// Only bodies at least this large; below it the full body is cheap.
+    pub min_body_bytes: usize,
+}
+
+/// L1 templates and the L2 router.
+#[derive(Clone, Debug, PartialEq)]
+pub struct EncodingSettings {
+    /// Re-encode structured results into cheaper lossless formats.
+    pub enabled: bool,
+    /// The most tokens one result may cost the model before the router
+    /// elides its least valuable parts (recoverably). Claude Code's own cap
+    /// is 25,000 (`MAX_MCP_OUTPUT_TOKENS`).
+    pub budget_tokens: usize,
+}
+
+/// The tokenizer costs are counted in.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum TokenizerChoice {
+    /// OpenAI `o200k_base`, the default stand-in for Claude.
+    O200k,
+    /// OpenAI `cl100k_base`.
+    Cl100k,
+    /// Characters divided by this ratio.
+    CharsPerToken(f32),
+}
+
+/// `[endpoints."GLOB"]`: settings for the tools whose exposed names match.
+#[derive(Clone, Debug)]
+pub struct EndpointRule {
+    /// The glob as written.
+    pub pattern: String,
+    matcher: GlobMatcher,
+    /// Override of `dedup.enabled`.
+    pub dedup: Option<bool>,
+    /// Override of `dedup.min_body_bytes`.
+    pub min_body_bytes: Option<usize>,
+    /// Override of `dedup.near_ref.enabled`.
+    pub near_ref: Option<bool>,
+    /// Override of `encoding.enabled`.
+    pub encode: Option<bool>,
+    /// The L1 template to use (`auto` lets the router choose).
+    pub template: Option<String>,
+}
+
+/// `[tools."GLOB"]`: what calling the matching tools does to the world.
+#[derive(Clone, Debug)]
+pub struct ToolRule {
+    /// The glob as written.
+    pub pattern: String,
+    matcher: GlobMatcher,
+    /// The side-effect class, overriding the server's annotations.
+    pub side_effect: Option<SideEffectClass>,
+    /// Endpoint globs whose remembered bodies a call forgets.
+    pub invalidates: Vec<(String, GlobMatcher)>,
+}
+
+/// What a tool call may do, for dedup invalidation and (later) speculation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SideEffectClass {
+    /// No side effects and the same answer for the same arguments.
+    Pure,
+    /// Reads only; the answer may change as the world changes.
+    ReadOnly,
+    /// Changes state.
+    Mutating,
+    /// Changes state irreversibly.
+    Destructive,
+    /// Not known; treated as "may mutate".
+    Unknown,
+}
+
+impl SideEffectClass {
+    /// Whether a call may change what other tools return.
+    pub fn may_mutate(self) -> bool {
+        !matches!(self, SideEffectClass::Pure | SideEffectClass::ReadOnly)
+    }
+
+    /// The name used in the file.
+    pub fn name(self) -> &'static str {
+        match self {
+            SideEffectClass::Pure => "pure",
+            SideEffectClass::ReadOnly => "read_only",
+            SideEffectClass::Mutating => "mutating",
+            SideEffectClass::Destructive => "destructive",
+            SideEffectClass::Unknown => "unknown",
+        }
+    }
+
+    /// The class MCP tool annotations imply: `readOnlyHint: true` is
+    /// read-only, `destructiveHint: true` destructive, anything else
+    /// unknown (the spec's defaults are not promises).
+    pub fn from_annotations(read_only: Option<bool>, destructive: Option<bool>) -> Self {
+        match (read_only, destructive) {
+            (Some(true), _) => SideEffectClass::ReadOnly,
+            (_, Some(true)) => SideEffectClass::Destructive,
+            _ => SideEffectClass::Unknown,
+        }
+    }
+}
+
+/// The effective settings for one endpoint.
+#[derive(Clone, Debug, PartialEq)]
+pub struct EndpointSettings {
+    /// Dedup on.
+    pub dedup: bool,
+    /// Minimum body size for dedup.
+    pub min_body_bytes: usize,
+    /// Near-duplicate hints on.
+    pub near_ref: bool,
+    /// Encoding on.
+    pub encode: bool,
+    /// The template to use, `None` for the router's choice.
+    pub template: Option<String>,
+}
+
+impl PipelineConfig {
+    /// Reads a `pipeline_config.toml`.
+    pub fn load(path: &Path) -> Result<Self, ConfigError> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|source| ConfigError::new(path, None, ConfigErrorKind::Read { source }))?;
+        let mut config = Self::from_str(&text, path)?;
+        config.source = ConfigSource::File(path.to_path_buf());
+        Ok(config)
+    }
+
+    /// Parses pipeline config text; `origin` names the file in messages.
+    pub fn from_str(text: &str, origin: &Path) -> Result<Self, ConfigError> {
+        let mut config = load::parse(text, origin)?;
+        config.source = ConfigSource::File(origin.to_path_buf());
+        Ok(config)
+    }
+
+    /// The defaults ([`EMBEDDED_PIPELINE_TOML`]).
+    pub fn embedded_default() -> Self {
+        let parsed = load::parse(EMBEDDED_PIPELINE_TOML, Path::new(EMBEDDED_ORIGIN));
+        // A test keeps the embedded file valid; the built-in defaults are
+        // what it says anyway.
+        let mut config = parsed.unwrap_or_else(|_| load::defaults());
+        config.source = ConfigSource::Embedded;
+        config
+    }
+
+    /// The pipeline config devboy runs with: the explicit path if given;
+    /// else `<config_dir>/pipeline_config.toml` if it exists; else the
+    /// embedded default.
+    pub fn resolve(explicit: Option<&Path>) -> Result<Self, ConfigError> {
+        if let Some(path) = explicit {
+            return Self::load(path);
+        }
+        let default = default_file();
+        if default.is_file() {
+            Self::load(&default)
+        } else {
+            Ok(Self::embedded_default())
+        }
+    }
+
+    /// The effective settings for the tool exposed as `exposed`.
+    pub fn endpoint(&self, exposed: &str) -> EndpointSettings {
+        let mut out = EndpointSettings {
+            dedup: self.dedup.enabled,
+            min_body_bytes: self.dedup.min_body_bytes,
+            near_ref: self.dedup.near_ref.enabled,
+            encode: self.encoding.enabled,
+            template: None,
+        };
+        for rule in self
+            .endpoints
+            .iter()
+            .filter(|r| r.matcher.is_match(exposed))
+        {
+            if let Some(v) = rule.dedup {
+                out.dedup = v;
+            }
+            if let Some(v) = rule.min_body_bytes {
+                out.min_body_bytes = v;
+            }
+            if let Some(v) = rule.near_ref {
+                out.near_ref = v;
+            }
+            if let Some(v) = rule.encode {
+                out.encode = v;
+            }
+            if let Some(v) = &rule.template {
+                out.template = (v != "auto").then(|| v.clone());
+            }
+        }
+        out
+    }
+
+    /// The side-effect class of the tool exposed as `exposed`: the last
+    /// matching `[tools.*]` rule that sets one, else what the server's
+    /// annotations say (`annotated`).
+    pub fn side_effect(&self, exposed: &str, annotated: SideEffectClass) -> SideEffectClass {
+        self.tools
+            .iter()
+            .filter(|r| r.matcher.is_match(exposed))
+            .filter_map(|r| r.side_effect)
+            .last()
+            .unwrap_or(annotated)
+    }
+
+    /// Whether a call to `caller` forgets the bodies of endpoint `exposed`
+    /// (some matching `[tools.*]` rule lists a glob matching it).
+    pub fn invalidates(&self, caller: &str, exposed: &str) -> bool {
+        self.tools
+            .iter()
+            .filter(|r| r.matcher.is_match(caller))
+            .any(|r| r.invalidates.iter().any(|(_, m)| m.is_match(exposed)))
+    }
+
+    /// Whether any `[tools.*]` rule for `caller` has an `invalidates` list.
+    pub fn has_invalidations(&self, caller: &str) -> bool {
+        self.tools
+            .iter()
+            .any(|r| !r.invalidates.is_empty() && r.matcher.is_match(caller))
+    }
+}
+
+/// `<config_dir>/pipeline_config.toml`.
+pub fn default_file() -> PathBuf {
+    crate::paths::config_dir().join(FILE_NAME)
+}
+
+/// The pipeline config's file name inside the config directory.
+pub const FILE_NAME: &str = "pipeline_config.toml";
+
+impl TokenizerChoice {
+    /// The name used in the file: `o200k`, `cl100k`, `chars:4`.
+    pub fn name(&self) -> String {
+        match self {
+            TokenizerChoice::O200k => "o200k".to_owned(),
+            TokenizerChoice::Cl100k => "cl100k".to_owned(),
+            TokenizerChoice::CharsPerToken(r) => format!("chars:{r}"),
+        }
+    }
+}

@@ -1,0 +1,278 @@
+use std::path::Path;
+use std::time::Duration;
+
+use super::*;
+
+fn parse(text: &str) -> Result<PipelineConfig, ConfigError> {
+    PipelineConfig::from_str(text, Path::new("/cfg/pipeline_config.toml"))
+}
+
+fn error(text: &str) -> String {
+    parse(text).expect_err("should be refused").to_string()
+}
+
+#[test]
+fn the_embedded_file_is_valid_and_says_the_defaults() {
+    let parsed = parse(EMBEDDED_PIPELINE_TOML).expect("embedded file parses");
+    let defaults = load::defaults();
+    assert!(parsed.warnings.is_empty(), "{:?}", parsed.warnings);
+    assert_eq!(parsed.dedup, defaults.dedup);
+    assert_eq!(parsed.encoding, defaults.encoding);
+    assert_eq!(parsed.tokenizer, defaults.tokenizer);
+    assert_eq!(parsed.file_version, SCHEMA_VERSION);
+    assert!(parsed.endpoints.is_empty() && parsed.tools.is_empty());
+    assert_eq!(
+        PipelineConfig::embedded_default().source,
+        ConfigSource::Embedded
+    );
+}
+
+#[test]
+fn an_empty_file_is_the_current_version_with_defaults() {
+    let parsed = parse("").unwrap();
+    assert_eq!(parsed.file_version, SCHEMA_VERSION);
+    assert_eq!(parsed.dedup, load::defaults().dedup);
+}
+
+#[test]
+fn every_knob_is_read() {
+    let parsed = parse(
+        r#"
+schema_version = 2
+[dedup]
+enabled = false
+min_body_bytes = 100
+ttl_secs = 60
+max_entries = 9
+max_context_bytes = 1000
+[dedup.near_ref]
+enabled = true
+max_changes = 3
+min_body_bytes = 200
+[encoding]
+enabled = false
+budget_tokens = 5000
+[profiles]
+tokenizer = "chars:3.5"
+"#,
+    )
+    .unwrap();
+    let d = &parsed.dedup;
+    assert!(!d.enabled);
+    assert_eq!(
+        (d.min_body_bytes, d.ttl, d.max_entries, d.max_context_bytes),
+        (100, Duration::from_secs(60), 9, 1000)
+    );
+    assert_eq!(
+        d.near_ref,
+        NearRefSettings {
+            enabled: true,
+            max_changes: 3,
+            min_body_bytes: 200
+        }
+    );
+    assert_eq!(
+        parsed.encoding,
+        EncodingSettings {
+            enabled: false,
+            budget_tokens: 5000
+        }
+    );
+    assert_eq!(parsed.tokenizer, TokenizerChoice::CharsPerToken(3.5));
+}
+
+#[test]
+fn unknown_keys_are_named_with_their_path_and_a_suggestion() {
+    let e = error("[dedup]\nmin_body_byte = 3\n");
+    assert!(
+        e.starts_with("/cfg/pipeline_config.toml:2:1: dedup.min_body_byte: unknown key"),
+        "{e}"
+    );
+    assert!(e.contains("did you mean `min_body_bytes`?"), "{e}");
+
+    let e = error("[endpoints.\"fs__*\"]\nnear_reff = true\n");
+    assert!(
+        e.contains("endpoints.\"fs__*\".near_reff: unknown key"),
+        "{e}"
+    );
+
+    let e = error("[telemetri]\n");
+    assert!(
+        e.contains("telemetri: unknown key; expected one of: schema_version"),
+        "{e}"
+    );
+}
+
+#[test]
+fn wrong_types_and_values_say_what_was_expected() {
+    let e = error("[dedup]\nttl_secs = \"1h\"\n");
+    assert!(
+        e.contains("dedup.ttl_secs: expected an integer of at least 1, found the string \"1h\""),
+        "{e}"
+    );
+    let e = error("[profiles]\ntokenizer = \"claude\"\n");
+    assert!(
+        e.contains("profiles.tokenizer: expected \"o200k\", \"cl100k\""),
+        "{e}"
+    );
+    let e = error("[tools.\"gh__*\"]\nside_effect = \"harmless\"\n");
+    assert!(
+        e.contains("tools.\"gh__*\".side_effect: expected one of \"pure\", \"read_only\""),
+        "{e}"
+    );
+    let e = error("[tools.\"gh__*\"]\ninvalidates = [\"a[\"]\n");
+    assert!(
+        e.contains("tools.\"gh__*\".invalidates[0]: expected a glob pattern"),
+        "{e}"
+    );
+    let e = error("[encoding]\nbudget_tokens = 10\n");
+    assert!(e.contains("expected an integer of at least 100"), "{e}");
+}
+
+#[test]
+fn a_newer_schema_is_refused_with_advice() {
+    let e = error("schema_version = 3\n[dedup]\nfuture_knob = 1\n");
+    assert!(
+        e.contains("schema_version: expected a schema version this devboy understands (1 to 2), found version 3, written by a newer devboy; upgrade devboy"),
+        "{e}"
+    );
+    let e = error("schema_version = 0\n");
+    assert!(e.contains("expected a schema version from 1 to 2"), "{e}");
+}
+
+#[test]
+fn version_1_is_migrated_with_a_note_per_moved_key() {
+    let parsed = parse(
+        r#"
+schema_version = 1
+[dedup]
+enabled = true
+lru_size = 5
+min_body_chars = 300
+enabled_per_endpoint = { "ci__status" = false }
+[templates]
+endpoint_overrides = { "ci__status" = "csv_from_md", "gh__*" = "auto" }
+[mckp]
+recursion_depth = 3
+[telemetry]
+enabled = true
+"#,
+    )
+    .unwrap();
+    assert_eq!(parsed.file_version, 1);
+    assert_eq!(parsed.dedup.max_entries, 5);
+    assert_eq!(parsed.dedup.min_body_bytes, 300);
+    let status = parsed.endpoint("ci__status");
+    assert!(!status.dedup);
+    assert_eq!(status.template.as_deref(), Some("csv_from_md"));
+    assert_eq!(parsed.endpoint("gh__list").template, None, "auto");
+    assert_eq!(parsed.endpoints.len(), 2, "one rule per pattern");
+    let notes = parsed.warnings.join("\n");
+    for key in [
+        "dedup.lru_size: schema 1 key, read as dedup.max_entries",
+        "dedup.min_body_chars",
+        "dedup.enabled_per_endpoint",
+        "templates.endpoint_overrides",
+        "mckp.recursion_depth: schema 1 key, no longer used",
+        "telemetry: schema 1 section",
+    ] {
+        assert!(notes.contains(key), "missing {key:?} in\n{notes}");
+    }
+    // Version-2 sections are not version-1 keys.
+    let e = error("schema_version = 1\n[encoding]\nenabled = true\n");
+    assert!(e.contains("encoding: unknown key"), "{e}");
+}
+
+#[test]
+fn endpoint_rules_apply_in_file_order() {
+    let parsed = parse(
+        r#"
+[dedup]
+min_body_bytes = 600
+[endpoints."ci__*"]
+dedup = false
+near_ref = true
+[endpoints."ci__logs"]
+dedup = true
+template = "fenced"
+"#,
+    )
+    .unwrap();
+    let logs = parsed.endpoint("ci__logs");
+    assert_eq!(
+        logs,
+        EndpointSettings {
+            dedup: true,
+            min_body_bytes: 600,
+            near_ref: true,
+            encode: true,
+            template: Some("fenced".into())
+        }
+    );
+    let status = parsed.endpoint("ci__status");
+    assert!(!status.dedup && status.near_ref);
+    let other = parsed.endpoint("fs__read_file");
+    assert!(other.dedup && !other.near_ref && other.template.is_none());
+    // The same file and name give the same answer: resolution is pure.
+    assert_eq!(parsed.endpoint("ci__logs"), logs);
+}
+
+#[test]
+fn tool_rules_override_annotations_and_list_invalidations() {
+    let parsed = parse(
+        r#"
+[tools."gh__*"]
+side_effect = "read_only"
+[tools."gh__create_*"]
+side_effect = "mutating"
+invalidates = ["gh__list_*", "gh__search_issues"]
+"#,
+    )
+    .unwrap();
+    let unknown = SideEffectClass::Unknown;
+    assert_eq!(
+        parsed.side_effect("gh__list_issues", unknown),
+        SideEffectClass::ReadOnly
+    );
+    assert_eq!(
+        parsed.side_effect("gh__create_issue", SideEffectClass::ReadOnly),
+        SideEffectClass::Mutating
+    );
+    assert_eq!(parsed.side_effect("fs__write", unknown), unknown);
+    assert!(parsed.invalidates("gh__create_issue", "gh__list_issues"));
+    assert!(parsed.invalidates("gh__create_issue", "gh__search_issues"));
+    assert!(!parsed.invalidates("gh__create_issue", "gh__get_issue"));
+    assert!(!parsed.invalidates("gh__list_issues", "gh__list_issues"));
+    assert!(parsed.has_invalidations("gh__create_pr"));
+    assert!(!parsed.has_invalidations("gh__list_issues"));
+}
+
+#[test]
+fn annotations_map_to_classes() {
+    use SideEffectClass::*;
+    assert_eq!(
+        SideEffectClass::from_annotations(Some(true), None),
+        ReadOnly
+    );
+    assert_eq!(
+        SideEffectClass::from_annotations(Some(false), Some(true)),
+        Destructive
+    );
+    assert_eq!(
+        SideEffectClass::from_annotations(None, Some(false)),
+        Unknown
+    );
+    assert!(!Pure.may_mutate() && !ReadOnly.may_mutate());
+    assert!(Mutating.may_mutate() && Destructive.may_mutate() && Unknown.may_mutate());
+}
+
+#[test]
+fn loading_a_missing_file_names_it() {
+    let e =
+        PipelineConfig::load(Path::new("/nonexistent/pipeline_config.toml")).expect_err("missing");
+    assert!(
+        e.to_string()
+            .starts_with("/nonexistent/pipeline_config.toml: cannot read the file"),
+        "{e}"
+    );
+}
