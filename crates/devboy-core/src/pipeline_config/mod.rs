@@ -289,9 +289,9 @@ impl PipelineConfig {
     pub fn side_effect(&self, exposed: &str, annotated: SideEffectClass) -> SideEffectClass {
         self.tools
             .iter()
+            .rev()
             .filter(|r| r.matcher.is_match(exposed))
-            .filter_map(|r| r.side_effect)
-            .last()
+            .find_map(|r| r.side_effect)
             .unwrap_or(annotated)
     }
 
