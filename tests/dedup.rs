@@ -192,3 +192,28 @@ async fn a_bad_pipeline_config_names_the_file_and_key() {
         "{stderr}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_client_profile_can_be_set_for_clients_devboy_does_not_recognise() {
+    // The test client is not Claude Code, so by default it keeps
+    // structuredContent; `client = "structured"` says it shows the model
+    // structuredContent, so devboy sends that serialization as text.
+    let default = Devboy::start(ONE).await;
+    let kept = default.call("t__structured", json!({"n": 40})).await;
+    assert!(kept.structured_content.is_some(), "{kept:?}");
+
+    let pipeline = "[profiles]\nclient = \"structured\"\n";
+    let devboy = Devboy::start_with_pipeline(ONE, pipeline).await;
+    let tools = devboy.client.peer().list_all_tools().await.unwrap();
+    let tool = tools.iter().find(|t| t.name == "t__structured").unwrap();
+    assert!(
+        tool.output_schema.is_none(),
+        "outputSchema no longer declared"
+    );
+    let fresh = devboy.call("t__structured", json!({"n": 40})).await;
+    assert_eq!(fresh.structured_content, None);
+    let shown = fresh.content[0].as_text().unwrap().text.clone();
+    let value: Value = serde_json::from_str(&shown).unwrap();
+    assert_eq!(value["items"].as_array().map(Vec::len), Some(40));
+    assert!(id_of(&fresh).starts_with('r'));
+}

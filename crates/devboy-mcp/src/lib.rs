@@ -28,7 +28,7 @@ pub mod upstream;
 use std::sync::Arc;
 
 use devboy_core::config::ProxyConfig;
-use devboy_core::pipeline_config::PipelineConfig;
+use devboy_core::pipeline_config::{ClientProfile, PipelineConfig};
 use rmcp::ServiceExt;
 
 pub use partition::PartitionWatcher;
@@ -84,11 +84,16 @@ pub async fn serve_stdio(
     if let Some(file) = partition.file() {
         tracing::debug!(file = %file.display(), "watching the context partition file");
     }
-    let processor: Arc<dyn ResponseProcessor> = match pipeline {
-        Pipeline::Dedup(config) => Arc::new(dedup::DedupProcessor::new(config)),
-        Pipeline::Passthrough => Arc::new(Passthrough),
+    let (processor, client): (Arc<dyn ResponseProcessor>, _) = match pipeline {
+        Pipeline::Dedup(config) => {
+            let client = config.client;
+            (Arc::new(dedup::DedupProcessor::new(config)), client)
+        }
+        Pipeline::Passthrough => (Arc::new(Passthrough), ClientProfile::Auto),
     };
-    let session = Session::new(proxy.clone(), processor).with_partition(partition);
+    let session = Session::new(proxy.clone(), processor)
+        .with_partition(partition)
+        .with_client(client);
     // Non-blocking pipes when stdin/stdout are pipes (as under Claude Code):
     // no hand-off to the blocking pool per message. Falls back to stdio().
     let outcome = match session.serve(rmcp::transport::stdio_pipes()).await {

@@ -9,7 +9,7 @@
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
-use devboy_core::pipeline_config::SideEffectClass;
+use devboy_core::pipeline_config::{ClientProfile, SideEffectClass};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ErrorCode,
     GetPromptRequestParams, GetPromptResponse, Implementation, ListPromptsResult,
@@ -47,6 +47,7 @@ pub struct Session {
     /// The partition the processor was last told about.
     processor_partition: Arc<AtomicU64>,
     notifier_started: Arc<AtomicBool>,
+    client: ClientProfile,
 }
 
 impl Session {
@@ -61,7 +62,15 @@ impl Session {
             partition: PartitionWatcher::manual(),
             processor_partition: Arc::default(),
             notifier_started: Arc::default(),
+            client: ClientProfile::Auto,
         }
+    }
+
+    /// This session with `client` deciding what the client shows the model
+    /// (default: by the client's name).
+    pub fn with_client(mut self, client: ClientProfile) -> Self {
+        self.client = client;
+        self
     }
 
     /// This session with `partition` as its context partition (typically a
@@ -113,9 +122,10 @@ impl Session {
 
     /// Whether this session's client shows the model `structuredContent`
     /// rather than the text blocks (Claude Code does; DESIGN §3).
-    fn forwards_structured(peer: &rmcp::Peer<RoleServer>) -> bool {
-        peer.peer_info()
-            .is_some_and(|info| info.client_info.name.starts_with("claude"))
+    fn forwards_structured(&self, peer: &rmcp::Peer<RoleServer>) -> bool {
+        let info = peer.peer_info();
+        let name = info.as_ref().map(|i| i.client_info.name.as_str());
+        self.client.forwards_structured(name)
     }
 
     async fn call_upstream(
@@ -135,7 +145,7 @@ impl Session {
             exposed: &request.name,
             arguments: request.arguments.as_ref(),
             side_effect,
-            forwards_structured: Self::forwards_structured(&context.peer),
+            forwards_structured: self.forwards_structured(&context.peer),
         };
         self.sync_partition();
         before_call(self.processor.as_ref(), &self.stats.seam, &info);
@@ -293,7 +303,7 @@ impl ServerHandler for Session {
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
         let strip_schemas =
-            self.processor.rewrites_structured() && Self::forwards_structured(&context.peer);
+            self.processor.rewrites_structured() && self.forwards_structured(&context.peer);
         self.start_notifier(context.peer);
         self.proxy.settle().await;
         let catalog = self.proxy.catalog();

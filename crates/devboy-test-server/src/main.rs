@@ -602,7 +602,11 @@ fn poll_status(calls: u64) -> String {
             })
         })
         .collect();
-    let state = if calls.is_multiple_of(2) { "running" } else { "pending" };
+    let state = if calls.is_multiple_of(2) {
+        "running"
+    } else {
+        "pending"
+    };
     json!({"pipeline": 42, "calls": calls, "state": state, "jobs": jobs}).to_string()
 }
 

@@ -7,7 +7,7 @@ use std::time::Duration;
 use globset::{Glob, GlobMatcher};
 
 use super::{
-    DedupSettings, EncodingSettings, EndpointRule, NearRefSettings, PipelineConfig,
+    ClientProfile, DedupSettings, EncodingSettings, EndpointRule, NearRefSettings, PipelineConfig,
     SideEffectClass, TokenizerChoice, ToolRule, SCHEMA_VERSION,
 };
 use crate::config::keypath::{closest, KeyPath};
@@ -34,7 +34,7 @@ const DEDUP_KEYS: &[&str] = &[
 ];
 const NEAR_REF_KEYS: &[&str] = &["enabled", "max_changes", "min_body_bytes"];
 const ENCODING_KEYS: &[&str] = &["enabled", "budget_tokens"];
-const PROFILES_KEYS: &[&str] = &["tokenizer"];
+const PROFILES_KEYS: &[&str] = &["tokenizer", "client"];
 const ENDPOINT_KEYS: &[&str] = &["dedup", "min_body_bytes", "near_ref", "encode", "template"];
 const TOOL_KEYS: &[&str] = &["side_effect", "invalidates"];
 const SIDE_EFFECTS: &[&str] = &["pure", "read_only", "mutating", "destructive", "unknown"];
@@ -73,6 +73,7 @@ pub(super) fn defaults() -> PipelineConfig {
             budget_tokens: 25_000,
         },
         tokenizer: TokenizerChoice::O200k,
+        client: ClientProfile::Auto,
         endpoints: Vec::new(),
         tools: Vec::new(),
         warnings: Vec::new(),
@@ -308,8 +309,10 @@ impl Reader<'_> {
         self.check_keys(entries, path, PROFILES_KEYS)?;
         for entry in entries {
             let p = path.key(&entry.key);
-            if entry.key == "tokenizer" {
-                self.config.tokenizer = self.tokenizer(&entry.node, &p)?;
+            match entry.key.as_str() {
+                "tokenizer" => self.config.tokenizer = self.tokenizer(&entry.node, &p)?,
+                "client" => self.config.client = self.client(&entry.node, &p)?,
+                _ => {}
             }
         }
         Ok(())
@@ -329,6 +332,16 @@ impl Reader<'_> {
                 .filter(|r| r.is_finite() && *r > 0.0)
                 .map(TokenizerChoice::CharsPerToken)
                 .ok_or_else(|| self.invalid(path, node, EXPECTED)),
+        }
+    }
+
+    fn client(&self, node: &Node, path: &KeyPath) -> Result<ClientProfile> {
+        const EXPECTED: &str = "\"auto\", \"structured\" or \"content\"";
+        match &node.value {
+            Value::String(s) if s == "auto" => Ok(ClientProfile::Auto),
+            Value::String(s) if s == "structured" => Ok(ClientProfile::Structured),
+            Value::String(s) if s == "content" => Ok(ClientProfile::Content),
+            _ => Err(self.invalid(path, node, EXPECTED)),
         }
     }
 

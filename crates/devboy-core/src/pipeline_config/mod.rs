@@ -57,6 +57,8 @@ pub struct PipelineConfig {
     pub encoding: EncodingSettings,
     /// Which tokenizer counts costs.
     pub tokenizer: TokenizerChoice,
+    /// What the client shows the model of a result.
+    pub client: ClientProfile,
     /// Per-endpoint overrides, in file order.
     pub endpoints: Vec<EndpointRule>,
     /// Per-tool side-effect classes and invalidation lists, in file order.
@@ -117,6 +119,31 @@ pub enum TokenizerChoice {
     Cl100k,
     /// Characters divided by this ratio.
     CharsPerToken(f32),
+}
+
+/// What the client shows the model of a result that carries both content
+/// blocks and `structuredContent`: the pipeline must act on that (DESIGN §3).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ClientProfile {
+    /// Decide by the client's name at `initialize`: names starting with
+    /// `claude` (Claude Code) forward `structuredContent`, others the
+    /// content blocks.
+    Auto,
+    /// The client forwards `structuredContent` when present.
+    Structured,
+    /// The client forwards the content blocks.
+    Content,
+}
+
+impl ClientProfile {
+    /// Whether a client called `client_name` forwards `structuredContent`.
+    pub fn forwards_structured(self, client_name: Option<&str>) -> bool {
+        match self {
+            ClientProfile::Auto => client_name.is_some_and(|n| n.starts_with("claude")),
+            ClientProfile::Structured => true,
+            ClientProfile::Content => false,
+        }
+    }
 }
 
 /// `[endpoints."GLOB"]`: settings for the tools whose exposed names match.

@@ -54,6 +54,7 @@ enabled = false
 budget_tokens = 5000
 [profiles]
 tokenizer = "chars:3.5"
+client = "content"
 "#,
     )
     .unwrap();
@@ -79,6 +80,11 @@ tokenizer = "chars:3.5"
         }
     );
     assert_eq!(parsed.tokenizer, TokenizerChoice::CharsPerToken(3.5));
+    assert_eq!(parsed.client, ClientProfile::Content);
+    assert!(!parsed.client.forwards_structured(Some("claude-code")));
+    assert!(ClientProfile::Auto.forwards_structured(Some("claude-code")));
+    assert!(!ClientProfile::Auto.forwards_structured(Some("inspector")));
+    assert!(ClientProfile::Structured.forwards_structured(None));
 }
 
 #[test]
