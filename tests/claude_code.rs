@@ -6,9 +6,11 @@
 mod common;
 
 use std::path::Path;
+use std::time::{Duration, Instant};
 
 use common::toml_str;
 
+use devboy_testkit::scripted_model::COMPACTION_SUMMARY_TEXT;
 use devboy_testkit::{peers, ClaudeCode, Script, ScriptedModel};
 use serde_json::{json, Value};
 
@@ -17,6 +19,11 @@ const DEVBOY: &str = env!("CARGO_BIN_EXE_devboy");
 /// Writes a devboy config proxying server-filesystem rooted at `root` as
 /// upstream `fs`, and registers devboy with Claude Code as server `devboy`.
 fn add_devboy_with_fs(claude: &ClaudeCode, root: &Path) {
+    add_devboy_with_fs_and_env(claude, root, &[]);
+}
+
+/// [`add_devboy_with_fs`], with environment variables for devboy.
+fn add_devboy_with_fs_and_env(claude: &ClaudeCode, root: &Path, env: &[(&str, &str)]) {
     let fs = peers::server_filesystem(root);
     let args: Vec<String> = fs.args.iter().map(|a| toml_str(a)).collect();
     let config = claude.scratch_dir().join("devboy.toml");
@@ -30,10 +37,11 @@ fn add_devboy_with_fs(claude: &ClaudeCode, root: &Path) {
     )
     .unwrap();
     claude
-        .mcp_add(
+        .mcp_add_with_env(
             "devboy",
             DEVBOY,
             &["mcp", "--config", config.to_str().unwrap()],
+            env,
         )
         .unwrap();
 }
@@ -198,4 +206,148 @@ fn repeated_read_reaches_the_model_as_a_resolvable_reference() {
         "read after write: {}",
         seen[4]
     );
+}
+
+/// DESIGN.md §4 invariant 3 inside one Claude Code process (one devboy):
+/// a repeat is a reference while the first result is in the model's
+/// context; after a real `/compact` in the same session (the hooks installed
+/// by `devboy hook install` signal the running devboy) the same read reaches
+/// the model in full again, under a new id. Every step is checked on the
+/// tool results the scripted model received.
+#[test]
+fn after_compact_in_the_same_session_a_repeat_is_full_again() {
+    let claude = ClaudeCode::new().unwrap();
+    let text = "a line the model holds until compaction, 2718\n".repeat(40);
+    let file = claude.project().join("notes.txt");
+    std::fs::write(&file, &text).unwrap();
+    let path = file.to_str().unwrap();
+
+    let read = "mcp__devboy__fs__read_text_file";
+    // The compaction request is answered by the scripted model on its own
+    // (`COMPACTION_SUMMARY`) and takes no turn of the script.
+    let model = ScriptedModel::start(
+        Script::new()
+            .tool_use(read, json!({"path": path}))
+            .tool_use(read, json!({"path": path}))
+            .text("read it twice")
+            .tool_use(read, json!({"path": path}))
+            .final_text("read it after compaction"),
+    )
+    .unwrap();
+    let runtime = claude.scratch_dir().join("run");
+    let runtime = runtime.to_str().unwrap();
+    // Claude Code passes its environment on to the hooks and to devboy;
+    // devboy also gets the variable explicitly, so as not to depend on that.
+    let claude = claude.model(&model).env("DEVBOY_RUNTIME_DIR", runtime);
+    add_devboy_with_fs_and_env(
+        &claude,
+        claude.project(),
+        &[("DEVBOY_RUNTIME_DIR", runtime)],
+    );
+    let install = std::process::Command::new(DEVBOY)
+        .args(["hook", "install"])
+        .current_dir(claude.project())
+        .output()
+        .unwrap();
+    assert!(install.status.success(), "{install:?}");
+    let partition_file = devboy_core::paths::partition_file(
+        Path::new(runtime),
+        &claude.project().canonicalize().unwrap(),
+    );
+
+    let mut session = claude.start_session(&[read]).unwrap();
+    session.turn("Read notes.txt twice.").unwrap();
+    let compacted = session.turn("/compact").unwrap();
+    // PreCompact and SessionStart(compact) have both signalled (the second
+    // may finish after the result event), and the running devboy polls the
+    // file: give it a few polls before the next user turn, as a person
+    // typing would.
+    let state = wait_for_epoch(&partition_file, 2);
+    assert_eq!(state["event"], json!("SessionStart:compact"), "{state}");
+    std::thread::sleep(4 * devboy_mcp::partition::POLL_INTERVAL);
+    session.turn("Read notes.txt again.").unwrap();
+    let events = session.events().to_vec();
+    session.finish().unwrap().assert_success();
+    assert!(
+        events
+            .iter()
+            .any(|e| e["subtype"] == json!("compact_boundary")),
+        "no compaction in the session; /compact answered {compacted}"
+    );
+
+    let results = model.tool_results();
+    assert_eq!(results.len(), 3, "{results:#?}");
+    let seen: Vec<String> = results.iter().map(|r| r.text()).collect();
+    for (r, s) in results.iter().zip(&seen) {
+        assert_eq!(r.tool_name.as_deref(), Some(read));
+        assert!(!r.is_error, "{s}");
+    }
+    let structured = serde_json::to_string(&json!({ "content": text })).unwrap();
+    // 1: the full body with its id.
+    assert!(seen[0].contains(&structured), "first read: {}", seen[0]);
+    let first_id = result_id(&seen[0]);
+    // 2: only the reference to it.
+    assert_eq!(
+        seen[1],
+        format!("> [ref: {first_id}, unchanged; devboy_expand {first_id}]"),
+        "second read"
+    );
+    // The compaction summarized the conversation holding both.
+    let compactions = model.compaction_requests();
+    assert_eq!(compactions.len(), 1, "one summarization request");
+    assert!(compactions[0].to_string().contains(&results[1].tool_use_id));
+    // After it, the model's context no longer holds the first result...
+    let after = model
+        .main_requests()
+        .into_iter()
+        .find(|r| r.to_string().contains(&results[2].tool_use_id))
+        .expect("the request showing the third read");
+    let after_text = after.to_string();
+    for earlier in &results[..2] {
+        assert!(
+            !after_text.contains(&earlier.tool_use_id),
+            "the compacted context still holds {}",
+            earlier.tool_use_id
+        );
+    }
+    assert!(after_text.contains(COMPACTION_SUMMARY_TEXT), "{after_text}");
+    // ...and devboy knew: the third read is the full body again, under a
+    // new id, not a reference the model could no longer resolve.
+    assert!(
+        seen[2].contains(&structured),
+        "read after /compact: {}",
+        seen[2]
+    );
+    assert!(!seen[2].contains("[ref:"), "{}", seen[2]);
+    let new_id = result_id(&seen[2]);
+    assert_ne!(new_id, first_id, "{}", seen[2]);
+}
+
+/// The id of a fresh result: `rN` from its `> [id: rN]` line.
+fn result_id(result: &str) -> String {
+    result
+        .lines()
+        .find_map(|l| l.strip_prefix("> [id: ")?.strip_suffix(']'))
+        .unwrap_or_else(|| panic!("no `> [id: …]` line in {result}"))
+        .to_owned()
+}
+
+/// Waits (10 s at most) until the partition file records `epoch`; returns
+/// its contents.
+fn wait_for_epoch(file: &Path, epoch: u64) -> Value {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let state: Option<Value> = std::fs::read_to_string(file)
+            .ok()
+            .and_then(|s| serde_json::from_str(&s).ok());
+        if let Some(state) = state.filter(|s| s["epoch"].as_u64() >= Some(epoch)) {
+            return state;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{} never reached epoch {epoch}",
+            file.display()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
 }

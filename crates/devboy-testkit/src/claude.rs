@@ -21,6 +21,9 @@
 //! Servers are added with `claude mcp add -s user` (written to the temp
 //! `~/.claude.json`; needs no approval).
 //!
+//! [`ClaudeCode::start_session`] runs one process for several user turns
+//! (`/compact` included); see [`crate::session`].
+//!
 //! `claude -p` is run with `--allowedTools` naming the MCP tools it may call
 //! (`--dangerously-skip-permissions` is refused when running as root, and a
 //! tool not allowed comes back to the model as an `is_error` tool result
@@ -35,6 +38,7 @@ use anyhow::{bail, Context as _};
 
 use crate::peers;
 use crate::scripted_model::ScriptedModel;
+use crate::session::ClaudeSession;
 
 /// Default hard timeout of one `claude` invocation.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
@@ -288,6 +292,28 @@ impl ClaudeCode {
         self.run(&args)
     }
 
+    /// Starts one Claude Code process that takes user turns one at a time
+    /// (see [`ClaudeSession`]); it may call `allowed_tools` without asking.
+    /// Each wait on the session is bounded by the timeout
+    /// ([`ClaudeCode::timeout`]).
+    pub fn start_session(&self, allowed_tools: &[&str]) -> anyhow::Result<ClaudeSession> {
+        let mut cmd = self.command();
+        cmd.args([
+            "-p",
+            "--input-format",
+            "stream-json",
+            "--output-format",
+            "stream-json",
+            "--verbose",
+            "--permission-prompts",
+            "none",
+        ]);
+        if !allowed_tools.is_empty() {
+            cmd.args(["--allowedTools", &allowed_tools.join(",")]);
+        }
+        ClaudeSession::spawn(cmd, self.timeout).context("claude stream-json session")
+    }
+
     /// Claude Code's session transcripts under the temporary `HOME`
     /// (`~/.claude/projects/<mangled project path>/…/*.jsonl`), sorted.
     pub fn session_logs(&self) -> Vec<PathBuf> {
@@ -323,7 +349,6 @@ pub fn run_with_timeout(mut cmd: Command, timeout: Duration) -> anyhow::Result<C
     let mut child = cmd
         .spawn()
         .with_context(|| format!("spawn {:?}", cmd.get_program()))?;
-    let pgid = child.id() as libc::pid_t;
     let mut stdout = child.stdout.take().expect("piped stdout");
     let mut stderr = child.stderr.take().expect("piped stderr");
     let out_reader = std::thread::spawn(move || {
@@ -350,11 +375,7 @@ pub fn run_with_timeout(mut cmd: Command, timeout: Duration) -> anyhow::Result<C
     // id cannot have been reused): on timeout that is Claude Code itself, and
     // in any case children left behind (e.g. MCP servers that outlived it)
     // would keep the pipes open and the readers waiting.
-    // SAFETY: kill(2) with a negative pid signals the process group created
-    // by `process_group(0)` above, whose leader is our unreaped child.
-    unsafe {
-        libc::kill(-pgid, libc::SIGKILL);
-    }
+    kill_group(child.id());
     let status = child.wait()?;
     let output = ClaudeOutput {
         status,
@@ -367,8 +388,19 @@ pub fn run_with_timeout(mut cmd: Command, timeout: Duration) -> anyhow::Result<C
     Ok(output)
 }
 
+/// Sends SIGKILL to the process group led by `leader`, a child spawned with
+/// `process_group(0)`. Call it only while the leader is unreaped, so that the
+/// group id cannot have been reused.
+pub(crate) fn kill_group(leader: u32) {
+    // SAFETY: kill(2) with a negative pid only sends a signal; the group is
+    // the one our unreaped child leads (see above).
+    unsafe {
+        libc::kill(-(leader as libc::pid_t), libc::SIGKILL);
+    }
+}
+
 /// Whether process `pid` (our child) has exited, without reaping it.
-fn exited_unreaped(pid: u32) -> std::io::Result<bool> {
+pub(crate) fn exited_unreaped(pid: u32) -> std::io::Result<bool> {
     // SAFETY: an all-zero siginfo_t is a valid value; waitid(2) fills it.
     let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
     // SAFETY: waitid on our own child with WNOWAIT leaves it waitable.

@@ -8,12 +8,17 @@
 //!   sees exactly what the model was shown.
 //! - [`claude`]: runs the real Claude Code CLI offline in a temporary `HOME`
 //!   against a scripted model.
+//! - [`session`]: one Claude Code process driven turn by turn (stream-json on
+//!   stdin and stdout), for conversations with several user turns and slash
+//!   commands such as `/compact`.
 
 #![warn(missing_docs)]
 
 pub mod claude;
 pub mod peers;
 pub mod scripted_model;
+pub mod session;
 
 pub use claude::{ClaudeCode, ClaudeOutput};
 pub use scripted_model::{RequestKind, Script, ScriptedModel, ToolResultSeen, Turn};
+pub use session::ClaudeSession;

@@ -17,10 +17,14 @@
 //!
 //! A request is a **main** request when it carries a non-empty `tools` array
 //! (the agent loop always does); only main requests advance the [`Script`].
-//! Anything else sent to `/v1/messages` (title generation, quota probes,
-//! summaries with a small model) is a **side** request and is answered with
-//! the short text [`SIDE_TEXT`]. Once the script is exhausted, main requests
-//! are answered with the script's final text.
+//! Claude Code's **compaction** request (`/compact`, or automatic compaction)
+//! carries the tools too, but its last user message asks for a summary of the
+//! conversation ([`COMPACTION_PROMPT_MARKER`]); it is answered with
+//! [`COMPACTION_SUMMARY`] and does not advance the script, so a script only
+//! lists the agent's own turns. Anything else sent to `/v1/messages` (title
+//! generation, quota probes, summaries with a small model) is a **side**
+//! request and is answered with the short text [`SIDE_TEXT`]. Once the script
+//! is exhausted, main requests are answered with the script's final text.
 //!
 //! Every request is recorded; [`ScriptedModel::tool_results`] and
 //! [`ScriptedModel::tools_offered`] read the main requests back.
@@ -42,6 +46,31 @@ pub const DEFAULT_FINAL_TEXT: &str = "Done.";
 
 /// Text every side request (one without `tools`) is answered with.
 pub const SIDE_TEXT: &str = "ok";
+
+/// Text that identifies Claude Code's compaction request: it appears in the
+/// summarization prompt Claude Code (2.1.x) appends as the last user message.
+pub const COMPACTION_PROMPT_MARKER: &str = "create a detailed summary of the conversation";
+
+/// The summary the scripted model writes when Claude Code compacts: the
+/// compacted conversation starts from it.
+macro_rules! compaction_summary_text {
+    () => {
+        "The scripted model's summary of the conversation so far."
+    };
+}
+
+/// The summary text inside [`COMPACTION_SUMMARY`]; the requests after a
+/// compaction carry it.
+pub const COMPACTION_SUMMARY_TEXT: &str = compaction_summary_text!();
+
+/// The answer to every compaction request. Claude Code wants the summary
+/// inside `<summary>` tags and asks again, with a stricter prompt, when they
+/// are missing; with them, one request per compaction suffices.
+pub const COMPACTION_SUMMARY: &str = concat!(
+    "<analysis>Scripted compaction.</analysis>\n<summary>",
+    compaction_summary_text!(),
+    "</summary>"
+);
 
 /// Largest request body accepted (Claude Code's requests are a few hundred KB).
 const MAX_BODY: usize = 64 * 1024 * 1024;
@@ -132,6 +161,10 @@ impl Script {
 pub enum RequestKind {
     /// `POST /v1/messages` with a non-empty `tools` array: advances the script.
     Main,
+    /// Claude Code asking for a summary of the conversation to compact it
+    /// (see [`COMPACTION_PROMPT_MARKER`]): answered with
+    /// [`COMPACTION_SUMMARY`]; does not advance the script.
+    Compaction,
     /// Any other `POST /v1/messages`: answered with [`SIDE_TEXT`].
     Side,
     /// `POST /v1/messages/count_tokens`.
@@ -282,15 +315,26 @@ impl ScriptedModel {
         self.lock().log.clone()
     }
 
-    /// The bodies of every Messages API request (`POST /v1/messages`, main
-    /// and side), in order.
+    /// The bodies of every Messages API request (`POST /v1/messages`: main,
+    /// compaction and side), in order.
     pub fn requests(&self) -> Vec<Value> {
-        self.bodies(|k| matches!(k, RequestKind::Main | RequestKind::Side))
+        self.bodies(|k| {
+            matches!(
+                k,
+                RequestKind::Main | RequestKind::Compaction | RequestKind::Side
+            )
+        })
     }
 
     /// The bodies of the main requests (those that carried `tools`), in order.
     pub fn main_requests(&self) -> Vec<Value> {
         self.bodies(|k| k == RequestKind::Main)
+    }
+
+    /// The bodies of the compaction requests, in order: each holds the
+    /// conversation as it was just before it was summarized.
+    pub fn compaction_requests(&self) -> Vec<Value> {
+        self.bodies(|k| k == RequestKind::Compaction)
     }
 
     /// The bodies of the side requests, in order.
@@ -595,28 +639,22 @@ fn handle(request: &HttpRequest, state: &Mutex<State>) -> HttpResponse {
     let response = match (request.method.as_str(), path) {
         ("POST", "/v1/messages") => match parsed {
             Some(body) if body.is_object() => {
-                let main = body
-                    .get("tools")
-                    .and_then(Value::as_array)
-                    .is_some_and(|t| !t.is_empty());
-                record.kind = if main {
-                    RequestKind::Main
-                } else {
-                    RequestKind::Side
-                };
-                let turn = if main {
-                    let final_text = state
-                        .script
-                        .final_text
-                        .clone()
-                        .unwrap_or_else(|| DEFAULT_FINAL_TEXT.to_owned());
-                    state
-                        .script
-                        .turns
-                        .pop_front()
-                        .unwrap_or(Turn::Text(final_text))
-                } else {
-                    Turn::Text(SIDE_TEXT.to_owned())
+                record.kind = classify(&body);
+                let turn = match record.kind {
+                    RequestKind::Main => {
+                        let final_text = state
+                            .script
+                            .final_text
+                            .clone()
+                            .unwrap_or_else(|| DEFAULT_FINAL_TEXT.to_owned());
+                        state
+                            .script
+                            .turns
+                            .pop_front()
+                            .unwrap_or(Turn::Text(final_text))
+                    }
+                    RequestKind::Compaction => Turn::text(COMPACTION_SUMMARY),
+                    _ => Turn::text(SIDE_TEXT),
                 };
                 let message = build_message(&mut state.next_id, &body, &turn, request.body.len());
                 record.answer = Some(message.clone());
@@ -644,6 +682,44 @@ fn handle(request: &HttpRequest, state: &Mutex<State>) -> HttpResponse {
     };
     state.log.push(record);
     response
+}
+
+/// Classifies a `POST /v1/messages` body: compaction when the last message
+/// is a user message carrying [`COMPACTION_PROMPT_MARKER`], else main when it
+/// offers tools, else side.
+fn classify(body: &Value) -> RequestKind {
+    let last = body
+        .get("messages")
+        .and_then(Value::as_array)
+        .and_then(|m| m.last());
+    let compaction = last.is_some_and(|m| {
+        m.get("role").and_then(Value::as_str) == Some("user")
+            && message_text(m).contains(COMPACTION_PROMPT_MARKER)
+    });
+    let tools = body
+        .get("tools")
+        .and_then(Value::as_array)
+        .is_some_and(|t| !t.is_empty());
+    if compaction {
+        RequestKind::Compaction
+    } else if tools {
+        RequestKind::Main
+    } else {
+        RequestKind::Side
+    }
+}
+
+/// The text of a message: its string content, or its text blocks joined.
+fn message_text(message: &Value) -> String {
+    match message.get("content") {
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Array(blocks)) => blocks
+            .iter()
+            .filter_map(|b| b.get("text").and_then(Value::as_str))
+            .collect::<Vec<_>>()
+            .join("\n"),
+        _ => String::new(),
+    }
 }
 
 fn estimate_tokens(bytes: usize) -> u64 {
@@ -783,6 +859,32 @@ mod tests {
         assert_eq!(p.len(), 2);
         assert_eq!(p.concat(), s);
         assert_eq!(pieces(""), vec![String::new()]);
+    }
+
+    #[test]
+    fn compaction_requests_are_told_apart_from_main_and_side() {
+        let tools = json!([{"name": "Read", "input_schema": {"type": "object"}}]);
+        let prompt =
+            format!("CRITICAL: text only.\n\nYour task is to {COMPACTION_PROMPT_MARKER} so far.");
+        let compaction = json!({"tools": tools, "messages": [
+            {"role": "user", "content": [{"type": "text", "text": "read a file"}]},
+            {"role": "assistant", "content": [{"type": "text", "text": "done"}]},
+            {"role": "user", "content": prompt},
+        ]});
+        assert_eq!(classify(&compaction), RequestKind::Compaction);
+        let quoted = json!({"tools": tools, "messages": [
+            {"role": "user", "content": [{"type": "text", "text": prompt}]},
+            {"role": "assistant", "content": [{"type": "text", "text": "no"}]},
+        ]});
+        assert_eq!(
+            classify(&quoted),
+            RequestKind::Main,
+            "only the last message counts"
+        );
+        let main = json!({"tools": tools, "messages": [{"role": "user", "content": "hi"}]});
+        assert_eq!(classify(&main), RequestKind::Main);
+        let side = json!({"messages": [{"role": "user", "content": "hi"}]});
+        assert_eq!(classify(&side), RequestKind::Side);
     }
 
     #[test]

@@ -7,7 +7,9 @@ use std::net::SocketAddr;
 use std::process::Command;
 
 use devboy_testkit::peers;
-use devboy_testkit::scripted_model::{RequestKind, SIDE_TEXT};
+use devboy_testkit::scripted_model::{
+    RequestKind, COMPACTION_SUMMARY, COMPACTION_SUMMARY_TEXT, SIDE_TEXT,
+};
 use devboy_testkit::{ClaudeCode, Script, ScriptedModel, Turn};
 use serde_json::{json, Value};
 
@@ -434,4 +436,54 @@ fn project_mcp_json_is_trusted_without_prompt_and_peer_env_is_passed() {
         config["mcpServers"]["mem"]["env"]["MEMORY_FILE_PATH"],
         json!(memory_file.to_str().unwrap())
     );
+}
+
+/// One `claude` process plays several user turns, `/compact` among them:
+/// the compaction request is answered with the scripted summary without
+/// taking a turn of the script, and the next turn starts from that summary.
+#[test]
+fn claude_session_plays_several_turns_and_compacts_in_one_process() {
+    let model = ScriptedModel::start(
+        Script::new()
+            .text("first answer")
+            .text("second answer")
+            .final_text("spare answer"),
+    )
+    .unwrap();
+    let claude = ClaudeCode::new().unwrap().model(&model);
+    let mut session = claude.start_session(&[]).unwrap();
+    let first = session.turn("Say one thing.").unwrap();
+    assert_eq!(first["result"], json!("first answer"), "{first}");
+    let compact = session.turn("/compact").unwrap();
+    assert_eq!(compact["subtype"], json!("success"), "{compact}");
+    let second = session.turn("Say another thing.").unwrap();
+    assert_eq!(second["result"], json!("second answer"), "{second}");
+    let events = session.events().to_vec();
+    session.finish().unwrap().assert_success();
+
+    // One process, one conversation: every event carries the same session id.
+    let ids: std::collections::HashSet<&str> = events
+        .iter()
+        .filter_map(|e| e["session_id"].as_str())
+        .collect();
+    assert_eq!(ids.len(), 1, "{ids:?}");
+    assert!(events
+        .iter()
+        .any(|e| e["subtype"] == json!("compact_boundary")));
+
+    assert_eq!(model.turns_remaining(), 0);
+    let compactions = model.compaction_requests();
+    assert_eq!(compactions.len(), 1, "one summarization request");
+    assert!(compactions[0].to_string().contains("first answer"));
+    let answer = model
+        .recorded()
+        .into_iter()
+        .find(|r| r.kind == RequestKind::Compaction)
+        .and_then(|r| r.answer)
+        .expect("the compaction request was answered");
+    assert_eq!(answer["content"][0]["text"], json!(COMPACTION_SUMMARY));
+    // The turn after /compact starts from the summary, not the history.
+    let last = model.last_main_request().unwrap().to_string();
+    assert!(last.contains(COMPACTION_SUMMARY_TEXT), "{last}");
+    assert!(!last.contains("first answer"), "{last}");
 }
