@@ -2,6 +2,9 @@
 //! model fewer tokens. This binary is the only place that knows about the
 //! command line, logging setup and process exit codes.
 
+mod codec;
+mod replay;
+
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -47,12 +50,44 @@ enum Command {
         /// How long the first tools/list may wait for upstreams still starting.
         #[arg(long, default_value_t = 10_000, value_name = "MS")]
         list_grace_ms: u64,
-        /// What happens to tool results: `dedup` answers a repeat the model
-        /// already holds with a reference to it; `passthrough` changes nothing.
-        #[arg(long, value_enum, default_value_t = PipelineArg::Dedup)]
+        /// What happens to tool results: `full` answers a repeat the model
+        /// already holds with a reference to it and re-encodes structured
+        /// results losslessly when that costs fewer tokens; `dedup` only
+        /// does the first; `passthrough` changes nothing.
+        #[arg(long, value_enum, default_value_t = PipelineArg::Full)]
         pipeline: PipelineArg,
         /// The pipeline's knobs. Default: pipeline_config.toml in the config
         /// directory if it exists, else the embedded default.
+        #[arg(long, value_name = "FILE")]
+        pipeline_config: Option<PathBuf>,
+    },
+    /// Print what the model would see of the body on stdin: its cheapest
+    /// lossless encoding, or the body unchanged when nothing is cheaper.
+    /// A one-line summary goes to stderr.
+    Encode {
+        /// Apply this exposed tool's settings from the pipeline config
+        /// (`encode`, `template`), e.g. `gh__list_issues`.
+        #[arg(long, value_name = "NAME")]
+        tool: Option<String>,
+        /// The pipeline config (default as for `devboy mcp`).
+        #[arg(long, value_name = "FILE")]
+        pipeline_config: Option<PathBuf>,
+    },
+    /// Turn an encoded body on stdin back into the original (JSON as
+    /// compact JSON, Markdown and text byte for byte).
+    Decode,
+    /// Run recorded responses through the whole pipeline in one session and
+    /// report tokens: raw, json_compact, json_pretty, final; the dedup /
+    /// encoder / combined split; decode failures. PATHs: directories, nock
+    /// recordings (raw-fixture.json), OpenAPI documents (their examples),
+    /// .jsonl captures ({"tool", "body"} per line), or any file as one body.
+    Replay {
+        #[arg(required = true, value_name = "PATH")]
+        paths: Vec<PathBuf>,
+        /// `json` prints one JSON object instead of the table.
+        #[arg(long, value_enum, default_value_t = ReplayFormat::Table)]
+        format: ReplayFormat,
+        /// The pipeline config (default as for `devboy mcp`).
         #[arg(long, value_name = "FILE")]
         pipeline_config: Option<PathBuf>,
     },
@@ -64,8 +99,15 @@ enum Command {
     },
 }
 
+#[derive(Clone, Copy, PartialEq, clap::ValueEnum)]
+enum ReplayFormat {
+    Table,
+    Json,
+}
+
 #[derive(Clone, Copy, clap::ValueEnum)]
 enum PipelineArg {
+    Full,
     Dedup,
     Passthrough,
 }
@@ -140,6 +182,7 @@ fn run(command: Command) -> anyhow::Result<()> {
                 tracing::warn!("{warning}");
             }
             let pipeline = match pipeline {
+                PipelineArg::Full => devboy_mcp::Pipeline::Full(Arc::new(pipeline_config)),
                 PipelineArg::Dedup => devboy_mcp::Pipeline::Dedup(Arc::new(pipeline_config)),
                 PipelineArg::Passthrough => devboy_mcp::Pipeline::Passthrough,
             };
@@ -147,6 +190,22 @@ fn run(command: Command) -> anyhow::Result<()> {
             // Upstream children are already stopped; do not wait for stray tasks.
             runtime.shutdown_timeout(Duration::from_millis(200));
             Ok(())
+        }
+        Command::Encode {
+            tool,
+            pipeline_config,
+        } => {
+            let config = PipelineConfig::resolve(pipeline_config.as_deref())?;
+            codec::encode_cmd(&config, tool.as_deref())
+        }
+        Command::Decode => codec::decode_cmd(),
+        Command::Replay {
+            paths,
+            format,
+            pipeline_config,
+        } => {
+            let config = PipelineConfig::resolve(pipeline_config.as_deref())?;
+            replay::replay_cmd(&config, &paths, format == ReplayFormat::Json)
         }
         Command::Hook {
             command: HookCommand::Signal,

@@ -118,12 +118,19 @@ async fn status_reports_the_pipeline() {
     devboy.call("t__payload", json!({"bytes": 2048})).await;
     devboy.call("t__payload", json!({"bytes": 2048})).await;
     let status: Value = devboy.status().await;
-    assert_eq!(status["session"]["pipeline"], "dedup", "{status}");
+    assert_eq!(status["session"]["pipeline"], "full", "{status}");
     assert_eq!(status["session"]["replaced"], 2, "{status}");
     let savings = &status["session"]["savings"];
     assert_eq!(savings["references"], 1, "{status}");
     assert_eq!(savings["bytes_referenced"], 2048, "{status}");
     assert_eq!(savings["ids_issued"], 1, "{status}");
+    // Honest accounting: tokens of what the client would have forwarded,
+    // and of what it was sent, in a named tokenizer.
+    assert_eq!(savings["tokenizer"], "o200k_base", "{status}");
+    let raw = savings["tokens_raw"].as_u64().unwrap();
+    let fin = savings["tokens_final"].as_u64().unwrap();
+    assert!(fin < raw, "{status}");
+    assert!(savings["dedup_savings_pct"].as_f64().unwrap() > 40.0, "{status}");
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -132,8 +139,12 @@ async fn a_polled_status_becomes_a_near_reference_with_the_exact_changes() {
     let devboy = Devboy::start_with_pipeline(ONE, pipeline).await;
     let first = devboy.call("t__poll", json!({})).await;
     let base = id_of(&first);
-    let first_body: Value = serde_json::from_str(first.content[0].as_text().unwrap().text.as_str())
-        .expect("poll returns JSON");
+    // The first poll reaches the model re-encoded; its id expands to the
+    // JSON the server sent.
+    let original = devboy.call("devboy_expand", json!({"id": base})).await;
+    let first_body: Value = serde_json::from_str(&text_of(&original)).expect("poll returns JSON");
+    let shown = first.content[0].as_text().unwrap().text.as_str();
+    assert_eq!(devboy_pipeline::encode::decode(shown).unwrap(), first_body);
 
     let second = devboy.call("t__poll", json!({})).await;
     let text = text_of(&second);
@@ -212,8 +223,9 @@ async fn the_client_profile_can_be_set_for_clients_devboy_does_not_recognise() {
     );
     let fresh = devboy.call("t__structured", json!({"n": 40})).await;
     assert_eq!(fresh.structured_content, None);
+    // What the model is shown is that value (re-encoded, losslessly).
     let shown = fresh.content[0].as_text().unwrap().text.clone();
-    let value: Value = serde_json::from_str(&shown).unwrap();
+    let value = devboy_pipeline::encode::decode(&shown).unwrap();
     assert_eq!(value["items"].as_array().map(Vec::len), Some(40));
     assert!(id_of(&fresh).starts_with('r'));
 }

@@ -1,36 +1,40 @@
-//! L0 dedup at the seam: MCP results in, what the model should see out.
+//! The pipeline at the seam: MCP results in, what the model should see out.
 //!
 //! This adapter decides *what the client forwards to the model* and hands
-//! exactly those bytes to the pure [`L0Stage`]:
+//! exactly that text to the pure [`SessionPipeline`] (L0 dedup, then the
+//! L1/L2 router when encoding is on):
 //!
 //! - If the result carries `structuredContent` and the client forwards it
 //!   (Claude Code does, DESIGN §3), the model sees that value serialized.
-//!   To show an id with it or to replace it, the result is rewritten into a
-//!   text block holding that same serialization, and `structuredContent` is
-//!   dropped; the session drops the tool's `outputSchema` from the listing in
-//!   that case, so the result stays valid under the protocol.
+//!   To show an id with it, re-encode it or replace it, the result is
+//!   rewritten into text blocks and `structuredContent` is dropped; the
+//!   session drops the tool's `outputSchema` from the listing in that case,
+//!   so the result stays valid under the protocol.
 //! - Otherwise, if every content block is text, the model sees the text
-//!   blocks; the id goes into one extra text block, and a repeat becomes one
-//!   text block holding the reference.
+//!   blocks. One block may be re-encoded; with several, only dedup applies.
+//!   The id goes into one extra text block, and a repeat becomes one text
+//!   block holding the reference.
 //! - Anything else (images, audio, resources, mixed content) passes
 //!   untouched (DESIGN §4.7).
 //!
 //! Annotations and `_meta` on the result are kept in every case.
 //!
 //! What applies to which tool comes from `pipeline_config.toml`
-//! ([`PipelineConfig`]): per-endpoint dedup, minimum size and near-duplicate
-//! hints, and per-tool side-effect classes and `invalidates` lists, matched
-//! on the exposed tool name.
+//! ([`PipelineConfig`]): per-endpoint dedup, minimum size, near-duplicate
+//! hints, encoding and template, and per-tool side-effect classes and
+//! `invalidates` lists, matched on the exposed tool name.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use devboy_core::config::ConfigSource;
-use devboy_core::pipeline_config::PipelineConfig;
+use devboy_core::pipeline_config::{PipelineConfig, TokenizerChoice};
+use devboy_pipeline::route::RouteConfig;
+use devboy_pipeline::session::{BodyPolicy, SessionPipeline, Totals};
 use devboy_pipeline::{
-    paths_in_arguments, DedupConfig, EndpointKey, ExpandConfig, Fingerprint, L0Config, L0Outcome,
-    L0Stage, NearPolicy, ResultPolicy, SideEffect, Timestamp,
+    paths_in_arguments, DedupConfig, EndpointKey, ExpandConfig, Fingerprint, L0Config, NearPolicy,
+    ResultPolicy, SideEffect, Timestamp, Tokenizer,
 };
 use rmcp::model::{CallToolResult, ContentBlock};
 
@@ -45,26 +49,38 @@ enum Forwarded<'a> {
     Text(Vec<&'a str>),
 }
 
-/// The session's L0 dedup processor.
+/// The session's pipeline processor: L0 dedup, and re-encoding when
+/// encoding is on.
 pub struct DedupProcessor {
     config: Arc<PipelineConfig>,
+    encode: bool,
     state: Mutex<State>,
     started: Instant,
 }
 
 struct State {
-    stage: L0Stage,
+    pipeline: SessionPipeline,
     /// The exposed name of every endpoint with a remembered body, for
     /// `invalidates` globs (which match exposed names).
     exposed: HashMap<EndpointKey, Arc<str>>,
-    near_refs: u64,
+}
+
+/// The pipeline's tokenizer for the configured choice.
+pub fn tokenizer(choice: TokenizerChoice) -> Tokenizer {
+    match choice {
+        TokenizerChoice::O200k => Tokenizer::O200k,
+        TokenizerChoice::Cl100k => Tokenizer::Cl100k,
+        TokenizerChoice::CharsPerToken(r) => Tokenizer::CharsPerToken(r),
+    }
 }
 
 impl DedupProcessor {
-    /// A processor with fresh state, following `config`.
-    pub fn new(config: Arc<PipelineConfig>) -> Self {
+    /// A processor with fresh state, following `config`; `encode` turns the
+    /// L1/L2 router on (`encoding.enabled` in the config can still turn it
+    /// off).
+    pub fn new(config: Arc<PipelineConfig>, encode: bool) -> Self {
         let d = &config.dedup;
-        let stage = L0Stage::new(L0Config {
+        let l0 = L0Config {
             dedup: DedupConfig {
                 max_entries: d.max_entries,
                 max_bytes: d.max_context_bytes,
@@ -72,16 +88,26 @@ impl DedupProcessor {
                 ttl: d.ttl,
             },
             expand: ExpandConfig::default(),
-        });
+        };
+        let route = RouteConfig {
+            tokenizer: tokenizer(config.tokenizer),
+            budget_tokens: config.encoding.budget_tokens,
+            only: None,
+        };
         Self {
+            encode: encode && config.encoding.enabled,
             config,
             state: Mutex::new(State {
-                stage,
+                pipeline: SessionPipeline::new(l0, route),
                 exposed: HashMap::new(),
-                near_refs: 0,
             }),
             started: Instant::now(),
         }
+    }
+
+    /// The pipeline's totals so far.
+    pub fn totals(&self) -> Totals {
+        lock(&self.state).pipeline.totals().clone()
     }
 
     fn now(&self) -> Timestamp {
@@ -122,7 +148,11 @@ fn with_content(
 
 impl ResponseProcessor for DedupProcessor {
     fn name(&self) -> &'static str {
-        "dedup"
+        if self.encode {
+            "full"
+        } else {
+            "dedup"
+        }
     }
 
     fn rewrites_structured(&self) -> bool {
@@ -139,8 +169,8 @@ impl ResponseProcessor for DedupProcessor {
         let paths = paths_in_arguments(call.arguments);
         let configured = self.config.has_invalidations(call.exposed);
         let mut state = lock(&self.state);
-        let State { stage, exposed, .. } = &mut *state;
-        let forgotten = stage.on_call(effect, &paths, |key| {
+        let State { pipeline, exposed } = &mut *state;
+        let forgotten = pipeline.stage().on_call(effect, &paths, |key| {
             configured
                 && exposed
                     .get(key)
@@ -161,7 +191,8 @@ impl ResponseProcessor for DedupProcessor {
         result: &CallToolResult,
     ) -> Result<Option<CallToolResult>, ProcessError> {
         let settings = self.config.endpoint(call.exposed);
-        if !settings.dedup {
+        let encode = self.encode && settings.encode;
+        if !settings.dedup && !encode {
             return Ok(None);
         }
         let Some(body) = forwarded(result, call.forwards_structured) else {
@@ -170,76 +201,84 @@ impl ResponseProcessor for DedupProcessor {
         // What the fingerprint and `devboy_expand` see: the forwarded text
         // itself, or, for several text blocks, a JSON array of them (so two
         // blocks never match one block that happens to join to the same).
-        let bytes: std::borrow::Cow<'_, str> = match &body {
-            Forwarded::Structured(text) => text.as_str().into(),
-            Forwarded::Text(texts) if texts.len() == 1 => texts[0].into(),
-            Forwarded::Text(texts) => serde_json::to_string(texts)?.into(),
+        let (bytes, json, single): (std::borrow::Cow<'_, str>, _, _) = match &body {
+            Forwarded::Structured(text) => (
+                text.as_str().into(),
+                result.structured_content.as_ref(),
+                true,
+            ),
+            Forwarded::Text(texts) if texts.len() == 1 => (texts[0].into(), None, true),
+            Forwarded::Text(texts) => (serde_json::to_string(texts)?.into(), None, false),
+        };
+        let near = &self.config.dedup.near_ref;
+        let policy = BodyPolicy {
+            dedup: settings.dedup.then(|| ResultPolicy {
+                min_body_bytes: Some(settings.min_body_bytes),
+                near: settings.near_ref.then_some(NearPolicy {
+                    max_changes: near.max_changes,
+                    min_body_bytes: near.min_body_bytes,
+                }),
+                call: serde_json::to_vec(&call.arguments)
+                    .ok()
+                    .map(|args| Fingerprint::of(&args)),
+            }),
+            // Several text blocks are not one document to re-encode.
+            encode: encode && single,
+            only: settings.template.clone(),
         };
         let endpoint = EndpointKey::new(call.upstream, call.tool);
         let paths = paths_in_arguments(call.arguments);
-        let near = &self.config.dedup.near_ref;
-        let policy = ResultPolicy {
-            min_body_bytes: Some(settings.min_body_bytes),
-            near: settings.near_ref.then_some(NearPolicy {
-                max_changes: near.max_changes,
-                min_body_bytes: near.min_body_bytes,
-            }),
-            call: Some(Fingerprint::of(&serde_json::to_vec(&call.arguments)?)),
-        };
-        let outcome = {
+        let processed = {
             let mut state = lock(&self.state);
             if !state.exposed.contains_key(&endpoint) {
                 state.exposed.insert(endpoint.clone(), call.exposed.into());
             }
-            let outcome =
-                state
-                    .stage
-                    .on_result(endpoint, bytes.as_bytes(), paths, self.now(), &policy);
-            if matches!(outcome, L0Outcome::NearRepeat { .. }) {
-                state.near_refs += 1;
-            }
-            outcome
+            let now = self.now();
+            state
+                .pipeline
+                .process(endpoint, &bytes, json, paths, now, &policy)
         };
         let structured = matches!(body, Forwarded::Structured(_));
-        let out = match outcome {
-            L0Outcome::Unchanged => return Ok(None),
-            L0Outcome::Fresh { id_line, .. } => {
-                let mut content = match body {
-                    // Exactly the text the client would have shown.
-                    Forwarded::Structured(text) => vec![ContentBlock::text(text)],
-                    Forwarded::Text(_) => result.content.clone(),
-                };
-                content.push(ContentBlock::text(id_line));
-                with_content(result, content, structured)
-            }
-            // A client that does not forward structuredContent keeps it: the
-            // tool's outputSchema is still declared to that client.
-            L0Outcome::Repeat { hint, .. } => {
-                with_content(result, vec![ContentBlock::text(hint)], structured)
-            }
-            L0Outcome::NearRepeat { text, .. } => {
-                with_content(result, vec![ContentBlock::text(text)], structured)
-            }
+        let mut content = match (processed.text, body) {
+            (Some(text), _) => vec![ContentBlock::text(text)],
+            (None, _) if processed.id_line.is_none() => return Ok(None),
+            // Exactly the text the client would have shown.
+            (None, Forwarded::Structured(text)) => vec![ContentBlock::text(text)],
+            (None, Forwarded::Text(_)) => result.content.clone(),
         };
-        Ok(Some(out))
+        content.extend(processed.id_line.map(ContentBlock::text));
+        // A client that does not forward structuredContent keeps it: the
+        // tool's outputSchema is still declared to that client.
+        Ok(Some(with_content(result, content, structured)))
     }
 
     fn advance_partition(&self) -> Option<u64> {
-        Some(lock(&self.state).stage.advance_partition())
+        Some(lock(&self.state).pipeline.stage().advance_partition())
     }
 
     fn report(&self) -> Option<serde_json::Value> {
         let state = lock(&self.state);
-        let stage = &state.stage;
+        let totals = state.pipeline.totals();
+        let stage = state.pipeline.stage_ref();
         let cache = stage.cache().stats();
         let store = stage.store().stats();
+        let (dedup_pct, encoder_pct, combined_pct) = totals.split_pct();
         Some(serde_json::json!({
             "config": match &self.config.source {
                 ConfigSource::File(path) => path.display().to_string(),
                 ConfigSource::Embedded => "embedded default".to_owned(),
             },
-            "references": cache.hits,
-            "near_references": state.near_refs,
+            "tokenizer": state.pipeline.tokenizer().to_string(),
+            "baseline": "what the client would have forwarded",
+            "tokens_raw": totals.tokens_raw,
+            "tokens_final": totals.tokens_final,
+            "dedup_savings_pct": dedup_pct,
+            "encoder_savings_pct": encoder_pct,
+            "combined_savings_pct": combined_pct,
+            "references": totals.references,
+            "near_references": totals.near_references,
+            "encoded": totals.encoded,
+            "elided": totals.elided,
             "bytes_referenced": cache.bytes_saved,
             "ids_issued": cache.inserts + cache.refreshes,
             "remembered": stage.cache().len(),
@@ -256,7 +295,7 @@ impl ResponseProcessor for DedupProcessor {
 
     fn expand(&self, id: &str) -> Option<Result<String, String>> {
         let mut state = lock(&self.state);
-        Some(match state.stage.expand(id.trim()) {
+        Some(match state.pipeline.stage().expand(id.trim()) {
             Ok(bytes) => Ok(String::from_utf8_lossy(bytes).into_owned()),
             Err(error) => Err(error.to_string()),
         })
@@ -272,12 +311,12 @@ mod tests {
     use std::path::Path;
 
     fn processor() -> DedupProcessor {
-        DedupProcessor::new(Arc::new(PipelineConfig::embedded_default()))
+        DedupProcessor::new(Arc::new(PipelineConfig::embedded_default()), true)
     }
 
     fn configured(toml: &str) -> DedupProcessor {
         let config = PipelineConfig::from_str(toml, Path::new("test.toml")).unwrap();
-        DedupProcessor::new(Arc::new(config))
+        DedupProcessor::new(Arc::new(config), true)
     }
 
     fn named<'a>(exposed: &'a str, arguments: Option<&'a JsonObject>) -> ToolCallInfo<'a> {

@@ -50,8 +50,11 @@ pub enum ServeError {
 /// Which response pipeline a session runs.
 #[derive(Debug, Clone)]
 pub enum Pipeline {
-    /// L0 dedup: repeats become references the model resolves by text,
+    /// L0 dedup, then lossless re-encoding and budget elision (L1/L2),
     /// following the pipeline config.
+    Full(Arc<PipelineConfig>),
+    /// L0 dedup only: repeats become references the model resolves by
+    /// text, following the pipeline config.
     Dedup(Arc<PipelineConfig>),
     /// Every result exactly as the upstream sent it.
     Passthrough,
@@ -84,10 +87,14 @@ pub async fn serve_stdio(
     if let Some(file) = partition.file() {
         tracing::debug!(file = %file.display(), "watching the context partition file");
     }
-    let (processor, client): (Arc<dyn ResponseProcessor>, _) = match pipeline {
-        Pipeline::Dedup(config) => {
+    let (processor, client): (Arc<dyn ResponseProcessor>, _) = match &pipeline {
+        Pipeline::Full(config) | Pipeline::Dedup(config) => {
             let client = config.client;
-            (Arc::new(dedup::DedupProcessor::new(config)), client)
+            let encode = matches!(pipeline, Pipeline::Full(_));
+            (
+                Arc::new(dedup::DedupProcessor::new(config.clone(), encode)),
+                client,
+            )
         }
         Pipeline::Passthrough => (Arc::new(Passthrough), ClientProfile::Auto),
     };

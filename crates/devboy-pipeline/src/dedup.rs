@@ -372,6 +372,15 @@ impl DedupCache {
         self.forget_where(|entry| entry.delivered.endpoint == *endpoint)
     }
 
+    /// Forget the body with fingerprint `fp`: it turned out not to reach
+    /// the model in full (a later stage elided parts of it). Counted as an
+    /// invalidation. Returns whether it was remembered.
+    pub fn withdraw(&mut self, fp: Fingerprint) -> bool {
+        let known = self.entries.contains(&fp);
+        self.forget(fp, Forget::Invalidation);
+        known
+    }
+
     /// Forget every body of an endpoint `doomed` picks. Returns how many
     /// entries were forgotten.
     pub fn invalidate_endpoints(&mut self, doomed: impl Fn(&EndpointKey) -> bool) -> usize {

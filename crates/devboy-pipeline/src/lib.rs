@@ -87,12 +87,17 @@
 #![deny(missing_docs)]
 
 pub mod dedup;
+pub mod encode;
 pub mod expand;
 pub mod fingerprint;
 pub mod ids;
 pub mod near;
 mod paths;
+pub mod route;
+pub mod session;
+pub mod shape;
 pub mod stage;
+pub mod template;
 pub mod time;
 pub mod tokens;
 
@@ -102,9 +107,11 @@ pub use dedup::{
 pub use expand::{ExpandConfig, ExpandStats, ExpandStore, Expansion, StoreOutcome};
 pub use fingerprint::Fingerprint;
 pub use ids::{EndpointKey, IdAllocator, ParseReferenceIdError, ReferenceId};
+pub use shape::{classify, Classified, InnerFormat, InnerFormats, Shape};
 pub use stage::{
     id_line, near_hint, paths_in_arguments, reference_hint, ExpandError, L0Config, L0Outcome,
     L0Stage, NearPolicy, ResultPolicy, SideEffect,
 };
+pub use template::{DecodedBody, Template};
 pub use time::Timestamp;
 pub use tokens::Tokenizer;

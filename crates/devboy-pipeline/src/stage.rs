@@ -298,6 +298,21 @@ impl L0Stage {
         forgotten + self.cache.invalidate_endpoints(invalidates)
     }
 
+    /// Stores `body` for `devboy_expand` under a new id without recording
+    /// it as delivered (for a result that goes out shortened). `None` if
+    /// the store cannot hold it.
+    pub fn store_only(&mut self, body: &[u8]) -> Option<ReferenceId> {
+        let id = self.ids.next();
+        (self.store.insert(id, body) != StoreOutcome::TooLarge).then_some(id)
+    }
+
+    /// `body` did not reach the model in full after all (parts of it were
+    /// elided): no later result may be a reference to it. Its id still
+    /// expands.
+    pub fn withdraw(&mut self, body: &[u8]) -> bool {
+        self.cache.withdraw(Fingerprint::of(body))
+    }
+
     /// The model's context was compacted or cleared: nothing delivered
     /// before may be referenced again. Returns the new partition.
     pub fn advance_partition(&mut self) -> u64 {

@@ -1,0 +1,392 @@
+//! The value grammar shared by CSV cells and `key: value` lines, in both
+//! directions, and the grammar of keys (column names).
+//!
+//! A value is written in a *slot*: a CSV cell ends at the next `,` or line
+//! end, a line value at the line end. In either slot:
+//!
+//! | text                              | value                              |
+//! |-----------------------------------|------------------------------------|
+//! | `"…"` (RFC 4180: `""` is one `"`) | that string, even `"null"`, `"1"`  |
+//! | `null`, `true`, `false`           | those literals                     |
+//! | an RFC 8259 JSON number           | that number                        |
+//! | text starting with `{` or `[`     | one JSON object or array           |
+//! | (cell only) nothing at all        | the key is absent from this row    |
+//! | any other text                    | that string                        |
+//!
+//! A cell's JSON ends where the JSON value ends; a line's JSON must fill the
+//! line, or the line is read as text. Line text (unquoted) may also be a
+//! [template](super::template) when it names a column in braces.
+//!
+//! The encoder writes a string bare only when that reads back as the same
+//! string and reads as plain text to a person: never empty, no control
+//! characters, no leading or trailing whitespace, not starting with `"`, `{`
+//! or `[`, nothing a float parser would take for a number (`1e5`, `inf`,
+//! `007`), not `null`/`true`/`false` in any case, in a cell no `,` or `"`,
+//! on a line nothing that reads as a template. Every other string is quoted.
+//!
+//! Keys: a *bare* key is one or more segments joined by `.`, a path into
+//! nested objects (`user.login`); a segment is a non-empty run of characters
+//! other than `, " : . { } [ ]` and control characters. A *quoted* key
+//! (`"a.b"`, RFC 4180 quoting) is one literal key, never split.
+
+use std::fmt::Write as _;
+
+use serde_json::{Number, Value};
+
+use super::scan::Scanner;
+use super::template::Names;
+use super::DecodeError;
+
+/// Where a value is written.
+#[derive(Clone, Copy, Debug)]
+pub(super) enum Slot<'a> {
+    /// A CSV cell: ends at `,` or the end of the line.
+    Cell,
+    /// The line of a key whose parent path is the `&str` (`""` at the top),
+    /// in a scope where templates may reference these names: ends at the
+    /// end of the line, and a string that would read as a template there is
+    /// quoted.
+    Line(&'a Names, &'a str),
+}
+
+/// Writes `value` so that reading it back in `slot` gives the same value.
+pub(super) fn write_value(out: &mut String, value: &Value, slot: Slot<'_>) {
+    match value {
+        Value::String(s) => write_string(out, s, slot),
+        Value::Null => out.push_str("null"),
+        Value::Bool(true) => out.push_str("true"),
+        Value::Bool(false) => out.push_str("false"),
+        // Display of a Value is its compact JSON, the same text json_compact
+        // has; it cannot fail for a Value, and a failure would show up in the
+        // encoder's own round-trip check.
+        Value::Number(_) | Value::Array(_) | Value::Object(_) => {
+            let _ = write!(out, "{value}");
+        }
+    }
+}
+
+/// Writes a string bare when that is unambiguous, else quoted.
+pub(super) fn write_string(out: &mut String, s: &str, slot: Slot<'_>) {
+    if bare_string_ok(s, slot) {
+        out.push_str(s);
+    } else {
+        write_quoted(out, s);
+    }
+}
+
+/// RFC 4180 quoting: the string between `"`, each `"` doubled.
+pub(super) fn write_quoted(out: &mut String, s: &str) {
+    out.push('"');
+    for (i, part) in s.split('"').enumerate() {
+        if i > 0 {
+            out.push_str("\"\"");
+        }
+        out.push_str(part);
+    }
+    out.push('"');
+}
+
+/// True when `s` may be written without quotes in `slot` (see the module
+/// doc for the rule).
+pub(super) fn bare_string_ok(s: &str, slot: Slot<'_>) -> bool {
+    let (Some(first), Some(last)) = (s.chars().next(), s.chars().next_back()) else {
+        return false;
+    };
+    if matches!(first, '"' | '{' | '[') || first.is_whitespace() || last.is_whitespace() {
+        return false;
+    }
+    let cell = matches!(slot, Slot::Cell);
+    if s.chars()
+        .any(|c| c.is_control() || (cell && matches!(c, ',' | '"')))
+    {
+        return false;
+    }
+    if looks_like_literal(s) {
+        return false;
+    }
+    match slot {
+        Slot::Cell => true,
+        Slot::Line(names, parent) => !names.has_ref(parent, s),
+    }
+}
+
+/// Text a reader might take for a number or a JSON literal.
+fn looks_like_literal(s: &str) -> bool {
+    s.eq_ignore_ascii_case("null")
+        || s.eq_ignore_ascii_case("true")
+        || s.eq_ignore_ascii_case("false")
+        || s.parse::<f64>().is_ok()
+}
+
+/// True for a key segment the encoder may write bare: the decoder's segment
+/// characters, plus no leading `>` and no whitespace at either end, so the
+/// line reads plainly.
+pub(super) fn is_bare_segment(s: &str) -> bool {
+    let (Some(first), Some(last)) = (s.chars().next(), s.chars().next_back()) else {
+        return false;
+    };
+    first != '>'
+        && !first.is_whitespace()
+        && !last.is_whitespace()
+        && s.chars().all(|c| is_segment_char(c) && !c.is_control())
+}
+
+/// A character that may appear in a bare key segment.
+fn is_segment_char(c: char) -> bool {
+    !matches!(
+        c,
+        ',' | '"' | ':' | '.' | '{' | '}' | '[' | ']' | '\n' | '\r'
+    )
+}
+
+/// A key or column name as written.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(super) enum Key {
+    /// A bare key: a path of one or more segments.
+    Path(Vec<String>),
+    /// A quoted key: one literal key.
+    Literal(String),
+}
+
+/// Reads a key: quoted, or bare segments joined by `.`.
+pub(super) fn parse_key(sc: &mut Scanner<'_>) -> Result<Key, DecodeError> {
+    if sc.peek() == Some('"') {
+        return parse_quoted(sc).map(Key::Literal);
+    }
+    let mut segments = Vec::new();
+    loop {
+        let rest = sc.rest();
+        let len = rest
+            .char_indices()
+            .find(|&(_, c)| !is_segment_char(c))
+            .map_or(rest.len(), |(i, _)| i);
+        if len == 0 {
+            return Err(sc.error("expected a key"));
+        }
+        segments.push(rest[..len].to_owned());
+        sc.advance(len);
+        if !sc.eat(".") {
+            return Ok(Key::Path(segments));
+        }
+    }
+}
+
+/// Reads an RFC 4180 quoted string starting at the cursor's `"`.
+pub(super) fn parse_quoted(sc: &mut Scanner<'_>) -> Result<String, DecodeError> {
+    if !sc.eat("\"") {
+        return Err(sc.error("expected `\"`"));
+    }
+    let mut out = String::new();
+    loop {
+        let rest = sc.rest();
+        let Some(at) = rest.find('"') else {
+            return Err(sc.error("unterminated quoted string"));
+        };
+        out.push_str(&rest[..at]);
+        sc.advance(at + 1);
+        if sc.eat("\"") {
+            out.push('"');
+        } else {
+            return Ok(out);
+        }
+    }
+}
+
+/// Reads one CSV cell; stops before the `,` or line end that follows it.
+/// `None` is an empty cell: the key is absent from the row.
+pub(super) fn parse_cell(sc: &mut Scanner<'_>) -> Result<Option<Value>, DecodeError> {
+    match sc.peek() {
+        None | Some(',') | Some('\n') => Ok(None),
+        Some('"') => parse_quoted(sc).map(|s| Some(Value::String(s))),
+        Some('{') | Some('[') => {
+            let line = sc.line_rest();
+            let mut stream = serde_json::Deserializer::from_str(line).into_iter::<Value>();
+            match stream.next() {
+                Some(Ok(value)) => {
+                    let used = stream.byte_offset();
+                    sc.advance(used);
+                    Ok(Some(value))
+                }
+                Some(Err(e)) => Err(sc.error(format!("bad JSON in a cell: {e}"))),
+                None => Err(sc.error("bad JSON in a cell")),
+            }
+        }
+        Some(_) => {
+            let line = sc.line_rest();
+            let token = line.split(',').next().unwrap_or(line);
+            sc.advance(token.len());
+            Ok(Some(
+                bare_scalar(token).unwrap_or_else(|| Value::String(token.to_owned())),
+            ))
+        }
+    }
+}
+
+/// `null`, `true`, `false` or a JSON number, read from bare text.
+fn bare_scalar(token: &str) -> Option<Value> {
+    match token {
+        "null" => Some(Value::Null),
+        "true" => Some(Value::Bool(true)),
+        "false" => Some(Value::Bool(false)),
+        _ if token.starts_with(|c: char| c == '-' || c.is_ascii_digit()) => {
+            let number = serde_json::from_str::<Number>(token).ok()?;
+            if number.is_f64() && token.contains(['.', 'e', 'E']) {
+                // serde_json's own float parsing may be one unit in the
+                // last place off (without its `float_roundtrip` feature);
+                // Rust's is correctly rounded, so ryu's output reads back.
+                let exact = token.parse::<f64>().ok().and_then(Number::from_f64)?;
+                return Some(Value::Number(exact));
+            }
+            Some(Value::Number(number))
+        }
+        _ => None,
+    }
+}
+
+/// A line value before templates are known: a value, or text that is a
+/// template if it names a column in braces and a string otherwise.
+#[derive(Clone, Debug, PartialEq)]
+pub(super) enum LineValue {
+    /// A quoted string, a literal, a number or JSON.
+    Value(Value),
+    /// Unquoted text.
+    Text(String),
+}
+
+/// Reads a line value; stops before the line end.
+pub(super) fn parse_line_value(sc: &mut Scanner<'_>) -> Result<LineValue, DecodeError> {
+    if sc.peek() == Some('"') {
+        let s = parse_quoted(sc)?;
+        return Ok(LineValue::Value(Value::String(s)));
+    }
+    let line = sc.line_rest();
+    if line.is_empty() {
+        return Err(sc.error("missing value after `: `"));
+    }
+    sc.advance(line.len());
+    Ok(classify_line(line))
+}
+
+/// What unquoted line text reads as.
+pub(super) fn classify_line(text: &str) -> LineValue {
+    if let Some(value) = bare_scalar(text) {
+        return LineValue::Value(value);
+    }
+    if text.starts_with(['{', '[']) {
+        if let Ok(value) = serde_json::from_str::<Value>(text) {
+            return LineValue::Value(value);
+        }
+    }
+    LineValue::Text(text.to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn cell(v: &Value) -> String {
+        let mut out = String::new();
+        write_value(&mut out, v, Slot::Cell);
+        out
+    }
+
+    fn read_cell(text: &str) -> Option<Value> {
+        let mut sc = Scanner::new(text, 0);
+        let v = parse_cell(&mut sc).unwrap();
+        assert!(sc.at_end(), "{text:?} left {:?}", sc.rest());
+        v
+    }
+
+    #[test]
+    fn typed_cells_round_trip() {
+        for v in [
+            json!(null),
+            json!(""),
+            json!("null"),
+            json!("NULL"),
+            json!("true"),
+            json!(true),
+            json!(false),
+            json!(1),
+            json!("1"),
+            json!(-0.0),
+            json!(1.5e300),
+            json!(1.3676468359325435e188),
+            json!("1e5"),
+            json!("inf"),
+            json!(u64::MAX),
+            json!(i64::MIN),
+            json!("a,b"),
+            json!("say \"hi\""),
+            json!("two\nlines\r\n"),
+            json!(" lead"),
+            json!("trail "),
+            json!("{\"a\":1}"),
+            json!("[x"),
+            json!({"a": [1, {"b": null}]}),
+            json!([]),
+            json!("héllo wörld"),
+            json!("2011-04-22T13:33:48Z"),
+        ] {
+            let text = cell(&v);
+            assert_eq!(read_cell(&text), Some(v.clone()), "{text:?}");
+        }
+        assert_eq!(read_cell(""), None);
+    }
+
+    #[test]
+    fn plain_strings_stay_bare() {
+        assert_eq!(cell(&json!("octocat")), "octocat");
+        assert_eq!(cell(&json!("Found a bug")), "Found a bug");
+        assert_eq!(cell(&json!("1.0.0")), "1.0.0");
+        assert_eq!(cell(&json!("")), "\"\"");
+        assert_eq!(cell(&json!("null")), "\"null\"");
+        assert_eq!(cell(&json!("12")), "\"12\"");
+        assert_eq!(cell(&json!("a,b")), "\"a,b\"");
+        assert_eq!(cell(&json!("a\"b")), "\"a\"\"b\"");
+    }
+
+    #[test]
+    fn line_values() {
+        let names = Names::from_names(["login"]);
+        let mut out = String::new();
+        write_value(&mut out, &json!("{login}/x"), Slot::Line(&names, ""));
+        assert_eq!(out, "\"{login}/x\"");
+        out.clear();
+        write_value(&mut out, &json!("a, b: c"), Slot::Line(&names, ""));
+        assert_eq!(out, "a, b: c");
+        assert_eq!(
+            classify_line("{\"a\":1}"),
+            LineValue::Value(json!({"a": 1}))
+        );
+        assert_eq!(
+            classify_line("{url}/comments"),
+            LineValue::Text("{url}/comments".into())
+        );
+        assert_eq!(classify_line("-12"), LineValue::Value(json!(-12)));
+        assert_eq!(classify_line("-x"), LineValue::Text("-x".into()));
+    }
+
+    #[test]
+    fn keys() {
+        let mut sc = Scanner::new("user.login: x", 0);
+        assert_eq!(
+            parse_key(&mut sc).unwrap(),
+            Key::Path(vec!["user".into(), "login".into()])
+        );
+        assert!(sc.eat(": "));
+        let mut sc = Scanner::new("\"a.b\"\"\": x", 0);
+        assert_eq!(parse_key(&mut sc).unwrap(), Key::Literal("a.b\"".into()));
+        for bad in ["", ".a", "a.", "a..b", ",", ":"] {
+            assert!(parse_key(&mut Scanner::new(bad, 0)).is_err(), "{bad:?}");
+        }
+        assert!(is_bare_segment("+1"));
+        assert!(is_bare_segment("first name"));
+        assert!(!is_bare_segment(""));
+        assert!(!is_bare_segment("a.b"));
+        assert!(!is_bare_segment(" a"));
+        assert!(!is_bare_segment(">a"));
+    }
+}

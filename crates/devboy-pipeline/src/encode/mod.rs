@@ -1,0 +1,547 @@
+//! Lossless re-encodings of JSON tool results, and their one decoder.
+//!
+//! An encoder turns a [`Value`] into text a model reads with fewer tokens;
+//! [`decode`] turns that text back into the same [`Value`] (DESIGN §4.1).
+//! Every [`Encoded`] this module hands out has been decoded and compared
+//! with its input before it is returned: an encoder that cannot reproduce
+//! an input exactly declines it, and [`candidates`] simply has one fewer
+//! entry. [`encode_best`] picks the candidate with the fewest tokens;
+//! `json_compact` is a candidate, so the choice never costs more than
+//! compact JSON.
+//!
+//! # Formats
+//!
+//! | [`Format`] | for | text |
+//! |---|---|---|
+//! | `json_compact` | anything | `serde_json::to_string`; no hint |
+//! | `csv` | a non-empty array of objects | hint, then a table block |
+//! | `kv` | a non-empty object | hint, then `key: value` lines |
+//! | `document` | an object holding arrays of objects | `kv` lines and `key[N]:` tables |
+//!
+//! What the model sees for two GitHub labels (the hint tells it how to read
+//! the rest, and tells [`decode`] which grammar follows):
+//!
+//! ```text
+//! > [encoded: csv; shared fields first; {x} = field x]
+//! url: https://api.github.com/repos/o/r/labels/{name}
+//! default: true
+//! id,name
+//! 1,bug
+//! 2,docs
+//! ```
+//!
+//! # Grammar
+//!
+//! This is the specification the decoder implements. `LF` is `\n`; nothing
+//! else ends a line.
+//!
+//! ```text
+//! text     = json                                 ; no hint: JSON
+//!          | "> [encoded: " word [ ";" note ] "]" LF body
+//! word     = "csv"                                ; body = block, rows to the end
+//!          | "kv" | "doc"                         ; body = entry *( LF entry )
+//! entry    = key ": " value                       ; one field (or a template)
+//!          | key "[" N "]:" LF block(N)           ; an array of N objects
+//! block    = *( entry LF ) names LF row *( LF row )
+//!          | 1*( entry LF )                       ; nested only: the empty
+//!                                                 ; header line ends it and
+//!                                                 ; all N rows are alike
+//! names    = key *( "," key )                     ; the columns stored per row
+//! row      = [cell] *( "," [cell] )               ; one cell per name
+//! ```
+//!
+//! - **Keys.** A bare key is segments joined by `.`, a path into nested
+//!   objects (`user.login`); a segment is a non-empty run of characters
+//!   other than `, " : . { } [ ]` and line breaks. A quoted key (`"a.b"`,
+//!   RFC 4180 quoting) is one literal key. So a line is an entry exactly
+//!   when a key is followed by `": "` or `"["`, and the first line of a
+//!   block that is not an entry is its header.
+//! - **Values** (a `cell` ends at `,` or the line end, a `value` at the
+//!   line end): `"…"` with `""` for `"` (RFC 4180; may span lines) is a
+//!   string; `null`, `true`, `false` and RFC 8259 numbers are themselves;
+//!   text starting with `{` or `[` is one JSON object or array (a line's
+//!   must fill the line); an empty cell means the key is absent from that
+//!   row; any other text is a string. So `null`, `""`, `"null"` and an
+//!   absent key are four different things, and `1` and `"1"` two.
+//! - **Templates.** Unquoted line text with `{name}` in it, where `name`
+//!   resolves to a column (or a group of columns, `user` for `user.*`) of
+//!   the same block, or a key of the same object: in the line of key
+//!   `a.b.c`, `{x}` is `a.b.x` if that exists, else `a.x`, else `x`. A `{`
+//!   that does not start such a reference is a literal character
+//!   (GitHub's `…/labels{/name}` needs no escaping). Per row, `{x}` alone
+//!   is the value of `x`, of any type; `[{x},{y}]` is the array of those
+//!   values; anything else is a string with each reference replaced by
+//!   its value (a string as is, a number as JSON).
+//! - **Blocks.** Entries above the header hold for every row (constants,
+//!   templates, aliases, nested tables); then each row's object is its
+//!   cells plus those entries, nested along the keys' paths. References
+//!   must not form a cycle. Tables nest at most 6 deep.
+//!
+//! Key order: `kv` and `document` keep every object's key order. A table
+//! keeps the union of its rows' keys in first-seen order among declared
+//! and among stored columns, but a decoded row lists its declared columns
+//! first (`serde_json::Map` equality ignores order).
+//!
+//! # Modules
+//!
+//! - `cell`: values and keys, both directions.
+//! - `template`: references and how names resolve.
+//! - `table`: table blocks and entries; `lines`: `kv` and `document`.
+//! - `plan`: what the encoder does with the data: flattening, aliases,
+//!   constants, templates, nested tables.
+//! - `records`: how the decoder rebuilds rows from a block's columns.
+//! - `scan`: the decoder's cursor.
+//!
+//! # Example
+//!
+//! ```
+//! use devboy_pipeline::encode::{decode, encode_best, Format};
+//! use devboy_pipeline::Tokenizer;
+//! use serde_json::json;
+//!
+//! let labels = json!([
+//!     {"id": 1, "name": "bug", "url": "https://api.github.com/repos/o/r/labels/bug", "default": true},
+//!     {"id": 2, "name": "docs", "url": "https://api.github.com/repos/o/r/labels/docs", "default": true},
+//! ]);
+//! let best = encode_best(&labels, Tokenizer::O200k);
+//! assert_eq!(best.format(), Format::Csv);
+//! assert_eq!(
+//!     best.text(),
+//!     "> [encoded: csv; shared fields first; {x} = field x]\n\
+//!      url: https://api.github.com/repos/o/r/labels/{name}\n\
+//!      default: true\n\
+//!      id,name\n\
+//!      1,bug\n\
+//!      2,docs"
+//! );
+//! assert_eq!(decode(best.text()).unwrap(), labels);
+//! ```
+
+mod cell;
+mod lines;
+mod plan;
+mod records;
+mod scan;
+mod table;
+mod template;
+
+use std::fmt;
+
+use serde_json::Value;
+
+use crate::tokens::Tokenizer;
+use scan::Scanner;
+
+/// The start of every hint line.
+const HINT_PREFIX: &str = "> [encoded: ";
+
+/// A lossless encoding of a JSON value.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Format {
+    /// `serde_json::to_string`: self-describing, no hint.
+    JsonCompact,
+    /// A non-empty array of objects as a table block.
+    Csv,
+    /// A non-empty object as `key: value` lines.
+    Kv,
+    /// An object as `key: value` lines with at least one array of objects
+    /// as a nested table block.
+    Document,
+}
+
+impl Format {
+    /// Every format, in the order [`candidates`] tries them.
+    pub const ALL: [Format; 4] = [Self::JsonCompact, Self::Csv, Self::Kv, Self::Document];
+
+    /// A short, stable name for reports: `json_compact`, `csv`, `kv`,
+    /// `document`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::JsonCompact => "json_compact",
+            Self::Csv => "csv",
+            Self::Kv => "kv",
+            Self::Document => "document",
+        }
+    }
+}
+
+impl fmt::Display for Format {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Text that [`decode`] turns back into exactly the value it was made from.
+///
+/// Only this module makes one, and only after decoding its text and
+/// comparing the result with the input.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Encoded {
+    format: Format,
+    text: String,
+}
+
+impl Encoded {
+    /// The format of [`Encoded::text`].
+    pub fn format(&self) -> Format {
+        self.format
+    }
+
+    /// The text the model sees.
+    pub fn text(&self) -> &str {
+        &self.text
+    }
+
+    /// The text, by value.
+    pub fn into_text(self) -> String {
+        self.text
+    }
+}
+
+/// Why encoded text could not be decoded.
+#[derive(Debug, thiserror::Error)]
+pub enum DecodeError {
+    /// The text has no hint and is not JSON.
+    #[error("not JSON and no `> [encoded: …]` hint: {0}")]
+    Json(#[from] serde_json::Error),
+    /// The hint names a format this decoder does not know.
+    #[error("unknown encoding `{0}` in the hint line")]
+    UnknownFormat(String),
+    /// The body does not follow its format's grammar.
+    #[error("line {line}: {message}")]
+    Syntax {
+        /// 1-based line of the text (the hint is line 1).
+        line: usize,
+        /// What was expected.
+        message: String,
+    },
+    /// The body parses but does not describe a value (a template cycle, a
+    /// reference to an absent value, a key given twice).
+    #[error("{0}")]
+    Invalid(String),
+}
+
+/// Decodes text made by any encoder here: a hint line selects the grammar;
+/// text without one is parsed as JSON. Never panics, whatever the input.
+pub fn decode(text: &str) -> Result<Value, DecodeError> {
+    let Some(after) = text.strip_prefix(HINT_PREFIX) else {
+        return Ok(serde_json::from_str(text)?);
+    };
+    let line_end = after.find('\n');
+    let hint = &after[..line_end.unwrap_or(after.len())];
+    let word_end = hint.find([';', ']']).unwrap_or(hint.len());
+    let word = &hint[..word_end];
+    if !hint.ends_with(']') {
+        return Err(Scanner::new(text, 0).error("the hint line must end with `]`"));
+    }
+    let Some(line_end) = line_end else {
+        return Err(Scanner::new(text, 0).error("nothing after the hint line"));
+    };
+    let mut sc = Scanner::new(text, HINT_PREFIX.len() + line_end + 1);
+    let value = match word {
+        "csv" => Value::Array(table::parse_block(
+            &mut sc,
+            table::Rows::ToEnd,
+            table::MAX_NESTING,
+        )?),
+        "kv" | "doc" => lines::parse(&mut sc)?,
+        other => return Err(DecodeError::UnknownFormat(other.to_owned())),
+    };
+    if !sc.at_end() {
+        return Err(sc.error("unexpected text after the body"));
+    }
+    Ok(value)
+}
+
+/// Ends a hint line with the notes `block` needs: nested tables, fields
+/// declared above a header for every row, references.
+fn push_notes(text: &mut String, block: &table::Block) {
+    if block.tables {
+        text.push_str("; k[N]: N-row CSV");
+    }
+    if block.declared {
+        text.push_str("; shared fields first");
+    }
+    if block.references {
+        text.push_str("; {x} = field x");
+    }
+    text.push_str("]\n");
+}
+
+/// Encodes `value` in `format`, if that format applies and reproduces
+/// `value` exactly. [`Format::Kv`] writes arrays of objects inline;
+/// [`Format::Document`] declines an object it would write without a table.
+pub fn encode(value: &Value, format: Format) -> Option<Encoded> {
+    let (made, text) = render(value, format)?;
+    if made != format {
+        return None;
+    }
+    verified_for(value, made, text)
+}
+
+/// `text` as an [`Encoded`], if it decodes back to exactly `value`.
+fn verified_for(value: &Value, format: Format, text: String) -> Option<Encoded> {
+    let decoded = decode(&text).ok()?;
+    (decoded == *value).then_some(Encoded { format, text })
+}
+
+/// The text of `value` in `format`, not yet checked, and the format it is:
+/// asked for a document, an object that needs no table comes back as `kv`.
+fn render(value: &Value, format: Format) -> Option<(Format, String)> {
+    match (format, value) {
+        (Format::JsonCompact, _) => Some((format, serde_json::to_string(value).ok()?)),
+        (Format::Csv, Value::Array(items)) => {
+            let block = table::block(items, table::MAX_NESTING, false)?;
+            let mut text = format!("{HINT_PREFIX}csv");
+            push_notes(&mut text, &block);
+            text.push_str(&block.text);
+            Some((format, text))
+        }
+        (Format::Kv | Format::Document, Value::Object(object)) => {
+            let body = lines::encode(object, format == Format::Document)?;
+            let (made, word) = if body.tables {
+                (Format::Document, "doc")
+            } else {
+                (Format::Kv, "kv")
+            };
+            let mut text = format!("{HINT_PREFIX}{word}");
+            push_notes(&mut text, &body);
+            text.push_str(&body.text);
+            Some((made, text))
+        }
+        _ => None,
+    }
+}
+
+/// Every format that applies to `value`, each already checked to decode
+/// back to `value`: `json_compact` first, then `csv` for an array of
+/// objects, or `document` (if a table pays) or else `kv` for an object.
+/// `json_compact` is missing only for a value `serde_json` cannot read
+/// back from its own output (nesting deeper than 128; without its
+/// `float_roundtrip` feature, some floats).
+pub fn candidates(value: &Value) -> Vec<Encoded> {
+    let mut out = Vec::with_capacity(2);
+    out.extend(encode(value, Format::JsonCompact));
+    let structured = match value {
+        Value::Array(_) => render(value, Format::Csv),
+        Value::Object(_) => render(value, Format::Document),
+        _ => None,
+    };
+    if let Some((format, text)) = structured {
+        out.extend(verified_for(value, format, text));
+    }
+    out
+}
+
+/// The candidate with the fewest `tokenizer` tokens (the earlier one on a
+/// tie, so `json_compact` wins ties). If there is no candidate at all (see
+/// [`candidates`]), compact JSON, unchecked: the best that can be done.
+pub fn encode_best(value: &Value, tokenizer: Tokenizer) -> Encoded {
+    let mut best: Option<(usize, Encoded)> = None;
+    for candidate in candidates(value) {
+        let cost = tokenizer.count(candidate.text());
+        if best.as_ref().is_none_or(|(least, _)| cost < *least) {
+            best = Some((cost, candidate));
+        }
+    }
+    match best {
+        Some((_, encoded)) => encoded,
+        None => Encoded {
+            format: Format::JsonCompact,
+            text: value.to_string(),
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn formats(value: &Value) -> Vec<Format> {
+        candidates(value).iter().map(Encoded::format).collect()
+    }
+
+    #[test]
+    fn names_are_stable() {
+        let names: Vec<&str> = Format::ALL.iter().map(|f| f.name()).collect();
+        assert_eq!(names, ["json_compact", "csv", "kv", "document"]);
+        assert_eq!(Format::Csv.to_string(), "csv");
+    }
+
+    #[test]
+    fn json_compact_is_self_describing() {
+        let value = json!({"a": [1, 2.5, null, "x"]});
+        let encoded = encode(&value, Format::JsonCompact).unwrap();
+        assert_eq!(encoded.text(), r#"{"a":[1,2.5,null,"x"]}"#);
+        assert_eq!(decode(encoded.text()).unwrap(), value);
+        assert_eq!(decode(" [1, 2] ").unwrap(), json!([1, 2]));
+    }
+
+    #[test]
+    fn which_formats_apply() {
+        assert_eq!(formats(&json!("text")), [Format::JsonCompact]);
+        assert_eq!(formats(&json!([])), [Format::JsonCompact]);
+        assert_eq!(formats(&json!([1, 2])), [Format::JsonCompact]);
+        assert_eq!(formats(&json!([{}, {}])), [Format::JsonCompact]);
+        assert_eq!(formats(&json!({})), [Format::JsonCompact]);
+        assert_eq!(
+            formats(&json!([{"a": 1}])),
+            [Format::JsonCompact, Format::Csv]
+        );
+        assert_eq!(formats(&json!({"a": 1})), [Format::JsonCompact, Format::Kv]);
+        let page = json!({"total_count": 2, "items": [{"id": 1, "t": "a"}, {"id": 2, "t": "b"}]});
+        assert_eq!(formats(&page), [Format::JsonCompact, Format::Document]);
+        assert!(encode(&json!({"a": 1}), Format::Document).is_none());
+        assert!(encode(&json!({"a": 1}), Format::Csv).is_none());
+        let kv = encode(&page, Format::Kv).unwrap();
+        assert!(kv.text().contains("items: [{"), "{}", kv.text());
+    }
+
+    #[test]
+    fn flat_object_as_key_value_lines() {
+        let value =
+            json!({"login": "octocat", "id": 1, "site_admin": false, "bio": null, "blog": ""});
+        let encoded = encode(&value, Format::Kv).unwrap();
+        assert_eq!(
+            encoded.text(),
+            "> [encoded: kv]\nlogin: octocat\nid: 1\nsite_admin: false\nbio: null\nblog: \"\""
+        );
+    }
+
+    #[test]
+    fn document_of_scalars_and_a_table() {
+        let value = json!({
+            "total_count": 2,
+            "incomplete_results": false,
+            "items": [
+                {"number": 1, "title": "Found a bug", "state": "open"},
+                {"number": 2, "title": "Docs, please", "state": "open"}
+            ]
+        });
+        let encoded = encode(&value, Format::Document).unwrap();
+        assert_eq!(
+            encoded.text(),
+            "> [encoded: doc; k[N]: N-row CSV; shared fields first]\n\
+             total_count: 2\nincomplete_results: false\nitems[2]:\n\
+             state: open\nnumber,title\n1,Found a bug\n2,\"Docs, please\""
+        );
+    }
+
+    #[test]
+    fn nested_tables_aliases_and_rows_alike() {
+        let user = json!({"login": "octocat", "url": "https://api.github.com/users/octocat"});
+        let value = json!([{
+            "id": 7,
+            "user": user,
+            "assignees": [user],
+            "steps": [{"name": "build", "ok": true}, {"name": "test", "ok": true}],
+            "same": [{"k": 1}, {"k": 1}]
+        }]);
+        let encoded = encode(&value, Format::Csv).unwrap();
+        assert_eq!(
+            encoded.text(),
+            "> [encoded: csv; k[N]: N-row CSV; shared fields first; {x} = field x]\n\
+             assignees: [{user}]\n\
+             steps[2]:\nok: true\nname\nbuild\ntest\n\
+             same[2]:\nk: 1\n\n\
+             id,user.login,user.url\n\
+             7,octocat,https://api.github.com/users/octocat"
+        );
+        assert_eq!(decode(encoded.text()).unwrap(), value);
+    }
+
+    #[test]
+    fn references_resolve_from_the_nearest_group() {
+        let value = json!({
+            "url": "https://api.github.com/repos/o/r",
+            "owner": {"url": "https://api.github.com/users/o",
+                      "repos_url": "https://api.github.com/users/o/repos",
+                      "home": "https://api.github.com/repos/o/r/home"}
+        });
+        let encoded = encode(&value, Format::Kv).unwrap();
+        assert_eq!(
+            encoded.text(),
+            "> [encoded: kv; {x} = field x]\n\
+             url: https://api.github.com/repos/o/r\n\
+             owner.url: https://api.github.com/users/o\n\
+             owner.repos_url: {url}/repos\n\
+             owner.home: https://api.github.com/repos/o/r/home"
+        );
+    }
+
+    #[test]
+    fn best_is_never_worse_than_compact() {
+        for value in [
+            json!(1),
+            json!({"a": 1}),
+            json!([{"a": 1}]),
+            json!([{"id": 1, "url": "https://x/1"}, {"id": 2, "url": "https://x/2"}]),
+        ] {
+            for tok in [Tokenizer::O200k, Tokenizer::CharsPerToken(4.0)] {
+                let best = encode_best(&value, tok);
+                assert!(tok.count(best.text()) <= tok.count(&value.to_string()));
+                assert_eq!(decode(best.text()).unwrap(), value);
+            }
+        }
+        // Ties go to json_compact.
+        assert_eq!(
+            encode_best(&json!({"a": 1}), Tokenizer::O200k).format(),
+            Format::JsonCompact
+        );
+    }
+
+    #[test]
+    fn decode_errors() {
+        assert!(matches!(decode("nope"), Err(DecodeError::Json(_))));
+        assert!(
+            matches!(decode("> [encoded: xml]\na"), Err(DecodeError::UnknownFormat(w)) if w == "xml")
+        );
+        assert!(matches!(
+            decode("> [encoded: csv]"),
+            Err(DecodeError::Syntax { line: 1, .. })
+        ));
+        assert!(matches!(
+            decode("> [encoded: csv\na\n1"),
+            Err(DecodeError::Syntax { .. })
+        ));
+        assert!(matches!(
+            decode("> [encoded: csv]\na,b\n1"),
+            Err(DecodeError::Syntax { line: 3, .. })
+        ));
+        assert!(matches!(
+            decode("> [encoded: kv]\na: {b}\nb: {a}"),
+            Err(DecodeError::Invalid(_))
+        ));
+        assert!(matches!(
+            decode("> [encoded: kv]\na: 1\na: 2"),
+            Err(DecodeError::Invalid(_))
+        ));
+        assert!(decode("> [encoded: doc]\na[99999999999999999999]:\nx").is_err());
+        let deep = format!("> [encoded: doc]\n{}", "a[1]:\n".repeat(100));
+        assert!(decode(&deep).is_err());
+        assert!(decode(&format!("> [encoded: kv]\na: {}", "[".repeat(10_000))).is_ok());
+    }
+
+    /// Pins what each hint costs in o200k tokens, so a wording change shows
+    /// its price here.
+    #[test]
+    fn hint_costs_are_pinned() {
+        let tok = Tokenizer::O200k;
+        for (hint, cost) in [
+            ("> [encoded: kv]", 6),
+            ("> [encoded: kv; {x} = field x]", 13),
+            ("> [encoded: csv]", 6),
+            ("> [encoded: csv; shared fields first]", 10),
+            ("> [encoded: csv; shared fields first; {x} = field x]", 17),
+            (
+                "> [encoded: csv; k[N]: N-row CSV; shared fields first; {x} = field x]",
+                24,
+            ),
+            ("> [encoded: doc; k[N]: N-row CSV]", 13),
+        ] {
+            assert_eq!(tok.count(hint), cost, "{hint}");
+        }
+    }
+}

@@ -1,0 +1,370 @@
+//! Table blocks: an array of objects as declarations that hold for every
+//! row, a CSV header, and one CSV row per object.
+//!
+//! ```text
+//! block  = *declaration
+//!          name *( "," name ) LF         ; the columns stored per row
+//!          row *( LF row )               ; one per object, in order
+//!        | 1*declaration                 ; nested only: no stored column,
+//!          ""                            ; an empty header line ends it
+//! declaration
+//!        = key ": " value LF             ; a constant, template or alias
+//!        | key "[" N "]:" LF block(N) LF ; an array of N objects, as a table
+//! row    = cell *( "," cell )            ; exactly one cell per name
+//! ```
+//!
+//! `key`/`name` and `value`/`cell` follow [`super::cell`]; a line value that
+//! names a column in braces is a [template](super::template). A line is a
+//! declaration exactly when it begins with a key followed by `": "` or
+//! `"["`; the first line that does not is the header (names never contain
+//! `:` or `[` unquoted). A nested `block(N)` ends after its N-th row, so
+//! declarations may follow it. Declared columns hold in every row; an empty
+//! cell means the key is absent from that row. Columns keep the order they
+//! were first seen in among the declared and among the stored columns.
+//!
+//! A nested block (`key[N]:`) whose rows are all alike, and so have nothing
+//! to store, ends with an empty line where its header would be: its N rows
+//! are N copies of what the declarations say. The outermost block of a
+//! `csv` text always has a header, since its row count is not written.
+
+use std::fmt::Write as _;
+
+use serde_json::{Map, Value};
+
+use super::cell::{self, parse_cell, parse_key, parse_line_value, Key, LineValue, Slot};
+use super::plan::{Mode, Node, Plan, Role};
+use super::records::RecordShape;
+use super::scan::Scanner;
+use super::DecodeError;
+
+/// How deep tables may nest in one another (the encoder's limit, and the
+/// decoder's, which keeps its recursion bounded on any input).
+pub(super) const MAX_NESTING: usize = 6;
+
+/// An encoded table block, and what its hint must explain.
+#[derive(Clone, Debug, PartialEq)]
+pub(super) struct Block {
+    pub(super) text: String,
+    /// Some column is declared once above a header.
+    pub(super) declared: bool,
+    /// Some declaration is a template or an alias.
+    pub(super) references: bool,
+    /// Some declaration is a nested table.
+    pub(super) tables: bool,
+}
+
+/// Encodes `items` (all objects, at least one, at least one key overall) as
+/// a table block, with tables nested up to `nesting` levels; `nested` if
+/// the row count is written before it (so it may end without a header).
+/// `None` if it cannot.
+pub(super) fn block(items: &[Value], nesting: usize, nested: bool) -> Option<Block> {
+    let rows: Vec<&Map<String, Value>> =
+        items.iter().map(Value::as_object).collect::<Option<_>>()?;
+    if rows.is_empty() {
+        return None;
+    }
+    let mut plan = Plan::new(&rows, Mode::Table, nesting);
+    if plan.nodes.is_empty() {
+        return None;
+    }
+    if !nested && !plan.nodes.iter().any(|n| n.role == Role::Stored) {
+        // Everything is written once: keep one column per row so rows exist.
+        let first = plan
+            .nodes
+            .iter()
+            .position(|n| matches!(n.role, Role::Const | Role::Table { .. }))?;
+        plan.nodes[first].role = Role::Stored;
+    }
+
+    let mut text = String::new();
+    let mut out = Block {
+        text: String::new(),
+        declared: false,
+        references: plan.has_references(),
+        tables: false,
+    };
+    for (c, node) in plan.nodes.iter().enumerate() {
+        if !matches!(
+            node.role,
+            Role::Const
+                | Role::Alias(_)
+                | Role::AliasList(_)
+                | Role::Template(_)
+                | Role::Table { .. }
+        ) {
+            continue;
+        }
+        out.declared = true;
+        write_entry(&mut text, &plan, c, &mut out);
+        text.push('\n');
+    }
+    let stored: Vec<&Node<'_>> = plan
+        .nodes
+        .iter()
+        .filter(|n| n.role == Role::Stored)
+        .collect();
+    for (i, node) in stored.iter().enumerate() {
+        if i > 0 {
+            text.push(',');
+        }
+        write_key(&mut text, node);
+    }
+    // With nothing stored, the empty header line alone ends the block.
+    for row in (0..plan.rows).filter(|_| !stored.is_empty()) {
+        text.push('\n');
+        for (i, node) in stored.iter().enumerate() {
+            if i > 0 {
+                text.push(',');
+            }
+            if let Some(Some(value)) = node.cells.get(row) {
+                cell::write_value(&mut text, value, Slot::Cell);
+            }
+        }
+    }
+    out.text = text;
+    Some(out)
+}
+
+/// Writes the line of column `c` written once, `key: value` or
+/// `key[N]:` and its block (without a final line end), and notes in `flags`
+/// what a nested block needs explained.
+pub(super) fn write_entry(text: &mut String, plan: &Plan<'_>, c: usize, flags: &mut Block) {
+    let node = &plan.nodes[c];
+    write_key(text, node);
+    if let Role::Table { rows, block } = &node.role {
+        flags.tables = true;
+        flags.declared |= block.declared;
+        flags.references |= block.references;
+        let _ = write!(text, "[{rows}]:\n{}", block.text);
+    } else {
+        text.push_str(": ");
+        write_declaration(text, plan, c);
+    }
+}
+
+/// Writes a column's key: its dotted name when bare, else quoted.
+pub(super) fn write_key(out: &mut String, node: &Node<'_>) {
+    if node.bare {
+        out.push_str(&node.name);
+    } else {
+        cell::write_quoted(out, node.key);
+    }
+}
+
+/// Writes the value side of the line of column `c`: its first-row value,
+/// an alias or a template.
+pub(super) fn write_declaration(out: &mut String, plan: &Plan<'_>, c: usize) {
+    let node = &plan.nodes[c];
+    match &node.role {
+        Role::Alias(target) => {
+            out.push('{');
+            out.push_str(
+                plan.ref_name(c, *target)
+                    .unwrap_or(&plan.nodes[*target].name),
+            );
+            out.push('}');
+        }
+        Role::AliasList(targets) => {
+            out.push('[');
+            for (i, target) in targets.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                out.push('{');
+                out.push_str(
+                    plan.ref_name(c, *target)
+                        .unwrap_or(&plan.nodes[*target].name),
+                );
+                out.push('}');
+            }
+            out.push(']');
+        }
+        Role::Template(parts) => out.push_str(&plan.template_text(c, parts)),
+        _ => {
+            if let Some(Some(value)) = node.cells.first() {
+                let slot = Slot::Line(&plan.names, plan.parent_name(c));
+                cell::write_value(out, value, slot);
+            }
+        }
+    }
+}
+
+/// How many rows a block has.
+#[derive(Clone, Copy, Debug)]
+pub(super) enum Rows {
+    /// Rows run to the end of the text.
+    ToEnd,
+    /// Exactly this many rows.
+    Exactly(usize),
+}
+
+/// Reads one declaration or `key: value` line (with a nested block if it
+/// is `key[N]:`), or returns `None` with the cursor unmoved if the line is
+/// not one. `nesting` is how many more levels of tables may nest.
+pub(super) fn parse_entry(
+    sc: &mut Scanner<'_>,
+    nesting: usize,
+) -> Result<Option<(Key, LineValue)>, DecodeError> {
+    let start = sc.pos();
+    let Ok(key) = parse_key(sc) else {
+        sc.reset(start);
+        return Ok(None);
+    };
+    if sc.eat(": ") {
+        let value = parse_line_value(sc)?;
+        sc.end_line()?;
+        return Ok(Some((key, value)));
+    }
+    if !sc.eat("[") {
+        sc.reset(start);
+        return Ok(None);
+    }
+    let digits = sc.rest().bytes().take_while(u8::is_ascii_digit).count();
+    let rows: usize = sc
+        .rest()
+        .get(..digits)
+        .and_then(|d| d.parse().ok())
+        .filter(|&n| n > 0)
+        .ok_or_else(|| sc.error("expected a row count in `key[N]:`"))?;
+    sc.advance(digits);
+    if !sc.eat("]:") {
+        return Err(sc.error("expected `]:`"));
+    }
+    sc.end_line()?;
+    let Some(inner) = nesting.checked_sub(1) else {
+        return Err(sc.error("tables nested too deep"));
+    };
+    let items = parse_block(sc, Rows::Exactly(rows), inner)?;
+    Ok(Some((key, LineValue::Value(Value::Array(items)))))
+}
+
+/// Reads a table block at the cursor; `nesting` is how many more levels of
+/// tables may nest inside it.
+pub(super) fn parse_block(
+    sc: &mut Scanner<'_>,
+    rows: Rows,
+    nesting: usize,
+) -> Result<Vec<Value>, DecodeError> {
+    let mut lines = Vec::new();
+    while let Some(entry) = parse_entry(sc, nesting)? {
+        lines.push(entry);
+    }
+    let mut names: Vec<Key> = Vec::new();
+    if matches!(sc.peek(), None | Some('\n')) {
+        if lines.is_empty() || matches!(rows, Rows::ToEnd) {
+            return Err(sc.error("expected a header"));
+        }
+    } else {
+        loop {
+            names.push(parse_key(sc)?);
+            if !sc.eat(",") {
+                break;
+            }
+        }
+    }
+    sc.end_line()?;
+    let shape = RecordShape::new(lines, names)?;
+    let mut out = Vec::new();
+    if shape.stored_count() == 0 {
+        // Rows all alike; as with stored rows, at most one per byte of text.
+        let n = match rows {
+            Rows::Exactly(n) if n <= sc.text_len() => n,
+            _ => return Err(sc.error("too many rows for a table without a header")),
+        };
+        let row = Value::Object(shape.row(Vec::new())?);
+        out.resize(n, row);
+        return Ok(out);
+    }
+    loop {
+        match rows {
+            Rows::ToEnd if sc.at_end() => break,
+            Rows::Exactly(n) if out.len() == n => break,
+            Rows::Exactly(n) if sc.at_end() => {
+                return Err(sc.error(format!("expected {n} rows, found {}", out.len())));
+            }
+            _ => {}
+        }
+        let mut cells = Vec::with_capacity(shape.stored_count());
+        for i in 0..shape.stored_count() {
+            if i > 0 && !sc.eat(",") {
+                return Err(sc.error("row has too few cells"));
+            }
+            cells.push(parse_cell(sc)?);
+        }
+        sc.end_line()?;
+        out.push(Value::Object(shape.row(cells)?));
+    }
+    if out.is_empty() {
+        return Err(sc.error("table without rows"));
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn round_trip(items: &Value) -> String {
+        let block = block(items.as_array().unwrap(), MAX_NESTING, false).unwrap();
+        let mut sc = Scanner::new(&block.text, 0);
+        let back = parse_block(&mut sc, Rows::ToEnd, MAX_NESTING).unwrap();
+        assert_eq!(&Value::Array(back), items, "{}", block.text);
+        block.text
+    }
+
+    #[test]
+    fn typed_cells_and_absent_keys() {
+        let items = json!([
+            {"a": 1, "b": "x", "c": null},
+            {"a": "1", "c": ""},
+            {"b": "two, three", "a": true, "c": {"n": [1, 2]}}
+        ]);
+        assert_eq!(
+            round_trip(&items),
+            "a,b,c\n1,x,null\n\"1\",,\"\"\ntrue,\"two, three\",{\"n\":[1,2]}"
+        );
+    }
+
+    #[test]
+    fn constants_templates_and_groups() {
+        let items = json!([
+            {"id": 1, "name": "bug", "url": "https://x/labels/bug", "default": false, "user": {"login": "a"}},
+            {"id": 2, "name": "docs", "url": "https://x/labels/docs", "default": false, "user": {"login": "b"}}
+        ]);
+        assert_eq!(
+            round_trip(&items),
+            "url: https://x/labels/{name}\ndefault: false\nid,name,user.login\n1,bug,a\n2,docs,b"
+        );
+    }
+
+    #[test]
+    fn identical_rows_keep_a_column() {
+        let items = json!([{"a": 1, "b": 2}, {"a": 1, "b": 2}]);
+        assert_eq!(round_trip(&items), "b: 2\na\n1\n1");
+    }
+
+    #[test]
+    fn weird_keys_are_quoted() {
+        let items = json!([{"": 1, "a.b": 2, "c:d": 3, "x y": 4, "q\"": 5}]);
+        assert_eq!(
+            round_trip(&items),
+            "\"\",\"a.b\",\"c:d\",x y,\"q\"\"\"\n1,2,3,4,5"
+        );
+    }
+
+    #[test]
+    fn exact_row_count() {
+        let mut sc = Scanner::new("a\n1\n2\nrest", 0);
+        let rows = parse_block(&mut sc, Rows::Exactly(2), MAX_NESTING).unwrap();
+        assert_eq!(rows, vec![json!({"a": 1}), json!({"a": 2})]);
+        assert_eq!(sc.rest(), "rest");
+        let mut sc = Scanner::new("a\n1", 0);
+        assert!(parse_block(&mut sc, Rows::Exactly(2), MAX_NESTING).is_err());
+        let mut sc = Scanner::new("a,b\n1", 0);
+        assert!(parse_block(&mut sc, Rows::ToEnd, MAX_NESTING).is_err());
+        let mut sc = Scanner::new("a\n1,2", 0);
+        assert!(parse_block(&mut sc, Rows::ToEnd, MAX_NESTING).is_err());
+    }
+}

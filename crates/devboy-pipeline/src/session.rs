@@ -1,0 +1,428 @@
+//! One session's whole pipeline over forwarded bodies: L0 dedup, then the
+//! L1/L2 router, with honest accounting.
+//!
+//! [`SessionPipeline`] is what the proxy and `devboy replay` both drive, so
+//! the figures replay reports are the ones a live session would produce.
+//! For each body (the exact text the client would forward to the model):
+//!
+//! 1. **L0** ([`L0Stage`]): a repeat of a body the model still holds becomes
+//!    a reference; a polled near-duplicate becomes its changes; a fresh body
+//!    large enough gets an id.
+//! 2. **L1/L2** ([`route`]): a fresh or unreferenced body is re-encoded in
+//!    its cheapest lossless form if that costs fewer tokens, and elided to
+//!    the budget if it is too large, recoverably. A body that goes out
+//!    elided is withdrawn from the dedup cache, since the model did not
+//!    receive it in full.
+//!
+//! **Accounting** (DESIGN §4.8) is in tokens of the configured tokenizer,
+//! against the body the client would have forwarded (`tokens_raw`). A
+//! result's saving is attributed to dedup when L0 replaced it (minus, for
+//! fresh bodies, the id line dedup adds), and to the encoder when the router
+//! did. `combined = dedup + encoder`, so the split always adds up.
+
+use serde_json::Value;
+
+use crate::ids::{EndpointKey, ReferenceId};
+use crate::route::{route, RouteConfig};
+use crate::shape::{classify, classify_json};
+use crate::stage::{L0Config, L0Outcome, L0Stage, ResultPolicy};
+use crate::time::Timestamp;
+use crate::tokens::Tokenizer;
+
+/// What may be done to one body (the endpoint's settings).
+#[derive(Debug, Clone, Default)]
+pub struct BodyPolicy {
+    /// L0 dedup, if enabled for the endpoint.
+    pub dedup: Option<ResultPolicy>,
+    /// Re-encode and elide (L1/L2).
+    pub encode: bool,
+    /// Restrict the encoding to one format or template (see
+    /// [`crate::route::encoding_names`]).
+    pub only: Option<String>,
+}
+
+/// What L0 and the router did with a body.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Action {
+    /// Sent as it was.
+    Unchanged,
+    /// Sent as it was, with an id line.
+    Fresh,
+    /// Replaced by a reference to an earlier delivery.
+    Reference,
+    /// Replaced by the changes since an earlier delivery.
+    NearReference,
+    /// Re-encoded losslessly (with an id line when fresh).
+    Encoded,
+    /// Re-encoded or not, with parts elided to fit the budget.
+    Elided,
+}
+
+impl Action {
+    /// A short name for reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            Action::Unchanged => "unchanged",
+            Action::Fresh => "fresh",
+            Action::Reference => "reference",
+            Action::NearReference => "near_reference",
+            Action::Encoded => "encoded",
+            Action::Elided => "elided",
+        }
+    }
+}
+
+/// The pipeline's answer for one body.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Processed {
+    /// What happened.
+    pub action: Action,
+    /// The text to send instead of the body, or `None` to send the body.
+    pub text: Option<String>,
+    /// A line to send after the body or `text` (`> [id: rN]`).
+    pub id_line: Option<String>,
+    /// The id the whole body can be expanded from, if any.
+    pub id: Option<ReferenceId>,
+    /// The body's shape ([`crate::shape::Shape::name`]), when it was
+    /// classified (fresh bodies with encoding on).
+    pub shape: Option<&'static str>,
+    /// The encoding used, when re-encoded.
+    pub format: Option<&'static str>,
+    /// Tokens of the body as the client would have forwarded it.
+    pub tokens_raw: usize,
+    /// Tokens of what is sent (text or body, plus the id line).
+    pub tokens_final: usize,
+    /// Tokens saved by L0 (negative: the id line's cost on a fresh body).
+    pub dedup_saved: i64,
+    /// Tokens saved by the router.
+    pub encoder_saved: i64,
+}
+
+/// Running totals of a session.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Totals {
+    /// Bodies processed.
+    pub results: u64,
+    /// Sum of [`Processed::tokens_raw`].
+    pub tokens_raw: u64,
+    /// Sum of [`Processed::tokens_final`].
+    pub tokens_final: u64,
+    /// Sum of [`Processed::dedup_saved`].
+    pub dedup_saved: i64,
+    /// Sum of [`Processed::encoder_saved`].
+    pub encoder_saved: i64,
+    /// Results answered with a reference.
+    pub references: u64,
+    /// Results answered with changes.
+    pub near_references: u64,
+    /// Results re-encoded.
+    pub encoded: u64,
+    /// Results with parts elided.
+    pub elided: u64,
+}
+
+impl Totals {
+    /// A percentage of the raw tokens, one decimal.
+    pub fn pct(&self, saved: i64) -> f64 {
+        if self.tokens_raw == 0 {
+            return 0.0;
+        }
+        (saved as f64 * 1000.0 / self.tokens_raw as f64).round() / 10.0
+    }
+
+    /// `(dedup %, encoder %, combined %)` of the raw tokens.
+    pub fn split_pct(&self) -> (f64, f64, f64) {
+        (
+            self.pct(self.dedup_saved),
+            self.pct(self.encoder_saved),
+            self.pct(self.dedup_saved + self.encoder_saved),
+        )
+    }
+}
+
+/// One session's pipeline state; see the module docs.
+#[derive(Debug)]
+pub struct SessionPipeline {
+    stage: L0Stage,
+    route: RouteConfig,
+    totals: Totals,
+}
+
+impl SessionPipeline {
+    /// A pipeline with empty state.
+    pub fn new(l0: L0Config, route: RouteConfig) -> Self {
+        Self {
+            stage: L0Stage::new(l0),
+            route,
+            totals: Totals::default(),
+        }
+    }
+
+    /// The L0 stage (calls, compaction, expansion, stats).
+    pub fn stage(&mut self) -> &mut L0Stage {
+        &mut self.stage
+    }
+
+    /// The L0 stage, read-only.
+    pub fn stage_ref(&self) -> &L0Stage {
+        &self.stage
+    }
+
+    /// The tokenizer costs are counted in.
+    pub fn tokenizer(&self) -> Tokenizer {
+        self.route.tokenizer
+    }
+
+    /// The totals so far.
+    pub fn totals(&self) -> &Totals {
+        &self.totals
+    }
+
+    /// Decides what the model sees for `body` (with its parsed JSON when
+    /// the caller has it, e.g. a `structuredContent` value).
+    pub fn process(
+        &mut self,
+        endpoint: EndpointKey,
+        body: &str,
+        json: Option<&Value>,
+        paths: Vec<String>,
+        now: Timestamp,
+        policy: &BodyPolicy,
+    ) -> Processed {
+        let tokenizer = self.route.tokenizer;
+        let tokens_raw = tokenizer.count(body);
+        let mut out = Processed {
+            action: Action::Unchanged,
+            text: None,
+            id_line: None,
+            id: None,
+            shape: None,
+            format: None,
+            tokens_raw,
+            tokens_final: tokens_raw,
+            dedup_saved: 0,
+            encoder_saved: 0,
+        };
+        let mut fresh = None;
+        if let Some(dedup) = &policy.dedup {
+            match self
+                .stage
+                .on_result(endpoint, body.as_bytes(), paths, now, dedup)
+            {
+                L0Outcome::Repeat { id, hint } => {
+                    self.replaced(&mut out, Action::Reference, Some(id), hint);
+                    return self.finish(out);
+                }
+                L0Outcome::NearRepeat { id, text, .. } => {
+                    self.replaced(&mut out, Action::NearReference, Some(id), text);
+                    return self.finish(out);
+                }
+                L0Outcome::Fresh { id, id_line } => {
+                    let cost = tokenizer.count(&id_line) as i64;
+                    out.action = Action::Fresh;
+                    out.id = Some(id);
+                    out.tokens_final += cost as usize;
+                    out.dedup_saved -= cost;
+                    out.id_line = Some(id_line);
+                    fresh = Some(id);
+                }
+                L0Outcome::Unchanged => {}
+            }
+        }
+        if policy.encode {
+            let classified = match json {
+                Some(value) => classify_json(value.clone()),
+                None => classify(body),
+            };
+            out.shape = Some(classified.shape.name());
+            let config = RouteConfig {
+                only: policy.only.clone(),
+                ..self.route.clone()
+            };
+            let over = tokens_raw > config.budget_tokens;
+            let recover = match fresh {
+                Some(id) => Some(id),
+                None if over => self.stage.store_only(body.as_bytes()),
+                None => None,
+            };
+            if let Some(routed) = route(body, &classified, tokens_raw, &config, recover) {
+                out.action = if routed.elided > 0 {
+                    if fresh.is_some() {
+                        self.stage.withdraw(body.as_bytes());
+                    }
+                    // The hint names the id; no id line needed.
+                    if let Some(line) = out.id_line.take() {
+                        let cost = tokenizer.count(&line) as i64;
+                        out.tokens_final -= cost as usize;
+                        out.dedup_saved += cost;
+                    }
+                    out.id = recover;
+                    Action::Elided
+                } else {
+                    Action::Encoded
+                };
+                out.format = Some(routed.format);
+                out.encoder_saved = tokens_raw as i64 - routed.tokens as i64;
+                out.tokens_final = out.tokens_final - tokens_raw + routed.tokens;
+                out.text = Some(routed.text);
+            }
+        }
+        self.finish(out)
+    }
+
+    fn replaced(&self, out: &mut Processed, action: Action, id: Option<ReferenceId>, text: String) {
+        let tokens = self.route.tokenizer.count(&text);
+        out.action = action;
+        out.id = id;
+        out.tokens_final = tokens;
+        out.dedup_saved = out.tokens_raw as i64 - tokens as i64;
+        out.text = Some(text);
+    }
+
+    fn finish(&mut self, out: Processed) -> Processed {
+        let t = &mut self.totals;
+        t.results += 1;
+        t.tokens_raw += out.tokens_raw as u64;
+        t.tokens_final += out.tokens_final as u64;
+        t.dedup_saved += out.dedup_saved;
+        t.encoder_saved += out.encoder_saved;
+        match out.action {
+            Action::Reference => t.references += 1,
+            Action::NearReference => t.near_references += 1,
+            Action::Encoded => t.encoded += 1,
+            Action::Elided => t.elided += 1,
+            Action::Unchanged | Action::Fresh => {}
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn pipeline(budget: usize) -> SessionPipeline {
+        SessionPipeline::new(
+            L0Config::default(),
+            RouteConfig {
+                budget_tokens: budget,
+                ..RouteConfig::default()
+            },
+        )
+    }
+
+    fn all() -> BodyPolicy {
+        BodyPolicy {
+            dedup: Some(ResultPolicy::default()),
+            encode: true,
+            only: None,
+        }
+    }
+
+    fn labels(n: usize) -> String {
+        let rows: Vec<Value> = (0..n)
+            .map(|i| json!({"id": i, "name": format!("label-{i}"), "color": format!("{:06x}", (i * 2_654_435_761) % 0xFF_FFFF), "default": false, "description": format!("Issues about area {} and {} of the parser", i * 37 % 101, i * 91 % 103)}))
+            .collect();
+        serde_json::to_string_pretty(&rows).unwrap()
+    }
+
+    fn t(ms: u64) -> Timestamp {
+        Timestamp::from_millis(ms)
+    }
+
+    #[test]
+    fn fresh_bodies_are_encoded_with_an_id_and_repeats_referenced() {
+        let mut p = pipeline(25_000);
+        let body = labels(20);
+        let ep = EndpointKey::new("gh", "labels");
+        let first = p.process(ep.clone(), &body, None, vec![], t(0), &all());
+        assert_eq!(first.action, Action::Encoded);
+        assert_eq!(first.id_line.as_deref(), Some("> [id: r1]"));
+        let text = first.text.clone().unwrap();
+        assert_eq!(
+            crate::encode::decode(&text).unwrap(),
+            serde_json::from_str::<Value>(&body).unwrap()
+        );
+        assert!(first.encoder_saved > 0 && first.dedup_saved < 0);
+        assert_eq!(
+            first.tokens_final as i64,
+            first.tokens_raw as i64 - first.encoder_saved - first.dedup_saved
+        );
+
+        let second = p.process(ep, &body, None, vec![], t(1), &all());
+        assert_eq!(second.action, Action::Reference);
+        assert_eq!(
+            second.text.as_deref(),
+            Some("> [ref: r1, unchanged; devboy_expand r1]")
+        );
+        // Expansion gives the original body, not the encoding.
+        assert_eq!(p.stage().expand("r1"), Ok(body.as_bytes()));
+
+        let totals = p.totals().clone();
+        assert_eq!(
+            (totals.results, totals.references, totals.encoded),
+            (2, 1, 1)
+        );
+        let (dedup, encoder, combined) = totals.split_pct();
+        assert!(dedup > 0.0 && encoder > 0.0);
+        assert!((combined - dedup - encoder).abs() < 0.11);
+    }
+
+    #[test]
+    fn an_elided_body_is_never_referenced_later() {
+        let mut p = pipeline(600);
+        let body = labels(200);
+        let ep = EndpointKey::new("gh", "labels");
+        let first = p.process(ep.clone(), &body, None, vec![], t(0), &all());
+        assert_eq!(first.action, Action::Elided);
+        assert!(first.tokens_final <= 600);
+        assert_eq!(first.id_line, None, "the elision hint names the id");
+        let id = first.id.unwrap();
+        assert!(first
+            .text
+            .as_deref()
+            .unwrap()
+            .ends_with(&format!("devboy_expand {id}]")));
+        let again = p.process(ep, &body, None, vec![], t(1), &all());
+        assert_eq!(again.action, Action::Elided, "not a reference: {again:?}");
+        assert_eq!(p.stage().expand(&id.to_string()), Ok(body.as_bytes()));
+    }
+
+    #[test]
+    fn over_budget_without_dedup_still_elides_recoverably() {
+        let mut p = pipeline(600);
+        let body = labels(200);
+        let policy = BodyPolicy {
+            dedup: None,
+            ..all()
+        };
+        let out = p.process(
+            EndpointKey::new("gh", "labels"),
+            &body,
+            None,
+            vec![],
+            t(0),
+            &policy,
+        );
+        assert_eq!(out.action, Action::Elided);
+        let id = out.id.unwrap();
+        assert_eq!(p.stage().expand(&id.to_string()), Ok(body.as_bytes()));
+    }
+
+    #[test]
+    fn nothing_to_gain_leaves_the_body() {
+        let mut p = pipeline(25_000);
+        let out = p.process(
+            EndpointKey::new("fs", "read"),
+            "short text",
+            None,
+            vec![],
+            t(0),
+            &all(),
+        );
+        assert_eq!(out.action, Action::Unchanged);
+        assert_eq!(out.text, None);
+        assert_eq!(out.tokens_final, out.tokens_raw);
+    }
+}

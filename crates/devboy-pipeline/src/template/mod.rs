@@ -1,0 +1,266 @@
+//! L1 templates: whole-body text re-encodings, each an exact round trip.
+//!
+//! A template rewrites a body into a form that costs the model fewer tokens
+//! and reads naturally, and that [`decode`] turns back into the original:
+//! byte for byte for text, as an equal [`Value`] (same keys in the same
+//! order) for JSON. Two exist:
+//!
+//! - [`md_tables`]: every top-level Markdown (GFM) table of a document
+//!   becomes a fenced CSV block; all other text stays as it was.
+//! - [`fenced_fields`]: a JSON object or array whose string leaves hold
+//!   multi-line text (diffs, code, stack traces, long Markdown) becomes
+//!   `path: value` lines, with each multi-line string in a fenced block as
+//!   raw text, so its `\n` and `\"` escapes no longer cost tokens.
+//!
+//! Every encoded text opens with a one-line hint, `> [encoded: …]`, that
+//! tells the model what it is reading and tells [`decode`] which template
+//! to invert ([`Template::hint`]). The grammar of each template is stated
+//! in its module docs; it is the decoder's specification.
+//!
+//! **Invariant (DESIGN §4.1):** an encoder returns `Some` only after it has
+//! decoded its own output and found the original. Any input it cannot
+//! reproduce exactly it declines with `None`. Encoders never panic, and
+//! [`decode`] never panics on any text.
+//!
+//! Whether a template is *worth* applying is the router's question: these
+//! encoders do not count tokens, and an encoding may cost more than the
+//! original (a small table pays for its hint line and fence).
+
+use std::fmt;
+
+use serde_json::Value;
+
+use crate::shape::{Classified, Shape};
+
+mod csv;
+pub mod fenced_fields;
+pub mod md_tables;
+
+/// One of the L1 templates.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Template {
+    /// Markdown tables as fenced CSV, surrounding text kept: [`md_tables`].
+    MdTables,
+    /// JSON as `path: value` lines with multi-line strings fenced:
+    /// [`fenced_fields`].
+    FencedFields,
+}
+
+impl Template {
+    /// Every template.
+    pub const ALL: [Template; 2] = [Template::MdTables, Template::FencedFields];
+
+    /// A short, stable name for telemetry and configuration.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::MdTables => "md_tables_csv",
+            Self::FencedFields => "fenced_fields",
+        }
+    }
+
+    /// The first line of every text this template encodes (without its
+    /// line break). It is how [`decode`] recognizes the template.
+    pub fn hint(self) -> &'static str {
+        match self {
+            Self::MdTables => md_tables::HINT,
+            Self::FencedFields => fenced_fields::HINT,
+        }
+    }
+
+    /// The template whose hint is exactly `line`.
+    pub fn from_hint(line: &str) -> Option<Template> {
+        Self::ALL.into_iter().find(|t| t.hint() == line)
+    }
+
+    /// A cheap pre-check on a classified body: `false` means
+    /// [`Template::encode`] would certainly decline it.
+    pub fn may_apply(self, classified: &Classified) -> bool {
+        match self {
+            Self::MdTables => classified.shape == Shape::MarkdownTable,
+            Self::FencedFields => {
+                matches!(classified.json, Some(Value::Object(_) | Value::Array(_)))
+            }
+        }
+    }
+
+    /// Encodes a body: its text, and its parsed JSON when it is JSON (see
+    /// [`Classified::json`]). `None` when the template declines.
+    pub fn encode(self, body: &str, json: Option<&Value>) -> Option<String> {
+        match self {
+            Self::MdTables => md_tables::encode(body),
+            Self::FencedFields => json.and_then(fenced_fields::encode),
+        }
+    }
+}
+
+impl fmt::Display for Template {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// What [`decode`] gives back: the original text, or the original JSON.
+#[derive(Debug, Clone, PartialEq)]
+pub enum DecodedBody {
+    /// A text body, byte for byte.
+    Text(String),
+    /// A JSON body, as a value equal to the original (keys in order).
+    Json(Value),
+}
+
+/// Why [`decode`] failed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum DecodeError {
+    /// The first line is not the hint of any template: the text was not
+    /// encoded by one, and another decoder may apply.
+    #[error("no L1 template hint on the first line")]
+    NotEncoded,
+    /// The text carries a template's hint but breaks its grammar.
+    #[error("{template}: line {line}: {reason}")]
+    Malformed {
+        /// The template whose hint the text carries.
+        template: Template,
+        /// The 1-based line of the encoded text where decoding failed.
+        line: usize,
+        /// What was wrong there.
+        reason: &'static str,
+    },
+}
+
+/// Decodes a text encoded by any template, recognized by its hint line.
+///
+/// ```
+/// use devboy_pipeline::template::{decode, md_tables, DecodedBody, DecodeError};
+///
+/// let doc = "Issues:\n\n| # | title |\n|---|---|\n| 1 | a, b |\n";
+/// let encoded = md_tables::encode(doc).expect("a plain table");
+/// assert_eq!(encoded, "> [encoded: md tables as csv]\nIssues:\n\n```csv\n#,title\n1,\"a, b\"\n```\n");
+/// assert_eq!(decode(&encoded), Ok(DecodedBody::Text(doc.to_string())));
+/// assert_eq!(decode("plain text"), Err(DecodeError::NotEncoded));
+/// ```
+pub fn decode(text: &str) -> Result<DecodedBody, DecodeError> {
+    let first = text.split('\n').next().unwrap_or_default();
+    match Template::from_hint(first) {
+        Some(Template::MdTables) => md_tables::decode(text).map(DecodedBody::Text),
+        Some(Template::FencedFields) => fenced_fields::decode(text).map(DecodedBody::Json),
+        None => Err(DecodeError::NotEncoded),
+    }
+}
+
+/// The text after `template`'s hint line, or [`DecodeError::NotEncoded`].
+fn strip_hint(text: &str, template: Template) -> Result<&str, DecodeError> {
+    match text.strip_prefix(template.hint()) {
+        Some("") => Ok(""),
+        Some(rest) => rest.strip_prefix('\n').ok_or(DecodeError::NotEncoded),
+        None => Err(DecodeError::NotEncoded),
+    }
+}
+
+/// A backtick fence that no line of `content` can close: three backticks,
+/// or one more than the longest run of backticks anywhere in `content`.
+fn fence_for(content: &str) -> String {
+    let mut longest = 0usize;
+    let mut run = 0usize;
+    for b in content.bytes() {
+        if b == b'`' {
+            run += 1;
+            longest = longest.max(run);
+        } else {
+            run = 0;
+        }
+    }
+    "`".repeat(longest.saturating_add(1).max(3))
+}
+
+/// The number of backticks a line opens with.
+fn leading_backticks(line: &str) -> usize {
+    line.bytes().take_while(|b| *b == b'`').count()
+}
+
+/// Order-sensitive JSON equality: [`Value`]'s own `==` ignores the order of
+/// object keys, but a faithful round trip keeps it.
+fn same_json(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Object(x), Value::Object(y)) => {
+            x.len() == y.len()
+                && x.iter()
+                    .zip(y.iter())
+                    .all(|((ka, va), (kb, vb))| ka == kb && same_json(va, vb))
+        }
+        (Value::Array(x), Value::Array(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(va, vb)| same_json(va, vb))
+        }
+        _ => a == b,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn hints_are_distinct_and_round_trip() {
+        for t in Template::ALL {
+            assert_eq!(Template::from_hint(t.hint()), Some(t));
+            assert!(t.hint().starts_with("> [encoded: ") && t.hint().ends_with(']'));
+        }
+        assert_ne!(Template::MdTables.hint(), Template::FencedFields.hint());
+        assert_eq!(Template::MdTables.name(), "md_tables_csv");
+        assert_eq!(Template::FencedFields.to_string(), "fenced_fields");
+    }
+
+    /// The design goal: a hint costs about 15 o200k tokens or fewer.
+    #[test]
+    fn hints_are_cheap() {
+        for t in Template::ALL {
+            let cost = crate::Tokenizer::O200k.count(t.hint());
+            assert!(cost <= 15, "{t}: {cost} tokens");
+        }
+    }
+
+    #[test]
+    fn fences_outgrow_their_content() {
+        assert_eq!(fence_for("plain"), "```");
+        assert_eq!(fence_for("a ``` b"), "````");
+        assert_eq!(fence_for("``````"), "```````");
+        assert_eq!(fence_for("` `` `"), "```");
+    }
+
+    #[test]
+    fn decode_needs_an_exact_hint_line() {
+        assert_eq!(decode(""), Err(DecodeError::NotEncoded));
+        assert_eq!(
+            decode("> [encoded: other]\nx"),
+            Err(DecodeError::NotEncoded)
+        );
+        assert_eq!(
+            decode(" > [encoded: md tables as csv]\nx"),
+            Err(DecodeError::NotEncoded)
+        );
+        assert_eq!(
+            decode(&format!("{}\nplain", md_tables::HINT)),
+            Ok(DecodedBody::Text("plain".into()))
+        );
+    }
+
+    #[test]
+    fn same_json_sees_key_order() {
+        let a = json!({"a": 1, "b": [1, {"c": 2, "d": 3}]});
+        let b: Value = serde_json::from_str(r#"{"a":1,"b":[1,{"d":3,"c":2}]}"#).unwrap();
+        assert_eq!(a, b, "serde_json's == ignores order");
+        assert!(!same_json(&a, &b));
+        assert!(same_json(&a, &a.clone()));
+    }
+
+    #[test]
+    fn dispatch_by_classification() {
+        let c = crate::shape::classify(r#"{"patch":"@@ -1 +1 @@\n-a\n+b"}"#);
+        assert!(Template::FencedFields.may_apply(&c));
+        assert!(!Template::MdTables.may_apply(&c));
+        let encoded = Template::FencedFields
+            .encode("", c.json.as_ref())
+            .expect("a multi-line leaf");
+        assert_eq!(decode(&encoded), Ok(DecodedBody::Json(c.json.unwrap())));
+    }
+}

@@ -1,0 +1,206 @@
+//! Every encoder over real GitHub API bodies: each JSON response body
+//! recorded in `@octokit/fixtures` (`scenarios/**/raw-fixture.json`) and
+//! each response example in `@octokit/openapi`'s `api.github.com.json`
+//! (`components.examples.*.value`). Zero round-trip failures allowed, and
+//! the token targets on list pages are pinned.
+//!
+//! The files come from `tests/peers/install.sh`; without them this test
+//! fails (it never skips).
+//!
+//! `examples/encode_corpus.rs` includes this file for its loader and prints
+//! the token figures.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+/// One response body of the corpus.
+pub struct Body {
+    /// Where it comes from: a fixture file and index, or an example name.
+    pub source: String,
+    pub value: Value,
+}
+
+/// What a body is, for reporting.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// A non-empty array of objects, or an object whose only non-scalar
+    /// member is one such array (a search result page).
+    ListPage,
+    /// Any other object.
+    Object,
+    /// Everything else (arrays of scalars, empty arrays, strings).
+    Other,
+}
+
+impl Kind {
+    pub const ALL: [Kind; 3] = [Kind::ListPage, Kind::Object, Kind::Other];
+
+    pub fn of(value: &Value) -> Kind {
+        let is_rows = |v: &Value| matches!(v, Value::Array(items) if !items.is_empty() && items.iter().all(Value::is_object));
+        match value {
+            v if is_rows(v) => Kind::ListPage,
+            Value::Object(map) => {
+                let rows = map.values().filter(|v| is_rows(v)).count();
+                let scalars = map
+                    .values()
+                    .filter(|v| !matches!(v, Value::Array(_) | Value::Object(_)))
+                    .count();
+                if rows == 1 && rows + scalars == map.len() {
+                    Kind::ListPage
+                } else {
+                    Kind::Object
+                }
+            }
+            _ => Kind::Other,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::ListPage => "list page",
+            Kind::Object => "object",
+            Kind::Other => "other",
+        }
+    }
+}
+
+fn workspace_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+const INSTALL: &str = "the GitHub corpus is missing: run tests/peers/install.sh";
+
+fn raw_fixtures(dir: &Path, out: &mut Vec<PathBuf>) -> Result<(), String> {
+    let entries = fs::read_dir(dir).map_err(|e| format!("{INSTALL} ({}: {e})", dir.display()))?;
+    for entry in entries {
+        let path = entry.map_err(|e| e.to_string())?.path();
+        if path.is_dir() {
+            raw_fixtures(&path, out)?;
+        } else if path.file_name().is_some_and(|n| n == "raw-fixture.json") {
+            out.push(path);
+        }
+    }
+    Ok(())
+}
+
+fn read_json(path: &Path) -> Result<Value, String> {
+    let text =
+        fs::read_to_string(path).map_err(|e| format!("{INSTALL} ({}: {e})", path.display()))?;
+    serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))
+}
+
+/// Loads the corpus: fixture bodies first (sorted by path), then the
+/// OpenAPI examples (in file order).
+pub fn load() -> Result<Vec<Body>, String> {
+    let modules = workspace_root().join("tests/peers/node_modules/@octokit");
+    let mut files = Vec::new();
+    raw_fixtures(&modules.join("fixtures/scenarios"), &mut files)?;
+    files.sort();
+    let mut bodies = Vec::new();
+    for file in &files {
+        let Value::Array(recordings) = read_json(file)? else {
+            return Err(format!("{}: not an array of recordings", file.display()));
+        };
+        let scenario = file
+            .parent()
+            .and_then(Path::file_name)
+            .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
+        for (i, recording) in recordings.into_iter().enumerate() {
+            if let Some(value @ (Value::Object(_) | Value::Array(_))) = recording.get("response") {
+                bodies.push(Body {
+                    source: format!("fixture {scenario}#{i}"),
+                    value: value.clone(),
+                });
+            }
+        }
+    }
+    let api = read_json(&modules.join("openapi/generated/api.github.com.json"))?;
+    let Some(Value::Object(examples)) = api.pointer("/components/examples") else {
+        return Err("api.github.com.json has no components.examples".into());
+    };
+    for (name, example) in examples {
+        if let Some(value) = example.get("value") {
+            bodies.push(Body {
+                source: format!("example {name}"),
+                value: value.clone(),
+            });
+        }
+    }
+    Ok(bodies)
+}
+
+// The tests use full paths, so the loader above can be included by the
+// example and the bench without unused imports.
+
+#[test]
+fn corpus_is_large_enough() {
+    let bodies = load().unwrap_or_else(|e| panic!("{e}"));
+    let fixtures = bodies
+        .iter()
+        .filter(|b| b.source.starts_with("fixture"))
+        .count();
+    assert!(fixtures >= 100, "{fixtures} fixture bodies");
+    assert!(
+        bodies.len() - fixtures >= 500,
+        "{} examples",
+        bodies.len() - fixtures
+    );
+}
+
+#[test]
+fn every_candidate_round_trips() {
+    let bodies = load().unwrap_or_else(|e| panic!("{e}"));
+    let mut failures = Vec::new();
+    let mut structured = 0;
+    for body in &bodies {
+        for candidate in devboy_pipeline::encode::candidates(&body.value) {
+            if candidate.format() != devboy_pipeline::encode::Format::JsonCompact {
+                structured += 1;
+            }
+            match devboy_pipeline::encode::decode(candidate.text()) {
+                Ok(back) if back == body.value => {}
+                _ => failures.push(format!("{} as {}", body.source, candidate.format())),
+            }
+        }
+    }
+    assert!(failures.is_empty(), "round-trip failures: {failures:#?}");
+    // Nearly every body is an object or an array of objects.
+    assert!(
+        structured * 10 >= bodies.len() * 9,
+        "{structured} of {}",
+        bodies.len()
+    );
+}
+
+/// The targets of the issue, over all list pages together.
+#[test]
+fn list_pages_meet_the_token_targets() {
+    let bodies = load().unwrap_or_else(|e| panic!("{e}"));
+    let tok = devboy_pipeline::Tokenizer::O200k;
+    let (mut pretty, mut compact, mut best) = (0, 0, 0);
+    for body in bodies
+        .iter()
+        .filter(|b| Kind::of(&b.value) == Kind::ListPage)
+    {
+        let c = tok.count(&body.value.to_string());
+        let b = tok.count(devboy_pipeline::encode::encode_best(&body.value, tok).text());
+        assert!(b <= c, "{}: best {b} > compact {c}", body.source);
+        pretty += tok.count(&serde_json::to_string_pretty(&body.value).unwrap_or_default());
+        compact += c;
+        best += b;
+    }
+    let vs_compact = 1.0 - best as f64 / compact as f64;
+    let vs_pretty = 1.0 - best as f64 / pretty as f64;
+    assert!(
+        vs_compact >= 0.30,
+        "{:.1}% fewer than compact",
+        vs_compact * 100.0
+    );
+    assert!(
+        vs_pretty >= 0.45,
+        "{:.1}% fewer than pretty",
+        vs_pretty * 100.0
+    );
+}

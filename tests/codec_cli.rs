@@ -1,0 +1,151 @@
+//! `devboy encode`, `devboy decode` and `devboy replay` as a user runs them,
+//! on real GitHub API data (`@octokit/fixtures`, installed by
+//! tests/peers/install.sh).
+
+mod common;
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+
+use common::devboy_bin;
+use serde_json::Value;
+
+fn octokit() -> PathBuf {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/peers/node_modules/@octokit");
+    assert!(
+        dir.join("fixtures/package.json").is_file(),
+        "@octokit/fixtures is missing: run tests/peers/install.sh"
+    );
+    dir
+}
+
+fn raw_fixtures() -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    let scenarios = octokit().join("fixtures/scenarios/api.github.com");
+    for entry in std::fs::read_dir(scenarios).unwrap() {
+        let file = entry.unwrap().path().join("raw-fixture.json");
+        if file.is_file() {
+            files.push(file);
+        }
+    }
+    files.sort();
+    files
+}
+
+/// Runs devboy with `args`, `stdin` on its standard input; (stdout, stderr).
+fn run(args: &[&str], stdin: &str) -> (String, String) {
+    let mut child = Command::new(devboy_bin())
+        .args(args)
+        .env("DEVBOY_CONFIG_DIR", "/nonexistent/devboy-test-config")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run devboy");
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(stdin.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "devboy {args:?} failed: {stderr}");
+    (stdout, stderr)
+}
+
+/// The first list page in the paginate-issues scenario, pretty-printed as a
+/// server would often send it.
+fn issues_page() -> Value {
+    let file = octokit().join("fixtures/scenarios/api.github.com/paginate-issues/raw-fixture.json");
+    let recordings: Value = serde_json::from_str(&std::fs::read_to_string(file).unwrap()).unwrap();
+    recordings
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| &r["response"])
+        .find(|r| r.as_array().is_some_and(|a| a.len() > 1))
+        .cloned()
+        .expect("a list page")
+}
+
+#[test]
+fn encode_then_decode_gives_back_a_real_list_page() {
+    let page = issues_page();
+    let pretty = serde_json::to_string_pretty(&page).unwrap();
+    let (encoded, summary) = run(&["encode"], &pretty);
+    assert!(encoded.starts_with("> [encoded: "), "{encoded:.200}");
+    assert!(
+        encoded.len() * 2 < pretty.len(),
+        "{} vs {}",
+        encoded.len(),
+        pretty.len()
+    );
+    assert!(summary.contains("array_of_objects as csv"), "{summary}");
+    assert!(summary.contains("o200k_base tokens"), "{summary}");
+    let (decoded, _) = run(&["decode"], &encoded);
+    assert_eq!(serde_json::from_str::<Value>(&decoded).unwrap(), page);
+}
+
+#[test]
+fn encode_leaves_what_it_cannot_shorten() {
+    let text = "Just a sentence of prose.\n";
+    let (out, summary) = run(&["encode"], text);
+    assert_eq!(out, text);
+    assert!(summary.contains("unchanged"), "{summary}");
+}
+
+#[test]
+fn replay_reports_the_octokit_fixtures_in_json() {
+    let files = raw_fixtures();
+    assert!(files.len() >= 20, "{files:?}");
+    let mut args = vec!["replay".to_owned(), "--format".into(), "json".into()];
+    args.extend(files.iter().map(|f| f.display().to_string()));
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let (out, _) = run(&args, "");
+    let report: Value = serde_json::from_str(&out).expect("one JSON object");
+    for key in [
+        "files",
+        "tokenizer",
+        "tokens_raw",
+        "tokens_compact",
+        "tokens_pretty",
+        "tokens_final",
+        "dedup_savings_pct",
+        "encoder_savings_pct",
+        "combined_savings_pct",
+        "decode_failures",
+        "by_shape",
+        "by_format",
+    ] {
+        assert!(report.get(key).is_some(), "no {key} in {report}");
+    }
+    assert_eq!(report["files"], files.len());
+    assert_eq!(report["tokenizer"], "o200k_base");
+    assert_eq!(report["decode_failures"], 0, "{report}");
+    assert!(report["decode_checked"].as_u64().unwrap() > 50, "{report}");
+    // The split adds up, and the figures are what the tokens say.
+    let f = |k: &str| report[k].as_f64().unwrap();
+    assert!(
+        (f("dedup_savings_pct") + f("encoder_savings_pct") - f("combined_savings_pct")).abs() < 0.2
+    );
+    let (raw, fin) = (f("tokens_raw"), f("tokens_final"));
+    assert!((100.0 * (raw - fin) / raw - f("combined_savings_pct")).abs() < 0.2);
+    // Real GitHub list pages: at least 30% fewer tokens than compact JSON
+    // and 45% fewer than pretty JSON (issue 4's targets).
+    let lists = &report["by_shape"]["array_of_objects"];
+    let saved = lists["savings_pct"].as_f64().unwrap();
+    assert!(saved >= 30.0, "list pages vs compact: {saved}% in {report}");
+    assert!(f("tokens_final") < 0.55 * f("tokens_pretty"), "{report}");
+}
+
+#[test]
+fn replay_prints_a_table_by_default() {
+    let files = raw_fixtures();
+    let (out, _) = run(&["replay", files[0].to_str().unwrap()], "");
+    assert!(out.contains("tokens counted in o200k_base"), "{out}");
+    assert!(out.contains("savings vs raw: dedup"), "{out}");
+    assert!(out.contains("decode failures: 0"), "{out}");
+}
