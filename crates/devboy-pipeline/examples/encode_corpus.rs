@@ -2,15 +2,16 @@
 //! `tests/encode_corpus.rs` for what it holds), counted with o200k_base.
 //!
 //! ```text
-//! cargo run --release -p devboy-pipeline --example encode_corpus [-- --verbose | --show TEXT]
+//! cargo run --release -p devboy-pipeline --example encode_corpus [-- --verbose [--all] | --show TEXT]
 //! ```
 //!
 //! Prints, per body kind, the token totals of pretty JSON, compact JSON and
 //! `encode_best`, the savings, how often each format won, and round-trip
 //! failures (every candidate is decoded again here, independently of the
-//! encoders' own check). `--verbose` adds one line per list page; `--show
-//! TEXT` prints every candidate of every body whose source contains TEXT,
-//! the best first.
+//! encoders' own check). `--verbose` adds one line per list page (pretty,
+//! compact and best tokens, saving, format, source), `--all` one per body;
+//! `--show TEXT` prints every candidate of every body whose source contains
+//! TEXT, the best first.
 
 #[path = "../tests/encode_corpus.rs"]
 mod corpus;
@@ -92,7 +93,8 @@ fn main() {
         t.failures += failures;
         if verbose && (kind == Kind::ListPage || args.iter().any(|a| a == "--all")) {
             println!(
-                "{:>6} {:>6} {:>6.1}% {:<12} {}",
+                "{:>6} {:>6} {:>6} {:>6.1}% {:<12} {}",
+                pretty,
                 compact,
                 best_cost,
                 percent(best_cost, compact),

@@ -138,16 +138,42 @@ fn best_candidate(
     let allowed = |name: &str| config.only.as_deref().is_none_or(|only| only == name);
     let mut candidates: Vec<(String, &'static str)> = Vec::new();
     if let Some(json) = &classified.json {
-        for encoded in encode::candidates(json) {
-            let name = encoded.format().name();
-            // Compact JSON of a compact body is the body itself.
-            if allowed(name) && encoded.text() != body {
-                candidates.push((encoded.into_text(), name));
+        // Compact JSON is exact by construction (serde_json with
+        // float_roundtrip), and is only a candidate when the body is not
+        // already compact.
+        if allowed(Format::JsonCompact.name()) {
+            if let Ok(compact) = serde_json::to_string(json) {
+                if compact != body {
+                    candidates.push((compact, Format::JsonCompact.name()));
+                }
+            }
+        }
+        // The structured formats that can apply to this value; each one
+        // verifies itself by decoding.
+        let formats: &[Format] = match json {
+            Value::Array(_) => &[Format::Csv],
+            Value::Object(_) => &[Format::Document, Format::Kv],
+            _ => &[],
+        };
+        for &format in formats {
+            if allowed(format.name()) {
+                if let Some(encoded) = encode::encode(json, format) {
+                    candidates.push((encoded.into_text(), format.name()));
+                    // A document is a key:value text with tables; when it
+                    // applies, plain key:value lines cannot be cheaper.
+                    if format == Format::Document {
+                        break;
+                    }
+                }
             }
         }
     }
+    // Fenced fields only pay when some string has line breaks (which JSON
+    // text escapes as `\n`).
+    let multiline = classified.json.is_none() || body.contains("\\n");
     for template in Template::ALL {
-        if allowed(template.name()) && template.may_apply(classified) {
+        let worth = template != Template::FencedFields || multiline;
+        if worth && allowed(template.name()) && template.may_apply(classified) {
             if let Some(text) = template.encode(body, classified.json.as_ref()) {
                 candidates.push((text, template.name()));
             }

@@ -139,6 +139,9 @@ fn is_segment_char(c: char) -> bool {
     )
 }
 
+/// The most segments a bare key may have.
+const MAX_KEY_DEPTH: usize = 64;
+
 /// A key or column name as written.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(super) enum Key {
@@ -162,6 +165,11 @@ pub(super) fn parse_key(sc: &mut Scanner<'_>) -> Result<Key, DecodeError> {
             .map_or(rest.len(), |(i, _)| i);
         if len == 0 {
             return Err(sc.error("expected a key"));
+        }
+        if segments.len() == MAX_KEY_DEPTH {
+            // Deeper paths would build values too deep to drop or compare
+            // without overflowing the stack; the encoder stays far below.
+            return Err(sc.error("key nested too deep"));
         }
         segments.push(rest[..len].to_owned());
         sc.advance(len);
@@ -379,7 +387,8 @@ mod tests {
         assert!(sc.eat(": "));
         let mut sc = Scanner::new("\"a.b\"\"\": x", 0);
         assert_eq!(parse_key(&mut sc).unwrap(), Key::Literal("a.b\"".into()));
-        for bad in ["", ".a", "a.", "a..b", ",", ":"] {
+        let deep = "a.".repeat(64) + "a";
+        for bad in ["", ".a", "a.", "a..b", ",", ":", deep.as_str()] {
             assert!(parse_key(&mut Scanner::new(bad, 0)).is_err(), "{bad:?}");
         }
         assert!(is_bare_segment("+1"));

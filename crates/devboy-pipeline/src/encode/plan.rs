@@ -364,6 +364,7 @@ impl<'v> Plan<'v> {
                 return None;
             }
         }
+        // `[{a},{b}]` would read as a list of values.
         if template::is_list(&parts) {
             return None;
         }
@@ -510,7 +511,7 @@ impl<'v> Plan<'v> {
             let Some(block) = table::block(items, nesting, true) else {
                 continue;
             };
-            let inline = node.cells[0].map_or(0, |v| v.to_string().len());
+            let inline = serde_json::to_string(items).map_or(0, |json| json.len());
             if block.text.len() < inline {
                 node.role = Role::Table {
                     rows: items.len(),
@@ -611,7 +612,8 @@ fn bigrams(s: &str) -> u64 {
 
 /// Byte offsets where `needle` occurs in `haystack` at word boundaries: a
 /// match that starts (ends) with a letter, digit or `_` may not be preceded
-/// (followed) by one, so `1` is not found inside `1347`.
+/// (followed) by one, so `1` is not found inside `1347`. Nor inside braces,
+/// so the `{/other_user}` of a URL template stays as it reads.
 fn occurrences<'a>(haystack: &'a str, needle: &'a str) -> impl Iterator<Item = usize> + 'a {
     let is_word = |c: char| c.is_alphanumeric() || c == '_';
     let starts_word = needle.chars().next().is_some_and(is_word);
@@ -619,7 +621,10 @@ fn occurrences<'a>(haystack: &'a str, needle: &'a str) -> impl Iterator<Item = u
     haystack.match_indices(needle).filter_map(move |(at, _)| {
         let before = haystack[..at].chars().next_back();
         let after = haystack[at + needle.len()..].chars().next();
-        let clash = (starts_word && before.is_some_and(is_word))
+        let prefix = &haystack[..at];
+        let in_braces = prefix.matches('{').count() > prefix.matches('}').count();
+        let clash = in_braces
+            || (starts_word && before.is_some_and(is_word))
             || (ends_word && after.is_some_and(is_word));
         (!needle.is_empty() && !clash).then_some(at)
     })
@@ -692,6 +697,10 @@ mod tests {
             vec![2]
         );
         assert_eq!(occurrences("/x/", "/").count(), 2);
+        assert_eq!(
+            occurrences("u/x/following{/x}", "x").collect::<Vec<_>>(),
+            vec![2]
+        );
     }
 
     #[test]
