@@ -525,7 +525,7 @@ mod tests {
             .unwrap();
         assert_eq!(
             texts(&near),
-            ["> [near-ref: r1 with 1 change below; full: devboy_expand r2]\n/state: \"success\""]
+            ["> [near-ref: r1, changed below; devboy_expand r2]\n/state: \"success\""]
         );
         assert_eq!(near.structured_content, None);
         assert_eq!(

@@ -362,11 +362,10 @@ fn elide(
         let elided: Vec<usize> = (0..n).filter(|i| keep.binary_search(i).is_err()).collect();
         let text = render(&units.rebuild(&keep), format)?;
         let hint = format!(
-            "> [elided {} of {n} {} ({}) over the {}-token budget; all: devboy_expand {id}]",
+            "> [elided {} of {n} {} ({}); all: devboy_expand {id}]",
             elided.len(),
             units.noun(),
             units.describe(&elided),
-            config.budget_tokens
         );
         let text = if text.ends_with('\n') {
             format!("{text}{hint}")
@@ -605,7 +604,7 @@ mod tests {
         let (kept, hint) = routed.text.rsplit_once('\n').unwrap();
         assert!(
             hint.starts_with(&format!("> [elided {} of 200 items (", routed.elided))
-                && hint.ends_with("over the 2000-token budget; all: devboy_expand r7]"),
+                && hint.ends_with("; all: devboy_expand r7]"),
             "{hint}"
         );
         // What is kept are rows of the list, exactly, in order, the first

@@ -261,7 +261,7 @@ impl L0Stage {
             return None;
         }
         let id = self.ids.peek_next();
-        let text = format!("{}\n{delta}", near_hint(base, changes.len(), id));
+        let text = format!("{}\n{delta}", near_hint(base, id));
         // Worth it only if it is much shorter than the body.
         if text.len().saturating_mul(2) > body.len() {
             return None;
@@ -342,11 +342,11 @@ pub fn reference_hint(id: ReferenceId) -> String {
     format!("> [ref: {id}, unchanged; devboy_expand {id}]")
 }
 
-/// The line that starts a near-duplicate: the earlier delivery the changes
-/// apply to, how many follow, and the id of the whole new body.
-pub fn near_hint(base: ReferenceId, changes: usize, id: ReferenceId) -> String {
-    let noun = if changes == 1 { "change" } else { "changes" };
-    format!("> [near-ref: {base} with {changes} {noun} below; full: devboy_expand {id}]")
+/// The line that starts a near-duplicate: the earlier delivery the change
+/// lines below it apply to, and the id of the whole new body (17 o200k
+/// tokens, pinned in `tokens.rs`).
+pub fn near_hint(base: ReferenceId, id: ReferenceId) -> String {
+    format!("> [near-ref: {base}, changed below; devboy_expand {id}]")
 }
 
 /// The paths named in a call's arguments (see [`PATH_ARGUMENTS`]), in
@@ -595,7 +595,7 @@ mod tests {
         assert_eq!((b, changes), (base, 2));
         assert_eq!(
             text,
-            format!("> [near-ref: {base} with 2 changes below; full: devboy_expand {id}]\n/state: \"success\"\n/step: 2")
+            format!("> [near-ref: {base}, changed below; devboy_expand {id}]\n/state: \"success\"\n/step: 2")
         );
         // Exact: the earlier body plus the delta is the new body, and the
         // new body is there in full under its own id.

@@ -218,6 +218,8 @@ mod tests {
         }
     }
 
+    const PIN_NEAR: usize = 17;
+
     /// Pins what the reference hint costs, so a wording change shows its
     /// price here. The design goal is about 15 tokens or fewer for the ids a
     /// session actually reaches (r1 → 15, r99 → 15, r9999 → 17).
@@ -232,5 +234,13 @@ mod tests {
                 "{hint:?}: update this pin when the hint wording changes"
             );
         }
+    }
+
+    /// Pins the near-reference hint's cost (without the change lines that
+    /// follow it, which are the content).
+    #[test]
+    fn near_hint_cost_is_pinned() {
+        let hint = crate::stage::near_hint(id(3), id(4));
+        assert_eq!(Tokenizer::O200k.count(&hint), PIN_NEAR, "{hint:?}");
     }
 }
