@@ -168,9 +168,14 @@ fn best_candidate(
             }
         }
     }
-    // Fenced fields only pay when some string has line breaks (which JSON
-    // text escapes as `\n`).
-    let multiline = classified.json.is_none() || body.contains("\\n");
+    // Fenced fields only pay when strings with line breaks (which JSON text
+    // escapes as `\n`) are a good part of the body: each fence and path
+    // line costs tokens, and only the escapes inside those strings are
+    // saved.
+    let multiline = match &classified.json {
+        None => true,
+        Some(json) => body.contains("\\n") && multiline_bytes(json) * 5 >= body.len(),
+    };
     for template in Template::ALL {
         let worth = template != Template::FencedFields || multiline;
         if worth && allowed(template.name()) && template.may_apply(classified) {
@@ -182,6 +187,16 @@ fn best_candidate(
     candidates
         .into_iter()
         .min_by_key(|(text, _)| estimate_tokens(text))
+}
+
+/// Bytes of the strings in `value` that contain a line break.
+fn multiline_bytes(value: &Value) -> usize {
+    match value {
+        Value::String(s) if s.contains('\n') => s.len(),
+        Value::Array(items) => items.iter().map(multiline_bytes).sum(),
+        Value::Object(map) => map.values().map(multiline_bytes).sum(),
+        _ => 0,
+    }
 }
 
 /// The units of a body and how to put a subset of them back together.
