@@ -97,6 +97,89 @@ enum Command {
         #[command(subcommand)]
         command: HookCommand,
     },
+    /// The offline tuner: telemetry and Claude Code session logs in,
+    /// pipeline_config.toml out.
+    Tune {
+        #[command(subcommand)]
+        command: TuneCommand,
+    },
+}
+
+#[derive(Subcommand)]
+enum TuneCommand {
+    /// Turn the last N days of telemetry into pipeline_config.toml: a
+    /// per-endpoint table, the changes the rules propose with their reasons,
+    /// each simulated on the same events, and the file updated with those
+    /// that do not save less.
+    ///
+    /// Rules (no endpoint is touched with fewer than 20 results; keys a
+    /// person wrote are never changed): D1 dedup off for an endpoint whose
+    /// results repeat ≤ 5% and whose id lines cost more than its references
+    /// saved; D2 dedup on where ≥ 30% repeat a body already in the context;
+    /// N1 near-references on where ≥ 50% of bodies look like a polled
+    /// status that changed a little; T1 pin the template the router already
+    /// chooses for ≥ 95% of a Markdown-table (or diff-carrying JSON)
+    /// endpoint; C1/C2 raise dedup.max_entries / dedup.ttl_secs when the
+    /// cache replay loses ≥ 2% of references to them (the TTL only when
+    /// compactions are signalled); S1 move dedup.min_body_bytes to the size
+    /// with the highest expected saving.
+    ///
+    /// Simulation: each recorded session is replayed through a model of the
+    /// dedup cache under the current and the proposed settings, and the
+    /// recorded token figures are adjusted only where the two replays
+    /// differ and the record agrees with the current one. Its limits:
+    /// telemetry has no arguments or contents, so near-duplicates are a
+    /// size pattern (an upper bound), a pin's effect on bodies encoded
+    /// otherwise is a loss of their whole saving (a lower bound),
+    /// invalidations by mutating calls are not recorded, sizes are in
+    /// characters, and sampled sessions keep their recorded figures.
+    Analyze {
+        /// How many days back to read.
+        #[arg(long, default_value_t = 30, value_name = "N")]
+        days: u32,
+        /// The events directory. Default: <telemetry dir>/events.
+        #[arg(long, value_name = "DIR")]
+        input_dir: Option<PathBuf>,
+        /// The pipeline config to update. Default: pipeline_config.toml in
+        /// the config directory (created from the documented default).
+        #[arg(long, value_name = "FILE")]
+        output: Option<PathBuf>,
+        /// Print the report and the keys that would change; write nothing.
+        #[arg(long)]
+        dry_run: bool,
+    },
+    /// Print the effective pipeline config, its source and schema version,
+    /// and the settings each endpoint seen by the last analysis gets.
+    Show {
+        /// The pipeline config (default as for `devboy mcp`).
+        #[arg(long, value_name = "FILE")]
+        config: Option<PathBuf>,
+    },
+    /// Read Claude Code's session logs (models, tool uses, sessions,
+    /// compactions) and propose a [profiles] tokenizer pin and, with
+    /// --tools, [tools."NAME"] side effects evident from tool names (a
+    /// heuristic). Hand-written entries are never overwritten.
+    FromClaudeLogs {
+        /// Default: ~/.claude/projects.
+        #[arg(long, value_name = "DIR")]
+        input_dir: Option<PathBuf>,
+        /// Only this project: its path, or part of its directory name under
+        /// the input directory.
+        #[arg(long, value_name = "P")]
+        project: Option<String>,
+        /// Print, write nothing.
+        #[arg(long)]
+        dry_run: bool,
+        /// Propose [tools."NAME"] side_effect entries for devboy's tools.
+        #[arg(long)]
+        tools: bool,
+        /// The name devboy is registered under in Claude Code.
+        #[arg(long, default_value = "devboy", value_name = "NAME")]
+        server: String,
+        /// The pipeline config to update (default as for `tune analyze`).
+        #[arg(long, value_name = "FILE")]
+        output: Option<PathBuf>,
+    },
 }
 
 #[derive(Clone, Copy, PartialEq, clap::ValueEnum)]
@@ -216,7 +299,70 @@ fn run(command: Command) -> anyhow::Result<()> {
         Command::Hook {
             command: HookCommand::Install { project, settings },
         } => hook_install(project, settings),
+        Command::Tune { command } => tune(command),
     }
+}
+
+/// `devboy tune …`: the reports go to stdout.
+fn tune(command: TuneCommand) -> anyhow::Result<()> {
+    use std::io::IsTerminal as _;
+    let telemetry = devboy_core::paths::telemetry_dir();
+    let default_output = devboy_core::pipeline_config::default_file;
+    match command {
+        TuneCommand::Analyze {
+            days,
+            input_dir,
+            output,
+            dry_run,
+        } => {
+            let options = devboy_tune::AnalyzeOptions {
+                input: input_dir.unwrap_or_else(|| telemetry.join("events")),
+                days,
+                output: output.unwrap_or_else(default_output),
+                names_file: devboy_tune::names::default_file(),
+                summary_file: Some(telemetry.join(devboy_tune::show::SUMMARY_FILE)),
+                dry_run,
+                progress: std::io::stderr().is_terminal(),
+                now_ms: devboy_tune::now_ms(),
+            };
+            print!("{}", devboy_tune::analyze::run(&options)?);
+        }
+        TuneCommand::Show { config } => {
+            let options = devboy_tune::ShowOptions {
+                config,
+                names_file: devboy_tune::names::default_file(),
+                summary_file: telemetry.join(devboy_tune::show::SUMMARY_FILE),
+            };
+            print!("{}", devboy_tune::show::show(&options)?);
+        }
+        TuneCommand::FromClaudeLogs {
+            input_dir,
+            project,
+            dry_run,
+            tools,
+            server,
+            output,
+        } => {
+            let input = match input_dir {
+                Some(dir) => dir,
+                None => std::env::var_os("HOME")
+                    .filter(|h| !h.is_empty())
+                    .map(|h| PathBuf::from(h).join(".claude").join("projects"))
+                    .context("HOME is not set; give --input-dir")?,
+            };
+            let options = devboy_tune::ClaudeLogOptions {
+                input,
+                project,
+                server,
+                tools,
+                dry_run,
+                output: output.unwrap_or_else(default_output),
+                now_ms: devboy_tune::now_ms(),
+            };
+            print!("{}", devboy_tune::claude_logs::run(&options)?);
+        }
+    }
+    Ok(())
 }
 
 /// `devboy hook signal`. Never fails: problems go to stderr (which Claude

@@ -129,13 +129,24 @@ impl Devboy {
     }
 
     pub async fn start_with(config: &str, file_name: &str, extra_args: &[&str]) -> Self {
-        Self::start_full(config, file_name, extra_args, None).await
+        Self::start_full(config, file_name, extra_args, None, &[]).await
+    }
+
+    /// [`start`](Self::start) with extra environment variables (set after
+    /// the hermetic defaults, so they override them) and, optionally, a
+    /// `pipeline_config.toml` in devboy's config directory.
+    pub async fn start_with_env(
+        config: &str,
+        pipeline: Option<&str>,
+        env: &[(&str, &std::ffi::OsStr)],
+    ) -> Self {
+        Self::start_full(config, "devboy.toml", &[], pipeline, env).await
     }
 
     /// [`start`](Self::start) with `pipeline` as the `pipeline_config.toml`
     /// of devboy's config directory (found there, not passed by flag).
     pub async fn start_with_pipeline(config: &str, pipeline: &str) -> Self {
-        Self::start_full(config, "devboy.toml", &[], Some(pipeline)).await
+        Self::start_full(config, "devboy.toml", &[], Some(pipeline), &[]).await
     }
 
     async fn start_full(
@@ -143,6 +154,7 @@ impl Devboy {
         file_name: &str,
         extra_args: &[&str],
         pipeline: Option<&str>,
+        env: &[(&str, &std::ffi::OsStr)],
     ) -> Self {
         let dir = TempDir::new("proxy");
         if let Some(pipeline) = pipeline {
@@ -157,8 +169,10 @@ impl Devboy {
         let mut cmd = tokio::process::Command::new(devboy_bin());
         cmd.arg("mcp").arg("--config").arg(&path).args(extra_args);
         cmd.env("RUST_LOG", test_log_filter());
-        // Hermetic: the user's own pipeline_config.toml never applies.
+        // Hermetic: the user's own pipeline_config.toml never applies (and
+        // telemetry goes to <dir>/telemetry).
         cmd.env("DEVBOY_CONFIG_DIR", dir.path());
+        cmd.envs(env.iter().copied());
         let transport = TokioChildProcess::new(cmd).expect("spawn devboy");
         let recorder = Recorder::default();
         let client =
@@ -285,6 +299,9 @@ impl RawClient {
         let mut child = command
             .args(args)
             .env("RUST_LOG", test_log_filter())
+            // Test runs write no telemetry to the user's own directory
+            // (a test that wants it passes DEVBOY_TELEMETRY and a dir).
+            .env("DEVBOY_TELEMETRY", "off")
             .envs(env.iter().copied())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())

@@ -23,6 +23,13 @@
 //! ([`PipelineConfig`]): per-endpoint dedup, minimum size, near-duplicate
 //! hints, encoding and template, and per-tool side-effect classes and
 //! `invalidates` lists, matched on the exposed tool name.
+//!
+//! Every result the pipeline decides on, and every error result, leaves
+//! one telemetry event ([`Telemetry`], docs/telemetry.md), recorded after
+//! the pipeline's lock is released; the session summary is written by
+//! [`ResponseProcessor::end_session`]. Results the pipeline never sees
+//! (images, resources, mixed content, endpoints with dedup and encoding
+//! both off) leave none.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -31,11 +38,12 @@ use std::time::Instant;
 use devboy_core::config::ConfigSource;
 use devboy_core::pipeline_config::{PipelineConfig, TokenizerChoice};
 use devboy_pipeline::route::RouteConfig;
-use devboy_pipeline::session::{BodyPolicy, SessionPipeline, Totals};
+use devboy_pipeline::session::{Action, BodyPolicy, Processed, SessionPipeline, Totals};
 use devboy_pipeline::{
     paths_in_arguments, DedupConfig, EndpointKey, ExpandConfig, Fingerprint, L0Config, NearPolicy,
-    ResultPolicy, SideEffect, Timestamp, Tokenizer,
+    ResultPolicy, SideEffect, Template, Timestamp, Tokenizer,
 };
+use devboy_telemetry::{CallFacts, DedupOutcome, Layer, Outcome, Telemetry};
 use rmcp::model::{CallToolResult, ContentBlock};
 
 use crate::seam::{ProcessError, ResponseProcessor, ToolCallInfo};
@@ -56,6 +64,7 @@ pub struct DedupProcessor {
     encode: bool,
     state: Mutex<State>,
     started: Instant,
+    telemetry: Telemetry,
 }
 
 struct State {
@@ -102,7 +111,19 @@ impl DedupProcessor {
                 exposed: HashMap::new(),
             }),
             started: Instant::now(),
+            telemetry: Telemetry::disabled(),
         }
+    }
+
+    /// This processor recording to `telemetry` (off by default).
+    pub fn with_telemetry(mut self, telemetry: Telemetry) -> Self {
+        self.telemetry = telemetry;
+        self
+    }
+
+    /// The tokenizer this processor counts in.
+    pub fn tokenizer(&self) -> Tokenizer {
+        tokenizer(self.config.tokenizer)
     }
 
     /// The pipeline's totals so far.
@@ -112,6 +133,36 @@ impl DedupProcessor {
 
     fn now(&self) -> Timestamp {
         Timestamp::from_millis(self.started.elapsed().as_millis() as u64)
+    }
+}
+
+/// A result's telemetry outcome from what the pipeline did with it.
+fn outcome(processed: &Processed, dedup_on: bool, partition: u64) -> Outcome {
+    let template = processed
+        .format
+        .filter(|f| Template::ALL.iter().any(|t| t.name() == *f));
+    let (dedup, layer) = match processed.action {
+        Action::Reference => (DedupOutcome::Hit, Layer::L0),
+        Action::NearReference => (DedupOutcome::Near, Layer::L0),
+        Action::Encoded | Action::Elided if template.is_some() => (DedupOutcome::Miss, Layer::L1),
+        Action::Encoded | Action::Elided => (DedupOutcome::Miss, Layer::L2),
+        Action::Unchanged | Action::Fresh => (DedupOutcome::Miss, Layer::L3),
+    };
+    Outcome {
+        dedup: if dedup_on { dedup } else { DedupOutcome::Off },
+        layer,
+        action: processed.action.name(),
+        shape: processed.shape,
+        inner_formats: processed.inner_formats.clone(),
+        format: processed.format,
+        template,
+        tokens_baseline: processed.tokens_raw as u64,
+        tokens_final: processed.tokens_final as u64,
+        dedup_saved: processed.dedup_saved,
+        encoder_saved: processed.encoder_saved,
+        elided: processed.action == Action::Elided,
+        context_partition: partition,
+        is_error: false,
     }
 }
 
@@ -228,16 +279,35 @@ impl ResponseProcessor for DedupProcessor {
         };
         let endpoint = EndpointKey::new(call.upstream, call.tool);
         let paths = paths_in_arguments(call.arguments);
-        let processed = {
+        // Kept for telemetry only when it will be recorded.
+        let telemetry_paths = if self.telemetry.is_active() {
+            paths.clone()
+        } else {
+            Vec::new()
+        };
+        let dedup_on = policy.dedup.is_some();
+        let (processed, partition) = {
             let mut state = lock(&self.state);
             if !state.exposed.contains_key(&endpoint) {
                 state.exposed.insert(endpoint.clone(), call.exposed.into());
             }
             let now = self.now();
-            state
+            let processed = state
                 .pipeline
-                .process(endpoint, &bytes, json, paths, now, &policy)
+                .process(endpoint, &bytes, json, paths, now, &policy);
+            (processed, state.pipeline.stage_ref().cache().partition())
         };
+        if self.telemetry.is_active() {
+            self.telemetry.set_client(call.client);
+            let facts = CallFacts {
+                tool: call.exposed,
+                upstream: call.upstream,
+                body: &bytes,
+                paths: &telemetry_paths,
+            };
+            self.telemetry
+                .record(&facts, outcome(&processed, dedup_on, partition));
+        }
         let structured = matches!(body, Forwarded::Structured(_));
         let mut content = match (processed.text, body) {
             (Some(text), _) => vec![ContentBlock::text(text)],
@@ -253,7 +323,35 @@ impl ResponseProcessor for DedupProcessor {
     }
 
     fn advance_partition(&self) -> Option<u64> {
+        self.telemetry.compaction();
         Some(lock(&self.state).pipeline.stage().advance_partition())
+    }
+
+    fn on_error_result(&self, call: &ToolCallInfo<'_>, result: &CallToolResult) {
+        if !self.telemetry.is_active() {
+            return;
+        }
+        self.telemetry.set_client(call.client);
+        let body = match forwarded(result, call.forwards_structured) {
+            Some(Forwarded::Structured(text)) => text,
+            Some(Forwarded::Text(texts)) => texts.join("\n"),
+            None => String::new(),
+        };
+        let tokens = self.tokenizer().count(&body) as u64;
+        let partition = lock(&self.state).pipeline.stage_ref().cache().partition();
+        let paths = paths_in_arguments(call.arguments);
+        let facts = CallFacts {
+            tool: call.exposed,
+            upstream: call.upstream,
+            body: &body,
+            paths: &paths,
+        };
+        self.telemetry
+            .record(&facts, Outcome::passed_through(tokens, partition, true));
+    }
+
+    fn end_session(&self) {
+        self.telemetry.finish();
     }
 
     fn report(&self) -> Option<serde_json::Value> {
@@ -334,6 +432,7 @@ mod tests {
             arguments,
             side_effect: SideEffectClass::ReadOnly,
             forwards_structured,
+            client: None,
         }
     }
 
@@ -489,6 +588,92 @@ mod tests {
         processor.before_call(&create);
         let full = processor.process(&list(), &result).unwrap().unwrap();
         assert_eq!(texts(&full).last().map(String::as_str), Some("> [id: r2]"));
+    }
+
+    #[test]
+    fn every_decision_and_every_error_leaves_one_telemetry_event() {
+        use devboy_telemetry::{Event, TelemetryOptions};
+        let dir = std::env::temp_dir().join(format!("devboy-mcp-telemetry-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let config = Arc::new(PipelineConfig::embedded_default());
+        let telemetry = Telemetry::start(TelemetryOptions::new(dir.clone(), "o200k_base"));
+        let processor = DedupProcessor::new(config, true).with_telemetry(telemetry);
+        let args = json!({"path": "/p/CANARY-7f3a-SECRET.txt"});
+        let read = ToolCallInfo {
+            client: Some("claude-code"),
+            ..call(args.as_object(), false)
+        };
+        let text = CallToolResult::success(vec![ContentBlock::text(big())]);
+        processor.process(&read, &text).unwrap();
+        processor.process(&read, &text).unwrap();
+        let rows: Vec<_> = (0..30)
+            .map(|i| json!({"id": i, "name": format!("item-{i}"), "done": i % 2 == 0}))
+            .collect();
+        let table = CallToolResult::structured(json!(rows));
+        processor
+            .process(&named("gh__list_items", None), &table)
+            .unwrap();
+        processor.advance_partition();
+        let error = CallToolResult::error(vec![ContentBlock::text("no such file")]);
+        processor.on_error_result(&read, &error);
+        processor.end_session();
+
+        let mut events = Vec::new();
+        for file in devboy_telemetry::events_files(&dir).unwrap() {
+            let text = std::fs::read_to_string(&file).unwrap();
+            assert!(
+                !text.contains("CANARY") && !text.contains("fs__read"),
+                "{text}"
+            );
+            events.extend(text.lines().map(|l| Event::parse_line(l).unwrap()));
+        }
+        let results: Vec<_> = events
+            .iter()
+            .filter_map(|e| match e {
+                Event::Result(r) => Some(r),
+                Event::Session(_) => None,
+            })
+            .collect();
+        let summary = events
+            .iter()
+            .find_map(|e| match e {
+                Event::Session(s) => Some(s),
+                Event::Result(_) => None,
+            })
+            .expect("a summary");
+        let what: Vec<_> = results
+            .iter()
+            .map(|r| (r.dedup, r.layer, r.action.as_ref(), r.is_error))
+            .collect();
+        assert_eq!(
+            what,
+            [
+                (DedupOutcome::Miss, Layer::L3, "fresh", false),
+                (DedupOutcome::Hit, Layer::L0, "reference", false),
+                (DedupOutcome::Miss, Layer::L2, "encoded", false),
+                (DedupOutcome::Off, Layer::L3, "unchanged", true),
+            ]
+        );
+        assert_eq!(results[0].path_hashes.len(), 1);
+        assert_eq!(results[0].response_chars, 1000);
+        assert_eq!(results[2].shape.as_deref(), Some("array_of_objects"));
+        assert!(results[2].format.is_some() && results[2].template.is_none());
+        assert!(results[2].encoder_saved > 0);
+        assert_eq!(results[3].context_partition, 1);
+        assert_eq!(results[3].tokens_baseline, results[3].tokens_final);
+        assert!(results[3].tokens_baseline > 0);
+        let totals = processor.totals();
+        assert_eq!(summary.results, 4);
+        assert_eq!(
+            summary.tokens_baseline,
+            totals.tokens_raw + results[3].tokens_baseline,
+            "the pipeline's totals plus the error"
+        );
+        assert_eq!(summary.dedup_saved, totals.dedup_saved);
+        assert_eq!(summary.encoder_saved, totals.encoder_saved);
+        assert_eq!(summary.compactions, 1);
+        assert_eq!(summary.client, devboy_telemetry::ClientKind::ClaudeCode);
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]

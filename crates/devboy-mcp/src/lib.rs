@@ -66,8 +66,14 @@ pub fn install_tls_provider() {
 }
 
 /// Serves MCP on this process's stdin/stdout until the client disconnects
-/// or the process gets SIGTERM/SIGINT, then stops every upstream (upstreams
-/// run in their own process groups, so nothing else would stop them).
+/// or the process gets SIGTERM/SIGINT, then ends the session (the
+/// processor writes its telemetry summary, [`ResponseProcessor::end_session`])
+/// and stops every upstream (upstreams run in their own process groups, so
+/// nothing else would stop them).
+///
+/// The full and dedup pipelines record telemetry as the pipeline config's
+/// `[telemetry]` section says (`DEVBOY_TELEMETRY=off` turns it off), to
+/// [`devboy_core::paths::telemetry_dir`].
 pub async fn serve_stdio(
     config: &ProxyConfig,
     options: ProxyOptions,
@@ -91,14 +97,14 @@ pub async fn serve_stdio(
         Pipeline::Full(config) | Pipeline::Dedup(config) => {
             let client = config.client;
             let encode = matches!(pipeline, Pipeline::Full(_));
-            (
-                Arc::new(dedup::DedupProcessor::new(config.clone(), encode)),
-                client,
-            )
+            let processor = dedup::DedupProcessor::new(config.clone(), encode);
+            let tokenizer = processor.tokenizer().to_string();
+            let telemetry = devboy_telemetry::Telemetry::for_session(&config.telemetry, &tokenizer);
+            (Arc::new(processor.with_telemetry(telemetry)), client)
         }
         Pipeline::Passthrough => (Arc::new(Passthrough), ClientProfile::Auto),
     };
-    let session = Session::new(proxy.clone(), processor)
+    let session = Session::new(proxy.clone(), processor.clone())
         .with_partition(partition)
         .with_client(client);
     // Non-blocking pipes when stdin/stdout are pipes (as under Claude Code):
@@ -121,6 +127,14 @@ pub async fn serve_stdio(
         }
         Err(e) => Err(ServeError::Handshake(e.to_string())),
     };
+    // Before the upstreams stop: a client that kills devboy soon after
+    // closing its stdin should still find the session summary written.
+    if tokio::task::spawn_blocking(move || processor.end_session())
+        .await
+        .is_err()
+    {
+        tracing::error!("ending the session panicked; its telemetry summary may be missing");
+    }
     proxy.shutdown().await;
     outcome
 }

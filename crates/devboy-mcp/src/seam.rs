@@ -5,7 +5,9 @@
 //! the result and returns a replacement or nothing, so the proxy always still
 //! holds the original: if the processor errors or panics, the original goes
 //! out unchanged and the failure is counted (DESIGN.md §4, fail open).
-//! Errors (`isError`) never reach the processor.
+//! Errors (`isError`) are never processed: the processor only hears of
+//! them ([`ResponseProcessor::on_error_result`], for telemetry), and they
+//! go out untouched.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -31,6 +33,8 @@ pub struct ToolCallInfo<'a> {
     /// The client shows the model `structuredContent` instead of the text
     /// blocks when a result has it (Claude Code does, DESIGN §3).
     pub forwards_structured: bool,
+    /// The client's name from `initialize`, if it gave one.
+    pub client: Option<&'a str>,
 }
 
 /// Error type a processor may return; the result then passes unchanged.
@@ -57,6 +61,14 @@ pub trait ResponseProcessor: Send + Sync + 'static {
 
     /// Sees every call before it is forwarded (to forget what it may change).
     fn before_call(&self, _call: &ToolCallInfo<'_>) {}
+
+    /// Hears of an error result (`isError`), which passes untouched.
+    fn on_error_result(&self, _call: &ToolCallInfo<'_>, _result: &CallToolResult) {}
+
+    /// The agent's session is over (the client disconnected or devboy is
+    /// stopping): write what must outlive it. Called once, from a thread
+    /// that may block briefly.
+    fn end_session(&self) {}
 
     /// The model's context was compacted or cleared. Returns the processor's
     /// new partition, if it keeps one.
@@ -125,6 +137,17 @@ pub fn apply(
     result: CallToolResult,
 ) -> CallToolResult {
     if result.is_error == Some(true) {
+        let heard = catch_unwind(AssertUnwindSafe(|| {
+            processor.on_error_result(call, &result)
+        }));
+        if heard.is_err() {
+            stats.failures.fetch_add(1, Ordering::Relaxed);
+            tracing::error!(
+                processor = processor.name(),
+                tool = call.exposed,
+                "on_error_result panicked"
+            );
+        }
         return result;
     }
     stats.processed.fetch_add(1, Ordering::Relaxed);
@@ -184,10 +207,16 @@ mod tests {
         }
     }
 
-    struct Upper;
+    #[derive(Default)]
+    struct Upper {
+        errors: AtomicU64,
+    }
     impl ResponseProcessor for Upper {
         fn name(&self) -> &'static str {
             "upper"
+        }
+        fn on_error_result(&self, _: &ToolCallInfo<'_>, _: &CallToolResult) {
+            self.errors.fetch_add(1, Ordering::Relaxed);
         }
         fn process(
             &self,
@@ -207,6 +236,7 @@ mod tests {
             arguments: None,
             side_effect: SideEffectClass::Unknown,
             forwards_structured: false,
+            client: None,
         }
     }
 
@@ -225,8 +255,9 @@ mod tests {
     #[test]
     fn replacement_is_used_and_errors_are_untouched() {
         let stats = SeamStats::default();
+        let upper = Upper::default();
         let out = apply(
-            &Upper,
+            &upper,
             &stats,
             &call(),
             CallToolResult::success(vec![ContentBlock::text("body")]),
@@ -236,7 +267,12 @@ mod tests {
             Some("BODY")
         );
         let error = CallToolResult::error(vec![ContentBlock::text("nope")]);
-        assert_eq!(apply(&Upper, &stats, &call(), error.clone()), error);
+        assert_eq!(apply(&upper, &stats, &call(), error.clone()), error);
+        assert_eq!(
+            upper.errors.load(Ordering::Relaxed),
+            1,
+            "heard of, untouched"
+        );
         assert_eq!(stats.processed.load(Ordering::Relaxed), 1);
         assert_eq!(stats.replaced.load(Ordering::Relaxed), 1);
     }

@@ -139,6 +139,7 @@ impl Session {
         let Some(upstream) = self.proxy.upstreams().get(index) else {
             return Err(unknown_tool(&request.name));
         };
+        let peer_info = context.peer.peer_info();
         let info = ToolCallInfo {
             upstream: &upstream.config().name,
             tool,
@@ -146,6 +147,7 @@ impl Session {
             arguments: request.arguments.as_ref(),
             side_effect,
             forwards_structured: self.forwards_structured(&context.peer),
+            client: peer_info.as_ref().map(|i| i.client_info.name.as_str()),
         };
         self.sync_partition();
         before_call(self.processor.as_ref(), &self.stats.seam, &info);

@@ -86,6 +86,9 @@ pub struct Processed {
     /// The body's shape ([`crate::shape::Shape::name`]), when it was
     /// classified (fresh bodies with encoding on).
     pub shape: Option<&'static str>,
+    /// The inner formats found in its string leaves or text
+    /// ([`crate::shape::InnerFormat::name`]), when it was classified.
+    pub inner_formats: Vec<&'static str>,
     /// The encoding used, when re-encoded.
     pub format: Option<&'static str>,
     /// Tokens of the body as the client would have forwarded it.
@@ -197,6 +200,7 @@ impl SessionPipeline {
             id_line: None,
             id: None,
             shape: None,
+            inner_formats: Vec::new(),
             format: None,
             tokens_raw,
             tokens_final: tokens_raw,
@@ -235,6 +239,7 @@ impl SessionPipeline {
                 None => classify(body),
             };
             out.shape = Some(classified.shape.name());
+            out.inner_formats = classified.inner.iter().map(|f| f.name()).collect();
             let config = RouteConfig {
                 only: policy.only.clone(),
                 ..self.route.clone()

@@ -8,7 +8,7 @@ use globset::{Glob, GlobMatcher};
 
 use super::{
     ClientProfile, DedupSettings, EncodingSettings, EndpointRule, NearRefSettings, PipelineConfig,
-    SideEffectClass, TokenizerChoice, ToolRule, SCHEMA_VERSION,
+    SideEffectClass, TelemetrySettings, TokenizerChoice, ToolRule, SCHEMA_VERSION,
 };
 use crate::config::keypath::{closest, KeyPath};
 use crate::config::tree::{self, describe, Entry, Node, Value};
@@ -21,6 +21,7 @@ const TOP_KEYS: &[&str] = &[
     "dedup",
     "encoding",
     "profiles",
+    "telemetry",
     "endpoints",
     "tools",
 ];
@@ -35,6 +36,9 @@ const DEDUP_KEYS: &[&str] = &[
 const NEAR_REF_KEYS: &[&str] = &["enabled", "max_changes", "min_body_bytes"];
 const ENCODING_KEYS: &[&str] = &["enabled", "budget_tokens"];
 const PROFILES_KEYS: &[&str] = &["tokenizer", "client"];
+const TELEMETRY_KEYS: &[&str] = &["enabled", "sample_rate", "max_file_bytes", "max_age_days"];
+/// The smallest `telemetry.max_file_bytes`: a few events per file.
+const MIN_TELEMETRY_FILE_BYTES: usize = 1024;
 const ENDPOINT_KEYS: &[&str] = &["dedup", "min_body_bytes", "near_ref", "encode", "template"];
 const TOOL_KEYS: &[&str] = &["side_effect", "invalidates"];
 const SIDE_EFFECTS: &[&str] = &["pure", "read_only", "mutating", "destructive", "unknown"];
@@ -74,6 +78,12 @@ pub(super) fn defaults() -> PipelineConfig {
         },
         tokenizer: TokenizerChoice::O200k,
         client: ClientProfile::Auto,
+        telemetry: TelemetrySettings {
+            enabled: true,
+            sample_rate: 1.0,
+            max_file_bytes: 16 << 20,
+            max_age_days: 30,
+        },
         endpoints: Vec::new(),
         tools: Vec::new(),
         warnings: Vec::new(),
@@ -176,6 +186,20 @@ impl Reader<'_> {
         }
     }
 
+    /// A number from 0 to 1 (an integer 0 or 1 counts).
+    fn fraction(&self, node: &Node, path: &KeyPath) -> Result<f64> {
+        let value = match node.value {
+            Value::Float(f) => f,
+            Value::Integer(n) => n as f64,
+            _ => f64::NAN,
+        };
+        if (0.0..=1.0).contains(&value) {
+            Ok(value)
+        } else {
+            Err(self.invalid(path, node, "a number from 0 to 1"))
+        }
+    }
+
     fn string<'n>(&self, node: &'n Node, path: &KeyPath) -> Result<&'n str> {
         match &node.value {
             Value::String(s) if !s.is_empty() => Ok(s),
@@ -239,6 +263,7 @@ impl Reader<'_> {
                 "dedup" => self.dedup(&entry.node, &path)?,
                 "encoding" => self.encoding(&entry.node, &path)?,
                 "profiles" => self.profiles(&entry.node, &path)?,
+                "telemetry" => self.telemetry(&entry.node, &path)?,
                 "endpoints" => self.endpoints(&entry.node, &path)?,
                 "tools" => self.tools(&entry.node, &path)?,
                 _ => {}
@@ -312,6 +337,30 @@ impl Reader<'_> {
             match entry.key.as_str() {
                 "tokenizer" => self.config.tokenizer = self.tokenizer(&entry.node, &p)?,
                 "client" => self.config.client = self.client(&entry.node, &p)?,
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+
+    fn telemetry(&mut self, node: &Node, path: &KeyPath) -> Result<()> {
+        let entries = self.table(node, path)?;
+        self.check_keys(entries, path, TELEMETRY_KEYS)?;
+        for entry in entries {
+            let p = path.key(&entry.key);
+            let n = &entry.node;
+            match entry.key.as_str() {
+                "enabled" => self.config.telemetry.enabled = self.boolean(n, &p)?,
+                "sample_rate" => self.config.telemetry.sample_rate = self.fraction(n, &p)?,
+                "max_file_bytes" => {
+                    let bytes = self.count(n, &p, MIN_TELEMETRY_FILE_BYTES)?;
+                    self.config.telemetry.max_file_bytes = bytes as u64;
+                }
+                "max_age_days" => {
+                    let days = u32::try_from(self.count(n, &p, 1)?)
+                        .map_err(|_| self.invalid(&p, n, "a number of days below 2^32"))?;
+                    self.config.telemetry.max_age_days = days;
+                }
                 _ => {}
             }
         }
@@ -436,7 +485,8 @@ impl Reader<'_> {
     /// `dedup.max_entries`, `dedup.min_body_chars` `dedup.min_body_bytes`
     /// (a character is at least a byte, so no body that version 1 would
     /// have skipped gains a reference), `dedup.enabled_per_endpoint.E` and
-    /// `templates.endpoint_overrides.E` become `[endpoints."E"]` tables.
+    /// `templates.endpoint_overrides.E` become `[endpoints."E"]` tables,
+    /// `telemetry.enabled` and `telemetry.sample_rate` keep their names.
     /// Knobs the current pipeline has no use for are reported and dropped.
     fn v1(&mut self, entries: &[Entry]) -> Result<()> {
         let root = KeyPath::default();
@@ -505,7 +555,8 @@ impl Reader<'_> {
                 "telemetry" => {
                     let fields = self.table(node, &path)?;
                     self.check_keys(fields, &path, V1_TELEMETRY_KEYS)?;
-                    self.warn(&path, "schema 1 section, not used by this version; ignored");
+                    // Same names and meaning in version 2: read as they are.
+                    self.telemetry(node, &path)?;
                 }
                 _ => {}
             }

@@ -23,12 +23,15 @@
 //! - **Resolution is a pure function.** [`PipelineConfig::endpoint`] and
 //!   [`PipelineConfig::side_effect`] read nothing but the config and their
 //!   arguments, so one file and one session context always give one
-//!   effective setting.
+//!   effective setting. The one environment override,
+//!   `DEVBOY_TELEMETRY=off` ([`TelemetrySettings::with_env`]), takes the
+//!   environment as a function for the same reason.
 
 mod load;
 #[cfg(test)]
 mod tests;
 
+use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -59,6 +62,8 @@ pub struct PipelineConfig {
     pub tokenizer: TokenizerChoice,
     /// What the client shows the model of a result.
     pub client: ClientProfile,
+    /// Where and how much telemetry is written.
+    pub telemetry: TelemetrySettings,
     /// Per-endpoint overrides, in file order.
     pub endpoints: Vec<EndpointRule>,
     /// Per-tool side-effect classes and invalidation lists, in file order.
@@ -108,6 +113,43 @@ pub struct EncodingSettings {
     /// elides its least valuable parts (recoverably). Claude Code's own cap
     /// is 25,000 (`MAX_MCP_OUTPUT_TOKENS`).
     pub budget_tokens: usize,
+}
+
+/// `[telemetry]`: the anonymous per-result events `devboy tune` learns
+/// from (docs/telemetry.md). Invariant, kept by the loader:
+/// `0.0 <= sample_rate <= 1.0`, `max_file_bytes >= 1024`,
+/// `max_age_days >= 1`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TelemetrySettings {
+    /// Write events at all.
+    pub enabled: bool,
+    /// The fraction of result events kept (session summaries are always
+    /// written and record the rate).
+    pub sample_rate: f64,
+    /// An events file is rotated when it reaches this size.
+    pub max_file_bytes: u64,
+    /// Events files older than this are deleted when a session starts.
+    pub max_age_days: u32,
+}
+
+/// Turns telemetry off whatever the config says: `DEVBOY_TELEMETRY=off`
+/// (also `0`, `false`, `no`; any case).
+pub const TELEMETRY_ENV: &str = "DEVBOY_TELEMETRY";
+
+impl TelemetrySettings {
+    /// These settings with the environment's override applied
+    /// ([`TELEMETRY_ENV`]); `env` is the environment as a function, e.g.
+    /// `&|k| std::env::var_os(k)`.
+    pub fn with_env(&self, env: &dyn Fn(&str) -> Option<OsString>) -> Self {
+        let off = env(TELEMETRY_ENV).is_some_and(|v| {
+            let v = v.to_string_lossy().trim().to_ascii_lowercase();
+            matches!(v.as_str(), "off" | "0" | "false" | "no")
+        });
+        Self {
+            enabled: self.enabled && !off,
+            ..self.clone()
+        }
+    }
 }
 
 /// The tokenizer costs are counted in.

@@ -19,6 +19,16 @@ fn the_embedded_file_is_valid_and_says_the_defaults() {
     assert_eq!(parsed.dedup, defaults.dedup);
     assert_eq!(parsed.encoding, defaults.encoding);
     assert_eq!(parsed.tokenizer, defaults.tokenizer);
+    assert_eq!(parsed.telemetry, defaults.telemetry);
+    assert_eq!(
+        defaults.telemetry,
+        TelemetrySettings {
+            enabled: true,
+            sample_rate: 1.0,
+            max_file_bytes: 16 * 1024 * 1024,
+            max_age_days: 30
+        }
+    );
     assert_eq!(parsed.file_version, SCHEMA_VERSION);
     assert!(parsed.endpoints.is_empty() && parsed.tools.is_empty());
     assert_eq!(
@@ -55,6 +65,11 @@ budget_tokens = 5000
 [profiles]
 tokenizer = "chars:3.5"
 client = "content"
+[telemetry]
+enabled = false
+sample_rate = 0.25
+max_file_bytes = 4096
+max_age_days = 7
 "#,
     )
     .unwrap();
@@ -81,6 +96,15 @@ client = "content"
     );
     assert_eq!(parsed.tokenizer, TokenizerChoice::CharsPerToken(3.5));
     assert_eq!(parsed.client, ClientProfile::Content);
+    assert_eq!(
+        parsed.telemetry,
+        TelemetrySettings {
+            enabled: false,
+            sample_rate: 0.25,
+            max_file_bytes: 4096,
+            max_age_days: 7
+        }
+    );
     assert!(!parsed.client.forwards_structured(Some("claude-code")));
     assert!(ClientProfile::Auto.forwards_structured(Some("claude-code")));
     assert!(!ClientProfile::Auto.forwards_structured(Some("inspector")));
@@ -161,7 +185,8 @@ endpoint_overrides = { "ci__status" = "csv_from_md", "gh__*" = "auto" }
 [mckp]
 recursion_depth = 3
 [telemetry]
-enabled = true
+enabled = false
+sample_rate = 0.5
 "#,
     )
     .unwrap();
@@ -173,6 +198,13 @@ enabled = true
     assert_eq!(status.template.as_deref(), Some("csv_from_md"));
     assert_eq!(parsed.endpoint("gh__list").template, None, "auto");
     assert_eq!(parsed.endpoints.len(), 2, "one rule per pattern");
+    // Version 1's telemetry keys mean the same in version 2.
+    assert!(!parsed.telemetry.enabled);
+    assert_eq!(parsed.telemetry.sample_rate, 0.5);
+    assert_eq!(
+        parsed.telemetry.max_file_bytes,
+        load::defaults().telemetry.max_file_bytes
+    );
     let notes = parsed.warnings.join("\n");
     for key in [
         "dedup.lru_size: schema 1 key, read as dedup.max_entries",
@@ -180,10 +212,12 @@ enabled = true
         "dedup.enabled_per_endpoint",
         "templates.endpoint_overrides",
         "mckp.recursion_depth: schema 1 key, no longer used",
-        "telemetry: schema 1 section",
     ] {
         assert!(notes.contains(key), "missing {key:?} in\n{notes}");
     }
+    assert!(!notes.contains("telemetry"), "nothing moved: {notes}");
+    let e = error("schema_version = 1\n[telemetry]\nmax_age_days = 3\n");
+    assert!(e.contains("telemetry.max_age_days: unknown key"), "{e}");
     // Version-2 sections are not version-1 keys.
     let e = error("schema_version = 1\n[encoding]\nenabled = true\n");
     assert!(e.contains("encoding: unknown key"), "{e}");
@@ -281,4 +315,60 @@ fn loading_a_missing_file_names_it() {
             .starts_with("/nonexistent/pipeline_config.toml: cannot read the file"),
         "{e}"
     );
+}
+
+#[test]
+fn telemetry_values_are_checked_with_their_path() {
+    let e = error("[telemetry]\nsample_rate = 1.5\n");
+    assert!(
+        e.contains("telemetry.sample_rate: expected a number from 0 to 1, found the number 1.5"),
+        "{e}"
+    );
+    let e = error("[telemetry]\nsample_rate = \"all\"\n");
+    assert!(
+        e.contains("telemetry.sample_rate: expected a number from 0 to 1"),
+        "{e}"
+    );
+    let e = error("[telemetry]\nmax_file_bytes = 10\n");
+    assert!(
+        e.contains("telemetry.max_file_bytes: expected an integer of at least 1024"),
+        "{e}"
+    );
+    let e = error("[telemetry]\nmax_age_days = 0\n");
+    assert!(
+        e.contains("telemetry.max_age_days: expected an integer of at least 1"),
+        "{e}"
+    );
+    let e = error("[telemetry]\nenable = true\n");
+    assert!(e.contains("telemetry.enable: unknown key"), "{e}");
+    assert!(e.contains("did you mean `enabled`?"), "{e}");
+    // Whole numbers are rates too.
+    assert_eq!(
+        parse("[telemetry]\nsample_rate = 0\n")
+            .unwrap()
+            .telemetry
+            .sample_rate,
+        0.0
+    );
+}
+
+#[test]
+fn the_environment_can_only_turn_telemetry_off() {
+    use std::ffi::OsString;
+    let on = load::defaults().telemetry;
+    let env =
+        |value: &'static str| move |k: &str| (k == TELEMETRY_ENV).then(|| OsString::from(value));
+    for off in ["off", "OFF", "0", "false", "no", " off "] {
+        assert!(!on.with_env(&env(off)).enabled, "{off:?}");
+    }
+    for keep in ["on", "1", "", "yes"] {
+        assert!(on.with_env(&env(keep)).enabled, "{keep:?}");
+    }
+    assert!(on.with_env(&|_| None).enabled);
+    let disabled = TelemetrySettings {
+        enabled: false,
+        ..on.clone()
+    };
+    assert!(!disabled.with_env(&env("on")).enabled, "never turns it on");
+    assert_eq!(on.with_env(&env("off")).sample_rate, on.sample_rate);
 }

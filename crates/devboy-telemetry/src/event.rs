@@ -1,0 +1,398 @@
+//! The records of a telemetry file, schema version 1 (docs/telemetry.md).
+//!
+//! Every field is a count, a flag, a fixed vocabulary word or a salted
+//! hash ([`Hash64`], [`Hash128`]): the types leave no room for a name, an
+//! argument or a piece of a result. The free-form strings that remain
+//! (`shape`, `action`, `format`, `template`, `tokenizer`, `inner_formats`)
+//! are filled only from the pipeline's own `&'static str` vocabularies.
+//!
+//! Readers ignore fields they do not know, so fields can be added without
+//! changing [`SCHEMA_VERSION`].
+
+use std::borrow::Cow;
+
+use serde::{Deserialize, Serialize};
+
+use crate::hash::{Hash128, Hash64};
+
+/// The `v` of every record this crate writes.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// One line of a telemetry file.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Event {
+    /// One tool result.
+    Result(ResultEvent),
+    /// One session, written when it ends.
+    Session(SessionSummary),
+}
+
+impl Event {
+    /// Parses one line of a telemetry file.
+    pub fn parse_line(line: &str) -> serde_json::Result<Event> {
+        serde_json::from_str(line)
+    }
+}
+
+/// One processed tool result (`"kind": "result"`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ResultEvent {
+    /// Schema version, [`SCHEMA_VERSION`].
+    pub v: u32,
+    /// Unix milliseconds.
+    pub ts_ms: u64,
+    /// `h(session id)`.
+    pub session: Hash64,
+    /// `h(session id ‖ call sequence number)`.
+    pub call: Hash64,
+    /// `h(exposed tool name)`.
+    pub tool: Hash64,
+    /// `h(upstream name)`.
+    pub upstream: Hash64,
+    /// The coarse verb class of the tool's name.
+    pub endpoint_class: EndpointClass,
+    /// Characters of the forwarded body.
+    pub response_chars: u64,
+    /// The body's shape, when the pipeline classified it.
+    pub shape: Option<Cow<'static, str>>,
+    /// The inner formats found in the body.
+    #[serde(default)]
+    pub inner_formats: Vec<Cow<'static, str>>,
+    /// `h128(salt ‖ body)`: equal bodies, equal fingerprints.
+    pub fingerprint: Hash128,
+    /// `h(path)` of each path argument.
+    #[serde(default)]
+    pub path_hashes: Vec<Hash64>,
+    /// What L0 dedup did.
+    pub dedup: DedupOutcome,
+    /// The terminal layer.
+    pub layer: Layer,
+    /// The pipeline's action name (`fresh`, `reference`, `encoded`, …).
+    pub action: Cow<'static, str>,
+    /// The encoder or template used.
+    pub format: Option<Cow<'static, str>>,
+    /// The L1 template, when one was used.
+    pub template: Option<Cow<'static, str>>,
+    /// The tokenizer the token counts are in.
+    pub tokenizer: Cow<'static, str>,
+    /// Tokens of what the client would have forwarded.
+    pub tokens_baseline: u64,
+    /// Tokens of what was sent.
+    pub tokens_final: u64,
+    /// Tokens saved by L0 (negative: the id line's cost).
+    pub dedup_saved: i64,
+    /// Tokens saved by L1/L2.
+    pub encoder_saved: i64,
+    /// Parts were elided.
+    pub elided: bool,
+    /// The session's context partition.
+    pub context_partition: u64,
+    /// The result was an error (passed through).
+    pub is_error: bool,
+    /// Enrichment: the result was prefetched (null until speculation exists).
+    pub prefetched: Option<bool>,
+    /// Enrichment: a prefetch was used (null until speculation exists).
+    pub prefetch_hit: Option<bool>,
+}
+
+/// One session (`"kind": "session"`), written when it ends.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SessionSummary {
+    /// Schema version, [`SCHEMA_VERSION`].
+    pub v: u32,
+    /// Unix milliseconds when written.
+    pub ts_ms: u64,
+    /// `h(session id)`.
+    pub session: Hash64,
+    /// Unix milliseconds when the session started.
+    pub started_ms: u64,
+    /// Unix milliseconds when it ended.
+    pub ended_ms: u64,
+    /// Result events queued for writing (after sampling, without drops).
+    pub events: u64,
+    /// Results processed (before sampling).
+    pub results: u64,
+    /// The sampling rate applied to result events.
+    pub sample_rate: f64,
+    /// Sampled result events dropped because the writer fell behind.
+    #[serde(default)]
+    pub dropped: u64,
+    /// Sum of `tokens_baseline` over all results, sampled or not.
+    pub tokens_baseline: u64,
+    /// Sum of `tokens_final` over all results.
+    pub tokens_final: u64,
+    /// Sum of `dedup_saved` over all results.
+    pub dedup_saved: i64,
+    /// Sum of `encoder_saved` over all results.
+    pub encoder_saved: i64,
+    /// Context partitions advanced (compactions).
+    pub compactions: u64,
+    /// Which client the session served.
+    pub client: ClientKind,
+}
+
+/// The client of a session, coarsely.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ClientKind {
+    /// Claude Code (a client name starting with `claude`).
+    ClaudeCode,
+    /// Anything else, or not known.
+    #[serde(other)]
+    Other,
+}
+
+impl ClientKind {
+    /// The kind of a client that introduced itself as `name`.
+    pub fn of(name: Option<&str>) -> Self {
+        match name {
+            Some(n) if n.to_ascii_lowercase().starts_with("claude") => Self::ClaudeCode,
+            _ => Self::Other,
+        }
+    }
+}
+
+/// What L0 dedup did with a result.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DedupOutcome {
+    /// Dedup was off for the endpoint (or the result was an error).
+    Off,
+    /// Not a repeat: sent in full.
+    Miss,
+    /// A repeat: sent as a reference.
+    Hit,
+    /// A near-repeat: sent as its changes.
+    Near,
+}
+
+/// The layer that decided what was sent.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Layer {
+    /// L0: a reference or near-reference.
+    L0,
+    /// L1: a template.
+    L1,
+    /// L2: a JSON encoder, or elision.
+    L2,
+    /// L3: passed through.
+    L3,
+}
+
+/// A coarse verb class of a tool, from its name alone.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EndpointClass {
+    /// Reads one thing's content (`read_file`, `cat`).
+    Read,
+    /// Lists things (`list_issues`, `ls`).
+    List,
+    /// Searches (`search_code`, `grep`, `find`).
+    Search,
+    /// Gets one thing's record or status (`get_issue`, `git_status`).
+    Get,
+    /// Writes content (`write_file`, `edit`).
+    Write,
+    /// Creates a thing (`create_issue`, `add_label`).
+    Create,
+    /// Changes a thing (`update_issue`, `move_file`).
+    Update,
+    /// Deletes a thing (`delete_branch`, `remove`).
+    Delete,
+    /// Runs something (`run_tests`, `exec`).
+    Run,
+    /// None of the above.
+    #[serde(other)]
+    Other,
+}
+
+/// Words that mark each class; the first word of a tool's name that is in
+/// some list decides.
+const CLASS_WORDS: &[(EndpointClass, &[&str])] = &[
+    (
+        EndpointClass::Read,
+        &["read", "cat", "view", "download", "head", "tail"],
+    ),
+    (
+        EndpointClass::List,
+        &["list", "ls", "enumerate", "browse", "tree", "log"],
+    ),
+    (
+        EndpointClass::Search,
+        &["search", "find", "grep", "query", "lookup", "match"],
+    ),
+    (
+        EndpointClass::Get,
+        &[
+            "get", "fetch", "show", "describe", "status", "info", "inspect", "retrieve", "diff",
+            "count", "check",
+        ],
+    ),
+    (
+        EndpointClass::Write,
+        &[
+            "write", "save", "put", "set", "edit", "upload", "append", "store",
+        ],
+    ),
+    (
+        EndpointClass::Create,
+        &[
+            "create", "add", "new", "insert", "make", "post", "fork", "commit", "push", "mkdir",
+        ],
+    ),
+    (
+        EndpointClass::Update,
+        &[
+            "update", "modify", "change", "rename", "move", "patch", "merge", "replace", "reset",
+        ],
+    ),
+    (
+        EndpointClass::Delete,
+        &[
+            "delete", "remove", "rm", "drop", "destroy", "clear", "close", "purge",
+        ],
+    ),
+    (
+        EndpointClass::Run,
+        &[
+            "run", "exec", "execute", "invoke", "call", "start", "trigger", "build", "deploy",
+            "test", "eval",
+        ],
+    ),
+];
+
+impl EndpointClass {
+    /// The class of the tool exposed as `name` (`<prefix>__<tool>`): the
+    /// tool part is split into words at `_`, `-`, `.`, `/`, spaces and
+    /// lower-to-upper case changes, and the first word found in a class's
+    /// list decides (`list_issues` → list, `git_status` → get,
+    /// `readTextFile` → read). Pure: the same name, the same class.
+    pub fn of(name: &str) -> Self {
+        let tool = name.rsplit("__").next().unwrap_or(name);
+        for word in words(tool) {
+            if let Some((class, _)) = CLASS_WORDS
+                .iter()
+                .find(|(_, list)| list.contains(&word.as_str()))
+            {
+                return *class;
+            }
+        }
+        Self::Other
+    }
+
+    /// The name written to files.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Read => "read",
+            Self::List => "list",
+            Self::Search => "search",
+            Self::Get => "get",
+            Self::Write => "write",
+            Self::Create => "create",
+            Self::Update => "update",
+            Self::Delete => "delete",
+            Self::Run => "run",
+            Self::Other => "other",
+        }
+    }
+}
+
+/// The lower-cased words of an identifier.
+fn words(text: &str) -> impl Iterator<Item = String> + '_ {
+    let mut out = Vec::new();
+    let mut current = String::new();
+    let mut previous_lower = false;
+    for c in text.chars() {
+        if !c.is_alphanumeric() {
+            if !current.is_empty() {
+                out.push(std::mem::take(&mut current));
+            }
+            previous_lower = false;
+            continue;
+        }
+        if c.is_uppercase() && previous_lower && !current.is_empty() {
+            out.push(std::mem::take(&mut current));
+        }
+        previous_lower = c.is_lowercase() || c.is_ascii_digit();
+        current.extend(c.to_lowercase());
+    }
+    if !current.is_empty() {
+        out.push(current);
+    }
+    out.into_iter()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn classes_come_from_the_first_verb_in_the_name() {
+        use EndpointClass::*;
+        for (name, class) in [
+            ("fs__read_text_file", Read),
+            ("fs__readTextFile", Read),
+            ("fs__list_directory", List),
+            ("fs__directory_tree", List),
+            ("gh__list_issues", List),
+            ("gh__search_code", Search),
+            ("gh__get_issue", Get),
+            ("git__git_status", Get),
+            ("fs__write_file", Write),
+            ("fs__edit_file", Write),
+            ("gh__create_issue", Create),
+            ("gh__update_issue", Update),
+            ("fs__move_file", Update),
+            ("gh__delete_branch", Delete),
+            ("ci__run-tests", Run),
+            ("t__echo", Other),
+            ("t__payload", Other),
+            ("plain", Other),
+            ("", Other),
+            // The prefix is not the tool: `list__echo` is no listing.
+            ("list__echo", Other),
+        ] {
+            assert_eq!(EndpointClass::of(name), class, "{name}");
+        }
+        assert_eq!(
+            words("getHTTPStatus_v2").collect::<Vec<_>>(),
+            ["get", "httpstatus", "v2"]
+        );
+    }
+
+    #[test]
+    fn records_round_trip_and_unknown_fields_are_ignored() {
+        let summary = Event::Session(SessionSummary {
+            v: SCHEMA_VERSION,
+            ts_ms: 3,
+            session: Hash64(1),
+            started_ms: 1,
+            ended_ms: 3,
+            events: 2,
+            results: 4,
+            sample_rate: 0.5,
+            dropped: 0,
+            tokens_baseline: 100,
+            tokens_final: 60,
+            dedup_saved: 30,
+            encoder_saved: 10,
+            compactions: 1,
+            client: ClientKind::ClaudeCode,
+        });
+        let line = serde_json::to_string(&summary).unwrap();
+        assert!(line.starts_with(r#"{"kind":"session","v":1,"#), "{line}");
+        assert!(line.contains(r#""client":"claude-code""#), "{line}");
+        assert_eq!(Event::parse_line(&line).unwrap(), summary);
+        let extended = line.replacen('{', r#"{"future_field":[1,2],"#, 1);
+        assert_eq!(Event::parse_line(&extended).unwrap(), summary);
+        let odd = line.replace("claude-code", "some-future-client");
+        let Event::Session(parsed) = Event::parse_line(&odd).unwrap() else {
+            panic!("a session")
+        };
+        assert_eq!(parsed.client, ClientKind::Other);
+        assert_eq!(ClientKind::of(Some("claude-code")), ClientKind::ClaudeCode);
+        assert_eq!(ClientKind::of(Some("inspector")), ClientKind::Other);
+        assert_eq!(ClientKind::of(None), ClientKind::Other);
+    }
+}

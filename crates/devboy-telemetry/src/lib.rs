@@ -1,0 +1,58 @@
+//! devboy's anonymous telemetry: one record per tool result and one per
+//! session, appended to JSONL files on the user's machine for
+//! `devboy tune analyze` (the schema is docs/telemetry.md).
+//!
+//! Key design decisions:
+//!
+//! - **Nothing identifying can be written** (DESIGN §4.6). The record types
+//!   ([`ResultEvent`], [`SessionSummary`]) hold counts, flags, fixed
+//!   vocabulary words and salted hashes ([`Hash64`], [`Hash128`]) only.
+//!   Names, paths and bodies enter through [`CallFacts`] and leave
+//!   [`Telemetry::record`] as `h(x)` = SHA-256(salt ‖ x), the salt being 32
+//!   random bytes made once per install ([`Salt`]). The hash → name map
+//!   that lets the user read their own report lives elsewhere, in the
+//!   config directory ([`EndpointNames`]).
+//! - **The hot path only hashes.** [`Telemetry::record`] hashes, samples
+//!   and queues; serialization and writing happen on one writer thread fed
+//!   by a bounded channel, and a full channel drops the event (counted)
+//!   rather than wait.
+//! - **Crash-safe by construction.** Each record is one `write(2)` of a
+//!   whole line to an `O_APPEND` file of this process's own ([`JsonlSink`]):
+//!   `kill -9` can lose queued records and cut the last line, never damage
+//!   an earlier one ([`read_events_file`] skips a cut last line).
+//! - **Telemetry never hurts the proxy.** Setup failure leaves a disabled
+//!   recorder; a write failure logs one warning and turns the sink off. No
+//!   function here returns an I/O error to the proxy.
+//!
+//! Architecture invariant: this crate knows nothing of MCP, tokio or the
+//! pipeline's types; the proxy translates its results into [`Outcome`]s.
+//!
+//! Modules:
+//! - [`event`]: the records and the endpoint class of a tool name.
+//! - [`hash`]: the salt and salted hashes.
+//! - [`sink`]: the JSONL files, rotation and expiry.
+//! - [`names`]: the local `endpoint-names.json`.
+//! - [`recorder`]: [`Telemetry`], sampling and the writer thread.
+//! - [`read`]: reading files back.
+
+#![deny(missing_docs)]
+
+pub mod event;
+pub mod hash;
+pub mod names;
+pub mod read;
+pub mod recorder;
+pub mod sink;
+
+#[cfg(test)]
+mod tests;
+
+pub use event::{
+    ClientKind, DedupOutcome, EndpointClass, Event, Layer, ResultEvent, SessionSummary,
+    SCHEMA_VERSION,
+};
+pub use hash::{Hash128, Hash64, Salt};
+pub use names::{EndpointNames, NAMES_FILE};
+pub use read::{events_files, parse_events, read_events_file, FileEvents};
+pub use recorder::{CallFacts, Outcome, Sampler, Telemetry, TelemetryOptions, SALT_FILE};
+pub use sink::{JsonlSink, SinkLimits, EVENTS_DIR};

@@ -1,0 +1,586 @@
+//! [`Telemetry`]: one session's recorder. The proxy calls
+//! [`Telemetry::record`] once per tool result and [`Telemetry::finish`]
+//! when the session ends; everything slow happens on a writer thread.
+//!
+//! On the caller's thread `record` only hashes (the names from a cache,
+//! the call, the paths and the body), decides sampling, adds to the
+//! session's totals and hands a ready [`ResultEvent`] to a bounded channel
+//! with `try_send`. Serialization and the file write happen on the writer
+//! thread, so a slow disk never slows a tool call: when the channel is
+//! full, the event is dropped and counted (`dropped` in the summary).
+//!
+//! **Failure is silent to the proxy.** If the directory or the salt
+//! cannot be set up, the recorder starts disabled; if a write fails (disk
+//! full, directory removed), the writer logs one warning and stops
+//! writing, and `record` stops doing work. Nothing here returns an error
+//! to the caller or panics on I/O.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
+use std::sync::mpsc::{self, Receiver, SyncSender, TrySendError};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant, SystemTime};
+
+use devboy_core::pipeline_config::TelemetrySettings;
+
+use crate::event::{
+    ClientKind, DedupOutcome, EndpointClass, Event, Layer, ResultEvent, SessionSummary,
+    SCHEMA_VERSION,
+};
+use crate::hash::{hex, random_bytes, Hash64, Salt};
+use crate::names::{EndpointNames, NAMES_FILE};
+use crate::sink::{create_private_dir, unix_ms, JsonlSink, SinkLimits};
+
+/// The salt's file name inside the telemetry directory.
+pub const SALT_FILE: &str = "salt";
+
+/// How many events may wait for the writer before new ones are dropped.
+pub const DEFAULT_QUEUE: usize = 1024;
+
+/// How long [`Telemetry::finish`] waits for the writer to drain.
+const FINISH_WAIT: Duration = Duration::from_secs(2);
+
+/// Where and how a [`Telemetry`] writes.
+#[derive(Clone, Debug)]
+pub struct TelemetryOptions {
+    /// The telemetry directory (`salt`, `events/`).
+    pub dir: PathBuf,
+    /// The names map to keep up to date, if any.
+    pub names_file: Option<PathBuf>,
+    /// The fraction of result events kept.
+    pub sample_rate: f64,
+    /// Rotation and deletion.
+    pub limits: SinkLimits,
+    /// The tokenizer the token counts are in (`o200k_base`, …).
+    pub tokenizer: String,
+    /// The session id to hash; random (128 bits) when `None`.
+    pub session_id: Option<String>,
+    /// Channel capacity, see [`DEFAULT_QUEUE`].
+    pub queue: usize,
+}
+
+impl TelemetryOptions {
+    /// Options writing to `dir` with every other setting at its default.
+    pub fn new(dir: PathBuf, tokenizer: &str) -> Self {
+        Self {
+            dir,
+            names_file: None,
+            sample_rate: 1.0,
+            limits: SinkLimits::new(16 << 20, 30),
+            tokenizer: tokenizer.to_owned(),
+            session_id: None,
+            queue: DEFAULT_QUEUE,
+        }
+    }
+
+    /// The options a `devboy mcp` session runs with: `settings` from the
+    /// pipeline config, `DEVBOY_TELEMETRY=off` honoured, the telemetry
+    /// directory from [`devboy_core::paths::telemetry_dir`] and the names
+    /// map in [`devboy_core::paths::config_dir`]. `None` when telemetry is
+    /// off.
+    pub fn for_session(settings: &TelemetrySettings, tokenizer: &str) -> Option<Self> {
+        let settings = settings.with_env(&|name| std::env::var_os(name));
+        if !settings.enabled {
+            return None;
+        }
+        Some(Self {
+            names_file: Some(devboy_core::paths::config_dir().join(NAMES_FILE)),
+            sample_rate: settings.sample_rate,
+            limits: SinkLimits::new(settings.max_file_bytes, settings.max_age_days),
+            ..Self::new(devboy_core::paths::telemetry_dir(), tokenizer)
+        })
+    }
+}
+
+/// Which result events are kept: those whose call hash, read as a number,
+/// is below `rate × 2⁶⁴`. Deterministic (the same call hash is always kept
+/// or always not) and uniform, since the hashes are.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Sampler {
+    rate: f64,
+}
+
+impl Sampler {
+    /// A sampler keeping about `rate` of the events (clamped to 0..=1).
+    pub fn new(rate: f64) -> Self {
+        let rate = if rate.is_nan() {
+            0.0
+        } else {
+            rate.clamp(0.0, 1.0)
+        };
+        Self { rate }
+    }
+
+    /// The rate applied.
+    pub fn rate(self) -> f64 {
+        self.rate
+    }
+
+    /// Whether the event of call `call` is kept.
+    pub fn keeps(self, call: Hash64) -> bool {
+        if self.rate >= 1.0 {
+            return true;
+        }
+        // 2^64 × rate, exact in f64 for the rates people write; the cast
+        // saturates.
+        let threshold = (self.rate * 18_446_744_073_709_551_616.0) as u64;
+        call.0 < threshold
+    }
+}
+
+/// The identifying facts of one result; only their salted hashes (and the
+/// body's length) leave [`Telemetry::record`].
+#[derive(Clone, Copy, Debug)]
+pub struct CallFacts<'a> {
+    /// The exposed tool name (`<prefix>__<tool>`).
+    pub tool: &'a str,
+    /// The upstream's name.
+    pub upstream: &'a str,
+    /// What the client would have forwarded to the model.
+    pub body: &'a str,
+    /// The path arguments of the call.
+    pub paths: &'a [String],
+}
+
+/// What the pipeline did with a result: no names, no content.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Outcome {
+    /// What L0 did.
+    pub dedup: DedupOutcome,
+    /// The terminal layer.
+    pub layer: Layer,
+    /// The pipeline's action name.
+    pub action: &'static str,
+    /// The body's shape, if classified.
+    pub shape: Option<&'static str>,
+    /// Inner formats found.
+    pub inner_formats: Vec<&'static str>,
+    /// The encoder or template used.
+    pub format: Option<&'static str>,
+    /// The L1 template used.
+    pub template: Option<&'static str>,
+    /// Tokens the client would have forwarded.
+    pub tokens_baseline: u64,
+    /// Tokens sent.
+    pub tokens_final: u64,
+    /// Tokens saved by L0.
+    pub dedup_saved: i64,
+    /// Tokens saved by L1/L2.
+    pub encoder_saved: i64,
+    /// Parts were elided.
+    pub elided: bool,
+    /// The session's context partition.
+    pub context_partition: u64,
+    /// The result was an error.
+    pub is_error: bool,
+}
+
+impl Outcome {
+    /// A result passed through untouched (`tokens` both ways).
+    pub fn passed_through(tokens: u64, context_partition: u64, is_error: bool) -> Self {
+        Self {
+            dedup: DedupOutcome::Off,
+            layer: Layer::L3,
+            action: "unchanged",
+            shape: None,
+            inner_formats: Vec::new(),
+            format: None,
+            template: None,
+            tokens_baseline: tokens,
+            tokens_final: tokens,
+            dedup_saved: 0,
+            encoder_saved: 0,
+            elided: false,
+            context_partition,
+            is_error,
+        }
+    }
+}
+
+/// One session's telemetry; see the module docs. A disabled recorder
+/// ([`Telemetry::disabled`]) does nothing at all.
+#[derive(Debug)]
+pub struct Telemetry {
+    active: Option<Active>,
+}
+
+#[derive(Debug)]
+struct Active {
+    salt: Salt,
+    session_id: String,
+    session: Hash64,
+    started_ms: u64,
+    tokenizer: String,
+    sampler: Sampler,
+    seq: AtomicU64,
+    totals: Totals,
+    names: Mutex<HashMap<Box<str>, Hash64>>,
+    client: OnceLock<ClientKind>,
+    tx: SyncSender<Message>,
+    failed: Arc<AtomicBool>,
+    finished: AtomicBool,
+    writer: Mutex<Option<JoinHandle<()>>>,
+}
+
+#[derive(Debug, Default)]
+struct Totals {
+    results: AtomicU64,
+    events: AtomicU64,
+    dropped: AtomicU64,
+    tokens_baseline: AtomicU64,
+    tokens_final: AtomicU64,
+    dedup_saved: AtomicI64,
+    encoder_saved: AtomicI64,
+    compactions: AtomicU64,
+}
+
+#[derive(Debug)]
+enum Message {
+    Event(Box<Event>),
+    Name(Hash64, Box<str>),
+    Finish(mpsc::Sender<()>),
+}
+
+impl Telemetry {
+    /// A recorder that records nothing.
+    pub fn disabled() -> Self {
+        Self { active: None }
+    }
+
+    /// Starts recording: creates the directory (mode 0700) and the salt if
+    /// needed, and the writer thread, which first deletes expired files.
+    /// On any failure logs a warning and returns a disabled recorder.
+    pub fn start(options: TelemetryOptions) -> Self {
+        match Active::start(options.clone()) {
+            Ok(active) => Self {
+                active: Some(active),
+            },
+            Err(error) => {
+                tracing::warn!(dir = %options.dir.display(), %error, "telemetry disabled: cannot set up its directory");
+                Self::disabled()
+            }
+        }
+    }
+
+    /// [`start`](Self::start) with the options of
+    /// [`TelemetryOptions::for_session`], or disabled when telemetry is off.
+    pub fn for_session(settings: &TelemetrySettings, tokenizer: &str) -> Self {
+        match TelemetryOptions::for_session(settings, tokenizer) {
+            Some(options) => Self::start(options),
+            None => Self::disabled(),
+        }
+    }
+
+    /// Whether events are still being written.
+    pub fn is_active(&self) -> bool {
+        self.active.as_ref().is_some_and(Active::live)
+    }
+
+    /// `h(session id)`, the `session` field of every record.
+    pub fn session(&self) -> Option<Hash64> {
+        self.active.as_ref().map(|a| a.session)
+    }
+
+    /// The salted hash `h(x)` of this install, for callers that must match
+    /// names against hashes (tests, `tune show`).
+    pub fn hash(&self, x: &str) -> Option<Hash64> {
+        self.active.as_ref().map(|a| a.salt.h(&[x.as_bytes()]))
+    }
+
+    /// Notes the client's name (from `initialize`); the first one counts.
+    pub fn set_client(&self, name: Option<&str>) {
+        if let Some(active) = &self.active {
+            active.client.get_or_init(|| ClientKind::of(name));
+        }
+    }
+
+    /// Counts one compaction (context partition advanced).
+    pub fn compaction(&self) {
+        if let Some(active) = &self.active {
+            active.totals.compactions.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// Records one result. Returns whether its event was kept by sampling
+    /// and queued for writing.
+    pub fn record(&self, facts: &CallFacts<'_>, outcome: Outcome) -> bool {
+        match &self.active {
+            Some(active) if active.live() => active.record(facts, outcome),
+            _ => false,
+        }
+    }
+
+    /// Ends the session: queues its summary (when it had any result) and
+    /// waits up to two seconds for the writer to write everything queued.
+    /// Later calls, and later [`record`](Self::record)s, do nothing.
+    pub fn finish(&self) {
+        if let Some(active) = &self.active {
+            active.finish();
+        }
+    }
+}
+
+impl Drop for Telemetry {
+    fn drop(&mut self) {
+        self.finish();
+    }
+}
+
+impl Active {
+    fn start(options: TelemetryOptions) -> std::io::Result<Self> {
+        create_private_dir(&options.dir)?;
+        let salt = Salt::load_or_create(&options.dir.join(SALT_FILE))?;
+        let session_id = match options.session_id {
+            Some(id) => id,
+            None => hex(&random_bytes::<16>()?),
+        };
+        let session = salt.h(&[session_id.as_bytes()]);
+        let (tx, rx) = mpsc::sync_channel(options.queue.max(1));
+        let failed = Arc::new(AtomicBool::new(false));
+        let sink = JsonlSink::new(&options.dir, options.limits);
+        let names = options.names_file.as_deref().map(EndpointNames::load);
+        let writer = {
+            let failed = failed.clone();
+            std::thread::Builder::new()
+                .name("devboy-telemetry".into())
+                .spawn(move || write_loop(rx, sink, names, &failed))?
+        };
+        Ok(Self {
+            salt,
+            session_id,
+            session,
+            started_ms: unix_ms(SystemTime::now()),
+            tokenizer: options.tokenizer,
+            sampler: Sampler::new(options.sample_rate),
+            seq: AtomicU64::new(0),
+            totals: Totals::default(),
+            names: Mutex::new(HashMap::new()),
+            client: OnceLock::new(),
+            tx,
+            failed,
+            finished: AtomicBool::new(false),
+            writer: Mutex::new(Some(writer)),
+        })
+    }
+
+    fn live(&self) -> bool {
+        !self.failed.load(Ordering::Relaxed) && !self.finished.load(Ordering::Relaxed)
+    }
+
+    /// `h(name)`, from the cache; a name seen for the first time is also
+    /// sent to the names map.
+    fn name_hash(&self, name: &str) -> Hash64 {
+        let mut names = self.names.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(hash) = names.get(name) {
+            return *hash;
+        }
+        let hash = self.salt.h(&[name.as_bytes()]);
+        // Cached only once the map heard of it, so a full queue retries.
+        if self.tx.try_send(Message::Name(hash, name.into())).is_ok() {
+            names.insert(name.into(), hash);
+        }
+        hash
+    }
+
+    fn record(&self, facts: &CallFacts<'_>, outcome: Outcome) -> bool {
+        let seq = self.seq.fetch_add(1, Ordering::Relaxed) + 1;
+        let t = &self.totals;
+        t.results.fetch_add(1, Ordering::Relaxed);
+        t.tokens_baseline
+            .fetch_add(outcome.tokens_baseline, Ordering::Relaxed);
+        t.tokens_final
+            .fetch_add(outcome.tokens_final, Ordering::Relaxed);
+        t.dedup_saved
+            .fetch_add(outcome.dedup_saved, Ordering::Relaxed);
+        t.encoder_saved
+            .fetch_add(outcome.encoder_saved, Ordering::Relaxed);
+        let tool = self.name_hash(facts.tool);
+        let upstream = self.name_hash(facts.upstream);
+        let call = self.call_hash(seq);
+        if !self.sampler.keeps(call) {
+            return false;
+        }
+        let event = ResultEvent {
+            v: SCHEMA_VERSION,
+            ts_ms: unix_ms(SystemTime::now()),
+            session: self.session,
+            call,
+            tool,
+            upstream,
+            endpoint_class: EndpointClass::of(facts.tool),
+            response_chars: facts.body.chars().count() as u64,
+            shape: outcome.shape.map(Into::into),
+            inner_formats: outcome.inner_formats.into_iter().map(Into::into).collect(),
+            fingerprint: self.salt.h128(&[facts.body.as_bytes()]),
+            path_hashes: facts
+                .paths
+                .iter()
+                .map(|p| self.salt.h(&[p.as_bytes()]))
+                .collect(),
+            dedup: outcome.dedup,
+            layer: outcome.layer,
+            action: outcome.action.into(),
+            format: outcome.format.map(Into::into),
+            template: outcome.template.map(Into::into),
+            tokenizer: self.tokenizer.clone().into(),
+            tokens_baseline: outcome.tokens_baseline,
+            tokens_final: outcome.tokens_final,
+            dedup_saved: outcome.dedup_saved,
+            encoder_saved: outcome.encoder_saved,
+            elided: outcome.elided,
+            context_partition: outcome.context_partition,
+            is_error: outcome.is_error,
+            prefetched: None,
+            prefetch_hit: None,
+        };
+        match self
+            .tx
+            .try_send(Message::Event(Box::new(Event::Result(event))))
+        {
+            Ok(()) => {
+                t.events.fetch_add(1, Ordering::Relaxed);
+                true
+            }
+            Err(TrySendError::Full(_)) => {
+                t.dropped.fetch_add(1, Ordering::Relaxed);
+                false
+            }
+            Err(TrySendError::Disconnected(_)) => false,
+        }
+    }
+
+    /// `h(session id ‖ seq)`, the seq in decimal after the id's fixed-width
+    /// hex (so no two pairs concatenate alike).
+    fn call_hash(&self, seq: u64) -> Hash64 {
+        self.salt
+            .h(&[self.session_id.as_bytes(), seq.to_string().as_bytes()])
+    }
+
+    fn finish(&self) {
+        if self.finished.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        let t = &self.totals;
+        let results = t.results.load(Ordering::SeqCst);
+        let deadline = Instant::now() + FINISH_WAIT;
+        if results > 0 && !self.failed.load(Ordering::SeqCst) {
+            let now = unix_ms(SystemTime::now());
+            let summary = SessionSummary {
+                v: SCHEMA_VERSION,
+                ts_ms: now,
+                session: self.session,
+                started_ms: self.started_ms,
+                ended_ms: now,
+                events: t.events.load(Ordering::SeqCst),
+                results,
+                sample_rate: self.sampler.rate(),
+                dropped: t.dropped.load(Ordering::SeqCst),
+                tokens_baseline: t.tokens_baseline.load(Ordering::SeqCst),
+                tokens_final: t.tokens_final.load(Ordering::SeqCst),
+                dedup_saved: t.dedup_saved.load(Ordering::SeqCst),
+                encoder_saved: t.encoder_saved.load(Ordering::SeqCst),
+                compactions: t.compactions.load(Ordering::SeqCst),
+                client: self.client.get().copied().unwrap_or(ClientKind::Other),
+            };
+            let message = Message::Event(Box::new(Event::Session(summary)));
+            self.send_until(message, deadline);
+        }
+        let (ack, done) = mpsc::channel();
+        let finished = self.send_until(Message::Finish(ack), deadline)
+            && done
+                .recv_timeout(deadline.saturating_duration_since(Instant::now()))
+                .is_ok();
+        let writer = self.writer.lock().unwrap_or_else(|e| e.into_inner()).take();
+        match (finished, writer) {
+            (true, Some(writer)) => {
+                let _ = writer.join();
+            }
+            (false, _) => {
+                tracing::warn!(
+                    "telemetry writer did not finish in time; its last events may be lost"
+                )
+            }
+            (true, None) => {}
+        }
+    }
+
+    /// Sends `message`, waiting for room until `deadline`.
+    fn send_until(&self, mut message: Message, deadline: Instant) -> bool {
+        loop {
+            match self.tx.try_send(message) {
+                Ok(()) => return true,
+                Err(TrySendError::Disconnected(_)) => return false,
+                Err(TrySendError::Full(back)) => {
+                    if Instant::now() >= deadline {
+                        return false;
+                    }
+                    message = back;
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+            }
+        }
+    }
+}
+
+/// The writer thread: deletes expired files, then writes every event it is
+/// sent as one line, and saves the names map after each burst.
+fn write_loop(
+    rx: Receiver<Message>,
+    mut sink: JsonlSink,
+    mut names: Option<EndpointNames>,
+    failed: &AtomicBool,
+) {
+    match sink.delete_expired(SystemTime::now()) {
+        Ok(deleted) if !deleted.is_empty() => {
+            tracing::debug!(files = deleted.len(), "deleted expired telemetry files")
+        }
+        Ok(_) => {}
+        Err(error) => tracing::debug!(%error, "could not delete expired telemetry files"),
+    }
+    let mut line = Vec::with_capacity(4096);
+    let mut names_failed = false;
+    while let Ok(first) = rx.recv() {
+        let mut next = Some(first);
+        let mut finish = None;
+        while let Some(message) = next.take() {
+            match message {
+                Message::Event(event) => {
+                    if !failed.load(Ordering::Relaxed) {
+                        if let Err(error) = write_line(&mut sink, &mut line, &event) {
+                            tracing::warn!(dir = %sink.events_dir().display(), %error, "telemetry write failed; telemetry is off for this session");
+                            failed.store(true, Ordering::SeqCst);
+                        }
+                    }
+                }
+                Message::Name(hash, name) => {
+                    if let Some(names) = &mut names {
+                        names.insert(hash, &name);
+                    }
+                }
+                Message::Finish(ack) => finish = Some(ack),
+            }
+            if finish.is_none() {
+                next = rx.try_recv().ok();
+            }
+        }
+        if let (Some(map), false) = (&mut names, names_failed) {
+            if let Err(error) = map.save() {
+                tracing::warn!(%error, "cannot write the endpoint names map; names are not recorded");
+                names_failed = true;
+            }
+        }
+        if let Some(ack) = finish {
+            let _ = ack.send(());
+            return;
+        }
+    }
+}
+
+fn write_line(sink: &mut JsonlSink, line: &mut Vec<u8>, event: &Event) -> std::io::Result<()> {
+    line.clear();
+    serde_json::to_writer(&mut *line, event)?;
+    line.push(b'\n');
+    sink.append(line)
+}

@@ -1,0 +1,622 @@
+//! Aggregation of an [`EventTable`]: per endpoint, per session, and the
+//! sequence facts only recorded order reveals.
+//!
+//! Two duplicate rates are kept apart on purpose:
+//!
+//! - the **recorded** rate: the share of results L0 actually replaced
+//!   (`dedup` = `hit` or `near`), i.e. what the settings of the time did;
+//! - the **implied** rate: the share of results whose fingerprint had
+//!   already been delivered in full earlier in the same session and
+//!   context partition, i.e. what an unbounded, never-expiring cache with
+//!   dedup on everywhere would have caught. It is the ceiling the tuner
+//!   reasons about when dedup is off for an endpoint (where the recorded
+//!   rate is zero by construction).
+//!
+//! Sequence facts need every event of a session in order, so sessions
+//! whose summary says events were sampled (`sample_rate` < 1) or dropped
+//! are left out of them (their gaps would hide repeats); their events
+//! still count in every sum. Errors and events without a fingerprint are never sequenced.
+
+use std::collections::HashMap;
+
+use crate::event::{DedupOutcome, Record, SessionSummary, Vocabulary, NONE};
+use crate::read::EventTable;
+
+/// A reference hint's cost when no recorded hit says otherwise
+/// (`> [ref: r12, unchanged; devboy_expand r12]` in o200k).
+pub const DEFAULT_REF_TOKENS: f64 = 15.0;
+/// An id line's cost when no recorded fresh result says otherwise
+/// (`> [id: r12]`).
+pub const DEFAULT_ID_TOKENS: f64 = 6.0;
+/// A near-reference's cost when none was recorded: the hint plus a few
+/// changed fields.
+pub const DEFAULT_NEAR_TOKENS: f64 = 40.0;
+
+/// The JSON shapes (`devboy_pipeline::Shape::name()` of a JSON body):
+/// near-references only apply to JSON.
+const JSON_SHAPES: &[&str] = &[
+    "array_of_objects",
+    "flat_object",
+    "nested_object",
+    "array_of_scalars",
+    "mixed_array",
+    "json_scalar",
+];
+
+/// Parameters of the sequence analysis, from the current config.
+#[derive(Clone, Copy, Debug)]
+pub struct SequenceParams {
+    /// `dedup.near_ref.min_body_bytes`: smaller bodies are never near
+    /// candidates.
+    pub near_min_body_bytes: usize,
+    /// `dedup.ttl`, in milliseconds: a near candidate's predecessor must
+    /// be younger.
+    pub ttl_ms: u64,
+}
+
+/// Per-event facts from the sequence analysis.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct EventFacts {
+    /// In a fully recorded session, not an error, with a fingerprint.
+    pub sequenced: bool,
+    /// Its fingerprint was delivered in full earlier in the same session
+    /// and partition.
+    pub implied_repeat: bool,
+    /// Not an implied repeat, but the endpoint's previous result in the
+    /// same partition had another fingerprint and nearly the same size:
+    /// the pattern of a polled status that changed in a few fields.
+    pub near_candidate: bool,
+}
+
+/// One endpoint's aggregate.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct EndpointStats {
+    /// `h(exposed tool name)`.
+    pub tool: u64,
+    /// Result events.
+    pub calls: u64,
+    /// Error results.
+    pub errors: u64,
+    /// Results by [`DedupOutcome`] index.
+    pub dedup: [u64; 4],
+    /// Sum of `response_chars`.
+    pub chars: u64,
+    /// Results per shape index.
+    pub shapes: HashMap<u8, u64>,
+    /// Results per inner-format index.
+    pub inner: HashMap<u8, u64>,
+    /// Results per template index (re-encoded by an L1 template).
+    pub templates: HashMap<u8, u64>,
+    /// Results per format index (re-encoded at all).
+    pub formats: HashMap<u8, u64>,
+    /// Results per endpoint-class index.
+    pub classes: HashMap<u8, u64>,
+    /// Sum of `tokens_baseline`.
+    pub tokens_baseline: u64,
+    /// Sum of `tokens_final`.
+    pub tokens_final: u64,
+    /// Sum of `dedup_saved`.
+    pub dedup_saved: i64,
+    /// Sum of `encoder_saved`.
+    pub encoder_saved: i64,
+    /// What the id lines on fresh results cost (sum of negative
+    /// `dedup_saved` on misses).
+    pub id_line_cost: i64,
+    /// What references and near-references saved (sum of `dedup_saved` on
+    /// hits and nears).
+    pub reference_saved: i64,
+    /// Baseline tokens of results sent as bodies (miss or off, no error).
+    pub body_baseline: u64,
+    /// `encoder_saved` of those.
+    pub body_encoder_saved: i64,
+    /// Sequenced results.
+    pub sequenced: u64,
+    /// Sequenced results that were not replaced (miss or off).
+    pub sequenced_bodies: u64,
+    /// Sequenced implied repeats.
+    pub implied_repeats: u64,
+    /// Sequenced near candidates.
+    pub near_candidates: u64,
+}
+
+impl EndpointStats {
+    /// The recorded duplicate rate: results L0 replaced, of all results.
+    pub fn dup_rate(&self) -> f64 {
+        ratio(
+            self.dedup[DedupOutcome::Hit as usize] + self.dedup[DedupOutcome::Near as usize],
+            self.calls,
+        )
+    }
+
+    /// The implied duplicate rate, of sequenced results.
+    pub fn implied_dup_rate(&self) -> f64 {
+        ratio(self.implied_repeats, self.sequenced)
+    }
+
+    /// Near candidates among the sequenced results sent as bodies.
+    pub fn near_share(&self) -> f64 {
+        ratio(self.near_candidates, self.sequenced_bodies)
+    }
+
+    /// Mean `response_chars`.
+    pub fn avg_chars(&self) -> f64 {
+        if self.calls == 0 {
+            0.0
+        } else {
+            self.chars as f64 / self.calls as f64
+        }
+    }
+
+    /// The most frequent shape and its share of results with a shape.
+    pub fn dominant_shape(&self) -> Option<(u8, f64)> {
+        dominant(&self.shapes)
+    }
+
+    /// The most frequent endpoint class.
+    pub fn dominant_class(&self) -> Option<u8> {
+        dominant(&self.classes).map(|(i, _)| i)
+    }
+
+    /// Inner formats by frequency, most frequent first, at most `n`.
+    pub fn top_inner(&self, n: usize) -> Vec<u8> {
+        let mut v: Vec<(u8, u64)> = self.inner.iter().map(|(k, c)| (*k, *c)).collect();
+        v.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+        v.into_iter().take(n).map(|(k, _)| k).collect()
+    }
+
+    /// Results re-encoded at all.
+    pub fn encoded(&self) -> u64 {
+        self.formats.values().sum()
+    }
+
+    /// The mean share of baseline tokens the encoder saved on bodies.
+    pub fn encoder_ratio(&self) -> f64 {
+        if self.body_baseline == 0 {
+            0.0
+        } else {
+            (self.body_encoder_saved as f64 / self.body_baseline as f64).clamp(0.0, 1.0)
+        }
+    }
+
+    /// `(dedup %, encoder %, combined %)` of the baseline.
+    pub fn split_pct(&self) -> (f64, f64, f64) {
+        split_pct(self.tokens_baseline, self.dedup_saved, self.encoder_saved)
+    }
+}
+
+/// `(dedup %, encoder %, combined %)` of `baseline`.
+pub fn split_pct(baseline: u64, dedup: i64, encoder: i64) -> (f64, f64, f64) {
+    let pct = |x: i64| {
+        if baseline == 0 {
+            0.0
+        } else {
+            x as f64 * 100.0 / baseline as f64
+        }
+    };
+    (pct(dedup), pct(encoder), pct(dedup + encoder))
+}
+
+fn ratio(a: u64, b: u64) -> f64 {
+    if b == 0 {
+        0.0
+    } else {
+        a as f64 / b as f64
+    }
+}
+
+fn dominant(counts: &HashMap<u8, u64>) -> Option<(u8, f64)> {
+    let total: u64 = counts.values().sum();
+    counts
+        .iter()
+        .max_by(|a, b| a.1.cmp(b.1).then(b.0.cmp(a.0)))
+        .map(|(k, c)| (*k, ratio(*c, total)))
+}
+
+/// What the sessions look like.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct SessionProfile {
+    /// Sessions with at least one result in the window.
+    pub sessions: u64,
+    /// Of those, sessions whose events were sampled or dropped.
+    pub sampled: u64,
+    /// Results recorded.
+    pub results: u64,
+    /// Partitions advanced, summed over sessions (from the session
+    /// summaries, else from the partitions the events name).
+    pub compactions: u64,
+    /// Sessions with at least one compaction.
+    pub sessions_compacted: u64,
+    /// The median number of results per session.
+    pub median_results: u64,
+    /// Sessions whose summary names Claude Code as the client.
+    pub claude_code: u64,
+}
+
+impl SessionProfile {
+    /// Compactions per result.
+    pub fn compaction_rate(&self) -> f64 {
+        ratio(self.compactions, self.results)
+    }
+
+    /// Results per context partition.
+    pub fn results_per_partition(&self) -> f64 {
+        ratio(self.results, self.sessions + self.compactions)
+    }
+}
+
+/// The aggregate of a table, with the per-event sequence facts.
+#[derive(Clone, Debug, Default)]
+pub struct Analysis {
+    /// Endpoints, most baseline tokens first.
+    pub endpoints: Vec<EndpointStats>,
+    /// All endpoints together.
+    pub total: EndpointStats,
+    /// Sessions.
+    pub sessions: SessionProfile,
+    /// Record indexes of each session, in recorded order, with whether the
+    /// session was fully recorded (not sampled).
+    pub by_session: Vec<(u64, bool, Vec<u32>)>,
+    /// Per-record facts, aligned with the table's records.
+    pub facts: Vec<EventFacts>,
+    /// The measured cost of an id line.
+    pub id_tokens: f64,
+    /// The measured cost of a reference.
+    pub ref_tokens: f64,
+    /// The measured cost of a near-reference.
+    pub near_tokens: f64,
+    /// The tokenizer the events name (the most recent one seen).
+    pub tokenizer: Option<String>,
+}
+
+impl Analysis {
+    /// The stats of `tool`, if it has any.
+    pub fn endpoint(&self, tool: u64) -> Option<&EndpointStats> {
+        self.endpoints.iter().find(|e| e.tool == tool)
+    }
+}
+
+/// Aggregates `table`.
+pub fn analyze(table: &EventTable, params: SequenceParams) -> Analysis {
+    let records = &table.records;
+    let mut by_session: HashMap<u64, Vec<u32>> = HashMap::new();
+    let mut session_order: Vec<u64> = Vec::new();
+    for (i, r) in records.iter().enumerate() {
+        by_session
+            .entry(r.session)
+            .or_insert_with(|| {
+                session_order.push(r.session);
+                Vec::new()
+            })
+            .push(i as u32);
+    }
+    let json_shape: Vec<bool> = (0..=u8::MAX)
+        .map(|i| {
+            table
+                .vocab
+                .shapes
+                .get(i)
+                .is_some_and(|s| JSON_SHAPES.contains(&s))
+        })
+        .collect();
+    let mut facts = vec![EventFacts::default(); records.len()];
+    let mut sessions = SessionProfile::default();
+    let mut lengths = Vec::new();
+    let mut grouped = Vec::with_capacity(session_order.len());
+    for id in session_order {
+        let indexes = by_session.remove(&id).unwrap_or_default();
+        let summary = table.sessions.get(&id);
+        let complete = summary.is_none_or(SessionSummary::complete);
+        sessions.sessions += 1;
+        sessions.results += indexes.len() as u64;
+        lengths.push(indexes.len() as u64);
+        let compactions = match summary {
+            Some(s) => s.compactions,
+            None => {
+                let (lo, hi) = indexes.iter().fold((u32::MAX, 0), |(lo, hi), &i| {
+                    let p = records[i as usize].partition;
+                    (lo.min(p), hi.max(p))
+                });
+                u64::from(hi.saturating_sub(lo))
+            }
+        };
+        sessions.compactions += compactions;
+        sessions.sessions_compacted += u64::from(compactions > 0);
+        sessions.claude_code += u64::from(summary.is_some_and(|s| s.client_is_claude_code));
+        if complete {
+            sequence(records, &indexes, &json_shape, params, &mut facts);
+        } else {
+            sessions.sampled += 1;
+        }
+        grouped.push((id, complete, indexes));
+    }
+    lengths.sort_unstable();
+    sessions.median_results = lengths.get(lengths.len() / 2).copied().unwrap_or(0);
+
+    let mut endpoints: HashMap<u64, EndpointStats> = HashMap::new();
+    let mut total = EndpointStats::default();
+    let (mut id_sum, mut id_n) = (0i64, 0u64);
+    let (mut ref_sum, mut ref_n) = (0u64, 0u64);
+    let (mut near_sum, mut near_n) = (0u64, 0u64);
+    for (r, f) in records.iter().zip(&facts) {
+        let e = endpoints.entry(r.tool).or_insert_with(|| EndpointStats {
+            tool: r.tool,
+            ..EndpointStats::default()
+        });
+        add(e, r, f);
+        add(&mut total, r, f);
+        match r.dedup {
+            DedupOutcome::Miss if r.dedup_saved < 0 => {
+                id_sum -= i64::from(r.dedup_saved);
+                id_n += 1;
+            }
+            DedupOutcome::Hit => {
+                ref_sum += u64::from(r.tokens_final);
+                ref_n += 1;
+            }
+            DedupOutcome::Near => {
+                near_sum += u64::from(r.tokens_final);
+                near_n += 1;
+            }
+            _ => {}
+        }
+    }
+    let mut endpoints: Vec<EndpointStats> = endpoints.into_values().collect();
+    endpoints.sort_by(|a, b| {
+        b.tokens_baseline
+            .cmp(&a.tokens_baseline)
+            .then(a.tool.cmp(&b.tool))
+    });
+    let mean = |sum: f64, n: u64, default: f64| if n == 0 { default } else { sum / n as f64 };
+    Analysis {
+        endpoints,
+        total,
+        sessions,
+        by_session: grouped,
+        facts,
+        id_tokens: mean(id_sum as f64, id_n, DEFAULT_ID_TOKENS),
+        ref_tokens: mean(ref_sum as f64, ref_n, DEFAULT_REF_TOKENS),
+        near_tokens: mean(near_sum as f64, near_n, DEFAULT_NEAR_TOKENS),
+        tokenizer: last_name(&table.vocab),
+    }
+}
+
+fn last_name(vocab: &Vocabulary) -> Option<String> {
+    let n = vocab.tokenizers.len();
+    (n > 0)
+        .then(|| vocab.tokenizers.get((n - 1) as u8).map(str::to_owned))
+        .flatten()
+}
+
+fn add(e: &mut EndpointStats, r: &Record, f: &EventFacts) {
+    e.calls += 1;
+    e.errors += u64::from(r.is_error());
+    e.dedup[r.dedup as usize] += 1;
+    e.chars += u64::from(r.response_chars);
+    let bump = |m: &mut HashMap<u8, u64>, k: u8| {
+        if k != NONE {
+            *m.entry(k).or_insert(0) += 1;
+        }
+    };
+    bump(&mut e.shapes, r.shape);
+    bump(&mut e.templates, r.template);
+    bump(&mut e.formats, r.format);
+    bump(&mut e.classes, r.class);
+    let mut bits = r.inner;
+    while bits != 0 {
+        let bit = bits.trailing_zeros() as u8;
+        bits &= bits - 1;
+        *e.inner.entry(bit).or_insert(0) += 1;
+    }
+    e.tokens_baseline += u64::from(r.tokens_baseline);
+    e.tokens_final += u64::from(r.tokens_final);
+    e.dedup_saved += i64::from(r.dedup_saved);
+    e.encoder_saved += i64::from(r.encoder_saved);
+    match r.dedup {
+        DedupOutcome::Hit | DedupOutcome::Near => e.reference_saved += i64::from(r.dedup_saved),
+        DedupOutcome::Miss if r.dedup_saved < 0 => e.id_line_cost -= i64::from(r.dedup_saved),
+        _ => {}
+    }
+    let body = !r.dedup.is_duplicate() && !r.is_error();
+    if body {
+        e.body_baseline += u64::from(r.tokens_baseline);
+        e.body_encoder_saved += i64::from(r.encoder_saved);
+    }
+    if f.sequenced {
+        e.sequenced += 1;
+        e.sequenced_bodies += u64::from(body);
+        e.implied_repeats += u64::from(f.implied_repeat);
+        e.near_candidates += u64::from(f.near_candidate);
+    }
+}
+
+/// The endpoint's previous result in the partition, for near candidates.
+struct Previous {
+    ts_ms: u64,
+    chars: u32,
+    fingerprint: u128,
+}
+
+/// Marks implied repeats and near candidates in one session.
+fn sequence(
+    records: &[Record],
+    indexes: &[u32],
+    json_shape: &[bool],
+    params: SequenceParams,
+    facts: &mut [EventFacts],
+) {
+    let mut partition = None;
+    let mut delivered: HashMap<u128, ()> = HashMap::new();
+    let mut previous: HashMap<u64, Previous> = HashMap::new();
+    for &i in indexes {
+        let r = &records[i as usize];
+        if r.is_error() || !r.has_fingerprint() {
+            continue;
+        }
+        if partition != Some(r.partition) {
+            partition = Some(r.partition);
+            delivered.clear();
+            previous.clear();
+        }
+        let f = &mut facts[i as usize];
+        f.sequenced = true;
+        f.implied_repeat = delivered.contains_key(&r.fingerprint);
+        if !f.implied_repeat && !r.elided() && !r.dedup.is_duplicate() {
+            delivered.insert(r.fingerprint, ());
+        }
+        if !f.implied_repeat && !r.dedup.is_duplicate() {
+            let json = r.shape == NONE || json_shape[usize::from(r.shape)];
+            if let Some(prev) = previous.get(&r.tool) {
+                let chars = r.response_chars;
+                let slack = (chars / 50).max(16);
+                f.near_candidate = json
+                    && prev.fingerprint != r.fingerprint
+                    && chars as usize >= params.near_min_body_bytes
+                    && chars.abs_diff(prev.chars) <= slack
+                    && r.ts_ms.saturating_sub(prev.ts_ms) < params.ttl_ms;
+            }
+        }
+        previous.insert(
+            r.tool,
+            Previous {
+                ts_ms: r.ts_ms,
+                chars: r.response_chars,
+                fingerprint: r.fingerprint,
+            },
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::event::{Names, SessionSummary};
+
+    pub(crate) const PARAMS: SequenceParams = SequenceParams {
+        near_min_body_bytes: 1024,
+        ttl_ms: 1_800_000,
+    };
+
+    fn rec(tool: u64, session: u64, ts: u64, fp: u128, chars: u32) -> Record {
+        let mut r = Record::blank(tool, session).with_flags(false, false, true);
+        r.ts_ms = ts;
+        r.fingerprint = fp;
+        r.response_chars = chars;
+        r.tokens_baseline = chars / 4;
+        r.tokens_final = chars / 4;
+        r
+    }
+
+    fn table(records: Vec<Record>) -> EventTable {
+        EventTable {
+            records,
+            ..EventTable::default()
+        }
+    }
+
+    #[test]
+    fn endpoint_aggregates_and_rates() {
+        let mut records = Vec::new();
+        let mut shapes = Names::default();
+        let md = shapes.index("markdown_table");
+        let prose = shapes.index("prose");
+        for i in 0..10u64 {
+            let mut r = rec(1, 7, i * 1000, u128::from(i % 5), 4000);
+            r.shape = if i < 8 { md } else { prose };
+            r.inner = 0b101;
+            if i >= 5 {
+                r.dedup = DedupOutcome::Hit;
+                r.tokens_final = 15;
+                r.dedup_saved = 985;
+            } else {
+                r.dedup_saved = -6;
+                r.tokens_final = 600;
+                r.encoder_saved = 406;
+            }
+            records.push(r);
+        }
+        let mut t = table(records);
+        t.vocab.shapes = shapes;
+        let a = analyze(&t, PARAMS);
+        let e = a.endpoint(1).unwrap();
+        assert_eq!(e.calls, 10);
+        assert_eq!(e.dup_rate(), 0.5);
+        assert_eq!(e.implied_dup_rate(), 0.5);
+        assert_eq!(e.avg_chars(), 4000.0);
+        assert_eq!(e.dominant_shape(), Some((md, 0.8)));
+        assert_eq!(e.top_inner(3), vec![0, 2]);
+        assert_eq!(e.id_line_cost, 30);
+        assert_eq!(e.reference_saved, 5 * 985);
+        assert!((e.encoder_ratio() - 406.0 / 1000.0).abs() < 1e-9);
+        assert_eq!(a.id_tokens, 6.0);
+        assert_eq!(a.ref_tokens, 15.0);
+        let (d, enc, c) = e.split_pct();
+        assert!((c - (d + enc)).abs() < 1e-9);
+    }
+
+    #[test]
+    fn implied_repeats_reset_with_the_partition_and_session() {
+        let mut a1 = rec(1, 1, 0, 9, 2000);
+        let mut a2 = rec(1, 1, 10, 9, 2000);
+        let mut a3 = rec(1, 1, 20, 9, 2000);
+        a3.partition = 1;
+        let other = rec(1, 2, 5, 9, 2000);
+        let mut err = rec(1, 1, 30, 9, 2000);
+        err = err.with_flags(false, true, true);
+        a1.partition = 0;
+        a2.partition = 0;
+        let a = analyze(&table(vec![a1, other, a2, a3, err]), PARAMS);
+        let repeats: Vec<bool> = a.facts.iter().map(|f| f.implied_repeat).collect();
+        assert_eq!(repeats, vec![false, false, true, false, false]);
+        assert!(!a.facts[4].sequenced);
+        assert_eq!(a.sessions.sessions, 2);
+        assert_eq!(a.sessions.compactions, 1, "derived from partitions");
+    }
+
+    #[test]
+    fn sampled_sessions_are_not_sequenced() {
+        let mut t = table(vec![rec(1, 1, 0, 9, 2000), rec(1, 1, 1, 9, 2000)]);
+        t.sessions.insert(
+            1,
+            SessionSummary {
+                results: 4,
+                sample_rate: 0.5,
+                compactions: 2,
+                dropped: 0,
+                client_is_claude_code: true,
+            },
+        );
+        let a = analyze(&t, PARAMS);
+        assert!(a.facts.iter().all(|f| !f.sequenced));
+        assert_eq!(a.sessions.sampled, 1);
+        assert_eq!(a.sessions.compactions, 2);
+        assert_eq!(a.endpoint(1).unwrap().calls, 2);
+    }
+
+    #[test]
+    fn near_candidates_need_same_endpoint_similar_size_and_json() {
+        let mut shapes = Names::default();
+        let json = shapes.index("flat_object");
+        let text = shapes.index("prose");
+        let mut v = Vec::new();
+        for (i, (fp, chars, shape)) in [
+            (1, 3000, json),
+            (2, 3010, json), // near: same endpoint, +10 chars
+            (3, 4000, json), // too different
+            (4, 4001, text), // not JSON
+            (5, 500, json),  // too small
+            (6, 505, json),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let mut r = rec(1, 1, i as u64, fp, chars);
+            r.shape = shape;
+            v.push(r);
+        }
+        let mut t = table(v);
+        t.vocab.shapes = shapes;
+        let a = analyze(&t, PARAMS);
+        let near: Vec<bool> = a.facts.iter().map(|f| f.near_candidate).collect();
+        assert_eq!(near, vec![false, true, false, false, false, false]);
+    }
+}

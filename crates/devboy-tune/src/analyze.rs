@@ -1,0 +1,547 @@
+//! `devboy tune analyze`: telemetry in, a report and (unless a dry run) an
+//! updated `pipeline_config.toml` out.
+//!
+//! The steps: read the events of the window ([`crate::read`]); aggregate
+//! them ([`crate::analysis`]); run the rules against the current file
+//! ([`crate::rules`]); simulate ([`crate::simulate`]) and keep only what
+//! does not save less; write the survivors into the file
+//! ([`crate::edit`]); print the report.
+//!
+//! Keeping what does not save less happens in three passes, so that one
+//! bad change cannot ride along with good ones:
+//!
+//! 1. each top-level change alone against the current config: kept when
+//!    it saves more;
+//! 2. the endpoint changes together on top of the kept top-level ones,
+//!    judged per endpoint: an endpoint's dedup and near-reference changes
+//!    are kept when its estimate rises, a template pin when it does not
+//!    fall (a pin is for stable output and a cheaper router, not tokens);
+//! 3. everything kept, against the current config: when the total would
+//!    fall (the changes interact through the shared cache), nothing is
+//!    changed and the old config stays.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use devboy_core::pipeline_config::PipelineConfig;
+use serde_json::json;
+
+use crate::analysis::{analyze, Analysis, SequenceParams};
+use crate::edit::ConfigFile;
+use crate::error::TuneError;
+use crate::event::{id_text, Vocabulary};
+use crate::names::EndpointNames;
+use crate::read::{read_events, EventTable, ReadOptions, ReadStats};
+use crate::rules::{propose, Change, Held, Rule, RuleInput, Target};
+use crate::simulate::{Estimate, Settings, Simulation, Simulator};
+
+/// What `devboy tune analyze` was asked to do.
+#[derive(Clone, Debug)]
+pub struct AnalyzeOptions {
+    /// The events directory (or one file).
+    pub input: PathBuf,
+    /// The window, in days before `now_ms`.
+    pub days: u32,
+    /// The config file to read and update.
+    pub output: PathBuf,
+    /// `endpoint-names.json`.
+    pub names_file: PathBuf,
+    /// Where to leave the per-endpoint summary that `tune show` reads
+    /// (hashes only, no names), unless a dry run.
+    pub summary_file: Option<PathBuf>,
+    /// Print, write nothing.
+    pub dry_run: bool,
+    /// Draw a progress bar on stderr for large inputs.
+    pub progress: bool,
+    /// Now, in Unix milliseconds.
+    pub now_ms: u64,
+}
+
+/// The verdict on one proposed change.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Decision {
+    /// The change.
+    pub change: Change,
+    /// Tokens saved on the scope judged (the endpoint, or all events for
+    /// a top-level change) before and after it, estimated.
+    pub before: i64,
+    /// See `before`.
+    pub after: i64,
+    /// The scope's baseline tokens.
+    pub baseline: u64,
+    /// Whether it is kept.
+    pub kept: bool,
+}
+
+/// Everything `tune analyze` found and did; [`std::fmt::Display`] is the
+/// report.
+#[derive(Debug)]
+pub struct AnalyzeReport {
+    /// The options it ran with.
+    pub options: AnalyzeOptions,
+    /// What was read.
+    pub read: ReadStats,
+    /// The aggregate.
+    pub analysis: Analysis,
+    /// The names the records index into.
+    pub vocab: Vocabulary,
+    /// Identifiers not in the schema's form.
+    pub odd_ids: Vec<(u64, String)>,
+    /// Hash → name.
+    pub names: EndpointNames,
+    /// The verdicts, top-level changes first.
+    pub decisions: Vec<Decision>,
+    /// Rules held off by hand edits.
+    pub held: Vec<Held>,
+    /// Other things worth telling.
+    pub notes: Vec<String>,
+    /// The whole kept proposal against the current config.
+    pub total: Option<Estimate>,
+    /// The whole proposal would have saved less: nothing was changed.
+    pub kept_old_config: bool,
+    /// The file written, if any.
+    pub written: Option<PathBuf>,
+    /// The keys that were (or, on a dry run, would be) written, as TOML.
+    pub snippet: String,
+    /// How well the cache replay of the current settings reproduces the
+    /// record: (agreeing events, replayed events).
+    pub reproduced: (u64, u64),
+    /// How long it took.
+    pub elapsed: Duration,
+}
+
+/// Runs `tune analyze`.
+pub fn run(options: &AnalyzeOptions) -> Result<AnalyzeReport, TuneError> {
+    let started = Instant::now();
+    let file = ConfigFile::open(&options.output)?;
+    let config = file.config()?;
+    let defaults = PipelineConfig::embedded_default();
+    let names = EndpointNames::load(&options.names_file);
+    let table = read_events(&ReadOptions {
+        input: options.input.clone(),
+        since_ms: EventTable::since(options.now_ms, options.days),
+        progress: options.progress,
+    })
+    .map_err(|e| TuneError::io(&options.input, e))?;
+    let analysis = analyze(
+        &table,
+        SequenceParams {
+            near_min_body_bytes: config.dedup.near_ref.min_body_bytes,
+            ttl_ms: config.dedup.ttl.as_millis() as u64,
+        },
+    );
+    let tools: Vec<u64> = analysis.endpoints.iter().map(|e| e.tool).collect();
+    let current = Settings::from_config(&config, &names, tools.iter().copied());
+    let simulator = Simulator::new(&table, &analysis, current);
+    let reproduced = simulator.reproduced();
+    let held_by_hand = |t: &Target| file.held_by_hand(t, &defaults);
+    let mut proposal = propose(&RuleInput {
+        table: &table,
+        analysis: &analysis,
+        names: &names,
+        config: &config,
+        simulator: &simulator,
+        held_by_hand: &held_by_hand,
+    });
+    let date = crate::table::date(options.now_ms);
+    let mut notes = std::mem::take(&mut proposal.notes);
+
+    // Changes the file cannot take (an endpoint table written inline).
+    let applicable = |c: &Change| file.clone().apply(c, &date);
+    for list in [&mut proposal.global, &mut proposal.endpoints] {
+        list.retain(|c| {
+            let ok = applicable(c);
+            if !ok {
+                notes.push(format!(
+                    "{}: not changed, its table is written inline ({{ … }}) and cannot carry the tuner's mark",
+                    c.target
+                ));
+            }
+            ok
+        });
+    }
+
+    let settings_of = |changes: &[&Change]| -> Result<(ConfigFile, Settings), TuneError> {
+        let mut f = file.clone();
+        for c in changes {
+            f.apply(c, &date);
+        }
+        let cfg = f.config()?;
+        let s = Settings::from_config(&cfg, &names, tools.iter().copied());
+        Ok((f, s))
+    };
+
+    // Pass 1: each top-level change alone.
+    let mut decisions = Vec::new();
+    let mut kept: Vec<&Change> = Vec::new();
+    for c in &proposal.global {
+        let (_, s) = settings_of(&[c])?;
+        let sim = simulator.run(&s);
+        let ok = sim.total.gain() > 0;
+        decisions.push(Decision {
+            change: c.clone(),
+            before: sim.total.old_saved,
+            after: sim.total.new_saved,
+            baseline: sim.total.baseline,
+            kept: ok,
+        });
+        if ok {
+            kept.push(c);
+        }
+    }
+
+    // Pass 2: endpoint changes on top, judged per endpoint; pins apart.
+    if !proposal.endpoints.is_empty() {
+        let (_, base) = settings_of(&kept)?;
+        let base_sim = simulator.run(&base);
+        let without_pins: Vec<&Change> = kept
+            .iter()
+            .copied()
+            .chain(proposal.endpoints.iter().filter(|c| c.rule != Rule::T1))
+            .collect();
+        let all: Vec<&Change> = kept
+            .iter()
+            .copied()
+            .chain(proposal.endpoints.iter())
+            .collect();
+        let sim_dedup = simulator.run(&settings_of(&without_pins)?.1);
+        let sim_all = simulator.run(&settings_of(&all)?.1);
+        let mut endpoint_kept = Vec::new();
+        for c in &proposal.endpoints {
+            let Target::Endpoint { tool, .. } = c.target else {
+                continue;
+            };
+            let get = |s: &Simulation| s.endpoints.get(&tool).copied().unwrap_or_default();
+            let (before, after, ok) = if c.rule == Rule::T1 {
+                let (b, a) = (get(&sim_dedup), get(&sim_all));
+                (b.new_saved, a.new_saved, a.new_saved >= b.new_saved)
+            } else {
+                let (b, a) = (get(&base_sim), get(&sim_dedup));
+                (b.new_saved, a.new_saved, a.new_saved > b.new_saved)
+            };
+            decisions.push(Decision {
+                change: c.clone(),
+                before,
+                after,
+                baseline: get(&base_sim).baseline,
+                kept: ok,
+            });
+            if ok {
+                endpoint_kept.push(c);
+            }
+        }
+        kept.extend(endpoint_kept);
+    }
+
+    // Pass 3: all kept changes together.
+    let (final_file, final_settings) = settings_of(&kept)?;
+    let total = simulator.run(&final_settings).total;
+    let kept_old_config = !kept.is_empty() && total.gain() < 0;
+    if kept_old_config {
+        for d in &mut decisions {
+            d.kept = false;
+        }
+        kept.clear();
+    }
+    let snippet = snippet(&kept, &date);
+
+    let mut written = None;
+    if !kept.is_empty() && !options.dry_run {
+        if file.schema_version() < 2 {
+            notes.push(format!(
+                "{} is written in schema version {}; the tuner writes only schema 2 keys, so it was left unchanged (rewrite it in schema 2, or use --output)",
+                options.output.display(),
+                file.schema_version()
+            ));
+        } else {
+            final_file.write()?;
+            written = Some(options.output.clone());
+        }
+    }
+    if let (Some(path), false) = (&options.summary_file, options.dry_run) {
+        if let Err(e) = write_summary(path, &analysis, &table, options) {
+            notes.push(format!("the summary for `tune show` was not written: {e}"));
+        }
+    }
+    Ok(AnalyzeReport {
+        options: options.clone(),
+        read: table.stats.clone(),
+        vocab: table.vocab.clone(),
+        odd_ids: table.odd_ids.clone(),
+        analysis,
+        names,
+        decisions,
+        held: proposal.held,
+        notes,
+        total: (!kept.is_empty()).then_some(total),
+        kept_old_config,
+        written,
+        snippet,
+        reproduced,
+        elapsed: started.elapsed(),
+    })
+}
+
+/// The kept changes as the TOML lines they become.
+pub(crate) fn snippet(changes: &[&Change], date: &str) -> String {
+    let mut sections: Vec<(String, Vec<String>)> = Vec::new();
+    for c in changes {
+        let (header, key) = match &c.target {
+            Target::Global { section, key } => (format!("[{section}]"), *key),
+            Target::Endpoint { name, key, .. } => (format!("[endpoints.\"{name}\"]"), *key),
+            Target::Tool { name, key } => (format!("[tools.\"{name}\"]"), *key),
+        };
+        let line = format!(
+            "{key} = {}  {} {} {date}: {}",
+            c.to,
+            crate::edit::MARK,
+            c.rule,
+            c.reason
+        );
+        match sections.iter_mut().find(|(h, _)| *h == header) {
+            Some((_, lines)) => lines.push(line),
+            None => sections.push((header, vec![line])),
+        }
+    }
+    sections
+        .into_iter()
+        .map(|(h, lines)| format!("{h}\n{}\n", lines.join("\n")))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The summary `tune show` reads: per endpoint hash, the figures of the
+/// last analysis. It holds no names, like the rest of the telemetry
+/// directory.
+fn write_summary(
+    path: &Path,
+    analysis: &Analysis,
+    table: &EventTable,
+    options: &AnalyzeOptions,
+) -> std::io::Result<()> {
+    let endpoints: Vec<serde_json::Value> = analysis
+        .endpoints
+        .iter()
+        .map(|e| {
+            json!({
+                "tool": id_text(e.tool, &table.odd_ids),
+                "calls": e.calls,
+                "dup_rate": e.dup_rate(),
+                "implied_dup_rate": e.implied_dup_rate(),
+                "avg_chars": e.avg_chars(),
+                "shape": e.dominant_shape().and_then(|(s, _)| table.vocab.shapes.get(s)),
+                "tokens_baseline": e.tokens_baseline,
+                "dedup_saved": e.dedup_saved,
+                "encoder_saved": e.encoder_saved,
+            })
+        })
+        .collect();
+    let value = json!({
+        "v": 1,
+        "generated_ms": options.now_ms,
+        "days": options.days,
+        "events": table.records.len(),
+        "endpoints": endpoints,
+    });
+    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+        std::fs::create_dir_all(parent)?;
+    }
+    let temp = path.with_extension(format!("json.{}.tmp", std::process::id()));
+    std::fs::write(&temp, serde_json::to_string_pretty(&value)? + "\n")?;
+    std::fs::rename(&temp, path)
+}
+
+/// The endpoints of the analysis that have no name, with their calls.
+pub fn unnamed(report: &AnalyzeReport) -> Vec<(String, u64)> {
+    report
+        .analysis
+        .endpoints
+        .iter()
+        .filter(|e| report.names.get(e.tool).is_none())
+        .map(|e| (id_text(e.tool, &report.odd_ids), e.calls))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::synthetic::{EndpointSpec, Workload};
+
+    struct Setup {
+        dir: tempfile::TempDir,
+        options: AnalyzeOptions,
+    }
+
+    fn setup(endpoints: Vec<EndpointSpec>, events: usize, config: Option<&str>) -> Setup {
+        // Real time: the reader skips files last written before the window.
+        let now = crate::now_ms();
+        let dir = tempfile::tempdir().unwrap();
+        let workload = Workload {
+            endpoints,
+            sessions: 2,
+            events_per_session: events / 2,
+            compactions_per_session: 0,
+            interval_ms: 1000,
+            start_ms: now - 5 * 86_400_000,
+            malformed_every: 0,
+            seed: 11,
+        };
+        workload.write(&dir.path().join("events")).unwrap();
+        std::fs::write(dir.path().join("names.json"), workload.names_json()).unwrap();
+        let output = dir.path().join("pipeline_config.toml");
+        if let Some(text) = config {
+            std::fs::write(&output, text).unwrap();
+        }
+        let options = AnalyzeOptions {
+            input: dir.path().join("events"),
+            days: 30,
+            output,
+            names_file: dir.path().join("names.json"),
+            summary_file: Some(dir.path().join("telemetry").join("tune-summary.json")),
+            dry_run: false,
+            progress: false,
+            now_ms: now,
+        };
+        Setup { dir, options }
+    }
+
+    const HAND: &str = r#"# tuned by hand and by devboy
+schema_version = 2
+
+[dedup]
+ttl_secs = 900   # short on purpose
+
+[endpoints."gh__list_issues"]
+encode = true    # mine
+
+[tools."fs__write_*"]
+side_effect = "mutating"
+"#;
+
+    fn search() -> EndpointSpec {
+        EndpointSpec::new("gh__search_code")
+    }
+
+    fn issues() -> EndpointSpec {
+        EndpointSpec {
+            shape: "markdown_table",
+            template: Some("md_tables_csv"),
+            encoder_ratio: 0.4,
+            dup_rate: 0.3,
+            ..EndpointSpec::new("gh__list_issues")
+        }
+    }
+
+    #[test]
+    fn writes_kept_changes_and_preserves_hand_edits_across_runs() {
+        let s = setup(vec![search(), issues()], 400, Some(HAND));
+        let report = run(&s.options).unwrap();
+        assert_eq!(report.written.as_deref(), Some(s.options.output.as_path()));
+        let text = std::fs::read_to_string(&s.options.output).unwrap();
+        for line in HAND.lines() {
+            assert!(text.contains(line), "lost {line:?}:\n{text}");
+        }
+        assert!(text.contains("dedup = false  # tune: D1"), "{text}");
+        assert!(
+            text.contains("template = \"md_tables_csv\"  # tune: T1"),
+            "{text}"
+        );
+        let rendered = report.to_string();
+        assert!(
+            rendered.contains("kept    [endpoints.\"gh__search_code\"] dedup: true -> false  (D1)"),
+            "{rendered}"
+        );
+        assert!(rendered.contains("wrote "), "{rendered}");
+        // The table names endpoints and totals them, against a named baseline.
+        assert!(rendered.contains("gh__list_issues") && rendered.contains("total"));
+        assert!(rendered.contains("baseline `raw`") && rendered.contains("o200k_base"));
+
+        // A second run finds nothing more to do and leaves the file alone.
+        let again = run(&s.options).unwrap();
+        assert!(again.decisions.is_empty(), "{:?}", again.decisions);
+        assert_eq!(again.written, None);
+        assert_eq!(std::fs::read_to_string(&s.options.output).unwrap(), text);
+        // The summary for `tune show` holds hashes, not names.
+        let summary = std::fs::read_to_string(s.options.summary_file.as_ref().unwrap()).unwrap();
+        assert!(summary.contains(&search().hash()) && !summary.contains("gh__search_code"));
+        drop(s.dir);
+    }
+
+    #[test]
+    fn a_dry_run_writes_nothing() {
+        let mut s = setup(vec![search()], 200, None);
+        s.options.dry_run = true;
+        let report = run(&s.options).unwrap();
+        assert!(!s.options.output.exists());
+        assert!(!s.options.summary_file.as_ref().unwrap().exists());
+        let text = report.to_string();
+        assert!(text.contains("dry run: nothing written"), "{text}");
+        assert!(
+            text.contains("[endpoints.\"gh__search_code\"]\n  dedup = false  # tune: D1"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn the_old_config_stays_when_the_proposal_would_save_less() {
+        // 98% of the issue tables went through md_tables_csv, 2% through
+        // another encoder: T1 fires (≥ 95%), and the simulation finds that
+        // pinning would lose those 2%'s savings.
+        let other = EndpointSpec {
+            template: Some("csv"),
+            weight: 1,
+            ..issues()
+        };
+        let main = EndpointSpec {
+            weight: 49,
+            ..issues()
+        };
+        let s = setup(vec![main, other], 2000, Some(HAND));
+        let report = run(&s.options).unwrap();
+        let t1: Vec<&Decision> = report
+            .decisions
+            .iter()
+            .filter(|d| d.change.rule == Rule::T1)
+            .collect();
+        assert_eq!(t1.len(), 1, "{report}");
+        assert!(!t1[0].kept, "{report}");
+        assert!(t1[0].after < t1[0].before);
+        // Whatever else was kept, the pin is not in the file.
+        let text = std::fs::read_to_string(&s.options.output).unwrap();
+        assert!(!text.contains("template ="), "{text}");
+        for line in HAND.lines() {
+            assert!(text.contains(line), "lost {line:?}:\n{text}");
+        }
+        let text = report.to_string();
+        assert!(
+            text.contains("dropped [endpoints.\"gh__list_issues\"] template"),
+            "{text}"
+        );
+        assert!(
+            text.contains("saves less, the current value stays"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn endpoints_without_a_name_are_reported_not_tuned() {
+        let s = setup(vec![search()], 200, None);
+        std::fs::write(&s.options.names_file, "{}").unwrap();
+        let report = run(&s.options).unwrap();
+        assert!(report.decisions.is_empty());
+        let text = report.to_string();
+        assert!(text.contains("endpoints without a name"), "{text}");
+        assert!(text.contains(&search().hash()), "{text}");
+    }
+
+    #[test]
+    fn no_events_means_nothing_to_tune() {
+        let s = setup(vec![search()], 0, None);
+        let mut options = s.options.clone();
+        options.input = s.dir.path().join("nothing-here");
+        let report = run(&options).unwrap();
+        let text = report.to_string();
+        assert!(text.contains("nothing to tune"), "{text}");
+        assert!(!options.output.exists());
+    }
+}

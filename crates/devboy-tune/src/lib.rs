@@ -1,0 +1,67 @@
+//! The offline tuner of devboy: it reads what devboy recorded (telemetry
+//! events) or what Claude Code recorded (session logs), proposes changes to
+//! `pipeline_config.toml` by explicit rules, checks them by simulation, and
+//! writes them without disturbing what a person wrote.
+//!
+//! Key design decisions:
+//!
+//! - **One compact table, many passes.** Events are read once, in
+//!   parallel, into 72-byte [`event::Record`]s in recorded order
+//!   ([`read`]); aggregation, the sequence analysis, the rules and every
+//!   simulation are passes over that table. A million events read and
+//!   analysed in a few seconds.
+//! - **The reader owns its schema.** [`event`] deserializes the JSON
+//!   contract of `docs/telemetry.md` with its own types and ignores
+//!   unknown fields, so it depends on no writer crate; a bad line is
+//!   counted and skipped, never an error.
+//! - **Rules, then a simulation that can say no.** [`rules`] are
+//!   thresholds with minimum support, each change carrying its evidence;
+//!   [`simulate`] replays the dedup cache over each recorded session under
+//!   the current and proposed settings and estimates tokens from the
+//!   recorded figures; [`analyze`] keeps a change only when the estimate
+//!   does not fall. The simulation's limits are documented where it lives.
+//! - **The config has two authors.** [`edit`] edits the file in place with
+//!   `toml_edit` and marks each value the tuner sets with `# tune:`;
+//!   unmarked values are a person's and hold.
+//! - **Real config semantics.** Effective settings always come from
+//!   `devboy_core`'s own resolution ([`devboy_core::pipeline_config`]) of
+//!   the text that would be written, never from a re-implementation.
+//!
+//! The tuner knows nothing of MCP, tokio or the pipeline's internals; it
+//! reads files and writes one.
+//!
+//! - [`analyze`]: `devboy tune analyze`.
+//! - [`show`]: `devboy tune show`.
+//! - [`claude_logs`]: `devboy tune from-claude-logs`.
+//! - [`synthetic`]: generated telemetry for benchmarks and tests.
+
+#![deny(missing_docs)]
+
+pub mod analysis;
+pub mod analyze;
+pub mod claude_logs;
+pub mod edit;
+pub mod error;
+pub mod event;
+pub mod names;
+pub mod progress;
+pub mod read;
+mod report;
+pub mod rules;
+pub mod show;
+pub mod simulate;
+pub mod synthetic;
+pub mod table;
+
+pub use analyze::{AnalyzeOptions, AnalyzeReport};
+pub use claude_logs::{ClaudeLogOptions, ClaudeLogReport};
+pub use error::TuneError;
+pub use show::ShowOptions;
+
+/// Now, in Unix milliseconds.
+pub fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}

@@ -1,0 +1,110 @@
+//! Endpoint hashes back to exposed tool names, on the user's own machine.
+//!
+//! Telemetry holds `h(exposed name)` only (DESIGN §4.6). `devboy mcp`
+//! keeps `<config dir>/endpoint-names.json` (`{"<hash>": "<name>"}`)
+//! beside the config, outside the telemetry directory; the tuner reads it
+//! to write config keys people can read, and never writes a hash as a key.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use crate::event::id64;
+
+/// The file's name in the config directory.
+pub const FILE_NAME: &str = "endpoint-names.json";
+
+/// `<config dir>/endpoint-names.json`.
+pub fn default_file() -> PathBuf {
+    devboy_core::paths::config_dir().join(FILE_NAME)
+}
+
+/// Hash → exposed name.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct EndpointNames {
+    names: HashMap<u64, String>,
+    /// Where they were read from, and what went wrong if the file was
+    /// there but unusable.
+    pub note: Option<String>,
+}
+
+impl EndpointNames {
+    /// Reads `path`. A missing file gives no names; an unreadable or
+    /// invalid one gives no names and a note (the tuner still runs, it
+    /// just cannot write endpoint keys).
+    pub fn load(path: &Path) -> Self {
+        let text = match std::fs::read_to_string(path) {
+            Ok(text) => text,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Self {
+                    note: Some(format!(
+                        "{} does not exist yet (devboy mcp writes it)",
+                        path.display()
+                    )),
+                    ..Self::default()
+                }
+            }
+            Err(e) => {
+                return Self {
+                    note: Some(format!("cannot read {}: {e}", path.display())),
+                    ..Self::default()
+                }
+            }
+        };
+        match serde_json::from_str::<HashMap<String, String>>(&text) {
+            Ok(map) => Self::from_pairs(map),
+            Err(e) => Self {
+                note: Some(format!(
+                    "{}: expected {{\"<hash>\": \"<name>\"}} ({e})",
+                    path.display()
+                )),
+                ..Self::default()
+            },
+        }
+    }
+
+    /// From `(hash text, name)` pairs.
+    pub fn from_pairs<K: AsRef<str>>(pairs: impl IntoIterator<Item = (K, String)>) -> Self {
+        let mut odd = Vec::new();
+        let names = pairs
+            .into_iter()
+            .map(|(k, v)| (id64(&k.as_ref().to_ascii_lowercase(), &mut odd), v))
+            .collect();
+        Self { names, note: None }
+    }
+
+    /// The exposed name of `tool`.
+    pub fn get(&self, tool: u64) -> Option<&str> {
+        self.names.get(&tool).map(String::as_str)
+    }
+
+    /// How many names.
+    pub fn len(&self) -> usize {
+        self.names.len()
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.names.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn loads_and_maps() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(FILE_NAME);
+        std::fs::write(&path, r#"{"00000000000000AB": "gh__list_issues"}"#).unwrap();
+        let names = EndpointNames::load(&path);
+        assert_eq!(names.get(0xab), Some("gh__list_issues"));
+        assert!(names.note.is_none());
+        std::fs::write(&path, "[1]").unwrap();
+        let bad = EndpointNames::load(&path);
+        assert!(bad.is_empty());
+        assert!(bad.note.unwrap().contains("expected"));
+        let missing = EndpointNames::load(&dir.path().join("nope.json"));
+        assert!(missing.is_empty() && missing.note.is_some());
+    }
+}

@@ -1,0 +1,944 @@
+//! The tuning rules: aggregated telemetry in, proposed config changes out,
+//! each with the evidence that fired it.
+//!
+//! The rules are explicit thresholds, not a model, so that every change can
+//! be explained in one line (the seed design's R1–R5, reworked for this
+//! pipeline's knobs). No rule touches an endpoint with fewer than
+//! [`MIN_SUPPORT`] results in the window, and no rule touches a key a
+//! person set ([`crate::edit`] says how hand edits are told apart). A
+//! proposal is only a candidate: [`crate::analyze`] simulates it and keeps
+//! the current value wherever it would save less.
+//!
+//! | rule | knob | fires when |
+//! |---|---|---|
+//! | D1 | `[endpoints.E] dedup = false` | dedup is on (and near-references off) for E, at most [`DEDUP_OFF_MAX_DUP`] of its results were replaced, and its id lines cost more tokens than its references saved |
+//! | D2 | `[endpoints.E] dedup = true` | dedup is off for E and at least [`DEDUP_ON_MIN_DUP`] of its results repeat a body already in the context (the fingerprints say so) |
+//! | N1 | `[endpoints.E] near_ref = true` | at least [`NEAR_MIN_SHARE`] of E's bodies look like a polled result that changed a little (see [`crate::analysis::EventFacts::near_candidate`]) |
+//! | T1 | `[endpoints.E] template = "md_tables_csv"` or `"fenced_fields"` | E's results are mostly of the shape the template is for, and the router already chose that template for at least [`PIN_MIN_TEMPLATE_SHARE`] of the ones it re-encoded |
+//! | C1 | `[dedup] max_entries` | the replay loses at least [`CACHE_MIN_LOST`] of the references an unbounded cache would make to entry evictions |
+//! | C2 | `[dedup] ttl_secs` | the same, lost to the TTL, and compactions are being signalled |
+//! | S1 | `[dedup] min_body_bytes` | another size threshold gives a higher expected saving on the endpoints that repeat: a body above it pays an id line every time and saves its tokens minus a reference when it repeats |
+//!
+//! The seed's R4 (MCKP recursion depth) has no counterpart: this router
+//! has no depth limit. Its R1 "suggest lru_size from repeat bursts" is C1,
+//! measured by replay instead of guessed from a percentile.
+
+use std::fmt;
+
+use devboy_core::pipeline_config::PipelineConfig;
+
+use crate::analysis::{Analysis, EndpointStats};
+use crate::event::{DedupOutcome, Vocabulary};
+use crate::names::EndpointNames;
+use crate::read::EventTable;
+use crate::simulate::{hits, replay, Simulator};
+use crate::table::int;
+
+/// Results an endpoint needs in the window before any rule touches it.
+pub const MIN_SUPPORT: u64 = 20;
+/// D1: the highest recorded duplicate rate at which dedup is turned off.
+pub const DEDUP_OFF_MAX_DUP: f64 = 0.05;
+/// D2: the lowest implied duplicate rate at which dedup is turned on.
+pub const DEDUP_ON_MIN_DUP: f64 = 0.30;
+/// N1: the share of bodies that must look like near-duplicates.
+pub const NEAR_MIN_SHARE: f64 = 0.5;
+/// T1: the share of results that must have the template's shape.
+pub const PIN_MIN_SHAPE_SHARE: f64 = 0.8;
+/// T1: the share of re-encoded results the router must already have given
+/// the template.
+pub const PIN_MIN_TEMPLATE_SHARE: f64 = 0.95;
+/// C1/C2: the share of an unbounded cache's references that must be lost
+/// before a bound is raised.
+pub const CACHE_MIN_LOST: f64 = 0.02;
+/// C1: the largest `max_entries` proposed.
+pub const MAX_ENTRIES_CAP: usize = 4096;
+/// C2: the TTLs proposed, smallest first (seconds). Two hours at most: the
+/// TTL guards against compactions devboy does not see.
+pub const TTL_STEPS: [u64; 3] = [3600, 5400, 7200];
+/// S1: the range `min_body_bytes` is chosen from.
+pub const MIN_BODY_RANGE: (usize, usize) = (128, 8192);
+/// S1: results needed in fully recorded sessions.
+pub const MIN_BODY_SUPPORT: u64 = 200;
+
+/// A rule's identifier.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Rule {
+    /// Dedup off for an endpoint.
+    D1,
+    /// Dedup on for an endpoint.
+    D2,
+    /// Near-references on for an endpoint.
+    N1,
+    /// Template pin.
+    T1,
+    /// Cache entries.
+    C1,
+    /// Cache TTL.
+    C2,
+    /// Minimum body size.
+    S1,
+    /// From Claude Code logs: the tokenizer a dominant model implies.
+    P1,
+    /// From Claude Code logs: a side-effect class a tool's name makes
+    /// evident.
+    P3,
+}
+
+impl fmt::Display for Rule {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(self, f)
+    }
+}
+
+/// Which key a change sets.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Target {
+    /// A key of a top-level table, e.g. `[dedup] max_entries`.
+    Global {
+        /// The table.
+        section: &'static str,
+        /// The key.
+        key: &'static str,
+    },
+    /// A key of `[endpoints."NAME"]`.
+    Endpoint {
+        /// The exposed tool name.
+        name: String,
+        /// Its hash in telemetry.
+        tool: u64,
+        /// The key.
+        key: &'static str,
+    },
+    /// A key of `[tools."NAME"]`.
+    Tool {
+        /// The exposed tool name.
+        name: String,
+        /// The key.
+        key: &'static str,
+    },
+}
+
+impl fmt::Display for Target {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Target::Global { section, key } => write!(f, "[{section}] {key}"),
+            Target::Endpoint { name, key, .. } => write!(f, "[endpoints.\"{name}\"] {key}"),
+            Target::Tool { name, key } => write!(f, "[tools.\"{name}\"] {key}"),
+        }
+    }
+}
+
+/// A config value.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Setting {
+    /// `true` / `false`.
+    Bool(bool),
+    /// A non-negative integer.
+    Int(u64),
+    /// A string.
+    Str(String),
+}
+
+impl fmt::Display for Setting {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Setting::Bool(b) => write!(f, "{b}"),
+            Setting::Int(n) => write!(f, "{n}"),
+            Setting::Str(s) => write!(f, "\"{s}\""),
+        }
+    }
+}
+
+/// One proposed change with its evidence.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Change {
+    /// The rule that proposed it.
+    pub rule: Rule,
+    /// The key.
+    pub target: Target,
+    /// The effective value now.
+    pub from: Setting,
+    /// The proposed value.
+    pub to: Setting,
+    /// Why, in one line.
+    pub reason: String,
+}
+
+/// A rule that would have fired on a key a person set.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Held {
+    /// The rule.
+    pub rule: Rule,
+    /// The key it wanted.
+    pub target: Target,
+    /// The value it wanted.
+    pub to: Setting,
+    /// The hand edit that holds the key, as written.
+    pub by: String,
+}
+
+/// Everything the rules need.
+pub struct RuleInput<'a> {
+    /// The events.
+    pub table: &'a EventTable,
+    /// Their aggregate.
+    pub analysis: &'a Analysis,
+    /// Hash → name.
+    pub names: &'a EndpointNames,
+    /// The current config.
+    pub config: &'a PipelineConfig,
+    /// Replays of the current settings, for what-ifs.
+    pub simulator: &'a Simulator<'a>,
+    /// The hand edit holding a key, if one does.
+    pub held_by_hand: &'a dyn Fn(&Target) -> Option<String>,
+}
+
+/// What the rules proposed.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Proposal {
+    /// Changes to the top-level tables.
+    pub global: Vec<Change>,
+    /// Changes to endpoint tables.
+    pub endpoints: Vec<Change>,
+    /// Rules that fired on keys held by hand edits.
+    pub held: Vec<Held>,
+    /// Rules that looked and decided not to fire, worth telling.
+    pub notes: Vec<String>,
+}
+
+impl Proposal {
+    fn offer(&mut self, input: &RuleInput<'_>, change: Change) {
+        if change.from == change.to {
+            return;
+        }
+        if let Some(by) = (input.held_by_hand)(&change.target) {
+            self.held.push(Held {
+                rule: change.rule,
+                target: change.target,
+                to: change.to,
+                by,
+            });
+            return;
+        }
+        match change.target {
+            Target::Global { .. } => self.global.push(change),
+            Target::Endpoint { .. } | Target::Tool { .. } => self.endpoints.push(change),
+        }
+    }
+}
+
+/// Runs every rule.
+pub fn propose(input: &RuleInput<'_>) -> Proposal {
+    let mut proposal = Proposal::default();
+    for e in &input.analysis.endpoints {
+        let Some(name) = input.names.get(e.tool) else {
+            continue;
+        };
+        if e.calls < MIN_SUPPORT {
+            continue;
+        }
+        endpoint_rules(input, e, name, &mut proposal);
+    }
+    cache_entries(input, &mut proposal);
+    cache_ttl(input, &mut proposal);
+    min_body(input, &mut proposal);
+    proposal
+}
+
+fn endpoint_target(name: &str, tool: u64, key: &'static str) -> Target {
+    Target::Endpoint {
+        name: name.to_owned(),
+        tool,
+        key,
+    }
+}
+
+fn pct(x: f64) -> String {
+    format!("{:.1}%", x * 100.0)
+}
+
+fn endpoint_rules(input: &RuleInput<'_>, e: &EndpointStats, name: &str, out: &mut Proposal) {
+    let now = input.simulator.current().endpoint(e.tool).clone();
+    let vocab = &input.table.vocab;
+    // D2: dedup is off but the endpoint keeps returning bodies the model holds.
+    let dedup_after =
+        if !now.dedup && e.sequenced >= MIN_SUPPORT && e.implied_dup_rate() >= DEDUP_ON_MIN_DUP {
+            out.offer(
+                input,
+                Change {
+                    rule: Rule::D2,
+                    target: endpoint_target(name, e.tool, "dedup"),
+                    from: Setting::Bool(false),
+                    to: Setting::Bool(true),
+                    reason: format!(
+                        "{} of {} results repeated a body already in the context (≥ {})",
+                        pct(e.implied_dup_rate()),
+                        int(e.sequenced as i64),
+                        pct(DEDUP_ON_MIN_DUP)
+                    ),
+                },
+            );
+            true
+        } else {
+            now.dedup
+        };
+    // N1: a polling endpoint whose bodies change in a few fields.
+    let near_fires = dedup_after
+        && !now.near_ref
+        && e.sequenced_bodies >= MIN_SUPPORT
+        && e.near_share() >= NEAR_MIN_SHARE;
+    if near_fires {
+        out.offer(
+            input,
+            Change {
+                rule: Rule::N1,
+                target: endpoint_target(name, e.tool, "near_ref"),
+                from: Setting::Bool(false),
+                to: Setting::Bool(true),
+                reason: format!(
+                    "{} of {} bodies followed its previous result with another fingerprint at nearly the same size (a polled status); the pipeline still checks each one exactly",
+                    pct(e.near_share()),
+                    int(e.sequenced_bodies as i64)
+                ),
+            },
+        );
+    }
+    // D1: dedup costs this endpoint more than it saves.
+    let deduped = e.calls - e.dedup[DedupOutcome::Off as usize];
+    // Not while near-references are on or being turned on: they need
+    // dedup, and events recorded before they were on show no near hits.
+    if now.dedup
+        && !now.near_ref
+        && !near_fires
+        && deduped >= MIN_SUPPORT
+        && e.dup_rate() <= DEDUP_OFF_MAX_DUP
+        && e.id_line_cost > e.reference_saved
+    {
+        out.offer(
+            input,
+            Change {
+                rule: Rule::D1,
+                target: endpoint_target(name, e.tool, "dedup"),
+                from: Setting::Bool(true),
+                to: Setting::Bool(false),
+                reason: format!(
+                    "{} of {} results repeated (≤ {}); id lines cost {} tokens, references saved {}",
+                    pct(e.dup_rate()),
+                    int(e.calls as i64),
+                    pct(DEDUP_OFF_MAX_DUP),
+                    int(e.id_line_cost),
+                    int(e.reference_saved)
+                ),
+            },
+        );
+    }
+    // T1: pin the template the router already picks.
+    if now.template.is_none() {
+        if let Some((template, why)) = pin_candidate(e, vocab) {
+            out.offer(
+                input,
+                Change {
+                    rule: Rule::T1,
+                    target: endpoint_target(name, e.tool, "template"),
+                    from: Setting::Str("auto".into()),
+                    to: Setting::Str(template.into()),
+                    reason: why,
+                },
+            );
+        }
+    }
+}
+
+/// The template T1 would pin for `e`, with the reason.
+fn pin_candidate(e: &EndpointStats, vocab: &Vocabulary) -> Option<(&'static str, String)> {
+    let with_shape: u64 = e.shapes.values().sum();
+    if with_shape < MIN_SUPPORT {
+        return None;
+    }
+    let (shape, share) = e.dominant_shape()?;
+    let shape = vocab.shapes.get(shape)?;
+    let top = e.top_inner(3);
+    let top_names: Vec<&str> = top.iter().filter_map(|i| vocab.inner.get(*i)).collect();
+    let template = if shape == "markdown_table" {
+        "md_tables_csv"
+    } else if matches!(shape, "nested_object" | "flat_object" | "array_of_objects")
+        && top_names
+            .iter()
+            .any(|n| matches!(*n, "diff" | "code_fence" | "stack_trace"))
+    {
+        "fenced_fields"
+    } else {
+        return None;
+    };
+    if share < PIN_MIN_SHAPE_SHARE {
+        return None;
+    }
+    let encoded = e.encoded();
+    let used = vocab
+        .templates
+        .find(template)
+        .and_then(|i| e.templates.get(&i))
+        .copied()
+        .unwrap_or(0);
+    if encoded < MIN_SUPPORT || (used as f64) < PIN_MIN_TEMPLATE_SHARE * encoded as f64 {
+        return None;
+    }
+    Some((
+        template,
+        format!(
+            "{} of its results are {shape}{}; the router chose {template} for {} of the {} it re-encoded",
+            pct(share),
+            if template == "fenced_fields" {
+                format!(" carrying {}", top_names.join(", "))
+            } else {
+                String::new()
+            },
+            int(used as i64),
+            int(encoded as i64)
+        ),
+    ))
+}
+
+/// C1: raise `max_entries` when the replay shows references lost to it.
+fn cache_entries(input: &RuleInput<'_>, out: &mut Proposal) {
+    let sim = input.simulator;
+    let current = sim.current();
+    let now_hits = hits(sim.current_outcomes());
+    let unbounded = hits(&replay(
+        input.table,
+        input.analysis,
+        &current.with_cache(usize::MAX, current.ttl_ms),
+    ));
+    let lost = unbounded.saturating_sub(now_hits);
+    if lost < MIN_SUPPORT || (lost as f64) < CACHE_MIN_LOST * unbounded as f64 {
+        return;
+    }
+    let mut size = current.max_entries.max(1);
+    let mut chosen = None;
+    while size < MAX_ENTRIES_CAP {
+        size = (size * 2).min(MAX_ENTRIES_CAP);
+        let h = hits(&replay(
+            input.table,
+            input.analysis,
+            &current.with_cache(size, current.ttl_ms),
+        ));
+        chosen = Some((size, h));
+        if unbounded - h <= unbounded / 100 {
+            break;
+        }
+    }
+    let Some((size, h)) = chosen else {
+        return;
+    };
+    out.offer(
+        input,
+        Change {
+            rule: Rule::C1,
+            target: Target::Global {
+                section: "dedup",
+                key: "max_entries",
+            },
+            from: Setting::Int(current.max_entries as u64),
+            to: Setting::Int(size as u64),
+            reason: format!(
+                "the replay lost {} of {} references to entry evictions; {size} entries keep {}",
+                int(lost as i64),
+                int(unbounded as i64),
+                int(h as i64)
+            ),
+        },
+    );
+}
+
+/// C2: raise the TTL when the replay shows references lost to it, but
+/// only when compactions are being signalled: the TTL is the only guard
+/// against a compaction devboy does not see.
+fn cache_ttl(input: &RuleInput<'_>, out: &mut Proposal) {
+    let sim = input.simulator;
+    let current = sim.current();
+    let now_hits = hits(sim.current_outcomes());
+    let unbounded = hits(&replay(
+        input.table,
+        input.analysis,
+        &current.with_cache(current.max_entries, u64::MAX),
+    ));
+    let lost = unbounded.saturating_sub(now_hits);
+    if lost < MIN_SUPPORT || (lost as f64) < CACHE_MIN_LOST * unbounded as f64 {
+        return;
+    }
+    let current_secs = current.ttl_ms / 1000;
+    if input.analysis.sessions.compactions == 0 {
+        out.notes.push(format!(
+            "C2: the TTL ({current_secs} s) cost {} references, but no compaction was signalled in the window, so it stays (it is the only guard when compaction hooks are missing: `devboy hook install`)",
+            int(lost as i64)
+        ));
+        return;
+    }
+    let mut chosen = None;
+    for secs in TTL_STEPS.into_iter().filter(|s| *s > current_secs) {
+        let h = hits(&replay(
+            input.table,
+            input.analysis,
+            &current.with_cache(current.max_entries, secs * 1000),
+        ));
+        chosen = Some((secs, h));
+        if (h.saturating_sub(now_hits)) as f64 >= 0.9 * lost as f64 {
+            break;
+        }
+    }
+    let Some((secs, h)) = chosen else {
+        return;
+    };
+    out.offer(
+        input,
+        Change {
+            rule: Rule::C2,
+            target: Target::Global {
+                section: "dedup",
+                key: "ttl_secs",
+            },
+            from: Setting::Int(current_secs),
+            to: Setting::Int(secs),
+            reason: format!(
+                "the replay lost {} of {} references to the TTL; {secs} s keeps {}; {} compactions were signalled",
+                int(lost as i64),
+                int(unbounded as i64),
+                int(h as i64),
+                int(input.analysis.sessions.compactions as i64)
+            ),
+        },
+    );
+}
+
+/// S1: the `min_body_bytes` with the highest expected saving.
+///
+/// For every threshold T, the value of deduplicating bodies of at least T
+/// characters is, over the sequenced results of endpoints that repeat
+/// (implied rate above [`DEDUP_OFF_MAX_DUP`]): each implied repeat saves
+/// its tokens minus a reference, each other body pays an id line. The
+/// values for all T come from one sort by size and a suffix sum. The seed
+/// took the 25th size percentile instead; that is blind to whether the
+/// small bodies repeat.
+fn min_body(input: &RuleInput<'_>, out: &mut Proposal) {
+    let a = input.analysis;
+    let records = &input.table.records;
+    let id = a.id_tokens;
+    let reference = a.ref_tokens;
+    // Endpoints that (nearly) never repeat are D1's business: their id
+    // lines would otherwise drag the threshold up for everyone.
+    let repeating: std::collections::HashSet<u64> = a
+        .endpoints
+        .iter()
+        .filter(|e| e.implied_dup_rate() > DEDUP_OFF_MAX_DUP)
+        .map(|e| e.tool)
+        .collect();
+    let mut by_size: Vec<(u32, f64)> = records
+        .iter()
+        .zip(&a.facts)
+        .filter(|(r, f)| f.sequenced && repeating.contains(&r.tool))
+        .map(|(r, f)| {
+            let v = if f.implied_repeat {
+                f64::from(r.tokens_baseline) - reference
+            } else {
+                -id
+            };
+            (r.response_chars, v)
+        })
+        .collect();
+    if (by_size.len() as u64) < MIN_BODY_SUPPORT {
+        return;
+    }
+    by_size.sort_unstable_by_key(|(size, _)| *size);
+    let mut suffix = vec![0.0; by_size.len() + 1];
+    for i in (0..by_size.len()).rev() {
+        suffix[i] = suffix[i + 1] + by_size[i].1;
+    }
+    let value_at = |t: usize| {
+        let i = by_size.partition_point(|(s, _)| (*s as usize) < t);
+        suffix[i]
+    };
+    let current = input.config.dedup.min_body_bytes;
+    let current_value = value_at(current);
+    let mut best = (current, current_value);
+    let mut t = MIN_BODY_RANGE.0;
+    while t <= MIN_BODY_RANGE.1 {
+        let v = value_at(t);
+        if v > best.1 + 0.5 {
+            best = (t, v);
+        }
+        t *= 2;
+    }
+    if best.0 == current {
+        return;
+    }
+    out.offer(
+        input,
+        Change {
+            rule: Rule::S1,
+            target: Target::Global {
+                section: "dedup",
+                key: "min_body_bytes",
+            },
+            from: Setting::Int(current as u64),
+            to: Setting::Int(best.0 as u64),
+            reason: format!(
+                "expected net saving of dedup on {} results: {} tokens at {current} bytes, {} at {} (repeats save their tokens minus a {:.0}-token reference; other bodies pay a {:.0}-token id line)",
+                int(by_size.len() as i64),
+                int(current_value as i64),
+                int(best.1 as i64),
+                best.0,
+                reference,
+                id
+            ),
+        },
+    );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::{analyze, SequenceParams};
+    use crate::edit::ConfigFile;
+    use crate::read::{read_events, ReadOptions};
+    use crate::simulate::Settings;
+    use crate::synthetic::{EndpointSpec, Workload};
+
+    /// The rules' proposal for `workload` against the config `text`.
+    fn proposal(workload: &Workload, text: &str) -> Proposal {
+        let dir = tempfile::tempdir().unwrap();
+        workload.write(&dir.path().join("events")).unwrap();
+        let table = read_events(&ReadOptions {
+            input: dir.path().join("events"),
+            since_ms: 0,
+            progress: false,
+        })
+        .unwrap();
+        let file = ConfigFile::from_text(&dir.path().join("p.toml"), text, true).unwrap();
+        let config = file.config().unwrap();
+        let names = EndpointNames::from_pairs(
+            workload
+                .endpoints
+                .iter()
+                .filter(|e| !e.name.starts_with("unnamed"))
+                .map(|e| (e.hash(), e.name.clone())),
+        );
+        let analysis = analyze(
+            &table,
+            SequenceParams {
+                near_min_body_bytes: config.dedup.near_ref.min_body_bytes,
+                ttl_ms: config.dedup.ttl.as_millis() as u64,
+            },
+        );
+        let settings =
+            Settings::from_config(&config, &names, analysis.endpoints.iter().map(|e| e.tool));
+        let simulator = Simulator::new(&table, &analysis, settings);
+        let defaults = PipelineConfig::embedded_default();
+        let held = |t: &Target| file.held_by_hand(t, &defaults);
+        propose(&RuleInput {
+            table: &table,
+            analysis: &analysis,
+            names: &names,
+            config: &config,
+            simulator: &simulator,
+            held_by_hand: &held,
+        })
+    }
+
+    fn workload(endpoints: Vec<EndpointSpec>, events: usize) -> Workload {
+        Workload {
+            endpoints,
+            sessions: 1,
+            events_per_session: events,
+            compactions_per_session: 0,
+            interval_ms: 1000,
+            start_ms: 1_700_000_000_000,
+            malformed_every: 0,
+            seed: 7,
+        }
+    }
+
+    const DEFAULT: &str = "schema_version = 2\n";
+    /// Dedup off for fs__read_text_file, set by an earlier tuner run.
+    const TUNED_OFF: &str = "schema_version = 2\n[endpoints.fs__read_text_file]\ndedup = false  # tune: D1 2026-01-01: …\n";
+
+    fn rules_for(p: &Proposal, name: &str) -> Vec<(Rule, Setting)> {
+        p.endpoints
+            .iter()
+            .filter(|c| matches!(&c.target, Target::Endpoint { name: n, .. } | Target::Tool { name: n, .. } if n == name))
+            .map(|c| (c.rule, c.to.clone()))
+            .collect()
+    }
+
+    #[test]
+    fn d1_turns_dedup_off_for_an_endpoint_that_never_repeats() {
+        let p = proposal(
+            &workload(vec![EndpointSpec::new("gh__search_code")], 100),
+            DEFAULT,
+        );
+        assert_eq!(
+            rules_for(&p, "gh__search_code"),
+            vec![(Rule::D1, Setting::Bool(false))]
+        );
+        let reason = &p.endpoints[0].reason;
+        assert!(reason.contains("0.0% of 100 results"), "{reason}");
+        // Repeating endpoints keep dedup.
+        let repeating = EndpointSpec {
+            dup_rate: 0.3,
+            ..EndpointSpec::new("gh__search_code")
+        };
+        let p = proposal(&workload(vec![repeating], 100), DEFAULT);
+        assert!(rules_for(&p, "gh__search_code").is_empty(), "{p:?}");
+    }
+
+    #[test]
+    fn no_rule_touches_an_endpoint_below_minimum_support() {
+        let specs = || {
+            vec![
+                EndpointSpec::new("gh__search_code"),
+                EndpointSpec {
+                    dedup_on: false,
+                    dup_rate: 0.9,
+                    ..EndpointSpec::new("fs__read_text_file")
+                },
+                EndpointSpec {
+                    polling: true,
+                    shape: "flat_object",
+                    chars: 3000,
+                    ..EndpointSpec::new("ci__status")
+                },
+                EndpointSpec {
+                    shape: "markdown_table",
+                    template: Some("md_tables_csv"),
+                    encoder_ratio: 0.4,
+                    ..EndpointSpec::new("gh__list_issues")
+                },
+            ]
+        };
+        // About 14 results per endpoint (fewer than 20 each): nothing.
+        let p = proposal(&workload(specs(), 4 * 14), TUNED_OFF);
+        for e in specs() {
+            let calls = p.endpoints.len();
+            assert!(
+                rules_for(&p, &e.name).is_empty(),
+                "{} touched with too little support: {calls} changes {p:?}",
+                e.name
+            );
+        }
+        // With enough results every rule fires.
+        let p = proposal(&workload(specs(), 4 * 60), TUNED_OFF);
+        assert_eq!(
+            rules_for(&p, "gh__search_code"),
+            vec![(Rule::D1, Setting::Bool(false))]
+        );
+        assert_eq!(
+            rules_for(&p, "fs__read_text_file"),
+            vec![(Rule::D2, Setting::Bool(true))]
+        );
+        assert_eq!(
+            rules_for(&p, "ci__status"),
+            vec![(Rule::N1, Setting::Bool(true))]
+        );
+        assert_eq!(
+            rules_for(&p, "gh__list_issues"),
+            vec![
+                (Rule::D1, Setting::Bool(false)),
+                (Rule::T1, Setting::Str("md_tables_csv".into()))
+            ]
+        );
+    }
+
+    #[test]
+    fn d2_turns_dedup_on_where_fingerprints_repeat() {
+        let spec = EndpointSpec {
+            dedup_on: false,
+            dup_rate: 0.5,
+            ..EndpointSpec::new("fs__read_text_file")
+        };
+        let p = proposal(&workload(vec![spec.clone()], 200), TUNED_OFF);
+        assert_eq!(
+            rules_for(&p, "fs__read_text_file"),
+            vec![(Rule::D2, Setting::Bool(true))]
+        );
+        // Turned off by hand: it stays off.
+        let by_hand = TUNED_OFF.replace("  # tune: D1 2026-01-01: …", "");
+        let p = proposal(&workload(vec![spec.clone()], 200), &by_hand);
+        assert!(rules_for(&p, "fs__read_text_file").is_empty(), "{p:?}");
+        assert_eq!(
+            p.held[0].by,
+            "[endpoints.\"fs__read_text_file\"] dedup = false"
+        );
+        // A few repeats are not enough.
+        let rare = EndpointSpec {
+            dup_rate: 0.1,
+            ..spec
+        };
+        let p = proposal(&workload(vec![rare], 200), TUNED_OFF);
+        assert!(rules_for(&p, "fs__read_text_file").is_empty(), "{p:?}");
+    }
+
+    #[test]
+    fn n1_turns_near_refs_on_for_polling_and_keeps_dedup() {
+        let spec = EndpointSpec {
+            polling: true,
+            shape: "nested_object",
+            chars: 2500,
+            ..EndpointSpec::new("ci__get_pipeline_status")
+        };
+        let p = proposal(&workload(vec![spec.clone()], 100), DEFAULT);
+        assert_eq!(
+            rules_for(&p, "ci__get_pipeline_status"),
+            vec![(Rule::N1, Setting::Bool(true))],
+            "N1 needs dedup, so D1 must not fire"
+        );
+        // Once near-references are on, the old records (no near hits yet)
+        // do not turn dedup off again.
+        let tuned =
+            "[endpoints.ci__get_pipeline_status]\nnear_ref = true  # tune: N1 2026-01-01: …\n";
+        let p = proposal(&workload(vec![spec.clone()], 100), tuned);
+        assert!(rules_for(&p, "ci__get_pipeline_status").is_empty(), "{p:?}");
+        // Text bodies are never near candidates.
+        let text = EndpointSpec {
+            polling: true,
+            shape: "prose",
+            chars: 2500,
+            ..EndpointSpec::new("ci__log")
+        };
+        let p = proposal(&workload(vec![text], 100), DEFAULT);
+        assert_eq!(
+            rules_for(&p, "ci__log"),
+            vec![(Rule::D1, Setting::Bool(false))]
+        );
+    }
+
+    #[test]
+    fn t1_pins_the_template_of_markdown_table_and_diff_endpoints() {
+        let md = EndpointSpec {
+            shape: "markdown_table",
+            template: Some("md_tables_csv"),
+            encoder_ratio: 0.4,
+            dup_rate: 0.3,
+            ..EndpointSpec::new("gh__list_issues")
+        };
+        let diff = EndpointSpec {
+            shape: "nested_object",
+            inner: vec!["url", "diff"],
+            template: Some("fenced_fields"),
+            encoder_ratio: 0.2,
+            dup_rate: 0.3,
+            ..EndpointSpec::new("gh__get_diff")
+        };
+        let plain = EndpointSpec {
+            shape: "array_of_objects",
+            encoder_ratio: 0.3,
+            dup_rate: 0.3,
+            ..EndpointSpec::new("gh__list_commits")
+        };
+        let p = proposal(&workload(vec![md, diff, plain], 300), DEFAULT);
+        assert_eq!(
+            rules_for(&p, "gh__list_issues"),
+            vec![(Rule::T1, Setting::Str("md_tables_csv".into()))]
+        );
+        assert_eq!(
+            rules_for(&p, "gh__get_diff"),
+            vec![(Rule::T1, Setting::Str("fenced_fields".into()))]
+        );
+        assert!(rules_for(&p, "gh__list_commits").is_empty());
+        assert!(p.endpoints[0].reason.contains("markdown_table"));
+    }
+
+    #[test]
+    fn c1_raises_max_entries_when_evictions_cost_references() {
+        // 4000 results, 1 s apart (under the TTL), half of them repeating
+        // any earlier body: reuse distances far beyond 256 entries.
+        let spec = EndpointSpec {
+            chars: 2000,
+            dup_rate: 0.5,
+            ..EndpointSpec::new("fs__read_text_file")
+        };
+        let mut w = workload(vec![spec], 4000);
+        w.interval_ms = 100;
+        let p = proposal(&w, DEFAULT);
+        let c1: Vec<&Change> = p.global.iter().filter(|c| c.rule == Rule::C1).collect();
+        assert_eq!(c1.len(), 1, "{p:?}");
+        assert_eq!(c1[0].from, Setting::Int(256));
+        let Setting::Int(to) = c1[0].to else {
+            panic!("not an int")
+        };
+        assert!(
+            to > 256 && to <= MAX_ENTRIES_CAP as u64 && to.is_power_of_two(),
+            "{to}"
+        );
+    }
+
+    #[test]
+    fn c2_raises_the_ttl_only_when_compactions_are_signalled() {
+        let spec = EndpointSpec {
+            chars: 2000,
+            dup_rate: 0.5,
+            ..EndpointSpec::new("fs__read_text_file")
+        };
+        // 30 s apart: 400 results span 3.3 hours; entries fit.
+        let mut w = workload(vec![spec], 400);
+        w.interval_ms = 30_000;
+        let p = proposal(&w, DEFAULT);
+        assert!(p.global.iter().all(|c| c.rule != Rule::C2), "{p:?}");
+        assert!(p.notes.iter().any(|n| n.starts_with("C2:")), "{p:?}");
+        w.compactions_per_session = 1;
+        let p = proposal(&w, DEFAULT);
+        let c2: Vec<&Change> = p.global.iter().filter(|c| c.rule == Rule::C2).collect();
+        assert_eq!(c2.len(), 1, "{p:?}");
+        assert!(TTL_STEPS.iter().any(|s| c2[0].to == Setting::Int(*s)));
+    }
+
+    #[test]
+    fn s1_lowers_min_body_bytes_for_small_bodies_that_repeat() {
+        let spec = EndpointSpec {
+            shape: "flat_object",
+            chars: 400,
+            dup_rate: 0.8,
+            ..EndpointSpec::new("time__now")
+        };
+        let p = proposal(&workload(vec![spec], 400), DEFAULT);
+        let s1: Vec<&Change> = p.global.iter().filter(|c| c.rule == Rule::S1).collect();
+        assert_eq!(s1.len(), 1, "{p:?}");
+        assert_eq!(s1[0].to, Setting::Int(128));
+        // Too few results: no S1.
+        let spec = EndpointSpec {
+            shape: "flat_object",
+            chars: 400,
+            dup_rate: 0.8,
+            ..EndpointSpec::new("time__now")
+        };
+        let p = proposal(&workload(vec![spec], 150), DEFAULT);
+        assert!(p.global.iter().all(|c| c.rule != Rule::S1), "{p:?}");
+    }
+
+    #[test]
+    fn hand_edits_hold_and_unnamed_endpoints_are_not_touched() {
+        let text = "schema_version = 2\n[endpoints.\"gh__*\"]\ndedup = true # mine\n";
+        let p = proposal(
+            &workload(
+                vec![
+                    EndpointSpec::new("gh__search_code"),
+                    EndpointSpec::new("unnamed__search"),
+                ],
+                200,
+            ),
+            text,
+        );
+        assert!(p.endpoints.is_empty(), "{p:?}");
+        assert_eq!(p.held.len(), 1, "{p:?}");
+        assert_eq!(p.held[0].rule, Rule::D1);
+        assert_eq!(p.held[0].by, "[endpoints.\"gh__*\"] dedup = true");
+        // A value the tuner set is not a hand edit.
+        let tuned = "schema_version = 2\n[endpoints.\"gh__search_code\"]\ndedup = true # tune: D2 2026-01-01: …\n";
+        let p = proposal(
+            &workload(vec![EndpointSpec::new("gh__search_code")], 200),
+            tuned,
+        );
+        assert_eq!(
+            rules_for(&p, "gh__search_code"),
+            vec![(Rule::D1, Setting::Bool(false))]
+        );
+    }
+}
