@@ -20,10 +20,9 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use devboy_core::pipeline_config::PipelineConfig;
-use devboy_mcp::dedup::tokenizer;
-use devboy_pipeline::route::RouteConfig;
-use devboy_pipeline::session::{Action, BodyPolicy, SessionPipeline};
-use devboy_pipeline::{DedupConfig, EndpointKey, ExpandConfig, L0Config, ResultPolicy, Timestamp};
+use devboy_mcp::dedup::{session_pipeline, tokenizer};
+use devboy_pipeline::session::{Action, BodyPolicy};
+use devboy_pipeline::{EndpointKey, ResultPolicy, Timestamp};
 use serde_json::{json, Value};
 
 /// One recorded body.
@@ -190,22 +189,7 @@ fn body_of(endpoint: &str, text: String) -> Body {
 
 fn run(config: &PipelineConfig, files: usize, bodies: &[Body]) -> Value {
     let tok = tokenizer(config.tokenizer);
-    let d = &config.dedup;
-    let l0 = L0Config {
-        dedup: DedupConfig {
-            max_entries: d.max_entries,
-            max_bytes: d.max_context_bytes,
-            min_body_bytes: d.min_body_bytes,
-            ttl: d.ttl,
-        },
-        expand: ExpandConfig::default(),
-    };
-    let route = RouteConfig {
-        tokenizer: tok,
-        budget_tokens: config.encoding.budget_tokens,
-        only: None,
-    };
-    let mut pipeline = SessionPipeline::new(l0, route);
+    let mut pipeline = session_pipeline(config);
     let (mut compact, mut pretty) = (0u64, 0u64);
     let mut shapes: BTreeMap<&'static str, Bucket> = BTreeMap::new();
     let mut formats: BTreeMap<&'static str, Bucket> = BTreeMap::new();

@@ -74,6 +74,27 @@ struct State {
     exposed: HashMap<EndpointKey, Arc<str>>,
 }
 
+/// A fresh [`SessionPipeline`] with the config's dedup bounds, tokenizer
+/// and budget: what a proxy session and `devboy replay` both run.
+pub fn session_pipeline(config: &PipelineConfig) -> SessionPipeline {
+    let d = &config.dedup;
+    let l0 = L0Config {
+        dedup: DedupConfig {
+            max_entries: d.max_entries,
+            max_bytes: d.max_context_bytes,
+            min_body_bytes: d.min_body_bytes,
+            ttl: d.ttl,
+        },
+        expand: ExpandConfig::default(),
+    };
+    let route = RouteConfig {
+        tokenizer: tokenizer(config.tokenizer),
+        budget_tokens: config.encoding.budget_tokens,
+        only: None,
+    };
+    SessionPipeline::new(l0, route)
+}
+
 /// The pipeline's tokenizer for the configured choice.
 pub fn tokenizer(choice: TokenizerChoice) -> Tokenizer {
     match choice {
@@ -88,26 +109,12 @@ impl DedupProcessor {
     /// L1/L2 router on (`encoding.enabled` in the config can still turn it
     /// off).
     pub fn new(config: Arc<PipelineConfig>, encode: bool) -> Self {
-        let d = &config.dedup;
-        let l0 = L0Config {
-            dedup: DedupConfig {
-                max_entries: d.max_entries,
-                max_bytes: d.max_context_bytes,
-                min_body_bytes: d.min_body_bytes,
-                ttl: d.ttl,
-            },
-            expand: ExpandConfig::default(),
-        };
-        let route = RouteConfig {
-            tokenizer: tokenizer(config.tokenizer),
-            budget_tokens: config.encoding.budget_tokens,
-            only: None,
-        };
+        let pipeline = session_pipeline(&config);
         Self {
             encode: encode && config.encoding.enabled,
             config,
             state: Mutex::new(State {
-                pipeline: SessionPipeline::new(l0, route),
+                pipeline,
                 exposed: HashMap::new(),
             }),
             started: Instant::now(),
