@@ -401,3 +401,26 @@ async fn sigterm_still_writes_the_summary() {
     assert_eq!(kinds, [&json!("result"), &json!("session")]);
     assert_eq!(all[1]["results"], 1);
 }
+
+/// An error devboy makes itself (here a call timeout) is recorded like an
+/// upstream's error: one `is_error` event, passed through untouched.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_timeout_devboy_reports_is_recorded_as_an_error() {
+    let telemetry = TempDir::new("telemetry-timeout");
+    let config = format!("{CONFIG}timeout_ms = 300\n");
+    let env = [("DEVBOY_TELEMETRY_DIR", telemetry.path().as_os_str())];
+    let devboy = Devboy::start_with_env(&config, None, &env).await;
+    let result = devboy.call("secretsrv__sleep", json!({"ms": 3000})).await;
+    assert_eq!(result.is_error, Some(true), "{result:?}");
+    assert!(
+        common::text_of(&result).starts_with("devboy: "),
+        "{result:?}"
+    );
+    let _config_dir = stop(devboy, telemetry.path(), true).await;
+    let all = records(telemetry.path());
+    let results: Vec<&Value> = all.iter().filter(|r| r["kind"] == "result").collect();
+    assert_eq!(results.len(), 1, "{all:?}");
+    assert_result_schema(results[0]);
+    assert_eq!(results[0]["is_error"], true);
+    assert_eq!(results[0]["layer"], "L3");
+}

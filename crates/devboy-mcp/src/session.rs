@@ -188,9 +188,16 @@ impl Session {
             )),
             Err(failure) => {
                 tracing::warn!(tool = %request.name, %failure, "tool call failed");
-                Ok(CallToolResult::error(vec![ContentBlock::text(format!(
-                    "devboy: {failure}"
-                ))]))
+                let result =
+                    CallToolResult::error(vec![ContentBlock::text(format!("devboy: {failure}"))]);
+                // An error result: the seam passes it untouched and tells
+                // the processor (telemetry counts it like an upstream error).
+                Ok(apply(
+                    self.processor.as_ref(),
+                    &self.stats.seam,
+                    &info,
+                    result,
+                ))
             }
         }
     }
