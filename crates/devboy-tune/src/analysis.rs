@@ -16,6 +16,21 @@
 //! whose summary says events were sampled (`sample_rate` < 1) or dropped
 //! are left out of them (their gaps would hide repeats); their events
 //! still count in every sum. Errors and events without a fingerprint are never sequenced.
+//!
+//! # Sampled sessions: estimates and evidence
+//!
+//! A session sampled at rate `p` wrote about `p` of its result events, so
+//! each of its events stands for `1/p` results: its **weight**, taken from
+//! the session's summary (sessions without a summary, still running or
+//! killed, have weight 1 and are counted in
+//! [`SessionProfile::unsummarized`]). The volume figures of an endpoint —
+//! [`EndpointStats::calls`], the token totals and the savings — are sums of
+//! weighted events, i.e. estimates of what all results did, as soon as
+//! any weight is not 1 ([`EndpointStats::scaled`]). Every other figure
+//! (the outcome, shape and format counts, the sequence facts, and
+//! [`EndpointStats::observed`]) counts each observed event once: those are
+//! the evidence, and the rules' minimum support is measured on them, not
+//! on estimated volume. Rates and means are over observed events.
 
 use std::collections::HashMap;
 
@@ -73,8 +88,15 @@ pub struct EventFacts {
 pub struct EndpointStats {
     /// `h(exposed tool name)`.
     pub tool: u64,
-    /// Result events.
+    /// Results, estimated: each event weighted by `1/sample_rate` of its
+    /// session (equal to [`Self::observed`] when nothing was sampled).
     pub calls: u64,
+    /// Result events observed (unweighted): the evidence the rules'
+    /// minimum support is measured on.
+    pub observed: u64,
+    /// Some of the events had a weight other than 1, so `calls`, the token
+    /// totals and the savings are estimates.
+    pub scaled: bool,
     /// Error results.
     pub errors: u64,
     /// Results by [`DedupOutcome`] index.
@@ -91,13 +113,13 @@ pub struct EndpointStats {
     pub formats: HashMap<u8, u64>,
     /// Results per endpoint-class index.
     pub classes: HashMap<u8, u64>,
-    /// Sum of `tokens_baseline`.
+    /// Sum of `tokens_baseline`, weighted like `calls`.
     pub tokens_baseline: u64,
-    /// Sum of `tokens_final`.
+    /// Sum of `tokens_final`, weighted like `calls`.
     pub tokens_final: u64,
-    /// Sum of `dedup_saved`.
+    /// Sum of `dedup_saved`, weighted like `calls`.
     pub dedup_saved: i64,
-    /// Sum of `encoder_saved`.
+    /// Sum of `encoder_saved`, weighted like `calls`.
     pub encoder_saved: i64,
     /// What the id lines on fresh results cost (sum of negative
     /// `dedup_saved` on misses).
@@ -120,11 +142,12 @@ pub struct EndpointStats {
 }
 
 impl EndpointStats {
-    /// The recorded duplicate rate: results L0 replaced, of all results.
+    /// The recorded duplicate rate: results L0 replaced, of all observed
+    /// results.
     pub fn dup_rate(&self) -> f64 {
         ratio(
             self.dedup[DedupOutcome::Hit as usize] + self.dedup[DedupOutcome::Near as usize],
-            self.calls,
+            self.observed,
         )
     }
 
@@ -138,12 +161,12 @@ impl EndpointStats {
         ratio(self.near_candidates, self.sequenced_bodies)
     }
 
-    /// Mean `response_chars`.
+    /// Mean `response_chars` of the observed results.
     pub fn avg_chars(&self) -> f64 {
-        if self.calls == 0 {
+        if self.observed == 0 {
             0.0
         } else {
-            self.chars as f64 / self.calls as f64
+            self.chars as f64 / self.observed as f64
         }
     }
 
@@ -217,9 +240,15 @@ fn dominant(counts: &HashMap<u8, u64>) -> Option<(u8, f64)> {
 pub struct SessionProfile {
     /// Sessions with at least one result in the window.
     pub sessions: u64,
-    /// Of those, sessions whose events were sampled or dropped.
+    /// Of those, sessions whose events were sampled or dropped: left out
+    /// of the sequence analysis, the cache replay and the simulation.
     pub sampled: u64,
-    /// Results recorded.
+    /// Sessions sampled at a rate below 1, per rate (highest rate first).
+    pub sampled_rates: Vec<(f64, u64)>,
+    /// Sessions without a summary (still running, or killed): their events
+    /// have weight 1.
+    pub unsummarized: u64,
+    /// Results recorded (events observed).
     pub results: u64,
     /// Partitions advanced, summed over sessions (from the session
     /// summaries, else from the partitions the events name).
@@ -266,12 +295,61 @@ pub struct Analysis {
     pub near_tokens: f64,
     /// The tokenizer the events name (the most recent one seen).
     pub tokenizer: Option<String>,
+    /// The weight (`1/sample_rate`) of each session whose weight is not 1.
+    pub weights: HashMap<u64, f64>,
 }
 
 impl Analysis {
     /// The stats of `tool`, if it has any.
     pub fn endpoint(&self, tool: u64) -> Option<&EndpointStats> {
         self.endpoints.iter().find(|e| e.tool == tool)
+    }
+
+    /// The weight of each event of `session`: `1/sample_rate` from its
+    /// summary, 1 without one.
+    pub fn weight(&self, session: u64) -> f64 {
+        self.weights.get(&session).copied().unwrap_or(1.0)
+    }
+
+    /// Whether any figure is scaled up from sampled events.
+    pub fn scaled(&self) -> bool {
+        !self.weights.is_empty()
+    }
+}
+
+/// The weight of the events of a session with this summary.
+pub fn session_weight(summary: Option<&SessionSummary>) -> f64 {
+    match summary {
+        Some(s) if s.sample_rate > 0.0 && s.sample_rate < 1.0 => 1.0 / s.sample_rate,
+        _ => 1.0,
+    }
+}
+
+/// Weighted sums, rounded once at the end.
+#[derive(Clone, Copy, Default)]
+struct Weighted {
+    calls: f64,
+    baseline: f64,
+    fin: f64,
+    dedup_saved: f64,
+    encoder_saved: f64,
+}
+
+impl Weighted {
+    fn add(&mut self, r: &Record, w: f64) {
+        self.calls += w;
+        self.baseline += w * f64::from(r.tokens_baseline);
+        self.fin += w * f64::from(r.tokens_final);
+        self.dedup_saved += w * f64::from(r.dedup_saved);
+        self.encoder_saved += w * f64::from(r.encoder_saved);
+    }
+
+    fn store(&self, e: &mut EndpointStats) {
+        e.calls = self.calls.round() as u64;
+        e.tokens_baseline = self.baseline.round() as u64;
+        e.tokens_final = self.fin.round() as u64;
+        e.dedup_saved = self.dedup_saved.round() as i64;
+        e.encoder_saved = self.encoder_saved.round() as i64;
     }
 }
 
@@ -302,10 +380,22 @@ pub fn analyze(table: &EventTable, params: SequenceParams) -> Analysis {
     let mut sessions = SessionProfile::default();
     let mut lengths = Vec::new();
     let mut grouped = Vec::with_capacity(session_order.len());
+    let mut weights = HashMap::new();
+    let mut rates: Vec<(f64, u64)> = Vec::new();
     for id in session_order {
         let indexes = by_session.remove(&id).unwrap_or_default();
         let summary = table.sessions.get(&id);
         let complete = summary.is_none_or(SessionSummary::complete);
+        sessions.unsummarized += u64::from(summary.is_none());
+        let weight = session_weight(summary);
+        if weight != 1.0 {
+            weights.insert(id, weight);
+            let rate = summary.map_or(1.0, |s| s.sample_rate);
+            match rates.iter_mut().find(|(r, _)| *r == rate) {
+                Some((_, n)) => *n += 1,
+                None => rates.push((rate, 1)),
+            }
+        }
         sessions.sessions += 1;
         sessions.results += indexes.len() as u64;
         lengths.push(indexes.len() as u64);
@@ -329,11 +419,15 @@ pub fn analyze(table: &EventTable, params: SequenceParams) -> Analysis {
         }
         grouped.push((id, complete, indexes));
     }
+    rates.sort_by(|a, b| b.0.total_cmp(&a.0));
+    sessions.sampled_rates = rates;
     lengths.sort_unstable();
     sessions.median_results = lengths.get(lengths.len() / 2).copied().unwrap_or(0);
 
     let mut endpoints: HashMap<u64, EndpointStats> = HashMap::new();
     let mut total = EndpointStats::default();
+    let mut weighted: HashMap<u64, Weighted> = HashMap::new();
+    let mut weighted_total = Weighted::default();
     let (mut id_sum, mut id_n) = (0i64, 0u64);
     let (mut ref_sum, mut ref_n) = (0u64, 0u64);
     let (mut near_sum, mut near_n) = (0u64, 0u64);
@@ -342,8 +436,11 @@ pub fn analyze(table: &EventTable, params: SequenceParams) -> Analysis {
             tool: r.tool,
             ..EndpointStats::default()
         });
-        add(e, r, f);
-        add(&mut total, r, f);
+        let w = weights.get(&r.session).copied().unwrap_or(1.0);
+        add(e, r, f, w);
+        add(&mut total, r, f, w);
+        weighted.entry(r.tool).or_default().add(r, w);
+        weighted_total.add(r, w);
         match r.dedup {
             DedupOutcome::Miss if r.dedup_saved < 0 => {
                 id_sum -= i64::from(r.dedup_saved);
@@ -360,6 +457,12 @@ pub fn analyze(table: &EventTable, params: SequenceParams) -> Analysis {
             _ => {}
         }
     }
+    for (tool, e) in endpoints.iter_mut() {
+        if let Some(w) = weighted.get(tool) {
+            w.store(e);
+        }
+    }
+    weighted_total.store(&mut total);
     let mut endpoints: Vec<EndpointStats> = endpoints.into_values().collect();
     endpoints.sort_by(|a, b| {
         b.tokens_baseline
@@ -377,6 +480,7 @@ pub fn analyze(table: &EventTable, params: SequenceParams) -> Analysis {
         ref_tokens: mean(ref_sum as f64, ref_n, DEFAULT_REF_TOKENS),
         near_tokens: mean(near_sum as f64, near_n, DEFAULT_NEAR_TOKENS),
         tokenizer: last_name(&table.vocab),
+        weights,
     }
 }
 
@@ -387,8 +491,11 @@ fn last_name(vocab: &Vocabulary) -> Option<String> {
         .flatten()
 }
 
-fn add(e: &mut EndpointStats, r: &Record, f: &EventFacts) {
-    e.calls += 1;
+/// Adds one event to `e`: the unweighted counts here; the weighted sums
+/// (`calls`, tokens, savings) are stored from [`Weighted`] afterwards.
+fn add(e: &mut EndpointStats, r: &Record, f: &EventFacts, weight: f64) {
+    e.observed += 1;
+    e.scaled |= weight != 1.0;
     e.errors += u64::from(r.is_error());
     e.dedup[r.dedup as usize] += 1;
     e.chars += u64::from(r.response_chars);
@@ -407,10 +514,6 @@ fn add(e: &mut EndpointStats, r: &Record, f: &EventFacts) {
         bits &= bits - 1;
         *e.inner.entry(bit).or_insert(0) += 1;
     }
-    e.tokens_baseline += u64::from(r.tokens_baseline);
-    e.tokens_final += u64::from(r.tokens_final);
-    e.dedup_saved += i64::from(r.dedup_saved);
-    e.encoder_saved += i64::from(r.encoder_saved);
     match r.dedup {
         DedupOutcome::Hit | DedupOutcome::Near => e.reference_saved += i64::from(r.dedup_saved),
         DedupOutcome::Miss if r.dedup_saved < 0 => e.id_line_cost -= i64::from(r.dedup_saved),
@@ -589,7 +692,84 @@ mod tests {
         assert!(a.facts.iter().all(|f| !f.sequenced));
         assert_eq!(a.sessions.sampled, 1);
         assert_eq!(a.sessions.compactions, 2);
-        assert_eq!(a.endpoint(1).unwrap().calls, 2);
+        let e = a.endpoint(1).unwrap();
+        assert_eq!((e.calls, e.observed, e.scaled), (4, 2, true));
+    }
+
+    fn summary(sample_rate: f64) -> SessionSummary {
+        SessionSummary {
+            results: 0,
+            sample_rate,
+            compactions: 0,
+            dropped: 0,
+            client_is_claude_code: false,
+        }
+    }
+
+    /// Session 1 sampled at 0.5, session 2 at 1.0, session 3 without a
+    /// summary; each event 400 baseline tokens, 300 sent, 100 saved by
+    /// the encoder.
+    fn mixed_rates() -> EventTable {
+        let mut records = Vec::new();
+        for (session, n) in [(1, 10), (2, 10), (3, 5)] {
+            for i in 0..n {
+                let mut r = rec(1, session, i * 1000, u128::from(session * 100 + i), 1600);
+                r.tokens_final = 300;
+                r.encoder_saved = 100;
+                records.push(r);
+            }
+        }
+        let mut t = table(records);
+        t.sessions.insert(1, summary(0.5));
+        t.sessions.insert(2, summary(1.0));
+        t
+    }
+
+    #[test]
+    fn sampled_events_are_weighted_by_the_inverse_rate_and_support_is_not() {
+        let a = analyze(&mixed_rates(), PARAMS);
+        let e = a.endpoint(1).unwrap();
+        // 10 events at 0.5 stand for 20 results; 10 + 5 count as they are.
+        assert_eq!(e.calls, 35);
+        assert_eq!(e.observed, 25, "evidence stays unscaled");
+        assert!(e.scaled);
+        assert_eq!(e.tokens_baseline, 35 * 400);
+        assert_eq!(e.tokens_final, 35 * 300);
+        assert_eq!(e.encoder_saved, 35 * 100);
+        assert_eq!(e.split_pct().1, 25.0);
+        // Per-event facts: unscaled, and only the complete sessions sequenced.
+        assert_eq!(e.sequenced, 15);
+        assert_eq!(e.avg_chars(), 1600.0);
+        assert_eq!(a.total.calls, 35);
+        assert_eq!(a.total.observed, 25);
+        assert_eq!(a.weight(1), 2.0);
+        assert_eq!(a.weight(2), 1.0);
+        assert_eq!(a.weight(3), 1.0);
+        assert!(a.scaled());
+        let s = &a.sessions;
+        assert_eq!(s.sampled_rates, vec![(0.5, 1)]);
+        assert_eq!((s.sampled, s.unsummarized, s.results), (1, 1, 25));
+    }
+
+    #[test]
+    fn unsampled_events_are_not_estimates() {
+        let mut t = mixed_rates();
+        t.sessions.insert(1, summary(1.0));
+        let a = analyze(&t, PARAMS);
+        let e = a.endpoint(1).unwrap();
+        assert_eq!((e.calls, e.observed, e.scaled), (25, 25, false));
+        assert_eq!(e.tokens_baseline, 25 * 400);
+        assert!(!a.scaled() && a.sessions.sampled_rates.is_empty());
+    }
+
+    #[test]
+    fn uneven_rates_round_once() {
+        // Three events at rate 0.3: 10 results, not 3 × round(3.33) = 9.
+        let mut t = table((0..3).map(|i| rec(1, 1, i, u128::from(i), 4)).collect());
+        t.sessions.insert(1, summary(0.3));
+        let a = analyze(&t, PARAMS);
+        let e = a.endpoint(1).unwrap();
+        assert_eq!((e.calls, e.observed, e.tokens_baseline), (10, 3, 10));
     }
 
     #[test]

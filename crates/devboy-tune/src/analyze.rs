@@ -106,6 +106,10 @@ pub struct AnalyzeReport {
     /// How well the cache replay of the current settings reproduces the
     /// record: (agreeing events, replayed events).
     pub reproduced: (u64, u64),
+    /// What the cache replay and the simulation left out (sampled sessions,
+    /// or with dropped events): (sessions, events). Their events keep
+    /// their recorded figures.
+    pub excluded: (u64, u64),
     /// How long it took.
     pub elapsed: Duration,
 }
@@ -134,6 +138,7 @@ pub fn run(options: &AnalyzeOptions) -> Result<AnalyzeReport, TuneError> {
     let current = Settings::from_config(&config, &names, tools.iter().copied());
     let simulator = Simulator::new(&table, &analysis, current);
     let reproduced = simulator.reproduced();
+    let excluded = simulator.excluded();
     let held_by_hand = |t: &Target| file.held_by_hand(t, &defaults);
     let mut proposal = propose(&RuleInput {
         table: &table,
@@ -278,6 +283,7 @@ pub fn run(options: &AnalyzeOptions) -> Result<AnalyzeReport, TuneError> {
         written,
         snippet,
         reproduced,
+        excluded,
         elapsed: started.elapsed(),
     })
 }
@@ -326,6 +332,8 @@ fn write_summary(
             json!({
                 "tool": id_text(e.tool, &table.odd_ids),
                 "calls": e.calls,
+                "observed": e.observed,
+                "scaled": e.scaled,
                 "dup_rate": e.dup_rate(),
                 "implied_dup_rate": e.implied_dup_rate(),
                 "avg_chars": e.avg_chars(),
@@ -532,6 +540,67 @@ side_effect = "mutating"
         let text = report.to_string();
         assert!(text.contains("endpoints without a name"), "{text}");
         assert!(text.contains(&search().hash()), "{text}");
+    }
+
+    /// Rewrites the session summaries of `dir`: the first gets sample
+    /// rate 0.5, the second disappears (a killed session).
+    fn sample_first_and_kill_second(dir: &Path) {
+        let mut seen = 0;
+        for file in crate::read::event_files(dir).unwrap() {
+            let text = std::fs::read_to_string(&file).unwrap();
+            let mut out = String::new();
+            for line in text.lines() {
+                if line.contains(r#""kind":"session""#) {
+                    seen += 1;
+                    if seen == 1 {
+                        let line = line.replace(r#""sample_rate":1.0"#, r#""sample_rate":0.5"#);
+                        assert!(line.contains(r#""sample_rate":0.5"#));
+                        out.push_str(&line);
+                        out.push('\n');
+                    }
+                    continue;
+                }
+                out.push_str(line);
+                out.push('\n');
+            }
+            std::fs::write(&file, out).unwrap();
+        }
+        assert_eq!(seen, 2);
+    }
+
+    #[test]
+    fn the_report_marks_scaled_figures_and_says_what_was_sampled() {
+        let mut s = setup(vec![search(), issues()], 400, Some(HAND));
+        s.options.dry_run = true;
+        sample_first_and_kill_second(&s.options.input);
+        let report = run(&s.options).unwrap();
+        let a = &report.analysis;
+        assert_eq!(a.total.observed, 400);
+        assert_eq!(a.total.calls, 600, "200 events at 0.5 and 200 at 1");
+        assert_eq!(report.excluded, (1, 200));
+        assert_eq!(report.reproduced.1, 200, "only the unsampled session");
+        let text = report.to_string();
+        for needle in [
+            "sampled sessions: 1 at rate 0.5; their events are weighted by 1/rate",
+            "minimum support counts observed events, unscaled",
+            "sessions without a summary (still running or killed): 1;",
+            "sessions sampled or with dropped events, left out of the cache replay and simulation: 1 (200 events);",
+            "~: a scaled estimate",
+            "~600",
+        ] {
+            assert!(text.contains(needle), "{needle:?} not in:\n{text}");
+        }
+
+        // Unsampled, nothing is marked.
+        let s = setup(vec![search(), issues()], 400, Some(HAND));
+        let mut options = s.options.clone();
+        options.dry_run = true;
+        let text = run(&options).unwrap().to_string();
+        assert!(
+            !text.contains('~') && !text.contains("sampled sessions:"),
+            "{text}"
+        );
+        assert!(!text.contains("left out of the cache replay"), "{text}");
     }
 
     #[test]

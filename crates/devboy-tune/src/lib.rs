@@ -20,6 +20,11 @@
 //!   the current and proposed settings and estimates tokens from the
 //!   recorded figures; [`analyze`] keeps a change only when the estimate
 //!   does not fall. The simulation's limits are documented where it lives.
+//! - **Sampled sessions are scaled, never replayed.** Their events weigh
+//!   `1/sample_rate` in the volume figures (calls, tokens, savings: marked
+//!   as estimates in the report), count once as evidence (minimum
+//!   support), and are left out of the sequence analysis and the cache
+//!   replay, whose gaps they would falsify ([`analysis`], [`simulate`]).
 //! - **The config has two authors.** [`edit`] edits the file in place with
 //!   `toml_edit` and marks each value the tuner sets with `# tune:`;
 //!   unmarked values are a person's and hold.

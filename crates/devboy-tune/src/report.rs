@@ -65,6 +65,34 @@ impl fmt::Display for AnalyzeReport {
             s.compaction_rate() * 100.0,
             s.results_per_partition()
         )?;
+        if !s.sampled_rates.is_empty() {
+            let rates: Vec<String> = s
+                .sampled_rates
+                .iter()
+                .map(|(rate, n)| format!("{} at rate {}", int(*n as i64), rate_text(*rate)))
+                .collect();
+            writeln!(
+                f,
+                "sampled sessions: {}; their events are weighted by 1/rate, so calls, tokens and savings marked ~ are scaled estimates (minimum support counts observed events, unscaled)",
+                rates.join(", ")
+            )?;
+        }
+        if s.unsummarized > 0 {
+            writeln!(
+                f,
+                "sessions without a summary (still running or killed): {}; their events count as recorded (weight 1)",
+                int(s.unsummarized as i64)
+            )?;
+        }
+        let (excluded, excluded_events) = self.excluded;
+        if excluded > 0 {
+            writeln!(
+                f,
+                "sessions sampled or with dropped events, left out of the cache replay and simulation: {} ({} events); their events keep their recorded figures",
+                int(excluded as i64),
+                int(excluded_events as i64)
+            )?;
+        }
         writeln!(
             f,
             "tokens counted with {}; savings are percentages of the baseline `raw`: the tokens of what the client would have shown the model without devboy",
@@ -81,6 +109,12 @@ impl fmt::Display for AnalyzeReport {
         }
         writeln!(f)?;
         f.write_str(&self.endpoint_table())?;
+        if self.analysis.scaled() {
+            writeln!(
+                f,
+                "~: a scaled estimate (events of sampled sessions weighted by 1/sample_rate); dup %, fp dup % and avg size are over observed events"
+            )?;
+        }
         writeln!(
             f,
             "dup %: results dedup replaced; fp dup %: results whose body was already in the context (from fingerprints); sizes in characters; tokens: the baseline, sent: what the model got"
@@ -116,9 +150,10 @@ impl AnalyzeReport {
         let v = &self.vocab;
         let row = |name: String, e: &EndpointStats, shape: String, inner: String| {
             let (d, enc, c) = e.split_pct();
+            let mark = if e.scaled { "~" } else { "" };
             vec![
                 name,
-                int(e.calls as i64),
+                format!("{mark}{}", int(e.calls as i64)),
                 pct(e.dup_rate() * 100.0),
                 if e.sequenced > 0 {
                     pct(e.implied_dup_rate() * 100.0)
@@ -128,8 +163,8 @@ impl AnalyzeReport {
                 size(e.avg_chars()),
                 shape,
                 inner,
-                size(e.tokens_baseline as f64),
-                size(e.tokens_final as f64),
+                format!("{mark}{}", size(e.tokens_baseline as f64)),
+                format!("{mark}{}", size(e.tokens_final as f64)),
                 pct(d),
                 pct(enc),
                 pct(c),
@@ -161,6 +196,8 @@ impl AnalyzeReport {
             let mut others = EndpointStats::default();
             for e in &self.analysis.endpoints[MAX_ROWS..] {
                 others.calls += e.calls;
+                others.observed += e.observed;
+                others.scaled |= e.scaled;
                 others.chars += e.chars;
                 others.dedup = std::array::from_fn(|i| others.dedup[i] + e.dedup[i]);
                 others.tokens_baseline += e.tokens_baseline;
@@ -279,11 +316,16 @@ impl AnalyzeReport {
         if let Some(t) = &self.total {
             writeln!(
                 f,
-                "\nall kept changes together: saved {:.1}% -> {:.1}% of the baseline ({} -> {} tokens; an estimate from recorded figures, see the limits in `devboy tune analyze --help`)",
+                "\nall kept changes together: saved {:.1}% -> {:.1}% of the baseline ({} -> {} tokens; an estimate from recorded figures{}, see the limits in `devboy tune analyze --help`)",
                 t.pct(t.old_saved),
                 t.pct(t.new_saved),
                 int(t.old_saved),
-                int(t.new_saved)
+                int(t.new_saved),
+                if self.analysis.scaled() {
+                    ", those of sampled sessions scaled by 1/sample_rate"
+                } else {
+                    ""
+                }
             )?;
         }
         if self.kept_old_config {
@@ -313,5 +355,16 @@ impl AnalyzeReport {
             writeln!(f, "  {line}")?;
         }
         Ok(())
+    }
+}
+
+/// A sampling rate as written: at most three decimals, no trailing zeros.
+fn rate_text(rate: f64) -> String {
+    let text = format!("{rate:.3}");
+    let text = text.trim_end_matches('0').trim_end_matches('.');
+    if text.is_empty() || text == "0" {
+        format!("{rate:e}")
+    } else {
+        text.to_owned()
     }
 }

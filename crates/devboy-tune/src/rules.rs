@@ -9,6 +9,15 @@
 //! proposal is only a candidate: [`crate::analyze`] simulates it and keeps
 //! the current value wherever it would save less.
 //!
+//! Support is evidence, not volume: it counts the result events actually
+//! observed ([`EndpointStats::observed`]), never the estimated results of
+//! sampled sessions ([`EndpointStats::calls`], scaled by `1/sample_rate`;
+//! see [`crate::analysis`]). Ten events of a session sampled at 10% say
+//! as little about an endpoint as ten events of any other session, though
+//! they stand for about a hundred results. Every other count the rules
+//! compare with [`MIN_SUPPORT`] (sequenced results, bodies, re-encoded
+//! results, replayed references) is an observed count too.
+//!
 //! | rule | knob | fires when |
 //! |---|---|---|
 //! | D1 | `[endpoints.E] dedup = false` | dedup is on (and near-references off) for E, at most [`DEDUP_OFF_MAX_DUP`] of its results were replaced, and its id lines cost more tokens than its references saved |
@@ -34,7 +43,8 @@ use crate::read::EventTable;
 use crate::simulate::{hits, replay, Simulator};
 use crate::table::int;
 
-/// Results an endpoint needs in the window before any rule touches it.
+/// Observed result events (unscaled, see the module docs) an endpoint
+/// needs in the window before any rule touches it.
 pub const MIN_SUPPORT: u64 = 20;
 /// D1: the highest recorded duplicate rate at which dedup is turned off.
 pub const DEDUP_OFF_MAX_DUP: f64 = 0.05;
@@ -234,7 +244,7 @@ pub fn propose(input: &RuleInput<'_>) -> Proposal {
         let Some(name) = input.names.get(e.tool) else {
             continue;
         };
-        if e.calls < MIN_SUPPORT {
+        if e.observed < MIN_SUPPORT {
             continue;
         }
         endpoint_rules(input, e, name, &mut proposal);
@@ -304,7 +314,7 @@ fn endpoint_rules(input: &RuleInput<'_>, e: &EndpointStats, name: &str, out: &mu
         );
     }
     // D1: dedup costs this endpoint more than it saves.
-    let deduped = e.calls - e.dedup[DedupOutcome::Off as usize];
+    let deduped = e.observed - e.dedup[DedupOutcome::Off as usize];
     // Not while near-references are on or being turned on: they need
     // dedup, and events recorded before they were on show no near hits.
     if now.dedup
@@ -324,7 +334,7 @@ fn endpoint_rules(input: &RuleInput<'_>, e: &EndpointStats, name: &str, out: &mu
                 reason: format!(
                     "{} of {} results repeated (≤ {}); id lines cost {} tokens, references saved {}",
                     pct(e.dup_rate()),
-                    int(e.calls as i64),
+                    int(e.observed as i64),
                     pct(DEDUP_OFF_MAX_DUP),
                     int(e.id_line_cost),
                     int(e.reference_saved)
@@ -605,14 +615,24 @@ mod tests {
 
     /// The rules' proposal for `workload` against the config `text`.
     fn proposal(workload: &Workload, text: &str) -> Proposal {
+        proposal_with(workload, text, |_| {})
+    }
+
+    /// The same, after `change` has edited the table read.
+    fn proposal_with(
+        workload: &Workload,
+        text: &str,
+        change: impl Fn(&mut EventTable),
+    ) -> Proposal {
         let dir = tempfile::tempdir().unwrap();
         workload.write(&dir.path().join("events")).unwrap();
-        let table = read_events(&ReadOptions {
+        let mut table = read_events(&ReadOptions {
             input: dir.path().join("events"),
             since_ms: 0,
             progress: false,
         })
         .unwrap();
+        change(&mut table);
         let file = ConfigFile::from_text(&dir.path().join("p.toml"), text, true).unwrap();
         let config = file.config().unwrap();
         let names = EndpointNames::from_pairs(
@@ -688,6 +708,36 @@ mod tests {
         };
         let p = proposal(&workload(vec![repeating], 100), DEFAULT);
         assert!(rules_for(&p, "gh__search_code").is_empty(), "{p:?}");
+    }
+
+    /// Every session of the table sampled at `rate`.
+    fn sampled_at(rate: f64) -> impl Fn(&mut EventTable) {
+        move |t| {
+            for s in t.sessions.values_mut() {
+                s.sample_rate = rate;
+            }
+        }
+    }
+
+    #[test]
+    fn minimum_support_counts_observed_events_not_scaled_ones() {
+        let search = || workload(vec![EndpointSpec::new("gh__search_code")], 15);
+        // 15 events at 10% stand for 150 results, but are 15 events of
+        // evidence: below the minimum.
+        let p = proposal_with(&search(), DEFAULT, sampled_at(0.1));
+        assert!(rules_for(&p, "gh__search_code").is_empty(), "{p:?}");
+        // 30 events at 50%: enough, and the reason counts the events.
+        let p = proposal_with(
+            &workload(vec![EndpointSpec::new("gh__search_code")], 30),
+            DEFAULT,
+            sampled_at(0.5),
+        );
+        assert_eq!(
+            rules_for(&p, "gh__search_code"),
+            vec![(Rule::D1, Setting::Bool(false))]
+        );
+        let reason = &p.endpoints[0].reason;
+        assert!(reason.contains("0.0% of 30 results"), "{reason}");
     }
 
     #[test]

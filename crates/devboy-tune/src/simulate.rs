@@ -51,8 +51,15 @@
 //! - **Bytes.** `response_chars` stands for the body's bytes; they are
 //!   equal for ASCII and chars are fewer otherwise, so size thresholds
 //!   are applied slightly generously.
-//! - **Sampled sessions** cannot be replayed; their events keep their
-//!   recorded figures on both sides.
+//! - **Sampled sessions** (and sessions whose writer dropped events)
+//!   cannot be replayed: the missing events would hide hits and evictions.
+//!   They are left out of the replay and of every estimate: their events
+//!   keep their recorded figures on both sides, whatever the proposal
+//!   (no near-reference or pin adjustment either), weighted by
+//!   `1/sample_rate` like the aggregate's totals
+//!   ([`crate::analysis`]), so they add to the baseline and to both
+//!   savings alike and never to a gain. [`Simulator::excluded`] counts
+//!   them.
 //! - **Encoder savings of bodies that were references**: estimated with
 //!   the endpoint's mean ratio on the bodies it did send.
 
@@ -136,7 +143,8 @@ pub enum Outcome {
     Hit,
 }
 
-/// Replays every fully recorded session under `settings`.
+/// Replays every fully recorded session under `settings`; events of
+/// sampled sessions (or with dropped events) stay [`Outcome::Untouched`].
 pub fn replay(table: &EventTable, analysis: &Analysis, settings: &Settings) -> Vec<Outcome> {
     let records = &table.records;
     let mut out = vec![Outcome::Untouched; records.len()];
@@ -323,6 +331,10 @@ pub struct Simulator<'a> {
     current: Settings,
     current_outcomes: Vec<Outcome>,
     encoder_ratio: HashMap<u64, f64>,
+    /// Per record: its session is left out (sampled or with dropped
+    /// events).
+    excluded: Vec<bool>,
+    excluded_sessions: u64,
 }
 
 impl<'a> Simulator<'a> {
@@ -334,13 +346,32 @@ impl<'a> Simulator<'a> {
             .iter()
             .map(|e| (e.tool, e.encoder_ratio()))
             .collect();
+        let mut excluded = vec![false; table.records.len()];
+        let mut excluded_sessions = 0;
+        for (_, complete, indexes) in &analysis.by_session {
+            if !complete {
+                excluded_sessions += 1;
+                for &i in indexes {
+                    excluded[i as usize] = true;
+                }
+            }
+        }
         Simulator {
             table,
             analysis,
             current,
             current_outcomes,
             encoder_ratio,
+            excluded,
+            excluded_sessions,
         }
+    }
+
+    /// What the replay and the estimates leave out, keeping its recorded
+    /// figures: (sessions sampled or with dropped events, their events).
+    pub fn excluded(&self) -> (u64, u64) {
+        let events = self.excluded.iter().filter(|x| **x).count() as u64;
+        (self.excluded_sessions, events)
     }
 
     /// The current settings.
@@ -372,7 +403,25 @@ impl<'a> Simulator<'a> {
         let outcomes = replay(self.table, self.analysis, proposed);
         let vocab = &self.table.vocab;
         let mut sim = Simulation::default();
+        // Weighted recorded figures of excluded sessions sampled at a rate
+        // below 1: (baseline, saved) per endpoint, rounded once at the end.
+        let mut scaled: HashMap<u64, (f64, f64)> = HashMap::new();
         for (i, r) in self.table.records.iter().enumerate() {
+            if self.excluded[i] {
+                let w = self.analysis.weight(r.session);
+                if w != 1.0 {
+                    let s = scaled.entry(r.tool).or_default();
+                    s.0 += w * f64::from(r.tokens_baseline);
+                    s.1 += w * r.saved() as f64;
+                    continue;
+                }
+                for e in [sim.endpoints.entry(r.tool).or_default(), &mut sim.total] {
+                    e.baseline += u64::from(r.tokens_baseline);
+                    e.old_saved += r.saved();
+                    e.new_saved += r.saved();
+                }
+                continue;
+            }
             let old_s = self.current.endpoint(r.tool);
             let new_s = proposed.endpoint(r.tool);
             let pin = (new_s.template != old_s.template)
@@ -400,6 +449,18 @@ impl<'a> Simulator<'a> {
                 e.changed += u64::from(fin != i64::from(r.tokens_final));
             }
         }
+        let (mut total_baseline, mut total_saved) = (0.0, 0.0);
+        for (tool, (baseline, saved)) in scaled {
+            let e = sim.endpoints.entry(tool).or_default();
+            e.baseline += baseline.round() as u64;
+            e.old_saved += saved.round() as i64;
+            e.new_saved += saved.round() as i64;
+            total_baseline += baseline;
+            total_saved += saved;
+        }
+        sim.total.baseline += total_baseline.round() as u64;
+        sim.total.old_saved += total_saved.round() as i64;
+        sim.total.new_saved += total_saved.round() as i64;
         sim
     }
 }
@@ -616,5 +677,70 @@ mod tests {
         let sim = Simulator::new(&t, &a, old).run(&new);
         assert_eq!(sim.total.old_saved, 400);
         assert_eq!(sim.total.new_saved, 300, "the other body loses its 100");
+    }
+
+    /// The session of [`dedup_off_drops_id_lines_and_references`] twice:
+    /// as session 1, fully recorded, and as session 2, sampled at `rate`
+    /// (with a near-reference added to it).
+    fn with_sampled_copy(rate: f64) -> EventTable {
+        use crate::event::SessionSummary;
+        use DedupOutcome::{Hit, Miss, Near};
+        let mut t = session(&[(1, Miss), (1, Hit), (2, Miss)]);
+        let mut copy = session(&[(1, Miss), (1, Hit), (2, Miss), (3, Near)]).records;
+        copy[3].tokens_final = 40;
+        copy[3].dedup_saved = 460;
+        for r in &mut copy {
+            r.session = 2;
+        }
+        t.records.extend(copy);
+        for (id, sample_rate) in [(1, 1.0), (2, rate)] {
+            t.sessions.insert(
+                id,
+                SessionSummary {
+                    results: 4,
+                    sample_rate,
+                    compactions: 0,
+                    dropped: 0,
+                    client_is_claude_code: true,
+                },
+            );
+        }
+        t
+    }
+
+    #[test]
+    fn sampled_sessions_are_left_out_of_the_replay_and_keep_scaled_figures() {
+        let t = with_sampled_copy(0.5);
+        let a = analyze(&t, PARAMS);
+        let simulator = Simulator::new(&t, &a, settings(true, 256, 1_800_000));
+        assert_eq!(simulator.excluded(), (1, 4));
+        assert!(simulator.current_outcomes()[3..]
+            .iter()
+            .all(|o| *o == Outcome::Untouched));
+        assert_eq!(simulator.reproduced(), (3, 3), "only session 1 replayed");
+        let sim = simulator.run(&settings(false, 256, 1_800_000));
+        // Session 1 as in dedup_off_drops_id_lines_and_references: 473 -> 0.
+        // Session 2 (saved -6 + 485 - 6 + 460 = 933, weight 2) is the same
+        // on both sides, though near-references are off in the proposal.
+        assert_eq!(sim.total.old_saved, 473 + 2 * 933);
+        assert_eq!(sim.total.new_saved, 2 * 933);
+        assert_eq!(sim.total.gain(), -473);
+        assert_eq!(sim.total.baseline, 3 * 500 + 2 * 4 * 500);
+        assert_eq!(sim.total.changed, 3);
+        assert_eq!(sim.endpoints[&1], sim.total);
+    }
+
+    #[test]
+    fn a_session_at_rate_one_is_replayed_with_the_others() {
+        let t = with_sampled_copy(1.0);
+        let a = analyze(&t, PARAMS);
+        let simulator = Simulator::new(&t, &a, settings(true, 256, 1_800_000));
+        assert_eq!(simulator.excluded(), (0, 0));
+        assert!(simulator.current_outcomes()[3..]
+            .iter()
+            .all(|o| *o != Outcome::Untouched));
+        let sim = simulator.run(&settings(false, 256, 1_800_000));
+        assert_eq!(sim.total.baseline, 7 * 500);
+        assert!(sim.total.changed > 3);
     }
 }
