@@ -220,8 +220,13 @@ pub(super) fn parse_cell(sc: &mut Scanner<'_>) -> Result<Option<Value>, DecodeEr
             }
         }
         Some(_) => {
-            let line = sc.line_rest();
-            let token = line.split(',').next().unwrap_or(line);
+            // Up to the first `,` of the line (or its end).
+            let rest = sc.rest();
+            let end = rest
+                .bytes()
+                .position(|b| b == b',' || b == b'\n')
+                .unwrap_or(rest.len());
+            let token = &rest[..end];
             sc.advance(token.len());
             Ok(Some(
                 bare_scalar(token).unwrap_or_else(|| Value::String(token.to_owned())),

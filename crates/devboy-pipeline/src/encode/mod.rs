@@ -545,3 +545,10 @@ mod tests {
         }
     }
 }
+
+/// The hasher of the encoders' own maps and sets (column names, scopes,
+/// first-row JSON). The keys come from upstream servers, so the standard
+/// randomly keyed SipHash: a fixed, unkeyed hash would let a hostile server
+/// craft colliding column names and make planning quadratic. (A
+/// multiply-rotate hash measured 5–8% faster at 1 KiB; not worth that.)
+pub(crate) type FastHash = std::hash::RandomState;

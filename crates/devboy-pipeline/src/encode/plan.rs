@@ -34,13 +34,16 @@
 //! candidates, so planning is about linear in the rows and, per table,
 //! quadratic only in the number of columns through a cheap filter.
 
+use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
+use std::fmt::Write as _;
 
 use serde_json::{Map, Value};
 
 use super::cell::{self, is_bare_segment, LineValue};
 use super::table;
 use super::template::{self, Names, Part};
+use super::FastHash;
 
 /// How deep objects are flattened into dotted columns.
 const MAX_FLATTEN_DEPTH: usize = 8;
@@ -120,14 +123,12 @@ impl<'v> Plan<'v> {
             names: Names::default(),
         };
         plan.find_aliases();
-        plan.names = Names::from_paths(
+        plan.names = Names::from_dotted(
+            plan.nodes.len(),
             plan.nodes
                 .iter()
                 .filter(|n| n.bare && !matches!(n.role, Role::Group | Role::Hidden))
-                .map(|n| n.name.split('.').collect::<Vec<_>>())
-                .collect::<Vec<_>>()
-                .iter()
-                .map(Vec::as_slice),
+                .map(|n| n.name.as_str()),
         );
         for x in 0..plan.nodes.len() {
             let shadowed = match &plan.nodes[x].role {
@@ -156,7 +157,7 @@ impl<'v> Plan<'v> {
     }
 
     fn find_aliases(&mut self) {
-        let mut seen: HashMap<String, Vec<usize>> = HashMap::new();
+        let mut seen: HashMap<String, Vec<usize>, FastHash> = HashMap::default();
         let mut x = 0;
         while x < self.nodes.len() {
             let node = &self.nodes[x];
@@ -220,7 +221,7 @@ impl<'v> Plan<'v> {
         &self,
         x: usize,
         first: &Value,
-        seen: &HashMap<String, Vec<usize>>,
+        seen: &HashMap<String, Vec<usize>, FastHash>,
     ) -> Option<Vec<usize>> {
         let Value::Array(items) = first else {
             return None;
@@ -257,15 +258,15 @@ impl<'v> Plan<'v> {
 
     /// Candidate template references: bare written leaves with a string or
     /// number in the first row, and that value's text.
-    fn reference_candidates(&self) -> Vec<Candidate> {
+    fn reference_candidates(&self) -> Vec<Candidate<'v>> {
         let mut out = Vec::new();
         for (i, node) in self.nodes.iter().enumerate() {
             if !node.bare || !matches!(node.role, Role::Stored | Role::Const) {
                 continue;
             }
             let text = match node.cells.first() {
-                Some(Some(Value::String(s))) => s.clone(),
-                Some(Some(Value::Number(n))) => n.to_string(),
+                Some(Some(Value::String(s))) => Cow::Borrowed(s.as_str()),
+                Some(Some(Value::Number(n))) => Cow::Owned(n.to_string()),
                 _ => continue,
             };
             if !text.is_empty() {
@@ -281,9 +282,10 @@ impl<'v> Plan<'v> {
 
     fn find_templates(&mut self) {
         let candidates = self.reference_candidates();
-        if candidates.is_empty() {
+        // A value shorter than every candidate holds none of them.
+        let Some(shortest) = candidates.iter().map(|k| k.text.len()).min() else {
             return;
-        }
+        };
         for c in 0..self.nodes.len() {
             if !matches!(self.nodes[c].role, Role::Stored | Role::Const) {
                 continue;
@@ -296,6 +298,7 @@ impl<'v> Plan<'v> {
                 continue;
             };
             if first.len() < MIN_TEMPLATE_VALUE
+                || first.len() < shortest
                 || !self.nodes[c]
                     .cells
                     .iter()
@@ -315,7 +318,7 @@ impl<'v> Plan<'v> {
         &self,
         c: usize,
         first: &str,
-        candidates: &[Candidate],
+        candidates: &[Candidate<'_>],
     ) -> Option<Vec<Part<usize>>> {
         let parent = self.nodes[c].parent;
         // A column written once anyway gains only if the template is shorter.
@@ -324,10 +327,10 @@ impl<'v> Plan<'v> {
         let mut usable: Vec<(usize, &str)> = candidates
             .iter()
             .filter(|k| {
-                let (d, text) = (k.column, k.text.as_str());
+                let (d, text) = (k.column, &*k.text);
                 d != c
-                    && k.bigrams & !haystack == 0
                     && text.len() <= first.len()
+                    && k.bigrams & !haystack == 0
                     && occurrences(first, text).next().is_some()
                     && !self.depends_on(d, c)
                     // Written once, a reference must be shorter than its text.
@@ -335,7 +338,7 @@ impl<'v> Plan<'v> {
                         .ref_name(c, d)
                         .is_some_and(|name| !once || text.len() > name.len() + 2)
             })
-            .map(|k| (k.column, k.text.as_str()))
+            .map(|k| (k.column, &*k.text))
             .collect();
         if usable.is_empty() {
             return None;
@@ -382,6 +385,15 @@ impl<'v> Plan<'v> {
     /// Whether template column `d` reads column `c`, directly or through
     /// other templates.
     fn depends_on(&self, d: usize, c: usize) -> bool {
+        if d == c {
+            return true;
+        }
+        if !matches!(
+            self.nodes.get(d).map(|node| &node.role),
+            Some(Role::Template(_))
+        ) {
+            return false;
+        }
         let mut stack = vec![d];
         let mut visited = HashSet::new();
         while let Some(n) = stack.pop() {
@@ -417,12 +429,17 @@ impl<'v> Plan<'v> {
             return matches!(self.cell(*d, row), Some(Value::String(s)) if s == expected);
         }
         let mut rest = expected;
+        let mut number = String::new();
         for part in parts {
             let next = match part {
                 Part::Lit(lit) => rest.strip_prefix(lit.as_str()),
                 Part::Ref(d) => match self.cell(*d, row) {
                     Some(Value::String(s)) => rest.strip_prefix(s.as_str()),
-                    Some(Value::Number(n)) => rest.strip_prefix(n.to_string().as_str()),
+                    Some(Value::Number(n)) => {
+                        number.clear();
+                        let _ = write!(number, "{n}");
+                        rest.strip_prefix(number.as_str())
+                    }
                     _ => None,
                 },
             };
@@ -454,16 +471,14 @@ impl<'v> Plan<'v> {
             .chain(std::iter::once(0));
         starts
             .map(|start| &full[start..])
-            .find(|suffix| self.names.resolve(parent, suffix).as_deref() == Some(full))
+            .find(|suffix| self.names.resolves_to(parent, suffix, full))
     }
 
     /// Column `c`'s template as written on its line.
     pub(super) fn template_text(&self, c: usize, parts: &[Part<usize>]) -> String {
         let mut out = String::new();
         template::write(&mut out, parts, |&d| {
-            self.ref_name(c, d)
-                .unwrap_or(&self.nodes[d].name)
-                .to_owned()
+            self.ref_name(c, d).unwrap_or(&self.nodes[d].name)
         });
         out
     }
@@ -480,11 +495,11 @@ impl<'v> Plan<'v> {
             return false;
         }
         let parent = self.parent_name(c);
-        let read = template::parse(text, |name| self.names.resolve(parent, name));
+        let read = template::parse(text, |name| self.names.lookup(parent, name));
         read.len() == parts.len()
             && read.iter().zip(parts).all(|(a, b)| match (a, b) {
                 (Part::Lit(x), Part::Lit(y)) => x == y,
-                (Part::Ref(name), Part::Ref(d)) => *name == self.nodes[*d].name,
+                (Part::Ref(name), Part::Ref(d)) => *name == self.nodes[*d].name.as_str(),
                 _ => false,
             })
     }
@@ -540,21 +555,39 @@ fn add_level<'v>(
     maps: &[&'v Map<String, Value>],
     depth: usize,
 ) {
+    // The union of the keys in first-seen order, and each key's value in
+    // every map, in one pass. Rows usually list their keys in the same
+    // order, so the column after the last one found is tried first and the
+    // index is only asked when that guess fails.
     let mut keys: Vec<&'v str> = Vec::new();
-    let mut seen: HashSet<&'v str> = HashSet::new();
-    for map in maps {
-        for key in map.keys() {
-            if seen.insert(key.as_str()) {
-                keys.push(key.as_str());
-            }
+    let mut columns: Vec<Vec<Option<&'v Value>>> = Vec::new();
+    let mut index: HashMap<&'v str, usize, FastHash> = HashMap::default();
+    for (r, map) in maps.iter().enumerate() {
+        let mut next = 0;
+        for (key, value) in map.iter() {
+            let key = key.as_str();
+            let column = if keys.get(next) == Some(&key) {
+                next
+            } else if let Some(&column) = index.get(key) {
+                column
+            } else {
+                let column = keys.len();
+                if maps.len() > 1 {
+                    index.insert(key, column);
+                }
+                keys.push(key);
+                columns.push(vec![None; maps.len()]);
+                column
+            };
+            columns[column][r] = Some(value);
+            next = column + 1;
         }
     }
     let (parent_bare, prefix) = match parent {
         Some(p) => (nodes[p].bare, Some(nodes[p].name.clone())),
         None => (true, None),
     };
-    for key in keys {
-        let cells: Vec<Option<&'v Value>> = maps.iter().map(|m| m.get(key)).collect();
+    for (key, cells) in keys.into_iter().zip(columns) {
         let bare = parent_bare && is_bare_segment(key);
         let name = match (&prefix, bare) {
             (Some(prefix), true) => format!("{prefix}.{key}"),
@@ -593,9 +626,9 @@ fn add_level<'v>(
 }
 
 /// A column a template may reference, with its first-row text.
-struct Candidate {
+struct Candidate<'v> {
     column: usize,
-    text: String,
+    text: Cow<'v, str>,
     /// [`bigrams`] of `text`.
     bigrams: u64,
 }
@@ -618,15 +651,47 @@ fn occurrences<'a>(haystack: &'a str, needle: &'a str) -> impl Iterator<Item = u
     let is_word = |c: char| c.is_alphanumeric() || c == '_';
     let starts_word = needle.chars().next().is_some_and(is_word);
     let ends_word = needle.chars().next_back().is_some_and(is_word);
-    haystack.match_indices(needle).filter_map(move |(at, _)| {
-        let before = haystack[..at].chars().next_back();
-        let after = haystack[at + needle.len()..].chars().next();
-        let prefix = &haystack[..at];
-        let in_braces = prefix.matches('{').count() > prefix.matches('}').count();
-        let clash = in_braces
-            || (starts_word && before.is_some_and(is_word))
-            || (ends_word && after.is_some_and(is_word));
-        (!needle.is_empty() && !clash).then_some(at)
+    let hay = haystack.as_bytes();
+    let pat = needle.as_bytes();
+    // The matches `str::match_indices` gives (left to right, not
+    // overlapping), found by hand: no searcher to build per needle. A
+    // match of valid UTF-8 in valid UTF-8 starts and ends on `char`
+    // boundaries. Braces before a match are counted as the search goes.
+    let mut from = 0;
+    let mut counted = 0;
+    let mut depth: isize = 0;
+    std::iter::from_fn(move || {
+        let (&first, tail) = pat.split_first()?;
+        loop {
+            let window = hay.get(from..)?;
+            if window.len() < pat.len() {
+                return None;
+            }
+            let last_start = window.len() - pat.len();
+            let offset = window[..=last_start].iter().position(|&b| b == first)?;
+            let at = from + offset;
+            if &hay[at + 1..at + pat.len()] != tail {
+                from = at + 1;
+                continue;
+            }
+            from = at + pat.len();
+            for &b in &hay[counted..at] {
+                match b {
+                    b'{' => depth += 1,
+                    b'}' => depth -= 1,
+                    _ => {}
+                }
+            }
+            counted = at;
+            let before = haystack[..at].chars().next_back();
+            let after = haystack[at + pat.len()..].chars().next();
+            let clash = depth > 0
+                || (starts_word && before.is_some_and(is_word))
+                || (ends_word && after.is_some_and(is_word));
+            if !clash {
+                return Some(at);
+            }
+        }
     })
 }
 
@@ -701,6 +766,51 @@ mod tests {
             occurrences("u/x/following{/x}", "x").collect::<Vec<_>>(),
             vec![2]
         );
+    }
+
+    /// The search as first written, with `str::match_indices`.
+    fn occurrences_by_match_indices(haystack: &str, needle: &str) -> Vec<usize> {
+        let is_word = |c: char| c.is_alphanumeric() || c == '_';
+        let starts_word = needle.chars().next().is_some_and(is_word);
+        let ends_word = needle.chars().next_back().is_some_and(is_word);
+        haystack
+            .match_indices(needle)
+            .filter_map(|(at, _)| {
+                let before = haystack[..at].chars().next_back();
+                let after = haystack[at + needle.len()..].chars().next();
+                let prefix = &haystack[..at];
+                let in_braces = prefix.matches('{').count() > prefix.matches('}').count();
+                let clash = in_braces
+                    || (starts_word && before.is_some_and(is_word))
+                    || (ends_word && after.is_some_and(is_word));
+                (!needle.is_empty() && !clash).then_some(at)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn occurrences_match_the_reference_search() {
+        let alphabet = ['a', '1', '/', '{', '}', '_', 'é', ' '];
+        // Every string of up to 5 characters over the alphabet, by number.
+        let spell = |mut n: usize| {
+            let mut s = String::new();
+            while n > 0 {
+                s.push(alphabet[(n - 1) % alphabet.len()]);
+                n = (n - 1) / alphabet.len();
+            }
+            s
+        };
+        let needles: Vec<String> = (0..600).map(spell).collect();
+        for h in (0..40_000).step_by(7) {
+            let hay = spell(h);
+            for needle in &needles {
+                assert_eq!(
+                    occurrences(&hay, needle).collect::<Vec<_>>(),
+                    occurrences_by_match_indices(&hay, needle),
+                    "{hay:?} {needle:?}"
+                );
+            }
+        }
     }
 
     #[test]

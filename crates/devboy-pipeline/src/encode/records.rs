@@ -11,11 +11,12 @@
 use std::collections::HashMap;
 use std::fmt::Write as _;
 
+use serde_json::map::Entry;
 use serde_json::{Map, Value};
 
 use super::cell::{Key, LineValue};
 use super::template::{self, Part};
-use super::DecodeError;
+use super::{DecodeError, FastHash};
 
 /// What a template reference points at.
 #[derive(Clone, Copy, Debug)]
@@ -71,7 +72,7 @@ impl RecordShape {
         }
 
         // The reference scope: every bare column name and group prefix.
-        let mut index: HashMap<String, Target> = HashMap::new();
+        let mut index: HashMap<String, Target, FastHash> = HashMap::default();
         let mut groups: Vec<Vec<(usize, usize)>> = Vec::new();
         for (column, key) in keys.iter().enumerate() {
             let Key::Path(segments) = key else { continue };
@@ -113,7 +114,7 @@ impl RecordShape {
                         Key::Literal(_) => String::new(),
                     };
                     let parts = template::parse(&text, |name| {
-                        template::scoped(&parent, name).find_map(|full| index.get(&full).copied())
+                        template::find_scoped(&parent, name, |full| index.get(full).copied())
                     });
                     if parts.iter().any(|p| matches!(p, Part::Ref(_))) {
                         Source::Template(parts)
@@ -215,7 +216,7 @@ impl RecordShape {
             let value = self.evaluate(parts, &values)?;
             values[column] = Some(value);
         }
-        let mut object = Map::new();
+        let mut object = Map::with_capacity(self.keys.len());
         for (key, value) in self.keys.iter().zip(values) {
             if let Some(value) = value {
                 insert(&mut object, key, value)?;
@@ -302,13 +303,13 @@ pub(super) fn insert(
     value: Value,
 ) -> Result<(), DecodeError> {
     match key {
-        Key::Literal(k) => {
-            if object.contains_key(k) {
-                return Err(invalid(format!("duplicate key {k:?}")));
+        Key::Literal(k) => match object.entry(k.clone()) {
+            Entry::Vacant(slot) => {
+                slot.insert(value);
+                Ok(())
             }
-            object.insert(k.clone(), value);
-            Ok(())
-        }
+            Entry::Occupied(_) => Err(invalid(format!("duplicate key {k:?}"))),
+        },
         Key::Path(segments) => insert_path(object, segments, value),
     }
 }
@@ -323,19 +324,34 @@ fn insert_path(
     };
     let mut current = object;
     for segment in parents {
-        let entry = current
-            .entry(segment.clone())
-            .or_insert_with(|| Value::Object(Map::new()));
+        // The columns of a group are usually adjacent: the group is then
+        // the last entry, found without hashing its key.
+        let group_is_last = current
+            .iter()
+            .next_back()
+            .is_some_and(|(k, _)| k == segment);
+        let entry = if group_is_last {
+            match current.iter_mut().next_back() {
+                Some((_, value)) => value,
+                None => return Err(invalid("empty key")),
+            }
+        } else {
+            current
+                .entry(segment.clone())
+                .or_insert_with(|| Value::Object(Map::new()))
+        };
         current = match entry {
             Value::Object(inner) => inner,
             _ => return Err(invalid(format!("{segment:?} is both a value and a group"))),
         };
     }
-    if current.contains_key(last) {
-        return Err(invalid(format!("duplicate key {last:?}")));
+    match current.entry(last.clone()) {
+        Entry::Vacant(slot) => {
+            slot.insert(value);
+            Ok(())
+        }
+        Entry::Occupied(_) => Err(invalid(format!("duplicate key {last:?}"))),
     }
-    current.insert(last.clone(), value);
-    Ok(())
 }
 
 #[cfg(test)]

@@ -19,10 +19,12 @@
 
 use std::collections::HashSet;
 
+use super::FastHash;
+
 /// The names templates may reference in one scope.
 #[derive(Clone, Debug, Default)]
 pub(super) struct Names {
-    set: HashSet<String>,
+    set: HashSet<String, FastHash>,
 }
 
 impl Names {
@@ -36,10 +38,11 @@ impl Names {
 
     /// A scope from column paths: each path's dotted name and the names of
     /// its groups (every proper prefix).
+    #[cfg(test)]
     pub(super) fn from_paths<'a, S: AsRef<str> + 'a>(
         paths: impl IntoIterator<Item = &'a [S]>,
     ) -> Self {
-        let mut set = HashSet::new();
+        let mut set = HashSet::default();
         for path in paths {
             let mut name = String::new();
             for (i, segment) in path.iter().enumerate() {
@@ -58,24 +61,64 @@ impl Names {
         self.set.contains(name)
     }
 
+    /// A scope from dotted column names (each segment non-empty, without
+    /// `.`): each name and the names of its groups, as
+    /// `Names::from_paths` of the split names; `capacity` is a guess at
+    /// how many.
+    pub(super) fn from_dotted<'a>(
+        capacity: usize,
+        names: impl IntoIterator<Item = &'a str>,
+    ) -> Self {
+        let mut set: HashSet<String, FastHash> =
+            HashSet::with_capacity_and_hasher(capacity, FastHash::default());
+        for name in names {
+            let prefixes = name.match_indices('.').map(|(dot, _)| &name[..dot]);
+            for prefix in prefixes.chain(std::iter::once(name)) {
+                if !set.contains(prefix) {
+                    set.insert(prefix.to_owned());
+                }
+            }
+        }
+        Self { set }
+    }
+
     /// The full name `name` stands for in the line of a key whose parent
     /// path is `parent` (`""` at the top).
+    #[cfg(test)]
     pub(super) fn resolve(&self, parent: &str, name: &str) -> Option<String> {
-        scoped(parent, name).find(|full| self.set.contains(full))
+        self.lookup(parent, name).map(str::to_owned)
+    }
+
+    /// `Names::resolve` without allocating the answer: the stored full
+    /// name. Tries the same scopes in the same order as `scoped`.
+    pub(super) fn lookup(&self, parent: &str, name: &str) -> Option<&str> {
+        if self.set.is_empty() {
+            return None;
+        }
+        find_scoped(parent, name, |full| self.set.get(full).map(String::as_str))
+    }
+
+    /// Whether `name`, in the line of a key under `parent`, resolves to
+    /// exactly `full`.
+    pub(super) fn resolves_to(&self, parent: &str, name: &str, full: &str) -> bool {
+        self.lookup(parent, name) == Some(full)
     }
 
     /// True if `text`, in the line of a key under `parent`, reads as a
     /// template that references at least one name.
     pub(super) fn has_ref(&self, parent: &str, text: &str) -> bool {
         !self.set.is_empty()
-            && parse(text, |name| self.resolve(parent, name))
+            && text.contains('{')
+            && parse(text, |name| self.lookup(parent, name))
                 .iter()
                 .any(|p| matches!(p, Part::Ref(_)))
     }
 }
 
-/// The full names `name` may stand for under `parent`, innermost first:
+/// The full names `name` may stand for under `parent`, innermost first
+/// (what [`find_scoped`] tries):
 /// `a.b` + `x` gives `a.b.x`, `a.x`, `x`.
+#[cfg(test)]
 pub(super) fn scoped<'a>(parent: &'a str, name: &'a str) -> impl Iterator<Item = String> + 'a {
     let mut scope = Some(parent);
     std::iter::from_fn(move || {
@@ -87,6 +130,33 @@ pub(super) fn scoped<'a>(parent: &'a str, name: &'a str) -> impl Iterator<Item =
         scope = Some(current.rfind('.').map_or("", |dot| &current[..dot]));
         Some(format!("{current}.{name}"))
     })
+}
+
+/// The first of the full names of `scoped` for which `get` answers, in
+/// the same order, built in one reused buffer.
+pub(super) fn find_scoped<T>(
+    parent: &str,
+    name: &str,
+    get: impl Fn(&str) -> Option<T>,
+) -> Option<T> {
+    if parent.is_empty() {
+        return get(name);
+    }
+    let mut buf = String::with_capacity(parent.len() + 1 + name.len());
+    let mut current = parent;
+    loop {
+        if current.is_empty() {
+            return get(name);
+        }
+        buf.clear();
+        buf.push_str(current);
+        buf.push('.');
+        buf.push_str(name);
+        if let Some(found) = get(&buf) {
+            return Some(found);
+        }
+        current = current.rfind('.').map_or("", |dot| &current[..dot]);
+    }
 }
 
 /// A piece of a template.
@@ -147,13 +217,17 @@ pub(super) fn is_list<R>(parts: &[Part<R>]) -> bool {
 }
 
 /// Writes template text: literal text as is, references as `{name}`.
-pub(super) fn write<R>(out: &mut String, parts: &[Part<R>], name_of: impl Fn(&R) -> String) {
+pub(super) fn write<R, S: AsRef<str>>(
+    out: &mut String,
+    parts: &[Part<R>],
+    name_of: impl Fn(&R) -> S,
+) {
     for part in parts {
         match part {
             Part::Lit(s) => out.push_str(s),
             Part::Ref(r) => {
                 out.push('{');
-                out.push_str(&name_of(r));
+                out.push_str(name_of(r).as_ref());
                 out.push('}');
             }
         }
@@ -206,6 +280,14 @@ mod tests {
         assert_eq!(names.resolve("owner", "login"), None);
         let all: Vec<String> = scoped("a.b", "x").collect();
         assert_eq!(all, ["a.b.x", "a.x", "x"]);
+        let tried = std::cell::RefCell::new(Vec::new());
+        let none = find_scoped("a.b", "x", |full| {
+            tried.borrow_mut().push(full.to_owned());
+            None::<()>
+        });
+        assert_eq!(none, None);
+        assert_eq!(tried.into_inner(), all);
+        assert_eq!(find_scoped("", "x", |full| Some(full.len())), Some(1));
     }
 
     #[test]
