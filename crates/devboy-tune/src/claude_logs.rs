@@ -667,23 +667,13 @@ impl fmt::Display for ClaudeLogReport {
                 c.target, c.from, c.to, c.rule, c.reason
             )?;
         }
-        match (&self.written, self.options.dry_run) {
-            (Some(path), _) => writeln!(f, "\nwrote {}:", path.display())?,
-            (None, true) => writeln!(
-                f,
-                "\ndry run: nothing written; {} would get:",
-                self.options.output.display()
-            )?,
-            (None, false) => writeln!(
-                f,
-                "\n{} was not written; it would get:",
-                self.options.output.display()
-            )?,
-        }
-        for line in self.snippet.lines() {
-            writeln!(f, "  {line}")?;
-        }
-        Ok(())
+        crate::report::write_outcome(
+            f,
+            self.written.as_deref(),
+            self.options.dry_run,
+            &self.options.output,
+            &self.snippet,
+        )
     }
 }
 

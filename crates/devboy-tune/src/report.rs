@@ -338,23 +338,13 @@ impl AnalyzeReport {
             writeln!(f, "\n{} unchanged", self.options.output.display())?;
             return Ok(());
         }
-        match (&self.written, self.options.dry_run) {
-            (Some(path), _) => writeln!(f, "\nwrote {}:", path.display())?,
-            (None, true) => writeln!(
-                f,
-                "\ndry run: nothing written; {} would get:",
-                self.options.output.display()
-            )?,
-            (None, false) => writeln!(
-                f,
-                "\n{} was not written; it would get:",
-                self.options.output.display()
-            )?,
-        }
-        for line in self.snippet.lines() {
-            writeln!(f, "  {line}")?;
-        }
-        Ok(())
+        crate::report::write_outcome(
+            f,
+            self.written.as_deref(),
+            self.options.dry_run,
+            &self.options.output,
+            &self.snippet,
+        )
     }
 }
 
@@ -367,4 +357,27 @@ fn rate_text(rate: f64) -> String {
     } else {
         text.to_owned()
     }
+}
+
+/// The end of a report: where the TOML went (or would go), then the TOML.
+pub(crate) fn write_outcome(
+    f: &mut fmt::Formatter<'_>,
+    written: Option<&std::path::Path>,
+    dry_run: bool,
+    output: &std::path::Path,
+    snippet: &str,
+) -> fmt::Result {
+    match (written, dry_run) {
+        (Some(path), _) => writeln!(f, "\nwrote {}:", path.display())?,
+        (None, true) => writeln!(
+            f,
+            "\ndry run: nothing written; {} would get:",
+            output.display()
+        )?,
+        (None, false) => writeln!(f, "\n{} was not written; it would get:", output.display())?,
+    }
+    for line in snippet.lines() {
+        writeln!(f, "  {line}")?;
+    }
+    Ok(())
 }
