@@ -272,99 +272,90 @@ impl Reader<'_> {
         Ok(())
     }
 
-    fn dedup(&mut self, node: &Node, path: &KeyPath) -> Result<()> {
+    /// Reads a table whose keys must be among `allowed`, handing each
+    /// field (key, value, key path) to `read`.
+    fn fields(
+        &mut self,
+        node: &Node,
+        path: &KeyPath,
+        allowed: &[&str],
+        mut read: impl FnMut(&mut Self, &str, &Node, &KeyPath) -> Result<()>,
+    ) -> Result<()> {
         let entries = self.table(node, path)?;
-        self.check_keys(entries, path, DEDUP_KEYS)?;
+        self.check_keys(entries, path, allowed)?;
         for entry in entries {
-            let p = path.key(&entry.key);
-            let n = &entry.node;
-            match entry.key.as_str() {
-                "enabled" => self.config.dedup.enabled = self.boolean(n, &p)?,
-                "min_body_bytes" => self.config.dedup.min_body_bytes = self.count(n, &p, 1)?,
-                "ttl_secs" => {
-                    self.config.dedup.ttl = Duration::from_secs(self.count(n, &p, 1)? as u64)
-                }
-                "max_entries" => self.config.dedup.max_entries = self.count(n, &p, 1)?,
-                "max_context_bytes" => {
-                    self.config.dedup.max_context_bytes = self.count(n, &p, 1)?
-                }
-                "near_ref" => self.near_ref(n, &p)?,
-                _ => {}
-            }
+            read(self, &entry.key, &entry.node, &path.key(&entry.key))?;
         }
         Ok(())
+    }
+
+    fn dedup(&mut self, node: &Node, path: &KeyPath) -> Result<()> {
+        self.fields(node, path, DEDUP_KEYS, |r, key, n, p| {
+            match key {
+                "enabled" => r.config.dedup.enabled = r.boolean(n, p)?,
+                "min_body_bytes" => r.config.dedup.min_body_bytes = r.count(n, p, 1)?,
+                "ttl_secs" => r.config.dedup.ttl = Duration::from_secs(r.count(n, p, 1)? as u64),
+                "max_entries" => r.config.dedup.max_entries = r.count(n, p, 1)?,
+                "max_context_bytes" => r.config.dedup.max_context_bytes = r.count(n, p, 1)?,
+                "near_ref" => r.near_ref(n, p)?,
+                _ => {}
+            }
+            Ok(())
+        })
     }
 
     fn near_ref(&mut self, node: &Node, path: &KeyPath) -> Result<()> {
-        let entries = self.table(node, path)?;
-        self.check_keys(entries, path, NEAR_REF_KEYS)?;
-        for entry in entries {
-            let p = path.key(&entry.key);
-            let n = &entry.node;
-            match entry.key.as_str() {
-                "enabled" => self.config.dedup.near_ref.enabled = self.boolean(n, &p)?,
-                "max_changes" => self.config.dedup.near_ref.max_changes = self.count(n, &p, 1)?,
-                "min_body_bytes" => {
-                    self.config.dedup.near_ref.min_body_bytes = self.count(n, &p, 1)?
-                }
+        self.fields(node, path, NEAR_REF_KEYS, |r, key, n, p| {
+            match key {
+                "enabled" => r.config.dedup.near_ref.enabled = r.boolean(n, p)?,
+                "max_changes" => r.config.dedup.near_ref.max_changes = r.count(n, p, 1)?,
+                "min_body_bytes" => r.config.dedup.near_ref.min_body_bytes = r.count(n, p, 1)?,
                 _ => {}
             }
-        }
-        Ok(())
+            Ok(())
+        })
     }
 
     fn encoding(&mut self, node: &Node, path: &KeyPath) -> Result<()> {
-        let entries = self.table(node, path)?;
-        self.check_keys(entries, path, ENCODING_KEYS)?;
-        for entry in entries {
-            let p = path.key(&entry.key);
-            match entry.key.as_str() {
-                "enabled" => self.config.encoding.enabled = self.boolean(&entry.node, &p)?,
-                "budget_tokens" => {
-                    self.config.encoding.budget_tokens = self.count(&entry.node, &p, 100)?
-                }
+        self.fields(node, path, ENCODING_KEYS, |r, key, n, p| {
+            match key {
+                "enabled" => r.config.encoding.enabled = r.boolean(n, p)?,
+                "budget_tokens" => r.config.encoding.budget_tokens = r.count(n, p, 100)?,
                 _ => {}
             }
-        }
-        Ok(())
+            Ok(())
+        })
     }
 
     fn profiles(&mut self, node: &Node, path: &KeyPath) -> Result<()> {
-        let entries = self.table(node, path)?;
-        self.check_keys(entries, path, PROFILES_KEYS)?;
-        for entry in entries {
-            let p = path.key(&entry.key);
-            match entry.key.as_str() {
-                "tokenizer" => self.config.tokenizer = self.tokenizer(&entry.node, &p)?,
-                "client" => self.config.client = self.client(&entry.node, &p)?,
+        self.fields(node, path, PROFILES_KEYS, |r, key, n, p| {
+            match key {
+                "tokenizer" => r.config.tokenizer = r.tokenizer(n, p)?,
+                "client" => r.config.client = r.client(n, p)?,
                 _ => {}
             }
-        }
-        Ok(())
+            Ok(())
+        })
     }
 
     fn telemetry(&mut self, node: &Node, path: &KeyPath) -> Result<()> {
-        let entries = self.table(node, path)?;
-        self.check_keys(entries, path, TELEMETRY_KEYS)?;
-        for entry in entries {
-            let p = path.key(&entry.key);
-            let n = &entry.node;
-            match entry.key.as_str() {
-                "enabled" => self.config.telemetry.enabled = self.boolean(n, &p)?,
-                "sample_rate" => self.config.telemetry.sample_rate = self.fraction(n, &p)?,
+        self.fields(node, path, TELEMETRY_KEYS, |r, key, n, p| {
+            match key {
+                "enabled" => r.config.telemetry.enabled = r.boolean(n, p)?,
+                "sample_rate" => r.config.telemetry.sample_rate = r.fraction(n, p)?,
                 "max_file_bytes" => {
-                    let bytes = self.count(n, &p, MIN_TELEMETRY_FILE_BYTES)?;
-                    self.config.telemetry.max_file_bytes = bytes as u64;
+                    let bytes = r.count(n, p, MIN_TELEMETRY_FILE_BYTES)?;
+                    r.config.telemetry.max_file_bytes = bytes as u64;
                 }
                 "max_age_days" => {
-                    let days = u32::try_from(self.count(n, &p, 1)?)
-                        .map_err(|_| self.invalid(&p, n, "a number of days below 2^32"))?;
-                    self.config.telemetry.max_age_days = days;
+                    let days = u32::try_from(r.count(n, p, 1)?)
+                        .map_err(|_| r.invalid(p, n, "a number of days below 2^32"))?;
+                    r.config.telemetry.max_age_days = days;
                 }
                 _ => {}
             }
-        }
-        Ok(())
+            Ok(())
+        })
     }
 
     fn tokenizer(&self, node: &Node, path: &KeyPath) -> Result<TokenizerChoice> {
