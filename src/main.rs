@@ -380,12 +380,27 @@ fn hook_signal() {
             return;
         }
     };
-    let (event, cwd, session_id) = match hooks::classify(&value) {
+    let (event, cwd, session_id, model, reset) = match hooks::classify(&value) {
         HookAction::Signal {
             event,
             cwd,
             session_id,
-        } => (event, cwd, session_id),
+            model,
+        } => (event, cwd, session_id, model, true),
+        HookAction::Model {
+            model,
+            cwd,
+            session_id,
+        } => {
+            let event = format!(
+                "SessionStart:{}",
+                value
+                    .get("source")
+                    .and_then(|s| s.as_str())
+                    .unwrap_or("startup")
+            );
+            (event, cwd, session_id, Some(model), false)
+        }
         HookAction::Ignore(reason) => {
             tracing::debug!(%reason, "hook signal: nothing to do");
             return;
@@ -420,10 +435,18 @@ fn hook_signal() {
     let runtime_dir = devboy_core::paths::runtime_dir();
     for project in projects {
         let file = devboy_core::paths::partition_file(&runtime_dir, &project);
-        match partition::signal(&file, &project, &event, session_id.as_deref()) {
+        let (session_id, model) = (session_id.as_deref(), model.as_deref());
+        let written = match (reset, model) {
+            (false, Some(model)) => {
+                partition::record_model(&file, &project, &event, session_id, model)
+            }
+            _ => partition::signal(&file, &project, &event, session_id, model),
+        };
+        match written {
             Ok(state) => tracing::debug!(
                 %event, project = %project.display(), epoch = state.epoch,
-                "hook signal: context partition advanced"
+                model = state.model.as_deref().unwrap_or("unknown"),
+                "hook signal: recorded"
             ),
             Err(error) => tracing::warn!(
                 %event, file = %file.display(), %error,

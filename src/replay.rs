@@ -19,7 +19,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
-use devboy_core::pipeline_config::PipelineConfig;
+use devboy_core::pipeline_config::{PipelineConfig, SessionContext};
 use devboy_mcp::dedup::{session_pipeline, tokenizer};
 use devboy_pipeline::session::{Action, BodyPolicy};
 use devboy_pipeline::{EndpointKey, ResultPolicy, Timestamp};
@@ -188,7 +188,7 @@ fn body_of(endpoint: &str, text: String) -> Body {
 }
 
 fn run(config: &PipelineConfig, files: usize, bodies: &[Body]) -> Value {
-    let tok = tokenizer(config.tokenizer);
+    let tok = tokenizer(config.resolve_session(&SessionContext::default()).tokenizer);
     let mut pipeline = session_pipeline(config);
     let (mut compact, mut pretty) = (0u64, 0u64);
     let mut shapes: BTreeMap<&'static str, Bucket> = BTreeMap::new();
@@ -216,9 +216,11 @@ fn run(config: &PipelineConfig, files: usize, bodies: &[Body]) -> Value {
                 min_body_bytes: Some(settings.min_body_bytes),
                 near: None,
                 call: None,
+                freshness: None,
             }),
             encode: settings.encode && config.encoding.enabled,
             only: settings.template.clone(),
+            keep_whole: false,
         };
         let processed = pipeline.process(
             EndpointKey::new("replay", &body.endpoint),

@@ -138,9 +138,20 @@ fn installed_compaction_hook_runs_in_claude_code() {
     .unwrap();
     // Exactly two signals: PreCompact, then SessionStart with source
     // `compact`. The `startup` of the first run and the `resume` of
-    // `--continue` do not match the installed `compact|clear` matcher.
+    // `--continue` only record the model, without a signal.
     assert_eq!(state["epoch"], json!(2), "{state}");
     assert_eq!(state["event"], json!("SessionStart:compact"), "{state}");
+    // Claude Code's SessionStart input names the model, and devboy's
+    // built-in llm profiles recognise it.
+    let model = state["model"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no model recorded: {state}"));
+    let config = devboy_core::pipeline_config::PipelineConfig::embedded_default();
+    let session = config.resolve_session(&devboy_core::pipeline_config::SessionContext {
+        model: Some(model.to_owned()),
+        ..Default::default()
+    });
+    assert_eq!(session.llm.as_deref(), Some("claude"), "model {model}");
 }
 
 /// Issue 3's acceptance run: inside real Claude Code, a second read of the

@@ -136,6 +136,30 @@ async fn status_reports_the_pipeline() {
     );
 }
 
+/// `[hints.near_ref] max_per_session`: past the limit, polls go out in
+/// full (re-encoded, with their own id) instead of as changes.
+#[tokio::test(flavor = "multi_thread")]
+async fn past_its_hint_limit_a_poll_is_sent_in_full() {
+    let pipeline = "schema_version = 3\n[endpoints.\"t__poll\"]\nnear_ref = true\n[hints.near_ref]\nmax_per_session = 1\n";
+    let devboy = Devboy::start_with_pipeline(ONE, pipeline).await;
+    devboy.call("t__poll", json!({})).await;
+    let second = text_of(&devboy.call("t__poll", json!({})).await);
+    assert!(second.starts_with("> [near-ref: "), "{second}");
+    let third = devboy.call("t__poll", json!({})).await;
+    let shown = third.content[0].as_text().unwrap().text.as_str();
+    assert!(!shown.contains("near-ref"), "{shown}");
+    let id = id_of(&third);
+    let original = devboy.call("devboy_expand", json!({"id": id})).await;
+    let body: Value = serde_json::from_str(&text_of(&original)).unwrap();
+    assert_eq!(devboy_pipeline::encode::decode(shown).unwrap(), body);
+    let status = devboy.call("devboy_status", json!({})).await;
+    let status: Value = serde_json::from_str(&text_of(&status)).unwrap();
+    assert_eq!(
+        status["session"]["savings"]["hints_sent"]["near_ref"], 1,
+        "{status}"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn a_polled_status_becomes_a_near_reference_with_the_exact_changes() {
     let pipeline = "schema_version = 2\n[endpoints.\"t__poll\"]\nnear_ref = true\n";

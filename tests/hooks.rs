@@ -183,6 +183,34 @@ async fn hook_signals_advance_the_partition_of_the_project() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn the_session_start_hook_gives_devboy_the_model_and_its_profile() {
+    let project = TempDir::new("hooks-model-project");
+    let runtime = TempDir::new("hooks-model-runtime");
+    let mut proxy = Proxy::start(project.path(), runtime.path()).await;
+    let session = |status: &Value| status["session"]["savings"]["session"].clone();
+    let status = proxy.call("devboy_status").await;
+    assert_eq!(session(&status)["model"], Value::Null, "{status}");
+    assert_eq!(status["session"]["savings"]["tokenizer"], "o200k_base");
+    // Claude Code's SessionStart input on startup names the model.
+    let mut start: Value = serde_json::from_str(&session_start(project.path(), "startup")).unwrap();
+    start["model"] = json!("gpt-4-0613");
+    hook_signal(runtime.path(), &start.to_string());
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let status = loop {
+        let status = proxy.call("devboy_status").await;
+        if session(&status)["model"] == "gpt-4-0613" {
+            break status;
+        }
+        assert!(Instant::now() < deadline, "model never arrived: {status}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert_eq!(session(&status)["llm_profile"], "openai_cl100k", "{status}");
+    assert_eq!(status["session"]["savings"]["tokenizer"], "cl100k_base");
+    // Learning the model is no context reset.
+    assert_eq!(proxy.partition().await, 0);
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn hook_cwd_is_matched_canonically() {
     // Claude Code may report the project through a symlink; devboy's own
     // working directory is the resolved path.
@@ -228,7 +256,7 @@ fn install_creates_the_settings_file() {
         settings,
         json!({"hooks": {
             "PreCompact": [{"hooks": [{"type": "command", "command": command}]}],
-            "SessionStart": [{"matcher": "compact|clear",
+            "SessionStart": [{"matcher": "startup|resume|compact|clear",
                 "hooks": [{"type": "command", "command": command}]}],
         }})
     );

@@ -7,7 +7,7 @@
 use std::path::PathBuf;
 use std::process::{Command, Output};
 
-use devboy_testkit::{peers, ClaudeCode, Script, ScriptedModel};
+use devboy_testkit::{peers, ClaudeCode, Script, ScriptedModel, Turn};
 use devboy_tune::synthetic::{EndpointSpec, Workload};
 use serde_json::json;
 
@@ -208,9 +208,33 @@ fn analyze_writes_the_config_and_keeps_hand_edits() {
     );
 
     let text = std::fs::read_to_string(&written).unwrap();
-    for line in HAND_EDITED.lines() {
+    for line in HAND_EDITED
+        .lines()
+        .filter(|l| !l.starts_with("schema_version"))
+    {
         assert!(text.contains(line), "hand edit lost: {line:?}\n{text}");
     }
+    // V1: typical_tokens for each named endpoint (a version 3 key, so the
+    // version 2 file says 3 now), reported apart from the simulated changes.
+    assert!(
+        text.contains("\nschema_version = 3  # tune: was 2; "),
+        "{text}"
+    );
+    for name in [
+        "gh__list_issues",
+        "gh__search_code",
+        "ci__get_pipeline_status",
+    ] {
+        assert!(
+            text.contains(&format!("[tools.\"{name}\"]\ntypical_tokens = ")),
+            "{name}: {text}"
+        );
+    }
+    assert!(
+        out.contains("value-model priors (inputs of speculation; they change no token sent, so they are not simulated):\n  set     [tools.\""),
+        "{out}"
+    );
+    assert!(out.contains("schema_version 2 -> 3, because"), "{out}");
     assert!(text.contains("dedup = false  # tune: D1"), "{text}");
     assert!(text.contains("near_ref = true  # tune: N1"), "{text}");
     assert!(!text.contains("unnamed"), "{text}");
@@ -230,7 +254,11 @@ fn analyze_writes_the_config_and_keeps_hand_edits() {
         show.contains(&format!("pipeline config: {}", written.display())),
         "{show}"
     );
-    assert!(show.contains("schema version: 2"), "{show}");
+    assert!(show.contains("schema version: 3\n"), "{show}");
+    assert!(
+        show.contains("\"gh__list_issues\": typical_tokens = 2000 (tune)"),
+        "{show}"
+    );
     assert!(show.contains("ttl_secs          = 1200"), "{show}");
     assert!(
         show.contains("\"gh__search_code\": dedup = false (tune)"),
@@ -299,23 +327,38 @@ fn analyze_refuses_a_config_it_cannot_load_and_says_where() {
     );
 }
 
-/// Runs real Claude Code against devboy (proxying server-filesystem): two
-/// tool calls, then a `/compact` of the same session. Returns the isolated
-/// installation (its HOME holds the logs) and the project path.
+/// Tool uses of the scripted session: 21 reads, each followed by a listing.
+const READS: usize = 21;
+
+/// Runs real Claude Code against devboy (proxying server-filesystem): a
+/// read and a listing in two turns, then 20 more of each, alternating, in
+/// four turns of parallel tool uses (so 42 consecutive devboy tool uses
+/// cost six model requests, not 42), then a `/compact` of the same
+/// session. Returns the isolated installation (its HOME holds the logs)
+/// and the project path.
 fn claude_code_session() -> (ClaudeCode, ScriptedModel) {
     let claude = ClaudeCode::new().unwrap();
     let file = claude.project().join("notes.txt");
     std::fs::write(&file, "a note\n".repeat(40)).unwrap();
     let read = "mcp__devboy__fs__read_text_file";
     let list = "mcp__devboy__fs__list_directory";
-    let model = ScriptedModel::start(
-        Script::new()
-            .tool_use(read, json!({"path": file.to_str().unwrap()}))
-            .tool_use(list, json!({"path": claude.project().to_str().unwrap()}))
-            .final_text("read and listed")
-            .final_text("spare"),
-    )
-    .unwrap();
+    let read_input = json!({"path": file.to_str().unwrap()});
+    let list_input = json!({"path": claude.project().to_str().unwrap()});
+    let mut script = Script::new()
+        .tool_use(read, read_input.clone())
+        .tool_use(list, list_input.clone());
+    for _ in 0..(READS - 1) / 5 {
+        let pairs = (0..5)
+            .flat_map(|_| {
+                [
+                    (read.to_owned(), read_input.clone()),
+                    (list.to_owned(), list_input.clone()),
+                ]
+            })
+            .collect();
+        script = script.turn(Turn::ParallelToolUse(pairs));
+    }
+    let model = ScriptedModel::start(script.final_text("read and listed")).unwrap();
     let claude = claude.model(&model);
     let fs = peers::server_filesystem(claude.project());
     let config = claude.scratch_dir().join("devboy.toml");
@@ -366,8 +409,11 @@ fn from_claude_logs_reads_what_real_claude_code_wrote() {
         out.contains(&format!("files: {}, projects: 1,", logs.len())),
         "{out}"
     );
+    let uses = 2 * READS;
     assert!(
-        out.contains("sessions: 1, tool uses: 2 (2 of MCP tools), compactions: 1 (1 manual)"),
+        out.contains(&format!(
+            "sessions: 1, tool uses: {uses} ({uses} of MCP tools), compactions: 1 (1 manual)"
+        )),
         "{out}"
     );
     let model_line = out
@@ -376,13 +422,32 @@ fn from_claude_logs_reads_what_real_claude_code_wrote() {
         .nth(3)
         .unwrap_or_default();
     assert!(model_line.trim_start().starts_with("claude"), "{out}");
+    let model = model_line.split_whitespace().next().unwrap().to_owned();
     assert!(out.contains("mcp__devboy__fs__read_text_file"), "{out}");
     assert!(out.contains("mcp__devboy__fs__list_directory"), "{out}");
-    // A Claude model changes nothing: o200k is devboy's stand-in already.
-    assert!(out.contains("which is already the tokenizer"), "{out}");
+    // P1: the one model is pinned, and the report says what that means by
+    // devboy's own resolution: the built-in `claude` profile, o200k.
+    assert!(
+        out.contains(&format!(
+            "[profiles] model: unset -> \"{model}\"  (P1) {model} answers 100% of"
+        )),
+        "{out}"
+    );
+    assert!(
+        out.contains(&format!(
+            "with the pin, a session whose client reports no model runs as {model} with llm profile `claude`, tokenizer o200k (the profile's)"
+        )),
+        "{out}"
+    );
+    // P2: one long session is too little to judge the agent profile.
+    assert!(
+        out.contains("P2: sessions with ≥ 20 tool uses: 1 (3 needed to judge)"),
+        "{out}"
+    );
     assert!(out.contains("devboy hook install"), "{out}");
     assert!(out.contains("run with --tools"), "{out}");
-    assert!(out.contains("no changes to propose"), "{out}");
+    assert!(out.contains("dry run: nothing written"), "{out}");
+    assert!(!dirs.pipeline_config().exists());
 
     // --tools: side effects from the names, as a dry run.
     let hand = "schema_version = 2\n\n[tools.\"fs__list_*\"]\nside_effect = \"unknown\"   # not sure yet\n";
@@ -410,20 +475,76 @@ fn from_claude_logs_reads_what_real_claude_code_wrote() {
         out.contains("but `[tools.\"fs__list_*\"] side_effect = \"unknown\"` was written by hand"),
         "{out}"
     );
+    // P3 follow-ups from the consecutive tool uses in the real log: every
+    // read was followed by a listing and every listing but the last by a
+    // read.
+    assert!(
+        out.contains(&format!(
+            "[tools.\"fs__read_text_file\"] follow_up: unset -> [{{ tool = \"fs__list_directory\", probability = 1.0 }}]  (P3) of {READS} tool uses right after it in the same session: fs__list_directory {READS}; read-only by the name: fs__list_directory"
+        )),
+        "{out}"
+    );
+    assert!(
+        out.contains(&format!(
+            "[tools.\"fs__list_directory\"] follow_up: unset -> [{{ tool = \"fs__read_text_file\", probability = 1.0 }}]  (P3) of {} tool uses",
+            READS - 1
+        )),
+        "{out}"
+    );
+    assert!(
+        out.contains("schema_version 2 -> 3 (would be), because a key written is new in version 3"),
+        "{out}"
+    );
     assert!(out.contains("dry run: nothing written"), "{out}");
     assert_eq!(
         std::fs::read_to_string(dirs.pipeline_config()).unwrap(),
         hand
     );
 
-    // Written for real: the hand edit stays, a second run has nothing to add.
+    // Written for real: the hand edit stays, the version 2 file is raised
+    // to 3 (it gets version 3 keys), a second run has nothing to add.
     let out = stdout(&dirs.devboy(&["tune", "from-claude-logs", "--input-dir", input, "--tools"]));
     assert!(out.contains("wrote "), "{out}");
+    assert!(out.contains("schema_version 2 -> 3, because"), "{out}");
     let text = std::fs::read_to_string(dirs.pipeline_config()).unwrap();
-    assert!(text.starts_with(hand), "{text}");
+    assert!(
+        text.starts_with("schema_version = 3  # tune: was 2; "),
+        "{text}"
+    );
+    assert!(
+        text.contains(hand.trim_start_matches("schema_version = 2\n")),
+        "{text}"
+    );
     assert!(
         text.contains("[tools.\"fs__read_text_file\"]\nside_effect = \"read_only\"  # tune: P3"),
         "{text}"
+    );
+    assert!(
+        text.contains(&format!("\nmodel = \"{model}\"  # tune: P1")),
+        "{text}"
+    );
+    assert!(
+        text.contains(
+            "follow_up = [{ tool = \"fs__list_directory\", probability = 1.0 }]  # tune: P3"
+        ),
+        "{text}"
+    );
+    // devboy loads it, and `tune show` says what the pin resolves to.
+    let show = stdout(&dirs.devboy(&["tune", "show"]));
+    assert!(show.contains("schema version: 3\n"), "{show}");
+    assert!(
+        show.contains(&format!("  model             = \"{model}\" (tune)\n")),
+        "{show}"
+    );
+    assert!(
+        show.contains(&format!(
+            "a session whose client reports no model: model {model} (pinned in [profiles] model), llm profile `claude`, tokenizer o200k"
+        )),
+        "{show}"
+    );
+    assert!(
+        show.contains("\"fs__read_text_file\": side_effect = read_only (tune), follow_up = [{ tool = \"fs__list_directory\", probability = 1.0 }] (tune)"),
+        "{show}"
     );
     let again =
         stdout(&dirs.devboy(&["tune", "from-claude-logs", "--input-dir", input, "--tools"]));
@@ -442,7 +563,9 @@ fn from_claude_logs_reads_what_real_claude_code_wrote() {
         .unwrap();
     let out = stdout(&out);
     assert!(
-        out.contains("read 2 result events and 1 session summaries"),
+        out.contains(&format!(
+            "read {uses} result events and 1 session summaries"
+        )),
         "{out}"
     );
     assert!(!out.contains("malformed"), "{out}");
@@ -464,6 +587,82 @@ fn from_claude_logs_reads_what_real_claude_code_wrote() {
         "--dry-run",
     ]));
     assert!(none.contains("no session logs found"), "{none}");
+}
+
+/// Session logs written the way Claude Code 2.1 writes them (the entries
+/// the tuner reads, as in the logs of the real run above): `sessions`
+/// sessions of `pairs` read/list pairs each, every one compacted
+/// `compactions` times, answered by `model`.
+fn write_claude_logs(
+    dir: &std::path::Path,
+    model: &str,
+    sessions: usize,
+    pairs: usize,
+    compactions: usize,
+) {
+    let project = dir.join("-home-u-proj");
+    std::fs::create_dir_all(&project).unwrap();
+    for s in 0..sessions {
+        let id = format!("00000000-0000-4000-8000-{s:012}");
+        let mut lines = vec![
+            json!({"type": "user", "sessionId": id, "isSidechain": false,
+            "message": {"role": "user", "content": "work"}}),
+        ];
+        for i in 0..2 * pairs {
+            let tool = if i % 2 == 0 {
+                "fs__read_text_file"
+            } else {
+                "fs__list_directory"
+            };
+            lines.push(
+                json!({"type": "assistant", "sessionId": id, "isSidechain": false,
+                "message": {"id": format!("msg_{s}_{i}"), "model": model, "role": "assistant",
+                    "content": [{"type": "tool_use", "id": format!("toolu_{s}_{i}"),
+                        "name": format!("mcp__devboy__{tool}"), "input": {"path": "/x"}}]}}),
+            );
+        }
+        for _ in 0..compactions {
+            lines.push(
+                json!({"type": "system", "subtype": "compact_boundary", "sessionId": id,
+                "compactMetadata": {"trigger": "auto", "preTokens": 150000}}),
+            );
+            lines.push(
+                json!({"type": "user", "sessionId": id, "isCompactSummary": true,
+                "message": {"role": "user", "content": "summary"}}),
+            );
+        }
+        let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+        std::fs::write(project.join(format!("{id}.jsonl")), text).unwrap();
+    }
+}
+
+#[test]
+fn from_claude_logs_pins_marathon_for_compacting_sessions_and_show_resolves_it() {
+    let dirs = Dirs::new();
+    let logs = dirs.root.join("projects");
+    // Three long sessions (40 tool uses), each compacted twice: marathon's
+    // min_compactions.
+    write_claude_logs(&logs, "gpt-4o-2024-08-06", 3, 20, 2);
+    std::fs::write(dirs.pipeline_config(), "schema_version = 2\n").unwrap();
+    let input = logs.to_str().unwrap();
+    let out = stdout(&dirs.devboy(&["tune", "from-claude-logs", "--input-dir", input]));
+    assert!(
+        out.contains("[profiles] agent: \"auto\" -> \"marathon\"  (P2) 3 of 3 sessions with ≥ 20 tool uses compacted ≥ 2 times"),
+        "{out}"
+    );
+    assert!(
+        out.contains("llm profile `openai_o200k`, tokenizer o200k (the profile's)"),
+        "{out}"
+    );
+    assert!(out.contains("schema_version 2 -> 3, because"), "{out}");
+    let show = stdout(&dirs.devboy(&["tune", "show"]));
+    assert!(
+        show.contains("a session whose client reports no model: model gpt-4o-2024-08-06 (pinned in [profiles] model), llm profile `openai_o200k`, tokenizer o200k, budget_tokens 25000; agent profile `marathon` from the start (ttl_secs 7200"),
+        "{show}"
+    );
+    assert!(show.contains("always: named in [profiles] agent"), "{show}");
+    let again = stdout(&dirs.devboy(&["tune", "from-claude-logs", "--input-dir", input]));
+    assert!(again.contains("no changes to propose"), "{again}");
 }
 
 #[test]

@@ -7,16 +7,25 @@
 //! Every event carries `session_id`, `transcript_path`, `cwd` and
 //! `hook_event_name`; `PreCompact` adds `trigger` (`manual` | `auto`) and
 //! `custom_instructions`; `SessionStart` adds `source` (`startup` |
-//! `resume` | `clear` | `compact` | `fork`). A matcher selects on `trigger`
-//! for `PreCompact` and on `source` for `SessionStart`. For both events the
-//! command's stdout goes into the model's context or the compaction
-//! instructions, so the hook command prints nothing there.
+//! `resume` | `clear` | `compact` | `fork`) and `model` (the model id the
+//! session runs with). A matcher selects on `trigger` for `PreCompact` and
+//! on `source` for `SessionStart`. For both events the command's stdout
+//! goes into the model's context or the compaction instructions, so the
+//! hook command prints nothing there.
+//!
+//! `SessionStart` on `startup` and `resume` replaces no context; devboy
+//! hears it only to learn the model (its llm profile: tokenizer, budget).
 
 use serde_json::{json, Map, Value};
 
-/// The `SessionStart` matcher devboy installs: only the sources that start
-/// a new context (the command checks `source` again anyway).
-pub const SESSION_START_MATCHER: &str = "compact|clear";
+/// The `SessionStart` matcher devboy installs: the sources that start a
+/// new context, and the ones that start a session (for the model id). The
+/// command checks `source` again anyway.
+pub const SESSION_START_MATCHER: &str = "startup|resume|compact|clear";
+
+/// The matcher installed by devboy before it read the model: widened in
+/// place when found.
+const OLD_SESSION_START_MATCHER: &str = "compact|clear";
 
 /// What a hook input asks devboy to do.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -30,26 +39,46 @@ pub enum HookAction {
         cwd: Option<String>,
         /// The Claude Code session, for the record only.
         session_id: Option<String>,
+        /// The model id, when the input names one.
+        model: Option<String>,
+    },
+    /// A session started with this model: record it for the project at
+    /// `cwd`, without advancing anything.
+    Model {
+        /// The model id.
+        model: String,
+        /// The hook's `cwd`.
+        cwd: Option<String>,
+        /// The Claude Code session, for the record only.
+        session_id: Option<String>,
     },
     /// Nothing to do, and why (for the debug log).
     Ignore(String),
 }
 
 /// Classifies one hook input: `PreCompact`, and `SessionStart` with source
-/// `compact` or `clear`, signal; everything else is ignored.
+/// `compact` or `clear`, signal; `SessionStart` with another source and a
+/// model records the model; everything else is ignored.
 pub fn classify(input: &Value) -> HookAction {
     let field = |name: &str| input.get(name).and_then(Value::as_str);
+    let model = field("model").filter(|m| !m.is_empty()).map(str::to_owned);
     let signal = |detail: &str| HookAction::Signal {
         event: format!("{}:{detail}", field("hook_event_name").unwrap_or_default()),
         cwd: field("cwd").map(str::to_owned),
         session_id: field("session_id").map(str::to_owned),
+        model: model.clone(),
     };
     match field("hook_event_name") {
         Some("PreCompact") => signal(field("trigger").unwrap_or("unknown")),
-        Some("SessionStart") => match field("source") {
-            Some(source @ ("compact" | "clear")) => signal(source),
-            other => HookAction::Ignore(format!(
-                "SessionStart with source {}",
+        Some("SessionStart") => match (field("source"), model.clone()) {
+            (Some(source @ ("compact" | "clear")), _) => signal(source),
+            (_, Some(model)) => HookAction::Model {
+                model,
+                cwd: field("cwd").map(str::to_owned),
+                session_id: field("session_id").map(str::to_owned),
+            },
+            (other, None) => HookAction::Ignore(format!(
+                "SessionStart with source {} and no model",
                 other.unwrap_or("(none)")
             )),
         },
@@ -119,7 +148,7 @@ pub fn merge_hooks(settings: &mut Value, command: &str) -> Result<Vec<&'static s
                 key: format!("hooks.{event}"),
                 expected: "an array of matcher groups",
             })?;
-        let present = groups.iter().any(|group| {
+        let present = groups.iter_mut().find(|group| {
             group
                 .get("hooks")
                 .and_then(Value::as_array)
@@ -130,7 +159,14 @@ pub fn merge_hooks(settings: &mut Value, command: &str) -> Result<Vec<&'static s
                     })
                 })
         });
-        if present {
+        if let Some(group) = present {
+            // Installed by an older devboy: widen its matcher in place.
+            if matcher.is_some()
+                && group.get("matcher").and_then(Value::as_str) == Some(OLD_SESSION_START_MATCHER)
+            {
+                group["matcher"] = json!(matcher);
+                added.push(event);
+            }
             continue;
         }
         let mut group = json!({"hooks": [{"type": "command", "command": command}]});
@@ -157,6 +193,7 @@ mod tests {
                 event: "PreCompact:auto".into(),
                 cwd: Some("/p".into()),
                 session_id: Some("s".into()),
+                model: None,
             }
         );
         for source in ["compact", "clear"] {
@@ -169,7 +206,21 @@ mod tests {
         for source in ["startup", "resume", "fork"] {
             let start = json!({"cwd": "/p", "hook_event_name": "SessionStart", "source": source});
             assert!(matches!(classify(&start), HookAction::Ignore(_)));
+            let with_model = json!({"cwd": "/p", "hook_event_name": "SessionStart",
+                "source": source, "model": "claude-sonnet-4-5"});
+            assert_eq!(
+                classify(&with_model),
+                HookAction::Model {
+                    model: "claude-sonnet-4-5".into(),
+                    cwd: Some("/p".into()),
+                    session_id: None
+                }
+            );
         }
+        let compact = json!({"cwd": "/p", "hook_event_name": "SessionStart",
+            "source": "compact", "model": "claude-opus-4"});
+        assert!(matches!(classify(&compact),
+            HookAction::Signal { model: Some(m), .. } if m == "claude-opus-4"));
         assert!(matches!(
             classify(&json!({"hook_event_name": "Stop"})),
             HookAction::Ignore(_)
@@ -186,10 +237,30 @@ mod tests {
             settings,
             json!({"hooks": {
                 "PreCompact": [{"hooks": [{"type": "command", "command": "/bin/devboy hook signal"}]}],
-                "SessionStart": [{"matcher": "compact|clear",
+                "SessionStart": [{"matcher": "startup|resume|compact|clear",
                     "hooks": [{"type": "command", "command": "/bin/devboy hook signal"}]}],
             }})
         );
+    }
+
+    #[test]
+    fn an_older_install_gets_its_matcher_widened() {
+        let command = "/bin/devboy hook signal";
+        let mut settings = json!({"hooks": {
+            "PreCompact": [{"hooks": [{"type": "command", "command": command}]}],
+            "SessionStart": [{"matcher": "compact|clear",
+                "hooks": [{"type": "command", "command": command}]}],
+        }});
+        assert_eq!(
+            merge_hooks(&mut settings, command).unwrap(),
+            ["SessionStart"]
+        );
+        assert_eq!(
+            settings["hooks"]["SessionStart"],
+            json!([{"matcher": SESSION_START_MATCHER,
+                "hooks": [{"type": "command", "command": command}]}])
+        );
+        assert!(merge_hooks(&mut settings, command).unwrap().is_empty());
     }
 
     #[test]

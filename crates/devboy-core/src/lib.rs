@@ -15,7 +15,9 @@
 //!   into `.claude/settings.json`.
 //! - [`naming`]: [`naming::ToolNamer`], exposed names within 64 characters.
 //! - [`paths`]: XDG config, telemetry and runtime directories, one place for all.
-//! - [`pipeline_config`]: `pipeline_config.toml`, the pipeline's knobs.
+//! - [`pipeline_config`]: `pipeline_config.toml`, the pipeline's knobs,
+//!   and their resolution against one session.
+//! - [`value_model`]: [`value_model::ToolValueModel`], what a tool is worth.
 
 #![deny(missing_docs)]
 
@@ -24,3 +26,4 @@ pub mod hooks;
 pub mod naming;
 pub mod paths;
 pub mod pipeline_config;
+pub mod value_model;

@@ -36,7 +36,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use devboy_core::config::ConfigSource;
-use devboy_core::pipeline_config::{PipelineConfig, TokenizerChoice};
+use devboy_core::pipeline_config::{
+    HintKind, PipelineConfig, SessionContext, SessionSettings, TokenizerChoice,
+};
 use devboy_pipeline::route::RouteConfig;
 use devboy_pipeline::session::{Action, BodyPolicy, Processed, SessionPipeline, Totals};
 use devboy_pipeline::{
@@ -72,6 +74,75 @@ struct State {
     /// The exposed name of every endpoint with a remembered body, for
     /// `invalidates` globs (which match exposed names).
     exposed: HashMap<EndpointKey, Arc<str>>,
+    /// What the session is (model, statistics) and what that resolves to.
+    context: SessionContext,
+    session: Arc<SessionSettings>,
+    /// Hints of each kind (in [`HintKind::ALL`] order) sent so far.
+    hints_sent: [u64; 4],
+}
+
+impl State {
+    /// Re-resolves the session's settings after its context changed, and
+    /// applies what changed to the pipeline.
+    fn refresh(&mut self, config: &PipelineConfig) {
+        let next = config.resolve_session(&self.context);
+        if next == *self.session {
+            return;
+        }
+        let tokenizer = tokenizer(next.tokenizer);
+        if tokenizer != self.pipeline.tokenizer()
+            || next.budget_tokens != self.pipeline.budget_tokens()
+        {
+            if tokenizer != self.pipeline.tokenizer() {
+                let _ = std::thread::Builder::new()
+                    .name("devboy-vocabulary".into())
+                    .spawn(move || tokenizer.warm_up());
+            }
+            self.pipeline.configure(tokenizer, next.budget_tokens);
+        }
+        if next.ttl != self.session.ttl {
+            self.pipeline.stage().set_ttl(next.ttl);
+        }
+        if next.llm != self.session.llm
+            || next.agent != self.session.agent
+            || next.model != self.session.model
+        {
+            tracing::info!(
+                model = next.model.as_deref().unwrap_or("unknown"),
+                llm = next.llm.as_deref().unwrap_or("none"),
+                agent = next.agent.as_deref().unwrap_or("none"),
+                tokenizer = %tokenizer,
+                "session profile"
+            );
+        }
+        self.session = Arc::new(next);
+    }
+
+    fn hints_sent(&self, kind: HintKind) -> u64 {
+        self.hints_sent[HintKind::ALL.iter().position(|k| *k == kind).unwrap_or(0)]
+    }
+
+    /// Counts the hints a processed result carries.
+    fn count_hints(&mut self, processed: &Processed) {
+        let mut count = |kind: HintKind| {
+            if let Some(i) = HintKind::ALL.iter().position(|k| *k == kind) {
+                self.hints_sent[i] += 1;
+            }
+        };
+        match processed.action {
+            Action::Reference => count(HintKind::Ref),
+            Action::NearReference => count(HintKind::NearRef),
+            Action::Elided => count(HintKind::Elided),
+            _ => {}
+        }
+        let encoded = processed
+            .text
+            .as_deref()
+            .is_some_and(|t| t.starts_with("> [encoded:") || t.contains("\n> [encoded:"));
+        if encoded && matches!(processed.action, Action::Encoded | Action::Elided) {
+            count(HintKind::Encoded);
+        }
+    }
 }
 
 /// A fresh [`SessionPipeline`] with the config's dedup bounds, tokenizer
@@ -87,9 +158,10 @@ pub fn session_pipeline(config: &PipelineConfig) -> SessionPipeline {
         },
         expand: ExpandConfig::default(),
     };
+    let session = config.resolve_session(&SessionContext::default());
     let route = RouteConfig {
-        tokenizer: tokenizer(config.tokenizer),
-        budget_tokens: config.encoding.budget_tokens,
+        tokenizer: tokenizer(session.tokenizer),
+        budget_tokens: session.budget_tokens,
         only: None,
     };
     SessionPipeline::new(l0, route)
@@ -110,12 +182,22 @@ impl DedupProcessor {
     /// off).
     pub fn new(config: Arc<PipelineConfig>, encode: bool) -> Self {
         let pipeline = session_pipeline(&config);
+        // Load the vocabulary now, off the first result's path.
+        let tokenizer = pipeline.tokenizer();
+        let _ = std::thread::Builder::new()
+            .name("devboy-vocabulary".into())
+            .spawn(move || tokenizer.warm_up());
+        let context = SessionContext::default();
+        let session = Arc::new(config.resolve_session(&context));
         Self {
             encode: encode && config.encoding.enabled,
             config,
             state: Mutex::new(State {
                 pipeline,
                 exposed: HashMap::new(),
+                context,
+                session,
+                hints_sent: [0; 4],
             }),
             started: Instant::now(),
             telemetry: Telemetry::disabled(),
@@ -128,9 +210,25 @@ impl DedupProcessor {
         self
     }
 
+    /// The model the session runs with became known (Claude Code's
+    /// `SessionStart` hook reports it): the llm profile, tokenizer and
+    /// budget follow it from the next result on.
+    pub fn set_model(&self, model: Option<String>) {
+        let mut state = lock(&self.state);
+        if state.context.model != model {
+            state.context.model = model;
+            state.refresh(&self.config);
+        }
+    }
+
+    /// The session's settings now.
+    pub fn session(&self) -> Arc<SessionSettings> {
+        lock(&self.state).session.clone()
+    }
+
     /// The tokenizer this processor counts in.
     pub fn tokenizer(&self) -> Tokenizer {
-        tokenizer(self.config.tokenizer)
+        lock(&self.state).pipeline.tokenizer()
     }
 
     /// The pipeline's totals so far.
@@ -227,7 +325,9 @@ impl ResponseProcessor for DedupProcessor {
         let paths = paths_in_arguments(call.arguments);
         let configured = self.config.has_invalidations(call.exposed);
         let mut state = lock(&self.state);
-        let State { pipeline, exposed } = &mut *state;
+        let State {
+            pipeline, exposed, ..
+        } = &mut *state;
         let forgotten = pipeline.stage().on_call(effect, &paths, |key| {
             configured
                 && exposed
@@ -248,9 +348,22 @@ impl ResponseProcessor for DedupProcessor {
         call: &ToolCallInfo<'_>,
         result: &CallToolResult,
     ) -> Result<Option<CallToolResult>, ProcessError> {
-        let settings = self.config.endpoint(call.exposed);
+        let (session, hints_sent) = {
+            let state = lock(&self.state);
+            let sent = HintKind::ALL.map(|k| state.hints_sent(k));
+            (state.session.clone(), sent)
+        };
+        let settings = self.config.endpoint_in(call.exposed, &session);
+        // A hint kind the policy does not allow here means its content goes
+        // out in full instead.
+        let model = session.model.as_deref();
+        let allows = |kind: HintKind| {
+            let i = HintKind::ALL.iter().position(|k| *k == kind).unwrap_or(0);
+            self.config.hints.rule(kind).allows(model, hints_sent[i])
+        };
+        let dedup = settings.dedup && allows(HintKind::Ref);
         let encode = self.encode && settings.encode;
-        if !settings.dedup && !encode {
+        if !dedup && !encode {
             return Ok(None);
         }
         let Some(body) = forwarded(result, call.forwards_structured) else {
@@ -269,20 +382,33 @@ impl ResponseProcessor for DedupProcessor {
             Forwarded::Text(texts) => (serde_json::to_string(texts)?.into(), None, false),
         };
         let near = &self.config.dedup.near_ref;
+        let near_on = settings.near_ref && allows(HintKind::NearRef);
         let policy = BodyPolicy {
-            dedup: settings.dedup.then(|| ResultPolicy {
+            dedup: dedup.then(|| ResultPolicy {
                 min_body_bytes: Some(settings.min_body_bytes),
-                near: settings.near_ref.then_some(NearPolicy {
+                near: near_on.then_some(NearPolicy {
                     max_changes: near.max_changes,
                     min_body_bytes: near.min_body_bytes,
                 }),
                 call: serde_json::to_vec(&call.arguments)
                     .ok()
                     .map(|args| Fingerprint::of(&args)),
+                freshness: Some(self.config.freshness(call.exposed, &session)),
             }),
             // Several text blocks are not one document to re-encode.
             encode: encode && single,
-            only: settings.template.clone(),
+            // Without `encoded` hints only compact JSON (which needs none)
+            // may stand in for the body.
+            only: if allows(HintKind::Encoded) {
+                settings.template.clone()
+            } else {
+                Some(
+                    devboy_pipeline::encode::Format::JsonCompact
+                        .name()
+                        .to_owned(),
+                )
+            },
+            keep_whole: !allows(HintKind::Elided),
         };
         let endpoint = EndpointKey::new(call.upstream, call.tool);
         let paths = paths_in_arguments(call.arguments);
@@ -302,6 +428,9 @@ impl ResponseProcessor for DedupProcessor {
             let processed = state
                 .pipeline
                 .process(endpoint, &bytes, json, paths, now, &policy);
+            state.count_hints(&processed);
+            state.context.stats.events += 1;
+            state.refresh(&self.config);
             (processed, state.pipeline.stage_ref().cache().partition())
         };
         if self.telemetry.is_active() {
@@ -329,9 +458,17 @@ impl ResponseProcessor for DedupProcessor {
         Ok(Some(with_content(result, content, structured)))
     }
 
+    fn set_model(&self, model: Option<String>) {
+        DedupProcessor::set_model(self, model);
+    }
+
     fn advance_partition(&self) -> Option<u64> {
         self.telemetry.compaction();
-        Some(lock(&self.state).pipeline.stage().advance_partition())
+        let mut state = lock(&self.state);
+        let partition = state.pipeline.stage().advance_partition();
+        state.context.stats.compactions += 1;
+        state.refresh(&self.config);
+        Some(partition)
     }
 
     fn on_error_result(&self, call: &ToolCallInfo<'_>, result: &CallToolResult) {
@@ -374,6 +511,19 @@ impl ResponseProcessor for DedupProcessor {
                 ConfigSource::Embedded => "embedded default".to_owned(),
             },
             "tokenizer": state.pipeline.tokenizer().to_string(),
+            "session": {
+                "model": state.session.model,
+                "llm_profile": state.session.llm,
+                "agent_profile": state.session.agent,
+                "budget_tokens": state.session.budget_tokens,
+                "ttl_secs": state.session.ttl.as_secs(),
+                "results": state.context.stats.events,
+                "compactions": state.context.stats.compactions,
+            },
+            "hints_sent": HintKind::ALL
+                .iter()
+                .map(|k| (k.name().to_owned(), serde_json::json!(state.hints_sent(*k))))
+                .collect::<serde_json::Map<_, _>>(),
             "baseline": "what the client would have forwarded",
             "tokens_raw": totals.tokens_raw,
             "tokens_final": totals.tokens_final,
@@ -547,6 +697,125 @@ mod tests {
             .unwrap()
             .unwrap();
         assert_eq!(texts(&again).last().map(String::as_str), Some("> [id: r2]"));
+    }
+
+    fn labels(n: usize) -> CallToolResult {
+        let rows: Vec<serde_json::Value> = (0..n)
+            .map(|i| json!({"id": i, "name": format!("label-{i}"), "color": format!("{:06x}", i * 7919), "default": false}))
+            .collect();
+        let text = serde_json::to_string_pretty(&rows).unwrap();
+        CallToolResult::success(vec![ContentBlock::text(text)])
+    }
+
+    #[test]
+    fn the_hint_policy_sends_content_in_full_where_a_hint_is_not_allowed() {
+        // One reference per session; no elision; no encodings that need a
+        // hint line.
+        let processor = configured(
+            "[hints.ref]\nmax_per_session = 1\n[hints.elided]\nenabled = false\n[hints.encoded]\nenabled = false\n[encoding]\nbudget_tokens = 200\n",
+        );
+        let result = CallToolResult::success(vec![ContentBlock::text(big())]);
+        processor.process(&call(None, false), &result).unwrap();
+        let first = processor
+            .process(&call(None, false), &result)
+            .unwrap()
+            .unwrap();
+        assert_eq!(texts(&first), ["> [ref: r1, unchanged; devboy_expand r1]"]);
+        // The limit is reached: the repeat goes out as it came, no id line.
+        assert_eq!(
+            processor.process(&call(None, false), &result).unwrap(),
+            None
+        );
+
+        let list = labels(40);
+        let out = processor
+            .process(&named("gh__labels", None), &list)
+            .unwrap()
+            .unwrap();
+        let text = texts(&out).concat();
+        assert!(
+            !text.contains("> [elided") && !text.contains("> [encoded"),
+            "{text}"
+        );
+        // Compact JSON needs no hint; it is the same value, whole.
+        let original: serde_json::Value =
+            serde_json::from_str(list.content[0].as_text().unwrap().text.as_str()).unwrap();
+        assert_eq!(
+            serde_json::from_str::<serde_json::Value>(&text).unwrap(),
+            original
+        );
+        let report = processor.report().unwrap();
+        assert_eq!(report["hints_sent"]["ref"], 1);
+        assert_eq!(report["hints_sent"]["elided"], 0);
+
+        // The same list with the default policy is encoded and elided.
+        let default = configured("[encoding]\nbudget_tokens = 200\n");
+        let out = default
+            .process(&named("gh__labels", None), &list)
+            .unwrap()
+            .unwrap();
+        let text = texts(&out).concat();
+        assert!(
+            text.contains("> [elided") && text.contains("> [encoded"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn hints_for_some_models_only_wait_for_the_model() {
+        let processor = configured("[hints.ref]\nmodels = [\"claude-*\"]\n");
+        let result = CallToolResult::success(vec![ContentBlock::text(big())]);
+        // Model unknown: no ids, no references.
+        for _ in 0..2 {
+            assert_eq!(
+                processor.process(&call(None, false), &result).unwrap(),
+                None
+            );
+        }
+        processor.set_model(Some("claude-sonnet-4-5".into()));
+        processor.process(&call(None, false), &result).unwrap();
+        let repeat = processor
+            .process(&call(None, false), &result)
+            .unwrap()
+            .unwrap();
+        assert_eq!(texts(&repeat), ["> [ref: r1, unchanged; devboy_expand r1]"]);
+    }
+
+    #[test]
+    fn the_model_picks_the_tokenizer_and_compactions_the_agent_profile() {
+        let processor = processor();
+        assert_eq!(processor.tokenizer(), Tokenizer::O200k);
+        processor.set_model(Some("gpt-4-0613".into()));
+        assert_eq!(processor.tokenizer(), Tokenizer::Cl100k);
+        assert_eq!(processor.session().llm.as_deref(), Some("openai_cl100k"));
+        assert_eq!(processor.session().agent, None);
+        processor.advance_partition();
+        processor.advance_partition();
+        let session = processor.session();
+        assert_eq!(session.agent.as_deref(), Some("marathon"));
+        assert_eq!(session.ttl, std::time::Duration::from_secs(7200));
+        let report = processor.report().unwrap();
+        assert_eq!(report["session"]["agent_profile"], "marathon");
+        assert_eq!(report["session"]["compactions"], 2);
+        assert_eq!(report["tokenizer"], Tokenizer::Cl100k.to_string());
+    }
+
+    #[test]
+    fn a_tool_freshness_shortens_its_references() {
+        let processor = configured("[tools.\"fs__*\"]\nfreshness_secs = 1\n");
+        let result = CallToolResult::success(vec![ContentBlock::text(big())]);
+        processor.process(&call(None, false), &result).unwrap();
+        let soon = processor
+            .process(&call(None, false), &result)
+            .unwrap()
+            .unwrap();
+        assert_eq!(texts(&soon).len(), 1, "a reference within the second");
+        std::thread::sleep(std::time::Duration::from_millis(1100));
+        let later = processor
+            .process(&call(None, false), &result)
+            .unwrap()
+            .unwrap();
+        assert_eq!(texts(&later).last().map(String::as_str), Some("> [id: r2]"));
     }
 
     #[test]

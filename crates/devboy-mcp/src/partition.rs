@@ -27,6 +27,12 @@
 //! too often only costs savings, advancing too rarely would break the
 //! invariant. The epoch found at startup is the baseline, so compactions
 //! from before this process do not count.
+//!
+//! The same file carries the model id the last `SessionStart` hook of the
+//! project reported ([`record_model`]); a watcher takes it at startup (the
+//! hook and the MCP server start at about the same time) and on every
+//! change, for the session's llm profile. Recording a model leaves the
+//! epoch as it is.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -56,6 +62,9 @@ pub struct PartitionState {
     pub session_id: Option<String>,
     /// The canonical project directory the file belongs to.
     pub project: String,
+    /// The model id the last `SessionStart` hook reported, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
     /// When it was written, in milliseconds since the Unix epoch.
     pub updated_at_ms: u64,
 }
@@ -85,12 +94,37 @@ pub fn read_state(file: &Path) -> std::io::Result<Option<PartitionState>> {
 
 /// Records one context reset for the project at `dir` (already canonical,
 /// see [`project_key`]) in `file`: bumps the epoch and returns the new
-/// state. Safe against concurrent writers (see the module docs).
+/// state; `model`, when given, replaces the recorded model. Safe against
+/// concurrent writers (see the module docs).
 pub fn signal(
     file: &Path,
     dir: &Path,
     event: &str,
     session_id: Option<&str>,
+    model: Option<&str>,
+) -> std::io::Result<PartitionState> {
+    update(file, dir, event, session_id, model, true)
+}
+
+/// Records the model a session of the project at `dir` started with,
+/// leaving the epoch as it is.
+pub fn record_model(
+    file: &Path,
+    dir: &Path,
+    event: &str,
+    session_id: Option<&str>,
+    model: &str,
+) -> std::io::Result<PartitionState> {
+    update(file, dir, event, session_id, Some(model), false)
+}
+
+fn update(
+    file: &Path,
+    dir: &Path,
+    event: &str,
+    session_id: Option<&str>,
+    model: Option<&str>,
+    bump: bool,
 ) -> std::io::Result<PartitionState> {
     if let Some(parent) = file.parent() {
         std::fs::create_dir_all(parent)?;
@@ -98,12 +132,16 @@ pub fn signal(
     let _lock = FileLock::acquire(&file.with_extension("lock"));
     // An unreadable or corrupt file restarts the count: watchers react to
     // any change of the epoch, so this still signals.
-    let previous = read_state(file).ok().flatten().map_or(0, |s| s.epoch);
+    let previous = read_state(file).ok().flatten();
+    let epoch = previous.as_ref().map_or(0, |s| s.epoch);
     let state = PartitionState {
-        epoch: previous.wrapping_add(1),
+        epoch: if bump { epoch.wrapping_add(1) } else { epoch },
         event: event.to_owned(),
         session_id: session_id.map(str::to_owned),
         project: dir.display().to_string(),
+        model: model
+            .map(str::to_owned)
+            .or_else(|| previous.and_then(|s| s.model)),
         updated_at_ms: SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| d.as_millis() as u64),
@@ -179,6 +217,8 @@ pub struct PartitionWatcher {
 
 struct Inner {
     partition: watch::Sender<u64>,
+    /// The model the state file names.
+    model: watch::Sender<Option<String>>,
     file: Option<PathBuf>,
     /// Signals seen in the state file.
     signals: AtomicU64,
@@ -203,6 +243,7 @@ impl PartitionWatcher {
         Self {
             inner: Arc::new(Inner {
                 partition: watch::Sender::new(0),
+                model: watch::Sender::new(None),
                 file,
                 signals: AtomicU64::new(0),
                 task: Mutex::new(None),
@@ -213,24 +254,43 @@ impl PartitionWatcher {
     /// Watches `file` every `poll`, taking its current epoch as the
     /// baseline. Must be called inside a tokio runtime.
     pub fn watch_file(file: PathBuf, poll: Duration) -> Self {
-        let mut last = read_epoch(&file).unwrap_or(None);
+        let start = read_state(&file).unwrap_or(None);
+        let mut last = start.as_ref().map(|s| s.epoch);
         let watcher = Self::with_file(Some(file.clone()));
+        watcher
+            .inner
+            .model
+            .send_replace(start.and_then(|s| s.model));
         let weak = Arc::downgrade(&watcher.inner);
         let task = tokio::spawn(async move {
             loop {
                 tokio::time::sleep(poll).await;
                 let Some(inner) = weak.upgrade() else { return };
-                match read_epoch(&file) {
-                    Ok(epoch) if epoch != last => {
-                        if epoch.is_some() {
-                            inner.signals.fetch_add(1, Ordering::Relaxed);
-                            let now = advance(&inner.partition);
-                            tracing::info!(file = %file.display(), partition = now,
-                                "context reset signalled; partition advanced");
+                match read_state(&file) {
+                    Ok(state) => {
+                        let epoch = state.as_ref().map(|s| s.epoch);
+                        // A file that appears at epoch 0 only records a
+                        // model: no signal was ever written to it.
+                        let created_for_model = last.is_none() && epoch == Some(0);
+                        if epoch != last {
+                            if epoch.is_some() && !created_for_model {
+                                inner.signals.fetch_add(1, Ordering::Relaxed);
+                                let now = advance(&inner.partition);
+                                tracing::info!(file = %file.display(), partition = now,
+                                    "context reset signalled; partition advanced");
+                            }
+                            last = epoch;
                         }
-                        last = epoch;
+                        if let Some(model) = state.and_then(|s| s.model) {
+                            inner.model.send_if_modified(|m| {
+                                let changed = m.as_deref() != Some(model.as_str());
+                                if changed {
+                                    *m = Some(model);
+                                }
+                                changed
+                            });
+                        }
                     }
-                    Ok(_) => {}
                     Err(error) => {
                         tracing::debug!(file = %file.display(), %error, "partition file unreadable")
                     }
@@ -264,6 +324,12 @@ impl PartitionWatcher {
         advance(&self.inner.partition)
     }
 
+    /// The model id the project's last `SessionStart` hook reported, if
+    /// any.
+    pub fn model(&self) -> Option<String> {
+        self.inner.model.borrow().clone()
+    }
+
     /// The state file watched, if any.
     pub fn file(&self) -> Option<&Path> {
         self.inner.file.as_deref()
@@ -282,10 +348,6 @@ fn advance(partition: &watch::Sender<u64>) -> u64 {
         now = *p;
     });
     now
-}
-
-fn read_epoch(file: &Path) -> std::io::Result<Option<u64>> {
-    Ok(read_state(file)?.map(|s| s.epoch))
 }
 
 #[cfg(test)]
@@ -311,9 +373,9 @@ mod tests {
         let project = project_key(&rt);
         let file = state_file(&rt, &rt);
         assert_eq!(read_state(&file).unwrap(), None);
-        let first = signal(&file, &project, "PreCompact:auto", Some("s1")).unwrap();
+        let first = signal(&file, &project, "PreCompact:auto", Some("s1"), None).unwrap();
         assert_eq!(first.epoch, 1);
-        let second = signal(&file, &project, "SessionStart:clear", None).unwrap();
+        let second = signal(&file, &project, "SessionStart:clear", None, None).unwrap();
         assert_eq!(second.epoch, 2);
         let stored = read_state(&file).unwrap().unwrap();
         assert_eq!(stored, second);
@@ -337,7 +399,7 @@ mod tests {
                 let rt = rt.clone();
                 std::thread::spawn(move || {
                     for _ in 0..10 {
-                        signal(&file, &rt, "PreCompact:auto", None).unwrap();
+                        signal(&file, &rt, "PreCompact:auto", None, None).unwrap();
                     }
                 })
             })
@@ -362,7 +424,7 @@ mod tests {
             .unwrap();
         drop(old);
         let started = std::time::Instant::now();
-        let state = signal(&file, &rt, "PreCompact:manual", None).unwrap();
+        let state = signal(&file, &rt, "PreCompact:manual", None, None).unwrap();
         assert_eq!(state.epoch, 1);
         assert!(started.elapsed() < LOCK_WAIT, "a stale lock is taken over");
         assert!(!lock.exists());
@@ -374,12 +436,12 @@ mod tests {
         let rt = temp_dir("watch");
         let file = state_file(&rt, &rt);
         // A compaction from before this process does not count.
-        signal(&file, &rt, "PreCompact:auto", None).unwrap();
+        signal(&file, &rt, "PreCompact:auto", None, None).unwrap();
         let watcher = PartitionWatcher::watch_file(file.clone(), Duration::from_millis(10));
         let mut updates = watcher.subscribe();
         tokio::time::sleep(Duration::from_millis(50)).await;
         assert_eq!(watcher.current(), 0);
-        signal(&file, &rt, "SessionStart:compact", None).unwrap();
+        signal(&file, &rt, "SessionStart:compact", None, None).unwrap();
         tokio::time::timeout(Duration::from_secs(5), updates.changed())
             .await
             .expect("advanced within 5 s")
@@ -389,6 +451,32 @@ mod tests {
         assert_eq!(watcher.advance(), 2);
         assert_eq!(watcher.current(), 2);
         assert_eq!(watcher.file(), Some(file.as_path()));
+        std::fs::remove_dir_all(&rt).unwrap();
+    }
+
+    #[tokio::test]
+    async fn the_model_is_read_at_start_and_followed_without_advancing() {
+        let rt = temp_dir("model");
+        let file = state_file(&rt, &rt);
+        record_model(&file, &rt, "SessionStart:startup", None, "claude-a").unwrap();
+        let watcher = PartitionWatcher::watch_file(file.clone(), Duration::from_millis(10));
+        assert_eq!(watcher.model().as_deref(), Some("claude-a"));
+        let state = record_model(&file, &rt, "SessionStart:resume", None, "claude-b").unwrap();
+        assert_eq!(state.epoch, 0, "a model alone is no context reset");
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        while watcher.model().as_deref() != Some("claude-b") {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "model followed within 5 s"
+            );
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        // A signal without a model keeps the recorded one.
+        let state = signal(&file, &rt, "PreCompact:auto", None, None).unwrap();
+        assert_eq!((state.epoch, state.model.as_deref()), (1, Some("claude-b")));
+        tokio::time::sleep(Duration::from_millis(60)).await;
+        assert_eq!(watcher.current(), 1);
+        assert_eq!(watcher.model().as_deref(), Some("claude-b"));
         std::fs::remove_dir_all(&rt).unwrap();
     }
 

@@ -70,6 +70,9 @@ pub trait ResponseProcessor: Send + Sync + 'static {
     /// that may block briefly.
     fn end_session(&self) {}
 
+    /// The model the session runs with became known (or changed).
+    fn set_model(&self, _model: Option<String>) {}
+
     /// The model's context was compacted or cleared. Returns the processor's
     /// new partition, if it keeps one.
     fn advance_partition(&self) -> Option<u64> {

@@ -46,6 +46,8 @@ pub struct Session {
     partition: PartitionWatcher,
     /// The partition the processor was last told about.
     processor_partition: Arc<AtomicU64>,
+    /// The model the processor was last told about.
+    processor_model: Arc<std::sync::Mutex<Option<String>>>,
     notifier_started: Arc<AtomicBool>,
     client: ClientProfile,
 }
@@ -61,6 +63,7 @@ impl Session {
             stats: Arc::default(),
             partition: PartitionWatcher::manual(),
             processor_partition: Arc::default(),
+            processor_model: Arc::default(),
             notifier_started: Arc::default(),
             client: ClientProfile::Auto,
         }
@@ -97,7 +100,20 @@ impl Session {
 
     /// The processor's own report, for status.
     pub fn pipeline_report(&self) -> Option<serde_json::Value> {
+        self.sync_partition();
+        self.sync_model();
         self.processor.report()
+    }
+
+    /// Tells the processor the model the hooks reported, when it changed.
+    fn sync_model(&self) {
+        let model = self.partition.model();
+        let mut told = crate::upstream::lock(&self.processor_model);
+        if *told != model {
+            told.clone_from(&model);
+            drop(told);
+            self.processor.set_model(model);
+        }
     }
 
     /// Tells the processor about every compaction since it last heard.
@@ -150,6 +166,7 @@ impl Session {
             client: peer_info.as_ref().map(|i| i.client_info.name.as_str()),
         };
         self.sync_partition();
+        self.sync_model();
         before_call(self.processor.as_ref(), &self.stats.seam, &info);
         let progress = context
             .meta

@@ -82,6 +82,9 @@ pub struct Delivered {
     /// directory above one) forgets the body. The cache keeps them
     /// normalised (no repeated, `.` or trailing slashes).
     pub paths: Vec<String>,
+    /// How long this body may be referenced, when its tool says so
+    /// (`freshness_secs`); else [`DedupConfig::ttl`] applies.
+    pub ttl: Option<Duration>,
 }
 
 impl Delivered {
@@ -95,7 +98,14 @@ impl Delivered {
             id,
             endpoint,
             paths: paths.into_iter().map(Into::into).collect(),
+            ttl: None,
         }
+    }
+
+    /// This record with its own TTL (`None`: the cache's).
+    pub fn with_ttl(mut self, ttl: Option<Duration>) -> Self {
+        self.ttl = ttl;
+        self
     }
 }
 
@@ -229,6 +239,13 @@ impl DedupCache {
     /// The bounds in force.
     pub fn config(&self) -> &DedupConfig {
         &self.config
+    }
+
+    /// Changes the TTL of entries without their own, from now on (the
+    /// session's profile changed). Entries are judged by it at their next
+    /// lookup; none is dropped here.
+    pub fn set_ttl(&mut self, ttl: Duration) {
+        self.config.ttl = ttl;
     }
 
     /// The current context partition (0 until the first advance).
@@ -412,7 +429,9 @@ impl DedupCache {
             // advance_partition drops everything; checked again because
             // this is the invariant that matters most.
             Some(Forget::Partition)
-        } else if now.saturating_since(entry.delivered_at) >= self.config.ttl {
+        } else if now.saturating_since(entry.delivered_at)
+            >= entry.delivered.ttl.unwrap_or(self.config.ttl)
+        {
             Some(Forget::Ttl)
         } else {
             None

@@ -39,6 +39,9 @@ pub struct BodyPolicy {
     /// Restrict the encoding to one format or template (see
     /// [`crate::route::encoding_names`]).
     pub only: Option<String>,
+    /// Never elide, whatever the budget (elision hints are not allowed):
+    /// a result over the budget goes out whole.
+    pub keep_whole: bool,
 }
 
 /// What L0 and the router did with a body.
@@ -176,6 +179,19 @@ impl SessionPipeline {
         self.route.tokenizer
     }
 
+    /// The token budget of one result.
+    pub fn budget_tokens(&self) -> usize {
+        self.route.budget_tokens
+    }
+
+    /// Counts later results in `tokenizer` and elides them to
+    /// `budget_tokens` (the session's model became known, say). Totals so
+    /// far keep the counts they were made with.
+    pub fn configure(&mut self, tokenizer: Tokenizer, budget_tokens: usize) {
+        self.route.tokenizer = tokenizer;
+        self.route.budget_tokens = budget_tokens;
+    }
+
     /// The totals so far.
     pub fn totals(&self) -> &Totals {
         &self.totals
@@ -242,6 +258,11 @@ impl SessionPipeline {
             out.inner_formats = classified.inner.iter().map(|f| f.name()).collect();
             let config = RouteConfig {
                 only: policy.only.clone(),
+                budget_tokens: if policy.keep_whole {
+                    usize::MAX
+                } else {
+                    self.route.budget_tokens
+                },
                 ..self.route.clone()
             };
             let over = tokens_raw > config.budget_tokens;
@@ -322,6 +343,7 @@ mod tests {
             dedup: Some(ResultPolicy::default()),
             encode: true,
             only: None,
+            keep_whole: false,
         }
     }
 

@@ -77,6 +77,9 @@ pub struct ResultPolicy {
     /// What identifies the call (a fingerprint of its arguments): a
     /// near-duplicate is only ever computed against the same call.
     pub call: Option<Fingerprint>,
+    /// How long this result may be referenced, if its tool says (else the
+    /// cache's TTL).
+    pub freshness: Option<std::time::Duration>,
 }
 
 /// Near-duplicate settings of an endpoint.
@@ -178,6 +181,11 @@ impl L0Stage {
         &self.store
     }
 
+    /// Changes the TTL of results whose tool sets none, from now on.
+    pub fn set_ttl(&mut self, ttl: std::time::Duration) {
+        self.cache.set_ttl(ttl);
+    }
+
     /// Decides what the model sees for `body`, produced by `endpoint` from
     /// `paths`, at `now`, under `policy`. A fresh body that is remembered
     /// is also stored so `devboy_expand` can return it.
@@ -214,10 +222,12 @@ impl L0Stage {
         if self.store.insert(id, body) == StoreOutcome::TooLarge {
             return L0Outcome::Unchanged;
         }
-        match self
-            .cache
-            .record_delivered(fp, Delivered::new(id, endpoint, paths), body.len(), now)
-        {
+        match self.cache.record_delivered(
+            fp,
+            Delivered::new(id, endpoint, paths).with_ttl(policy.freshness),
+            body.len(),
+            now,
+        ) {
             RecordOutcome::Inserted | RecordOutcome::Refreshed => {
                 if let Some(key) = call {
                     self.near_bases.put(key, (id, fp));
@@ -561,7 +571,51 @@ mod tests {
                 min_body_bytes: 256,
             }),
             call: Some(Fingerprint::of(call.as_bytes())),
+            freshness: None,
         }
+    }
+
+    #[test]
+    fn a_tool_freshness_bounds_its_references_and_the_session_ttl_can_change() {
+        let mut stage = L0Stage::new(L0Config {
+            dedup: DedupConfig {
+                ttl: std::time::Duration::from_secs(60),
+                ..DedupConfig::default()
+            },
+            ..L0Config::default()
+        });
+        let short = ResultPolicy {
+            freshness: Some(std::time::Duration::from_secs(5)),
+            ..ResultPolicy::default()
+        };
+        let (a, b) = ("a".repeat(2000), "b".repeat(2000));
+        let ep = fs_read();
+        let send = |stage: &mut L0Stage, body: &str, ms, policy: &ResultPolicy| {
+            stage.on_result(ep.clone(), body.as_bytes(), vec![], t(ms), policy)
+        };
+        assert!(matches!(
+            send(&mut stage, &a, 0, &short),
+            L0Outcome::Fresh { .. }
+        ));
+        assert!(matches!(
+            send(&mut stage, &b, 0, &ResultPolicy::default()),
+            L0Outcome::Fresh { .. }
+        ));
+        // 6 s later: the short-lived result is fresh again, the other a repeat.
+        assert!(matches!(
+            send(&mut stage, &a, 6_000, &short),
+            L0Outcome::Fresh { .. }
+        ));
+        assert!(matches!(
+            send(&mut stage, &b, 6_000, &ResultPolicy::default()),
+            L0Outcome::Repeat { .. }
+        ));
+        // The session's TTL drops to 10 s: b, delivered at 6 s, is stale at 20 s.
+        stage.set_ttl(std::time::Duration::from_secs(10));
+        assert!(matches!(
+            send(&mut stage, &b, 20_000, &ResultPolicy::default()),
+            L0Outcome::Fresh { .. }
+        ));
     }
 
     fn status_body(state: &str, step: u32) -> String {

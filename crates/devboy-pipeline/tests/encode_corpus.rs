@@ -174,6 +174,29 @@ fn every_candidate_round_trips() {
     );
 }
 
+/// devboy's own o200k count (`tokens::fast`) is tiktoken-rs's on every
+/// real body and every encoding of it.
+#[test]
+fn the_o200k_count_is_tiktokens_on_the_corpus() {
+    let bodies = load().unwrap_or_else(|e| panic!("{e}"));
+    let tok = devboy_pipeline::Tokenizer::O200k;
+    let mut texts = 0;
+    for body in &bodies {
+        let pretty = serde_json::to_string_pretty(&body.value).unwrap();
+        let candidates = devboy_pipeline::encode::candidates(&body.value);
+        for text in std::iter::once(pretty.as_str()).chain(candidates.iter().map(|c| c.text())) {
+            assert_eq!(
+                tok.count(text),
+                devboy_pipeline::tokens::tiktoken_o200k(text),
+                "{}",
+                body.source
+            );
+            texts += 1;
+        }
+    }
+    assert!(texts > bodies.len() * 2, "{texts} texts");
+}
+
 /// The targets of the issue, over all list pages together.
 #[test]
 fn list_pages_meet_the_token_targets() {

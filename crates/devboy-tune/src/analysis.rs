@@ -139,6 +139,11 @@ pub struct EndpointStats {
     pub implied_repeats: u64,
     /// Sequenced near candidates.
     pub near_candidates: u64,
+    /// The median `tokens_baseline` of the observed events (the upper one
+    /// of an even count), unweighted: what one result typically costs
+    /// before devboy touches it. Sampling keeps events at random, so the
+    /// observed median estimates the median of all results.
+    pub median_tokens: u64,
 }
 
 impl EndpointStats {
@@ -431,7 +436,10 @@ pub fn analyze(table: &EventTable, params: SequenceParams) -> Analysis {
     let (mut id_sum, mut id_n) = (0i64, 0u64);
     let (mut ref_sum, mut ref_n) = (0u64, 0u64);
     let (mut near_sum, mut near_n) = (0u64, 0u64);
+    // Baseline tokens per endpoint, for the medians (4 bytes an event).
+    let mut baselines: HashMap<u64, Vec<u32>> = HashMap::new();
     for (r, f) in records.iter().zip(&facts) {
+        baselines.entry(r.tool).or_default().push(r.tokens_baseline);
         let e = endpoints.entry(r.tool).or_insert_with(|| EndpointStats {
             tool: r.tool,
             ..EndpointStats::default()
@@ -460,6 +468,10 @@ pub fn analyze(table: &EventTable, params: SequenceParams) -> Analysis {
     for (tool, e) in endpoints.iter_mut() {
         if let Some(w) = weighted.get(tool) {
             w.store(e);
+        }
+        if let Some(v) = baselines.get_mut(tool).filter(|v| !v.is_empty()) {
+            let mid = v.len() / 2;
+            e.median_tokens = u64::from(*v.select_nth_unstable(mid).1);
         }
     }
     weighted_total.store(&mut total);
@@ -798,5 +810,23 @@ mod tests {
         let a = analyze(&t, PARAMS);
         let near: Vec<bool> = a.facts.iter().map(|f| f.near_candidate).collect();
         assert_eq!(near, vec![false, true, false, false, false, false]);
+    }
+
+    #[test]
+    fn the_median_baseline_is_per_endpoint_and_unweighted() {
+        // Endpoint 1: 100, 200, 300, 4000 tokens (one outlier) in a
+        // session sampled at 0.5; endpoint 2: 40 tokens once.
+        let mut records: Vec<Record> = [400, 800, 1200, 16_000]
+            .iter()
+            .enumerate()
+            .map(|(i, c)| rec(1, 1, i as u64, i as u128, *c))
+            .collect();
+        records.push(rec(2, 1, 9, 99, 160));
+        let mut t = table(records);
+        t.sessions.insert(1, summary(0.5));
+        let a = analyze(&t, PARAMS);
+        // The upper median of four, untouched by the outlier and the weight.
+        assert_eq!(a.endpoint(1).unwrap().median_tokens, 300);
+        assert_eq!(a.endpoint(2).unwrap().median_tokens, 40);
     }
 }

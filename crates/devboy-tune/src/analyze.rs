@@ -19,6 +19,11 @@
 //! 3. everything kept, against the current config: when the total would
 //!    fall (the changes interact through the shared cache), nothing is
 //!    changed and the old config stays.
+//!
+//! Value-model priors (V1, `[tools.E] typical_tokens`) go around the
+//! three passes: they change no token the pipeline sends, so the
+//! simulation has nothing to say about them, and they are written (and
+//! reported) on their own, whatever it decides about the rest.
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -91,6 +96,8 @@ pub struct AnalyzeReport {
     pub names: EndpointNames,
     /// The verdicts, top-level changes first.
     pub decisions: Vec<Decision>,
+    /// Value-model priors written without simulation (V1).
+    pub priors: Vec<Change>,
     /// Rules held off by hand edits.
     pub held: Vec<Held>,
     /// Other things worth telling.
@@ -153,7 +160,11 @@ pub fn run(options: &AnalyzeOptions) -> Result<AnalyzeReport, TuneError> {
 
     // Changes the file cannot take (an endpoint table written inline).
     let applicable = |c: &Change| file.clone().apply(c, &date);
-    for list in [&mut proposal.global, &mut proposal.endpoints] {
+    for list in [
+        &mut proposal.global,
+        &mut proposal.endpoints,
+        &mut proposal.priors,
+    ] {
         list.retain(|c| {
             let ok = applicable(c);
             if !ok {
@@ -248,19 +259,37 @@ pub fn run(options: &AnalyzeOptions) -> Result<AnalyzeReport, TuneError> {
         }
         kept.clear();
     }
-    let snippet = snippet(&kept, &date);
+    // The priors, on top of whatever was kept (or of the file as it is).
+    let priors = std::mem::take(&mut proposal.priors);
+    let mut final_file = if kept.is_empty() {
+        file.clone()
+    } else {
+        final_file
+    };
+    for c in &priors {
+        final_file.apply(c, &date);
+    }
+    let all: Vec<&Change> = kept.iter().copied().chain(&priors).collect();
+    let snippet = snippet(&all, &date);
 
     let mut written = None;
-    if !kept.is_empty() && !options.dry_run {
+    if !all.is_empty() {
         if file.schema_version() < 2 {
-            notes.push(format!(
-                "{} is written in schema version {}; the tuner writes only schema 2 keys, so it was left unchanged (rewrite it in schema 2, or use --output)",
-                options.output.display(),
-                file.schema_version()
-            ));
+            if !options.dry_run {
+                notes.push(format!(
+                    "{} is written in schema version {}; the tuner edits version 2 and 3 files only, so it was left unchanged (rewrite it in version 3, or use --output)",
+                    options.output.display(),
+                    file.schema_version()
+                ));
+            }
         } else {
-            final_file.write()?;
-            written = Some(options.output.clone());
+            if final_file.bumped() {
+                notes.push(crate::edit::bump_note(&options.output, options.dry_run));
+            }
+            if !options.dry_run {
+                final_file.write()?;
+                written = Some(options.output.clone());
+            }
         }
     }
     if let (Some(path), false) = (&options.summary_file, options.dry_run) {
@@ -276,6 +305,7 @@ pub fn run(options: &AnalyzeOptions) -> Result<AnalyzeReport, TuneError> {
         analysis,
         names,
         decisions,
+        priors,
         held: proposal.held,
         notes,
         total: (!kept.is_empty()).then_some(total),
@@ -446,9 +476,15 @@ side_effect = "mutating"
         let report = run(&s.options).unwrap();
         assert_eq!(report.written.as_deref(), Some(s.options.output.as_path()));
         let text = std::fs::read_to_string(&s.options.output).unwrap();
-        for line in HAND.lines() {
+        for line in HAND.lines().filter(|l| !l.starts_with("schema_version")) {
             assert!(text.contains(line), "lost {line:?}:\n{text}");
         }
+        // V1 wrote typical_tokens, a version 3 key: the file says 3 now.
+        assert!(
+            text.contains("\nschema_version = 3  # tune: was 2;"),
+            "{text}"
+        );
+        assert!(text.contains("typical_tokens = "), "{text}");
         assert!(text.contains("dedup = false  # tune: D1"), "{text}");
         assert!(
             text.contains("template = \"md_tables_csv\"  # tune: T1"),
@@ -464,9 +500,18 @@ side_effect = "mutating"
         assert!(rendered.contains("gh__list_issues") && rendered.contains("total"));
         assert!(rendered.contains("baseline `raw`") && rendered.contains("o200k_base"));
 
+        assert!(
+            rendered.contains("value-model priors (inputs of speculation; they change no token sent, so they are not simulated):"),
+            "{rendered}"
+        );
+        assert!(
+            rendered.contains("schema_version 2 -> 3, because a key written is new in version 3"),
+            "{rendered}"
+        );
         // A second run finds nothing more to do and leaves the file alone.
         let again = run(&s.options).unwrap();
         assert!(again.decisions.is_empty(), "{:?}", again.decisions);
+        assert!(again.priors.is_empty(), "{:?}", again.priors);
         assert_eq!(again.written, None);
         assert_eq!(std::fs::read_to_string(&s.options.output).unwrap(), text);
         // The summary for `tune show` holds hashes, not names.
@@ -517,7 +562,7 @@ side_effect = "mutating"
         // Whatever else was kept, the pin is not in the file.
         let text = std::fs::read_to_string(&s.options.output).unwrap();
         assert!(!text.contains("template ="), "{text}");
-        for line in HAND.lines() {
+        for line in HAND.lines().filter(|l| !l.starts_with("schema_version")) {
             assert!(text.contains(line), "lost {line:?}:\n{text}");
         }
         let text = report.to_string();

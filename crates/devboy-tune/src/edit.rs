@@ -23,6 +23,19 @@
 //!
 //! To make a tuned value your own, delete its `# tune:` comment.
 //!
+//! The marks work the same for every value the tuner writes: numbers,
+//! strings (`[profiles] model = "…"`), and `follow_up` arrays of inline
+//! tables, whose mark follows the closing bracket.
+//!
+//! # Schema versions
+//!
+//! Version 2 is a strict subset of version 3, and devboy refuses a
+//! version 3 key in a file that says `schema_version = 2`. So when the
+//! tuner writes a key only version 3 knows ([`needs_v3`]) into such a
+//! file, it also sets `schema_version = 3` (marked like any value it
+//! sets); every other line keeps its meaning. [`ConfigFile::bumped`] tells
+//! the caller, whose report says so. Version 1 files are never edited.
+//!
 //! Every edited text is parsed again with devboy's own loader
 //! ([`PipelineConfig::from_str`]) before it is written, and the write
 //! replaces the file atomically (temporary file, then rename).
@@ -31,7 +44,7 @@ use std::path::{Path, PathBuf};
 
 use devboy_core::pipeline_config::{PipelineConfig, EMBEDDED_PIPELINE_TOML, SCHEMA_VERSION};
 use globset::Glob;
-use toml_edit::{DocumentMut, Item, Table, Value};
+use toml_edit::{Array, DocumentMut, InlineTable, Item, Table, Value};
 
 use crate::error::TuneError;
 use crate::rules::{Change, Setting, Target};
@@ -50,6 +63,8 @@ pub struct ConfigFile {
     pub path: PathBuf,
     /// Whether the file existed (else the text is the embedded default).
     pub existed: bool,
+    /// The `schema_version` this edit raised from 2 to 3, if it did.
+    bumped: bool,
     doc: DocumentMut,
 }
 
@@ -77,6 +92,7 @@ impl ConfigFile {
         Ok(ConfigFile {
             path: path.to_path_buf(),
             existed,
+            bumped: false,
             doc,
         })
     }
@@ -97,6 +113,12 @@ impl ConfigFile {
             .get("schema_version")
             .and_then(Item::as_integer)
             .unwrap_or(i64::from(SCHEMA_VERSION))
+    }
+
+    /// Whether an [`ConfigFile::apply`] raised `schema_version` from 2 to 3
+    /// (see the module docs).
+    pub fn bumped(&self) -> bool {
+        self.bumped
     }
 
     /// The hand edit that holds `target`, as written, if one does; see the
@@ -165,6 +187,9 @@ impl ConfigFile {
             one_line(&change.reason)
         );
         let value = toml_value(&change.to);
+        if needs_v3(&change.target) && self.schema_version() == 2 {
+            self.bump_to_v3(&change.target);
+        }
         match &change.target {
             Target::Global { section, key } => {
                 let item = self
@@ -231,6 +256,30 @@ impl ConfigFile {
                 done
             }
         }
+    }
+
+    /// `schema_version = 2` → `3`, keeping how the line is written and any
+    /// comment on it; a line without a comment gets the tuner's mark
+    /// saying why.
+    fn bump_to_v3(&mut self, target: &Target) {
+        let Some(Item::Value(old)) = self.doc.get_mut("schema_version") else {
+            return;
+        };
+        let mut value = Value::from(i64::from(SCHEMA_VERSION));
+        let decor = old.decor().clone();
+        *value.decor_mut() = decor;
+        let commented = value
+            .decor()
+            .suffix()
+            .and_then(|s| s.as_str())
+            .is_some_and(|s| s.contains('#'));
+        if !commented {
+            value.decor_mut().set_suffix(format!(
+                "  {MARK} was 2; {target} needs version 3 (version 2 is a subset of it)"
+            ));
+        }
+        *old = value;
+        self.bumped = true;
     }
 
     /// Writes the text to the file, after checking that devboy loads it.
@@ -309,13 +358,68 @@ fn toml_value(s: &Setting) -> Value {
         Setting::Bool(b) => Value::from(*b),
         Setting::Int(n) => Value::from(i64::try_from(*n).unwrap_or(i64::MAX)),
         Setting::Str(s) => Value::from(s.as_str()),
+        // Never a value to write; an empty string fails the loader's check
+        // before anything is written.
+        Setting::Unset => Value::from(""),
+        Setting::FollowUps(links) => {
+            // `[{ tool = "…", probability = 0.45 }, …]` on one line, so
+            // the mark after it covers the whole list.
+            let mut array = Array::new();
+            for (tool, p) in links {
+                let mut t = InlineTable::new();
+                t.insert("tool", Value::from(tool.as_str()));
+                t.insert("probability", Value::from(f64::from(*p) / 100.0));
+                array.push(Value::InlineTable(t));
+            }
+            Value::Array(array)
+        }
+    }
+}
+
+/// The keys schema version 2 had; every other key the tuner writes is new
+/// in version 3.
+const V2_TOOL_KEYS: &[&str] = &["side_effect", "invalidates"];
+const V2_GLOBAL_KEYS: &[(&str, &str)] = &[
+    ("profiles", "tokenizer"),
+    ("profiles", "client"),
+    ("dedup", "max_entries"),
+    ("dedup", "min_body_bytes"),
+    ("dedup", "ttl_secs"),
+    ("dedup", "max_context_bytes"),
+    ("dedup", "enabled"),
+    ("encoding", "enabled"),
+    ("encoding", "budget_tokens"),
+];
+
+/// The report's line for a `schema_version` raised from 2 to 3.
+pub fn bump_note(path: &Path, dry_run: bool) -> String {
+    format!(
+        "{}: schema_version 2 -> 3{}, because a key written is new in version 3; version 2 is a subset of version 3, so every other line keeps its meaning",
+        path.display(),
+        if dry_run { " (would be)" } else { "" }
+    )
+}
+
+/// Whether writing `target` needs `schema_version = 3`.
+pub fn needs_v3(target: &Target) -> bool {
+    match target {
+        Target::Global { section, key } => !V2_GLOBAL_KEYS.contains(&(*section, *key)),
+        Target::Tool { key, .. } => !V2_TOOL_KEYS.contains(key),
+        Target::Endpoint { .. } => false,
     }
 }
 
 /// The built-in value of a top-level key the tuner sets.
+/// (`profiles.model` has none: any model written by hand holds.)
 fn default_of(section: &str, key: &str, defaults: &PipelineConfig) -> Option<Value> {
-    if (section, key) == ("profiles", "tokenizer") {
-        return Some(Value::from(defaults.tokenizer.name()));
+    match (section, key) {
+        ("profiles", "tokenizer") => {
+            let name = defaults.tokenizer.map_or("auto".to_owned(), |t| t.name());
+            return Some(Value::from(name));
+        }
+        ("profiles", "llm") => return Some(Value::from(defaults.profiles.llm.name())),
+        ("profiles", "agent") => return Some(Value::from(defaults.profiles.agent.name())),
+        _ => {}
     }
     let d = &defaults.dedup;
     let n = match (section, key) {
@@ -595,5 +699,196 @@ side_effect = "mutating"
             err.contains("/x/p.toml") && err.contains("max_entires"),
             "{err}"
         );
+    }
+
+    fn tool(name: &str, key: &'static str) -> Target {
+        Target::Tool {
+            name: name.into(),
+            key,
+        }
+    }
+
+    fn profiles(key: &'static str) -> Target {
+        Target::Global {
+            section: "profiles",
+            key,
+        }
+    }
+
+    fn follow_ups(links: &[(&str, u32)]) -> Setting {
+        Setting::FollowUps(links.iter().map(|(t, p)| ((*t).into(), *p)).collect())
+    }
+
+    #[test]
+    fn follow_up_is_written_as_one_marked_line_of_inline_tables() {
+        let mut f = file(HAND);
+        let to = follow_ups(&[("fs__list_directory", 45), ("gh__get_issue", 100)]);
+        assert!(f.apply(
+            &change(Rule::P3, tool("fs__read_text_file", "follow_up"), to),
+            "d"
+        ));
+        let text = f.text();
+        assert!(
+            text.contains("[tools.\"fs__read_text_file\"]\nfollow_up = [{ tool = \"fs__list_directory\", probability = 0.45 }, { tool = \"gh__get_issue\", probability = 1.0 }]  # tune: P3 d: because reasons\n"),
+            "{text}"
+        );
+        // devboy reads it back as written.
+        let model = f.config().unwrap().tool_model("fs__read_text_file");
+        let links: Vec<(&str, f64)> = model
+            .follow_up
+            .iter()
+            .map(|l| (l.tool.as_str(), l.probability))
+            .collect();
+        assert_eq!(
+            links,
+            vec![("fs__list_directory", 0.45), ("gh__get_issue", 1.0)]
+        );
+        // The tuner's own next time; a person's once the mark is gone.
+        let defaults = PipelineConfig::embedded_default();
+        let again = file(&text);
+        let target = tool("fs__read_text_file", "follow_up");
+        assert!(again.is_tuned(&target));
+        assert_eq!(again.held_by_hand(&target, &defaults), None);
+        let by_hand = file(&text.replace("  # tune: P3 d: because reasons", ""));
+        assert!(by_hand
+            .held_by_hand(&target, &defaults)
+            .is_some_and(|b| b.starts_with("[tools.\"fs__read_text_file\"] follow_up = [{ tool")));
+        // A multi-line list written by hand holds too.
+        let multi = "schema_version = 3\n[tools.\"fs__*\"]\nfollow_up = [\n  { tool = \"a__b\", probability = 0.5 },\n]\n";
+        assert!(file(multi).held_by_hand(&target, &defaults).is_some());
+    }
+
+    #[test]
+    fn typical_tokens_and_profile_strings_are_set_and_told_apart() {
+        let defaults = PipelineConfig::embedded_default();
+        let mut f = file("schema_version = 3\n\n[profiles]\nclient = \"auto\"\n");
+        assert!(f.apply(
+            &change(
+                Rule::V1,
+                tool("gh__search", "typical_tokens"),
+                Setting::Int(1800)
+            ),
+            "d"
+        ));
+        assert!(f.apply(
+            &change(
+                Rule::P1,
+                profiles("model"),
+                Setting::Str("claude-x-1".into())
+            ),
+            "d"
+        ));
+        assert!(f.apply(
+            &change(Rule::P2, profiles("agent"), Setting::Str("marathon".into())),
+            "d"
+        ));
+        let text = f.text();
+        assert!(
+            text.contains("[profiles]\nclient = \"auto\"\nmodel = \"claude-x-1\"  # tune: P1 d: because reasons\nagent = \"marathon\"  # tune: P2"),
+            "{text}"
+        );
+        assert!(text.contains("typical_tokens = 1800  # tune: V1"), "{text}");
+        assert!(!f.bumped(), "already version 3");
+        let config = f.config().unwrap();
+        assert_eq!(config.tool_model("gh__search").typical_tokens, Some(1800));
+        assert_eq!(config.profiles.model.as_deref(), Some("claude-x-1"));
+        let again = file(&text);
+        for t in [
+            profiles("model"),
+            profiles("agent"),
+            tool("gh__search", "typical_tokens"),
+        ] {
+            assert!(again.is_tuned(&t), "{t}");
+            assert_eq!(again.held_by_hand(&t, &defaults), None, "{t}");
+        }
+        // By hand: a model always holds (it has no default); an agent or
+        // llm selection holds unless it is the default "auto".
+        let hand = file(
+            "schema_version = 3\n[profiles]\nmodel = \"gpt-4o\"\nagent = \"auto\"\nllm = \"claude\"\n",
+        );
+        assert_eq!(
+            hand.held_by_hand(&profiles("model"), &defaults).as_deref(),
+            Some("[profiles] model = \"gpt-4o\"")
+        );
+        assert_eq!(hand.held_by_hand(&profiles("agent"), &defaults), None);
+        assert_eq!(
+            hand.held_by_hand(&profiles("llm"), &defaults).as_deref(),
+            Some("[profiles] llm = \"claude\"")
+        );
+        let marathon = file("schema_version = 3\n[profiles]\nagent = \"marathon\"\n");
+        assert!(marathon
+            .held_by_hand(&profiles("agent"), &defaults)
+            .is_some());
+    }
+
+    #[test]
+    fn a_version_3_key_raises_schema_version_2_and_nothing_else_does() {
+        // A version 2 key leaves version 2 alone.
+        let mut f = file(HAND);
+        f.apply(
+            &change(
+                Rule::P3,
+                tool("fs__read_text_file", "side_effect"),
+                Setting::Str("read_only".into()),
+            ),
+            "d",
+        );
+        assert!(!f.bumped());
+        assert!(f.text().contains("\nschema_version = 2\n"));
+        // A version 3 key raises it, and the result loads (as version 3).
+        f.apply(
+            &change(
+                Rule::V1,
+                tool("gh__search", "typical_tokens"),
+                Setting::Int(900),
+            ),
+            "d",
+        );
+        assert!(f.bumped());
+        let text = f.text();
+        assert!(
+            text.contains("\nschema_version = 3  # tune: was 2; [tools.\"gh__search\"] typical_tokens needs version 3 (version 2 is a subset of it)\n"),
+            "{text}"
+        );
+        let config = f.config().unwrap();
+        assert_eq!(config.file_version, 3);
+        assert_eq!(config.dedup.ttl.as_secs(), 7200, "the rest means the same");
+        // Without the bump, devboy would refuse the key: the bump is needed.
+        let unbumped = text.replace("schema_version = 3", "schema_version = 2");
+        let err = ConfigFile::from_text(Path::new("/x/p.toml"), &unbumped, true)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("schema_version = 3"), "{err}");
+        // A comment on the line is kept rather than replaced.
+        let mut f = file("schema_version = 2 # mine\n");
+        f.apply(
+            &change(Rule::P1, profiles("model"), Setting::Str("m".into())),
+            "d",
+        );
+        assert!(
+            f.text().starts_with("schema_version = 3 # mine\n"),
+            "{}",
+            f.text()
+        );
+        // A file without schema_version is read as the current version.
+        let mut f = file("[dedup]\nenabled = true\n");
+        f.apply(
+            &change(Rule::P1, profiles("model"), Setting::Str("m".into())),
+            "d",
+        );
+        assert!(!f.bumped() && !f.text().contains("schema_version"));
+        f.config().unwrap();
+    }
+
+    #[test]
+    fn which_keys_need_version_3() {
+        assert!(needs_v3(&profiles("model")));
+        assert!(needs_v3(&profiles("agent")));
+        assert!(!needs_v3(&profiles("tokenizer")));
+        assert!(!needs_v3(&global("max_entries")));
+        assert!(needs_v3(&tool("x__y", "follow_up")));
+        assert!(needs_v3(&tool("x__y", "typical_tokens")));
+        assert!(!needs_v3(&tool("x__y", "side_effect")));
+        assert!(!needs_v3(&endpoint("x__y", "dedup")));
     }
 }

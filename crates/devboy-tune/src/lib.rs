@@ -20,6 +20,8 @@
 //!   the current and proposed settings and estimates tokens from the
 //!   recorded figures; [`analyze`] keeps a change only when the estimate
 //!   does not fall. The simulation's limits are documented where it lives.
+//!   Value-model priors (`[tools.*] typical_tokens`, `follow_up`) change
+//!   no token the pipeline sends, so they are written without it.
 //! - **Sampled sessions are scaled, never replayed.** Their events weigh
 //!   `1/sample_rate` in the volume figures (calls, tokens, savings: marked
 //!   as estimates in the report), count once as evidence (minimum

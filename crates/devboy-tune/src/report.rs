@@ -225,7 +225,7 @@ impl AnalyzeReport {
     }
 
     fn decisions_text(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.decisions.is_empty() && self.held.is_empty() {
+        if self.decisions.is_empty() && self.held.is_empty() && self.priors.is_empty() {
             writeln!(
                 f,
                 "\nno rule fired: the current settings fit these events (rules need ≥ {} results per endpoint)",
@@ -273,6 +273,20 @@ impl AnalyzeReport {
                     "; saves less, the current value stays"
                 }
             )?;
+        }
+        if !self.priors.is_empty() {
+            writeln!(
+                f,
+                "\nvalue-model priors (inputs of speculation; they change no token sent, so they are not simulated):"
+            )?;
+            for c in &self.priors {
+                writeln!(
+                    f,
+                    "  set     {}: {} -> {}  ({})",
+                    c.target, c.from, c.to, c.rule
+                )?;
+                writeln!(f, "          why: {}", c.reason)?;
+            }
         }
         if !self.held.is_empty() {
             writeln!(f, "\nheld by hand edits (left as they are):")?;

@@ -27,6 +27,13 @@
 //! | C1 | `[dedup] max_entries` | the replay loses at least [`CACHE_MIN_LOST`] of the references an unbounded cache would make to entry evictions |
 //! | C2 | `[dedup] ttl_secs` | the same, lost to the TTL, and compactions are being signalled |
 //! | S1 | `[dedup] min_body_bytes` | another size threshold gives a higher expected saving on the endpoints that repeat: a body above it pays an id line every time and saves its tokens minus a reference when it repeats |
+//! | V1 | `[tools.E] typical_tokens` | E's median `tokens_baseline` (to 2 significant digits) is not set, or differs from the value set by more than [`TYPICAL_TOKENS_TOLERANCE`] |
+//!
+//! V1 is a **value-model prior**, not a pipeline knob: `typical_tokens`
+//! is an input of speculation (`[enrichment]`), and changes no token the
+//! pipeline sends. So it is not simulated (there is nothing to estimate)
+//! and never blocked by the simulation; [`Proposal::priors`] keeps it
+//! apart from the changes that are.
 //!
 //! The seed's R4 (MCKP recursion depth) has no counterpart: this router
 //! has no depth limit. Its R1 "suggest lru_size from repeat bursts" is C1,
@@ -69,6 +76,10 @@ pub const TTL_STEPS: [u64; 3] = [3600, 5400, 7200];
 pub const MIN_BODY_RANGE: (usize, usize) = (128, 8192);
 /// S1: results needed in fully recorded sessions.
 pub const MIN_BODY_SUPPORT: u64 = 200;
+/// V1: how far (a share of the value set) the measured median may be
+/// from `typical_tokens` before it is rewritten. A prior needs no
+/// precision, and rewriting it on every small drift would churn the file.
+pub const TYPICAL_TOKENS_TOLERANCE: f64 = 0.25;
 
 /// A rule's identifier.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -87,10 +98,15 @@ pub enum Rule {
     C2,
     /// Minimum body size.
     S1,
-    /// From Claude Code logs: the tokenizer a dominant model implies.
+    /// A tool's typical result size (a value-model prior).
+    V1,
+    /// From Claude Code logs: the model to assume, when one dominates.
     P1,
+    /// From Claude Code logs: the agent profile, when most long sessions
+    /// compact often.
+    P2,
     /// From Claude Code logs: a side-effect class a tool's name makes
-    /// evident.
+    /// evident, and the calls that tend to follow a tool's.
     P3,
 }
 
@@ -147,6 +163,30 @@ pub enum Setting {
     Int(u64),
     /// A string.
     Str(String),
+    /// A `follow_up` list: (exposed tool name, probability in hundredths),
+    /// most likely first. Hundredths, because the tuner writes
+    /// probabilities to two decimals and a setting must compare exactly.
+    FollowUps(Vec<(String, u32)>),
+    /// Not set (only ever the value a change replaces).
+    Unset,
+}
+
+impl Setting {
+    /// A `follow_up` list as a setting (probabilities rounded to
+    /// hundredths; `args` are not the tuner's and are left out).
+    pub fn follow_ups(links: &[devboy_core::value_model::FollowUp]) -> Self {
+        Setting::FollowUps(
+            links
+                .iter()
+                .map(|l| (l.tool.clone(), (l.probability * 100.0).round() as u32))
+                .collect(),
+        )
+    }
+}
+
+/// A probability in hundredths as written: `0.45`, `1.0`.
+pub fn hundredths(p: u32) -> String {
+    format!("{:?}", f64::from(p) / 100.0)
 }
 
 impl fmt::Display for Setting {
@@ -155,6 +195,16 @@ impl fmt::Display for Setting {
             Setting::Bool(b) => write!(f, "{b}"),
             Setting::Int(n) => write!(f, "{n}"),
             Setting::Str(s) => write!(f, "\"{s}\""),
+            Setting::Unset => write!(f, "unset"),
+            Setting::FollowUps(links) => {
+                let items: Vec<String> = links
+                    .iter()
+                    .map(|(tool, p)| {
+                        format!("{{ tool = \"{tool}\", probability = {} }}", hundredths(*p))
+                    })
+                    .collect();
+                write!(f, "[{}]", items.join(", "))
+            }
         }
     }
 }
@@ -210,6 +260,9 @@ pub struct Proposal {
     pub global: Vec<Change>,
     /// Changes to endpoint tables.
     pub endpoints: Vec<Change>,
+    /// Value-model priors (V1): written without simulation, see the
+    /// module docs.
+    pub priors: Vec<Change>,
     /// Rules that fired on keys held by hand edits.
     pub held: Vec<Held>,
     /// Rules that looked and decided not to fire, worth telling.
@@ -231,6 +284,7 @@ impl Proposal {
             return;
         }
         match change.target {
+            _ if change.rule == Rule::V1 => self.priors.push(change),
             Target::Global { .. } => self.global.push(change),
             Target::Endpoint { .. } | Target::Tool { .. } => self.endpoints.push(change),
         }
@@ -248,6 +302,7 @@ pub fn propose(input: &RuleInput<'_>) -> Proposal {
             continue;
         }
         endpoint_rules(input, e, name, &mut proposal);
+        typical_tokens(input, e, name, &mut proposal);
     }
     cache_entries(input, &mut proposal);
     cache_ttl(input, &mut proposal);
@@ -357,6 +412,52 @@ fn endpoint_rules(input: &RuleInput<'_>, e: &EndpointStats, name: &str, out: &mu
             );
         }
     }
+}
+
+/// `n` to two significant digits (1834 → 1800, 96 → 96).
+pub fn two_significant(n: u64) -> u64 {
+    let mut scale = 1;
+    while n / scale >= 100 {
+        scale *= 10;
+    }
+    (n + scale / 2) / scale * scale
+}
+
+/// V1: the typical result size, from the median of the recorded baseline.
+/// The median, not the mean: one huge result (a whole log) must not make
+/// a tool look expensive to prefetch.
+fn typical_tokens(input: &RuleInput<'_>, e: &EndpointStats, name: &str, out: &mut Proposal) {
+    let measured = two_significant(e.median_tokens);
+    let current = input
+        .config
+        .tool_model(name)
+        .typical_tokens
+        .map(|t| t as u64);
+    let fires = match current {
+        None => true,
+        Some(c) => (measured as f64 - c as f64).abs() > TYPICAL_TOKENS_TOLERANCE * c as f64,
+    };
+    if !fires {
+        return;
+    }
+    out.offer(
+        input,
+        Change {
+            rule: Rule::V1,
+            target: Target::Tool {
+                name: name.to_owned(),
+                key: "typical_tokens",
+            },
+            from: current.map_or(Setting::Unset, Setting::Int),
+            to: Setting::Int(measured),
+            reason: format!(
+                "the median of {} observed results is {} tokens before devboy (counted in {}); a prior for speculation, not simulated",
+                int(e.observed as i64),
+                int(e.median_tokens as i64),
+                input.analysis.tokenizer.as_deref().unwrap_or("o200k_base")
+            ),
+        },
+    );
 }
 
 /// The template T1 would pin for `e`, with the reason.
@@ -990,5 +1091,105 @@ mod tests {
             rules_for(&p, "gh__search_code"),
             vec![(Rule::D1, Setting::Bool(false))]
         );
+    }
+
+    #[test]
+    fn two_significant_digits() {
+        assert_eq!(two_significant(0), 0);
+        assert_eq!(two_significant(7), 7);
+        assert_eq!(two_significant(96), 96);
+        assert_eq!(two_significant(998), 1000);
+        assert_eq!(two_significant(1834), 1800);
+        assert_eq!(two_significant(1850), 1900);
+        assert_eq!(two_significant(123_456), 120_000);
+    }
+
+    /// The V1 changes of a proposal, as (tool, value).
+    fn priors(p: &Proposal) -> Vec<(String, Setting)> {
+        p.priors
+            .iter()
+            .map(|c| match &c.target {
+                Target::Tool { name, key } => {
+                    assert_eq!(*key, "typical_tokens");
+                    assert_eq!(c.rule, Rule::V1);
+                    (name.clone(), c.to.clone())
+                }
+                other => panic!("a prior for {other}"),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn v1_sets_typical_tokens_from_the_median_baseline() {
+        // 4000 characters ±10%: about 1000 tokens each.
+        let p = proposal(
+            &workload(vec![EndpointSpec::new("gh__search_code")], 100),
+            DEFAULT,
+        );
+        let v1 = priors(&p);
+        assert_eq!(v1.len(), 1, "{p:?}");
+        let Setting::Int(n) = v1[0].1 else {
+            panic!("{v1:?}")
+        };
+        assert!((900..=1100).contains(&n) && n == two_significant(n), "{n}");
+        assert_eq!(p.priors[0].from, Setting::Unset);
+        assert!(
+            p.priors[0]
+                .reason
+                .contains("the median of 100 observed results is "),
+            "{p:?}"
+        );
+        // Priors are not among the changes the simulation judges.
+        assert!(p.endpoints.iter().all(|c| c.rule != Rule::V1));
+
+        // Within 25% of the value set: left alone; further off: rewritten,
+        // also when the tuner set it.
+        let near = format!(
+            "schema_version = 3\n[tools.gh__search_code]\ntypical_tokens = {}  # tune: V1 2026-01-01: …\n",
+            n * 11 / 10
+        );
+        let p = proposal(
+            &workload(vec![EndpointSpec::new("gh__search_code")], 100),
+            &near,
+        );
+        assert!(p.priors.is_empty(), "{p:?}");
+        let far = "schema_version = 3\n[tools.gh__search_code]\ntypical_tokens = 3000  # tune: V1 2026-01-01: …\n";
+        let p = proposal(
+            &workload(vec![EndpointSpec::new("gh__search_code")], 100),
+            far,
+        );
+        assert_eq!(
+            priors(&p),
+            vec![("gh__search_code".into(), Setting::Int(n))]
+        );
+        assert_eq!(p.priors[0].from, Setting::Int(3000));
+    }
+
+    #[test]
+    fn v1_needs_minimum_support() {
+        let p = proposal(
+            &workload(vec![EndpointSpec::new("gh__search_code")], 19),
+            DEFAULT,
+        );
+        assert!(p.priors.is_empty(), "{p:?}");
+        let p = proposal(
+            &workload(vec![EndpointSpec::new("gh__search_code")], 20),
+            DEFAULT,
+        );
+        assert_eq!(priors(&p).len(), 1, "{p:?}");
+    }
+
+    #[test]
+    fn v1_holds_for_a_typical_tokens_written_by_hand() {
+        let hand =
+            "schema_version = 3\n[tools.\"gh__*\"]\ntypical_tokens = 3000   # measured by me\n";
+        let p = proposal(
+            &workload(vec![EndpointSpec::new("gh__search_code")], 100),
+            hand,
+        );
+        assert!(p.priors.is_empty(), "{p:?}");
+        assert_eq!(p.held.len(), 1, "{p:?}");
+        assert_eq!(p.held[0].rule, Rule::V1);
+        assert_eq!(p.held[0].by, "[tools.\"gh__*\"] typical_tokens = 3000");
     }
 }

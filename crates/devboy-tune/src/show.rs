@@ -5,14 +5,25 @@
 //! ([`PipelineConfig::resolve`]). Endpoints are listed from the summary the
 //! last `tune analyze` left in the telemetry directory (hashes and figures
 //! only), named through `endpoint-names.json`, each with its effective
-//! settings ([`PipelineConfig::endpoint`]), so a person can check what a
-//! glob they wrote actually applies to.
+//! settings ([`PipelineConfig::endpoint`]) and value model
+//! ([`PipelineConfig::tool_model`]), so a person can check what a glob
+//! they wrote actually applies to.
+//!
+//! The version 3 sections are shown with what they mean: the profile
+//! selections with the session they resolve to when the client reports
+//! no model ([`PipelineConfig::resolve_session`], the same function
+//! `devboy mcp` calls), the llm and agent profiles, the hint policy, and
+//! `[enrichment]`, which this devboy validates but does not run.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use devboy_core::config::ConfigSource;
-use devboy_core::pipeline_config::{ClientProfile, PipelineConfig, SCHEMA_VERSION, TELEMETRY_ENV};
+use devboy_core::pipeline_config::{
+    AgentProfile, ClientProfile, HintKind, PipelineConfig, Selection, SessionContext,
+    SessionSettings, SCHEMA_VERSION, TELEMETRY_ENV,
+};
+use devboy_core::value_model::FollowUp;
 
 use crate::edit::ConfigFile;
 use crate::error::TuneError;
@@ -60,10 +71,12 @@ pub fn show(options: &ShowOptions) -> Result<String, TuneError> {
         out,
         "schema version: {}{}",
         config.file_version,
-        if config.file_version < SCHEMA_VERSION {
-            format!(" (migrated in memory to {SCHEMA_VERSION}; the file is unchanged)")
-        } else {
-            String::new()
+        match config.file_version {
+            1 => format!(" (migrated in memory to {SCHEMA_VERSION}; the file is unchanged)"),
+            v if v < SCHEMA_VERSION => format!(
+                " (read as it is: version {v} is a subset of {SCHEMA_VERSION}; keys new in {SCHEMA_VERSION} need `schema_version = {SCHEMA_VERSION}`)"
+            ),
+            _ => String::new(),
         }
     );
     let d = &config.dedup;
@@ -108,8 +121,143 @@ pub fn show(options: &ShowOptions) -> Result<String, TuneError> {
         config.encoding.budget_tokens
     );
     let _ = writeln!(out, "[profiles]");
-    let _ = writeln!(out, "  tokenizer         = {}", config.tokenizer.name());
+    let _ = writeln!(
+        out,
+        "  tokenizer         = {}",
+        config.tokenizer.map_or("auto".to_owned(), |t| t.name())
+    );
     let _ = writeln!(out, "  client            = {}", client_name(config.client));
+    let p = &config.profiles;
+    let _ = writeln!(
+        out,
+        "  model             = {}{}",
+        p.model
+            .as_ref()
+            .map_or("(unset)".to_owned(), |m| format!("\"{m}\"")),
+        tuned("profiles", "model")
+    );
+    let _ = writeln!(
+        out,
+        "  llm               = {}{}",
+        p.llm.name(),
+        tuned("profiles", "llm")
+    );
+    let _ = writeln!(
+        out,
+        "  agent             = {}{}",
+        p.agent.name(),
+        tuned("profiles", "agent")
+    );
+    // What the selections mean, by devboy's own resolution.
+    let fresh = config.resolve_session(&SessionContext::default());
+    let _ = writeln!(
+        out,
+        "  a session whose client reports no model: {}",
+        session_text(&config, &fresh)
+    );
+    if p.model.is_none() {
+        let _ = writeln!(
+            out,
+            "    (a client that reports its model, like Claude Code with `devboy hook install`, gets the llm profile matching it)"
+        );
+    }
+    if let Selection::Auto = p.agent {
+        let conditional: Vec<String> = p
+            .agents
+            .iter()
+            .filter(|a| a.min_events.is_some() || a.min_compactions.is_some())
+            .map(|a| format!("`{}` {}", a.name, agent_condition(a)))
+            .collect();
+        if !conditional.is_empty() {
+            let _ = writeln!(
+                out,
+                "    as it goes on (agent = auto): {}",
+                conditional.join("; ")
+            );
+        }
+    }
+    let _ = writeln!(
+        out,
+        "[profiles.llms] (auto picks the last whose models match the model id):"
+    );
+    let mut t = TextTable::new(&[
+        ("name", Align::Left),
+        ("models", Align::Left),
+        ("tokenizer", Align::Left),
+        ("budget_tokens", Align::Right),
+    ]);
+    for l in &p.llms {
+        let models: Vec<&str> = l.models.iter().map(|(m, _)| m.as_str()).collect();
+        t.row(vec![
+            l.name.clone(),
+            models.join(", "),
+            l.tokenizer.map_or("(default)".to_owned(), |t| t.name()),
+            l.budget_tokens.map_or("-".to_owned(), |b| b.to_string()),
+        ]);
+    }
+    out.push_str(&indent(&t.render()));
+    let _ = writeln!(
+        out,
+        "[profiles.agents] (their keys override [dedup] for endpoints without their own):"
+    );
+    let mut t = TextTable::new(&[
+        ("name", Align::Left),
+        ("applies", Align::Left),
+        ("ttl_secs", Align::Right),
+        ("min_body_bytes", Align::Right),
+        ("near_ref", Align::Left),
+    ]);
+    for a in &p.agents {
+        let applies = if p.agent == Selection::Named(a.name.clone()) {
+            "always: named in [profiles] agent".to_owned()
+        } else {
+            agent_condition(a)
+        };
+        t.row(vec![
+            a.name.clone(),
+            applies,
+            a.ttl.map_or("-".to_owned(), |d| d.as_secs().to_string()),
+            a.min_body_bytes.map_or("-".to_owned(), |b| b.to_string()),
+            a.near_ref.map_or("-".to_owned(), on),
+        ]);
+    }
+    out.push_str(&indent(&t.render()));
+    let _ = writeln!(
+        out,
+        "[hints] (a kind that may not be used sends the content in full):"
+    );
+    for kind in HintKind::ALL {
+        let r = config.hints.rule(kind);
+        let models: Vec<&str> = r.models.iter().map(|(m, _)| m.as_str()).collect();
+        let _ = writeln!(
+            out,
+            "  {:<17} = {}{}{}",
+            kind.name(),
+            if r.enabled { "on" } else { "off" },
+            r.max_per_session
+                .map(|m| format!(", at most {m} per session"))
+                .unwrap_or_default(),
+            if models.is_empty() {
+                String::new()
+            } else {
+                format!(", only for models {}", models.join(", "))
+            }
+        );
+    }
+    let e = &config.enrichment;
+    let _ = writeln!(
+        out,
+        "[enrichment] (speculation: this devboy does not run it yet; the settings are checked and kept for the version that does)"
+    );
+    let _ = writeln!(out, "  enabled           = {}", e.enabled);
+    let _ = writeln!(
+        out,
+        "  prefetch_timeout_ms = {}",
+        e.prefetch_timeout.as_millis()
+    );
+    let _ = writeln!(out, "  max_parallel      = {}", e.max_parallel);
+    let _ = writeln!(out, "  budget_tokens     = {}", e.budget_tokens);
+    let _ = writeln!(out, "  min_probability   = {}", e.min_probability);
     let t = &config.telemetry;
     let effective = t.with_env(&|k| std::env::var_os(k));
     let _ = writeln!(out, "[telemetry]");
@@ -167,13 +315,40 @@ pub fn show(options: &ShowOptions) -> Result<String, TuneError> {
     }
     for rule in &config.tools {
         let mut keys = Vec::new();
-        if let Some(s) = rule.side_effect {
-            keys.push(format!("side_effect = {}", s.name()));
-        }
-        if !rule.invalidates.is_empty() {
-            let list: Vec<&str> = rule.invalidates.iter().map(|(p, _)| p.as_str()).collect();
-            keys.push(format!("invalidates = [{}]", list.join(", ")));
-        }
+        let mut push = |key: &'static str, v: Option<String>| {
+            if let Some(v) = v {
+                let t = Target::Tool {
+                    name: rule.pattern.clone(),
+                    key,
+                };
+                let mark = if file.as_ref().is_some_and(|f| f.is_tuned(&t)) {
+                    " (tune)"
+                } else {
+                    ""
+                };
+                keys.push(format!("{key} = {v}{mark}"));
+            }
+        };
+        push("side_effect", rule.side_effect.map(|s| s.name().to_owned()));
+        let list: Vec<&str> = rule.invalidates.iter().map(|(p, _)| p.as_str()).collect();
+        push(
+            "invalidates",
+            (!list.is_empty()).then(|| format!("[{}]", list.join(", "))),
+        );
+        push(
+            "freshness_secs",
+            rule.freshness.map(|d| d.as_secs().to_string()),
+        );
+        push("value_class", rule.value_class.map(|c| c.name().to_owned()));
+        push("typical_tokens", rule.typical_tokens.map(|n| n.to_string()));
+        push("latency_ms", rule.latency_ms.map(|n| n.to_string()));
+        push("follow_up", rule.follow_up.as_deref().map(follow_up_text));
+        push(
+            "fail_fast_after_n",
+            rule.fail_fast_after_n.map(|n| n.to_string()),
+        );
+        push("speculate", rule.speculate.map(|b| b.to_string()));
+        push("rate_limit_host", rule.rate_limit_host.clone());
         let _ = writeln!(out, "  \"{}\": {}", rule.pattern, keys.join(", "));
     }
 
@@ -194,6 +369,9 @@ pub fn show(options: &ShowOptions) -> Result<String, TuneError> {
                 ("near_ref", Align::Left),
                 ("encode", Align::Left),
                 ("template", Align::Left),
+                ("side effect", Align::Left),
+                ("typical tok", Align::Right),
+                ("follow-ups", Align::Left),
             ]);
             let mut unnamed = 0;
             for e in &endpoints {
@@ -210,6 +388,8 @@ pub fn show(options: &ShowOptions) -> Result<String, TuneError> {
                     continue;
                 };
                 let s = config.endpoint(name);
+                // The value model as merged from every matching [tools] rule.
+                let m = config.tool_model(name);
                 t.row(vec![
                     name.to_owned(),
                     int(e.calls as i64),
@@ -219,6 +399,18 @@ pub fn show(options: &ShowOptions) -> Result<String, TuneError> {
                     on(s.near_ref),
                     on(s.encode),
                     s.template.unwrap_or_else(|| "auto".into()),
+                    m.side_effect
+                        .map_or("(annotations)".to_owned(), |c| c.name().to_owned()),
+                    m.typical_tokens.map_or("-".to_owned(), |n| int(n as i64)),
+                    if m.follow_up.is_empty() {
+                        "-".to_owned()
+                    } else {
+                        m.follow_up
+                            .iter()
+                            .map(|f| format!("{} {:.2}", f.tool, f.probability))
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    },
                 ]);
             }
             out.push_str(&indent(&t.render()));
@@ -246,6 +438,72 @@ pub fn show(options: &ShowOptions) -> Result<String, TuneError> {
     }
     let _ = writeln!(out, "\n(tune) marks a value `devboy tune` set.");
     Ok(out)
+}
+
+/// One resolved session in words: model, profiles, and what they set.
+fn session_text(config: &PipelineConfig, s: &SessionSettings) -> String {
+    let model = match (&s.model, &config.profiles.model) {
+        (Some(m), Some(_)) => format!("model {m} (pinned in [profiles] model)"),
+        (Some(m), None) => format!("model {m}"),
+        (None, _) => "model unknown".to_owned(),
+    };
+    let llm = match &s.llm {
+        Some(l) => format!("llm profile `{l}`"),
+        None => "no llm profile".to_owned(),
+    };
+    let agent = match &s.agent {
+        Some(a) => format!("agent profile `{a}` from the start"),
+        None => "no agent profile at the start".to_owned(),
+    };
+    format!(
+        "{model}, {llm}, tokenizer {}, budget_tokens {}; {agent} (ttl_secs {}, min_body_bytes {}, near_ref {})",
+        s.tokenizer.name(),
+        s.budget_tokens,
+        s.ttl.as_secs(),
+        s.min_body_bytes,
+        on(s.near_ref)
+    )
+}
+
+/// When `auto` picks an agent profile.
+fn agent_condition(a: &AgentProfile) -> String {
+    let mut parts = Vec::new();
+    if let Some(n) = a.min_compactions {
+        parts.push(format!("{n} compactions"));
+    }
+    if let Some(n) = a.min_events {
+        parts.push(format!("{n} results"));
+    }
+    if parts.is_empty() {
+        "only when named in [profiles] agent".to_owned()
+    } else {
+        format!("from {}", parts.join(" and "))
+    }
+}
+
+/// A `follow_up` list as written.
+fn follow_up_text(links: &[FollowUp]) -> String {
+    let items: Vec<String> = links
+        .iter()
+        .map(|l| {
+            let args: Vec<String> = l
+                .args
+                .iter()
+                .map(|(a, p)| format!("{a} = \"{p}\""))
+                .collect();
+            format!(
+                "{{ tool = \"{}\", probability = {:?}{} }}",
+                l.tool,
+                l.probability,
+                if args.is_empty() {
+                    String::new()
+                } else {
+                    format!(", args = {{ {} }}", args.join(", "))
+                }
+            )
+        })
+        .collect();
+    format!("[{}]", items.join(", "))
 }
 
 fn client_name(c: ClientProfile) -> &'static str {
@@ -283,4 +541,124 @@ fn read_summary(path: &Path) -> Option<(u64, Vec<SummaryEndpoint>)> {
         })
         .collect();
     Some((generated, endpoints))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const FILE: &str = r#"schema_version = 3
+
+[profiles]
+model = "claude-x-1"  # tune: P1 2026-01-01: …
+agent = "marathon"
+
+[profiles.llms.local]
+models = ["qwen*"]
+tokenizer = "chars:3.5"
+budget_tokens = 4000
+
+[hints.elided]
+enabled = false
+
+[hints.ref]
+max_per_session = 50
+models = ["claude-*"]
+
+[tools."gh__*"]
+side_effect = "read_only"
+value_class = "critical"
+latency_ms = 400
+
+[tools."gh__list_issues"]
+typical_tokens = 1800  # tune: V1 2026-01-01: …
+follow_up = [{ tool = "gh__get_issue", probability = 0.45, args = { number = "/0/number" } }]
+"#;
+
+    fn render(text: &str, summary: Option<&str>) -> String {
+        let dir = tempfile::tempdir().unwrap();
+        let config = dir.path().join("p.toml");
+        std::fs::write(&config, text).unwrap();
+        let names_file = dir.path().join("names.json");
+        let summary_file = dir.path().join("summary.json");
+        if let Some(s) = summary {
+            std::fs::write(&summary_file, s).unwrap();
+            std::fs::write(&names_file, r#"{"00000000000000ab": "gh__list_issues"}"#).unwrap();
+        }
+        show(&ShowOptions {
+            config: Some(config),
+            names_file,
+            summary_file,
+        })
+        .unwrap()
+    }
+
+    #[test]
+    fn shows_the_version_3_sections_and_what_they_resolve_to() {
+        let out = render(FILE, None);
+        for needle in [
+            "  model             = \"claude-x-1\" (tune)\n",
+            "  llm               = auto\n",
+            "  agent             = marathon\n",
+            "  a session whose client reports no model: model claude-x-1 (pinned in [profiles] model), llm profile `claude`, tokenizer o200k, budget_tokens 25000; agent profile `marathon` from the start (ttl_secs 7200, min_body_bytes 512, near_ref on)\n",
+            "always: named in [profiles] agent",
+            "local ",
+            "chars:3.5",
+            "4000",
+            "  ref               = on, at most 50 per session, only for models claude-*\n",
+            "  elided            = off\n",
+            "[enrichment] (speculation: this devboy does not run it yet;",
+            "  min_probability   = 0.3\n",
+            "  \"gh__*\": side_effect = read_only, value_class = critical, latency_ms = 400\n",
+            "  \"gh__list_issues\": typical_tokens = 1800 (tune), follow_up = [{ tool = \"gh__get_issue\", probability = 0.45, args = { number = \"/0/number\" } }]\n",
+        ] {
+            assert!(out.contains(needle), "{needle:?} not in:\n{out}");
+        }
+        // The llm profiles table lists the built-ins with their globs.
+        let claude = out
+            .lines()
+            .find(|l| l.trim_start().starts_with("claude "))
+            .unwrap_or_else(|| panic!("{out}"));
+        assert!(
+            claude.contains("*claude*") && claude.contains("o200k"),
+            "{claude}"
+        );
+    }
+
+    #[test]
+    fn without_a_pin_the_session_has_no_model_and_auto_agents_say_when() {
+        let out = render("schema_version = 3\n", None);
+        assert!(
+            out.contains("a session whose client reports no model: model unknown, no llm profile, tokenizer o200k, budget_tokens 25000; no agent profile at the start (ttl_secs 1800, min_body_bytes 512, near_ref off)"),
+            "{out}"
+        );
+        assert!(
+            out.contains("as it goes on (agent = auto): `marathon` from 2 compactions"),
+            "{out}"
+        );
+        assert!(out.contains("  model             = (unset)\n"), "{out}");
+        // A version 2 file is read as it is.
+        let out = render("schema_version = 2\n", None);
+        assert!(
+            out.contains("schema version: 2 (read as it is: version 2 is a subset of 3;"),
+            "{out}"
+        );
+    }
+
+    #[test]
+    fn endpoints_of_the_summary_show_their_value_model() {
+        let summary = r#"{"generated_ms": 1700000000000, "endpoints": [{"tool": "00000000000000ab", "calls": 40, "dup_rate": 0.25}]}"#;
+        let out = render(FILE, Some(summary));
+        let row = out
+            .lines()
+            .find(|l| l.trim_start().starts_with("gh__list_issues "))
+            .unwrap_or_else(|| panic!("{out}"));
+        for cell in ["read_only", "1,800", "gh__get_issue 0.45"] {
+            assert!(row.contains(cell), "{cell} not in {row}");
+        }
+        assert!(
+            out.contains("typical tok") && out.contains("follow-ups"),
+            "{out}"
+        );
+    }
 }

@@ -28,8 +28,14 @@
 //!   environment as a function for the same reason.
 
 mod load;
+mod profiles;
 #[cfg(test)]
 mod tests;
+
+pub use profiles::{
+    AgentProfile, EnrichmentSettings, HintKind, HintRule, HintsPolicy, LlmProfile, Profiles,
+    Selection, SessionContext, SessionSettings, SessionStats,
+};
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -38,9 +44,10 @@ use std::time::Duration;
 use globset::GlobMatcher;
 
 use crate::config::{ConfigError, ConfigErrorKind, ConfigSource};
+use crate::value_model::{FollowUp, ToolValueModel, ValueClass};
 
 /// The schema version this devboy writes and reads natively.
-pub const SCHEMA_VERSION: u32 = 2;
+pub const SCHEMA_VERSION: u32 = 3;
 
 /// The pipeline config compiled into the binary: every key at its default,
 /// documented.
@@ -58,15 +65,23 @@ pub struct PipelineConfig {
     pub dedup: DedupSettings,
     /// L1/L2 encoding and the token budget.
     pub encoding: EncodingSettings,
-    /// Which tokenizer counts costs.
-    pub tokenizer: TokenizerChoice,
+    /// Which tokenizer counts costs (`None`: `auto`, from the llm profile,
+    /// else o200k; see [`PipelineConfig::resolve_session`]).
+    pub tokenizer: Option<TokenizerChoice>,
     /// What the client shows the model of a result.
     pub client: ClientProfile,
+    /// The model, llm and agent profile axes.
+    pub profiles: Profiles,
+    /// Which hints may stand in for content.
+    pub hints: HintsPolicy,
+    /// Read-only speculation (not run by this version).
+    pub enrichment: EnrichmentSettings,
     /// Where and how much telemetry is written.
     pub telemetry: TelemetrySettings,
     /// Per-endpoint overrides, in file order.
     pub endpoints: Vec<EndpointRule>,
-    /// Per-tool side-effect classes and invalidation lists, in file order.
+    /// Per-tool value models (side effects, invalidation, freshness,
+    /// planning priors), in file order.
     pub tools: Vec<ToolRule>,
     /// Migration notes and other things worth telling the user, each
     /// starting with the file and key.
@@ -206,7 +221,8 @@ pub struct EndpointRule {
     pub template: Option<String>,
 }
 
-/// `[tools."GLOB"]`: what calling the matching tools does to the world.
+/// `[tools."GLOB"]`: the value model of the matching tools, as far as
+/// this table sets it ([`ToolValueModel`]).
 #[derive(Clone, Debug)]
 pub struct ToolRule {
     /// The glob as written.
@@ -216,6 +232,22 @@ pub struct ToolRule {
     pub side_effect: Option<SideEffectClass>,
     /// Endpoint globs whose remembered bodies a call forgets.
     pub invalidates: Vec<(String, GlobMatcher)>,
+    /// How long the tool's results may be referenced.
+    pub freshness: Option<Duration>,
+    /// What the tool's result is worth.
+    pub value_class: Option<ValueClass>,
+    /// A typical result's cost in tokens.
+    pub typical_tokens: Option<usize>,
+    /// A typical call's latency in milliseconds.
+    pub latency_ms: Option<u64>,
+    /// Calls that often follow (`None`: not set here).
+    pub follow_up: Option<Vec<FollowUp>>,
+    /// Stop repeating after this many empty results.
+    pub fail_fast_after_n: Option<usize>,
+    /// Whether the tool may be called ahead of the agent.
+    pub speculate: Option<bool>,
+    /// The host whose rate limit the tool's calls share.
+    pub rate_limit_host: Option<String>,
 }
 
 /// What a tool call may do, for dedup invalidation and (later) speculation.
@@ -319,12 +351,20 @@ impl PipelineConfig {
         }
     }
 
-    /// The effective settings for the tool exposed as `exposed`.
+    /// The effective settings for the tool exposed as `exposed`, with no
+    /// session profile applied.
     pub fn endpoint(&self, exposed: &str) -> EndpointSettings {
+        self.endpoint_in(exposed, &self.resolve_session(&SessionContext::default()))
+    }
+
+    /// The effective settings for the tool exposed as `exposed` in a
+    /// session with `session` settings: the agent profile's defaults, then
+    /// every matching `[endpoints.*]` table in file order.
+    pub fn endpoint_in(&self, exposed: &str, session: &SessionSettings) -> EndpointSettings {
         let mut out = EndpointSettings {
             dedup: self.dedup.enabled,
-            min_body_bytes: self.dedup.min_body_bytes,
-            near_ref: self.dedup.near_ref.enabled,
+            min_body_bytes: session.min_body_bytes,
+            near_ref: session.near_ref,
             encode: self.encoding.enabled,
             template: None,
         };
@@ -371,6 +411,45 @@ impl PipelineConfig {
             .iter()
             .filter(|r| r.matcher.is_match(caller))
             .any(|r| r.invalidates.iter().any(|(_, m)| m.is_match(exposed)))
+    }
+
+    /// The value model of the tool exposed as `exposed`: every matching
+    /// `[tools.*]` table in file order, a later one overriding the fields
+    /// it sets (`invalidates` lists add up).
+    pub fn tool_model(&self, exposed: &str) -> ToolValueModel {
+        let mut out = ToolValueModel::default();
+        for rule in self.tools.iter().filter(|r| r.matcher.is_match(exposed)) {
+            fn set<T: Clone>(slot: &mut Option<T>, value: &Option<T>) {
+                if value.is_some() {
+                    slot.clone_from(value);
+                }
+            }
+            set(&mut out.side_effect, &rule.side_effect);
+            out.invalidates
+                .extend(rule.invalidates.iter().map(|(p, _)| p.clone()));
+            set(&mut out.freshness, &rule.freshness);
+            set(&mut out.value_class, &rule.value_class);
+            set(&mut out.typical_tokens, &rule.typical_tokens);
+            set(&mut out.latency_ms, &rule.latency_ms);
+            if let Some(f) = &rule.follow_up {
+                out.follow_up.clone_from(f);
+            }
+            set(&mut out.fail_fast_after_n, &rule.fail_fast_after_n);
+            set(&mut out.speculate, &rule.speculate);
+            set(&mut out.rate_limit_host, &rule.rate_limit_host);
+        }
+        out
+    }
+
+    /// How long a result of the tool exposed as `exposed` may be
+    /// referenced: its `freshness_secs`, else the session's TTL.
+    pub fn freshness(&self, exposed: &str, session: &SessionSettings) -> Duration {
+        self.tools
+            .iter()
+            .rev()
+            .filter(|r| r.matcher.is_match(exposed))
+            .find_map(|r| r.freshness)
+            .unwrap_or(session.ttl)
     }
 
     /// Whether any `[tools.*]` rule for `caller` has an `invalidates` list.

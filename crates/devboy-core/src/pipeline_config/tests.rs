@@ -31,6 +31,35 @@ fn the_embedded_file_is_valid_and_says_the_defaults() {
     );
     assert_eq!(parsed.file_version, SCHEMA_VERSION);
     assert!(parsed.endpoints.is_empty() && parsed.tools.is_empty());
+    // The profiles, hints and enrichment the file shows are the built-in ones.
+    let llms = |c: &PipelineConfig| -> Vec<_> {
+        c.profiles
+            .llms
+            .iter()
+            .map(|l| {
+                let models: Vec<_> = l.models.iter().map(|(p, _)| p.clone()).collect();
+                (l.name.clone(), models, l.tokenizer, l.budget_tokens)
+            })
+            .collect()
+    };
+    assert_eq!(llms(&parsed), llms(&defaults));
+    assert_eq!(parsed.profiles.agents, defaults.profiles.agents);
+    assert_eq!(
+        (
+            &parsed.profiles.model,
+            &parsed.profiles.llm,
+            &parsed.profiles.agent
+        ),
+        (&None, &Selection::Auto, &Selection::Auto)
+    );
+    assert_eq!(parsed.enrichment, defaults.enrichment);
+    for kind in HintKind::ALL {
+        let (a, b) = (parsed.hints.rule(kind), defaults.hints.rule(kind));
+        assert_eq!(
+            (a.enabled, a.max_per_session, a.models.len()),
+            (b.enabled, b.max_per_session, b.models.len())
+        );
+    }
     assert_eq!(
         PipelineConfig::embedded_default().source,
         ConfigSource::Embedded
@@ -94,7 +123,7 @@ max_age_days = 7
             budget_tokens: 5000
         }
     );
-    assert_eq!(parsed.tokenizer, TokenizerChoice::CharsPerToken(3.5));
+    assert_eq!(parsed.tokenizer, Some(TokenizerChoice::CharsPerToken(3.5)));
     assert_eq!(parsed.client, ClientProfile::Content);
     assert_eq!(
         parsed.telemetry,
@@ -142,7 +171,7 @@ fn wrong_types_and_values_say_what_was_expected() {
     );
     let e = error("[profiles]\ntokenizer = \"claude\"\n");
     assert!(
-        e.contains("profiles.tokenizer: expected \"o200k\", \"cl100k\""),
+        e.contains("profiles.tokenizer: expected \"auto\", \"o200k\", \"cl100k\""),
         "{e}"
     );
     let e = error("[tools.\"gh__*\"]\nside_effect = \"harmless\"\n");
@@ -161,13 +190,13 @@ fn wrong_types_and_values_say_what_was_expected() {
 
 #[test]
 fn a_newer_schema_is_refused_with_advice() {
-    let e = error("schema_version = 3\n[dedup]\nfuture_knob = 1\n");
+    let e = error("schema_version = 4\n[dedup]\nfuture_knob = 1\n");
     assert!(
-        e.contains("schema_version: expected a schema version this devboy understands (1 to 2), found version 3, written by a newer devboy; upgrade devboy"),
+        e.contains("schema_version: expected a schema version this devboy understands (1 to 3), found version 4, written by a newer devboy; upgrade devboy"),
         "{e}"
     );
     let e = error("schema_version = 0\n");
-    assert!(e.contains("expected a schema version from 1 to 2"), "{e}");
+    assert!(e.contains("expected a schema version from 1 to 3"), "{e}");
 }
 
 #[test]
@@ -371,4 +400,294 @@ fn the_environment_can_only_turn_telemetry_off() {
     };
     assert!(!disabled.with_env(&env("on")).enabled, "never turns it on");
     assert_eq!(on.with_env(&env("off")).sample_rate, on.sample_rate);
+}
+
+#[test]
+fn a_version_2_file_means_what_it_meant_and_names_version_3_keys() {
+    let parsed = parse(
+        "schema_version = 2\n[profiles]\ntokenizer = \"cl100k\"\n[tools.\"gh__*\"]\nside_effect = \"read_only\"\n",
+    )
+    .unwrap();
+    assert_eq!(parsed.file_version, 2);
+    assert!(parsed.warnings.is_empty(), "{:?}", parsed.warnings);
+    assert_eq!(parsed.tokenizer, Some(TokenizerChoice::Cl100k));
+    for (text, key) in [
+        (
+            "schema_version = 2\n[hints.ref]\nenabled = false\n",
+            "hints",
+        ),
+        (
+            "schema_version = 2\n[profiles]\nagent = \"auto\"\n",
+            "profiles.agent",
+        ),
+        (
+            "schema_version = 2\n[tools.\"gh__*\"]\nvalue_class = \"critical\"\n",
+            "tools.\"gh__*\".value_class",
+        ),
+    ] {
+        let e = error(text);
+        assert!(
+            e.contains(&format!("{key}: expected a key of schema version 2"))
+                && e.contains("set `schema_version = 3` to use it"),
+            "{e}"
+        );
+    }
+}
+
+fn context(model: Option<&str>, events: u64, compactions: u64) -> SessionContext {
+    SessionContext {
+        model: model.map(str::to_owned),
+        stats: SessionStats {
+            events,
+            compactions,
+        },
+    }
+}
+
+#[test]
+fn the_llm_profile_follows_the_model_and_a_file_profile_wins() {
+    let defaults = parse("").unwrap();
+    let none = defaults.resolve_session(&context(None, 0, 0));
+    assert_eq!(
+        (none.llm.as_deref(), none.tokenizer),
+        (None, TokenizerChoice::O200k)
+    );
+    let claude = defaults.resolve_session(&context(Some("claude-sonnet-4-5-20250929"), 0, 0));
+    assert_eq!(claude.llm.as_deref(), Some("claude"));
+    assert_eq!(claude.tokenizer, TokenizerChoice::O200k);
+    let bedrock = defaults.resolve_session(&context(Some("us.anthropic.claude-opus-4-1"), 0, 0));
+    assert_eq!(bedrock.llm.as_deref(), Some("claude"));
+    let gpt4 = defaults.resolve_session(&context(Some("gpt-4-0613"), 0, 0));
+    assert_eq!(
+        (gpt4.llm.as_deref(), gpt4.tokenizer),
+        (Some("openai_cl100k"), TokenizerChoice::Cl100k)
+    );
+    let gpt4o = defaults.resolve_session(&context(Some("gpt-4o-mini"), 0, 0));
+    assert_eq!(gpt4o.llm.as_deref(), Some("openai_o200k"));
+
+    let file = parse(
+        r#"
+[profiles]
+model = "qwen3-coder:30b"
+[profiles.llms.local]
+models = ["qwen*"]
+tokenizer = "chars:3.5"
+budget_tokens = 4000
+[profiles.llms.claude]
+budget_tokens = 30000
+"#,
+    )
+    .unwrap();
+    // The pinned model applies when the client reports none.
+    let local = file.resolve_session(&context(None, 0, 0));
+    assert_eq!(local.model.as_deref(), Some("qwen3-coder:30b"));
+    assert_eq!(local.llm.as_deref(), Some("local"));
+    assert_eq!(local.tokenizer, TokenizerChoice::CharsPerToken(3.5));
+    assert_eq!(local.budget_tokens, 4000);
+    // A reported model wins over the pin; a built-in changed in the file
+    // keeps its models; a budget above encoding.budget_tokens is capped.
+    let claude = file.resolve_session(&context(Some("claude-haiku-4-5"), 0, 0));
+    assert_eq!(claude.llm.as_deref(), Some("claude"));
+    assert_eq!(claude.budget_tokens, 25_000);
+
+    // An explicit tokenizer wins over the profile's.
+    let pinned = parse("[profiles]\ntokenizer = \"cl100k\"\nllm = \"claude\"\n").unwrap();
+    let s = pinned.resolve_session(&context(None, 0, 0));
+    assert_eq!(
+        (s.llm.as_deref(), s.tokenizer),
+        (Some("claude"), TokenizerChoice::Cl100k)
+    );
+}
+
+#[test]
+fn the_agent_profile_follows_the_session_and_endpoints_keep_their_own() {
+    let config = parse(
+        r#"
+[dedup.near_ref]
+enabled = false
+[profiles.agents.busy]
+min_events = 50
+min_body_bytes = 128
+[endpoints."ci__*"]
+near_ref = false
+"#,
+    )
+    .unwrap();
+    let fresh = config.resolve_session(&context(None, 0, 0));
+    assert_eq!(fresh.agent, None);
+    assert_eq!(fresh.ttl, Duration::from_secs(1800));
+    assert!(!fresh.near_ref);
+    // `marathon` (built in) after two compactions.
+    let long = config.resolve_session(&context(None, 10, 2));
+    assert_eq!(long.agent.as_deref(), Some("marathon"));
+    assert_eq!(long.ttl, Duration::from_secs(7200));
+    assert!(config.endpoint_in("gh__get_pipeline", &long).near_ref);
+    assert!(
+        !config.endpoint_in("ci__status", &long).near_ref,
+        "the endpoint's own setting wins"
+    );
+    // Both apply: the later profile in the file wins.
+    let both = config.resolve_session(&context(None, 60, 3));
+    assert_eq!(both.agent.as_deref(), Some("busy"));
+    assert_eq!(both.min_body_bytes, 128);
+    assert_eq!(both.ttl, Duration::from_secs(1800), "busy sets no ttl");
+    // Named: applies whatever the statistics.
+    let named = parse("[profiles]\nagent = \"marathon\"\n").unwrap();
+    assert_eq!(
+        named.resolve_session(&context(None, 0, 0)).agent.as_deref(),
+        Some("marathon")
+    );
+    // Resolution is pure.
+    let ctx = context(Some("claude-x"), 60, 3);
+    assert_eq!(config.resolve_session(&ctx), config.resolve_session(&ctx));
+
+    let e = error("[profiles]\nagent = \"sprint\"\n");
+    assert!(
+        e.contains("profiles.agent: expected \"auto\" or the name of a [profiles.agents.NAME] table: \"auto\", \"marathon\", found the string \"sprint\""),
+        "{e}"
+    );
+    let e = error("[profiles.agents.x]\nmin_compaction = 1\n");
+    assert!(e.contains("did you mean `min_compactions`?"), "{e}");
+}
+
+#[test]
+fn hint_rules_gate_by_kind_model_and_count() {
+    let config = parse(
+        r#"
+[hints.ref]
+max_per_session = 2
+[hints.elided]
+enabled = false
+[hints.encoded]
+models = ["claude-*"]
+"#,
+    )
+    .unwrap();
+    let rule = |k| config.hints.rule(k);
+    assert!(rule(HintKind::Ref).allows(None, 1));
+    assert!(!rule(HintKind::Ref).allows(None, 2));
+    assert!(!rule(HintKind::Elided).allows(Some("claude-x"), 0));
+    assert!(rule(HintKind::NearRef).allows(None, 1_000));
+    assert!(rule(HintKind::Encoded).allows(Some("claude-opus-4"), 0));
+    assert!(!rule(HintKind::Encoded).allows(Some("gpt-4o"), 0));
+    assert!(
+        !rule(HintKind::Encoded).allows(None, 0),
+        "a model-specific hint needs a known model"
+    );
+    let e = error("[hints.schema_explainer]\nenabled = true\n");
+    assert!(
+        e.contains(
+            "hints.schema_explainer: unknown key; expected one of: ref, near_ref, elided, encoded"
+        ),
+        "{e}"
+    );
+}
+
+#[test]
+fn tool_value_models_merge_in_file_order() {
+    use crate::value_model::{FollowUp, ValueClass};
+    let config = parse(
+        r#"
+[tools."gh__*"]
+value_class = "supporting"
+rate_limit_host = "api.github.com"
+freshness_secs = 60
+invalidates = ["gh__list_*"]
+[tools."gh__list_issues"]
+value_class = "critical"
+typical_tokens = 1800
+latency_ms = 350
+follow_up = [{ tool = "gh__get_issue", probability = 0.45, args = { number = "/0/number" } }]
+fail_fast_after_n = 3
+speculate = true
+side_effect = "read_only"
+[enrichment]
+enabled = true
+prefetch_timeout_ms = 250
+max_parallel = 2
+budget_tokens = 4000
+min_probability = 0.5
+"#,
+    )
+    .unwrap();
+    let m = config.tool_model("gh__list_issues");
+    assert_eq!(m.value_class, Some(ValueClass::Critical));
+    assert_eq!(m.rate_limit_host.as_deref(), Some("api.github.com"));
+    assert_eq!(m.freshness, Some(Duration::from_secs(60)));
+    assert_eq!(
+        (
+            m.typical_tokens,
+            m.latency_ms,
+            m.fail_fast_after_n,
+            m.speculate
+        ),
+        (Some(1800), Some(350), Some(3), Some(true))
+    );
+    assert_eq!(
+        m.follow_up,
+        vec![FollowUp {
+            tool: "gh__get_issue".into(),
+            probability: 0.45,
+            args: vec![("number".into(), "/0/number".into())],
+        }]
+    );
+    assert_eq!(m.invalidates, vec!["gh__list_*".to_owned()]);
+    let other = config.tool_model("gh__get_issue");
+    assert_eq!(other.value_class, Some(ValueClass::Supporting));
+    assert!(other.follow_up.is_empty());
+    assert!(config.tool_model("fs__read").is_empty());
+    let session = config.resolve_session(&SessionContext::default());
+    assert_eq!(
+        config.freshness("gh__get_issue", &session),
+        Duration::from_secs(60)
+    );
+    assert_eq!(
+        config.freshness("fs__read", &session),
+        Duration::from_secs(1800)
+    );
+    let e = &config.enrichment;
+    assert!(e.enabled);
+    assert!(
+        config
+            .warnings
+            .iter()
+            .any(|w| w.contains("enrichment.enabled: this devboy does not speculate yet")),
+        "{:?}",
+        config.warnings
+    );
+    assert_eq!(
+        (
+            e.prefetch_timeout,
+            e.max_parallel,
+            e.budget_tokens,
+            e.min_probability
+        ),
+        (Duration::from_millis(250), 2, 4000, 0.5)
+    );
+
+    for (text, want) in [
+        (
+            "[tools.a]\nvalue_class = \"vital\"\n",
+            "tools.a.value_class: expected one of \"critical\", \"supporting\", \"optional\", \"audit_only\"",
+        ),
+        (
+            "[tools.a]\nfollow_up = [{ tool = \"b\" }]\n",
+            "tools.a.follow_up[0]: expected a table with both `tool` and `probability`",
+        ),
+        (
+            "[tools.a]\nfollow_up = [{ tool = \"b\", probability = 1.5 }]\n",
+            "tools.a.follow_up[0].probability: expected a number from 0 to 1",
+        ),
+        (
+            "[tools.a]\nfollow_up = [{ tool = \"b\", probability = 0.5, args = { n = \"number\" } }]\n",
+            "tools.a.follow_up[0].args.n: expected a JSON pointer",
+        ),
+        (
+            "[tools.a]\nfollow_up = [{ tool = \"b\", probability = 0.5, chance = 1 }]\n",
+            "tools.a.follow_up[0].chance: unknown key",
+        ),
+    ] {
+        let e = error(text);
+        assert!(e.contains(want), "{e}\nwanted: {want}");
+    }
 }
