@@ -536,19 +536,16 @@ impl Reader<'_> {
     /// `[profiles.llms.NAME]`: a built-in name changes the fields it sets.
     fn llms(&mut self, node: &Node, path: &KeyPath) -> Result<()> {
         for (name, n, p) in self.pairs(node, path)? {
-            let llms = &mut self.config.profiles.llms;
-            let index = match llms.iter().position(|l| l.name == name) {
-                Some(i) => i,
-                None => {
-                    llms.push(LlmProfile {
-                        name: name.to_owned(),
-                        models: Vec::new(),
-                        tokenizer: None,
-                        budget_tokens: None,
-                    });
-                    llms.len() - 1
-                }
-            };
+            let index = find_or_push(
+                &mut self.config.profiles.llms,
+                |l| l.name == name,
+                || LlmProfile {
+                    name: name.to_owned(),
+                    models: Vec::new(),
+                    tokenizer: None,
+                    budget_tokens: None,
+                },
+            );
             self.fields(n, &p, LLM_KEYS, |r, key, n, p| {
                 match key {
                     "models" => {
@@ -574,21 +571,18 @@ impl Reader<'_> {
     /// `[profiles.agents.NAME]`: a built-in name changes the fields it sets.
     fn agents(&mut self, node: &Node, path: &KeyPath) -> Result<()> {
         for (name, n, p) in self.pairs(node, path)? {
-            let agents = &mut self.config.profiles.agents;
-            let index = match agents.iter().position(|a| a.name == name) {
-                Some(i) => i,
-                None => {
-                    agents.push(AgentProfile {
-                        name: name.to_owned(),
-                        min_events: None,
-                        min_compactions: None,
-                        ttl: None,
-                        min_body_bytes: None,
-                        near_ref: None,
-                    });
-                    agents.len() - 1
-                }
-            };
+            let index = find_or_push(
+                &mut self.config.profiles.agents,
+                |a| a.name == name,
+                || AgentProfile {
+                    name: name.to_owned(),
+                    min_events: None,
+                    min_compactions: None,
+                    ttl: None,
+                    min_body_bytes: None,
+                    near_ref: None,
+                },
+            );
             self.fields(n, &p, AGENT_KEYS, |r, key, n, p| {
                 let count = r.count(n, p, 0);
                 let agent = &mut r.config.profiles.agents[index];
@@ -1008,6 +1002,19 @@ impl Reader<'_> {
             }
         };
         Ok(&mut self.config.endpoints[index])
+    }
+}
+
+/// The index of the first item `is` picks, after appending `make()` when
+/// none does (a table that names a built-in profile changes it; another
+/// name adds one).
+fn find_or_push<T>(items: &mut Vec<T>, is: impl Fn(&T) -> bool, make: impl FnOnce() -> T) -> usize {
+    match items.iter().position(is) {
+        Some(i) => i,
+        None => {
+            items.push(make());
+            items.len() - 1
+        }
     }
 }
 
