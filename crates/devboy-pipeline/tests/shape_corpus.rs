@@ -151,7 +151,7 @@ mod tests {
                 assert!(t.may_apply(&c), "{t} accepted what may_apply rejects");
                 *accepted.entry(t.name()).or_insert(0usize) += 1;
                 let expected = match &c.json {
-                    Some(v) if t == Template::FencedFields => DecodedBody::Json(v.clone()),
+                    Some(v) if t != Template::MdTables => DecodedBody::Json(v.clone()),
                     _ => DecodedBody::Text(body.text.clone()),
                 };
                 assert_eq!(decode(&encoded), Ok(expected), "{t} on {}", body.source);

@@ -3,7 +3,7 @@
 //! A template rewrites a body into a form that costs the model fewer tokens
 //! and reads naturally, and that [`decode`] turns back into the original:
 //! byte for byte for text, as an equal [`Value`] (same keys in the same
-//! order) for JSON. Two exist:
+//! order) for JSON. Three exist:
 //!
 //! - [`md_tables`]: every top-level Markdown (GFM) table of a document
 //!   becomes a fenced CSV block; all other text stays as it was.
@@ -11,6 +11,9 @@
 //!   multi-line text (diffs, code, stack traces, long Markdown) becomes
 //!   `path: value` lines, with each multi-line string in a fenced block as
 //!   raw text, so its `\n` and `\"` escapes no longer cost tokens.
+//! - [`json_text`]: an object whose one field holds a JSON document as
+//!   serialized text (`{"content": "[\n  {…"}`) becomes that document in
+//!   its cheapest lossless encoding, under a line naming the field.
 //!
 //! Every encoded text opens with a one-line hint, `> [encoded: …]`, that
 //! tells the model what it is reading and tells [`decode`] which template
@@ -34,6 +37,7 @@ use crate::shape::{Classified, Shape};
 
 mod csv;
 pub mod fenced_fields;
+pub mod json_text;
 pub mod md_tables;
 
 /// One of the L1 templates.
@@ -44,31 +48,45 @@ pub enum Template {
     /// JSON as `path: value` lines with multi-line strings fenced:
     /// [`fenced_fields`].
     FencedFields,
+    /// A JSON document held as text in an object's one field, shown as the
+    /// document: [`json_text`].
+    JsonText,
 }
 
 impl Template {
     /// Every template.
-    pub const ALL: [Template; 2] = [Template::MdTables, Template::FencedFields];
+    pub const ALL: [Template; 3] = [
+        Template::MdTables,
+        Template::FencedFields,
+        Template::JsonText,
+    ];
 
     /// A short, stable name for telemetry and configuration.
     pub fn name(self) -> &'static str {
         match self {
             Self::MdTables => "md_tables_csv",
             Self::FencedFields => "fenced_fields",
+            Self::JsonText => "json_text",
         }
     }
 
     /// The first line of every text this template encodes (without its
-    /// line break). It is how [`decode`] recognizes the template.
+    /// line break). It is how [`decode`] recognizes the template. For
+    /// [`Template::JsonText`], whose hint names the field, the one for a
+    /// field called `content` (the commonest).
     pub fn hint(self) -> &'static str {
         match self {
             Self::MdTables => md_tables::HINT,
             Self::FencedFields => fenced_fields::HINT,
+            Self::JsonText => json_text::HINT,
         }
     }
 
     /// The template whose hint is exactly `line`.
     pub fn from_hint(line: &str) -> Option<Template> {
+        if json_text::is_hint(line) {
+            return Some(Template::JsonText);
+        }
         Self::ALL.into_iter().find(|t| t.hint() == line)
     }
 
@@ -80,6 +98,7 @@ impl Template {
             Self::FencedFields => {
                 matches!(classified.json, Some(Value::Object(_) | Value::Array(_)))
             }
+            Self::JsonText => classified.json.as_ref().is_some_and(json_text::may_apply),
         }
     }
 
@@ -89,6 +108,7 @@ impl Template {
         match self {
             Self::MdTables => md_tables::encode(body),
             Self::FencedFields => json.and_then(fenced_fields::encode),
+            Self::JsonText => json.and_then(json_text::encode),
         }
     }
 }
@@ -143,6 +163,7 @@ pub fn decode(text: &str) -> Result<DecodedBody, DecodeError> {
     match Template::from_hint(first) {
         Some(Template::MdTables) => md_tables::decode(text).map(DecodedBody::Text),
         Some(Template::FencedFields) => fenced_fields::decode(text).map(DecodedBody::Json),
+        Some(Template::JsonText) => json_text::decode(text).map(DecodedBody::Json),
         None => Err(DecodeError::NotEncoded),
     }
 }
