@@ -119,15 +119,13 @@ impl State {
     }
 
     fn hints_sent(&self, kind: HintKind) -> u64 {
-        self.hints_sent[HintKind::ALL.iter().position(|k| *k == kind).unwrap_or(0)]
+        self.hints_sent[kind.index()]
     }
 
     /// Counts the hints a processed result carries.
     fn count_hints(&mut self, processed: &Processed) {
         let mut count = |kind: HintKind| {
-            if let Some(i) = HintKind::ALL.iter().position(|k| *k == kind) {
-                self.hints_sent[i] += 1;
-            }
+            self.hints_sent[kind.index()] += 1;
         };
         match processed.action {
             Action::Reference => count(HintKind::Ref),
@@ -350,16 +348,17 @@ impl ResponseProcessor for DedupProcessor {
     ) -> Result<Option<CallToolResult>, ProcessError> {
         let (session, hints_sent) = {
             let state = lock(&self.state);
-            let sent = HintKind::ALL.map(|k| state.hints_sent(k));
-            (state.session.clone(), sent)
+            (state.session.clone(), state.hints_sent)
         };
         let settings = self.config.endpoint_in(call.exposed, &session);
         // A hint kind the policy does not allow here means its content goes
         // out in full instead.
         let model = session.model.as_deref();
         let allows = |kind: HintKind| {
-            let i = HintKind::ALL.iter().position(|k| *k == kind).unwrap_or(0);
-            self.config.hints.rule(kind).allows(model, hints_sent[i])
+            self.config
+                .hints
+                .rule(kind)
+                .allows(model, hints_sent[kind.index()])
         };
         let dedup = settings.dedup && allows(HintKind::Ref);
         let encode = self.encode && settings.encode;

@@ -146,7 +146,8 @@ impl HintKind {
         Self::ALL.into_iter().find(|k| k.name() == name)
     }
 
-    fn index(self) -> usize {
+    /// The kind's place in [`HintKind::ALL`] (for per-kind counters).
+    pub fn index(self) -> usize {
         self as usize
     }
 }
