@@ -11,9 +11,11 @@
 //!   multi-line text (diffs, code, stack traces, long Markdown) becomes
 //!   `path: value` lines, with each multi-line string in a fenced block as
 //!   raw text, so its `\n` and `\"` escapes no longer cost tokens.
-//! - [`json_text`]: an object whose one field holds a JSON document as
-//!   serialized text (`{"content": "[\n  {…"}`) becomes that document in
-//!   its cheapest lossless encoding, under a line naming the field.
+//! - [`json_text`]: a JSON object with a string field that holds a JSON
+//!   document as serialized text (`{"content": "[\n  {…"}`, exactly as
+//!   serde_json or `JSON.stringify` write it, indented or compact) has that
+//!   field parsed, and the object shown in its cheapest lossless encoding
+//!   under a line naming the field and the layout of its text.
 //!
 //! Every encoded text opens with a one-line hint, `> [encoded: …]`, that
 //! tells the model what it is reading and tells [`decode`] which template
@@ -48,8 +50,8 @@ pub enum Template {
     /// JSON as `path: value` lines with multi-line strings fenced:
     /// [`fenced_fields`].
     FencedFields,
-    /// A JSON document held as text in an object's one field, shown as the
-    /// document: [`json_text`].
+    /// A JSON document held as text in an object's string field, shown
+    /// parsed: [`json_text`].
     JsonText,
 }
 
@@ -72,8 +74,8 @@ impl Template {
 
     /// The first line of every text this template encodes (without its
     /// line break). It is how [`decode`] recognizes the template. For
-    /// [`Template::JsonText`], whose hint names the field, the one for a
-    /// field called `content` (the commonest).
+    /// [`Template::JsonText`], whose hint names the field and the layout,
+    /// the one for an indented field called `content` (the commonest).
     pub fn hint(self) -> &'static str {
         match self {
             Self::MdTables => md_tables::HINT,
@@ -98,7 +100,7 @@ impl Template {
             Self::FencedFields => {
                 matches!(classified.json, Some(Value::Object(_) | Value::Array(_)))
             }
-            Self::JsonText => classified.json.as_ref().is_some_and(json_text::may_apply),
+            Self::JsonText => json_text::may_apply(classified),
         }
     }
 
