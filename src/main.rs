@@ -29,7 +29,9 @@ use tracing_subscriber::{fmt, EnvFilter, Layer};
 )]
 struct Cli {
     /// Log level for stderr and the log file (RUST_LOG, when set, wins).
-    #[arg(long, global = true, default_value = "info", value_name = "LEVEL")]
+    /// `warn` by default: Claude Code files every stderr line of a server
+    /// as an error, so only what needs a person's attention is written.
+    #[arg(long, global = true, default_value = "warn", value_name = "LEVEL")]
     log_level: String,
     /// Also append logs to this file.
     #[arg(long, global = true, value_name = "FILE")]
@@ -47,8 +49,10 @@ enum Command {
         /// tools only).
         #[arg(long, value_name = "FILE")]
         config: Option<PathBuf>,
-        /// How long the first tools/list may wait for upstreams still starting.
-        #[arg(long, default_value_t = 10_000, value_name = "MS")]
+        /// How long the first tools/list may wait for upstreams still
+        /// starting (from devboy's start); later ones are announced with
+        /// list_changed. Claude Code gives tools/list 5 s in all.
+        #[arg(long, default_value_t = devboy_mcp::DEFAULT_LIST_GRACE_MS, value_name = "MS")]
         list_grace_ms: u64,
         /// What happens to tool results: `full` answers a repeat the model
         /// already holds with a reference to it and re-encodes structured
@@ -238,7 +242,18 @@ fn run(command: Command) -> anyhow::Result<()> {
             pipeline,
             pipeline_config,
         } => {
-            let config = ProxyConfig::resolve(config.as_deref())?;
+            let mut config = ProxyConfig::resolve(config.as_deref())?;
+            if let Some(parent) = std::env::var_os(devboy_mcp::NESTED_ENV) {
+                // Started as an upstream of another devboy (its config lists
+                // devboy itself). Starting this config's upstreams could
+                // start devboy again, without end; the parent marks this
+                // server failed when it sees devboy answer.
+                tracing::warn!(
+                    parent = %parent.to_string_lossy(),
+                    "started as an upstream of another devboy; serving built-in tools only (devboy does not proxy itself)"
+                );
+                config.upstreams.clear();
+            }
             match &config.source {
                 ConfigSource::File(path) => {
                     tracing::info!(config = %path.display(), upstreams = config.upstreams.len(), "config loaded")
@@ -532,9 +547,25 @@ fn init_logging(level: &str, file: Option<&std::path::Path>) -> anyhow::Result<(
         match std::env::var("RUST_LOG") {
             Ok(spec) if !spec.is_empty() => EnvFilter::try_new(&spec)
                 .with_context(|| format!("RUST_LOG={spec:?} is not a valid filter")),
-            _ => EnvFilter::try_new(level).with_context(|| {
-                format!("--log-level {level:?}: expected error, warn, info, debug or trace")
-            }),
+            _ => {
+                let filter = EnvFilter::try_new(level).with_context(|| {
+                    format!("--log-level {level:?}: expected error, warn, info, debug or trace")
+                })?;
+                // rmcp warns about every error response it sends, and devboy
+                // answers an unknown tool or an upstream's own error that
+                // way: the caller is told, stderr need not repeat it.
+                // Its transport worker logs an error per failed connection
+                // attempt, which devboy reports itself, once (upstream.rs).
+                let mut filter = filter;
+                for directive in ["rmcp::service=error", "rmcp::transport::worker=off"] {
+                    filter = filter.add_directive(
+                        directive
+                            .parse()
+                            .context("the built-in rmcp log directives")?,
+                    );
+                }
+                Ok(filter)
+            }
         }
     };
     let stderr = fmt::layer()

@@ -36,6 +36,22 @@ pub use proxy::{Proxy, ProxyOptions};
 pub use seam::{Passthrough, ResponseProcessor};
 pub use session::Session;
 
+/// The environment variable devboy sets for the stdio upstreams it starts
+/// (`<pid> <upstream name>`). A `devboy mcp` that finds it set was started
+/// as an upstream of another devboy, so it starts no upstreams of its own.
+pub const NESTED_ENV: &str = "DEVBOY_UPSTREAM_OF";
+
+/// How long the first `tools/list` waits for upstreams still starting,
+/// counted from devboy's start, by default. Claude Code gives `tools/list`
+/// 5,000 ms (`claude mcp list` reports a timeout past that) and honours
+/// `list_changed` in a running session, so devboy answers with what is
+/// ready well inside that and announces the rest when it comes.
+pub const DEFAULT_LIST_GRACE_MS: u64 = 2_500;
+
+/// The name devboy gives in `initialize` (`serverInfo.name`); an upstream
+/// that gives it is devboy itself and is not proxied.
+pub const SERVER_INFO_NAME: &str = "devboy";
+
 /// Why serving stopped with an error.
 #[derive(Debug, thiserror::Error)]
 pub enum ServeError {

@@ -27,7 +27,7 @@ pub struct ProxyOptions {
 impl Default for ProxyOptions {
     fn default() -> Self {
         Self {
-            list_grace: Duration::from_secs(10),
+            list_grace: Duration::from_millis(crate::DEFAULT_LIST_GRACE_MS),
         }
     }
 }

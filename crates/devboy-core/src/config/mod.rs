@@ -11,6 +11,15 @@
 //! Resolution happens here, once: `${VAR}` expansion, relative `cwd`
 //! against the config file's directory, default timeouts, and unique
 //! tool-name prefixes. What leaves this module is ready to use.
+//!
+//! Only a problem with the file as a whole stops loading: it cannot be
+//! read, is not valid TOML/JSON, or its top level has the wrong shape. A
+//! problem inside one server's entry (an unset variable, a wrong type, an
+//! unknown key, a clashing prefix) makes that one server
+//! [`UpstreamTransport::Invalid`]: it shows as failed with the error, and
+//! the other servers start. Claude Code treats its own `.mcp.json` the
+//! same way, and a user whose one server is misconfigured should still
+//! have the rest.
 
 mod error;
 mod expand;
@@ -55,7 +64,8 @@ pub struct ProxyConfig {
     /// <name>`); it counts against the 64-character tool name limit.
     pub server_name: String,
     /// The upstream servers in file order, disabled ones included with
-    /// `enabled == false`. Names and prefixes are unique.
+    /// `enabled == false`, entries with a problem of their own included as
+    /// [`UpstreamTransport::Invalid`]. Names and prefixes are unique.
     pub upstreams: Vec<UpstreamConfig>,
     /// Things worth telling the user that did not stop loading (ignored
     /// keys, unsupported transports, renamed prefixes), each starting with
@@ -121,6 +131,14 @@ pub enum UpstreamTransport {
         /// The `type` as written.
         kind: String,
     },
+    /// An entry that cannot be used as written (an unset variable, a value
+    /// of the wrong type, an unknown key in `devboy.toml`, a clashing
+    /// prefix, …). One bad entry must not stop the others, so the entry is
+    /// kept and shown as failed, with this reason.
+    Invalid {
+        /// The config error, naming the file, the key and what was expected.
+        error: String,
+    },
 }
 
 impl UpstreamTransport {
@@ -131,6 +149,19 @@ impl UpstreamTransport {
             UpstreamTransport::Stdio { .. } => "stdio",
             UpstreamTransport::Http { .. } => "http",
             UpstreamTransport::Unsupported { kind } => kind,
+            UpstreamTransport::Invalid { .. } => "invalid",
+        }
+    }
+
+    /// Why this upstream cannot be started at all, when the config alone
+    /// says so (an unsupported transport or an invalid entry).
+    pub fn unusable(&self) -> Option<String> {
+        match self {
+            UpstreamTransport::Unsupported { kind } => Some(format!(
+                "transport `{kind}` is not supported; use stdio or streamable HTTP (`type = \"http\"`)"
+            )),
+            UpstreamTransport::Invalid { error } => Some(error.clone()),
+            UpstreamTransport::Stdio { .. } | UpstreamTransport::Http { .. } => None,
         }
     }
 }
@@ -256,6 +287,13 @@ impl ProxyConfig {
         } else {
             Ok(Self::embedded_default())
         }
+    }
+
+    /// The enabled entries that cannot start, with the reason each one
+    /// shows as failed (for stderr at startup and `devboy doctor`).
+    pub fn unusable_upstreams(&self) -> impl Iterator<Item = (&UpstreamConfig, String)> {
+        self.enabled_upstreams()
+            .filter_map(|u| u.transport.unusable().map(|why| (u, why)))
     }
 
     /// The upstreams to start.
