@@ -4,6 +4,7 @@
 
 mod codec;
 mod replay;
+mod setup;
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -64,6 +65,35 @@ enum Command {
         /// directory if it exists, else the embedded default.
         #[arg(long, value_name = "FILE")]
         pipeline_config: Option<PathBuf>,
+    },
+    /// Write a starting config. Without --project: devboy.toml in the
+    /// config directory (~/.config/devboy/), importing the servers of
+    /// --from or of Claude Desktop's config when there is one; then
+    /// `claude mcp add devboy -s user -- devboy mcp`. With --project: the
+    /// project's .mcp.json servers move to devboy.mcp.json and .mcp.json
+    /// starts devboy on it (relative paths, safe to commit).
+    Init {
+        /// Set up this project directory instead (default: the current one).
+        #[arg(long, value_name = "DIR", num_args = 0..=1, default_missing_value = ".")]
+        project: Option<PathBuf>,
+        /// A .mcp.json or claude_desktop_config.json whose servers to import.
+        #[arg(long, value_name = "FILE", conflicts_with = "project")]
+        from: Option<PathBuf>,
+        /// Replace an existing devboy.toml (kept as devboy.toml.bak).
+        #[arg(long, conflicts_with = "project")]
+        force: bool,
+    },
+    /// Check the setup without an MCP client: start every configured
+    /// upstream and report its state, tool count and errors; find devboy's
+    /// registrations in Claude Code and start each as Claude Code would,
+    /// timing initialize and tools/list. Exits 1 when something is wrong.
+    Doctor {
+        /// devboy.toml or a .mcp.json (default as for `devboy mcp`).
+        #[arg(long, value_name = "FILE")]
+        config: Option<PathBuf>,
+        /// How long to wait for upstreams to start.
+        #[arg(long, default_value_t = 30_000, value_name = "MS")]
+        wait_ms: u64,
     },
     /// Print what the model would see of the body on stdin: its cheapest
     /// lossless encoding, or the body unchanged when nothing is cheaper.
@@ -297,6 +327,17 @@ fn run(command: Command) -> anyhow::Result<()> {
             codec::encode_cmd(&config, tool.as_deref())
         }
         Command::Decode => codec::decode_cmd(),
+        Command::Init {
+            project: Some(dir), ..
+        } => setup::init_project(&dir),
+        Command::Init {
+            project: None,
+            from,
+            force,
+        } => setup::init_user(from.as_deref(), force),
+        Command::Doctor { config, wait_ms } => {
+            setup::doctor(config.as_deref(), Duration::from_millis(wait_ms))
+        }
         Command::Replay {
             paths,
             format,

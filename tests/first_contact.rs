@@ -335,7 +335,10 @@ fn stderr_stays_short_while_a_server_stays_down() {
             .iter()
             .filter(|l| l.contains(&format!("upstream={server}")))
             .count();
-        assert_eq!(about, 1, "one line for `{server}` per distinct error:\n{stderr}");
+        assert_eq!(
+            about, 1,
+            "one line for `{server}` per distinct error:\n{stderr}"
+        );
     }
     assert!(lines.len() <= 3, "stderr:\n{stderr}");
 }

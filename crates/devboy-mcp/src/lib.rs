@@ -17,6 +17,7 @@
 pub mod builtin;
 pub mod catalog;
 pub mod dedup;
+pub mod doctor;
 pub mod partition;
 pub mod proxy;
 pub mod seam;

@@ -24,6 +24,7 @@
 mod error;
 mod expand;
 mod filter;
+pub mod import;
 pub(crate) mod keypath;
 mod schema;
 pub(crate) mod tree;

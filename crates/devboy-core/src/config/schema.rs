@@ -23,7 +23,7 @@ use super::{
 use crate::naming::sanitize_component;
 
 /// The keys a server table may have, in both formats.
-const SERVER_KEYS: &[&str] = &[
+pub(super) const SERVER_KEYS: &[&str] = &[
     "type",
     "command",
     "args",
