@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use common::toml_str;
 
 use devboy_testkit::scripted_model::COMPACTION_SUMMARY_TEXT;
-use devboy_testkit::{peers, ClaudeCode, Script, ScriptedModel};
+use devboy_testkit::{peers, ClaudeCode, Script, ScriptedModel, TerminalSession, Turn};
 use serde_json::{json, Value};
 
 const DEVBOY: &str = env!("CARGO_BIN_EXE_devboy");
@@ -136,96 +136,46 @@ fn late_upstream_tools_reach_interactive_claude_code() {
             &["mcp", "--config", config.to_str().unwrap()],
         )
         .unwrap();
-    // Skip the first-run screens of a new HOME: onboarding and folder trust.
-    let state = claude.home().join(".claude.json");
-    let mut doc: Value = serde_json::from_str(&std::fs::read_to_string(&state).unwrap()).unwrap();
-    doc["hasCompletedOnboarding"] = json!(true);
-    doc["customApiKeyResponses"] = json!({"approved": ["sk-ant-devboy-test"], "rejected": []});
-    doc["projects"][claude.project().to_str().unwrap()]["hasTrustDialogAccepted"] = json!(true);
-    std::fs::write(&state, doc.to_string()).unwrap();
-
-    let template = claude.command();
-    let socket = format!("devboy-test-{}", std::process::id());
-    let mut tmux = std::process::Command::new("tmux");
-    tmux.env_clear();
-    for (k, v) in template.get_envs() {
-        if let Some(v) = v {
-            tmux.env(k, v);
-        }
-    }
-    tmux.env("TERM", "xterm-256color");
-    let program = template.get_program().to_string_lossy().into_owned();
-    tmux.args([
-        "-L",
-        &socket,
-        "new-session",
-        "-d",
-        "-s",
-        "t",
-        "-x",
-        "200",
-        "-y",
-        "50",
-        "-c",
-    ])
-    .arg(claude.project())
-    .arg(format!("{program} --allowedTools {tool}"));
-    assert!(tmux.status().unwrap().success());
-    let tmux_cmd = |args: &[&str]| {
-        std::process::Command::new("tmux")
-            .args(["-L", &socket])
-            .args(args)
-            .output()
-            .unwrap()
-    };
-    let screen = || {
-        String::from_utf8_lossy(&tmux_cmd(&["capture-pane", "-p", "-t", "t"]).stdout).into_owned()
-    };
-    let wait_for = |what: &dyn Fn() -> bool, label: &str| {
-        let deadline = Instant::now() + Duration::from_secs(60);
-        while !what() {
-            assert!(
-                Instant::now() < deadline,
-                "waited 60 s for {label}; screen:\n{}",
-                screen()
-            );
-            std::thread::sleep(Duration::from_millis(200));
-        }
-    };
     let started = Instant::now();
-    wait_for(&|| screen().contains("❯"), "the prompt");
-    tmux_cmd(&["send-keys", "-t", "t", "Hello.", "Enter"]);
-    wait_for(
-        &|| {
+    let terminal = TerminalSession::start(&claude, &["--allowedTools", tool]).unwrap();
+    terminal.type_line("Hello.").unwrap();
+    let asked = |text: &'static str| {
+        let model = &model;
+        move || {
             model
                 .main_requests()
                 .iter()
-                .any(|r| r["messages"].to_string().contains("Hello."))
-        },
-        "the first prompt to reach the model",
-    );
-    let first = model.main_requests();
-    let first_tools: Vec<String> = first
-        .last()
+                .any(|r| r["messages"].to_string().contains(text))
+        }
+    };
+    terminal
+        .wait_until(
+            "the first prompt to reach the model",
+            Duration::from_secs(60),
+            asked("Hello."),
+        )
+        .unwrap();
+    let offered: Vec<String> = model
+        .last_main_request()
         .and_then(|r| r["tools"].as_array().cloned())
         .unwrap_or_default()
         .iter()
         .filter_map(|t| t["name"].as_str().map(str::to_owned))
         .collect();
     assert!(
-        !first_tools.contains(&tool.to_owned()),
+        !offered.contains(&tool.to_owned()),
         "the server is 6 s late, yet its tool was offered after {:?}",
         started.elapsed()
     );
     // The server is up 6 s after devboy started; the user types on.
     std::thread::sleep(Duration::from_secs(9).saturating_sub(started.elapsed()));
-    model.push(devboy_testkit::Turn::tool_use(
-        tool,
-        json!({"text": "late but here"}),
-    ));
-    tmux_cmd(&["send-keys", "-t", "t", "Echo something.", "Enter"]);
-    wait_for(&|| !model.tool_results().is_empty(), "a tool result");
-    tmux_cmd(&["kill-server"]);
+    model.push(Turn::tool_use(tool, json!({"text": "late but here"})));
+    terminal.type_line("Echo something.").unwrap();
+    terminal
+        .wait_until("a tool result", Duration::from_secs(60), || {
+            !model.tool_results().is_empty()
+        })
+        .unwrap();
     let results = model.tool_results();
     assert!(!results[0].is_error, "{:?}", results[0]);
     assert_eq!(results[0].text(), "late but here");

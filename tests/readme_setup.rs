@@ -12,7 +12,9 @@
 
 use std::path::{Path, PathBuf};
 
-use devboy_testkit::{peers, ClaudeCode, Script, ScriptedModel};
+use std::time::Duration;
+
+use devboy_testkit::{peers, ClaudeCode, Script, ScriptedModel, TerminalSession, Turn};
 use serde_json::{json, Value};
 
 const DEVBOY: &str = env!("CARGO_BIN_EXE_devboy");
@@ -59,8 +61,7 @@ fn run_block(claude: &ClaudeCode, block: &str, dir: &Path) -> String {
     let bins = bin_dir(claude);
     let mut cmd = claude.shell(&script, &[&bins]);
     cmd.current_dir(dir);
-    let out =
-        devboy_testkit::claude::run_with_timeout(cmd, std::time::Duration::from_secs(120)).unwrap();
+    let out = devboy_testkit::claude::run_with_timeout(cmd, Duration::from_secs(120)).unwrap();
     assert!(out.success(), "README block failed:\n{script}\n{out}");
     out.stdout
 }
@@ -146,20 +147,14 @@ fn readme_project_setup_works_as_written_with_a_realistic_mcp_json() {
             .unwrap();
     assert_eq!(moved, original, "the servers moved exactly");
 
-    // A session in that project, in one Claude Code process: the model
+    // A session in that project, in interactive Claude Code: the model
     // reads a file through devboy while two servers behind it are down.
-    // The first turn is text only, and the next comes a few seconds later,
-    // as a person types: the filesystem server may have come up after the
-    // first tools/list (devboy answers that within 2.5 s, with what is
-    // ready), and then reaches Claude Code by list_changed.
+    // The first prompt gets a text answer, the tool call comes with the
+    // second: the filesystem server may come up after devboy's first
+    // tools/list (answered within 2.5 s with what is ready) and then reach
+    // Claude Code by list_changed.
     let tool = "mcp__devboy__filesystem__read_text_file";
-    let model = ScriptedModel::start(
-        Script::new()
-            .final_text("hello")
-            .tool_use(tool, json!({"path": "notes.txt"}))
-            .final_text("read"),
-    )
-    .unwrap();
+    let model = ScriptedModel::start(Script::new().final_text("ok")).unwrap();
     let bins = bin_dir(&claude);
     let path = std::env::join_paths(std::iter::once(bins).chain(std::env::split_paths(
         &std::env::var_os("PATH").unwrap_or_default(),
@@ -170,13 +165,25 @@ fn readme_project_setup_works_as_written_with_a_realistic_mcp_json() {
         .project_dir(&project)
         .unwrap()
         .env("PATH", path.to_string_lossy());
-    let mut session = claude.start_session(&[tool]).unwrap();
-    session.turn("Hello.").unwrap();
-    std::thread::sleep(std::time::Duration::from_secs(6));
-    session.turn("Read notes.txt.").unwrap();
-    session.finish().unwrap().assert_success();
+    let terminal = TerminalSession::start(&claude, &["--allowedTools", tool]).unwrap();
+    terminal.type_line("Hello.").unwrap();
+    terminal
+        .wait_until("an answer", Duration::from_secs(60), || {
+            model
+                .main_requests()
+                .iter()
+                .any(|r| r["messages"].to_string().contains("Hello."))
+        })
+        .unwrap();
+    std::thread::sleep(Duration::from_secs(5));
+    model.push(Turn::tool_use(tool, json!({"path": "notes.txt"})));
+    terminal.type_line("Read notes.txt.").unwrap();
+    terminal
+        .wait_until("a tool result", Duration::from_secs(60), || {
+            !model.tool_results().is_empty()
+        })
+        .unwrap();
     let results = model.tool_results();
-    assert_eq!(results.len(), 1, "{results:?}");
     assert!(!results[0].is_error, "{:?}", results[0]);
     assert!(results[0].text().contains(marker), "{:?}", results[0]);
 }
