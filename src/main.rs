@@ -375,7 +375,7 @@ fn tune(command: TuneCommand) -> anyhow::Result<()> {
                 input: input_dir.unwrap_or_else(|| telemetry.join("events")),
                 days,
                 output: output.unwrap_or_else(default_output),
-                names_file: devboy_tune::names::default_file(),
+                names_file: devboy_core::paths::endpoint_names_file(),
                 summary_file: Some(telemetry.join(devboy_tune::show::SUMMARY_FILE)),
                 dry_run,
                 progress: std::io::stderr().is_terminal(),
@@ -386,7 +386,7 @@ fn tune(command: TuneCommand) -> anyhow::Result<()> {
         TuneCommand::Show { config } => {
             let options = devboy_tune::ShowOptions {
                 config,
-                names_file: devboy_tune::names::default_file(),
+                names_file: devboy_core::paths::endpoint_names_file(),
                 summary_file: telemetry.join(devboy_tune::show::SUMMARY_FILE),
             };
             print!("{}", devboy_tune::show::show(&options)?);

@@ -230,8 +230,10 @@ impl ProxyConfig {
         env: &dyn Fn(&str) -> Option<String>,
     ) -> Result<Self, ConfigError> {
         let text = text.strip_prefix('\u{feff}').unwrap_or(text);
-        let root = match format {
-            ConfigFormat::Toml => tree::parse_toml(text),
+        // TOML refuses a repeated key itself; JSON keeps the last, as
+        // Claude Code does, and the repeats become warnings below.
+        let (root, duplicates) = match format {
+            ConfigFormat::Toml => tree::parse_toml(text).map(|root| (root, Vec::new())),
             ConfigFormat::McpJson => tree::parse_json(text),
         }
         .map_err(|e| {
@@ -245,11 +247,16 @@ impl ProxyConfig {
             )
         })?;
         let resolved = schema::resolve(&root, format, origin, env)?;
+        let mut warnings: Vec<String> = duplicates
+            .iter()
+            .map(|duplicate| format!("{}: {duplicate}", origin.display()))
+            .collect();
+        warnings.extend(resolved.warnings);
         Ok(ProxyConfig {
             source: ConfigSource::File(origin.to_path_buf()),
             server_name: resolved.server_name,
             upstreams: resolved.upstreams,
-            warnings: resolved.warnings,
+            warnings,
         })
     }
 

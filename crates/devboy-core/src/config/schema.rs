@@ -13,7 +13,7 @@ use std::time::Duration;
 use globset::Glob;
 
 use super::error::{ConfigError, ConfigErrorKind};
-use super::expand::{expand, UnsetVariable};
+use super::expand::{expand, ExpandError};
 use super::keypath::{closest, KeyPath};
 use super::tree::{describe, quote_short, Entry, Node, Pos, Value};
 use super::{
@@ -217,7 +217,7 @@ impl Loader<'_> {
         let raw = self.string(node, path)?;
         match expand(raw, self.env) {
             Ok(s) => Ok(s),
-            Err(UnsetVariable(variable)) if lenient => {
+            Err(ExpandError::Unset(variable)) if lenient => {
                 self.warn(
                     path,
                     format_args!(
@@ -226,11 +226,24 @@ impl Loader<'_> {
                 );
                 Ok(raw.to_owned())
             }
-            Err(UnsetVariable(variable)) => Err(self.error(
+            Err(ExpandError::Unset(variable)) => Err(self.error(
                 node.pos,
                 ConfigErrorKind::UnsetVariable {
                     key: path.to_string(),
                     variable,
+                },
+            )),
+            // A fact about the file, not the shell: refused even when the
+            // server is disabled.
+            Err(ExpandError::Unterminated {
+                reference,
+                character,
+            }) => Err(self.error(
+                node.pos,
+                ConfigErrorKind::UnterminatedVariable {
+                    key: path.to_string(),
+                    reference,
+                    character,
                 },
             )),
         }

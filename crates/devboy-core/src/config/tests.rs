@@ -876,6 +876,74 @@ fn duplicate_server_across_servers_and_mcp_servers() {
 }
 
 #[test]
+fn json_duplicate_keys_keep_the_last_and_warn_with_both_places() {
+    // A server twice, a key twice inside a server, and two mcpServers
+    // objects: the last of each wins, as with Claude Code's JSON.parse.
+    let text = r#"{
+  "mcpServers": {"old": {"command": "ignored"}},
+  "mcpServers": {
+    "gh": {"command": "first"},
+    "fs": {"command": "fs", "args": ["a"], "args": ["b"]},
+    "gh": {"command": "second"}
+  }
+}"#;
+    let config = ok(json(text));
+    let names: Vec<&str> = config.upstreams.iter().map(|u| u.name.as_str()).collect();
+    assert_eq!(names, ["gh", "fs"], "first place, last value");
+    assert_eq!(stdio(&config.upstreams[0]).0, "second");
+    assert_eq!(stdio(&config.upstreams[1]).1, ["b"]);
+    let warnings = &config.warnings;
+    assert_eq!(warnings.len(), 3, "{warnings:#?}");
+    let expect = [
+        "/proj/.mcp.json: mcpServers.fs.args: defined twice, at 5:29 and at 5:44; the one at 5:44 is used",
+        "/proj/.mcp.json: mcpServers.gh: defined twice, at 4:5 and at 6:5; the one at 6:5 is used",
+        "/proj/.mcp.json: mcpServers: defined twice, at 2:3 and at 3:3; the one at 3:3 is used",
+    ];
+    for (warning, start) in warnings.iter().zip(expect) {
+        assert!(
+            warning.starts_with(start),
+            "{warning:?} does not start with {start:?}"
+        );
+    }
+    // Unique keys: no warning.
+    assert!(ok(json(r#"{"mcpServers": {"a": {"command": "x"}}}"#))
+        .warnings
+        .is_empty());
+}
+
+#[test]
+fn unterminated_variable_names_key_and_character() {
+    let e = err_with(
+        json(
+            r#"{"mcpServers": {"gh": {"url": "https://x", "headers": {"Authorization": "Bearer ${GITHUB_TOKEN"}}}}"#,
+        ),
+        &["/proj/.mcp.json: mcpServers.gh.headers.Authorization: unterminated ${GITHUB_TOKEN (no closing }) at character 8"],
+    );
+    assert!(matches!(
+        e.kind(),
+        ConfigErrorKind::UnterminatedVariable { character: 8, .. }
+    ));
+    err_with(
+        toml("[servers.a]\ncommand = \"x\"\nargs = [\"${HOME\"]\n"),
+        &[
+            "/cfg/devboy.toml:3:9: servers.a.args[0]: unterminated ${HOME",
+            "character 1",
+        ],
+    );
+    // Refused in a disabled server too: it is a mistake in the file, not
+    // a variable today's shell happens not to set.
+    err_with(
+        json(r#"{"mcpServers": {"off": {"command": "x ${A:-b", "disabled": true}}}"#),
+        &["mcpServers.off.command: unterminated ${A"],
+    );
+    // Shell snippets that are no references still pass through.
+    let config = ok(json(
+        r#"{"mcpServers": {"sh": {"command": "sh", "args": ["-c", "echo $$ $HOME ${} ${a.b}"]}}}"#,
+    ));
+    assert_eq!(stdio(&config.upstreams[0]).1[1], "echo $$ $HOME ${} ${a.b}");
+}
+
+#[test]
 fn odd_server_keys_are_quoted_in_paths() {
     err_with(
         json(r#"{"mcpServers": {"my server.v2": {"command": 1}}}"#),
