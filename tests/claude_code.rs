@@ -57,6 +57,323 @@ fn add_devboy_with_fs_and_env(claude: &ClaudeCode, root: &Path, env: &[(&str, &s
         .unwrap();
 }
 
+#[test]
+fn claude_mcp_list_reports_devboy_connected() {
+    let claude = ClaudeCode::new().unwrap();
+    add_devboy_with_fs(&claude, claude.project());
+    let list = claude.mcp_list().unwrap();
+    let line = list
+        .lines()
+        .find(|l| l.starts_with("devboy:"))
+        .unwrap_or_else(|| panic!("devboy not listed:\n{list}"));
+    assert!(line.contains("Connected"), "{list}");
+}
+
+#[test]
+fn model_sees_file_text_read_through_devboy() {
+    let claude = ClaudeCode::new().unwrap();
+    let text = "devboy proxied marker 7319 through the filesystem server";
+    let file = claude.project().join("marker.txt");
+    std::fs::write(&file, text).unwrap();
+
+    let tool = "mcp__devboy__fs__read_text_file";
+    let model = ScriptedModel::start(
+        Script::new()
+            .tool_use(tool, json!({"path": file.to_str().unwrap()}))
+            .final_text("file read"),
+    )
+    .unwrap();
+    let claude = claude.model(&model);
+    add_devboy_with_fs(&claude, claude.project());
+
+    let out = claude.run_print("Read marker.txt.", &[tool]).unwrap();
+    out.assert_success();
+
+    let offered = model.tools_offered();
+    assert!(
+        offered.iter().any(|t| t == tool),
+        "{tool} not offered to the model; MCP tools offered: {:?}",
+        offered
+            .iter()
+            .filter(|t| t.starts_with("mcp__"))
+            .collect::<Vec<_>>()
+    );
+    let results = model.tool_results();
+    assert_eq!(results.len(), 1, "{results:?}");
+    let result = &results[0];
+    assert_eq!(result.tool_name.as_deref(), Some(tool));
+    assert!(!result.is_error, "{result:?}");
+    let seen = result.text();
+    assert!(
+        seen.contains(text),
+        "the model did not see the file's text; it saw {}",
+        Value::from(seen.clone())
+    );
+}
+
+/// `devboy hook install` writes settings the real Claude Code accepts, and
+/// Claude Code runs the hook on `/compact`: the project's partition file
+/// records the PreCompact (and SessionStart compact) signal.
+#[test]
+fn installed_compaction_hook_runs_in_claude_code() {
+    let model = ScriptedModel::start(
+        Script::new()
+            .final_text("first answer")
+            .final_text("summary of the conversation so far")
+            .final_text("spare answer")
+            .final_text("spare answer"),
+    )
+    .unwrap();
+    let claude = ClaudeCode::new().unwrap().model(&model);
+    let runtime = claude.scratch_dir().join("run");
+    let claude = claude.env("DEVBOY_RUNTIME_DIR", runtime.to_str().unwrap());
+    let out = std::process::Command::new(DEVBOY)
+        .args(["hook", "install"])
+        .current_dir(claude.project())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+
+    // Claude Code accepts the settings file: a normal run still works.
+    claude.run(&["-p", "hello"]).unwrap().assert_success();
+    // Then compact that conversation.
+    let compact = claude.run(&["-p", "--continue", "/compact"]).unwrap();
+    compact.assert_success();
+
+    let file =
+        devboy_core::paths::partition_file(&runtime, &claude.project().canonicalize().unwrap());
+    let state: Value = serde_json::from_str(
+        &std::fs::read_to_string(&file)
+            .unwrap_or_else(|e| panic!("no partition file {} ({e}): {compact:?}", file.display())),
+    )
+    .unwrap();
+    // Exactly two signals: PreCompact, then SessionStart with source
+    // `compact`. The `startup` of the first run and the `resume` of
+    // `--continue` only record the model, without a signal.
+    assert_eq!(state["epoch"], json!(2), "{state}");
+    assert_eq!(state["event"], json!("SessionStart:compact"), "{state}");
+    // Claude Code's SessionStart input names the model, and devboy's
+    // built-in llm profiles recognise it.
+    let model = state["model"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no model recorded: {state}"));
+    let config = devboy_core::pipeline_config::PipelineConfig::embedded_default();
+    let session = config.resolve_session(&devboy_core::pipeline_config::SessionContext {
+        model: Some(model.to_owned()),
+        ..Default::default()
+    });
+    assert_eq!(session.llm.as_deref(), Some("claude"), "model {model}");
+}
+
+/// Issue 3's acceptance run: inside real Claude Code, a second read of the
+/// same file reaches the model as a reference whose id the model finds by
+/// text in the first result it saw; `devboy_expand` gives back the exact
+/// text; after `write_file` to the path the next read is full again.
+#[test]
+fn repeated_read_reaches_the_model_as_a_resolvable_reference() {
+    let claude = ClaudeCode::new().unwrap();
+    let text = "a line the model already holds, 4711\n".repeat(60);
+    let file = claude.project().join("notes.txt");
+    std::fs::write(&file, &text).unwrap();
+    let path = file.to_str().unwrap();
+
+    let read = "mcp__devboy__fs__read_text_file";
+    let expand = "mcp__devboy__devboy_expand";
+    let write = "mcp__devboy__fs__write_file";
+    let model = ScriptedModel::start(
+        Script::new()
+            .tool_use(read, json!({"path": path}))
+            .tool_use(read, json!({"path": path}))
+            // Ids are handed out in order; the first fresh result gets r1.
+            .tool_use(expand, json!({"id": "r1"}))
+            .tool_use(write, json!({"path": path, "content": text}))
+            .tool_use(read, json!({"path": path}))
+            .final_text("done"),
+    )
+    .unwrap();
+    let claude = claude.model(&model);
+    add_devboy_with_fs(&claude, claude.project());
+    claude
+        .run_print("Read notes.txt twice.", &[read, expand, write])
+        .unwrap()
+        .assert_success();
+
+    let results = model.tool_results();
+    assert_eq!(results.len(), 5, "{results:#?}");
+    let seen: Vec<String> = results.iter().map(|r| r.text()).collect();
+    for (r, s) in results.iter().zip(&seen) {
+        assert!(!r.is_error, "{s}");
+    }
+    // 1: the full body, as Claude Code would have shown it (the serialized
+    // structuredContent), plus the id line.
+    let structured = serde_json::to_string(&json!({ "content": text })).unwrap();
+    assert!(seen[0].contains(&structured), "first read: {}", seen[0]);
+    assert!(seen[0].contains("> [id: r1]"), "first read: {}", seen[0]);
+    // 2: only the reference, and its id is in what the model saw first.
+    assert_eq!(
+        seen[1], "> [ref: r1, unchanged; devboy_expand r1]",
+        "second read"
+    );
+    assert!(!seen[1].contains("4711"));
+    // 3: expand gives the exact text back.
+    assert_eq!(seen[2], structured, "devboy_expand r1");
+    // 5: after the write, the read is full again, under a new id.
+    assert!(
+        seen[4].contains(&structured),
+        "read after write: {}",
+        seen[4]
+    );
+    assert!(
+        seen[4].contains("> [id: r2]"),
+        "read after write: {}",
+        seen[4]
+    );
+}
+
+/// DESIGN.md §4 invariant 3 inside one Claude Code process (one devboy):
+/// a repeat is a reference while the first result is in the model's
+/// context; after a real `/compact` in the same session (the hooks installed
+/// by `devboy hook install` signal the running devboy) the same read reaches
+/// the model in full again, under a new id. Every step is checked on the
+/// tool results the scripted model received.
+#[test]
+fn after_compact_in_the_same_session_a_repeat_is_full_again() {
+    let claude = ClaudeCode::new().unwrap();
+    let text = "a line the model holds until compaction, 2718\n".repeat(40);
+    let file = claude.project().join("notes.txt");
+    std::fs::write(&file, &text).unwrap();
+    let path = file.to_str().unwrap();
+
+    let read = "mcp__devboy__fs__read_text_file";
+    // The compaction request is answered by the scripted model on its own
+    // (`COMPACTION_SUMMARY`) and takes no turn of the script.
+    let model = ScriptedModel::start(
+        Script::new()
+            .tool_use(read, json!({"path": path}))
+            .tool_use(read, json!({"path": path}))
+            .text("read it twice")
+            .tool_use(read, json!({"path": path}))
+            .final_text("read it after compaction"),
+    )
+    .unwrap();
+    let runtime = claude.scratch_dir().join("run");
+    let runtime = runtime.to_str().unwrap();
+    // Claude Code passes its environment on to the hooks and to devboy;
+    // devboy also gets the variable explicitly, so as not to depend on that.
+    let claude = claude.model(&model).env("DEVBOY_RUNTIME_DIR", runtime);
+    add_devboy_with_fs_and_env(
+        &claude,
+        claude.project(),
+        &[("DEVBOY_RUNTIME_DIR", runtime)],
+    );
+    let install = std::process::Command::new(DEVBOY)
+        .args(["hook", "install"])
+        .current_dir(claude.project())
+        .output()
+        .unwrap();
+    assert!(install.status.success(), "{install:?}");
+    let partition_file = devboy_core::paths::partition_file(
+        Path::new(runtime),
+        &claude.project().canonicalize().unwrap(),
+    );
+
+    let mut session = claude.start_session(&[read]).unwrap();
+    session.turn("Read notes.txt twice.").unwrap();
+    let compacted = session.turn("/compact").unwrap();
+    // PreCompact and SessionStart(compact) have both signalled (the second
+    // may finish after the result event), and the running devboy polls the
+    // file: give it a few polls before the next user turn, as a person
+    // typing would.
+    let state = wait_for_epoch(&partition_file, 2);
+    assert_eq!(state["event"], json!("SessionStart:compact"), "{state}");
+    std::thread::sleep(4 * devboy_mcp::partition::POLL_INTERVAL);
+    session.turn("Read notes.txt again.").unwrap();
+    let events = session.events().to_vec();
+    session.finish().unwrap().assert_success();
+    assert!(
+        events
+            .iter()
+            .any(|e| e["subtype"] == json!("compact_boundary")),
+        "no compaction in the session; /compact answered {compacted}"
+    );
+
+    let results = model.tool_results();
+    assert_eq!(results.len(), 3, "{results:#?}");
+    let seen: Vec<String> = results.iter().map(|r| r.text()).collect();
+    for (r, s) in results.iter().zip(&seen) {
+        assert_eq!(r.tool_name.as_deref(), Some(read));
+        assert!(!r.is_error, "{s}");
+    }
+    let structured = serde_json::to_string(&json!({ "content": text })).unwrap();
+    // 1: the full body with its id.
+    assert!(seen[0].contains(&structured), "first read: {}", seen[0]);
+    let first_id = result_id(&seen[0]);
+    // 2: only the reference to it.
+    assert_eq!(
+        seen[1],
+        format!("> [ref: {first_id}, unchanged; devboy_expand {first_id}]"),
+        "second read"
+    );
+    // The compaction summarized the conversation holding both.
+    let compactions = model.compaction_requests();
+    assert_eq!(compactions.len(), 1, "one summarization request");
+    assert!(compactions[0].to_string().contains(&results[1].tool_use_id));
+    // After it, the model's context no longer holds the first result...
+    let after = model
+        .main_requests()
+        .into_iter()
+        .find(|r| r.to_string().contains(&results[2].tool_use_id))
+        .expect("the request showing the third read");
+    let after_text = after.to_string();
+    for earlier in &results[..2] {
+        assert!(
+            !after_text.contains(&earlier.tool_use_id),
+            "the compacted context still holds {}",
+            earlier.tool_use_id
+        );
+    }
+    assert!(after_text.contains(COMPACTION_SUMMARY_TEXT), "{after_text}");
+    // ...and devboy knew: the third read is the full body again, under a
+    // new id, not a reference the model could no longer resolve.
+    assert!(
+        seen[2].contains(&structured),
+        "read after /compact: {}",
+        seen[2]
+    );
+    assert!(!seen[2].contains("[ref:"), "{}", seen[2]);
+    let new_id = result_id(&seen[2]);
+    assert_ne!(new_id, first_id, "{}", seen[2]);
+}
+
+/// The id of a fresh result: `rN` from its `> [id: rN]` line.
+fn result_id(result: &str) -> String {
+    result
+        .lines()
+        .find_map(|l| l.strip_prefix("> [id: ")?.strip_suffix(']'))
+        .unwrap_or_else(|| panic!("no `> [id: …]` line in {result}"))
+        .to_owned()
+}
+
+/// Waits (10 s at most) until the partition file records `epoch`; returns
+/// its contents.
+fn wait_for_epoch(file: &Path, epoch: u64) -> Value {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let state: Option<Value> = std::fs::read_to_string(file)
+            .ok()
+            .and_then(|s| serde_json::from_str(&s).ok());
+        if let Some(state) = state.filter(|s| s["epoch"].as_u64() >= Some(epoch)) {
+            return state;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{} never reached epoch {epoch}",
+            file.display()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
 /// In print mode (`claude -p`, stream-json included) Claude Code 2.1.330
 /// takes the list_changed of a late server into the next model request but
 /// will not run its tools ("No such tool available"; seen with this test
