@@ -186,13 +186,13 @@ enum TuneCommand {
     /// and the settings each endpoint seen by the last analysis gets.
     Show {
         /// The pipeline config (default as for `devboy mcp`).
-        #[arg(long, value_name = "FILE")]
+        #[arg(long = "pipeline-config", alias = "config", value_name = "FILE")]
         config: Option<PathBuf>,
     },
     /// Read Claude Code's session logs (models, tool uses, sessions,
-    /// compactions) and propose a [profiles] tokenizer pin and, with
+    /// compactions) and propose [profiles] model and agent pins and, with
     /// --tools, [tools."NAME"] side effects evident from tool names (a
-    /// heuristic). Hand-written entries are never overwritten.
+    /// heuristic) and follow-ups. Hand-written entries are never overwritten.
     FromClaudeLogs {
         /// Default: ~/.claude/projects.
         #[arg(long, value_name = "DIR")]
@@ -526,10 +526,17 @@ fn hook_install(project: Option<PathBuf>, settings: Option<PathBuf>) -> anyhow::
     };
     let exe = std::env::current_exe().context("finding the devboy executable")?;
     let exe = std::fs::canonicalize(&exe).unwrap_or(exe);
-    let exe = exe
-        .to_str()
-        .with_context(|| format!("devboy's path {} is not UTF-8", exe.display()))?;
-    let command = hooks::signal_command(exe);
+    // `.claude/settings.json` is often shared: write the command as a user
+    // types it when `devboy` on PATH is this very program, and the path
+    // only when it is not (a build run from its target directory).
+    let command = if on_path_as("devboy", &exe) {
+        hooks::signal_command("devboy")
+    } else {
+        let exe = exe
+            .to_str()
+            .with_context(|| format!("devboy's path {} is not UTF-8", exe.display()))?;
+        hooks::signal_command(exe)
+    };
     let mut document = read_settings(&file)?;
     let added = hooks::merge_hooks(&mut document, &command)
         .map_err(|e| anyhow::anyhow!("{}: {e}; the file was left unchanged", file.display()))?;
@@ -548,6 +555,19 @@ fn hook_install(project: Option<PathBuf>, settings: Option<PathBuf>) -> anyhow::
         file.display()
     );
     Ok(())
+}
+
+/// Whether `name`, looked up on PATH as a shell would, is the program at
+/// `exe` (already canonical).
+fn on_path_as(name: &str, exe: &Path) -> bool {
+    let Some(path) = std::env::var_os("PATH") else {
+        return false;
+    };
+    std::env::split_paths(&path)
+        .map(|dir| dir.join(name))
+        .find(|candidate| candidate.is_file())
+        .and_then(|found| std::fs::canonicalize(found).ok())
+        .is_some_and(|found| found == exe)
 }
 
 /// A settings file as JSON; a missing or empty file is `{}`.

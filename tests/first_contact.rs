@@ -342,3 +342,53 @@ fn stderr_stays_short_while_a_server_stays_down() {
     }
     assert!(lines.len() <= 3, "stderr:\n{stderr}");
 }
+
+#[test]
+fn doctor_reports_each_server_and_starts_devboy_as_claude_code_would() {
+    let home = TempDir::new("doctor-home");
+    let project = TempDir::new("doctor-project");
+    std::fs::write(
+        project.path().join("devboy.mcp.json"),
+        json!({"mcpServers": {
+            "t": {"command": test_server_bin()},
+            "missing": {"command": "devboy-test-no-such-command"},
+        }})
+        .to_string(),
+    )
+    .unwrap();
+    // What `devboy init --project` leaves, with devboy found by path.
+    std::fs::write(
+        project.path().join(".mcp.json"),
+        json!({"mcpServers": {"devboy": {"command": devboy_bin(),
+            "args": ["mcp", "--config", "devboy.mcp.json"]}}})
+        .to_string(),
+    )
+    .unwrap();
+    let out = std::process::Command::new(devboy_bin())
+        .args(["doctor", "--wait-ms", "20000"])
+        .current_dir(project.path())
+        .env("HOME", home.path())
+        .env_remove("XDG_CONFIG_HOME")
+        .env_remove("DEVBOY_CONFIG_DIR")
+        .env_remove("CLAUDE_CONFIG_DIR")
+        .env("DEVBOY_TELEMETRY", "off")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "a server is down:\n{stdout}");
+    assert!(stdout.contains("devboy.mcp.json"), "{stdout}");
+    assert!(
+        stdout.contains("✔ t (stdio, prefix t): ready, 11 tool(s)"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("✘ missing (stdio, prefix missing)")
+            && stdout.contains("command not found: `devboy-test-no-such-command`"),
+        "{stdout}"
+    );
+    // The registration in .mcp.json, started as Claude Code starts it.
+    assert!(
+        stdout.contains("✔ project scope, `devboy`") && stdout.contains("tools/list"),
+        "{stdout}"
+    );
+}

@@ -168,6 +168,12 @@ impl Devboy {
         std::fs::write(&path, text).expect("write config");
         let mut cmd = tokio::process::Command::new(devboy_bin());
         cmd.arg("mcp").arg("--config").arg(&path).args(extra_args);
+        // These tests list tools right after starting and expect every
+        // upstream's; a busy machine may start one later than devboy's
+        // default grace. Tests of the grace itself set their own.
+        if !extra_args.contains(&"--list-grace-ms") {
+            cmd.args(["--list-grace-ms", "30000"]);
+        }
         cmd.env("RUST_LOG", test_log_filter());
         // Hermetic: the user's own pipeline_config.toml never applies (and
         // telemetry goes to <dir>/telemetry).

@@ -411,8 +411,10 @@ impl ServerHandler for Session {
         let route = match catalog.tool_route(&request.name) {
             Some(route) => route.clone(),
             None => {
-                // The agent may call before the first listing has settled.
+                // The agent may call before the first listing has settled,
+                // or call a tool of a server still on its first start.
                 self.proxy.settle().await;
+                self.proxy.wait_first_start(&request.name).await;
                 match self.proxy.catalog().tool_route(&request.name) {
                     Some(route) => route.clone(),
                     None => return Err(explain_unknown_tool(&self.proxy, &request.name)),
