@@ -91,7 +91,10 @@ async fn a_truncated_request_line_is_answered() {
 async fn malformed_tools_call_params_get_invalid_params_with_their_id() {
     let mut client = RawClient::start(ONE).await;
     let cases = [
-        (json!(11), json!({"name": "t__echo", "arguments": "text=hi"})),
+        (
+            json!(11),
+            json!({"name": "t__echo", "arguments": "text=hi"}),
+        ),
         (json!(12), json!({"name": "t__echo", "arguments": ["hi"]})),
         (json!("thirteen"), json!({"name": 13, "arguments": {}})),
         (json!(14), json!("x")),
@@ -160,7 +163,10 @@ timeout_ms = 120000
     // The line is larger than the text it carries (JSON escaping).
     let bytes = reply["error"]["data"]["bytes"].as_u64().unwrap_or_default();
     assert!(bytes as usize > OVERSIZED, "{}", short(&reply));
-    assert!(message.contains(&format!("({bytes} bytes)")), "the size: {message}");
+    assert!(
+        message.contains(&format!("({bytes} bytes)")),
+        "the size: {message}"
+    );
     assert!(
         elapsed < Duration::from_secs(40),
         "took {elapsed:?}, should fail well before the 120 s timeout"

@@ -28,11 +28,11 @@ use std::time::Duration;
 
 use rmcp::model::{
     CallToolRequest, CallToolRequestMethod, ClientRequest, CompleteRequest, CompleteRequestMethod,
-    ConstString, ErrorCode, ErrorData, GetPromptRequest, GetPromptRequestMethod,
-    InitializeRequest, InitializeResultMethod, JsonRpcMessage, ListPromptsRequest,
-    ListPromptsRequestMethod, ListResourceTemplatesRequest, ListResourceTemplatesRequestMethod,
-    ListResourcesRequest, ListResourcesRequestMethod, ListToolsRequest, ListToolsRequestMethod,
-    PingRequest, PingRequestMethod, ReadResourceRequest, ReadResourceRequestMethod, RequestId,
+    ConstString, ErrorCode, ErrorData, GetPromptRequest, GetPromptRequestMethod, InitializeRequest,
+    InitializeResultMethod, JsonRpcMessage, ListPromptsRequest, ListPromptsRequestMethod,
+    ListResourceTemplatesRequest, ListResourceTemplatesRequestMethod, ListResourcesRequest,
+    ListResourcesRequestMethod, ListToolsRequest, ListToolsRequestMethod, PingRequest,
+    PingRequestMethod, ReadResourceRequest, ReadResourceRequestMethod, RequestId,
 };
 use rmcp::service::{RxJsonRpcMessage, ServiceRole, TxJsonRpcMessage};
 use rmcp::transport::Transport;
@@ -69,7 +69,10 @@ const SKIM_VALUE_MAX: usize = 1024;
 
 /// A size for people: `70.0 MiB (73400320 bytes)`.
 pub fn describe_size(bytes: usize) -> String {
-    format!("{:.1} MiB ({bytes} bytes)", bytes as f64 / (1024.0 * 1024.0))
+    format!(
+        "{:.1} MiB ({bytes} bytes)",
+        bytes as f64 / (1024.0 * 1024.0)
+    )
 }
 
 /// One unit read off the stream.
@@ -146,7 +149,6 @@ impl<R: AsyncRead + Unpin> LineReader<R> {
         }
     }
 }
-
 
 /// Where [`Skim`] is within the top-level object.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -307,7 +309,8 @@ impl Skim {
     fn finish(mut self) -> Skimmed {
         // A line cut off inside the value still yields what was read.
         self.end_value();
-        let parse = |raw: Option<Vec<u8>>| raw.and_then(|r| serde_json::from_slice::<Value>(&r).ok());
+        let parse =
+            |raw: Option<Vec<u8>>| raw.and_then(|r| serde_json::from_slice::<Value>(&r).ok());
         Skimmed {
             bytes: self.bytes,
             id: parse(self.id),
@@ -376,7 +379,10 @@ type ParamsCheck = fn(Value) -> Option<String>;
 /// rmcp could not type has params that do not fit.
 const TYPED_REQUESTS: &[(&str, ParamsCheck)] = &[
     (CallToolRequestMethod::VALUE, typed_error::<CallToolRequest>),
-    (ListToolsRequestMethod::VALUE, typed_error::<ListToolsRequest>),
+    (
+        ListToolsRequestMethod::VALUE,
+        typed_error::<ListToolsRequest>,
+    ),
     (
         ReadResourceRequestMethod::VALUE,
         typed_error::<ReadResourceRequest>,
@@ -389,12 +395,18 @@ const TYPED_REQUESTS: &[(&str, ParamsCheck)] = &[
         ListResourceTemplatesRequestMethod::VALUE,
         typed_error::<ListResourceTemplatesRequest>,
     ),
-    (GetPromptRequestMethod::VALUE, typed_error::<GetPromptRequest>),
+    (
+        GetPromptRequestMethod::VALUE,
+        typed_error::<GetPromptRequest>,
+    ),
     (
         ListPromptsRequestMethod::VALUE,
         typed_error::<ListPromptsRequest>,
     ),
-    (InitializeResultMethod::VALUE, typed_error::<InitializeRequest>),
+    (
+        InitializeResultMethod::VALUE,
+        typed_error::<InitializeRequest>,
+    ),
     (PingRequestMethod::VALUE, typed_error::<PingRequest>),
     (CompleteRequestMethod::VALUE, typed_error::<CompleteRequest>),
 ];
@@ -567,7 +579,9 @@ impl WireRole for RoleClient {
             object.is_some_and(|o| o.contains_key("result") || o.contains_key("error"));
         if let (Some(id), true) = (id, is_response) {
             let message = format!("{peer} sent a response devboy cannot read: {error}");
-            if let Some(failure) = fail_pending(id, message, json!({ "upstream_error": error.to_string() })) {
+            if let Some(failure) =
+                fail_pending(id, message, json!({ "upstream_error": error.to_string() }))
+            {
                 tracing::warn!(%peer, %error, "unreadable response; failing the call");
                 return Verdict::Deliver(failure);
             }
@@ -772,11 +786,14 @@ mod tests {
 
     #[test]
     fn skim_finds_id_and_method_anywhere_at_the_top() {
-        let found = skim(r#"{"jsonrpc":"2.0","params":{"id":9,"x":"\"id\":7"},"id":"a,}b","method":"tools/call"}"#);
+        let found = skim(
+            r#"{"jsonrpc":"2.0","params":{"id":9,"x":"\"id\":7"},"id":"a,}b","method":"tools/call"}"#,
+        );
         assert_eq!(found.id, Some(json!("a,}b")));
         assert_eq!(found.method.as_deref(), Some("tools/call"));
         assert!(!found.response);
-        let found = skim(r#"{"result":{"content":[{"text":"{\"id\":1}"}]},"jsonrpc":"2.0","id":42}"#);
+        let found =
+            skim(r#"{"result":{"content":[{"text":"{\"id\":1}"}]},"jsonrpc":"2.0","id":42}"#);
         assert_eq!(found.id, Some(json!(42)));
         assert!(found.response);
         assert_eq!(found.method, None);
@@ -811,7 +828,8 @@ mod tests {
             (json!({"name": 5}), json!(8)),
             (json!("x"), json!(9)),
         ] {
-            let line = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params});
+            let line =
+                json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params});
             let reply = answer(&line.to_string());
             assert_eq!(reply["id"], id, "{line}");
             assert_eq!(reply["error"]["code"], INVALID_PARAMS, "{line}: {reply}");
@@ -854,8 +872,12 @@ mod tests {
     async fn reader_skips_an_oversized_line_and_reads_on() {
         let input = format!("{}\n{{\"id\":1}}\r\nlast", "x".repeat(100));
         let mut reader = LineReader::new(input.as_bytes(), 50);
-        assert!(matches!(reader.next_frame().await.unwrap(), Frame::Oversized(s) if s.bytes == 100));
-        assert!(matches!(reader.next_frame().await.unwrap(), Frame::Line(l) if l == b"{\"id\":1}\r"));
+        assert!(
+            matches!(reader.next_frame().await.unwrap(), Frame::Oversized(s) if s.bytes == 100)
+        );
+        assert!(
+            matches!(reader.next_frame().await.unwrap(), Frame::Line(l) if l == b"{\"id\":1}\r")
+        );
         assert!(matches!(reader.next_frame().await.unwrap(), Frame::Line(l) if l == b"last"));
         assert!(matches!(reader.next_frame().await.unwrap(), Frame::Eof));
     }

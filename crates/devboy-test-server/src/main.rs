@@ -747,8 +747,7 @@ async fn main() {
     let (stdin, stdout) = rmcp::transport::stdio_pipes();
     let transport = rmcp::transport::async_rw::AsyncRwTransport::new_server(stdin, stdout)
         .with_max_line_length(MAX_PAYLOAD_BYTES as usize);
-    let service = match TestServer::new(config).serve(transport).await
-    {
+    let service = match TestServer::new(config).serve(transport).await {
         Ok(service) => service,
         Err(error) => {
             log!("initialization failed: {error}");
