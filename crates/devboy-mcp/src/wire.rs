@@ -13,7 +13,7 @@
 //!   without an id);
 //! - a line over [`MAX_MESSAGE_BYTES`] is skipped without being held in
 //!   memory, while its top-level `id` and `method` are picked out on the
-//!   way ([`Skim`]); a request is answered at once with its size and the
+//!   way (`Skim`); a request is answered at once with its size and the
 //!   limit, and a response from an upstream becomes an error response to
 //!   the pending call, so the caller never waits for a timeout.
 //!
@@ -22,7 +22,6 @@
 
 use std::borrow::Cow;
 use std::io;
-use std::marker::PhantomData;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -68,7 +67,7 @@ const CLOSE_DRAIN: Duration = Duration::from_secs(5);
 const SKIM_VALUE_MAX: usize = 1024;
 
 /// A size for people: `70.0 MiB (73400320 bytes)`.
-pub fn describe_size(bytes: usize) -> String {
+fn describe_size(bytes: usize) -> String {
     format!(
         "{:.1} MiB ({bytes} bytes)",
         bytes as f64 / (1024.0 * 1024.0)
@@ -623,17 +622,39 @@ impl WireRole for RoleClient {
     }
 }
 
-/// One line to write, and who waits for it to be written.
-struct Outgoing {
-    line: Vec<u8>,
-    written: Option<oneshot::Sender<io::Result<()>>>,
+/// What the writer task writes next.
+enum Outgoing<R: ServiceRole> {
+    /// A message from rmcp, and who waits for it to be written.
+    Message {
+        message: TxJsonRpcMessage<R>,
+        written: oneshot::Sender<io::Result<()>>,
+    },
+    /// One of the transport's own error replies, a complete line.
+    Reply(Vec<u8>),
 }
 
 /// The one task that writes to the stream: rmcp's messages and the
 /// transport's own error replies leave in the order they were queued.
-async fn write_lines<W: AsyncWrite + Unpin>(mut out: W, mut queue: mpsc::Receiver<Outgoing>) {
+/// Messages are serialized here, off rmcp's service loop.
+async fn write_lines<R: ServiceRole, W: AsyncWrite + Unpin>(
+    mut out: W,
+    mut queue: mpsc::Receiver<Outgoing<R>>,
+) {
     let mut broken: Option<io::ErrorKind> = None;
-    while let Some(Outgoing { line, written }) = queue.recv().await {
+    while let Some(next) = queue.recv().await {
+        let (line, written) = match next {
+            Outgoing::Message { message, written } => match serde_json::to_vec(&message) {
+                Ok(mut line) => {
+                    line.push(b'\n');
+                    (line, Some(written))
+                }
+                Err(error) => {
+                    let _ = written.send(Err(io::Error::new(io::ErrorKind::InvalidData, error)));
+                    continue;
+                }
+            },
+            Outgoing::Reply(line) => (line, None),
+        };
         let result = match broken {
             Some(kind) => Err(io::Error::new(kind, "the output stream failed earlier")),
             None => match out.write_all(&line).await {
@@ -655,13 +676,12 @@ async fn write_lines<W: AsyncWrite + Unpin>(mut out: W, mut queue: mpsc::Receive
 /// the module docs. `R` is the side devboy plays on this connection.
 pub struct LineTransport<R: ServiceRole, Rd> {
     reader: LineReader<Rd>,
-    queue: Option<mpsc::Sender<Outgoing>>,
+    queue: Option<mpsc::Sender<Outgoing<R>>>,
     writer: Option<JoinHandle<()>>,
     /// An error reply waiting for room in the write queue.
     reply: Option<Vec<u8>>,
     /// Who is on the other side, for logs and messages.
     peer: Arc<str>,
-    _role: PhantomData<fn() -> R>,
 }
 
 impl<R, Rd> LineTransport<R, Rd>
@@ -683,23 +703,21 @@ where
             writer: Some(tokio::spawn(write_lines(write, pending))),
             reply: None,
             peer: peer.into(),
-            _role: PhantomData,
         }
     }
 
     /// Queues a pending error reply. Cancel-safe: the reply stays in
     /// `self.reply` until a queue slot is held, and is moved into it
-    /// without an await in between. `None` when the writer is gone.
+    /// without an await in between (so a client that floods bad lines
+    /// without reading waits, instead of growing a queue). `None` when the
+    /// writer is gone.
     async fn queue_reply(&mut self) -> Option<()> {
         if self.reply.is_none() {
             return Some(());
         }
         let permit = self.queue.as_ref()?.reserve().await.ok()?;
         if let Some(line) = self.reply.take() {
-            permit.send(Outgoing {
-                line,
-                written: None,
-            });
+            permit.send(Outgoing::Reply(line));
         }
         Some(())
     }
@@ -716,20 +734,28 @@ where
         &mut self,
         item: TxJsonRpcMessage<R>,
     ) -> impl std::future::Future<Output = Result<(), Self::Error>> + Send + 'static {
-        let queue = self.queue.clone();
+        fn closed() -> io::Error {
+            io::Error::new(io::ErrorKind::NotConnected, "the transport is closed")
+        }
+        let (written, done) = oneshot::channel();
+        let message = Outgoing::Message {
+            message: item,
+            written,
+        };
+        // Queued now when there is room, so lines leave in the order rmcp
+        // called `send`, not in the order its spawned futures happen to run.
+        let queued = match &self.queue {
+            None => Err(closed()),
+            Some(queue) => match queue.try_send(message) {
+                Ok(()) => Ok(None),
+                Err(mpsc::error::TrySendError::Full(message)) => Ok(Some((queue.clone(), message))),
+                Err(mpsc::error::TrySendError::Closed(_)) => Err(closed()),
+            },
+        };
         async move {
-            let closed = || io::Error::new(io::ErrorKind::NotConnected, "the transport is closed");
-            let queue = queue.ok_or_else(closed)?;
-            let mut line = serde_json::to_vec(&item).map_err(io::Error::other)?;
-            line.push(b'\n');
-            let (written, done) = oneshot::channel();
-            queue
-                .send(Outgoing {
-                    line,
-                    written: Some(written),
-                })
-                .await
-                .map_err(|_| closed())?;
+            if let Some((queue, message)) = queued? {
+                queue.send(message).await.map_err(|_| closed())?;
+            }
             done.await.map_err(|_| closed())?
         }
     }
