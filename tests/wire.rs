@@ -141,7 +141,7 @@ async fn an_upstream_result_over_the_limit_fails_at_once_naming_size_limit_and_u
         r#"
 [servers.t]
 command = "{server}"
-timeout_ms = 120000
+timeout_ms = 600000
 "#,
     )
     .await;
@@ -150,7 +150,7 @@ timeout_ms = 120000
         .send(json!({"jsonrpc": "2.0", "id": 31, "method": "tools/call",
             "params": {"name": "t__payload", "arguments": {"bytes": OVERSIZED}}}))
         .await;
-    let reply = next_reply(&mut client, Duration::from_secs(60)).await;
+    let reply = next_reply(&mut client, Duration::from_secs(300)).await;
     let elapsed = started.elapsed();
     assert_eq!(reply["id"], 31, "{}", short(&reply));
     let message = reply["error"]["message"]
@@ -168,8 +168,8 @@ timeout_ms = 120000
         "the size: {message}"
     );
     assert!(
-        elapsed < Duration::from_secs(40),
-        "took {elapsed:?}, should fail well before the 120 s timeout"
+        elapsed < Duration::from_secs(200),
+        "took {elapsed:?}, should fail well before the 600 s timeout"
     );
     // The upstream connection is still good.
     assert_echo(&mut client, 32).await;

@@ -123,7 +123,7 @@ impl<R: AsyncRead + Unpin> LineReader<R> {
                 }
                 return Ok(Frame::Line(std::mem::take(&mut self.line)));
             }
-            let newline = available.iter().position(|&b| b == b'\n');
+            let newline = memchr::memchr(b'\n', available);
             let chunk = &available[..newline.unwrap_or(available.len())];
             let consumed = newline.map_or(available.len(), |at| at + 1);
             if let Some(skim) = &mut self.skim {
@@ -205,8 +205,18 @@ pub struct Skimmed {
 impl Skim {
     fn feed(&mut self, chunk: &[u8]) {
         self.bytes += chunk.len();
-        for &b in chunk {
-            self.step(b);
+        let mut at = 0;
+        while at < chunk.len() {
+            // The bulk of a large message is string content nobody keeps:
+            // jump to the next byte that can end the string.
+            if self.in_string && !self.escaped && self.capture.is_none() && self.top != Top::InKey {
+                match memchr::memchr2(b'"', b'\\', &chunk[at..]) {
+                    Some(skip) => at += skip,
+                    None => return,
+                }
+            }
+            self.step(chunk[at]);
+            at += 1;
         }
     }
 
