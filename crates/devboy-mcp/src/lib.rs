@@ -16,6 +16,7 @@
 
 pub mod builtin;
 pub mod catalog;
+pub mod child;
 pub mod dedup;
 pub mod doctor;
 pub mod partition;
@@ -25,6 +26,7 @@ pub mod session;
 pub mod status;
 pub mod tap;
 pub mod upstream;
+pub mod wire;
 
 use std::sync::Arc;
 
@@ -126,7 +128,15 @@ pub async fn serve_stdio(
         .with_client(client);
     // Non-blocking pipes when stdin/stdout are pipes (as under Claude Code):
     // no hand-off to the blocking pool per message. Falls back to stdio().
-    let outcome = match session.serve(rmcp::transport::stdio_pipes()).await {
+    // devboy's own framing answers broken and oversized requests (`wire`).
+    let (stdin, stdout) = rmcp::transport::stdio_pipes();
+    let transport = wire::LineTransport::<rmcp::RoleServer, _>::new(
+        stdin,
+        stdout,
+        wire::MAX_MESSAGE_BYTES,
+        "the client",
+    );
+    let outcome = match session.serve(transport).await {
         Ok(running) => {
             let stop = running.cancellation_token();
             let mut waiting = Box::pin(running.waiting());

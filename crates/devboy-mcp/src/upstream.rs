@@ -12,7 +12,6 @@
 //! change hook (called on every catalog change) and the phase watch.
 
 use std::collections::{HashMap, VecDeque};
-use std::process::Stdio;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant, SystemTime};
@@ -403,10 +402,9 @@ impl Upstream {
                 // Own process group: npx-style launchers spawn grandchildren
                 // that must die with the upstream.
                 wrapped.wrap(process_wrap::tokio::ProcessGroup::leader());
-                let (transport, stderr) = rmcp::transport::TokioChildProcess::builder(wrapped)
-                    .stderr(Stdio::piped())
-                    .spawn()
-                    .map_err(|e| spawn_error(command, &e))?;
+                let (transport, stderr) =
+                    crate::child::ChildTransport::spawn(wrapped, &self.config.name)
+                        .map_err(|e| spawn_error(command, &e))?;
                 *lock(&self.pid) = transport.id();
                 if let Some(stderr) = stderr {
                     tokio::spawn(drain_stderr(
@@ -435,7 +433,8 @@ impl Upstream {
                 let config = rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig::with_uri(
                     url.as_str(),
                 )
-                .custom_headers(custom);
+                .custom_headers(custom)
+                .max_sse_event_size(crate::wire::MAX_MESSAGE_BYTES);
                 let transport = rmcp::transport::StreamableHttpClientTransport::with_client(
                     reqwest::Client::new(),
                     config,
