@@ -185,9 +185,14 @@ fn replay_reads_jsonl_bodies_given_as_json_and_its_tables_add_up() {
     let widths: Vec<usize> = table
         .lines()
         .filter(|l| {
-            ["raw (as replayed)", "json_compact", "json_pretty", "final ("]
-                .iter()
-                .any(|k| l.trim_start().starts_with(k))
+            [
+                "raw (as replayed)",
+                "json_compact",
+                "json_pretty",
+                "final (",
+            ]
+            .iter()
+            .any(|k| l.trim_start().starts_with(k))
         })
         .map(|l| l.trim_end().chars().count())
         .collect();

@@ -256,6 +256,9 @@ async fn upstream_failures_read_as_what_happened() {
         json!({
             "down": {"type": "http", "url": url},
             "missing": {"command": "devboy-test-no-such-command"},
+            "exits": {"command": "sh", "args": ["-c", "echo 'no token given' >&2; exit 3"]},
+            "noisy": {"command": "sh", "args": ["-c", "echo 'Server listening on stdio'; sleep 60"],
+                      "startup_timeout_ms": 1500},
             "t": {"command": test_server_bin()},
         }),
     );
@@ -264,7 +267,10 @@ async fn upstream_failures_read_as_what_happened() {
     let status = loop {
         let status = status(&mut devboy, 1).await;
         let down = upstream(&status, "down");
-        if down["last_error"].is_string() || Instant::now() > deadline {
+        let noisy = upstream(&status, "noisy");
+        if (down["last_error"].is_string() && noisy["last_error"].is_string())
+            || Instant::now() > deadline
+        {
             break status;
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
@@ -287,6 +293,25 @@ async fn upstream_failures_read_as_what_happened() {
             .unwrap_or_default()
             .contains("command not found: `devboy-test-no-such-command`"),
         "{missing}"
+    );
+    // A process that exits says how, and what it said last.
+    assert_eq!(
+        upstream(&status, "exits")["last_error"],
+        "exited with code 3; stderr: no token given",
+        "{status}"
+    );
+    // One that writes something other than JSON-RPC on stdout is told so.
+    let noisy = upstream(&status, "noisy");
+    assert_eq!(
+        noisy["stdout_not_json"], "Server listening on stdio",
+        "{noisy}"
+    );
+    assert!(
+        noisy["last_error"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("printed non-JSON on stdout (\"Server listening on stdio\")"),
+        "{noisy}"
     );
     // Every attempt counts, and relaunches are restarts.
     let attempts = down["attempts"].as_u64().unwrap_or_default();
@@ -378,7 +403,7 @@ fn doctor_reports_each_server_and_starts_devboy_as_claude_code_would() {
     assert_eq!(out.status.code(), Some(1), "a server is down:\n{stdout}");
     assert!(stdout.contains("devboy.mcp.json"), "{stdout}");
     assert!(
-        stdout.contains("✔ t (stdio, prefix t): ready, 11 tool(s)"),
+        stdout.contains("✔ t (stdio, prefix t): ready, 12 tool(s)"),
         "{stdout}"
     );
     assert!(

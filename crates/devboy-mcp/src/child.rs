@@ -20,10 +20,28 @@ use crate::wire::{LineTransport, MAX_MESSAGE_BYTES};
 /// How long each shutdown step waits for the process to exit.
 const EXIT_WAIT: Duration = Duration::from_secs(3);
 
+/// Bytes of a non-JSON stdout line kept for the error message.
+const NOISE_KEPT: usize = 80;
+
+/// What the process did that explains a failure: for people, in
+/// `last_error`, instead of "connection closed".
+#[derive(Debug, Default, Clone)]
+pub struct ChildReport {
+    /// The first line it wrote to stdout that is not JSON (MCP servers may
+    /// write only JSON-RPC there), cut to [`NOISE_KEPT`] bytes.
+    pub stdout_noise: Option<String>,
+    /// How it exited, once its stdout closed and it was reaped.
+    pub exit: Option<std::process::ExitStatus>,
+}
+
+/// Shared between a transport and the upstream that reports on it.
+pub type SharedReport = std::sync::Arc<std::sync::Mutex<ChildReport>>;
+
 /// A running upstream process and the JSON-RPC connection over its stdio.
 pub struct ChildTransport {
     child: Option<Box<dyn ChildWrapper>>,
-    wire: LineTransport<RoleClient, ChildStdout>,
+    wire: LineTransport<RoleClient, NoiseWatch<ChildStdout>>,
+    report: SharedReport,
 }
 
 impl ChildTransport {
@@ -32,6 +50,7 @@ impl ChildTransport {
     pub fn spawn(
         mut command: CommandWrap,
         upstream: &str,
+        report: SharedReport,
     ) -> io::Result<(Self, Option<ChildStderr>)> {
         command
             .command_mut()
@@ -49,7 +68,7 @@ impl ChildTransport {
             .ok_or_else(|| io::Error::other("the child's stdout is not piped"))?;
         let stderr = child.stderr().take();
         let wire = LineTransport::new(
-            stdout,
+            NoiseWatch::new(stdout, report.clone()),
             stdin,
             MAX_MESSAGE_BYTES,
             format!("upstream `{upstream}`"),
@@ -58,9 +77,24 @@ impl ChildTransport {
             Self {
                 child: Some(child),
                 wire,
+                report,
             },
             stderr,
         ))
+    }
+
+    /// After stdout closed: reaps the process if it exits soon, so the
+    /// report can say how it ended.
+    async fn record_exit(&mut self) {
+        let Some(child) = self.child.as_mut() else {
+            return;
+        };
+        if let Ok(Ok(status)) = tokio::time::timeout(Duration::from_millis(500), child.wait()).await
+        {
+            crate::upstream::lock(&self.report).exit = Some(status);
+            // Reaped: its pid may be reused, so nothing may signal it now.
+            self.child = None;
+        }
     }
 
     /// The process id, while the process runs.
@@ -99,8 +133,14 @@ async fn exited(child: &mut Box<dyn ChildWrapper>) -> bool {
 
 impl Drop for ChildTransport {
     fn drop(&mut self) {
-        // Not shut down in order: kill the group and reap it.
+        // Not shut down in order: kill the group and reap it. A process
+        // that already exited (the usual reason to get here) leaves its
+        // status for the report first.
         if let Some(mut child) = self.child.take() {
+            if let Ok(Some(status)) = child.try_wait() {
+                crate::upstream::lock(&self.report).exit = Some(status);
+                return;
+            }
             let _ = child.start_kill();
             if let Ok(runtime) = tokio::runtime::Handle::try_current() {
                 runtime.spawn(async move {
@@ -124,10 +164,111 @@ impl Transport<RoleClient> for ChildTransport {
     fn receive(
         &mut self,
     ) -> impl std::future::Future<Output = Option<RxJsonRpcMessage<RoleClient>>> + Send {
-        self.wire.receive()
+        async move {
+            let message = self.wire.receive().await;
+            if message.is_none() {
+                self.record_exit().await;
+            }
+            message
+        }
     }
 
     fn close(&mut self) -> impl std::future::Future<Output = Result<(), Self::Error>> + Send {
         self.shutdown()
+    }
+}
+
+/// Reads through to `inner`, noting the first line that does not start
+/// with `{` (after blanks): a server that prints a banner or a log line on
+/// stdout breaks the protocol, and saying so beats "did not answer".
+pub struct NoiseWatch<R> {
+    inner: R,
+    report: SharedReport,
+    /// At the start of a line (nothing but blanks seen on it yet).
+    line_start: bool,
+    /// Capturing the current line as noise.
+    capturing: Option<Vec<u8>>,
+    done: bool,
+}
+
+impl<R> NoiseWatch<R> {
+    fn new(inner: R, report: SharedReport) -> Self {
+        Self {
+            inner,
+            report,
+            line_start: true,
+            capturing: None,
+            done: false,
+        }
+    }
+
+    fn watch(&mut self, bytes: &[u8]) {
+        for &byte in bytes {
+            if self.done {
+                return;
+            }
+            if let Some(kept) = &mut self.capturing {
+                if byte == b'\n' || kept.len() >= NOISE_KEPT {
+                    let text = String::from_utf8_lossy(kept).trim_end().to_owned();
+                    crate::upstream::lock(&self.report).stdout_noise = Some(text);
+                    self.done = true;
+                    return;
+                }
+                kept.push(byte);
+                continue;
+            }
+            match byte {
+                b'\n' => self.line_start = true,
+                b' ' | b'\t' | b'\r' if self.line_start => {}
+                b'{' if self.line_start => self.line_start = false,
+                _ if self.line_start => {
+                    self.line_start = false;
+                    self.capturing = Some(vec![byte]);
+                }
+                _ => {}
+            }
+        }
+    }
+}
+
+impl<R: tokio::io::AsyncRead + Unpin> tokio::io::AsyncRead for NoiseWatch<R> {
+    fn poll_read(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> std::task::Poll<io::Result<()>> {
+        let before = buf.filled().len();
+        let polled = std::pin::Pin::new(&mut self.inner).poll_read(cx, buf);
+        if !self.done {
+            let fresh = buf.filled()[before..].to_vec();
+            self.watch(&fresh);
+        }
+        polled
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn noise(chunks: &[&str]) -> Option<String> {
+        let report = SharedReport::default();
+        let mut watch = NoiseWatch::new(tokio::io::empty(), report.clone());
+        for chunk in chunks {
+            watch.watch(chunk.as_bytes());
+        }
+        let noise = crate::upstream::lock(&report).stdout_noise.clone();
+        noise
+    }
+
+    #[test]
+    fn the_first_non_json_line_is_noted_across_reads() {
+        assert_eq!(noise(&["{\"a\":1}\n", "  {\"b\":2}\n"]), None);
+        assert_eq!(
+            noise(&["{\"a\":1}\nServer listen", "ing on stdio\n{}\nmore\n"]),
+            Some("Server listening on stdio".to_owned())
+        );
+        let long = "x".repeat(200);
+        assert_eq!(noise(&[&long]), Some("x".repeat(NOISE_KEPT)));
     }
 }

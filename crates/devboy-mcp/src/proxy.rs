@@ -138,7 +138,11 @@ impl Proxy {
         let mut phase = upstream.watch_phase();
         loop {
             let first_start = *phase.borrow_and_update() == Phase::Starting
-                && upstream.stats.attempts.load(std::sync::atomic::Ordering::Relaxed) <= 1;
+                && upstream
+                    .stats
+                    .attempts
+                    .load(std::sync::atomic::Ordering::Relaxed)
+                    <= 1;
             if !first_start {
                 return;
             }

@@ -36,6 +36,9 @@ pub fn report(proxy: &Proxy, session: &Session, partition: &PartitionWatcher) ->
                 "restarts": stats.restarts.load(Ordering::Relaxed),
                 "last_error": *lock(&stats.last_error),
             });
+            if let Some(noise) = upstream.stdout_noise() {
+                entry["stdout_not_json"] = json!(noise);
+            }
             if let Some(down) = upstream.down_for() {
                 entry["down_for_s"] = json!(down.as_secs());
             }

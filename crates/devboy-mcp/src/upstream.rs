@@ -182,6 +182,8 @@ pub struct Upstream {
     ever_ready: AtomicBool,
     /// When the current run of failures began; `None` while it is up.
     down_since: Mutex<Option<SystemTime>>,
+    /// What the current (or last) stdio process did, for error messages.
+    child_report: Mutex<crate::child::SharedReport>,
     pid: Mutex<Option<u32>>,
     stderr_tail: Arc<Mutex<VecDeque<String>>>,
     progress: ProgressRoutes,
@@ -207,6 +209,7 @@ impl Upstream {
             catalog: RwLock::new(Arc::new(UpstreamCatalog::default())),
             ever_ready: AtomicBool::new(false),
             down_since: Mutex::new(None),
+            child_report: Mutex::new(crate::child::SharedReport::default()),
             pid: Mutex::new(None),
             stderr_tail: Arc::new(Mutex::new(VecDeque::new())),
             progress: Arc::new(Mutex::new(HashMap::new())),
@@ -281,8 +284,11 @@ impl Upstream {
             };
             let error = match attempt {
                 Err(_) => format!(
-                    "did not finish starting within {:.1} s{}",
+                    "did not finish starting within {:.1} s{}{}",
                     self.config.startup_timeout.as_secs_f64(),
+                    self.process_facts()
+                        .map(|facts| format!("; {facts}"))
+                        .unwrap_or_default(),
                     self.stderr_detail()
                 ),
                 Ok(Err(ConnectError::Retry(error))) => error,
@@ -321,7 +327,11 @@ impl Upstream {
                     if started.elapsed() >= STABLE_UPTIME {
                         backoff = BACKOFF_START;
                     }
-                    format!("connection closed (process exited){}", self.stderr_detail())
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                    let what = self
+                        .process_facts()
+                        .unwrap_or_else(|| "connection closed (process exited)".to_owned());
+                    format!("{what}{}", self.stderr_detail())
                 }
             };
             lock(&self.down_since).get_or_insert_with(SystemTime::now);
@@ -360,10 +370,51 @@ impl Upstream {
         self.set_phase(Phase::Stopped);
     }
 
+    /// The first line the current stdio process wrote to stdout that is
+    /// not JSON, if any (a server that breaks the protocol).
+    pub fn stdout_noise(&self) -> Option<String> {
+        let report = lock(&self.child_report).clone();
+        let noise = lock(&report).stdout_noise.clone();
+        noise
+    }
+
     /// How long the upstream has been down (failed, or restarting after a
     /// failure), when it is.
     pub fn down_for(&self) -> Option<Duration> {
         lock(&self.down_since).map(|since| since.elapsed().unwrap_or_default())
+    }
+
+    /// What the last stdio process did that explains a failure: how it
+    /// exited, and what it printed on stdout that is not JSON-RPC.
+    fn process_facts(&self) -> Option<String> {
+        let report = lock(&self.child_report).clone();
+        let report = lock(&report).clone();
+        let exit = report.exit.map(|status| match status.code() {
+            Some(code) => format!("exited with code {code}"),
+            None => {
+                #[cfg(unix)]
+                {
+                    use std::os::unix::process::ExitStatusExt as _;
+                    match status.signal() {
+                        Some(signal) => format!("was killed by signal {signal}"),
+                        None => "exited".to_owned(),
+                    }
+                }
+                #[cfg(not(unix))]
+                {
+                    "exited".to_owned()
+                }
+            }
+        });
+        let noise = report.stdout_noise.map(|line| {
+            format!("printed non-JSON on stdout ({line:?}), where MCP allows only JSON-RPC")
+        });
+        match (exit, noise) {
+            (Some(exit), Some(noise)) => Some(format!("{exit}; it {noise}")),
+            (Some(exit), None) => Some(exit),
+            (None, Some(noise)) => Some(noise),
+            (None, None) => None,
+        }
     }
 
     fn stderr_detail(&self) -> String {
@@ -402,8 +453,10 @@ impl Upstream {
                 // Own process group: npx-style launchers spawn grandchildren
                 // that must die with the upstream.
                 wrapped.wrap(process_wrap::tokio::ProcessGroup::leader());
+                let report = crate::child::SharedReport::default();
+                *lock(&self.child_report) = report.clone();
                 let (transport, stderr) =
-                    crate::child::ChildTransport::spawn(wrapped, &self.config.name)
+                    crate::child::ChildTransport::spawn(wrapped, &self.config.name, report)
                         .map_err(|e| spawn_error(command, &e))?;
                 *lock(&self.pid) = transport.id();
                 if let Some(stderr) = stderr {
@@ -413,10 +466,21 @@ impl Upstream {
                         self.stderr_tail.clone(),
                     ));
                 }
-                handler
+                match handler
                     .serve(ProgressTap::new(transport, self.progress.clone()))
                     .await
-                    .map_err(|e| format!("initialize failed: {e}{}", self.stderr_detail()))?
+                {
+                    Ok(running) => running,
+                    Err(e) => {
+                        // Give the exit status and the last stderr line a
+                        // moment to arrive: they say more than rmcp's error.
+                        tokio::time::sleep(Duration::from_millis(100)).await;
+                        let what = self
+                            .process_facts()
+                            .unwrap_or_else(|| format!("initialize failed: {e}"));
+                        return Err(format!("{what}{}", self.stderr_detail()).into());
+                    }
+                }
             }
             UpstreamTransport::Http { url, headers } => {
                 let mut custom = HashMap::new();

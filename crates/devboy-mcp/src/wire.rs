@@ -579,7 +579,10 @@ impl WireRole for RoleClient {
             Err(error) => error,
         };
         let Ok(value) = serde_json::from_slice::<Value>(line) else {
-            tracing::warn!(%peer, bytes = line.len(), %error, "upstream wrote a line that is not JSON; ignored");
+            // Once per line would flood stderr for a server that logs to
+            // stdout; the first such line is in status and in its errors
+            // (child.rs, `NoiseWatch`).
+            tracing::debug!(%peer, bytes = line.len(), %error, "upstream wrote a line that is not JSON; ignored");
             return Verdict::Skip;
         };
         let object = value.as_object();
