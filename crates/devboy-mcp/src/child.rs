@@ -161,16 +161,12 @@ impl Transport<RoleClient> for ChildTransport {
         self.wire.send(item)
     }
 
-    fn receive(
-        &mut self,
-    ) -> impl std::future::Future<Output = Option<RxJsonRpcMessage<RoleClient>>> + Send {
-        async move {
-            let message = self.wire.receive().await;
-            if message.is_none() {
-                self.record_exit().await;
-            }
-            message
+    async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleClient>> {
+        let message = self.wire.receive().await;
+        if message.is_none() {
+            self.record_exit().await;
         }
+        message
     }
 
     fn close(&mut self) -> impl std::future::Future<Output = Result<(), Self::Error>> + Send {
