@@ -47,10 +47,11 @@
 //!
 //! Two hint lines, not one: when the body is not compact JSON it carries
 //! its own hint (`> [encoded: doc; …]` or `> [encoded: kv]`, the body
-//! being an object). Folding both into one line would save 4 o200k tokens
-//! (31 for the two lines `> [encoded: "content" parsed from indented JSON
-//! text]` and `> [encoded: doc; k[N]: N-row CSV; shared fields first]`,
-//! line breaks included, against 27 for one line joining them with `; `),
+//! being an object; its hint has no check of its own). Folding both into
+//! one line would save 4 o200k tokens (35 for the two lines
+//! `> [encoded: "content" parsed from indented JSON text #…]` and
+//! `> [encoded: doc; k[N]: N-row CSV; shared fields first]`, line breaks
+//! and the check included, against 31 for one line joining them with `; `),
 //! only for structured bodies, and would tie this grammar to the encoders'
 //! hint words. Kept apart, `body` is a text [`crate::encode::decode`]
 //! reads as is, and each line says one thing.
