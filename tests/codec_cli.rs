@@ -56,6 +56,33 @@ fn run(args: &[&str], stdin: &str) -> (String, String) {
     (stdout, stderr)
 }
 
+/// Runs devboy with `args` and `stdin` expecting it to fail; its stderr.
+fn run_failing(args: &[&str], stdin: &str) -> String {
+    let mut child = Command::new(devboy_bin())
+        .args(args)
+        .env("DEVBOY_CONFIG_DIR", "/nonexistent/devboy-test-config")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run devboy");
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(stdin.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(
+        !out.status.success(),
+        "devboy {args:?} succeeded on a damaged body; stdout: {}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    assert!(out.stdout.is_empty(), "nothing on stdout when it fails");
+    stderr
+}
+
 /// The first list page in the paginate-issues scenario, pretty-printed as a
 /// server would often send it.
 fn issues_page() -> Value {
@@ -87,6 +114,37 @@ fn encode_then_decode_gives_back_a_real_list_page() {
     assert!(summary.contains("o200k_base tokens"), "{summary}");
     let (decoded, _) = run(&["decode"], &encoded);
     assert_eq!(serde_json::from_str::<Value>(&decoded).unwrap(), page);
+}
+
+/// The issue's example: an encoding cut short, at a row or inside a
+/// number (`21.5` → `21.`), used to decode to fewer rows or another value
+/// with exit code 0. It must fail, say why, and print nothing.
+#[test]
+fn decode_refuses_a_cut_or_changed_encoding() {
+    let rows: Value = serde_json::from_str(
+        r#"[{"city":"Oslo","temp":21.5,"note":"dry"},{"city":"Bergen","temp":18.25,"note":"wet"},{"city":"Tromsø","temp":9.0,"note":"cold"}]"#,
+    )
+    .unwrap();
+    let (encoded, _) = run(&["encode"], &rows.to_string());
+    assert!(encoded.starts_with("> [encoded: csv"), "{encoded}");
+    let (decoded, _) = run(&["decode"], &encoded);
+    assert_eq!(serde_json::from_str::<Value>(&decoded).unwrap(), rows);
+    let text = encoded.trim_end_matches('\n');
+    let last_row = &text[..text.rfind('\n').unwrap() + 1];
+    let in_number = &text[..text.find("21.5").unwrap() + 3];
+    let changed = encoded.replace("18.25", "18.26");
+    for damaged in [last_row, in_number, changed.as_str()] {
+        let stderr = run_failing(&["decode"], damaged);
+        assert!(
+            stderr.contains("cannot decode: checksum mismatch: the hint says #"),
+            "{stderr}"
+        );
+    }
+    // A real GitHub list page, cut after its second-to-last row.
+    let (encoded, _) = run(&["encode"], &issues_page().to_string());
+    let text = encoded.trim_end_matches('\n');
+    let stderr = run_failing(&["decode"], &text[..text.rfind('\n').unwrap()]);
+    assert!(stderr.contains("checksum mismatch"), "{stderr}");
 }
 
 #[test]

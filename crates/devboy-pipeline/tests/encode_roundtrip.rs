@@ -10,7 +10,9 @@
 //! rows built so that constants, templates, aliases and nested tables
 //! actually occur.
 
-use devboy_pipeline::encode::{candidates, decode, encode_best, Format};
+mod damage;
+
+use devboy_pipeline::encode::{candidates, check, decode, encode_best, Format};
 use devboy_pipeline::Tokenizer;
 use proptest::prelude::*;
 use serde_json::{json, Map, Number, Value};
@@ -219,6 +221,54 @@ fn check_round_trips(value: &Value) -> Result<(), TestCaseError> {
     Ok(())
 }
 
+/// Every encoding of `value` with a hint (compact JSON has none: it is the
+/// value as JSON, with nothing to check it against), damaged every way
+/// [`damage::damaged`] knows, decodes to exactly `value` or fails.
+fn check_damage_fails(
+    value: &Value,
+    cuts: &[prop::sample::Index],
+    mutations: &[damage::Mutation],
+) -> Result<(), TestCaseError> {
+    for candidate in candidates(value) {
+        if candidate.format() == Format::JsonCompact {
+            continue;
+        }
+        for text in damage::damaged(candidate.text(), cuts, mutations) {
+            if let Ok(back) = decode(&text) {
+                prop_assert_eq!(
+                    &back,
+                    value,
+                    "{} damaged decodes to something else:\n{}\n---\n{}",
+                    candidate.format(),
+                    candidate.text(),
+                    text
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    /// encode → cut or mutate → decode: the original or an error, for
+    /// csv, kv and doc alike.
+    #[test]
+    fn damaged_encodings_decode_to_the_original_or_fail(
+        v in prop_oneof![
+            value(),
+            rows(),
+            github_rows(),
+            rows().prop_map(|v| json!({"total_count": 2, "items": v, "incomplete_results": false})),
+        ],
+        cuts in damage::cuts(),
+        mutations in damage::mutations(),
+    ) {
+        check_damage_fails(&v, &cuts, &mutations)?;
+    }
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(512))]
 
@@ -259,8 +309,11 @@ proptest! {
         word in prop::sample::select(&["csv", "kv", "doc", "xml"][..]),
         body in "[a-z{}\\[\\]\",.: \n\\\\0-9]{0,80}",
     ) {
-        let _ = decode(&format!("> [encoded: {word}]\n{body}"));
-        let _ = decode(&format!("> [encoded: {word}; note]\n{body}"));
+        for text in [format!("> [encoded: {word}]\n{body}"), format!("> [encoded: {word}; note]\n{body}")] {
+            let _ = decode(&text);
+            // Sealed, the text reaches the grammar.
+            let _ = decode(&check::seal(&text).unwrap());
+        }
     }
 
     /// Damaged encodings (a byte range cut out, text spliced in) decode to

@@ -16,8 +16,13 @@
 //! - `decode_never_panics`: arbitrary text, and text built from the
 //!   grammars' own pieces, after each hint.
 
+mod damage;
+
+use devboy_pipeline::encode::check::seal;
 use devboy_pipeline::shape::classify;
-use devboy_pipeline::template::{decode, fenced_fields, md_tables, DecodedBody, Template};
+use devboy_pipeline::template::{
+    decode, fenced_fields, json_text, md_tables, DecodedBody, Template,
+};
 use proptest::collection::vec;
 use proptest::prelude::*;
 use serde_json::{Map, Value};
@@ -389,7 +394,8 @@ proptest! {
     #[test]
     fn md_tables_round_trip((doc, _) in document(false)) {
         if let Some(encoded) = md_tables::encode(&doc) {
-            prop_assert!(encoded.starts_with(md_tables::HINT));
+            // The hint, then its check.
+            prop_assert!(encoded.starts_with(md_tables::HINT.trim_end_matches(']')));
             prop_assert!(Template::MdTables.may_apply(&classify(&doc)));
             prop_assert_eq!(md_tables::decode(&encoded), Ok(doc.clone()));
             prop_assert_eq!(decode(&encoded), Ok(DecodedBody::Text(doc)));
@@ -412,14 +418,15 @@ proptest! {
     #[test]
     fn md_tables_passthrough(text in "[a-z|\\-` \n,\"é]{0,80}") {
         prop_assume!(!text.split('\n').any(|l| l.trim_start_matches('`').starts_with("csv") && l.starts_with("```")));
-        let encoded = format!("{}\n{text}", md_tables::HINT);
+        let encoded = seal(&format!("{}\n{text}", md_tables::HINT)).unwrap();
         prop_assert_eq!(md_tables::decode(&encoded), Ok(text));
     }
 
     #[test]
     fn fenced_fields_round_trip(value in json(true)) {
         if let Some(encoded) = fenced_fields::encode(&value) {
-            prop_assert!(encoded.starts_with(fenced_fields::HINT));
+            // The hint, then its check.
+            prop_assert!(encoded.starts_with(fenced_fields::HINT.trim_end_matches(']')));
             let back = fenced_fields::decode(&encoded);
             prop_assert!(back.is_ok(), "{:?}\n{}", back, encoded);
             let back = back.unwrap_or_default();
@@ -444,7 +451,10 @@ proptest! {
     fn decode_never_panics(text in any::<String>()) {
         let _ = decode(&text);
         for t in Template::ALL {
-            let _ = decode(&format!("{}\n{text}", t.hint()));
+            let hinted = format!("{}\n{text}", t.hint());
+            let _ = decode(&hinted);
+            // Sealed, the text reaches the template's grammar.
+            let _ = decode(&seal(&hinted).unwrap());
         }
     }
 
@@ -455,7 +465,86 @@ proptest! {
     ]), 0..40)) {
         let body = pieces.concat();
         for t in Template::ALL {
-            let _ = decode(&format!("{}\n{body}", t.hint()));
+            let hinted = format!("{}\n{body}", t.hint());
+            let _ = decode(&hinted);
+            let _ = decode(&seal(&hinted).unwrap());
+        }
+    }
+}
+
+/// `encoded`, damaged every way [`damage::damaged`] knows, decodes (as
+/// `devboy decode` does, through [`decode`]) to exactly `original` or
+/// fails.
+fn check_damage_fails(
+    encoded: &str,
+    original: &DecodedBody,
+    cuts: &[proptest::sample::Index],
+    mutations: &[damage::Mutation],
+) -> Result<(), TestCaseError> {
+    for text in damage::damaged(encoded, cuts, mutations) {
+        if let Ok(back) = decode(&text) {
+            // Key order counts: compare the JSON text, not the values.
+            let same = match (&back, original) {
+                (DecodedBody::Json(a), DecodedBody::Json(b)) => exact_json(a) == exact_json(b),
+                (a, b) => a == b,
+            };
+            prop_assert!(
+                same,
+                "damaged decodes to something else:\n{}\n---\n{}\n→ {:?}",
+                encoded,
+                text,
+                back
+            );
+        }
+    }
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+    /// md tables: encode → cut or mutate → decode gives the original or fails.
+    #[test]
+    fn damaged_md_tables_decode_to_the_original_or_fail(
+        (doc, _) in document(false),
+        cuts in damage::cuts(),
+        mutations in damage::mutations(),
+    ) {
+        if let Some(encoded) = md_tables::encode(&doc) {
+            check_damage_fails(&encoded, &DecodedBody::Text(doc), &cuts, &mutations)?;
+        }
+    }
+
+    /// Fenced fields: the same.
+    #[test]
+    fn damaged_fenced_fields_decode_to_the_original_or_fail(
+        value in json(true),
+        cuts in damage::cuts(),
+        mutations in damage::mutations(),
+    ) {
+        if let Some(encoded) = fenced_fields::encode(&value) {
+            check_damage_fails(&encoded, &DecodedBody::Json(value), &cuts, &mutations)?;
+        }
+    }
+
+    /// JSON text in a field, with its body in compact JSON, csv, kv or doc:
+    /// the same.
+    #[test]
+    fn damaged_json_text_decodes_to_the_original_or_fail(
+        inner in json(false),
+        indented in any::<bool>(),
+        cuts in damage::cuts(),
+        mutations in damage::mutations(),
+    ) {
+        prop_assume!(matches!(inner, Value::Object(_) | Value::Array(_)));
+        let text = if indented {
+            serde_json::to_string_pretty(&inner).unwrap_or_default()
+        } else {
+            exact_json(&inner)
+        };
+        let body = serde_json::json!({"ok": true, "content": text, "n": 2});
+        if let Some(encoded) = json_text::encode(&body) {
+            check_damage_fails(&encoded, &DecodedBody::Json(body), &cuts, &mutations)?;
         }
     }
 }

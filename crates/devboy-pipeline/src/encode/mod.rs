@@ -22,7 +22,7 @@
 //! the rest, and tells [`decode`] which grammar follows):
 //!
 //! ```text
-//! > [encoded: csv; shared fields first; {x} = field x]
+//! > [encoded: csv; shared fields first; {x} = field x #991468368]
 //! url: https://api.github.com/repos/o/r/labels/{name}
 //! default: true
 //! id,name
@@ -37,7 +37,8 @@
 //!
 //! ```text
 //! text     = json                                 ; no hint: JSON
-//!          | "> [encoded: " word [ ";" note ] "]" LF body
+//!          | "> [encoded: " word [ ";" note ] check "]" LF body
+//! check    = " #" 9DIGIT                          ; over the whole text
 //! word     = "csv"                                ; body = block, rows to the end
 //!          | "kv" | "doc"                         ; body = entry *( LF entry )
 //! entry    = key ": " value                       ; one field (or a template)
@@ -50,6 +51,10 @@
 //! row      = [cell] *( "," [cell] )               ; one cell per name
 //! ```
 //!
+//! - **Check.** The nine digits are a hash of the whole text without the
+//!   check (hint words and body); a text whose check is missing or does
+//!   not match is refused before its body is read, so a cut or altered
+//!   text fails instead of decoding to something else. See [`check`].
 //! - **Keys.** A bare key is segments joined by `.`, a path into nested
 //!   objects (`user.login`); a segment is a non-empty run of characters
 //!   other than `, " : . { } [ ]` and line breaks. A quoted key (`"a.b"`,
@@ -84,6 +89,7 @@
 //!
 //! # Modules
 //!
+//! - `check`: the check on the hint line, added and verified.
 //! - `cell`: values and keys, both directions.
 //! - `template`: references and how names resolve.
 //! - `table`: table blocks and entries; `lines`: `kv` and `document`.
@@ -107,7 +113,7 @@
 //! assert_eq!(best.format(), Format::Csv);
 //! assert_eq!(
 //!     best.text(),
-//!     "> [encoded: csv; shared fields first; {x} = field x]\n\
+//!     "> [encoded: csv; shared fields first; {x} = field x #991468368]\n\
 //!      url: https://api.github.com/repos/o/r/labels/{name}\n\
 //!      default: true\n\
 //!      id,name\n\
@@ -115,9 +121,13 @@
 //!      2,docs"
 //! );
 //! assert_eq!(decode(best.text()).unwrap(), labels);
+//! // Cut after the first row, it fails its check instead of losing a row.
+//! let cut = &best.text()[..best.text().len() - "\n2,docs".len()];
+//! assert!(decode(cut).unwrap_err().to_string().starts_with("checksum mismatch"));
 //! ```
 
 mod cell;
+pub mod check;
 mod lines;
 mod plan;
 mod records;
@@ -130,6 +140,7 @@ use std::fmt;
 use serde_json::Value;
 
 use crate::tokens::Tokenizer;
+pub use check::CheckError;
 use scan::Scanner;
 
 /// The start of every hint line.
@@ -219,25 +230,46 @@ pub enum DecodeError {
     /// reference to an absent value, a key given twice).
     #[error("{0}")]
     Invalid(String),
+    /// The text is not what was encoded: cut, altered, or without a check.
+    #[error(transparent)]
+    Check(#[from] CheckError),
 }
 
-/// Decodes text made by any encoder here: a hint line selects the grammar;
-/// text without one is parsed as JSON. Never panics, whatever the input.
+/// Decodes text made by any encoder here: a hint line selects the grammar,
+/// after the text has passed its [check](check); text without a hint is
+/// parsed as JSON. Never panics, whatever the input.
 pub fn decode(text: &str) -> Result<Value, DecodeError> {
-    let Some(after) = text.strip_prefix(HINT_PREFIX) else {
+    if !text.starts_with(HINT_PREFIX) {
         return Ok(serde_json::from_str(text)?);
-    };
-    let line_end = after.find('\n');
-    let hint = &after[..line_end.unwrap_or(after.len())];
-    let word_end = hint.find([';', ']']).unwrap_or(hint.len());
-    let word = &hint[..word_end];
-    if !hint.ends_with(']') {
-        return Err(Scanner::new(text, 0).error("the hint line must end with `]`"));
     }
-    let Some(line_end) = line_end else {
+    let opened = check::open(text)?;
+    decode_hinted(&opened.hint, opened.text, opened.body_start)
+}
+
+/// [`decode`] for a text held inside a checked one (the body of a
+/// [`crate::template::json_text`] text): the outer check covers it, so its
+/// hint line, if it has one, carries none.
+pub(crate) fn decode_unchecked(text: &str) -> Result<Value, DecodeError> {
+    if !text.starts_with(HINT_PREFIX) {
+        return Ok(serde_json::from_str(text)?);
+    }
+    let line_end = text.find('\n');
+    let hint = &text[..line_end.unwrap_or(text.len())];
+    decode_hinted(hint, text, line_end.map(|end| end + 1))
+}
+
+/// Decodes the body of `text`, which starts at `body_start`, by the
+/// grammar `hint` (a hint line without its check) names.
+fn decode_hinted(hint: &str, text: &str, body_start: Option<usize>) -> Result<Value, DecodeError> {
+    let words = hint.strip_prefix(HINT_PREFIX).unwrap_or(hint);
+    let Some(words) = words.strip_suffix(']') else {
+        return Err(Scanner::new(text, 0).error("the hint line must end with `]`"));
+    };
+    let word = &words[..words.find(';').unwrap_or(words.len())];
+    let Some(body_start) = body_start else {
         return Err(Scanner::new(text, 0).error("nothing after the hint line"));
     };
-    let mut sc = Scanner::new(text, HINT_PREFIX.len() + line_end + 1);
+    let mut sc = Scanner::new(text, body_start);
     let value = match word {
         "csv" => Value::Array(table::parse_block(
             &mut sc,
@@ -279,8 +311,13 @@ pub fn encode(value: &Value, format: Format) -> Option<Encoded> {
     verified_for(value, made, text)
 }
 
-/// `text` as an [`Encoded`], if it decodes back to exactly `value`.
+/// `text` (made by [`render`]) as an [`Encoded`], its hint line sealed
+/// with its check, if it decodes back to exactly `value`.
 fn verified_for(value: &Value, format: Format, text: String) -> Option<Encoded> {
+    let text = match format {
+        Format::JsonCompact => text,
+        _ => check::seal(&text)?,
+    };
     let decoded = decode(&text).ok()?;
     (decoded == *value).then_some(Encoded { format, text })
 }
@@ -366,6 +403,19 @@ mod tests {
 
     use super::*;
 
+    /// The text without its check, as the expected strings are written.
+    fn shown(encoded: &Encoded) -> String {
+        match encoded.format() {
+            Format::JsonCompact => encoded.text().to_owned(),
+            _ => check::strip(encoded.text()).expect("a check"),
+        }
+    }
+
+    /// Decodes `text` with its check added, as an encoder would have.
+    fn decode_sealed(text: &str) -> Result<Value, DecodeError> {
+        decode(&check::seal(text).expect("a hint line to seal"))
+    }
+
     fn formats(value: &Value) -> Vec<Format> {
         candidates(value).iter().map(Encoded::format).collect()
     }
@@ -412,7 +462,7 @@ mod tests {
             json!({"login": "octocat", "id": 1, "site_admin": false, "bio": null, "blog": ""});
         let encoded = encode(&value, Format::Kv).unwrap();
         assert_eq!(
-            encoded.text(),
+            shown(&encoded),
             "> [encoded: kv]\nlogin: octocat\nid: 1\nsite_admin: false\nbio: null\nblog: \"\""
         );
     }
@@ -429,7 +479,7 @@ mod tests {
         });
         let encoded = encode(&value, Format::Document).unwrap();
         assert_eq!(
-            encoded.text(),
+            shown(&encoded),
             "> [encoded: doc; k[N]: N-row CSV; shared fields first]\n\
              total_count: 2\nincomplete_results: false\nitems[2]:\n\
              state: open\nnumber,title\n1,Found a bug\n2,\"Docs, please\""
@@ -448,7 +498,7 @@ mod tests {
         }]);
         let encoded = encode(&value, Format::Csv).unwrap();
         assert_eq!(
-            encoded.text(),
+            shown(&encoded),
             "> [encoded: csv; k[N]: N-row CSV; shared fields first; {x} = field x]\n\
              assignees: [{user}]\n\
              steps[2]:\nok: true\nname\nbuild\ntest\n\
@@ -469,7 +519,7 @@ mod tests {
         });
         let encoded = encode(&value, Format::Kv).unwrap();
         assert_eq!(
-            encoded.text(),
+            shown(&encoded),
             "> [encoded: kv; {x} = field x]\n\
              url: https://api.github.com/repos/o/r\n\
              owner.url: https://api.github.com/users/o\n\
@@ -503,36 +553,78 @@ mod tests {
     fn decode_errors() {
         assert!(matches!(decode("nope"), Err(DecodeError::Json(_))));
         assert!(
-            matches!(decode("> [encoded: xml]\na"), Err(DecodeError::UnknownFormat(w)) if w == "xml")
+            matches!(decode_sealed("> [encoded: xml]\na"), Err(DecodeError::UnknownFormat(w)) if w == "xml")
         );
         assert!(matches!(
-            decode("> [encoded: csv]"),
+            decode_sealed("> [encoded: csv]"),
             Err(DecodeError::Syntax { line: 1, .. })
         ));
+        // A hint line without a check is refused, whatever follows it.
+        for unchecked in [
+            "> [encoded: csv\na\n1",
+            "> [encoded: csv]\na\n1",
+            "> [encoded: kv]",
+        ] {
+            assert!(
+                matches!(
+                    decode(unchecked),
+                    Err(DecodeError::Check(CheckError::Missing))
+                ),
+                "{unchecked}"
+            );
+        }
         assert!(matches!(
-            decode("> [encoded: csv\na\n1"),
-            Err(DecodeError::Syntax { .. })
-        ));
-        assert!(matches!(
-            decode("> [encoded: csv]\na,b\n1"),
+            decode_sealed("> [encoded: csv]\na,b\n1"),
             Err(DecodeError::Syntax { line: 3, .. })
         ));
         assert!(matches!(
-            decode("> [encoded: kv]\na: {b}\nb: {a}"),
+            decode_sealed("> [encoded: kv]\na: {b}\nb: {a}"),
             Err(DecodeError::Invalid(_))
         ));
         assert!(matches!(
-            decode("> [encoded: kv]\na: 1\na: 2"),
+            decode_sealed("> [encoded: kv]\na: 1\na: 2"),
             Err(DecodeError::Invalid(_))
         ));
-        assert!(decode("> [encoded: doc]\na[99999999999999999999]:\nx").is_err());
+        assert!(decode_sealed("> [encoded: doc]\na[99999999999999999999]:\nx").is_err());
         let deep = format!("> [encoded: doc]\n{}", "a[1]:\n".repeat(100));
-        assert!(decode(&deep).is_err());
-        assert!(decode(&format!("> [encoded: kv]\na: {}", "[".repeat(10_000))).is_ok());
+        assert!(decode_sealed(&deep).is_err());
+        assert!(decode_sealed(&format!("> [encoded: kv]\na: {}", "[".repeat(10_000))).is_ok());
+    }
+
+    /// The issue's example: a CSV cut at a line boundary, and inside a
+    /// number (`21.5` → `21.`), used to decode to fewer rows and a string
+    /// with exit code 0. Now both fail their check and say so.
+    #[test]
+    fn a_cut_csv_fails_its_check() {
+        let rows = json!([
+            {"city": "Oslo", "temp": 21.5},
+            {"city": "Bergen", "temp": 18.25},
+            {"city": "Tromsø", "temp": 9.0}
+        ]);
+        let encoded = encode(&rows, Format::Csv).unwrap();
+        let text = encoded.text();
+        assert!(text.ends_with("\nBergen,18.25\nTromsø,9.0"), "{text}");
+        let by_row = &text[..text.rfind('\n').unwrap()];
+        let in_number = &text[..text.find("21.5").unwrap() + 3];
+        for cut in [by_row, in_number] {
+            let error = decode(cut).unwrap_err();
+            assert!(
+                matches!(error, DecodeError::Check(CheckError::Mismatch { .. })),
+                "{cut}"
+            );
+            assert!(
+                error
+                    .to_string()
+                    .starts_with("checksum mismatch: the hint says #"),
+                "{error}"
+            );
+        }
+        assert_eq!(decode(text).unwrap(), rows);
     }
 
     /// Pins what each hint costs in o200k tokens, so a wording change shows
-    /// its price here.
+    /// its price here: the words, and the check, which adds 4 whatever its
+    /// digits (` #` and three runs of three digits).
     #[test]
     fn hint_costs_are_pinned() {
         let tok = Tokenizer::O200k;
@@ -549,6 +641,10 @@ mod tests {
             ("> [encoded: doc; k[N]: N-row CSV]", 13),
         ] {
             assert_eq!(tok.count(hint), cost, "{hint}");
+            for digits in ["000000000", "991468368", "100200300", "012345678"] {
+                let checked = format!("{} #{digits}]\n", hint.strip_suffix(']').unwrap());
+                assert_eq!(tok.count(&checked), cost + 4, "{checked}");
+            }
         }
     }
 }

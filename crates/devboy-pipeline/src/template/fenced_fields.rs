@@ -9,7 +9,7 @@
 //! commit with its files reads:
 //!
 //! ````text
-//! > [encoded: json as path: value, multiline strings fenced]
+//! > [encoded: json as path: value, multiline strings fenced #275390217]
 //! sha: 6dcb09b5b57875f334f61aebed695e2e4193db5e
 //! author: {"login":"octocat","id":1}
 //! stats: {"additions":2,"deletions":1,"total":3}
@@ -35,7 +35,8 @@
 //!
 //! ```text
 //! encoded = HINT LF line *( LF line ) [ LF ]
-//! HINT    = "> [encoded: json as path: value, multiline strings fenced]"
+//! HINT    = "> [encoded: json as path: value, multiline strings fenced" CHECK "]"
+//! CHECK   = " #" 9DIGIT                     ; see crate::encode::check
 //! line    = heading / entry
 //! heading = "#" [ SP path ]                 ; the base for the entries below
 //! entry   = path ":" SP value               ; a one-line value
@@ -89,7 +90,7 @@
 
 use serde_json::{Map, Value};
 
-use super::{fence_for, leading_backticks, same_json, strip_hint, DecodeError, Template};
+use super::{check, checked_body, fence_for, leading_backticks, same_json, DecodeError, Template};
 use crate::shape::is_hunk_header;
 
 /// The hint line of this template.
@@ -108,13 +109,14 @@ pub fn encode(value: &Value) -> Option<String> {
         base: String::new(),
     };
     writer.container(value);
+    let out = check::seal(&out)?;
     let back = decode(&out).ok()?;
     same_json(&back, value).then_some(out)
 }
 
 /// Decodes a text produced by [`encode`] back into the original value.
 pub fn decode(text: &str) -> Result<Value, DecodeError> {
-    let body = strip_hint(text, Template::FencedFields)?;
+    let body = checked_body(text, Template::FencedFields)?;
     let mut root: Option<Value> = None;
     let mut base: Vec<Segment> = Vec::new();
     let mut rest = body;
@@ -485,11 +487,16 @@ mod tests {
         encoded
     }
 
+    /// The text after the hint line, which must be this template's, checked.
     fn body(encoded: &str) -> &str {
-        encoded
-            .strip_prefix(HINT)
-            .and_then(|r| r.strip_prefix('\n'))
-            .unwrap_or_default()
+        let (hint, body) = encoded.split_once('\n').unwrap_or((encoded, ""));
+        assert_eq!(check::unchecked_hint(hint).as_deref(), Some(HINT));
+        body
+    }
+
+    /// Decodes `text` with its check added, as the encoder would have.
+    fn decode_sealed(text: &str) -> Result<Value, DecodeError> {
+        decode(&check::seal(text).unwrap_or_else(|| panic!("cannot seal {text}")))
     }
 
     #[test]
@@ -539,7 +546,7 @@ mod tests {
     fn decoder_accepts_longer_relative_paths() {
         let text = format!("{HINT}\n# a\nb.c: 1\nb.d[0]: 2\n#\na.e: 3");
         assert_eq!(
-            decode(&text).unwrap(),
+            decode_sealed(&text).unwrap(),
             json!({"a": {"b": {"c": 1, "d": [2]}, "e": 3}})
         );
     }
@@ -614,7 +621,7 @@ mod tests {
 
     #[test]
     fn decode_errors() {
-        let bad = |b: &str| decode(&format!("{HINT}\n{b}"));
+        let bad = |b: &str| decode_sealed(&format!("{HINT}\n{b}"));
         let line = |r: Result<Value, DecodeError>| match r {
             Err(DecodeError::Malformed { line, .. }) => line,
             other => panic!("{other:?}"),

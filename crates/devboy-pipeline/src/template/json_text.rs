@@ -12,7 +12,7 @@
 //! that says which field was JSON text and how it was laid out:
 //!
 //! ```text
-//! > [encoded: "content" parsed from indented JSON text]
+//! > [encoded: "content" parsed from indented JSON text #830147352]
 //! {"content":[{"name":"src","type":"directory","children":[{"name":"lib.rs","type":"file"}]}]}
 //! ```
 //!
@@ -23,13 +23,15 @@
 //!
 //! ```text
 //! text  = hint LF body
-//! hint  = "> [encoded: " key " parsed from " style " JSON text]"
+//! hint  = "> [encoded: " key " parsed from " style " JSON text" check "]"
+//! check = " #" 9DIGIT       ; over the whole text, see crate::encode::check
 //! key   = a JSON string literal, as serde_json writes it
 //! style = "indented"        ; serde_json::to_string_pretty: 2-space indent,
 //!                           ; `": "` after keys (= JSON.stringify(v, null, 2))
 //!       | "compact"         ; serde_json::to_string (= JSON.stringify(v))
 //! body  = any text crate::encode::decode reads; it may open with its own
-//!         `> [encoded: …]` hint line (csv, kv, doc), or be compact JSON
+//!         `> [encoded: …]` hint line (csv, kv, doc) without a check of its
+//!         own (the check above covers it), or be compact JSON
 //! ```
 //!
 //! `body` must decode to an object with a field `key` whose value is an
@@ -45,10 +47,11 @@
 //!
 //! Two hint lines, not one: when the body is not compact JSON it carries
 //! its own hint (`> [encoded: doc; …]` or `> [encoded: kv]`, the body
-//! being an object). Folding both into one line would save 4 o200k tokens
-//! (31 for the two lines `> [encoded: "content" parsed from indented JSON
-//! text]` and `> [encoded: doc; k[N]: N-row CSV; shared fields first]`,
-//! line breaks included, against 27 for one line joining them with `; `),
+//! being an object; its hint has no check of its own). Folding both into
+//! one line would save 4 o200k tokens (35 for the two lines
+//! `> [encoded: "content" parsed from indented JSON text #…]` and
+//! `> [encoded: doc; k[N]: N-row CSV; shared fields first]`, line breaks
+//! and the check included, against 31 for one line joining them with `; `),
 //! only for structured bodies, and would tie this grammar to the encoders'
 //! hint words. Kept apart, `body` is a text [`crate::encode::decode`]
 //! reads as is, and each line says one thing.
@@ -70,7 +73,7 @@
 use serde_json::{Map, Value};
 
 use super::{same_json, DecodeError, Template};
-use crate::encode;
+use crate::encode::{self, check};
 use crate::route::estimate_tokens;
 use crate::shape::{Classified, InnerFormat};
 
@@ -178,15 +181,23 @@ pub fn encode(value: &Value) -> Option<String> {
         serde_json::to_string(key).ok()?,
         style.word()
     );
-    let mut candidates = encode::candidates(&parsed);
+    // The body's own hint needs no check: the one on this text's hint
+    // line covers every byte below it.
+    let mut candidates: Vec<String> = encode::candidates(&parsed)
+        .into_iter()
+        .filter_map(|c| match c.format() {
+            encode::Format::JsonCompact => Some(c.into_text()),
+            _ => check::strip(c.text()),
+        })
+        .collect();
     // Stable: compact JSON, the first candidate, wins a tie.
-    candidates.sort_by_key(|c| estimate_tokens(c.text()));
+    candidates.sort_by_key(|c| estimate_tokens(c));
     // The cheapest candidate that gives the body back exactly. The
     // encoders' own check ignores key order (a table lists its declared
     // columns first), but the serialized text does not; compact JSON,
     // always a candidate, keeps the order.
     candidates.into_iter().find_map(|best| {
-        let text = format!("{hint}{}", best.text());
+        let text = check::seal(&format!("{hint}{best}"))?;
         let back = decode(&text).ok()?;
         same_json(&back, value).then_some(text)
     })
@@ -220,9 +231,23 @@ fn hint_parts(line: &str) -> Option<(String, Style)> {
 
 /// Decodes a text made by [`encode()`] back into the body. Never panics.
 pub fn decode(text: &str) -> Result<Value, DecodeError> {
-    let (first, body) = text.split_once('\n').unwrap_or((text, ""));
-    let (key, style) = hint_parts(first).ok_or(DecodeError::NotEncoded)?;
-    let parsed = encode::decode(body).map_err(|_| malformed(2, "not an encoded JSON body"))?;
+    let first = text.split('\n').next().unwrap_or_default();
+    let Some(hint) = check::unchecked_hint(first) else {
+        return Err(match is_hint(first) {
+            true => DecodeError::Check {
+                template: Template::JsonText,
+                error: check::CheckError::Missing,
+            },
+            false => DecodeError::NotEncoded,
+        });
+    };
+    let (key, style) = hint_parts(&hint).ok_or(DecodeError::NotEncoded)?;
+    let opened = check::open(text).map_err(|error| DecodeError::Check {
+        template: Template::JsonText,
+        error,
+    })?;
+    let parsed = encode::decode_unchecked(opened.body())
+        .map_err(|_| malformed(2, "not an encoded JSON body"))?;
     let Value::Object(mut map) = parsed else {
         return Err(malformed(2, "the body is not a JSON object"));
     };
@@ -275,6 +300,16 @@ mod tests {
         Value::Array(top)
     }
 
+    /// The text without its check, as the expected strings are written.
+    fn shown(text: &str) -> String {
+        check::strip(text).unwrap_or_else(|| panic!("no check: {text}"))
+    }
+
+    /// Decodes `text` with its check added, as the encoder would have.
+    fn decode_sealed(text: &str) -> Result<Value, DecodeError> {
+        decode(&check::seal(text).unwrap_or_else(|| panic!("cannot seal {text}")))
+    }
+
     fn pretty(v: &Value) -> String {
         serde_json::to_string_pretty(v).unwrap()
     }
@@ -303,7 +338,7 @@ mod tests {
         let c = classify(&body.to_string());
         assert!(Template::JsonText.may_apply(&c));
         let text = round_trip(&body);
-        assert!(text.starts_with(&format!("{HINT}\n")), "{text}");
+        assert!(shown(&text).starts_with(&format!("{HINT}\n")), "{text}");
         let before = Tokenizer::O200k.count(&body.to_string());
         let after = Tokenizer::O200k.count(&text);
         eprintln!("directory tree in a string: {before} → {after} o200k tokens");
@@ -317,14 +352,14 @@ mod tests {
         let body = json!({"result": compact(&inner)});
         let text = round_trip(&body);
         assert!(
-            text.starts_with("> [encoded: \"result\" parsed from compact JSON text]\n"),
+            shown(&text).starts_with("> [encoded: \"result\" parsed from compact JSON text]\n"),
             "{text}"
         );
         // 1.0 stays a float: the text it decodes to says `1.0`, not `1`.
         assert!(compact(&decode(&text).unwrap()).contains(r#"\"e\":1.0"#));
         // `[]` reads the same in both styles, and is called compact.
         let text = round_trip(&json!({"c": "[]", "d": 1}));
-        assert!(text.starts_with("> [encoded: \"c\" parsed from compact JSON text]\n"));
+        assert!(shown(&text).starts_with("> [encoded: \"c\" parsed from compact JSON text]\n"));
     }
 
     #[test]
@@ -332,7 +367,9 @@ mod tests {
         let inner = json!([{"id": 1, "tags": ["a", "b"]}, {"id": 2, "tags": []}]);
         let body = json!({"ok": true, "content": pretty(&inner), "note": "x", "n": 3});
         let text = round_trip(&body);
-        assert!(text.starts_with("> [encoded: \"content\" parsed from indented JSON text]\n"));
+        assert!(
+            shown(&text).starts_with("> [encoded: \"content\" parsed from indented JSON text]\n")
+        );
         let body = json!({"content": compact(&inner), "after": {"k": [1]}});
         round_trip(&body);
         let body = json!({"before": null, "content": compact(&inner)});
@@ -345,11 +382,11 @@ mod tests {
         let big = pretty(&json!({"x": [1, 2, 3], "y": "z"}));
         let body = json!({"a": small, "b": big, "c": "[not json"});
         let text = round_trip(&body);
-        assert!(text.starts_with("> [encoded: \"b\" parsed from indented JSON text]\n"));
+        assert!(shown(&text).starts_with("> [encoded: \"b\" parsed from indented JSON text]\n"));
         // On a tie, the first.
         let body = json!({"a": "[1]", "b": "[2]"});
         let text = round_trip(&body);
-        assert!(text.starts_with("> [encoded: \"a\" parsed from compact JSON text]\n"));
+        assert!(shown(&text).starts_with("> [encoded: \"a\" parsed from compact JSON text]\n"));
     }
 
     #[test]
@@ -467,16 +504,29 @@ mod tests {
         ] {
             assert!(
                 matches!(
-                    decode(&format!("{hint}\n{body}")),
+                    decode_sealed(&format!("{hint}\n{body}")),
                     Err(DecodeError::Malformed { line: l, .. }) if l == line
                 ),
                 "{body}"
             );
         }
-        assert_eq!(
-            decode(&format!("{hint}\n{{\"a\":1,\"c\":{{\"k\":[]}}}}")),
-            Ok(json!({"a": 1, "c": "{\"k\":[]}"}))
-        );
+        let text = format!("{hint}\n{{\"a\":1,\"c\":{{\"k\":[]}}}}");
+        assert_eq!(decode_sealed(&text), Ok(json!({"a": 1, "c": "{\"k\":[]}"})));
+        // Without its check, or with a body changed after it, refused.
+        let missing = DecodeError::Check {
+            template: Template::JsonText,
+            error: check::CheckError::Missing,
+        };
+        assert_eq!(decode(&text), Err(missing.clone()));
+        assert_eq!(crate::template::decode(&text), Err(missing));
+        let changed = check::seal(&text).unwrap().replace("\"a\":1", "\"a\":2");
+        assert!(matches!(
+            decode(&changed),
+            Err(DecodeError::Check {
+                error: check::CheckError::Mismatch { .. },
+                ..
+            })
+        ));
     }
 
     /// Random JSON: strings with quotes, escapes, line breaks, brackets and
@@ -523,7 +573,7 @@ mod tests {
             let text = encode(&body);
             prop_assert!(text.is_some(), "declined {}", body);
             let text = text.unwrap();
-            prop_assert!(text.starts_with("> [encoded: \"content\" parsed from compact JSON text]\n"));
+            prop_assert!(shown(&text).starts_with("> [encoded: \"content\" parsed from compact JSON text]\n"));
             prop_assert!(same_json(&decode(&text).unwrap(), &body));
         }
 
@@ -547,8 +597,13 @@ mod tests {
         fn decode_never_panics(rest in "\\PC{0,300}", key in "\\PC{0,6}", pretty in any::<bool>()) {
             let style = if pretty { "indented" } else { "compact" };
             let key = serde_json::to_string(&key).unwrap();
-            let _ = decode(&format!("> [encoded: {key} parsed from {style} JSON text]\n{rest}"));
-            let _ = crate::template::decode(&format!("{PREFIX}{key}{MIDDLE}{style}{SUFFIX}\n{rest}"));
+            let text = format!("> [encoded: {key} parsed from {style} JSON text]\n{rest}");
+            let _ = decode(&text);
+            let _ = crate::template::decode(&text);
+            if let Some(sealed) = check::seal(&text) {
+                let _ = decode(&sealed);
+                let _ = crate::template::decode(&sealed);
+            }
         }
 
         #[test]
@@ -559,7 +614,11 @@ mod tests {
                 Just("]"), Just(","), Just("\n"), Just("{c}"), Just("1"), Just("\"x\""),
             ], 0..24),
         ) {
-            let _ = decode(&format!("{}\n{}", HINT.replace("content", "c"), pieces.concat()));
+            let text = format!("{}\n{}", HINT.replace("content", "c"), pieces.concat());
+            let _ = decode(&text);
+            if let Some(sealed) = check::seal(&text) {
+                let _ = decode(&sealed);
+            }
         }
     }
 }

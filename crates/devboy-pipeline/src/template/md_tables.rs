@@ -7,7 +7,7 @@
 //! only where they differ from the common layout.
 //!
 //! ````text
-//! > [encoded: md tables as csv]
+//! > [encoded: md tables as csv #208615340]
 //! Open issues:
 //!
 //! ```csv
@@ -22,7 +22,8 @@
 //!
 //! ```text
 //! encoded  = HINT LF body
-//! HINT     = "> [encoded: md tables as csv]"
+//! HINT     = "> [encoded: md tables as csv" CHECK "]"
+//! CHECK    = " #" 9DIGIT                  ; see crate::encode::check
 //! body     = *( block / line )            ; lines end with LF, the last may not
 //! line     = any line that is not an opener, kept verbatim
 //! block    = opener LF 1*( record LF ) FENCE [ LF ]
@@ -87,7 +88,7 @@ use std::ops::Range;
 
 use pulldown_cmark::{Event, Options, Parser, Tag};
 
-use super::{csv, fence_for, leading_backticks, strip_hint, DecodeError, Template};
+use super::{check, checked_body, csv, fence_for, leading_backticks, DecodeError, Template};
 
 /// The hint line of this template.
 pub const HINT: &str = "> [encoded: md tables as csv]";
@@ -126,12 +127,13 @@ pub fn encode(doc: &str) -> Option<String> {
         return None;
     }
     out.push_str(doc.get(copied..)?);
+    let out = check::seal(&out)?;
     (decode(&out).as_deref() == Ok(doc)).then_some(out)
 }
 
 /// Decodes a text produced by [`encode`] back into the original document.
 pub fn decode(text: &str) -> Result<String, DecodeError> {
-    let body = strip_hint(text, Template::MdTables)?;
+    let body = checked_body(text, Template::MdTables)?;
     let malformed = |line: usize, reason: &'static str| DecodeError::Malformed {
         template: Template::MdTables,
         line,
@@ -519,11 +521,16 @@ mod tests {
         encoded
     }
 
+    /// The text after the hint line, which must be this template's, checked.
     fn body(encoded: &str) -> &str {
-        encoded
-            .strip_prefix(HINT)
-            .and_then(|r| r.strip_prefix('\n'))
-            .unwrap_or_default()
+        let (hint, body) = encoded.split_once('\n').unwrap_or((encoded, ""));
+        assert_eq!(check::unchecked_hint(hint).as_deref(), Some(HINT));
+        body
+    }
+
+    /// Decodes `text` with its check added, as the encoder would have.
+    fn decode_sealed(text: &str) -> Result<String, DecodeError> {
+        decode(&check::seal(text).unwrap_or_else(|| panic!("cannot seal {text}")))
     }
 
     #[test]
@@ -688,7 +695,7 @@ mod tests {
 
     #[test]
     fn decode_errors() {
-        let bad = |body: &str| decode(&format!("{HINT}\n{body}"));
+        let bad = |body: &str| decode_sealed(&format!("{HINT}\n{body}"));
         assert!(matches!(
             bad("```csv\na\n"),
             Err(DecodeError::Malformed { line: 2, .. })

@@ -19,7 +19,9 @@
 //!
 //! Every encoded text opens with a one-line hint, `> [encoded: …]`, that
 //! tells the model what it is reading and tells [`decode`] which template
-//! to invert ([`Template::hint`]). The grammar of each template is stated
+//! to invert ([`Template::hint`]); like every hint line it ends with a
+//! [check](crate::encode::check) over the whole text (`… #482193015]`), so
+//! a cut or altered text fails to decode. The grammar of each template is stated
 //! in its module docs; it is the decoder's specification.
 //!
 //! **Invariant (DESIGN §4.1):** an encoder returns `Some` only after it has
@@ -35,6 +37,7 @@ use std::fmt;
 
 use serde_json::Value;
 
+use crate::encode::check::{self, CheckError};
 use crate::shape::{Classified, Shape};
 
 mod csv;
@@ -72,8 +75,9 @@ impl Template {
         }
     }
 
-    /// The first line of every text this template encodes (without its
-    /// line break). It is how [`decode`] recognizes the template. For
+    /// The first line of every text this template encodes, without its
+    /// [check](crate::encode::check) and line break. It is how [`decode`]
+    /// recognizes the template. For
     /// [`Template::JsonText`], whose hint names the field and the layout,
     /// the one for an indented field called `content` (the commonest).
     pub fn hint(self) -> &'static str {
@@ -137,6 +141,15 @@ pub enum DecodeError {
     /// encoded by one, and another decoder may apply.
     #[error("no L1 template hint on the first line")]
     NotEncoded,
+    /// The text carries a template's hint but fails its check: it was cut
+    /// or altered after it was encoded, or has no check.
+    #[error("{template}: {error}")]
+    Check {
+        /// The template whose hint the text carries.
+        template: Template,
+        /// What the check found.
+        error: CheckError,
+    },
     /// The text carries a template's hint but breaks its grammar.
     #[error("{template}: line {line}: {reason}")]
     Malformed {
@@ -156,13 +169,14 @@ pub enum DecodeError {
 ///
 /// let doc = "Issues:\n\n| # | title |\n|---|---|\n| 1 | a, b |\n";
 /// let encoded = md_tables::encode(doc).expect("a plain table");
-/// assert_eq!(encoded, "> [encoded: md tables as csv]\nIssues:\n\n```csv\n#,title\n1,\"a, b\"\n```\n");
+/// assert_eq!(encoded, "> [encoded: md tables as csv #880237068]\nIssues:\n\n```csv\n#,title\n1,\"a, b\"\n```\n");
 /// assert_eq!(decode(&encoded), Ok(DecodedBody::Text(doc.to_string())));
 /// assert_eq!(decode("plain text"), Err(DecodeError::NotEncoded));
+/// // Cut short, it no longer decodes.
+/// assert!(matches!(decode(&encoded[..encoded.len() - 5]), Err(DecodeError::Check { .. })));
 /// ```
 pub fn decode(text: &str) -> Result<DecodedBody, DecodeError> {
-    let first = text.split('\n').next().unwrap_or_default();
-    match Template::from_hint(first) {
+    match hinted(text) {
         Some(Template::MdTables) => md_tables::decode(text).map(DecodedBody::Text),
         Some(Template::FencedFields) => fenced_fields::decode(text).map(DecodedBody::Json),
         Some(Template::JsonText) => json_text::decode(text).map(DecodedBody::Json),
@@ -170,13 +184,25 @@ pub fn decode(text: &str) -> Result<DecodedBody, DecodeError> {
     }
 }
 
-/// The text after `template`'s hint line, or [`DecodeError::NotEncoded`].
-fn strip_hint(text: &str, template: Template) -> Result<&str, DecodeError> {
-    match text.strip_prefix(template.hint()) {
-        Some("") => Ok(""),
-        Some(rest) => rest.strip_prefix('\n').ok_or(DecodeError::NotEncoded),
-        None => Err(DecodeError::NotEncoded),
+/// The template whose hint opens `text`, judged by its words alone (the
+/// caller still checks the text), or `None`.
+fn hinted(text: &str) -> Option<Template> {
+    let first = text.split('\n').next().unwrap_or_default();
+    match check::unchecked_hint(first) {
+        Some(hint) => Template::from_hint(&hint),
+        // A template's hint without a check: its decoder refuses it.
+        None => Template::from_hint(first),
     }
+}
+
+/// The body of a text that opens with `template`'s hint line and passes
+/// its check: the text after the hint line, `""` when there is none.
+fn checked_body(text: &str, template: Template) -> Result<&str, DecodeError> {
+    if hinted(text) != Some(template) {
+        return Err(DecodeError::NotEncoded);
+    }
+    let opened = check::open(text).map_err(|error| DecodeError::Check { template, error })?;
+    Ok(opened.body())
 }
 
 /// A backtick fence that no line of `content` can close: three backticks,
@@ -233,11 +259,13 @@ mod tests {
         assert_eq!(Template::FencedFields.to_string(), "fenced_fields");
     }
 
-    /// The design goal: a hint costs about 15 o200k tokens or fewer.
+    /// The design goal: a hint costs about 15 o200k tokens or fewer. Its
+    /// check adds 4 (pinned in `encode`).
     #[test]
     fn hints_are_cheap() {
         for t in Template::ALL {
             let cost = crate::Tokenizer::O200k.count(t.hint());
+            eprintln!("{t}: {cost} tokens");
             assert!(cost <= 15, "{t}: {cost} tokens");
         }
     }
@@ -261,10 +289,22 @@ mod tests {
             decode(" > [encoded: md tables as csv]\nx"),
             Err(DecodeError::NotEncoded)
         );
+        let text = format!("{}\nplain", md_tables::HINT);
         assert_eq!(
-            decode(&format!("{}\nplain", md_tables::HINT)),
+            decode(&check::seal(&text).unwrap()),
             Ok(DecodedBody::Text("plain".into()))
         );
+        // A template's hint without a check is refused, not passed on.
+        for t in Template::ALL {
+            let text = format!("{}\nplain", t.hint());
+            assert_eq!(
+                decode(&text),
+                Err(DecodeError::Check {
+                    template: t,
+                    error: CheckError::Missing
+                })
+            );
+        }
     }
 
     #[test]
