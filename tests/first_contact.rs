@@ -417,3 +417,31 @@ fn doctor_reports_each_server_and_starts_devboy_as_claude_code_would() {
         "{stdout}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn status_shows_what_each_pipeline_rule_matches() {
+    // The docs' example `fs__write_*` for a server named `filesystem`
+    // matches nothing; status says so (and stderr warns once).
+    let dir = TempDir::new("first-rules");
+    let config = write_mcp_json(dir.path(), json!({"t": {"command": test_server_bin()}}));
+    let rules = dir.path().join("pipeline_config.toml");
+    std::fs::write(
+        &rules,
+        "schema_version = 3\n[tools.\"fs__write_*\"]\nside_effect = \"mutating\"\n\
+         [endpoints.\"t__echo\"]\ndedup = true\n",
+    )
+    .unwrap();
+    let rules = rules.display().to_string();
+    let mut devboy = start(&dir, &config, &["--pipeline-config", &rules]).await;
+    tool_names(&mut devboy, 1).await;
+    let status = status(&mut devboy, 2).await;
+    assert_eq!(
+        status["pipeline_rules"],
+        json!([
+            {"table": "endpoints", "pattern": "t__echo", "matches": ["t__echo"]},
+            {"table": "tools", "pattern": "fs__write_*", "matches": []},
+        ]),
+        "{status}"
+    );
+    devboy.stop().await;
+}

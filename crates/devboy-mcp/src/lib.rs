@@ -123,9 +123,12 @@ pub async fn serve_stdio(
         }
         Pipeline::Passthrough => (Arc::new(Passthrough), ClientProfile::Auto),
     };
-    let session = Session::new(proxy.clone(), processor.clone())
+    let mut session = Session::new(proxy.clone(), processor.clone())
         .with_partition(partition)
         .with_client(client);
+    if let Pipeline::Full(config) | Pipeline::Dedup(config) = &pipeline {
+        session = session.with_rules(config.clone());
+    }
     // Non-blocking pipes when stdin/stdout are pipes (as under Claude Code):
     // no hand-off to the blocking pool per message. Falls back to stdio().
     // devboy's own framing answers broken and oversized requests (`wire`).

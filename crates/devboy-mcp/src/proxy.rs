@@ -123,6 +123,15 @@ impl Proxy {
         }
     }
 
+    /// Whether every upstream has finished its first start (ready,
+    /// failed, disabled or stopped).
+    pub fn all_started(&self) -> bool {
+        self.upstreams.iter().all(|u| {
+            u.phase() != Phase::Starting
+                || u.stats.attempts.load(std::sync::atomic::Ordering::Relaxed) > 1
+        })
+    }
+
     /// When `tool` (an exposed name) carries the prefix of an upstream that
     /// is still on its first start, waits until that upstream is ready or
     /// has failed, at most its call timeout: a call to a tool whose server

@@ -50,6 +50,10 @@ pub struct Session {
     processor_model: Arc<std::sync::Mutex<Option<String>>>,
     notifier_started: Arc<AtomicBool>,
     client: ClientProfile,
+    /// The pipeline config's glob tables, checked against the catalog.
+    rules: Option<Arc<devboy_core::pipeline_config::PipelineConfig>>,
+    /// The tables already warned about.
+    rules_warned: Arc<std::sync::Mutex<std::collections::HashSet<String>>>,
 }
 
 impl Session {
@@ -66,6 +70,8 @@ impl Session {
             processor_model: Arc::default(),
             notifier_started: Arc::default(),
             client: ClientProfile::Auto,
+            rules: None,
+            rules_warned: Arc::default(),
         }
     }
 
@@ -74,6 +80,26 @@ impl Session {
     pub fn with_client(mut self, client: ClientProfile) -> Self {
         self.client = client;
         self
+    }
+
+    /// This session checking `config`'s `[endpoints."GLOB"]` and
+    /// `[tools."GLOB"]` tables against the tools it serves: status shows
+    /// what each matches, and one that matches nothing once every upstream
+    /// has started is warned about (once).
+    pub fn with_rules(mut self, config: Arc<devboy_core::pipeline_config::PipelineConfig>) -> Self {
+        self.rules = Some(config);
+        self
+    }
+
+    /// What each glob table of the pipeline config matches among the tools
+    /// served now (empty without a pipeline config).
+    pub fn rule_matches(&self) -> Vec<devboy_core::pipeline_config::RuleMatches> {
+        let Some(rules) = &self.rules else {
+            return Vec::new();
+        };
+        let catalog = self.proxy.catalog();
+        let names: Vec<&str> = catalog.tools.iter().map(|t| t.name.as_ref()).collect();
+        rules.rule_matches(&names)
     }
 
     /// This session with `partition` as its context partition (typically a
@@ -258,8 +284,10 @@ impl Session {
         }
         let mut updates = self.proxy.subscribe();
         let mut last: Arc<Catalog> = updates.borrow_and_update().clone();
+        let session = self.clone();
         tokio::spawn(async move {
             while updates.changed().await.is_ok() {
+                session.warn_unmatched_rules(&mut crate::upstream::lock(&session.rules_warned));
                 let next = updates.borrow_and_update().clone();
                 let sent = async {
                     if next.tools != last.tools {
@@ -283,6 +311,26 @@ impl Session {
                 last = next;
             }
         });
+    }
+}
+
+impl Session {
+    /// Warns about each glob table that matches no tool, once every
+    /// upstream has started (or failed) and only once per table.
+    fn warn_unmatched_rules(&self, warned: &mut std::collections::HashSet<String>) {
+        if self.rules.is_none() || !self.proxy.all_started() {
+            return;
+        }
+        for rule in self.rule_matches() {
+            if rule.matches.is_empty() && warned.insert(format!("{}.{}", rule.table, rule.pattern))
+            {
+                tracing::warn!(
+                    "pipeline_config.toml: [{}.\"{}\"] matches no tool devboy serves; tool names are <prefix>__<tool>, see devboy_status",
+                    rule.table,
+                    rule.pattern
+                );
+            }
+        }
     }
 }
 
@@ -390,6 +438,7 @@ impl ServerHandler for Session {
         self.start_notifier(context.peer);
         self.proxy.settle().await;
         let catalog = self.proxy.catalog();
+        self.warn_unmatched_rules(&mut crate::upstream::lock(&self.rules_warned));
         let mut tools = catalog.tools.clone();
         if strip_schemas {
             // Results may come back without structuredContent (rewritten as

@@ -13,6 +13,11 @@ use crate::upstream::{lock, Phase};
 /// last error, and this session's counters and context partition.
 pub fn report(proxy: &Proxy, session: &Session, partition: &PartitionWatcher) -> String {
     let pipeline = session.pipeline();
+    let session_rules: Vec<Value> = session
+        .rule_matches()
+        .into_iter()
+        .map(|rule| json!({"table": rule.table, "pattern": rule.pattern, "matches": rule.matches}))
+        .collect();
     let pipeline_report = session.pipeline_report();
     let session = session.stats();
     let catalog = proxy.catalog();
@@ -72,6 +77,7 @@ pub fn report(proxy: &Proxy, session: &Session, partition: &PartitionWatcher) ->
             "partition_file": partition.file().map(|f| f.display().to_string()),
         },
         "upstreams": upstreams,
+        "pipeline_rules": session_rules,
     })
     .to_string()
 }

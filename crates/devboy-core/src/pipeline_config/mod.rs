@@ -203,6 +203,46 @@ impl ClientProfile {
     }
 }
 
+/// Which exposed tool names one `[endpoints."GLOB"]` or `[tools."GLOB"]`
+/// table matches.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RuleMatches {
+    /// `endpoints` or `tools`.
+    pub table: &'static str,
+    /// The glob as written.
+    pub pattern: String,
+    /// The names it matches, in the order given.
+    pub matches: Vec<String>,
+}
+
+impl PipelineConfig {
+    /// For every glob table, the names of `tools` (exposed names) it
+    /// matches: a table that matches none is most likely a misspelt
+    /// prefix (`fs__write_*` for a server whose prefix is `filesystem`).
+    pub fn rule_matches(&self, tools: &[&str]) -> Vec<RuleMatches> {
+        let endpoints = self
+            .endpoints
+            .iter()
+            .map(|rule| ("endpoints", &rule.pattern, &rule.matcher));
+        let tool_rules = self
+            .tools
+            .iter()
+            .map(|rule| ("tools", &rule.pattern, &rule.matcher));
+        endpoints
+            .chain(tool_rules)
+            .map(|(table, pattern, matcher)| RuleMatches {
+                table,
+                pattern: pattern.clone(),
+                matches: tools
+                    .iter()
+                    .filter(|name| matcher.is_match(name))
+                    .map(|name| (*name).to_owned())
+                    .collect(),
+            })
+            .collect()
+    }
+}
+
 /// `[endpoints."GLOB"]`: settings for the tools whose exposed names match.
 #[derive(Clone, Debug)]
 pub struct EndpointRule {

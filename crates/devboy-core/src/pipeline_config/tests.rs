@@ -691,3 +691,30 @@ min_probability = 0.5
         assert!(e.contains(want), "{e}\nwanted: {want}");
     }
 }
+
+#[test]
+fn rule_matches_name_the_tools_each_glob_table_matches() {
+    let config = parse(
+        "schema_version = 3\n\
+         [endpoints.\"filesystem__read_*\"]\ndedup = true\n\
+         [tools.\"fs__write_*\"]\nside_effect = \"mutating\"\n",
+    )
+    .unwrap();
+    let tools = [
+        "filesystem__read_text_file",
+        "filesystem__read_media_file",
+        "filesystem__write_file",
+    ];
+    let matches = config.rule_matches(&tools);
+    assert_eq!(matches.len(), 2);
+    assert_eq!(matches[0].table, "endpoints");
+    assert_eq!(
+        matches[0].matches,
+        ["filesystem__read_text_file", "filesystem__read_media_file"]
+    );
+    assert_eq!(matches[1].pattern, "fs__write_*");
+    assert!(
+        matches[1].matches.is_empty(),
+        "the misspelt prefix matches nothing"
+    );
+}
