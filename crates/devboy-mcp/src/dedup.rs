@@ -803,6 +803,11 @@ mod tests {
     fn a_tool_freshness_shortens_its_references() {
         let processor = configured("[tools.\"fs__*\"]\nfreshness_secs = 1\n");
         let result = CallToolResult::success(vec![ContentBlock::text(big())]);
+        // The first result a processor handles loads the tokenizer, which a
+        // busy machine may take over a second to do in a debug build:
+        // let another tool pay for that before the clock matters.
+        let warm = CallToolResult::success(vec![ContentBlock::text(format!("warm {}", big()))]);
+        processor.process(&named("mem__warm", None), &warm).unwrap();
         processor.process(&call(None, false), &result).unwrap();
         let soon = processor
             .process(&call(None, false), &result)
@@ -814,7 +819,7 @@ mod tests {
             .process(&call(None, false), &result)
             .unwrap()
             .unwrap();
-        assert_eq!(texts(&later).last().map(String::as_str), Some("> [id: r2]"));
+        assert_eq!(texts(&later).last().map(String::as_str), Some("> [id: r3]"));
     }
 
     #[test]

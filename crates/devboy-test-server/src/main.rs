@@ -19,6 +19,7 @@
 //! | `pid`       | –                            | the process id (tells a restart happened)                 |
 //! | `count`     | –                            | number of `tools/call` requests served, this one included |
 //! | `poll`      | –                            | a CI-like status as JSON text: 40 jobs, `calls` and `state` change per call |
+//! | `length`    | `text`                       | the length of `text` in bytes (a request of any size)    |
 //!
 //! It also serves one static resource (`test://greeting`, text `hello`), one
 //! resource template (`test://echo/{text}`), and one prompt (`greet {name}`).

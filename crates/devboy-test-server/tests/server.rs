@@ -121,7 +121,8 @@ async fn lists_every_tool_with_schema_and_description() {
             "add_tool",
             "pid",
             "count",
-            "poll"
+            "poll",
+            "length"
         ]
     );
     for tool in &tools {
@@ -348,11 +349,11 @@ async fn tools_list_is_paginated_when_page_size_is_set() {
     )))
     .await
     .unwrap();
-    assert_eq!(last.tools.len(), 1);
+    assert_eq!(last.tools.len(), 2);
     assert_eq!(last.next_cursor, None);
 
     let all = within(client.list_all_tools()).await.unwrap();
-    assert_eq!(all.len(), 11);
+    assert_eq!(all.len(), 12);
 
     let bad = within(client.list_tools(Some(
         PaginatedRequestParams::default().with_cursor(Some("bogus".into())),
@@ -375,7 +376,7 @@ async fn add_tool_sends_list_changed_and_the_new_tool_echoes() {
     .await;
 
     let tools = within(client.list_all_tools()).await.unwrap();
-    assert_eq!(tools.len(), 12);
+    assert_eq!(tools.len(), 13);
     assert_eq!(tools.last().unwrap().name, "late_tool");
     let echoed = call(&client, "late_tool", json!({ "text": "from the new tool" }))
         .await
@@ -558,7 +559,7 @@ async fn tool_prefix_renames_builtin_tools() {
     let (client, _) = start_with(&[("DEVBOY_TEST_TOOL_PREFIX", "up_")]).await;
     let tools = within(client.list_all_tools()).await.unwrap();
     assert!(tools.iter().all(|tool| tool.name.starts_with("up_")));
-    assert_eq!(tools.len(), 11);
+    assert_eq!(tools.len(), 12);
     let result = call(&client, "up_echo", json!({ "text": "prefixed" }))
         .await
         .unwrap();
