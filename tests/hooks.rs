@@ -375,7 +375,10 @@ async fn after_the_compaction_hook_the_next_repeat_is_full() {
         .and_then(|l| l.strip_prefix("> [id: ")?.strip_suffix(']'))
         .unwrap_or_else(|| panic!("no id line: {first}"))
         .to_owned();
-    assert!(repeat.to_string().contains(&format!("[ref: {id},")), "{repeat}");
+    assert!(
+        repeat.to_string().contains(&format!("[ref: {id},")),
+        "{repeat}"
+    );
     let next = format!(
         "[id: {}2]",
         id.trim_end_matches(|c: char| c.is_ascii_digit())

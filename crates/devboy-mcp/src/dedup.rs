@@ -42,8 +42,8 @@ use devboy_core::pipeline_config::{
 use devboy_pipeline::route::RouteConfig;
 use devboy_pipeline::session::{Action, BodyPolicy, Processed, SessionPipeline, Totals};
 use devboy_pipeline::{
-    paths_in_arguments, DedupConfig, EndpointKey, ExpandConfig, Fingerprint, IdAllocator,
-    L0Config, NearPolicy, ResultPolicy, SideEffect, Template, Timestamp, Tokenizer,
+    paths_in_arguments, DedupConfig, EndpointKey, ExpandConfig, Fingerprint, IdAllocator, L0Config,
+    NearPolicy, ResultPolicy, SideEffect, Template, Timestamp, Tokenizer,
 };
 use devboy_telemetry::{CallFacts, DedupOutcome, Layer, Outcome, Telemetry};
 use rmcp::model::{CallToolResult, ContentBlock};
@@ -656,7 +656,10 @@ mod tests {
             .process(&call(None, true), &result)
             .unwrap()
             .unwrap();
-        assert_eq!(texts(&repeat), ["> [ref: tagfix1, unchanged; devboy_expand tagfix1]"]);
+        assert_eq!(
+            texts(&repeat),
+            ["> [ref: tagfix1, unchanged; devboy_expand tagfix1]"]
+        );
         assert_eq!(repeat.structured_content, None);
         assert_eq!(repeat.meta, Some(meta));
         assert_eq!(processor.expand("tagfix1"), Some(Ok(value.to_string())));
@@ -671,7 +674,10 @@ mod tests {
         let later = DedupProcessor::with_ids(config, true, process_ids());
         let shown = |processor: &DedupProcessor, text: String| {
             let result = CallToolResult::success(vec![ContentBlock::text(text)]);
-            let out = processor.process(&call(None, false), &result).unwrap().unwrap();
+            let out = processor
+                .process(&call(None, false), &result)
+                .unwrap()
+                .unwrap();
             let line = texts(&out).pop().unwrap_or_default();
             line.strip_prefix("> [id: ")
                 .and_then(|l| l.strip_suffix(']'))
@@ -754,7 +760,10 @@ mod tests {
             .process(&call(args, false), &result)
             .unwrap()
             .unwrap();
-        assert_eq!(texts(&again).last().map(String::as_str), Some("> [id: tagfix2]"));
+        assert_eq!(
+            texts(&again).last().map(String::as_str),
+            Some("> [id: tagfix2]")
+        );
     }
 
     fn labels(n: usize) -> CallToolResult {
@@ -778,7 +787,10 @@ mod tests {
             .process(&call(None, false), &result)
             .unwrap()
             .unwrap();
-        assert_eq!(texts(&first), ["> [ref: tagfix1, unchanged; devboy_expand tagfix1]"]);
+        assert_eq!(
+            texts(&first),
+            ["> [ref: tagfix1, unchanged; devboy_expand tagfix1]"]
+        );
         // The limit is reached: the repeat goes out as it came, no id line.
         assert_eq!(
             processor.process(&call(None, false), &result).unwrap(),
@@ -836,7 +848,10 @@ mod tests {
             .process(&call(None, false), &result)
             .unwrap()
             .unwrap();
-        assert_eq!(texts(&repeat), ["> [ref: tagfix1, unchanged; devboy_expand tagfix1]"]);
+        assert_eq!(
+            texts(&repeat),
+            ["> [ref: tagfix1, unchanged; devboy_expand tagfix1]"]
+        );
     }
 
     #[test]
@@ -861,6 +876,9 @@ mod tests {
     #[test]
     fn a_tool_freshness_shortens_its_references() {
         let processor = configured("[tools.\"fs__*\"]\nfreshness_secs = 1\n");
+        // Loaded before the clock matters: on a busy machine the first
+        // count's vocabulary load can take longer than the freshness.
+        processor.tokenizer().warm_up();
         let result = CallToolResult::success(vec![ContentBlock::text(big())]);
         processor.process(&call(None, false), &result).unwrap();
         let soon = processor
@@ -873,7 +891,10 @@ mod tests {
             .process(&call(None, false), &result)
             .unwrap()
             .unwrap();
-        assert_eq!(texts(&later).last().map(String::as_str), Some("> [id: tagfix2]"));
+        assert_eq!(
+            texts(&later).last().map(String::as_str),
+            Some("> [id: tagfix2]")
+        );
     }
 
     #[test]
@@ -913,7 +934,10 @@ mod tests {
         // Configured read-only: calling it again forgets nothing.
         processor.before_call(&list());
         let repeat = processor.process(&list(), &result).unwrap().unwrap();
-        assert_eq!(texts(&repeat), ["> [ref: tagfix1, unchanged; devboy_expand tagfix1]"]);
+        assert_eq!(
+            texts(&repeat),
+            ["> [ref: tagfix1, unchanged; devboy_expand tagfix1]"]
+        );
         // Annotated read-only, configured mutating, with an invalidates list.
         let create = ToolCallInfo {
             side_effect: SideEffectClass::ReadOnly,
@@ -921,7 +945,10 @@ mod tests {
         };
         processor.before_call(&create);
         let full = processor.process(&list(), &result).unwrap().unwrap();
-        assert_eq!(texts(&full).last().map(String::as_str), Some("> [id: tagfix2]"));
+        assert_eq!(
+            texts(&full).last().map(String::as_str),
+            Some("> [id: tagfix2]")
+        );
     }
 
     #[test]
@@ -931,7 +958,8 @@ mod tests {
         let _ = std::fs::remove_dir_all(&dir);
         let config = Arc::new(PipelineConfig::embedded_default());
         let telemetry = Telemetry::start(TelemetryOptions::new(dir.clone(), "o200k_base"));
-        let processor = DedupProcessor::with_ids(config, true, fixed_ids()).with_telemetry(telemetry);
+        let processor =
+            DedupProcessor::with_ids(config, true, fixed_ids()).with_telemetry(telemetry);
         let args = json!({"path": "/p/CANARY-7f3a-SECRET.txt"});
         let read = ToolCallInfo {
             client: Some("claude-code"),
@@ -1031,7 +1059,10 @@ mod tests {
             )
             .unwrap()
             .unwrap();
-        assert_eq!(texts(&fresh).last().map(String::as_str), Some("> [id: tagfix1]"));
+        assert_eq!(
+            texts(&fresh).last().map(String::as_str),
+            Some("> [id: tagfix1]")
+        );
         let near = processor
             .process(
                 &ToolCallInfo {

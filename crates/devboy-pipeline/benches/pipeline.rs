@@ -107,7 +107,11 @@ fn pipeline(c: &mut Criterion) {
                 budget_tokens: budget,
                 ..RouteConfig::default()
             };
-            let mut session = SessionPipeline::new(L0Config::default(), route, IdAllocator::new(SessionTag::FIXED));
+            let mut session = SessionPipeline::new(
+                L0Config::default(),
+                route,
+                IdAllocator::new(SessionTag::FIXED),
+            );
             let mut n = 0usize;
             group.bench_with_input(BenchmarkId::new(name, kib), &body, |b, body| {
                 b.iter(|| {
@@ -126,7 +130,11 @@ fn pipeline(c: &mut Criterion) {
                 })
             });
         }
-        let mut session = SessionPipeline::new(L0Config::default(), RouteConfig::default(), IdAllocator::new(SessionTag::FIXED));
+        let mut session = SessionPipeline::new(
+            L0Config::default(),
+            RouteConfig::default(),
+            IdAllocator::new(SessionTag::FIXED),
+        );
         let first = session.process(
             EndpointKey::new("gh", "list_issues"),
             &body,

@@ -98,7 +98,9 @@ fn main() {
             tags: words.len() as f64,
             estimated: false,
             spell: Box::new(|t, n| format!("{t}{n}")),
-            draw: Box::new(move |x| words_for_draw[(x % words_for_draw.len() as u64) as usize].clone()),
+            draw: Box::new(move |x| {
+                words_for_draw[(x % words_for_draw.len() as u64) as usize].clone()
+            }),
         },
         Format {
             name: "**`kafrum3` (chosen: 6 letters, 2 tokens)**",
@@ -118,7 +120,12 @@ fn main() {
     println!("| id format | tags | P(2 of {PROCESSES} share a tag) | `> [id: …]` | `> [ref: …]` | `> [near-ref: …]` | elision hint |");
     println!("|---|---:|---:|---:|---:|---:|---:|");
     for format in &formats {
-        let mut lines = [Stat::default(), Stat::default(), Stat::default(), Stat::default()];
+        let mut lines = [
+            Stat::default(),
+            Stat::default(),
+            Stat::default(),
+            Stat::default(),
+        ];
         for t in 0..TAGS as u64 {
             let tag = (format.draw)(mix(t + 1));
             for n in SEQUENCES {

@@ -214,7 +214,10 @@ mod tests {
         assert_eq!(s.expand(b, &ids), Expansion::Expired);
         assert_eq!(s.expand(a, &ids), Expansion::Bytes(&[1; 4]));
         assert_eq!(s.expand(c, &ids), Expansion::Bytes(&[3; 4]));
-        assert_eq!(s.expand("tagfix99".parse().unwrap(), &ids), Expansion::Unknown);
+        assert_eq!(
+            s.expand("tagfix99".parse().unwrap(), &ids),
+            Expansion::Unknown
+        );
         assert_eq!((s.len(), s.total_bytes()), (2, 8));
         let st = s.stats();
         assert_eq!((st.stored, st.evicted, st.misses), (3, 1, 2));

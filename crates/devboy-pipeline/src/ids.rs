@@ -19,7 +19,7 @@ use crate::tokens::Tokenizer;
 /// tags ([`SessionTag::from_seed`]) are [`SessionTag::DRAWN_LEN`] letters
 /// that o200k splits into exactly two tokens after a space, which is how
 /// every hint prints an id: an id then costs one token more than the untagged
-/// `r12` did, with about 14.5 million tags to draw from
+/// `r12` did, with about 14.8 million tags to draw from
 /// (docs/measurements.md, "Session tags in ids").
 #[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct SessionTag {
@@ -48,7 +48,9 @@ impl SessionTag {
     /// The tag spelled `text`.
     pub fn new(text: &str) -> Result<Self, InvalidSessionTag> {
         let bytes = text.as_bytes();
-        if bytes.is_empty() || bytes.len() > Self::MAX_LEN || !bytes.iter().all(u8::is_ascii_lowercase)
+        if bytes.is_empty()
+            || bytes.len() > Self::MAX_LEN
+            || !bytes.iter().all(u8::is_ascii_lowercase)
         {
             return Err(InvalidSessionTag(text.chars().take(64).collect()));
         }
@@ -426,9 +428,12 @@ mod tests {
             assert_eq!(Tokenizer::O200k.count(&format!(" {t}")), 2, "{t}");
             seen.insert(t);
         }
-        // 200 draws from ~14.5 million: a repeat would mean a broken draw.
+        // 200 draws from ~14.8 million: a repeat would mean a broken draw.
         assert_eq!(seen.len(), 200);
-        assert_eq!(Tokenizer::O200k.count(&format!(" {}", SessionTag::FIXED)), 2);
+        assert_eq!(
+            Tokenizer::O200k.count(&format!(" {}", SessionTag::FIXED)),
+            2
+        );
     }
 
     #[test]

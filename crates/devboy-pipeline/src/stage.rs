@@ -640,13 +640,16 @@ mod tests {
 
     #[test]
     fn a_tool_freshness_bounds_its_references_and_the_session_ttl_can_change() {
-        let mut stage = L0Stage::new(L0Config {
-            dedup: DedupConfig {
-                ttl: std::time::Duration::from_secs(60),
-                ..DedupConfig::default()
+        let mut stage = L0Stage::new(
+            L0Config {
+                dedup: DedupConfig {
+                    ttl: std::time::Duration::from_secs(60),
+                    ..DedupConfig::default()
+                },
+                ..L0Config::default()
             },
-            ..L0Config::default()
-        }, IdAllocator::new(SessionTag::FIXED));
+            IdAllocator::new(SessionTag::FIXED),
+        );
         let short = ResultPolicy {
             freshness: Some(std::time::Duration::from_secs(5)),
             ..ResultPolicy::default()

@@ -645,10 +645,11 @@ fn fill_last_id(turn: Turn, body: &Value) -> Turn {
     }
     let results = tool_results_in(std::slice::from_ref(body));
     let last = results.iter().rev().find_map(|r| {
-        r.text()
-            .lines()
-            .rev()
-            .find_map(|l| l.strip_prefix("> [id: ")?.strip_suffix(']').map(str::to_owned))
+        r.text().lines().rev().find_map(|l| {
+            l.strip_prefix("> [id: ")?
+                .strip_suffix(']')
+                .map(str::to_owned)
+        })
     });
     let Some(id) = last else {
         return turn;
