@@ -29,7 +29,7 @@ struct Format {
     tags: f64,
     estimated: bool,
     /// The id text for a tag drawn from `draw` and a sequence number.
-    spell: Box<dyn Fn(&str, u64) -> String>,
+    spell: fn(&str, u64) -> String,
     /// A tag from a random number.
     draw: Box<dyn Fn(u64) -> String>,
 }
@@ -53,28 +53,28 @@ fn main() {
             name: "`r3` (today, no tag)",
             tags: 1.0,
             estimated: false,
-            spell: Box::new(|_, n| format!("r{n}")),
+            spell: |_, n| format!("r{n}"),
             draw: Box::new(|_| String::new()),
         },
         Format {
             name: "`k7r3` (letter+digit tag before)",
             tags: 260.0,
             estimated: false,
-            spell: Box::new(|t, n| format!("{t}r{n}")),
+            spell: |t, n| format!("{t}r{n}"),
             draw: Box::new(move |x| format!("{}{}", letters(x, 1), (x >> 40) % 10)),
         },
         Format {
             name: "`r3.k7` (letter+digit tag after a dot)",
             tags: 260.0,
             estimated: false,
-            spell: Box::new(|t, n| format!("r{n}.{t}")),
+            spell: |t, n| format!("r{n}.{t}"),
             draw: Box::new(move |x| format!("{}{}", letters(x, 1), (x >> 40) % 10)),
         },
         Format {
             name: "`r3k7q` (letter+digit+letter tag after)",
             tags: 6_760.0,
             estimated: false,
-            spell: Box::new(|t, n| format!("r{n}{t}")),
+            spell: |t, n| format!("r{n}{t}"),
             draw: Box::new(move |x| {
                 format!("{}{}{}", letters(x, 1), (x >> 40) % 10, letters(x >> 10, 1))
             }),
@@ -83,21 +83,21 @@ fn main() {
             name: "`kq3` (2 random letters for the `r`)",
             tags: 676.0,
             estimated: false,
-            spell: Box::new(|t, n| format!("{t}{n}")),
+            spell: |t, n| format!("{t}{n}"),
             draw: Box::new(move |x| letters(x, 2)),
         },
         Format {
             name: "`kqzt3` (4 random letters for the `r`)",
             tags: 456_976.0,
             estimated: false,
-            spell: Box::new(|t, n| format!("{t}{n}")),
+            spell: |t, n| format!("{t}{n}"),
             draw: Box::new(move |x| letters(x, 4)),
         },
         Format {
             name: "`cat3` (a one-token word for the `r`)",
             tags: words.len() as f64,
             estimated: false,
-            spell: Box::new(|t, n| format!("{t}{n}")),
+            spell: |t, n| format!("{t}{n}"),
             draw: Box::new(move |x| {
                 words_for_draw[(x % words_for_draw.len() as u64) as usize].clone()
             }),
@@ -106,7 +106,7 @@ fn main() {
             name: "**`kafrum3` (chosen: 6 letters, 2 tokens)**",
             tags: 26f64.powi(6) * accepted,
             estimated: true,
-            spell: Box::new(|t, n| format!("{t}{n}")),
+            spell: |t, n| format!("{t}{n}"),
             draw: Box::new(|x| SessionTag::from_seed(x).to_string()),
         },
     ];
