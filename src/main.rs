@@ -4,6 +4,7 @@
 
 mod codec;
 mod replay;
+mod setup;
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -29,7 +30,9 @@ use tracing_subscriber::{fmt, EnvFilter, Layer};
 )]
 struct Cli {
     /// Log level for stderr and the log file (RUST_LOG, when set, wins).
-    #[arg(long, global = true, default_value = "info", value_name = "LEVEL")]
+    /// `warn` by default: Claude Code files every stderr line of a server
+    /// as an error, so only what needs a person's attention is written.
+    #[arg(long, global = true, default_value = "warn", value_name = "LEVEL")]
     log_level: String,
     /// Also append logs to this file.
     #[arg(long, global = true, value_name = "FILE")]
@@ -47,8 +50,10 @@ enum Command {
         /// tools only).
         #[arg(long, value_name = "FILE")]
         config: Option<PathBuf>,
-        /// How long the first tools/list may wait for upstreams still starting.
-        #[arg(long, default_value_t = 10_000, value_name = "MS")]
+        /// How long the first tools/list may wait for upstreams still
+        /// starting (from devboy's start); later ones are announced with
+        /// list_changed. Claude Code gives tools/list 5 s in all.
+        #[arg(long, default_value_t = devboy_mcp::DEFAULT_LIST_GRACE_MS, value_name = "MS")]
         list_grace_ms: u64,
         /// What happens to tool results: `full` answers a repeat the model
         /// already holds with a reference to it and re-encodes structured
@@ -60,6 +65,35 @@ enum Command {
         /// directory if it exists, else the embedded default.
         #[arg(long, value_name = "FILE")]
         pipeline_config: Option<PathBuf>,
+    },
+    /// Write a starting config. Without --project: devboy.toml in the
+    /// config directory (~/.config/devboy/), importing the servers of
+    /// --from or of Claude Desktop's config when there is one; then
+    /// `claude mcp add devboy -s user -- devboy mcp`. With --project: the
+    /// project's .mcp.json servers move to devboy.mcp.json and .mcp.json
+    /// starts devboy on it (relative paths, safe to commit).
+    Init {
+        /// Set up this project directory instead (default: the current one).
+        #[arg(long, value_name = "DIR", num_args = 0..=1, default_missing_value = ".")]
+        project: Option<PathBuf>,
+        /// A .mcp.json or claude_desktop_config.json whose servers to import.
+        #[arg(long, value_name = "FILE", conflicts_with = "project")]
+        from: Option<PathBuf>,
+        /// Replace an existing devboy.toml (kept as devboy.toml.bak).
+        #[arg(long, conflicts_with = "project")]
+        force: bool,
+    },
+    /// Check the setup without an MCP client: start every configured
+    /// upstream and report its state, tool count and errors; find devboy's
+    /// registrations in Claude Code and start each as Claude Code would,
+    /// timing initialize and tools/list. Exits 1 when something is wrong.
+    Doctor {
+        /// devboy.toml or a .mcp.json (default as for `devboy mcp`).
+        #[arg(long, value_name = "FILE")]
+        config: Option<PathBuf>,
+        /// How long to wait for upstreams to start.
+        #[arg(long, default_value_t = 30_000, value_name = "MS")]
+        wait_ms: u64,
     },
     /// Print what the model would see of the body on stdin: its cheapest
     /// lossless encoding, or the body unchanged when nothing is cheaper.
@@ -152,13 +186,13 @@ enum TuneCommand {
     /// and the settings each endpoint seen by the last analysis gets.
     Show {
         /// The pipeline config (default as for `devboy mcp`).
-        #[arg(long, value_name = "FILE")]
+        #[arg(long = "pipeline-config", alias = "config", value_name = "FILE")]
         config: Option<PathBuf>,
     },
     /// Read Claude Code's session logs (models, tool uses, sessions,
-    /// compactions) and propose a [profiles] tokenizer pin and, with
+    /// compactions) and propose [profiles] model and agent pins and, with
     /// --tools, [tools."NAME"] side effects evident from tool names (a
-    /// heuristic). Hand-written entries are never overwritten.
+    /// heuristic) and follow-ups. Hand-written entries are never overwritten.
     FromClaudeLogs {
         /// Default: ~/.claude/projects.
         #[arg(long, value_name = "DIR")]
@@ -238,7 +272,18 @@ fn run(command: Command) -> anyhow::Result<()> {
             pipeline,
             pipeline_config,
         } => {
-            let config = ProxyConfig::resolve(config.as_deref())?;
+            let mut config = ProxyConfig::resolve(config.as_deref())?;
+            if let Some(parent) = std::env::var_os(devboy_mcp::NESTED_ENV) {
+                // Started as an upstream of another devboy (its config lists
+                // devboy itself). Starting this config's upstreams could
+                // start devboy again, without end; the parent marks this
+                // server failed when it sees devboy answer.
+                tracing::warn!(
+                    parent = %parent.to_string_lossy(),
+                    "started as an upstream of another devboy; serving built-in tools only (devboy does not proxy itself)"
+                );
+                config.upstreams.clear();
+            }
             match &config.source {
                 ConfigSource::File(path) => {
                     tracing::info!(config = %path.display(), upstreams = config.upstreams.len(), "config loaded")
@@ -282,6 +327,17 @@ fn run(command: Command) -> anyhow::Result<()> {
             codec::encode_cmd(&config, tool.as_deref())
         }
         Command::Decode => codec::decode_cmd(),
+        Command::Init {
+            project: Some(dir), ..
+        } => setup::init_project(&dir),
+        Command::Init {
+            project: None,
+            from,
+            force,
+        } => setup::init_user(from.as_deref(), force),
+        Command::Doctor { config, wait_ms } => {
+            setup::doctor(config.as_deref(), Duration::from_millis(wait_ms))
+        }
         Command::Replay {
             paths,
             format,
@@ -319,7 +375,7 @@ fn tune(command: TuneCommand) -> anyhow::Result<()> {
                 input: input_dir.unwrap_or_else(|| telemetry.join("events")),
                 days,
                 output: output.unwrap_or_else(default_output),
-                names_file: devboy_tune::names::default_file(),
+                names_file: devboy_core::paths::endpoint_names_file(),
                 summary_file: Some(telemetry.join(devboy_tune::show::SUMMARY_FILE)),
                 dry_run,
                 progress: std::io::stderr().is_terminal(),
@@ -330,7 +386,7 @@ fn tune(command: TuneCommand) -> anyhow::Result<()> {
         TuneCommand::Show { config } => {
             let options = devboy_tune::ShowOptions {
                 config,
-                names_file: devboy_tune::names::default_file(),
+                names_file: devboy_core::paths::endpoint_names_file(),
                 summary_file: telemetry.join(devboy_tune::show::SUMMARY_FILE),
             };
             print!("{}", devboy_tune::show::show(&options)?);
@@ -470,10 +526,17 @@ fn hook_install(project: Option<PathBuf>, settings: Option<PathBuf>) -> anyhow::
     };
     let exe = std::env::current_exe().context("finding the devboy executable")?;
     let exe = std::fs::canonicalize(&exe).unwrap_or(exe);
-    let exe = exe
-        .to_str()
-        .with_context(|| format!("devboy's path {} is not UTF-8", exe.display()))?;
-    let command = hooks::signal_command(exe);
+    // `.claude/settings.json` is often shared: write the command as a user
+    // types it when `devboy` on PATH is this very program, and the path
+    // only when it is not (a build run from its target directory).
+    let command = if on_path_as("devboy", &exe) {
+        hooks::signal_command("devboy")
+    } else {
+        let exe = exe
+            .to_str()
+            .with_context(|| format!("devboy's path {} is not UTF-8", exe.display()))?;
+        hooks::signal_command(exe)
+    };
     let mut document = read_settings(&file)?;
     let added = hooks::merge_hooks(&mut document, &command)
         .map_err(|e| anyhow::anyhow!("{}: {e}; the file was left unchanged", file.display()))?;
@@ -492,6 +555,19 @@ fn hook_install(project: Option<PathBuf>, settings: Option<PathBuf>) -> anyhow::
         file.display()
     );
     Ok(())
+}
+
+/// Whether `name`, looked up on PATH as a shell would, is the program at
+/// `exe` (already canonical).
+fn on_path_as(name: &str, exe: &Path) -> bool {
+    let Some(path) = std::env::var_os("PATH") else {
+        return false;
+    };
+    std::env::split_paths(&path)
+        .map(|dir| dir.join(name))
+        .find(|candidate| candidate.is_file())
+        .and_then(|found| std::fs::canonicalize(found).ok())
+        .is_some_and(|found| found == exe)
 }
 
 /// A settings file as JSON; a missing or empty file is `{}`.
@@ -532,9 +608,25 @@ fn init_logging(level: &str, file: Option<&std::path::Path>) -> anyhow::Result<(
         match std::env::var("RUST_LOG") {
             Ok(spec) if !spec.is_empty() => EnvFilter::try_new(&spec)
                 .with_context(|| format!("RUST_LOG={spec:?} is not a valid filter")),
-            _ => EnvFilter::try_new(level).with_context(|| {
-                format!("--log-level {level:?}: expected error, warn, info, debug or trace")
-            }),
+            _ => {
+                let filter = EnvFilter::try_new(level).with_context(|| {
+                    format!("--log-level {level:?}: expected error, warn, info, debug or trace")
+                })?;
+                // rmcp warns about every error response it sends, and devboy
+                // answers an unknown tool or an upstream's own error that
+                // way: the caller is told, stderr need not repeat it.
+                // Its transport worker logs an error per failed connection
+                // attempt, which devboy reports itself, once (upstream.rs).
+                let mut filter = filter;
+                for directive in ["rmcp::service=error", "rmcp::transport::worker=off"] {
+                    filter = filter.add_directive(
+                        directive
+                            .parse()
+                            .context("the built-in rmcp log directives")?,
+                    );
+                }
+                Ok(filter)
+            }
         }
     };
     let stderr = fmt::layer()

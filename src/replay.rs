@@ -116,15 +116,19 @@ fn read_bodies(file: &Path, out: &mut Vec<Body>) -> anyhow::Result<()> {
         {
             let record: Value = serde_json::from_str(line)
                 .with_context(|| format!("{}:{}: not JSON", file.display(), n + 1))?;
-            let body = record["body"].as_str().with_context(|| {
-                format!(
-                    "{}:{}: expected {{\"tool\": …, \"body\": \"…\"}}",
+            // A body is the text a tool returned, or that text's JSON
+            // written out as JSON (a capture of a structured result).
+            let body = match &record["body"] {
+                Value::String(text) => text.clone(),
+                Value::Null => anyhow::bail!(
+                    "{}:{}: expected {{\"tool\": …, \"body\": …}} (the body as a string or as JSON)",
                     file.display(),
                     n + 1
-                )
-            })?;
+                ),
+                json => json.to_string(),
+            };
             let tool = record["tool"].as_str().unwrap_or(&stem);
-            out.push(body_of(tool, body.to_owned()));
+            out.push(body_of(tool, body));
         }
         return Ok(());
     }
@@ -233,12 +237,16 @@ fn run(config: &PipelineConfig, files: usize, bodies: &[Body]) -> Value {
             &policy,
         );
         *actions.entry(processed.action.name()).or_default() += 1;
-        if let Some(shape) = processed.shape {
-            shapes
-                .entry(shape)
-                .or_default()
-                .add(processed.tokens_raw, processed.tokens_final);
-        }
+        // Every result lands in one row, so the table adds up to the total:
+        // a repeat is answered before its shape is looked at.
+        let shape = processed.shape.unwrap_or(match processed.action {
+            Action::Reference | Action::NearReference => "(repeat)",
+            _ => "(not classified)",
+        });
+        shapes
+            .entry(shape)
+            .or_default()
+            .add(processed.tokens_raw, processed.tokens_final);
         let format = match processed.action {
             Action::Encoded | Action::Elided => processed.format.unwrap_or("original"),
             Action::Reference => "reference",
@@ -302,12 +310,12 @@ fn print_table(report: &Value) {
         report["tokenizer"].as_str().unwrap_or_default()
     );
     println!();
-    println!("  {:<22} {:>12}", "baseline", "tokens");
-    println!("  {:<22} {:>12}", "raw (as replayed)", n("tokens_raw"));
-    println!("  {:<22} {:>12}", "json_compact", n("tokens_compact"));
-    println!("  {:<22} {:>12}", "json_pretty", n("tokens_pretty"));
+    println!("  {:<28} {:>12}", "baseline", "tokens");
+    println!("  {:<28} {:>12}", "raw (as replayed)", n("tokens_raw"));
+    println!("  {:<28} {:>12}", "json_compact", n("tokens_compact"));
+    println!("  {:<28} {:>12}", "json_pretty", n("tokens_pretty"));
     println!(
-        "  {:<22} {:>12}",
+        "  {:<28} {:>12}",
         "final (what the model sees)",
         n("tokens_final")
     );

@@ -149,3 +149,49 @@ fn replay_prints_a_table_by_default() {
     assert!(out.contains("savings vs raw: dedup"), "{out}");
     assert!(out.contains("decode failures: 0"), "{out}");
 }
+
+#[test]
+fn replay_reads_jsonl_bodies_given_as_json_and_its_tables_add_up() {
+    let dir = std::env::temp_dir().join(format!("devboy-replay-jsonl-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let capture = dir.join("capture.jsonl");
+    let rows: Vec<Value> = (0..20)
+        .map(|i| serde_json::json!({"id": i, "name": format!("item {i}"), "open": i % 2 == 0}))
+        .collect();
+    let lines = [
+        serde_json::json!({"tool": "list", "body": rows}),
+        serde_json::json!({"tool": "list", "body": rows}),
+        serde_json::json!({"tool": "get", "body": {"id": 1, "title": "an object body"}}),
+        serde_json::json!({"tool": "text", "body": "plain text body"}),
+    ];
+    let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    std::fs::write(&capture, text).unwrap();
+    let (out, _) = run(
+        &["replay", "--format", "json", capture.to_str().unwrap()],
+        "",
+    );
+    let report: Value = serde_json::from_str(&out).expect("one JSON object");
+    assert_eq!(report["results"], 4, "{report}");
+    for table in ["by_shape", "by_format"] {
+        let sum: u64 = report[table]
+            .as_object()
+            .unwrap()
+            .values()
+            .map(|b| b["results"].as_u64().unwrap())
+            .sum();
+        assert_eq!(sum, 4, "{table} adds up to the results: {report}");
+    }
+    let (table, _) = run(&["replay", capture.to_str().unwrap()], "");
+    let widths: Vec<usize> = table
+        .lines()
+        .filter(|l| {
+            ["raw (as replayed)", "json_compact", "json_pretty", "final ("]
+                .iter()
+                .any(|k| l.trim_start().starts_with(k))
+        })
+        .map(|l| l.trim_end().chars().count())
+        .collect();
+    assert_eq!(widths.len(), 4, "{table}");
+    assert!(widths.iter().all(|w| *w == widths[0]), "aligned:\n{table}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

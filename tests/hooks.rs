@@ -403,3 +403,29 @@ async fn after_the_compaction_hook_the_next_repeat_is_full() {
     }
     client.stop().await;
 }
+
+#[test]
+fn install_writes_the_command_as_typed_when_devboy_is_on_path() {
+    let project = TempDir::new("hooks-install-path");
+    let bin = TempDir::new("hooks-install-bin");
+    std::os::unix::fs::symlink(devboy_bin(), bin.path().join("devboy")).unwrap();
+    let path = std::env::join_paths(
+        std::iter::once(bin.path().to_path_buf()).chain(std::env::split_paths(
+            &std::env::var_os("PATH").unwrap_or_default(),
+        )),
+    )
+    .unwrap();
+    let out = Command::new(devboy_bin())
+        .args(["hook", "install"])
+        .current_dir(project.path())
+        .env("PATH", path)
+        .output()
+        .expect("run devboy hook install");
+    assert!(out.status.success(), "{out:?}");
+    let settings = read_json(&project.path().join(".claude/settings.json"));
+    assert_eq!(
+        settings["hooks"]["PreCompact"][0]["hooks"][0]["command"],
+        "devboy hook signal",
+        "a shared settings file gets no machine-specific path"
+    );
+}

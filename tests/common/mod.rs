@@ -168,6 +168,12 @@ impl Devboy {
         std::fs::write(&path, text).expect("write config");
         let mut cmd = tokio::process::Command::new(devboy_bin());
         cmd.arg("mcp").arg("--config").arg(&path).args(extra_args);
+        // These tests list tools right after starting and expect every
+        // upstream's; a busy machine may start one later than devboy's
+        // default grace. Tests of the grace itself set their own.
+        if !extra_args.contains(&"--list-grace-ms") {
+            cmd.args(["--list-grace-ms", "30000"]);
+        }
         cmd.env("RUST_LOG", test_log_filter());
         // Hermetic: the user's own pipeline_config.toml never applies (and
         // telemetry goes to <dir>/telemetry).
@@ -339,11 +345,23 @@ impl RawClient {
         self.stdin.flush().await.expect("flush");
     }
 
+    /// Writes `bytes` to devboy's stdin as they are (no newline added).
+    pub async fn send_raw(&mut self, bytes: &[u8]) {
+        use tokio::io::AsyncWriteExt;
+        self.stdin.write_all(bytes).await.expect("write");
+        self.stdin.flush().await.expect("flush");
+    }
+
     /// The next message, within 20 s.
     pub async fn recv(&mut self) -> Value {
-        let line = tokio::time::timeout(Duration::from_secs(20), self.lines.next_line())
+        self.recv_within(Duration::from_secs(20)).await
+    }
+
+    /// The next message, within `limit`.
+    pub async fn recv_within(&mut self, limit: Duration) -> Value {
+        let line = tokio::time::timeout(limit, self.lines.next_line())
             .await
-            .expect("a message within 20 s")
+            .unwrap_or_else(|_| panic!("a message within {limit:?}"))
             .expect("read")
             .expect("devboy closed stdout");
         serde_json::from_str(&line)

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # Installs devboy's pinned test peers (real MCP servers and clients):
+#   - tmux from Debian, when missing (a terminal for interactive Claude Code)
 #   - npm packages from package-lock.json into tests/peers/node_modules (npm ci)
 #   - Python packages from requirements.txt into tests/peers/.venv
 # Idempotent: a stamp file records a hash of the lock inputs; when it matches
@@ -23,7 +24,7 @@ fi
 hash="$(cat package.json package-lock.json requirements.txt | sha256sum | cut -d' ' -f1)"
 
 installed() {
-  [[ -x node_modules/.bin/claude && -x node_modules/.bin/mcp-server-everything \
+  command -v tmux >/dev/null && [[ -x node_modules/.bin/claude && -x node_modules/.bin/mcp-server-everything \
      && -x node_modules/.bin/mcp-server-filesystem && -x node_modules/.bin/mcp-server-memory \
      && -f node_modules/@octokit/fixtures/package.json && -f node_modules/@octokit/openapi/package.json \
      && -x .venv/bin/python && -x .venv/bin/mcp-server-time && -x .venv/bin/mcp-server-git ]]
@@ -37,6 +38,16 @@ rm -f "$stamp"
 
 command -v npm >/dev/null || { echo "install.sh: npm not found (need Node.js >= 20)" >&2; exit 1; }
 command -v python3 >/dev/null || { echo "install.sh: python3 not found (need Python >= 3.10)" >&2; exit 1; }
+
+# tmux gives the interactive Claude Code test a terminal (Debian package).
+if ! command -v tmux >/dev/null; then
+  echo "install.sh: installing tmux (apt-get)" >&2
+  if [[ $(id -u) -eq 0 ]]; then
+    apt-get update -qq >&2 && apt-get install -y -qq tmux >&2
+  else
+    sudo apt-get update -qq >&2 && sudo apt-get install -y -qq tmux >&2
+  fi
+fi
 
 echo "install.sh: installing npm test peers (npm ci)" >&2
 npm ci --no-audit --no-fund --loglevel=error >&2

@@ -21,6 +21,8 @@ pub const TELEMETRY_DIR_ENV: &str = "DEVBOY_TELEMETRY_DIR";
 pub const RUNTIME_DIR_ENV: &str = "DEVBOY_RUNTIME_DIR";
 /// The config file's name inside [`config_dir`].
 pub const CONFIG_FILE_NAME: &str = "devboy.toml";
+/// The endpoint names map's name inside [`config_dir`].
+pub const ENDPOINT_NAMES_FILE_NAME: &str = "endpoint-names.json";
 
 /// devboy's config directory: `$DEVBOY_CONFIG_DIR`, else
 /// `$XDG_CONFIG_HOME/devboy`, else `$HOME/.config/devboy`.
@@ -37,6 +39,19 @@ pub fn telemetry_dir() -> PathBuf {
 /// The config file read when none is given: `<config_dir>/devboy.toml`.
 pub fn default_config_file() -> PathBuf {
     default_config_file_with_env(&process_env)
+}
+
+/// The hash → name map of the user's own endpoints, which `devboy mcp`
+/// keeps and `devboy tune` reads: `<config_dir>/endpoint-names.json`. In
+/// the config directory, not with telemetry, so that sharing telemetry
+/// shares no names.
+pub fn endpoint_names_file() -> PathBuf {
+    endpoint_names_file_with_env(&process_env)
+}
+
+/// [`endpoint_names_file`] with the environment given as a function.
+pub fn endpoint_names_file_with_env(env: &dyn Fn(&str) -> Option<OsString>) -> PathBuf {
+    config_dir_with_env(env).join(ENDPOINT_NAMES_FILE_NAME)
 }
 
 /// Where running devboy processes and hook commands meet:
@@ -174,6 +189,11 @@ mod tests {
         ]);
         assert_eq!(config_dir_with_env(&env), PathBuf::from("/etc/devboy"));
         assert_eq!(telemetry_dir_with_env(&env), PathBuf::from("/var/tele"));
+        assert_eq!(
+            endpoint_names_file_with_env(&env),
+            PathBuf::from("/etc/devboy/endpoint-names.json"),
+            "beside the config, never under the telemetry directory"
+        );
         assert_eq!(
             default_config_file_with_env(&env),
             PathBuf::from("/etc/devboy/devboy.toml")

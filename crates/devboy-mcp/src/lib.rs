@@ -16,7 +16,9 @@
 
 pub mod builtin;
 pub mod catalog;
+pub mod child;
 pub mod dedup;
+pub mod doctor;
 pub mod partition;
 pub mod proxy;
 pub mod seam;
@@ -24,6 +26,7 @@ pub mod session;
 pub mod status;
 pub mod tap;
 pub mod upstream;
+pub mod wire;
 
 use std::sync::Arc;
 
@@ -35,6 +38,22 @@ pub use partition::PartitionWatcher;
 pub use proxy::{Proxy, ProxyOptions};
 pub use seam::{Passthrough, ResponseProcessor};
 pub use session::Session;
+
+/// The environment variable devboy sets for the stdio upstreams it starts
+/// (`<pid> <upstream name>`). A `devboy mcp` that finds it set was started
+/// as an upstream of another devboy, so it starts no upstreams of its own.
+pub const NESTED_ENV: &str = "DEVBOY_UPSTREAM_OF";
+
+/// How long the first `tools/list` waits for upstreams still starting,
+/// counted from devboy's start, by default. Claude Code gives `tools/list`
+/// 5,000 ms (`claude mcp list` reports a timeout past that) and honours
+/// `list_changed` in a running session, so devboy answers with what is
+/// ready well inside that and announces the rest when it comes.
+pub const DEFAULT_LIST_GRACE_MS: u64 = 2_500;
+
+/// The name devboy gives in `initialize` (`serverInfo.name`); an upstream
+/// that gives it is devboy itself and is not proxied.
+pub const SERVER_INFO_NAME: &str = "devboy";
 
 /// Why serving stopped with an error.
 #[derive(Debug, thiserror::Error)]
@@ -109,7 +128,15 @@ pub async fn serve_stdio(
         .with_client(client);
     // Non-blocking pipes when stdin/stdout are pipes (as under Claude Code):
     // no hand-off to the blocking pool per message. Falls back to stdio().
-    let outcome = match session.serve(rmcp::transport::stdio_pipes()).await {
+    // devboy's own framing answers broken and oversized requests (`wire`).
+    let (stdin, stdout) = rmcp::transport::stdio_pipes();
+    let transport = wire::LineTransport::<rmcp::RoleServer, _>::new(
+        stdin,
+        stdout,
+        wire::MAX_MESSAGE_BYTES,
+        "the client",
+    );
+    let outcome = match session.serve(transport).await {
         Ok(running) => {
             let stop = running.cancellation_token();
             let mut waiting = Box::pin(running.waiting());

@@ -15,13 +15,12 @@
 //!   file and advances its partition when the epoch changes.
 //!
 //! The file is `<runtime dir>/partitions/<hash of the canonical project
-//! dir>.json` ([`devboy_core::paths::partition_file`]). It is only ever
-//! replaced whole (write a temporary file, then `rename`), so a reader sees
-//! the old or the new state, never half of one. Writers serialise their
-//! read-modify-write with a lock file created with `create_new` (O_EXCL),
-//! removed afterwards, and taken over when older than [`STALE_LOCK`] (a
-//! writer that died). Std-only, no `flock`: a hook must never hang, so a
-//! writer that cannot get the lock within [`LOCK_WAIT`] writes anyway.
+//! dir>.json` ([`devboy_core::paths::partition_file`]). Writers serialise
+//! their read-modify-write with [`devboy_sharedfile::FileLock`] and replace
+//! the file whole ([`devboy_sharedfile::replace`]), so a reader sees the
+//! old or the new state, never half of one. A hook must never hang, so a
+//! writer that cannot get the lock within
+//! [`LOCK_WAIT`](devboy_sharedfile::LOCK_WAIT) writes anyway.
 //! Watchers treat any *change* of the epoch as a signal (not only growth),
 //! so even a lost update or a reset file advances the partition: advancing
 //! too often only costs savings, advancing too rarely would break the
@@ -34,21 +33,17 @@
 //! change, for the session's llm profile. Recording a model leaves the
 //! epoch as it is.
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use devboy_sharedfile::FileLock;
 use serde::{Deserialize, Serialize};
 use tokio::sync::watch;
 
 /// How often a watcher reads the state file.
 pub const POLL_INTERVAL: Duration = Duration::from_millis(250);
-/// How long [`signal`] waits for another writer's lock before writing anyway.
-pub const LOCK_WAIT: Duration = Duration::from_secs(2);
-/// A lock file older than this belongs to a writer that died.
-pub const STALE_LOCK: Duration = Duration::from_secs(10);
 
 /// The contents of a partition state file.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -129,7 +124,10 @@ fn update(
     if let Some(parent) = file.parent() {
         std::fs::create_dir_all(parent)?;
     }
-    let _lock = FileLock::acquire(&file.with_extension("lock"));
+    let lock = FileLock::acquire(file);
+    if !lock.is_held() {
+        tracing::warn!(lock = %lock.path().display(), "partition lock busy; writing without it");
+    }
     // An unreadable or corrupt file restarts the count: watchers react to
     // any change of the epoch, so this still signals.
     let previous = read_state(file).ok().flatten();
@@ -146,64 +144,8 @@ fn update(
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| d.as_millis() as u64),
     };
-    let nanos = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.subsec_nanos());
-    let temp = file.with_extension(format!("{}.{nanos}.tmp", std::process::id()));
-    let written = (|| {
-        let mut out = std::fs::File::create(&temp)?;
-        out.write_all(&serde_json::to_vec(&state).map_err(std::io::Error::other)?)?;
-        out.sync_all()?;
-        std::fs::rename(&temp, file)
-    })();
-    if written.is_err() {
-        let _ = std::fs::remove_file(&temp);
-    }
-    written.map(|()| state)
-}
-
-/// A lock file held for the life of the value; best effort (see
-/// [`LOCK_WAIT`]).
-struct FileLock(Option<PathBuf>);
-
-impl FileLock {
-    fn acquire(path: &Path) -> Self {
-        let deadline = std::time::Instant::now() + LOCK_WAIT;
-        loop {
-            match std::fs::OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .open(path)
-            {
-                Ok(_) => return Self(Some(path.to_path_buf())),
-                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-                    let stale = std::fs::metadata(path)
-                        .and_then(|m| m.modified())
-                        .ok()
-                        .and_then(|t| t.elapsed().ok())
-                        .is_some_and(|age| age > STALE_LOCK);
-                    if stale {
-                        let _ = std::fs::remove_file(path);
-                        continue;
-                    }
-                }
-                Err(_) => return Self(None),
-            }
-            if std::time::Instant::now() >= deadline {
-                tracing::warn!(lock = %path.display(), "partition lock busy; writing without it");
-                return Self(None);
-            }
-            std::thread::sleep(Duration::from_millis(5));
-        }
-    }
-}
-
-impl Drop for FileLock {
-    fn drop(&mut self) {
-        if let Some(path) = &self.0 {
-            let _ = std::fs::remove_file(path);
-        }
-    }
+    let bytes = serde_json::to_vec(&state).map_err(std::io::Error::other)?;
+    devboy_sharedfile::replace(file, &bytes).map(|()| state)
 }
 
 /// One session's context partition, advanced by `devboy_compact` and, when
@@ -413,6 +355,8 @@ mod tests {
 
     #[test]
     fn corrupt_file_and_stale_lock_do_not_block_a_signal() {
+        use devboy_sharedfile::{LOCK_WAIT, STALE_LOCK};
+
         let rt = temp_dir("corrupt");
         let file = state_file(&rt, &rt);
         std::fs::create_dir_all(file.parent().unwrap()).unwrap();

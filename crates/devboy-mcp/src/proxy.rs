@@ -27,7 +27,7 @@ pub struct ProxyOptions {
 impl Default for ProxyOptions {
     fn default() -> Self {
         Self {
-            list_grace: Duration::from_secs(10),
+            list_grace: Duration::from_millis(crate::DEFAULT_LIST_GRACE_MS),
         }
     }
 }
@@ -119,6 +119,32 @@ impl Proxy {
                     Ok(Ok(())) => continue,
                     _ => return,
                 }
+            }
+        }
+    }
+
+    /// When `tool` (an exposed name) carries the prefix of an upstream that
+    /// is still on its first start, waits until that upstream is ready or
+    /// has failed, at most its call timeout: a call to a tool whose server
+    /// is a little slow should be answered, not refused.
+    pub async fn wait_first_start(&self, tool: &str) {
+        let Some((prefix, _)) = tool.split_once("__") else {
+            return;
+        };
+        let Some(upstream) = self.upstreams.iter().find(|u| u.config().prefix == prefix) else {
+            return;
+        };
+        let deadline = tokio::time::Instant::now() + upstream.config().timeout;
+        let mut phase = upstream.watch_phase();
+        loop {
+            let first_start = *phase.borrow_and_update() == Phase::Starting
+                && upstream.stats.attempts.load(std::sync::atomic::Ordering::Relaxed) <= 1;
+            if !first_start {
+                return;
+            }
+            match tokio::time::timeout_at(deadline, phase.changed()).await {
+                Ok(Ok(())) => continue,
+                _ => return,
             }
         }
     }

@@ -290,6 +290,60 @@ fn unknown_tool(name: &str) -> McpError {
     McpError::invalid_params(format!("unknown tool `{name}`"), None)
 }
 
+/// Why `name` is not a tool the agent can call, as precisely as devboy
+/// knows: the tool's server is down (since when, and why), disabled or
+/// still starting, the tool is filtered out by the config, or that server
+/// has no such tool.
+fn explain_unknown_tool(proxy: &Proxy, name: &str) -> McpError {
+    let Some((prefix, tool)) = name.split_once("__") else {
+        return unknown_tool(name);
+    };
+    let Some(upstream) = proxy
+        .upstreams()
+        .iter()
+        .find(|u| u.config().prefix == prefix)
+    else {
+        return unknown_tool(name);
+    };
+    let config = upstream.config();
+    let server = &config.name;
+    let listed = upstream.catalog().tools.iter().any(|t| t.name == tool);
+    let message = match upstream.phase() {
+        _ if listed && !config.tools.permits(tool) => format!(
+            "tool `{name}` is filtered out: `{tool}` of server `{server}` does not pass its allow/deny globs in devboy's config"
+        ),
+        crate::upstream::Phase::Disabled => {
+            format!("tool `{name}`: its server `{server}` is disabled in devboy's config")
+        }
+        crate::upstream::Phase::Failed { error, .. } => {
+            let down = upstream
+                .down_for()
+                .map(|d| format!(" for {} s", d.as_secs()))
+                .unwrap_or_default();
+            format!("tool `{name}`: its server `{server}` is down{down}: {error}")
+        }
+        crate::upstream::Phase::Starting => match upstream.down_for() {
+            Some(down) => format!(
+                "tool `{name}`: its server `{server}` is down for {} s and restarting; last error: {}",
+                down.as_secs(),
+                crate::upstream::lock(&upstream.stats.last_error)
+                    .as_deref()
+                    .unwrap_or("unknown")
+            ),
+            None => format!(
+                "tool `{name}`: its server `{server}` is still starting; call devboy_status to see when it is ready"
+            ),
+        },
+        crate::upstream::Phase::Stopped => {
+            format!("tool `{name}`: its server `{server}` has stopped")
+        }
+        crate::upstream::Phase::Ready => {
+            format!("unknown tool `{name}`: server `{server}` has no tool `{tool}`")
+        }
+    };
+    McpError::invalid_params(message, None)
+}
+
 fn failure_to_error(failure: CallFailure) -> McpError {
     match failure {
         CallFailure::Protocol(error) => error,
@@ -308,7 +362,10 @@ impl ServerHandler for Session {
             .enable_prompts_list_changed()
             .build();
         ServerConfig::new(capabilities)
-            .with_server_info(Implementation::new("devboy", env!("CARGO_PKG_VERSION")))
+            .with_server_info(Implementation::new(
+                crate::SERVER_INFO_NAME,
+                env!("CARGO_PKG_VERSION"),
+            ))
             .with_protocol_version(ProtocolVersion::LATEST_WITH_INITIALIZE)
     }
 
@@ -354,11 +411,13 @@ impl ServerHandler for Session {
         let route = match catalog.tool_route(&request.name) {
             Some(route) => route.clone(),
             None => {
-                // The agent may call before the first listing has settled.
+                // The agent may call before the first listing has settled,
+                // or call a tool of a server still on its first start.
                 self.proxy.settle().await;
+                self.proxy.wait_first_start(&request.name).await;
                 match self.proxy.catalog().tool_route(&request.name) {
                     Some(route) => route.clone(),
-                    None => return Err(unknown_tool(&request.name)),
+                    None => return Err(explain_unknown_tool(&self.proxy, &request.name)),
                 }
             }
         };

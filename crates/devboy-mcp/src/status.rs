@@ -27,16 +27,23 @@ pub fn report(proxy: &Proxy, session: &Session, partition: &PartitionWatcher) ->
             let mut entry = json!({
                 "name": config.name,
                 "prefix": config.prefix,
-                "state": phase.label(),
+                "state": state_label(&phase, stats.attempts.load(Ordering::Relaxed)),
                 "tools": catalog.tools_of(index),
                 "calls": stats.calls.load(Ordering::Relaxed),
                 "errors": stats.errors.load(Ordering::Relaxed),
                 "timeouts": stats.timeouts.load(Ordering::Relaxed),
+                "attempts": stats.attempts.load(Ordering::Relaxed),
                 "restarts": stats.restarts.load(Ordering::Relaxed),
                 "last_error": *lock(&stats.last_error),
             });
+            if let Some(down) = upstream.down_for() {
+                entry["down_for_s"] = json!(down.as_secs());
+            }
             if let Phase::Failed { retry_in, .. } = phase {
+                // No retry means the config (or what the server is) cannot
+                // work: fixing it needs a restart of devboy.
                 entry["retry_in_ms"] = json!(retry_in.map(|d| d.as_millis() as u64));
+                entry["retrying"] = json!(retry_in.is_some());
                 // What the server said before it failed, for the person fixing it.
                 entry["stderr_tail"] = json!(upstream.stderr_tail());
             }
@@ -64,4 +71,13 @@ pub fn report(proxy: &Proxy, session: &Session, partition: &PartitionWatcher) ->
         "upstreams": upstreams,
     })
     .to_string()
+}
+
+/// The state as status shows it: a start after a failure is `restarting`,
+/// not `starting`, so an upstream that keeps failing never looks new.
+pub fn state_label(phase: &Phase, attempts: u64) -> &'static str {
+    match phase {
+        Phase::Starting if attempts > 1 => "restarting",
+        other => other.label(),
+    }
 }

@@ -12,10 +12,9 @@
 //! change hook (called on every catalog change) and the phase watch.
 
 use std::collections::{HashMap, VecDeque};
-use std::process::Stdio;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use devboy_core::config::{UpstreamConfig, UpstreamTransport};
 use rmcp::model::{
@@ -103,7 +102,9 @@ pub struct UpstreamStats {
     pub errors: AtomicU64,
     /// Calls that ran past their timeout.
     pub timeouts: AtomicU64,
-    /// Successful connections after the first.
+    /// Attempts to start the upstream (the first start included).
+    pub attempts: AtomicU64,
+    /// Attempts after the first: relaunches after a failure or an exit.
     pub restarts: AtomicU64,
     /// Last error seen, for people.
     pub last_error: Mutex<Option<String>>,
@@ -179,6 +180,8 @@ pub struct Upstream {
     peer: RwLock<Option<Peer<RoleClient>>>,
     catalog: RwLock<Arc<UpstreamCatalog>>,
     ever_ready: AtomicBool,
+    /// When the current run of failures began; `None` while it is up.
+    down_since: Mutex<Option<SystemTime>>,
     pid: Mutex<Option<u32>>,
     stderr_tail: Arc<Mutex<VecDeque<String>>>,
     progress: ProgressRoutes,
@@ -203,6 +206,7 @@ impl Upstream {
             peer: RwLock::new(None),
             catalog: RwLock::new(Arc::new(UpstreamCatalog::default())),
             ever_ready: AtomicBool::new(false),
+            down_since: Mutex::new(None),
             pid: Mutex::new(None),
             stderr_tail: Arc::new(Mutex::new(VecDeque::new())),
             progress: Arc::new(Mutex::new(HashMap::new())),
@@ -259,22 +263,17 @@ impl Upstream {
             return;
         }
         let name = self.config.name.clone();
-        if let UpstreamTransport::Unsupported { kind } = &self.config.transport {
-            let error = format!(
-                "transport `{kind}` is not supported; use stdio or streamable HTTP (`type = \"http\"`)"
-            );
-            tracing::warn!(upstream = %name, %error, "upstream not started");
-            self.set_phase(Phase::Failed {
-                error,
-                retry_in: None,
-            });
-            shutdown.cancelled().await;
-            self.set_phase(Phase::Stopped);
+        if let Some(error) = self.config.transport.unusable() {
+            self.fail_for_good(error, &shutdown).await;
             return;
         }
         let mut backoff = BACKOFF_START;
+        let mut last_logged: Option<String> = None;
         loop {
             self.set_phase(Phase::Starting);
+            if self.stats.attempts.fetch_add(1, Ordering::Relaxed) > 0 {
+                self.stats.restarts.fetch_add(1, Ordering::Relaxed);
+            }
             let (refresh_tx, mut refresh_rx) = mpsc::unbounded_channel();
             let attempt = tokio::select! {
                 _ = shutdown.cancelled() => break,
@@ -286,12 +285,17 @@ impl Upstream {
                     self.config.startup_timeout.as_secs_f64(),
                     self.stderr_detail()
                 ),
-                Ok(Err(error)) => error,
+                Ok(Err(ConnectError::Retry(error))) => error,
+                Ok(Err(ConnectError::Permanent(error))) => {
+                    *lock(&self.pid) = None;
+                    self.fail_for_good(error, &shutdown).await;
+                    return;
+                }
                 Ok(Ok(running)) => {
                     let started = Instant::now();
-                    if self.ever_ready.swap(true, Ordering::SeqCst) {
-                        self.stats.restarts.fetch_add(1, Ordering::Relaxed);
-                    }
+                    self.ever_ready.store(true, Ordering::SeqCst);
+                    *lock(&self.down_since) = None;
+                    last_logged = None;
                     let peer = running.peer().clone();
                     *write(&self.peer) = Some(peer.clone());
                     tracing::info!(upstream = %name, tools = self.catalog().tools.len(), "upstream ready");
@@ -320,7 +324,16 @@ impl Upstream {
                     format!("connection closed (process exited){}", self.stderr_detail())
                 }
             };
-            tracing::warn!(upstream = %name, error = %error, retry_in_ms = backoff.as_millis() as u64, "upstream down");
+            lock(&self.down_since).get_or_insert_with(SystemTime::now);
+            // Once per distinct error: a server that stays down would
+            // otherwise write a line per backoff step, and Claude Code files
+            // every stderr line of a server as an error.
+            if last_logged.as_deref() != Some(error.as_str()) {
+                tracing::warn!(upstream = %name, error = %error, "upstream down; retrying with backoff");
+                last_logged = Some(error.clone());
+            } else {
+                tracing::debug!(upstream = %name, error = %error, retry_in_ms = backoff.as_millis() as u64, "upstream still down");
+            }
             self.set_phase(Phase::Failed {
                 error,
                 retry_in: Some(backoff),
@@ -334,6 +347,25 @@ impl Upstream {
         self.set_phase(Phase::Stopped);
     }
 
+    /// Marks the upstream failed with no retry (its config or what it is
+    /// cannot work) and waits for shutdown.
+    async fn fail_for_good(&self, error: String, shutdown: &CancellationToken) {
+        tracing::warn!(upstream = %self.config.name, %error, "upstream not started");
+        lock(&self.down_since).get_or_insert_with(SystemTime::now);
+        self.set_phase(Phase::Failed {
+            error,
+            retry_in: None,
+        });
+        shutdown.cancelled().await;
+        self.set_phase(Phase::Stopped);
+    }
+
+    /// How long the upstream has been down (failed, or restarting after a
+    /// failure), when it is.
+    pub fn down_for(&self) -> Option<Duration> {
+        lock(&self.down_since).map(|since| since.elapsed().unwrap_or_default())
+    }
+
     fn stderr_detail(&self) -> String {
         match lock(&self.stderr_tail).back() {
             Some(line) => format!("; stderr: {line}"),
@@ -345,7 +377,7 @@ impl Upstream {
     async fn connect(
         &self,
         refresh: mpsc::UnboundedSender<ListKind>,
-    ) -> Result<RunningService<RoleClient, UpstreamClient>, String> {
+    ) -> Result<RunningService<RoleClient, UpstreamClient>, ConnectError> {
         let handler = UpstreamClient { refresh };
         let running = match &self.config.transport {
             UpstreamTransport::Stdio {
@@ -356,6 +388,13 @@ impl Upstream {
             } => {
                 let mut cmd = tokio::process::Command::new(command);
                 cmd.args(args).envs(env);
+                // A devboy started as an upstream sees this and starts no
+                // upstreams of its own: a config that lists devboy itself
+                // must not multiply processes (see `is_devboy`).
+                cmd.env(
+                    crate::NESTED_ENV,
+                    format!("{} {}", std::process::id(), self.config.name),
+                );
                 if let Some(cwd) = cwd {
                     cmd.current_dir(cwd);
                 }
@@ -363,10 +402,9 @@ impl Upstream {
                 // Own process group: npx-style launchers spawn grandchildren
                 // that must die with the upstream.
                 wrapped.wrap(process_wrap::tokio::ProcessGroup::leader());
-                let (transport, stderr) = rmcp::transport::TokioChildProcess::builder(wrapped)
-                    .stderr(Stdio::piped())
-                    .spawn()
-                    .map_err(|e| spawn_error(command, &e))?;
+                let (transport, stderr) =
+                    crate::child::ChildTransport::spawn(wrapped, &self.config.name)
+                        .map_err(|e| spawn_error(command, &e))?;
                 *lock(&self.pid) = transport.id();
                 if let Some(stderr) = stderr {
                     tokio::spawn(drain_stderr(
@@ -383,29 +421,64 @@ impl Upstream {
             UpstreamTransport::Http { url, headers } => {
                 let mut custom = HashMap::new();
                 for (key, value) in headers {
-                    let name = http::HeaderName::try_from(key.as_str())
-                        .map_err(|e| format!("header name `{key}`: {e}"))?;
-                    let value = http::HeaderValue::try_from(value.as_str())
-                        .map_err(|e| format!("header `{key}` value: {e}"))?;
+                    // A header that is not valid HTTP never will be: no retry.
+                    let name = http::HeaderName::try_from(key.as_str()).map_err(|e| {
+                        ConnectError::Permanent(format!("header name `{key}`: {e}"))
+                    })?;
+                    let value = http::HeaderValue::try_from(value.as_str()).map_err(|e| {
+                        ConnectError::Permanent(format!("header `{key}` value: {e}"))
+                    })?;
                     custom.insert(name, value);
                 }
                 let config = rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig::with_uri(
                     url.as_str(),
                 )
-                .custom_headers(custom);
+                .custom_headers(custom)
+                .max_sse_event_size(crate::wire::MAX_MESSAGE_BYTES);
                 let transport = rmcp::transport::StreamableHttpClientTransport::with_client(
                     reqwest::Client::new(),
                     config,
                 );
-                handler
+                match handler
                     .serve(ProgressTap::new(transport, self.progress.clone()))
                     .await
-                    .map_err(|e| format!("initialize over HTTP failed: {e}"))?
+                {
+                    Ok(running) => running,
+                    // rmcp's transport errors end in its own type names and
+                    // do not chain their cause: ask the URL once more
+                    // directly to say what is wrong.
+                    Err(rmcp::service::ClientInitializeError::TransportError { .. }) => {
+                        return Err(format!(
+                            "initialize over HTTP failed: {}",
+                            probe_http(url).await
+                        )
+                        .into())
+                    }
+                    Err(other) => {
+                        return Err(format!("initialize over HTTP failed: {other}").into())
+                    }
+                }
             }
-            UpstreamTransport::Unsupported { kind } => {
-                return Err(format!("transport `{kind}` is not supported"))
+            UpstreamTransport::Unsupported { .. } | UpstreamTransport::Invalid { .. } => {
+                return Err(ConnectError::Permanent(
+                    self.config
+                        .transport
+                        .unusable()
+                        .unwrap_or_else(|| "cannot be started".to_owned()),
+                ))
             }
         };
+        if is_devboy(&running) {
+            // devboy listed as its own upstream (a config that includes the
+            // entry Claude Code starts devboy with). Its tools are devboy's
+            // own, and retrying would only start it again.
+            running.cancellation_token().cancel();
+            let _ = tokio::time::timeout(Duration::from_secs(5), running.waiting()).await;
+            return Err(ConnectError::Permanent(format!(
+                "this server is devboy itself; devboy does not proxy itself (remove `{}` from the config devboy reads, or give devboy a config of its own)",
+                self.config.name
+            )));
+        }
         // Always ask the upstream: a stale cached list would hide a crash.
         running
             .peer()
@@ -653,6 +726,82 @@ impl Drop for RouteGuard {
     fn drop(&mut self) {
         lock(&self.routes).remove(&self.token);
     }
+}
+
+/// Why a connection attempt failed.
+enum ConnectError {
+    /// Worth another attempt after the backoff (the server may come up).
+    Retry(String),
+    /// Never worth another attempt: what the config says cannot work.
+    Permanent(String),
+}
+
+impl From<String> for ConnectError {
+    fn from(message: String) -> Self {
+        ConnectError::Retry(message)
+    }
+}
+
+/// How long [`probe_http`] waits for an answer.
+const HTTP_PROBE_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// What is wrong with an HTTP upstream that would not initialize, for
+/// people: one plain request to its URL, and the innermost cause of its
+/// failure (connection refused, a name that does not resolve, a TLS error,
+/// a timeout), or the status it answered with when that says no.
+async fn probe_http(url: &str) -> String {
+    let client = reqwest::Client::builder()
+        .timeout(HTTP_PROBE_TIMEOUT)
+        .build()
+        .unwrap_or_default();
+    match client.get(url).send().await {
+        Ok(response) => {
+            let status = response.status();
+            if status.is_client_error() && status != reqwest::StatusCode::METHOD_NOT_ALLOWED {
+                format!("{url} answered HTTP {status} (check the URL and the headers it needs)")
+            } else if status.is_server_error() {
+                format!("{url} answered HTTP {status}")
+            } else {
+                format!("{url} is reachable (HTTP {status}) but did not complete the MCP handshake")
+            }
+        }
+        Err(error) => describe_request_error(url, &error),
+    }
+}
+
+/// The innermost cause of a failed request, with the URL.
+fn describe_request_error(url: &str, error: &reqwest::Error) -> String {
+    if error.is_timeout() {
+        return format!(
+            "no answer from {url} within {} s",
+            HTTP_PROBE_TIMEOUT.as_secs()
+        );
+    }
+    let mut cause = error.to_string();
+    let mut current: Option<&(dyn std::error::Error + 'static)> = std::error::Error::source(error);
+    while let Some(e) = current {
+        if let Some(io) = e.downcast_ref::<std::io::Error>() {
+            return match io.kind() {
+                std::io::ErrorKind::ConnectionRefused => format!("connection refused at {url}"),
+                std::io::ErrorKind::ConnectionReset => format!("connection reset by {url}"),
+                std::io::ErrorKind::TimedOut => format!("connection to {url} timed out"),
+                _ => format!("{io} ({url})"),
+            };
+        }
+        cause = e.to_string();
+        current = e.source();
+    }
+    format!("{cause} ({url})")
+}
+
+/// Whether the server on the other end is devboy (by the name it gives in
+/// `initialize`), which must never be proxied by devboy.
+fn is_devboy(running: &RunningService<RoleClient, UpstreamClient>) -> bool {
+    running.peer().peer_info().is_some_and(|info| {
+        info.server_info
+            .as_ref()
+            .is_some_and(|server| server.name == crate::SERVER_INFO_NAME)
+    })
 }
 
 fn result_kind(result: &ServerResult) -> String {

@@ -52,7 +52,7 @@ pub use event::{
     SCHEMA_VERSION,
 };
 pub use hash::{Hash128, Hash64, Salt};
-pub use names::{EndpointNames, NAMES_FILE};
+pub use names::EndpointNames;
 pub use read::{events_files, parse_events, read_events_file, FileEvents};
 pub use recorder::{CallFacts, Outcome, Sampler, Telemetry, TelemetryOptions, SALT_FILE};
 pub use sink::{JsonlSink, SinkLimits, EVENTS_DIR};

@@ -1,19 +1,23 @@
-//! The local names map, `<config dir>/endpoint-names.json`: `{hash: name}`
-//! for every tool and upstream name this install has hashed, so that
+//! The local names map, `<config dir>/endpoint-names.json`
+//! ([`devboy_core::paths::endpoint_names_file`]): `{hash: name}` for every
+//! tool and upstream name this install has hashed, so that
 //! `devboy tune show` can show the user their own endpoints by name.
 //!
 //! It lives in the config directory, **not** under the telemetry directory:
 //! telemetry files hold no names, and a user who shares their telemetry
 //! directory shares no names with it.
+//!
+//! Every devboy process of the user (one per Claude Code session) adds to
+//! the same file, so a save is a read-merge-write under the file's lock
+//! ([`devboy_sharedfile`]), and the file is replaced whole.
 
 use std::collections::BTreeMap;
-use std::io::{self, Write};
+use std::io;
 use std::path::{Path, PathBuf};
 
-use crate::hash::Hash64;
+use devboy_sharedfile::FileLock;
 
-/// The map file's name inside the config directory.
-pub const NAMES_FILE: &str = "endpoint-names.json";
+use crate::hash::Hash64;
 
 /// The names map, as loaded plus what this process added.
 #[derive(Debug)]
@@ -55,35 +59,29 @@ impl EndpointNames {
         true
     }
 
-    /// Writes the map if anything was added: merged with what is on disk
-    /// now (another devboy may have added names meanwhile), written to a
-    /// temporary file and renamed over the old one, so a reader never sees
-    /// half a file.
+    /// Writes the map if anything was added: under the file's lock, merged
+    /// with what is on disk now (other devboy processes add names too) and
+    /// replaced whole, so a reader never sees half a file. If the lock
+    /// stays busy past [`devboy_sharedfile::LOCK_WAIT`] it writes anyway:
+    /// the map is a cache that refills, and telemetry must not stall.
     pub fn save(&mut self) -> io::Result<()> {
         if !self.dirty {
             return Ok(());
         }
-        let mut merged = read_map(&self.path);
-        merged.extend(std::mem::take(&mut self.names));
-        self.names = merged;
         if let Some(dir) = self.path.parent().filter(|d| !d.as_os_str().is_empty()) {
             crate::sink::create_private_dir(dir)?;
         }
-        let tmp = self
-            .path
-            .with_extension(format!("json.tmp-{}", std::process::id()));
-        let _ = std::fs::remove_file(&tmp);
-        let written = (|| {
-            let mut file = crate::hash::private_file(&tmp)?;
-            serde_json::to_writer_pretty(&mut file, &self.names)?;
-            file.write_all(b"\n")?;
-            file.sync_all()?;
-            std::fs::rename(&tmp, &self.path)
-        })();
-        if written.is_err() {
-            let _ = std::fs::remove_file(&tmp);
+        let lock = FileLock::acquire(&self.path);
+        if !lock.is_held() {
+            tracing::debug!(lock = %lock.path().display(), "names map lock busy; writing without it");
         }
-        written?;
+        let mut merged = read_map(&self.path);
+        merged.extend(std::mem::take(&mut self.names));
+        self.names = merged;
+        let mut text = serde_json::to_vec_pretty(&self.names)?;
+        text.push(b'\n');
+        devboy_sharedfile::replace(&self.path, &text)?;
+        drop(lock);
         self.dirty = false;
         Ok(())
     }
@@ -105,7 +103,9 @@ mod tests {
         let dir =
             std::env::temp_dir().join(format!("devboy-telemetry-names-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
-        let path = dir.join("sub").join(NAMES_FILE);
+        let path = dir
+            .join("sub")
+            .join(devboy_core::paths::ENDPOINT_NAMES_FILE_NAME);
         let mut mine = EndpointNames::load(&path);
         assert!(mine.insert(Hash64(1), "gh__list_issues"));
         assert!(!mine.insert(Hash64(1), "gh__list_issues"));

@@ -30,7 +30,7 @@ use crate::event::{
     SCHEMA_VERSION,
 };
 use crate::hash::{hex, random_bytes, Hash64, Salt};
-use crate::names::{EndpointNames, NAMES_FILE};
+use crate::names::EndpointNames;
 use crate::sink::{create_private_dir, unix_ms, JsonlSink, SinkLimits};
 
 /// The salt's file name inside the telemetry directory.
@@ -86,7 +86,7 @@ impl TelemetryOptions {
             return None;
         }
         Some(Self {
-            names_file: Some(devboy_core::paths::config_dir().join(NAMES_FILE)),
+            names_file: Some(devboy_core::paths::endpoint_names_file()),
             sample_rate: settings.sample_rate,
             limits: SinkLimits::new(settings.max_file_bytes, settings.max_age_days),
             ..Self::new(devboy_core::paths::telemetry_dir(), tokenizer)

@@ -88,7 +88,9 @@ fn outcome(tokens: u64) -> Outcome {
 #[test]
 fn results_and_the_summary_are_written_without_names_or_content() {
     let dir = temp_dir("basic");
-    let names_file = dir.join("config").join(NAMES_FILE);
+    let names_file = dir
+        .join("config")
+        .join(devboy_core::paths::ENDPOINT_NAMES_FILE_NAME);
     let telemetry_dir = dir.join("telemetry");
     let telemetry = Telemetry::start(TelemetryOptions {
         names_file: Some(names_file.clone()),

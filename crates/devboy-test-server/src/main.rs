@@ -73,6 +73,7 @@ const BUILTIN_TOOLS: &[&str] = &[
     "pid",
     "count",
     "poll",
+    "length",
 ];
 
 /// A 1×1 transparent PNG.
@@ -215,6 +216,7 @@ impl TestServer {
             "pid" => Ok(text_result(std::process::id().to_string())),
             "count" => Ok(text_result(self.calls.load(Ordering::SeqCst).to_string())),
             "poll" => Ok(text_result(poll_status(self.calls.load(Ordering::SeqCst)))),
+            "length" => Ok(text_result(required_str(args, "text")?.len().to_string())),
             other => Err(McpError::invalid_params(
                 format!("unknown tool {other}"),
                 None,
@@ -584,6 +586,15 @@ fn builtin_tool(base: &str, name: String) -> Tool {
             "Returns a CI pipeline status (JSON text) in which only `calls` and `state` change between calls.",
             empty_schema(),
         ),
+        "length" => Tool::new(
+            name,
+            "Returns the length of `text` in bytes (for large requests).",
+            schema(json!({
+                "type": "object",
+                "properties": { "text": { "type": "string", "description": "Any text" } },
+                "required": ["text"]
+            })),
+        ),
         other => unreachable!("no definition for built-in tool {other}"),
     }
 }
@@ -731,10 +742,12 @@ async fn main() {
         }
     }
     log!("serving on stdio (config: {config:?})");
-    let service = match TestServer::new(config)
-        .serve(rmcp::transport::stdio_pipes())
-        .await
-    {
+    // Lines up to MAX_PAYLOAD_BYTES: rmcp's default of 16 MiB would drop
+    // the large requests the proxy's tests send through.
+    let (stdin, stdout) = rmcp::transport::stdio_pipes();
+    let transport = rmcp::transport::async_rw::AsyncRwTransport::new_server(stdin, stdout)
+        .with_max_line_length(MAX_PAYLOAD_BYTES as usize);
+    let service = match TestServer::new(config).serve(transport).await {
         Ok(service) => service,
         Err(error) => {
             log!("initialization failed: {error}");

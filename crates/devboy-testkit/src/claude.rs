@@ -182,7 +182,31 @@ impl ClaudeCode {
     /// A `claude` command with the isolated environment and working
     /// directory set and stdin closed; add arguments and run it yourself.
     pub fn command(&self) -> Command {
-        let mut cmd = Command::new(peers::claude_bin());
+        self.command_for(peers::claude_bin().as_os_str())
+    }
+
+    /// `bash -c SCRIPT` in the same environment as [`ClaudeCode::command`],
+    /// with `claude` and every directory of `path` first on `PATH`: a
+    /// user's shell, for running documented commands as written.
+    pub fn shell(&self, script: &str, path: &[&Path]) -> Command {
+        let claude_dir = peers::claude_bin()
+            .parent()
+            .map(Path::to_path_buf)
+            .unwrap_or_default();
+        let mut dirs: Vec<PathBuf> = path.iter().map(|p| p.to_path_buf()).collect();
+        dirs.push(claude_dir);
+        dirs.extend(std::env::split_paths(
+            &std::env::var_os("PATH").unwrap_or_default(),
+        ));
+        let mut cmd = self.command_for("bash".as_ref());
+        cmd.arg("-c")
+            .arg(script)
+            .env("PATH", std::env::join_paths(dirs).unwrap_or_default());
+        cmd
+    }
+
+    fn command_for(&self, program: &std::ffi::OsStr) -> Command {
+        let mut cmd = Command::new(program);
         cmd.current_dir(&self.project)
             .env_clear()
             .env("PATH", std::env::var_os("PATH").unwrap_or_default())

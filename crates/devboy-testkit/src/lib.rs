@@ -11,6 +11,8 @@
 //! - [`session`]: one Claude Code process driven turn by turn (stream-json on
 //!   stdin and stdout), for conversations with several user turns and slash
 //!   commands such as `/compact`.
+//! - [`terminal`]: interactive Claude Code in a private tmux terminal, for
+//!   what only the interactive mode does.
 
 #![warn(missing_docs)]
 
@@ -18,7 +20,9 @@ pub mod claude;
 pub mod peers;
 pub mod scripted_model;
 pub mod session;
+pub mod terminal;
 
 pub use claude::{ClaudeCode, ClaudeOutput};
 pub use scripted_model::{RequestKind, Script, ScriptedModel, ToolResultSeen, Turn};
 pub use session::ClaudeSession;
+pub use terminal::TerminalSession;

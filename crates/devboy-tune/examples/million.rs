@@ -40,7 +40,7 @@ fn main() {
     let t = Instant::now();
     let written = workload.write(&events_dir).expect("write events");
     let generated = t.elapsed();
-    let names = config_dir.join("endpoint-names.json");
+    let names = config_dir.join(devboy_core::paths::ENDPOINT_NAMES_FILE_NAME);
     std::fs::write(&names, workload.names_json()).expect("write names");
     let bytes: u64 = std::fs::read_dir(&events_dir)
         .expect("events dir")

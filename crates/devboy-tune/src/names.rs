@@ -1,22 +1,15 @@
 //! Endpoint hashes back to exposed tool names, on the user's own machine.
 //!
 //! Telemetry holds `h(exposed name)` only (DESIGN §4.6). `devboy mcp`
-//! keeps `<config dir>/endpoint-names.json` (`{"<hash>": "<name>"}`)
-//! beside the config, outside the telemetry directory; the tuner reads it
-//! to write config keys people can read, and never writes a hash as a key.
+//! keeps `<config dir>/endpoint-names.json` (`{"<hash>": "<name>"}`,
+//! [`devboy_core::paths::endpoint_names_file`]) beside the config, outside
+//! the telemetry directory; the tuner reads it to write config keys people
+//! can read, and never writes a hash as a key.
 
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use crate::event::id64;
-
-/// The file's name in the config directory.
-pub const FILE_NAME: &str = "endpoint-names.json";
-
-/// `<config dir>/endpoint-names.json`.
-pub fn default_file() -> PathBuf {
-    devboy_core::paths::config_dir().join(FILE_NAME)
-}
 
 /// Hash → exposed name.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -95,7 +88,9 @@ mod tests {
     #[test]
     fn loads_and_maps() {
         let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join(FILE_NAME);
+        let path = dir
+            .path()
+            .join(devboy_core::paths::ENDPOINT_NAMES_FILE_NAME);
         std::fs::write(&path, r#"{"00000000000000AB": "gh__list_issues"}"#).unwrap();
         let names = EndpointNames::load(&path);
         assert_eq!(names.get(0xab), Some("gh__list_issues"));

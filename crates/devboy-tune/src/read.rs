@@ -92,7 +92,9 @@ pub struct EventTable {
     pub stats: ReadStats,
 }
 
-/// The `*.jsonl` files of `input` (or `input` itself), sorted by name.
+/// The `*.jsonl` files of `input` (or `input` itself), sorted by name. A
+/// directory without any that has an `events/` directory is the telemetry
+/// directory given for its events folder, and is read as that.
 pub fn event_files(input: &Path) -> std::io::Result<Vec<PathBuf>> {
     if input.is_file() {
         return Ok(vec![input.to_path_buf()]);
@@ -103,6 +105,10 @@ pub fn event_files(input: &Path) -> std::io::Result<Vec<PathBuf>> {
         if path.is_file() && path.extension().is_some_and(|e| e == "jsonl") {
             files.push(path);
         }
+    }
+    let events = input.join("events");
+    if files.is_empty() && events.is_dir() {
+        return event_files(&events);
     }
     files.sort();
     Ok(files)
@@ -296,6 +302,18 @@ mod tests {
         format!(
             r#"{{"v":1,"kind":"result","ts_ms":{ts},"session":"{session}","tool":"{tool}","response_chars":100,"shape":"{shape}","inner_formats":["{shape}_inner"],"fingerprint":"01","dedup":"miss","tokens_baseline":10,"tokens_final":10}}"#
         )
+    }
+
+    #[test]
+    fn the_telemetry_directory_is_read_as_its_events_folder() {
+        let dir = std::env::temp_dir().join(format!("devboy-tune-events-{}", std::process::id()));
+        let events = dir.join("events");
+        std::fs::create_dir_all(&events).unwrap();
+        std::fs::write(events.join("a.jsonl"), "").unwrap();
+        std::fs::write(dir.join("tune-summary.json"), "{}").unwrap();
+        let files = event_files(&dir).unwrap();
+        assert_eq!(files, vec![events.join("a.jsonl")]);
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]

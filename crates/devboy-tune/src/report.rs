@@ -349,7 +349,15 @@ impl AnalyzeReport {
             )?;
         }
         if self.snippet.is_empty() {
-            writeln!(f, "\n{} unchanged", self.options.output.display())?;
+            if self.options.output.exists() {
+                writeln!(f, "\n{} unchanged", self.options.output.display())?;
+            } else {
+                writeln!(
+                    f,
+                    "\nnothing to change; {} not written (the built-in defaults apply)",
+                    self.options.output.display()
+                )?;
+            }
             return Ok(());
         }
         crate::report::write_outcome(

@@ -122,6 +122,17 @@ pub enum ConfigErrorKind {
         /// The variable's name.
         variable: String,
     },
+    /// `${NAME…` without the closing `}`: a reference whose brace was
+    /// forgotten, refused rather than passed on as literal text.
+    #[error("{key}: unterminated {reference} (no closing }}) at character {character}")]
+    UnterminatedVariable {
+        /// The key path of the value.
+        key: String,
+        /// The reference up to the end of its name, e.g. `${GITHUB_TOKEN`.
+        reference: String,
+        /// Where its `$` is in the value: 1-based, counted in characters.
+        character: usize,
+    },
     /// Two servers resolve to the same tool-name prefix.
     #[error("{key}: expected a prefix no other server uses, found {prefix:?}, which is also the prefix of {other}")]
     DuplicatePrefix {

@@ -7,21 +7,44 @@
 //! written, so shell snippets such as `echo $$` or `$HOME` pass through
 //! untouched. The default is literal text up to the first `}`; it is not
 //! expanded again.
+//!
+//! One malformed shape is refused rather than kept: `${` followed by the
+//! start of a variable name with no `}` anywhere after it. That is a
+//! reference whose brace was forgotten (`Bearer ${GITHUB_TOKEN`), and
+//! passing it through would send the literal text as a credential.
 
 /// Why a string could not be expanded.
 #[derive(Debug, PartialEq, Eq)]
-pub(crate) struct UnsetVariable(pub(crate) String);
+pub(crate) enum ExpandError {
+    /// `${NAME}` names an unset variable and gives no default.
+    Unset(String),
+    /// `${NAME…` is never closed.
+    Unterminated {
+        /// The reference as written up to the end of the name, e.g.
+        /// `${GITHUB_TOKEN`.
+        reference: String,
+        /// Where its `$` is: 1-based, in characters.
+        character: usize,
+    },
+}
 
 /// Expands every `${…}` in `text` using `env`.
 pub(crate) fn expand(
     text: &str,
     env: &dyn Fn(&str) -> Option<String>,
-) -> Result<String, UnsetVariable> {
+) -> Result<String, ExpandError> {
     let mut out = String::with_capacity(text.len());
     let mut rest = text;
     while let Some(dollar) = rest.find('$') {
         out.push_str(&rest[..dollar]);
         let after = &rest[dollar + 1..];
+        if let Some(reference) = unterminated(after) {
+            let at = text.len() - rest.len() + dollar;
+            return Err(ExpandError::Unterminated {
+                reference: format!("${reference}"),
+                character: text[..at].chars().count() + 1,
+            });
+        }
         if let Some(tail) = after.strip_prefix('$') {
             out.push_str("$$");
             rest = tail;
@@ -65,14 +88,31 @@ struct Reference<'a> {
 }
 
 impl Reference<'_> {
-    fn resolve(&self, env: &dyn Fn(&str) -> Option<String>) -> Result<String, UnsetVariable> {
+    fn resolve(&self, env: &dyn Fn(&str) -> Option<String>) -> Result<String, ExpandError> {
         match (env(self.name), self.default) {
             (Some(value), Some(default)) if value.is_empty() => Ok(default.to_owned()),
             (Some(value), _) => Ok(value),
             (None, Some(default)) => Ok(default.to_owned()),
-            (None, None) => Err(UnsetVariable(self.name.to_owned())),
+            (None, None) => Err(ExpandError::Unset(self.name.to_owned())),
         }
     }
+}
+
+/// `{NAME…` with no `}` after it, at the start of `s` (the text after a
+/// `$`): returns `{NAME`, the part to show in the message.
+fn unterminated(s: &str) -> Option<&str> {
+    let body = s.strip_prefix('{')?;
+    let starts_name = body
+        .chars()
+        .next()
+        .is_some_and(|c| c == '_' || c.is_ascii_alphabetic());
+    if !starts_name || body.contains('}') {
+        return None;
+    }
+    let name_len = body
+        .find(|c: char| c != '_' && !c.is_ascii_alphanumeric())
+        .unwrap_or(body.len());
+    Some(&s[..1 + name_len])
 }
 
 /// Parses `{NAME}` or `{NAME:-default}` at the start of `s` (the text after
@@ -110,7 +150,7 @@ mod tests {
     fn ok(text: &str) -> String {
         match expand(text, &env) {
             Ok(s) => s,
-            Err(UnsetVariable(v)) => panic!("unexpected unset {v} in {text}"),
+            Err(e) => panic!("unexpected {e:?} in {text}"),
         }
     }
 
@@ -138,8 +178,33 @@ mod tests {
     fn unset_without_default_names_the_variable() {
         assert_eq!(
             expand("x ${NOPE} ${TOKEN}", &env),
-            Err(UnsetVariable("NOPE".to_owned()))
+            Err(ExpandError::Unset("NOPE".to_owned()))
         );
+    }
+
+    #[test]
+    fn unterminated_reference_is_refused_with_its_position() {
+        let unterminated = |reference: &str, character| {
+            Err(ExpandError::Unterminated {
+                reference: reference.to_owned(),
+                character,
+            })
+        };
+        assert_eq!(
+            expand("Bearer ${GITHUB_TOKEN", &env),
+            unterminated("${GITHUB_TOKEN", 8)
+        );
+        assert_eq!(expand("${unclosed", &env), unterminated("${unclosed", 1));
+        assert_eq!(
+            expand("${X:-fallback", &env),
+            unterminated("${X", 1),
+            "a default does not close it"
+        );
+        // Characters, not bytes; and an earlier complete reference is fine.
+        assert_eq!(expand("ü${TOKEN} ${_A b", &env), unterminated("${_A", 11));
+        // A `}` anywhere after it counts as closing: `${B ${A}` is not a
+        // reference (a space in the name) and stays as written, as before.
+        assert_eq!(ok("${B ${TOKEN}"), "${B s3cret");
     }
 
     #[test]
@@ -148,7 +213,9 @@ mod tests {
         assert_eq!(ok("$$${TOKEN}"), "$$s3cret");
         assert_eq!(ok("cost: 5$"), "cost: 5$");
         assert_eq!(ok("$HOME"), "$HOME");
-        assert_eq!(ok("${unclosed"), "${unclosed");
+        assert_eq!(ok("${"), "${");
+        assert_eq!(ok("${ not a name"), "${ not a name");
+        assert_eq!(ok("${1abc"), "${1abc");
         assert_eq!(ok("${}"), "${}");
         assert_eq!(ok("`${a.b}`"), "`${a.b}`");
         assert_eq!(ok("ünï${TOKEN}cødé"), "ünïs3cretcødé");

@@ -11,10 +11,20 @@
 //! Resolution happens here, once: `${VAR}` expansion, relative `cwd`
 //! against the config file's directory, default timeouts, and unique
 //! tool-name prefixes. What leaves this module is ready to use.
+//!
+//! Only a problem with the file as a whole stops loading: it cannot be
+//! read, is not valid TOML/JSON, or its top level has the wrong shape. A
+//! problem inside one server's entry (an unset variable, a wrong type, an
+//! unknown key, a clashing prefix) makes that one server
+//! [`UpstreamTransport::Invalid`]: it shows as failed with the error, and
+//! the other servers start. Claude Code treats its own `.mcp.json` the
+//! same way, and a user whose one server is misconfigured should still
+//! have the rest.
 
 mod error;
 mod expand;
 mod filter;
+pub mod import;
 pub(crate) mod keypath;
 mod schema;
 pub(crate) mod tree;
@@ -55,7 +65,8 @@ pub struct ProxyConfig {
     /// <name>`); it counts against the 64-character tool name limit.
     pub server_name: String,
     /// The upstream servers in file order, disabled ones included with
-    /// `enabled == false`. Names and prefixes are unique.
+    /// `enabled == false`, entries with a problem of their own included as
+    /// [`UpstreamTransport::Invalid`]. Names and prefixes are unique.
     pub upstreams: Vec<UpstreamConfig>,
     /// Things worth telling the user that did not stop loading (ignored
     /// keys, unsupported transports, renamed prefixes), each starting with
@@ -121,6 +132,14 @@ pub enum UpstreamTransport {
         /// The `type` as written.
         kind: String,
     },
+    /// An entry that cannot be used as written (an unset variable, a value
+    /// of the wrong type, an unknown key in `devboy.toml`, a clashing
+    /// prefix, …). One bad entry must not stop the others, so the entry is
+    /// kept and shown as failed, with this reason.
+    Invalid {
+        /// The config error, naming the file, the key and what was expected.
+        error: String,
+    },
 }
 
 impl UpstreamTransport {
@@ -131,6 +150,19 @@ impl UpstreamTransport {
             UpstreamTransport::Stdio { .. } => "stdio",
             UpstreamTransport::Http { .. } => "http",
             UpstreamTransport::Unsupported { kind } => kind,
+            UpstreamTransport::Invalid { .. } => "invalid",
+        }
+    }
+
+    /// Why this upstream cannot be started at all, when the config alone
+    /// says so (an unsupported transport or an invalid entry).
+    pub fn unusable(&self) -> Option<String> {
+        match self {
+            UpstreamTransport::Unsupported { kind } => Some(format!(
+                "transport `{kind}` is not supported; use stdio or streamable HTTP (`type = \"http\"`)"
+            )),
+            UpstreamTransport::Invalid { error } => Some(error.clone()),
+            UpstreamTransport::Stdio { .. } | UpstreamTransport::Http { .. } => None,
         }
     }
 }
@@ -198,8 +230,10 @@ impl ProxyConfig {
         env: &dyn Fn(&str) -> Option<String>,
     ) -> Result<Self, ConfigError> {
         let text = text.strip_prefix('\u{feff}').unwrap_or(text);
-        let root = match format {
-            ConfigFormat::Toml => tree::parse_toml(text),
+        // TOML refuses a repeated key itself; JSON keeps the last, as
+        // Claude Code does, and the repeats become warnings below.
+        let (root, duplicates) = match format {
+            ConfigFormat::Toml => tree::parse_toml(text).map(|root| (root, Vec::new())),
             ConfigFormat::McpJson => tree::parse_json(text),
         }
         .map_err(|e| {
@@ -213,11 +247,16 @@ impl ProxyConfig {
             )
         })?;
         let resolved = schema::resolve(&root, format, origin, env)?;
+        let mut warnings: Vec<String> = duplicates
+            .iter()
+            .map(|duplicate| format!("{}: {duplicate}", origin.display()))
+            .collect();
+        warnings.extend(resolved.warnings);
         Ok(ProxyConfig {
             source: ConfigSource::File(origin.to_path_buf()),
             server_name: resolved.server_name,
             upstreams: resolved.upstreams,
-            warnings: resolved.warnings,
+            warnings,
         })
     }
 
@@ -256,6 +295,13 @@ impl ProxyConfig {
         } else {
             Ok(Self::embedded_default())
         }
+    }
+
+    /// The enabled entries that cannot start, with the reason each one
+    /// shows as failed (for stderr at startup and `devboy doctor`).
+    pub fn unusable_upstreams(&self) -> impl Iterator<Item = (&UpstreamConfig, String)> {
+        self.enabled_upstreams()
+            .filter_map(|u| u.transport.unusable().map(|why| (u, why)))
     }
 
     /// The upstreams to start.

@@ -13,7 +13,7 @@ use std::time::Duration;
 use globset::Glob;
 
 use super::error::{ConfigError, ConfigErrorKind};
-use super::expand::{expand, UnsetVariable};
+use super::expand::{expand, ExpandError};
 use super::keypath::{closest, KeyPath};
 use super::tree::{describe, quote_short, Entry, Node, Pos, Value};
 use super::{
@@ -23,7 +23,7 @@ use super::{
 use crate::naming::sanitize_component;
 
 /// The keys a server table may have, in both formats.
-const SERVER_KEYS: &[&str] = &[
+pub(super) const SERVER_KEYS: &[&str] = &[
     "type",
     "command",
     "args",
@@ -82,9 +82,18 @@ pub(super) fn resolve(
     let (server_name, servers) = loader.top_level(root)?;
     let mut pending = Vec::with_capacity(servers.len());
     for (entry, path) in servers {
-        pending.push(loader.server(entry, path)?);
+        // Warnings of an entry that turns out invalid would only repeat
+        // its error, so they are dropped with it.
+        let warned = loader.warnings.len();
+        match loader.server(entry, path.clone()) {
+            Ok(server) => pending.push(server),
+            Err(error) => {
+                loader.warnings.truncate(warned);
+                pending.push(loader.invalid_server(entry, path, &error));
+            }
+        }
     }
-    let upstreams = loader.assign_prefixes(pending)?;
+    let upstreams = loader.assign_prefixes(pending);
     Ok(Resolved {
         server_name,
         upstreams,
@@ -208,7 +217,7 @@ impl Loader<'_> {
         let raw = self.string(node, path)?;
         match expand(raw, self.env) {
             Ok(s) => Ok(s),
-            Err(UnsetVariable(variable)) if lenient => {
+            Err(ExpandError::Unset(variable)) if lenient => {
                 self.warn(
                     path,
                     format_args!(
@@ -217,11 +226,24 @@ impl Loader<'_> {
                 );
                 Ok(raw.to_owned())
             }
-            Err(UnsetVariable(variable)) => Err(self.error(
+            Err(ExpandError::Unset(variable)) => Err(self.error(
                 node.pos,
                 ConfigErrorKind::UnsetVariable {
                     key: path.to_string(),
                     variable,
+                },
+            )),
+            // A fact about the file, not the shell: refused even when the
+            // server is disabled.
+            Err(ExpandError::Unterminated {
+                reference,
+                character,
+            }) => Err(self.error(
+                node.pos,
+                ConfigErrorKind::UnterminatedVariable {
+                    key: path.to_string(),
+                    reference,
+                    character,
                 },
             )),
         }
@@ -281,6 +303,38 @@ impl Loader<'_> {
             }
         }
         Ok(globs)
+    }
+
+    /// A server whose entry has `error`: kept, so it shows as failed with
+    /// the reason, unless the entry says plainly that it is disabled.
+    fn invalid_server(&mut self, entry: &Entry, path: KeyPath, error: &ConfigError) -> Pending {
+        let flag = |key: &str| {
+            entry
+                .node
+                .as_table()
+                .and_then(|entries| entries.iter().find(|e| e.key == key))
+                .and_then(|e| match e.node.value {
+                    Value::Bool(b) => Some(b),
+                    _ => None,
+                })
+        };
+        let enabled = flag("enabled") != Some(false) && flag("disabled") != Some(true);
+        if !enabled {
+            self.warn(&path, format_args!("disabled server is invalid: {error}"));
+        }
+        Pending {
+            name: entry.key.clone(),
+            pos: entry.node.pos,
+            path,
+            explicit_prefix: None,
+            transport: UpstreamTransport::Invalid {
+                error: error.to_string(),
+            },
+            timeout: DEFAULT_TIMEOUT,
+            startup_timeout: DEFAULT_STARTUP_TIMEOUT,
+            tools: ToolFilter::default(),
+            enabled,
+        }
     }
 
     // ------------------------------------------------------------ structure
@@ -647,46 +701,65 @@ impl Loader<'_> {
         Ok(())
     }
 
-    /// Gives every server its prefix: explicit ones as written (two equal
-    /// ones are an error), derived ones from the name, renamed `name_2`,
-    /// `name_3`, … in file order when taken by another derived prefix or
-    /// reserved. A derived prefix equal to an explicit one is an error:
-    /// which of the two the user meant to rename is not ours to guess.
-    fn assign_prefixes(&mut self, pending: Vec<Pending>) -> Result<Vec<UpstreamConfig>> {
-        let mut explicit: Vec<(&str, &KeyPath)> = Vec::new();
-        for p in &pending {
-            if let Some((prefix, prefix_path, pos)) = &p.explicit_prefix {
-                if let Some((_, first)) = explicit.iter().find(|(taken, _)| taken == prefix) {
-                    return Err(self.error(
-                        *pos,
+    /// Gives every server its prefix: explicit ones as written, derived
+    /// ones from the name, renamed `name_2`, `name_3`, … in file order when
+    /// taken by another derived prefix or reserved. A clash involving an
+    /// explicit prefix (two equal explicit ones, or a derived one equal to
+    /// an explicit one) makes the later server invalid: which of the two
+    /// the user meant to rename is not ours to guess, and the earlier one
+    /// keeps working. An invalid server still gets a unique derived prefix,
+    /// so it can be named in status.
+    fn assign_prefixes(&mut self, mut pending: Vec<Pending>) -> Vec<UpstreamConfig> {
+        let mut explicit: Vec<(String, KeyPath)> = Vec::new();
+        for p in &mut pending {
+            let Some((prefix, prefix_path, pos)) = p.explicit_prefix.take() else {
+                continue;
+            };
+            match explicit.iter().find(|(taken, _)| *taken == prefix) {
+                Some((_, first)) => {
+                    let error = self.error(
+                        pos,
                         ConfigErrorKind::DuplicatePrefix {
                             key: prefix_path.to_string(),
                             prefix: prefix.clone(),
                             other: first.to_string(),
                         },
-                    ));
+                    );
+                    p.transport = UpstreamTransport::Invalid {
+                        error: error.to_string(),
+                    };
                 }
-                explicit.push((prefix, prefix_path));
+                None => {
+                    explicit.push((prefix.clone(), prefix_path.clone()));
+                    p.explicit_prefix = Some((prefix, prefix_path, pos));
+                }
             }
         }
 
         let mut derived: Vec<(String, KeyPath)> = Vec::new();
         let mut renames = Vec::new();
-        for p in pending.iter().filter(|p| p.explicit_prefix.is_none()) {
+        for p in pending.iter_mut().filter(|p| p.explicit_prefix.is_none()) {
             let base = derive_prefix(&p.name);
+            let invalid = matches!(p.transport, UpstreamTransport::Invalid { .. });
             if let Some((_, other)) = explicit.iter().find(|(taken, _)| *taken == base) {
-                return Err(self.error(
-                    p.pos,
-                    ConfigErrorKind::DuplicatePrefix {
-                        key: format!("{} (prefix derived from the name)", p.path),
-                        prefix: base,
-                        other: other.to_string(),
-                    },
-                ));
+                if !invalid {
+                    let error = self.error(
+                        p.pos,
+                        ConfigErrorKind::DuplicatePrefix {
+                            key: format!("{} (prefix derived from the name)", p.path),
+                            prefix: base.clone(),
+                            other: other.to_string(),
+                        },
+                    );
+                    p.transport = UpstreamTransport::Invalid {
+                        error: error.to_string(),
+                    };
+                }
             }
+            let invalid = matches!(p.transport, UpstreamTransport::Invalid { .. });
             let taken = |candidate: &str| {
                 candidate.eq_ignore_ascii_case(RESERVED_PREFIX)
-                    || explicit.iter().any(|(t, _)| *t == candidate)
+                    || explicit.iter().any(|(t, _)| t == candidate)
                     || derived.iter().any(|(t, _)| t == candidate)
             };
             let mut prefix = base.clone();
@@ -695,7 +768,9 @@ impl Loader<'_> {
                 prefix = numbered(&base, n);
                 n += 1;
             }
-            if prefix != base {
+            // An invalid server's prefix names it in status only; renaming
+            // it is not worth a warning of its own.
+            if prefix != base && !invalid {
                 let why = match derived.iter().find(|(t, _)| *t == base) {
                     Some((_, other)) => format!("is taken by {other}"),
                     None => "is reserved".to_owned(),
@@ -733,7 +808,7 @@ impl Loader<'_> {
                 enabled: p.enabled,
             });
         }
-        Ok(upstreams)
+        upstreams
     }
 }
 

@@ -7,11 +7,14 @@
 //! for every crate in the workspace), while upstreams must keep file order;
 //! hence this small tree of our own.
 
+use std::cell::RefCell;
 use std::fmt;
 
-use serde::de::{Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
+use serde::de::{DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use toml::de::{DeTable, DeValue};
 use toml::Spanned;
+
+use super::keypath::KeyPath;
 
 /// A line and column in the source text, both 1-based; the column counts
 /// characters, not bytes.
@@ -93,15 +96,104 @@ pub(crate) fn quote_short(s: &str) -> String {
 
 // ---------------------------------------------------------------- JSON
 
-impl<'de> Deserialize<'de> for Node {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        deserializer.deserialize_any(NodeVisitor)
+/// A key written more than once in one JSON object. JSON.parse (and so
+/// Claude Code) keeps the last value, in the place of the first; so does
+/// [`parse_json`], and this records it so the loader can say so.
+#[derive(Clone, Debug)]
+pub(crate) struct DuplicateKey {
+    pub(crate) path: KeyPath,
+    /// Where the key was written before (the value now dropped).
+    pub(crate) earlier: Option<Pos>,
+    /// Where it is written again (the value kept, unless repeated again).
+    pub(crate) later: Option<Pos>,
+}
+
+impl fmt::Display for DuplicateKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match (self.earlier, self.later) {
+            (Some(earlier), Some(later)) => write!(
+                f,
+                "{}: defined twice, at {earlier} and at {later}; the one at {later} is used \
+                 (as Claude Code does) and the one at {earlier} is ignored",
+                self.path
+            ),
+            _ => write!(
+                f,
+                "{}: defined twice; the last one is used (as Claude Code does) \
+                 and the earlier one is ignored",
+                self.path
+            ),
+        }
     }
 }
 
-struct NodeVisitor;
+impl fmt::Display for Pos {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}", self.line, self.column)
+    }
+}
 
-impl<'de> Visitor<'de> for NodeVisitor {
+/// What every level of one JSON parse shares: the text, to turn borrowed
+/// keys back into positions, and the duplicates found so far.
+struct JsonContext<'t> {
+    text: &'t str,
+    lines: LineIndex<'t>,
+    duplicates: RefCell<Vec<DuplicateKey>>,
+}
+
+impl JsonContext<'_> {
+    /// The position of the quote opening `key`, when `key` is a slice of
+    /// the text. serde_json lends keys without escapes straight from the
+    /// input, so their address says where they are; an escaped key is a
+    /// copy and has no position.
+    fn key_pos(&self, key: &str) -> Option<Pos> {
+        let offset = (key.as_ptr() as usize).checked_sub(self.text.as_ptr() as usize)?;
+        (offset >= 1 && offset + key.len() <= self.text.len()).then(|| self.lines.pos(offset - 1))
+    }
+}
+
+/// Deserializes one value at `path`.
+struct NodeSeed<'c, 't> {
+    cx: &'c JsonContext<'t>,
+    path: KeyPath,
+}
+
+impl<'de> DeserializeSeed<'de> for NodeSeed<'_, '_> {
+    type Value = Node;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Node, D::Error> {
+        deserializer.deserialize_any(self)
+    }
+}
+
+/// Deserializes an object key with its position, when it has one.
+struct KeySeed<'c, 't>(&'c JsonContext<'t>);
+
+impl<'de> DeserializeSeed<'de> for KeySeed<'_, '_> {
+    type Value = (String, Option<Pos>);
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Self::Value, D::Error> {
+        deserializer.deserialize_str(self)
+    }
+}
+
+impl<'de> Visitor<'de> for KeySeed<'_, '_> {
+    type Value = (String, Option<Pos>);
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("an object key")
+    }
+
+    fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Self::Value, E> {
+        Ok((v.to_owned(), self.0.key_pos(v)))
+    }
+
+    fn visit_str<E>(self, v: &str) -> Result<Self::Value, E> {
+        Ok((v.to_owned(), None))
+    }
+}
+
+impl<'de> Visitor<'de> for NodeSeed<'_, '_> {
     type Value = Node;
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -142,23 +234,40 @@ impl<'de> Visitor<'de> for NodeVisitor {
 
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Node, A::Error> {
         let mut items = Vec::new();
-        while let Some(item) = seq.next_element::<Node>()? {
-            items.push(item);
+        loop {
+            let seed = NodeSeed {
+                cx: self.cx,
+                path: self.path.index(items.len()),
+            };
+            match seq.next_element_seed(seed)? {
+                Some(item) => items.push(item),
+                None => break,
+            }
         }
         Ok(Node::bare(Value::Array(items)))
     }
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Node, A::Error> {
         let mut entries: Vec<Entry> = Vec::new();
-        while let Some((key, node)) = map.next_entry::<String, Node>()? {
-            // JSON.parse keeps the last of duplicate keys; so does Claude Code.
+        while let Some((key, key_pos)) = map.next_key_seed(KeySeed(self.cx))? {
+            let path = self.path.key(&key);
+            let node = map.next_value_seed(NodeSeed {
+                cx: self.cx,
+                path: path.clone(),
+            })?;
+            // JSON.parse keeps the last value of a repeated key, in the
+            // place of the first; so does Claude Code, and so do we.
             match entries.iter_mut().find(|e| e.key == key) {
-                Some(existing) => existing.node = node,
-                None => entries.push(Entry {
-                    key,
-                    key_pos: None,
-                    node,
-                }),
+                Some(existing) => {
+                    self.cx.duplicates.borrow_mut().push(DuplicateKey {
+                        path,
+                        earlier: existing.key_pos,
+                        later: key_pos,
+                    });
+                    existing.key_pos = key_pos;
+                    existing.node = node;
+                }
+                None => entries.push(Entry { key, key_pos, node }),
             }
         }
         Ok(Node::bare(Value::Table(entries)))
@@ -171,18 +280,35 @@ pub(crate) struct SyntaxError {
     pub(crate) message: String,
 }
 
-/// Parses JSON text into a tree.
-pub(crate) fn parse_json(text: &str) -> Result<Node, SyntaxError> {
-    serde_json::from_str::<Node>(text).map_err(|e| {
-        let full = e.to_string();
-        let suffix = format!(" at line {} column {}", e.line(), e.column());
-        let message = full.strip_suffix(&suffix).unwrap_or(&full).to_owned();
-        let pos = (e.line() > 0).then_some(Pos {
-            line: e.line(),
-            column: e.column(),
-        });
-        SyntaxError { pos, message }
-    })
+/// Parses JSON text into a tree, with the keys written more than once in
+/// the order they were found (each kept last, see [`DuplicateKey`]).
+pub(crate) fn parse_json(text: &str) -> Result<(Node, Vec<DuplicateKey>), SyntaxError> {
+    let cx = JsonContext {
+        text,
+        lines: LineIndex::new(text),
+        duplicates: RefCell::new(Vec::new()),
+    };
+    let mut deserializer = serde_json::Deserializer::from_str(text);
+    let seed = NodeSeed {
+        cx: &cx,
+        path: KeyPath::default(),
+    };
+    let parsed = seed
+        .deserialize(&mut deserializer)
+        .and_then(|node| deserializer.end().map(|()| node));
+    match parsed {
+        Ok(node) => Ok((node, cx.duplicates.into_inner())),
+        Err(e) => {
+            let full = e.to_string();
+            let suffix = format!(" at line {} column {}", e.line(), e.column());
+            let message = full.strip_suffix(&suffix).unwrap_or(&full).to_owned();
+            let pos = (e.line() > 0).then_some(Pos {
+                line: e.line(),
+                column: e.column(),
+            });
+            Err(SyntaxError { pos, message })
+        }
+    }
 }
 
 // ---------------------------------------------------------------- TOML
@@ -286,13 +412,62 @@ mod tests {
             .unwrap_or_default()
     }
 
+    fn json(text: &str) -> (Node, Vec<DuplicateKey>) {
+        parse_json(text).unwrap_or_else(|e| panic!("{}", e.message))
+    }
+
     #[test]
     fn json_keeps_file_order_and_last_duplicate() {
-        let node = parse_json(r#"{"zeta": 1, "alpha": 2, "mid": 3, "zeta": 4}"#)
-            .unwrap_or_else(|e| panic!("{}", e.message));
+        let (node, duplicates) = json(r#"{"zeta": 1, "alpha": 2, "mid": 3, "zeta": 4}"#);
         assert_eq!(keys(&node), ["zeta", "alpha", "mid"]);
-        let zeta = &node.as_table().unwrap_or_default()[0].node.value;
-        assert!(matches!(zeta, Value::Integer(4)));
+        let zeta = &node.as_table().unwrap_or_default()[0];
+        assert!(matches!(zeta.node.value, Value::Integer(4)));
+        assert_eq!(
+            zeta.key_pos,
+            Some(Pos {
+                line: 1,
+                column: 35
+            })
+        );
+        assert_eq!(duplicates.len(), 1);
+    }
+
+    #[test]
+    fn json_duplicates_are_recorded_at_every_level_with_both_places() {
+        let text = "{\"s\": {\"a\": {\"x\": 1, \"x\": 2}},\n \"l\": [{\"k\": 1,\n  \"k\": 2}],\n \"s\": {}}";
+        let (node, duplicates) = json(text);
+        let found: Vec<String> = duplicates.iter().map(ToString::to_string).collect();
+        assert_eq!(found.len(), 3, "{found:#?}");
+        assert!(
+            found[0].starts_with("s.a.x: defined twice, at 1:14 and at 1:22;"),
+            "{}",
+            found[0]
+        );
+        assert!(
+            found[1].starts_with("l[0].k: defined twice, at 2:9 and at 3:3;"),
+            "{}",
+            found[1]
+        );
+        assert!(
+            found[2].starts_with("s: defined twice, at 1:2 and at 4:2; the one at 4:2 is used"),
+            "{}",
+            found[2]
+        );
+        // The later `s` (an empty object) replaced the first, in its place.
+        assert_eq!(keys(&node), ["s", "l"]);
+        let s = &node.as_table().unwrap_or_default()[0].node;
+        assert!(keys(s).is_empty());
+        // A key with an escape has no position, but is still reported.
+        let (_, escaped) = json(r#"{"a": 1, "\u0061": 2}"#);
+        assert_eq!(escaped.len(), 1);
+        assert!(escaped[0]
+            .to_string()
+            .starts_with("a: defined twice; the last one is used"));
+    }
+
+    #[test]
+    fn json_trailing_text_is_a_syntax_error() {
+        assert!(parse_json("{} x").is_err());
     }
 
     #[test]

@@ -1,0 +1,340 @@
+//! `devboy init` and `devboy doctor`: the files a new user needs, and a
+//! look at what works without an MCP client.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::{bail, Context};
+use devboy_core::config::import::{self, Registration, PROJECT_SERVERS_FILE};
+use devboy_core::config::{ConfigSource, ProxyConfig, EMBEDDED_DEFAULT_TOML};
+use devboy_mcp::doctor::{self, ServerCommand};
+use serde_json::Value;
+
+/// Claude Code's limit for `tools/list` (`claude mcp list` reports a
+/// timeout past it).
+const CLAUDE_TOOLS_LIST_LIMIT: Duration = Duration::from_secs(5);
+
+/// `devboy init`: writes `<config dir>/devboy.toml`, importing the servers
+/// of `from` or, when not given, of Claude Desktop's config if there is one.
+pub fn init_user(from: Option<&Path>, force: bool) -> anyhow::Result<()> {
+    let target = devboy_core::paths::default_config_file();
+    if target.exists() && !force {
+        bail!(
+            "{} already exists; edit it, or run `devboy init --force` to write a new one (the old one is kept as devboy.toml.bak)",
+            target.display()
+        );
+    }
+    let source = match from {
+        Some(path) => Some(path.to_path_buf()),
+        None => claude_desktop_config().filter(|p| p.is_file()),
+    };
+    let mut text = EMBEDDED_DEFAULT_TOML.to_owned();
+    let mut imported = Vec::new();
+    if let Some(source) = &source {
+        let json = std::fs::read_to_string(source)
+            .with_context(|| format!("reading {}", source.display()))?;
+        let servers = import::mcp_servers_to_toml(&json)
+            .with_context(|| format!("{}: importing its servers", source.display()))?;
+        for name in &servers.skipped_devboy {
+            println!(
+                "skipped `{name}` of {}: it is devboy itself",
+                source.display()
+            );
+        }
+        if !servers.names.is_empty() {
+            text.push_str(&format!(
+                "\n# ------------------------------------------------ imported by `devboy init`\n# from {}\n\n{}",
+                source.display(),
+                servers.toml
+            ));
+        }
+        imported = servers.names;
+    }
+    let dir = target.parent().unwrap_or_else(|| Path::new("."));
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    if target.exists() {
+        let backup = target.with_extension("toml.bak");
+        std::fs::rename(&target, &backup)
+            .with_context(|| format!("keeping the old file as {}", backup.display()))?;
+        println!("kept the old config as {}", backup.display());
+    }
+    std::fs::write(&target, text).with_context(|| format!("writing {}", target.display()))?;
+    match (&source, imported.is_empty()) {
+        (Some(source), false) => println!(
+            "wrote {} with {} server(s) from {}: {}",
+            target.display(),
+            imported.len(),
+            source.display(),
+            imported.join(", ")
+        ),
+        _ => println!(
+            "wrote {} (no servers yet: add [servers.NAME] tables, see the comments in it)",
+            target.display()
+        ),
+    }
+    report_config_problems(&target);
+    println!(
+        "\nNext, register devboy with Claude Code for all your projects (user scope):\n  \
+         claude mcp add devboy -s user -- devboy mcp\n  \
+         claude mcp list     # devboy: devboy mcp - ✔ Connected\n  \
+         devboy doctor       # each server's state, and what Claude Code sees"
+    );
+    warn_other_registrations(&["user"]);
+    Ok(())
+}
+
+/// `devboy init --project DIR`: the project's `.mcp.json` servers move to
+/// `devboy.mcp.json`, and `.mcp.json` starts devboy on that file.
+pub fn init_project(dir: &Path) -> anyhow::Result<()> {
+    let dir = dir
+        .canonicalize()
+        .with_context(|| format!("project directory {}", dir.display()))?;
+    let mcp_path = dir.join(".mcp.json");
+    let servers_path = dir.join(PROJECT_SERVERS_FILE);
+    let mcp = match std::fs::read_to_string(&mcp_path) {
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => bail!(
+            "{} does not exist; `devboy init` (without --project) sets devboy up for all your projects",
+            mcp_path.display()
+        ),
+        Err(e) => return Err(e).with_context(|| format!("reading {}", mcp_path.display())),
+    };
+    let existing = match std::fs::read_to_string(&servers_path) {
+        Ok(text) => Some(text),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        Err(e) => return Err(e).with_context(|| format!("reading {}", servers_path.display())),
+    };
+    let split = import::split_project_mcp_json(&mcp, existing.as_deref())
+        .with_context(|| format!("{}", mcp_path.display()))?;
+    // The servers first: if writing .mcp.json then fails, nothing is lost.
+    write_replacing(&servers_path, &split.servers_file)?;
+    write_replacing(&mcp_path, &split.mcp_json)?;
+    if split.moved.is_empty() {
+        println!(
+            "{} already starts devboy on {PROJECT_SERVERS_FILE}; nothing to move",
+            mcp_path.display()
+        );
+    } else {
+        println!(
+            "moved {} server(s) from .mcp.json to {PROJECT_SERVERS_FILE}: {}\n.mcp.json now starts devboy: devboy mcp --config {PROJECT_SERVERS_FILE}",
+            split.moved.len(),
+            split.moved.join(", ")
+        );
+    }
+    report_config_problems(&servers_path);
+    println!(
+        "\nBoth files use relative paths: commit them to share the setup (each teammate needs `devboy` on PATH).\n\
+         Claude Code asks once, when it next starts in this project, to approve the project server `devboy`.\n\
+         Check it:\n  \
+         claude mcp list     # devboy: devboy mcp --config {PROJECT_SERVERS_FILE} - ✔ Connected\n  \
+         devboy doctor       # each server's state, and what Claude Code sees"
+    );
+    warn_other_registrations(&["project"]);
+    Ok(())
+}
+
+/// `devboy doctor`: the config, each upstream started and checked, and
+/// devboy's registrations in Claude Code, each started as Claude Code
+/// would. Fails when something a user would trip over was found.
+pub fn doctor(config: Option<&Path>, wait: Duration) -> anyhow::Result<()> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("starting the async runtime")?;
+    let mut problems = 0usize;
+    println!("devboy {}", env!("CARGO_PKG_VERSION"));
+    let project = std::env::current_dir().context("the current directory")?;
+    let registrations = claude_code_registrations(&project);
+    // Without --config, the config Claude Code starts devboy with here.
+    let registered = registrations
+        .first()
+        .and_then(|r| config_argument(&r.args))
+        .map(|file| project.join(file));
+    let loaded = ProxyConfig::resolve(config.or(registered.as_deref()));
+    match &loaded {
+        Ok(config) => {
+            match &config.source {
+                ConfigSource::File(path) => println!("config: {}", path.display()),
+                ConfigSource::Embedded => println!(
+                    "config: none found at {}; the built-in default (no servers). `devboy init` writes one.",
+                    devboy_core::paths::default_config_file().display()
+                ),
+            }
+            for warning in &config.warnings {
+                println!("  warning: {warning}");
+            }
+            let checks = runtime.block_on(doctor::check_upstreams(config, wait));
+            if !checks.is_empty() {
+                println!("\nupstreams (started to check, then stopped):");
+            }
+            for check in &checks {
+                let ok = matches!(check.state.as_str(), "ready" | "disabled");
+                if !ok {
+                    problems += 1;
+                }
+                let timing = check
+                    .ready_ms
+                    .map(|ms| format!(", ready in {ms} ms"))
+                    .unwrap_or_default();
+                println!(
+                    "  {} {} ({}, prefix {}): {}, {} tool(s){timing}",
+                    if ok { "✔" } else { "✘" },
+                    check.name,
+                    check.transport,
+                    check.prefix,
+                    check.state,
+                    check.tools
+                );
+                if let Some(error) = &check.error {
+                    println!("      {error}");
+                }
+                for line in check.stderr_tail.iter().rev().take(3).rev() {
+                    println!("      stderr: {line}");
+                }
+            }
+        }
+        Err(error) => {
+            problems += 1;
+            println!("config: {error}");
+        }
+    }
+
+    println!("\nClaude Code:");
+    if registrations.is_empty() {
+        println!(
+            "  devboy is not registered for {} (`claude mcp add devboy -s user -- devboy mcp`)",
+            project.display()
+        );
+    }
+    if registrations.len() > 1 {
+        problems += 1;
+        println!(
+            "  ✘ devboy is registered in {} places; Claude Code uses the first (local, then project, then user) and warns about the rest: keep one (`claude mcp remove NAME -s SCOPE`)",
+            registrations.len()
+        );
+    }
+    for registration in &registrations {
+        let line = std::iter::once(registration.command.as_str())
+            .chain(registration.args.iter().map(String::as_str))
+            .collect::<Vec<_>>()
+            .join(" ");
+        let server = ServerCommand {
+            command: registration.command.clone(),
+            args: registration.args.clone(),
+            env: registration.env.iter().cloned().collect(),
+            cwd: Some(project.clone()),
+        };
+        match runtime.block_on(doctor::probe_server(&server, CLAUDE_TOOLS_LIST_LIMIT)) {
+            Ok(probe) => println!(
+                "  ✔ {} scope, `{}`: {line}\n      started as Claude Code would: initialize {} ms, tools/list {} ms ({} tools; Claude Code allows {} s)",
+                registration.scope,
+                registration.name,
+                probe.initialize_ms,
+                probe.tools_list_ms,
+                probe.tools,
+                CLAUDE_TOOLS_LIST_LIMIT.as_secs()
+            ),
+            Err(error) => {
+                problems += 1;
+                println!(
+                    "  ✘ {} scope, `{}`: {line}\n      started as Claude Code would: {error}",
+                    registration.scope, registration.name
+                );
+            }
+        }
+    }
+    runtime.shutdown_timeout(Duration::from_millis(200));
+    if problems > 0 {
+        bail!("{problems} problem(s) found");
+    }
+    println!("\nno problems found");
+    Ok(())
+}
+
+/// The file after `--config` (or in `--config=FILE`) in `devboy mcp`'s arguments.
+fn config_argument(args: &[String]) -> Option<&str> {
+    args.iter().enumerate().find_map(|(i, arg)| {
+        if arg == "--config" {
+            args.get(i + 1).map(String::as_str)
+        } else {
+            arg.strip_prefix("--config=")
+        }
+    })
+}
+
+/// Loads the config just written and says which servers will not start.
+fn report_config_problems(path: &Path) {
+    match ProxyConfig::load(path) {
+        Ok(config) => {
+            for (server, why) in config.unusable_upstreams() {
+                println!(
+                    "note: `{}` will show as failed until fixed: {why}",
+                    server.name
+                );
+            }
+        }
+        Err(error) => println!("note: {error}"),
+    }
+}
+
+/// Says where else devboy is registered for this directory, other than
+/// `expected` scopes.
+fn warn_other_registrations(expected: &[&str]) {
+    let Ok(project) = std::env::current_dir() else {
+        return;
+    };
+    for registration in claude_code_registrations(&project) {
+        if !expected.contains(&registration.scope) {
+            println!(
+                "note: devboy is also registered in Claude Code's {} scope as `{}`; keep one registration (`claude mcp remove {} -s {}`)",
+                registration.scope, registration.name, registration.name, registration.scope
+            );
+        }
+    }
+}
+
+/// devboy's registrations in Claude Code's files for `project`.
+fn claude_code_registrations(project: &Path) -> Vec<Registration> {
+    let read = |path: PathBuf| -> Option<Value> {
+        let text = std::fs::read_to_string(path).ok()?;
+        serde_json::from_str(&text).ok()
+    };
+    let claude_json = claude_json_path().and_then(read);
+    let project_json = read(project.join(".mcp.json"));
+    import::claude_registrations(
+        claude_json.as_ref(),
+        &project.display().to_string(),
+        project_json.as_ref(),
+    )
+}
+
+/// `~/.claude.json` (in `$CLAUDE_CONFIG_DIR` when that is set).
+fn claude_json_path() -> Option<PathBuf> {
+    if let Some(dir) = std::env::var_os("CLAUDE_CONFIG_DIR").filter(|d| !d.is_empty()) {
+        return Some(PathBuf::from(dir).join(".claude.json"));
+    }
+    std::env::var_os("HOME")
+        .filter(|h| !h.is_empty())
+        .map(|home| PathBuf::from(home).join(".claude.json"))
+}
+
+/// Claude Desktop's config file on this system.
+fn claude_desktop_config() -> Option<PathBuf> {
+    let home = PathBuf::from(std::env::var_os("HOME").filter(|h| !h.is_empty())?);
+    if cfg!(target_os = "macos") {
+        return Some(home.join("Library/Application Support/Claude/claude_desktop_config.json"));
+    }
+    let config = std::env::var_os("XDG_CONFIG_HOME")
+        .map(PathBuf::from)
+        .filter(|p| p.is_absolute())
+        .unwrap_or_else(|| home.join(".config"));
+    Some(config.join("Claude").join("claude_desktop_config.json"))
+}
+
+/// Replaces `path` whole (temporary file and rename), so an interrupted
+/// write leaves the old file, never half of the new one.
+fn write_replacing(path: &Path, text: &str) -> anyhow::Result<()> {
+    let tmp = path.with_extension("devboy-tmp");
+    std::fs::write(&tmp, text).with_context(|| format!("writing {}", tmp.display()))?;
+    std::fs::rename(&tmp, path).with_context(|| format!("replacing {}", path.display()))
+}

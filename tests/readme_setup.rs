@@ -1,0 +1,189 @@
+//! The README's setup, run as written by a new user: its shell blocks under
+//! "Adding devboy to Claude Code" go through bash, line for line, in a
+//! fresh `HOME`, with the real Claude Code; then a scripted model calls a
+//! proxied tool in a project whose `.mcp.json` is an ordinary one (servers
+//! started by path and by the Python peers, one HTTP server that is down,
+//! one whose token is unset), moved behind devboy by the README's command.
+//!
+//! One line is not run: `cargo install --path .` (a release build of the
+//! whole workspace into the user's cargo bin would take many minutes and
+//! touch the machine outside the test); the binary under test stands in
+//! for it on `PATH` under the name `devboy`.
+
+use std::path::{Path, PathBuf};
+
+use std::time::Duration;
+
+use devboy_testkit::{peers, ClaudeCode, Script, ScriptedModel, TerminalSession, Turn};
+use serde_json::{json, Value};
+
+const DEVBOY: &str = env!("CARGO_BIN_EXE_devboy");
+const INSTALL_LINE: &str = "cargo install --path .";
+
+/// The `sh` blocks of README.md after `heading`, up to the next `## `.
+fn readme_blocks(heading: &str) -> Vec<String> {
+    let readme = std::fs::read_to_string(peers::workspace_root().join("README.md")).unwrap();
+    let start = readme
+        .find(heading)
+        .unwrap_or_else(|| panic!("README.md has no {heading:?}"));
+    let section = &readme[start + heading.len()..];
+    let section = &section[..section.find("\n## ").unwrap_or(section.len())];
+    let mut blocks = Vec::new();
+    let mut rest = section;
+    while let Some(open) = rest.find("```sh\n") {
+        let body = &rest[open + 6..];
+        let close = body.find("```").expect("closed block");
+        blocks.push(body[..close].to_owned());
+        rest = &body[close..][3..];
+    }
+    blocks
+}
+
+/// A directory holding `devboy`, as `cargo install` would leave it.
+fn bin_dir(claude: &ClaudeCode) -> PathBuf {
+    let dir = claude.scratch_dir().join("cargo-bin");
+    std::fs::create_dir_all(&dir).unwrap();
+    let link = dir.join("devboy");
+    if !link.exists() {
+        std::os::unix::fs::symlink(DEVBOY, &link).unwrap();
+    }
+    dir
+}
+
+/// Runs one README block with bash (`set -e`: every command must
+/// succeed) in `dir`; returns stdout.
+fn run_block(claude: &ClaudeCode, block: &str, dir: &Path) -> String {
+    let script: Vec<&str> = block
+        .lines()
+        .filter(|line| !line.trim_start().starts_with(INSTALL_LINE))
+        .collect();
+    let script = format!("set -euo pipefail\n{}", script.join("\n"));
+    let bins = bin_dir(claude);
+    let mut cmd = claude.shell(&script, &[&bins]);
+    cmd.current_dir(dir);
+    let out = devboy_testkit::claude::run_with_timeout(cmd, Duration::from_secs(120)).unwrap();
+    assert!(out.success(), "README block failed:\n{script}\n{out}");
+    out.stdout
+}
+
+fn connected(list: &str, name: &str) -> bool {
+    list.lines()
+        .any(|l| l.starts_with(&format!("{name}:")) && l.contains("✔ Connected"))
+}
+
+#[test]
+fn readme_user_setup_works_as_written() {
+    let blocks = readme_blocks("## Adding devboy to Claude Code");
+    let setup = &blocks[0];
+    assert!(setup.contains(INSTALL_LINE), "{setup}");
+    assert!(setup.contains("devboy init"), "{setup}");
+    let claude = ClaudeCode::new().unwrap();
+    // A Claude Desktop config for `devboy init` to import.
+    let desktop = claude.home().join(".config/Claude");
+    std::fs::create_dir_all(&desktop).unwrap();
+    let fs = peers::server_filesystem(claude.project());
+    std::fs::write(
+        desktop.join("claude_desktop_config.json"),
+        json!({"mcpServers": {"filesystem": {"command": fs.program_str(), "args": fs.args}}})
+            .to_string(),
+    )
+    .unwrap();
+    let stdout = run_block(&claude, setup, claude.project());
+    assert!(connected(&stdout, "devboy"), "{stdout}");
+    let config = claude.home().join(".config/devboy/devboy.toml");
+    let text = std::fs::read_to_string(&config).unwrap();
+    assert!(text.contains("[servers.filesystem]"), "{text}");
+    // Running `devboy init` again must not lose the file.
+    let again = claude
+        .shell("devboy init", &[&bin_dir(&claude)])
+        .output()
+        .unwrap();
+    assert!(!again.status.success());
+    assert_eq!(std::fs::read_to_string(&config).unwrap(), text);
+}
+
+#[test]
+fn readme_project_setup_works_as_written_with_a_realistic_mcp_json() {
+    let blocks = readme_blocks("## Adding devboy to Claude Code");
+    let project_block = blocks
+        .iter()
+        .find(|b| b.contains("devboy init --project"))
+        .expect("a project block");
+    assert!(project_block.contains("cd your-project"), "{project_block}");
+
+    let claude = ClaudeCode::new().unwrap();
+    let parent = claude.scratch_dir().join("work");
+    let project = parent.join("your-project");
+    std::fs::create_dir_all(&project).unwrap();
+    let marker = "first contact marker 5521";
+    std::fs::write(project.join("notes.txt"), marker).unwrap();
+    let fs = peers::server_filesystem(Path::new("."));
+    let git = peers::server_git(Path::new("."));
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = closed.local_addr().unwrap().port();
+    drop(closed);
+    let original = json!({"mcpServers": {
+        "filesystem": {"command": fs.program_str(), "args": fs.args},
+        "git": {"command": git.program_str(), "args": git.args},
+        "issues": {"type": "http", "url": format!("http://127.0.0.1:{port}/mcp")},
+        "github": {"type": "http", "url": "https://api.example/mcp",
+                   "headers": {"Authorization": "Bearer ${DEVBOY_README_TEST_UNSET_TOKEN}"}},
+    }});
+    std::fs::write(
+        project.join(".mcp.json"),
+        serde_json::to_string_pretty(&original).unwrap(),
+    )
+    .unwrap();
+    std::process::Command::new("git")
+        .args(["init", "-q"])
+        .current_dir(&project)
+        .status()
+        .unwrap();
+
+    let stdout = run_block(&claude, project_block, &parent);
+    assert!(connected(&stdout, "devboy"), "{stdout}");
+    let moved: Value =
+        serde_json::from_str(&std::fs::read_to_string(project.join("devboy.mcp.json")).unwrap())
+            .unwrap();
+    assert_eq!(moved, original, "the servers moved exactly");
+
+    // A session in that project, in interactive Claude Code: the model
+    // reads a file through devboy while two servers behind it are down.
+    // The first prompt gets a text answer, the tool call comes with the
+    // second: the filesystem server may come up after devboy's first
+    // tools/list (answered within 2.5 s with what is ready) and then reach
+    // Claude Code by list_changed.
+    let tool = "mcp__devboy__filesystem__read_text_file";
+    let model = ScriptedModel::start(Script::new().final_text("ok")).unwrap();
+    let bins = bin_dir(&claude);
+    let path = std::env::join_paths(std::iter::once(bins).chain(std::env::split_paths(
+        &std::env::var_os("PATH").unwrap_or_default(),
+    )))
+    .unwrap();
+    let claude = claude
+        .model(&model)
+        .project_dir(&project)
+        .unwrap()
+        .env("PATH", path.to_string_lossy());
+    let terminal = TerminalSession::start(&claude, &["--allowedTools", tool]).unwrap();
+    terminal.type_line("Hello.").unwrap();
+    terminal
+        .wait_until("an answer", Duration::from_secs(60), || {
+            model
+                .main_requests()
+                .iter()
+                .any(|r| r["messages"].to_string().contains("Hello."))
+        })
+        .unwrap();
+    std::thread::sleep(Duration::from_secs(5));
+    model.push(Turn::tool_use(tool, json!({"path": "notes.txt"})));
+    terminal.type_line("Read notes.txt.").unwrap();
+    terminal
+        .wait_until("a tool result", Duration::from_secs(60), || {
+            !model.tool_results().is_empty()
+        })
+        .unwrap();
+    let results = model.tool_results();
+    assert!(!results[0].is_error, "{:?}", results[0]);
+    assert!(results[0].text().contains(marker), "{:?}", results[0]);
+}
