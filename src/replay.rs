@@ -22,7 +22,7 @@ use anyhow::Context;
 use devboy_core::pipeline_config::{PipelineConfig, SessionContext};
 use devboy_mcp::dedup::{session_pipeline, tokenizer};
 use devboy_pipeline::session::{Action, BodyPolicy};
-use devboy_pipeline::{EndpointKey, ResultPolicy, Timestamp};
+use devboy_pipeline::{EndpointKey, IdAllocator, ResultPolicy, SessionTag, Timestamp};
 use serde_json::{json, Value};
 
 /// One recorded body.
@@ -193,7 +193,9 @@ fn body_of(endpoint: &str, text: String) -> Body {
 
 fn run(config: &PipelineConfig, files: usize, bodies: &[Body]) -> Value {
     let tok = tokenizer(config.resolve_session(&SessionContext::default()).tokenizer);
-    let mut pipeline = session_pipeline(config);
+    // A fixed tag: the same files give the same report, and it costs what
+    // a live session's drawn tag costs.
+    let mut pipeline = session_pipeline(config, IdAllocator::new(SessionTag::FIXED));
     let (mut compact, mut pretty) = (0u64, 0u64);
     let mut shapes: BTreeMap<&'static str, Bucket> = BTreeMap::new();
     let mut formats: BTreeMap<&'static str, Bucket> = BTreeMap::new();

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use common::toml_str;
 
-use devboy_testkit::scripted_model::COMPACTION_SUMMARY_TEXT;
+use devboy_testkit::scripted_model::{COMPACTION_SUMMARY_TEXT, LAST_ID};
 use devboy_testkit::{peers, ClaudeCode, Script, ScriptedModel, TerminalSession, Turn};
 use serde_json::{json, Value};
 
@@ -184,8 +184,9 @@ fn repeated_read_reaches_the_model_as_a_resolvable_reference() {
         Script::new()
             .tool_use(read, json!({"path": path}))
             .tool_use(read, json!({"path": path}))
-            // Ids are handed out in order; the first fresh result gets r1.
-            .tool_use(expand, json!({"id": "r1"}))
+            // The id the model was shown with the first read (the
+            // reference names the same one).
+            .tool_use(expand, json!({"id": LAST_ID}))
             .tool_use(write, json!({"path": path, "content": text}))
             .tool_use(read, json!({"path": path}))
             .final_text("done"),
@@ -208,23 +209,26 @@ fn repeated_read_reaches_the_model_as_a_resolvable_reference() {
     // structuredContent), plus the id line.
     let structured = serde_json::to_string(&json!({ "content": text })).unwrap();
     assert!(seen[0].contains(&structured), "first read: {}", seen[0]);
-    assert!(seen[0].contains("> [id: r1]"), "first read: {}", seen[0]);
+    let id = result_id(&seen[0]);
     // 2: only the reference, and its id is in what the model saw first.
     assert_eq!(
-        seen[1], "> [ref: r1, unchanged; devboy_expand r1]",
+        seen[1],
+        format!("> [ref: {id}, unchanged; devboy_expand {id}]"),
         "second read"
     );
     assert!(!seen[1].contains("4711"));
     // 3: expand gives the exact text back.
-    assert_eq!(seen[2], structured, "devboy_expand r1");
+    assert_eq!(seen[2], structured, "devboy_expand {id}");
     // 5: after the write, the read is full again, under a new id.
     assert!(
         seen[4].contains(&structured),
         "read after write: {}",
         seen[4]
     );
-    assert!(
-        seen[4].contains("> [id: r2]"),
+    let tag = id.trim_end_matches(|c: char| c.is_ascii_digit());
+    assert_eq!(
+        result_id(&seen[4]),
+        format!("{tag}2"),
         "read after write: {}",
         seen[4]
     );
@@ -345,7 +349,7 @@ fn after_compact_in_the_same_session_a_repeat_is_full_again() {
     assert_ne!(new_id, first_id, "{}", seen[2]);
 }
 
-/// The id of a fresh result: `rN` from its `> [id: rN]` line.
+/// The id of a fresh result: `kafrum3` from its `> [id: kafrum3]` line.
 fn result_id(result: &str) -> String {
     result
         .lines()

@@ -50,7 +50,7 @@ fn entities() -> Value {
 /// The text the model saw, without devboy's trailing id line.
 fn without_id_line(seen: &str) -> &str {
     match seen.rsplit_once('\n') {
-        Some((body, last)) if last.starts_with("> [id: r") => body,
+        Some((body, last)) if last.starts_with("> [id: ") => body,
         _ => seen,
     }
 }

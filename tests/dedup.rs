@@ -13,7 +13,7 @@ const ONE: &str = r#"
 command = "{server}"
 "#;
 
-/// The id a fresh result was shown with (`> [id: r3]` → `r3`).
+/// The id a fresh result was shown with (`> [id: kafrum3]` → `kafrum3`).
 fn id_of(result: &rmcp::model::CallToolResult) -> String {
     let last = result
         .content
@@ -53,9 +53,49 @@ async fn repeat_becomes_a_reference_the_model_can_resolve() {
     // Small results are left alone; errors and unknown ids are clear.
     let small = devboy.call("t__echo", json!({"text": "tiny"})).await;
     assert_eq!(text_of(&small), "tiny");
-    let unknown = devboy.call("devboy_expand", json!({"id": "r999"})).await;
+    let tag = id.trim_end_matches(|c: char| c.is_ascii_digit());
+    let unknown = devboy
+        .call("devboy_expand", json!({"id": format!("{tag}999")}))
+        .await;
     assert_eq!(unknown.is_error, Some(true));
-    assert!(text_of(&unknown).contains("not issued"), "{unknown:?}");
+    assert!(
+        text_of(&unknown).contains("was never issued"),
+        "{unknown:?}"
+    );
+    let malformed = devboy.call("devboy_expand", json!({"id": "12"})).await;
+    assert_eq!(malformed.is_error, Some(true));
+    assert!(
+        text_of(&malformed).contains("is not a devboy id"),
+        "{malformed:?}"
+    );
+}
+
+/// DESIGN §4.10 across a restart (Claude Code reconnecting the server, or
+/// `/mcp`): the model still holds an id of the first devboy process, and
+/// the second, with the same config, has numbered other content from 1
+/// again. Asked for the old id, it says so; it never returns that content.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_id_from_before_a_restart_is_stale_never_other_content() {
+    let first = Devboy::start(ONE).await;
+    let shown = first.call("t__payload", json!({"bytes": 4096})).await;
+    let id = id_of(&shown);
+    first.client.cancel().await.expect("stop devboy 1");
+
+    let second = Devboy::start(ONE).await;
+    let other = second.call("t__payload", json!({"bytes": 3000})).await;
+    let other_body = other.content[0].as_text().unwrap().text.clone();
+    let expanded = second.call("devboy_expand", json!({"id": id})).await;
+    assert_ne!(text_of(&expanded), other_body, "another process's content");
+    assert_eq!(expanded.is_error, Some(true), "{expanded:?}");
+    assert_eq!(
+        text_of(&expanded),
+        format!("devboy: `{id}` is from an earlier devboy session; call the tool again")
+    );
+    // The second process's own ids are its own and resolve.
+    let other_id = id_of(&other);
+    assert_ne!(other_id, id);
+    let own = second.call("devboy_expand", json!({"id": other_id})).await;
+    assert_eq!(text_of(&own), other_body);
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -254,5 +294,7 @@ async fn the_client_profile_can_be_set_for_clients_devboy_does_not_recognise() {
     let shown = fresh.content[0].as_text().unwrap().text.clone();
     let value = devboy_pipeline::encode::decode(&shown).unwrap();
     assert_eq!(value["items"].as_array().map(Vec::len), Some(40));
-    assert!(id_of(&fresh).starts_with('r'));
+    assert!(id_of(&fresh)
+        .parse::<devboy_pipeline::ReferenceId>()
+        .is_ok());
 }

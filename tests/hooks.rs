@@ -369,7 +369,20 @@ async fn after_the_compaction_hook_the_next_repeat_is_full() {
     client.send(request).await;
     let repeat = client.recv_response(n).await;
     assert_eq!(blocks(&repeat), Some(1), "a reference: {repeat}");
-    assert!(repeat.to_string().contains("[ref: r1"), "{repeat}");
+    // The fresh result's id, named by the reference.
+    let id = first["result"]["content"][1]["text"]
+        .as_str()
+        .and_then(|l| l.strip_prefix("> [id: ")?.strip_suffix(']'))
+        .unwrap_or_else(|| panic!("no id line: {first}"))
+        .to_owned();
+    assert!(
+        repeat.to_string().contains(&format!("[ref: {id},")),
+        "{repeat}"
+    );
+    let next = format!(
+        "[id: {}2]",
+        id.trim_end_matches(|c: char| c.is_ascii_digit())
+    );
 
     hook_signal(runtime.path(), &pre_compact(project.path()));
     // The watcher polls every 250 ms; then a repeat must go out in full.
@@ -380,7 +393,7 @@ async fn after_the_compaction_hook_the_next_repeat_is_full() {
         client.send(request).await;
         let after = client.recv_response(n).await;
         if blocks(&after) == Some(2) {
-            assert!(after.to_string().contains("[id: r2]"), "{after}");
+            assert!(after.to_string().contains(&next), "{after}");
             break;
         }
         assert!(

@@ -88,7 +88,7 @@ fn check(tool: &str, straight: &CallToolResult, via: &CallToolResult, structured
         .iter()
         .map(|c| c.as_text().map(|t| t.text.as_str()).expect("text blocks"))
         .collect();
-    if texts.len() == 2 && texts[1].starts_with("> [id: r") {
+    if texts.len() == 2 && texts[1].starts_with("> [id: ") {
         texts.pop();
     }
     assert_eq!(texts.len(), 1, "{tool}: {via:?}");

@@ -18,7 +18,7 @@ pub enum BuiltinTool {
     /// or cleared, so nothing devboy sends from now on may refer to a
     /// result shown before.
     Compact,
-    /// The exact text behind an id devboy printed (`r12`).
+    /// The exact text behind an id devboy printed (`kafrum12`).
     Expand,
 }
 
@@ -47,10 +47,10 @@ impl BuiltinTool {
             .with_annotations(annotations("devboy compact", false)),
             BuiltinTool::Expand => Tool::new(
                 "devboy_expand",
-                "Returns the exact original text of a tool result that devboy abbreviated, by the id in its hint (e.g. r12).",
+                "Returns the exact original text of a tool result that devboy abbreviated, by the id in its hint (e.g. kafrum12).",
                 schema(json!({
                     "type": "object",
-                    "properties": {"id": {"type": "string", "description": "The id from the hint, e.g. r12"}},
+                    "properties": {"id": {"type": "string", "description": "The id from the hint, e.g. kafrum12"}},
                     "required": ["id"]
                 })),
             )

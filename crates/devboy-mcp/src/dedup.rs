@@ -42,8 +42,8 @@ use devboy_core::pipeline_config::{
 use devboy_pipeline::route::RouteConfig;
 use devboy_pipeline::session::{Action, BodyPolicy, Processed, SessionPipeline, Totals};
 use devboy_pipeline::{
-    paths_in_arguments, DedupConfig, EndpointKey, ExpandConfig, Fingerprint, L0Config, NearPolicy,
-    ResultPolicy, SideEffect, Template, Timestamp, Tokenizer,
+    paths_in_arguments, DedupConfig, EndpointKey, ExpandConfig, Fingerprint, IdAllocator, L0Config,
+    NearPolicy, ResultPolicy, SideEffect, Template, Timestamp, Tokenizer,
 };
 use devboy_telemetry::{CallFacts, DedupOutcome, Layer, Outcome, Telemetry};
 use rmcp::model::{CallToolResult, ContentBlock};
@@ -144,8 +144,9 @@ impl State {
 }
 
 /// A fresh [`SessionPipeline`] with the config's dedup bounds, tokenizer
-/// and budget: what a proxy session and `devboy replay` both run.
-pub fn session_pipeline(config: &PipelineConfig) -> SessionPipeline {
+/// and budget, naming what it shows with `ids`: what a proxy session and
+/// `devboy replay` both run.
+pub fn session_pipeline(config: &PipelineConfig, ids: IdAllocator) -> SessionPipeline {
     let d = &config.dedup;
     let l0 = L0Config {
         dedup: DedupConfig {
@@ -162,7 +163,23 @@ pub fn session_pipeline(config: &PipelineConfig) -> SessionPipeline {
         budget_tokens: session.budget_tokens,
         only: None,
     };
-    SessionPipeline::new(l0, route)
+    SessionPipeline::new(l0, route, ids)
+}
+
+/// This process's ids: tagged from fresh randomness, so that no other
+/// devboy process (the one before a restart, in particular) prints the
+/// same ids. Without the OS's randomness, the process id and the time
+/// stand in, which still differ between a process and its restart.
+pub fn process_ids() -> IdAllocator {
+    let seed = getrandom::u64().unwrap_or_else(|error| {
+        tracing::warn!(%error, "no OS randomness; the id tag comes from the process id and time");
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos() as u64)
+            .unwrap_or_default();
+        nanos ^ u64::from(std::process::id()).rotate_left(32)
+    });
+    IdAllocator::seeded(seed)
 }
 
 /// The pipeline's tokenizer for the configured choice.
@@ -177,9 +194,14 @@ pub fn tokenizer(choice: TokenizerChoice) -> Tokenizer {
 impl DedupProcessor {
     /// A processor with fresh state, following `config`; `encode` turns the
     /// L1/L2 router on (`encoding.enabled` in the config can still turn it
-    /// off).
+    /// off). Its ids carry a tag drawn for this process ([`process_ids`]).
     pub fn new(config: Arc<PipelineConfig>, encode: bool) -> Self {
-        let pipeline = session_pipeline(&config);
+        Self::with_ids(config, encode, process_ids())
+    }
+
+    /// [`new`](Self::new), naming results with `ids` (a fixed tag in tests).
+    pub fn with_ids(config: Arc<PipelineConfig>, encode: bool, ids: IdAllocator) -> Self {
+        let pipeline = session_pipeline(&config, ids);
         // Load the vocabulary now, off the first result's path.
         let tokenizer = pipeline.tokenizer();
         let _ = std::thread::Builder::new()
@@ -564,13 +586,21 @@ mod tests {
     use serde_json::json;
     use std::path::Path;
 
+    fn fixed_ids() -> IdAllocator {
+        IdAllocator::new(devboy_pipeline::SessionTag::FIXED)
+    }
+
     fn processor() -> DedupProcessor {
-        DedupProcessor::new(Arc::new(PipelineConfig::embedded_default()), true)
+        DedupProcessor::with_ids(
+            Arc::new(PipelineConfig::embedded_default()),
+            true,
+            fixed_ids(),
+        )
     }
 
     fn configured(toml: &str) -> DedupProcessor {
         let config = PipelineConfig::from_str(toml, Path::new("test.toml")).unwrap();
-        DedupProcessor::new(Arc::new(config), true)
+        DedupProcessor::with_ids(Arc::new(config), true, fixed_ids())
     }
 
     fn named<'a>(exposed: &'a str, arguments: Option<&'a JsonObject>) -> ToolCallInfo<'a> {
@@ -619,17 +649,52 @@ mod tests {
             .unwrap()
             .unwrap();
         assert_eq!(fresh.structured_content, None);
-        assert_eq!(texts(&fresh), [value.to_string(), "> [id: r1]".into()]);
+        assert_eq!(texts(&fresh), [value.to_string(), "> [id: tagfix1]".into()]);
         assert_eq!(fresh.meta, Some(meta.clone()));
 
         let repeat = processor
             .process(&call(None, true), &result)
             .unwrap()
             .unwrap();
-        assert_eq!(texts(&repeat), ["> [ref: r1, unchanged; devboy_expand r1]"]);
+        assert_eq!(
+            texts(&repeat),
+            ["> [ref: tagfix1, unchanged; devboy_expand tagfix1]"]
+        );
         assert_eq!(repeat.structured_content, None);
         assert_eq!(repeat.meta, Some(meta));
-        assert_eq!(processor.expand("r1"), Some(Ok(value.to_string())));
+        assert_eq!(processor.expand("tagfix1"), Some(Ok(value.to_string())));
+    }
+
+    /// A restart: the model still holds the first process's id, and the
+    /// second process has numbered other content the same.
+    #[test]
+    fn an_id_of_an_earlier_process_is_stale_not_other_content() {
+        let config = Arc::new(PipelineConfig::embedded_default());
+        let earlier = DedupProcessor::with_ids(config.clone(), true, process_ids());
+        let later = DedupProcessor::with_ids(config, true, process_ids());
+        let shown = |processor: &DedupProcessor, text: String| {
+            let result = CallToolResult::success(vec![ContentBlock::text(text)]);
+            let out = processor
+                .process(&call(None, false), &result)
+                .unwrap()
+                .unwrap();
+            let line = texts(&out).pop().unwrap_or_default();
+            line.strip_prefix("> [id: ")
+                .and_then(|l| l.strip_suffix(']'))
+                .unwrap_or_else(|| panic!("no id line: {line}"))
+                .to_owned()
+        };
+        let old = shown(&earlier, big());
+        let new = shown(&later, "9876543210".repeat(100));
+        assert_ne!(old, new, "two processes never print the same id");
+        assert_eq!(
+            later.expand(&old),
+            Some(Err(format!(
+                "`{old}` is from an earlier devboy session; call the tool again"
+            )))
+        );
+        assert_eq!(later.expand(&new), Some(Ok("9876543210".repeat(100))));
+        assert_eq!(earlier.expand(&old), Some(Ok(big())));
     }
 
     #[test]
@@ -641,7 +706,7 @@ mod tests {
             .process(&call(None, false), &result)
             .unwrap()
             .unwrap();
-        assert_eq!(texts(&fresh), [big(), "> [id: r1]".into()]);
+        assert_eq!(texts(&fresh), [big(), "> [id: tagfix1]".into()]);
         assert_eq!(fresh.structured_content, Some(json!({"n": 1})));
         let repeat = processor
             .process(&call(None, false), &result)
@@ -695,7 +760,10 @@ mod tests {
             .process(&call(args, false), &result)
             .unwrap()
             .unwrap();
-        assert_eq!(texts(&again).last().map(String::as_str), Some("> [id: r2]"));
+        assert_eq!(
+            texts(&again).last().map(String::as_str),
+            Some("> [id: tagfix2]")
+        );
     }
 
     fn labels(n: usize) -> CallToolResult {
@@ -719,7 +787,10 @@ mod tests {
             .process(&call(None, false), &result)
             .unwrap()
             .unwrap();
-        assert_eq!(texts(&first), ["> [ref: r1, unchanged; devboy_expand r1]"]);
+        assert_eq!(
+            texts(&first),
+            ["> [ref: tagfix1, unchanged; devboy_expand tagfix1]"]
+        );
         // The limit is reached: the repeat goes out as it came, no id line.
         assert_eq!(
             processor.process(&call(None, false), &result).unwrap(),
@@ -777,7 +848,10 @@ mod tests {
             .process(&call(None, false), &result)
             .unwrap()
             .unwrap();
-        assert_eq!(texts(&repeat), ["> [ref: r1, unchanged; devboy_expand r1]"]);
+        assert_eq!(
+            texts(&repeat),
+            ["> [ref: tagfix1, unchanged; devboy_expand tagfix1]"]
+        );
     }
 
     #[test]
@@ -802,12 +876,10 @@ mod tests {
     #[test]
     fn a_tool_freshness_shortens_its_references() {
         let processor = configured("[tools.\"fs__*\"]\nfreshness_secs = 1\n");
+        // Loaded before the clock matters: on a busy machine the first
+        // count's vocabulary load can take longer than the freshness.
+        processor.tokenizer().warm_up();
         let result = CallToolResult::success(vec![ContentBlock::text(big())]);
-        // The first result a processor handles loads the tokenizer, which a
-        // busy machine may take over a second to do in a debug build:
-        // let another tool pay for that before the clock matters.
-        let warm = CallToolResult::success(vec![ContentBlock::text(format!("warm {}", big()))]);
-        processor.process(&named("mem__warm", None), &warm).unwrap();
         processor.process(&call(None, false), &result).unwrap();
         let soon = processor
             .process(&call(None, false), &result)
@@ -819,7 +891,10 @@ mod tests {
             .process(&call(None, false), &result)
             .unwrap()
             .unwrap();
-        assert_eq!(texts(&later).last().map(String::as_str), Some("> [id: r3]"));
+        assert_eq!(
+            texts(&later).last().map(String::as_str),
+            Some("> [id: tagfix2]")
+        );
     }
 
     #[test]
@@ -841,7 +916,7 @@ mod tests {
             .process(&named("mem__read", None), &small)
             .unwrap()
             .unwrap();
-        assert_eq!(texts(&fresh), ["0123456789", "> [id: r1]"]);
+        assert_eq!(texts(&fresh), ["0123456789", "> [id: tagfix1]"]);
     }
 
     #[test]
@@ -859,7 +934,10 @@ mod tests {
         // Configured read-only: calling it again forgets nothing.
         processor.before_call(&list());
         let repeat = processor.process(&list(), &result).unwrap().unwrap();
-        assert_eq!(texts(&repeat), ["> [ref: r1, unchanged; devboy_expand r1]"]);
+        assert_eq!(
+            texts(&repeat),
+            ["> [ref: tagfix1, unchanged; devboy_expand tagfix1]"]
+        );
         // Annotated read-only, configured mutating, with an invalidates list.
         let create = ToolCallInfo {
             side_effect: SideEffectClass::ReadOnly,
@@ -867,7 +945,10 @@ mod tests {
         };
         processor.before_call(&create);
         let full = processor.process(&list(), &result).unwrap().unwrap();
-        assert_eq!(texts(&full).last().map(String::as_str), Some("> [id: r2]"));
+        assert_eq!(
+            texts(&full).last().map(String::as_str),
+            Some("> [id: tagfix2]")
+        );
     }
 
     #[test]
@@ -877,7 +958,8 @@ mod tests {
         let _ = std::fs::remove_dir_all(&dir);
         let config = Arc::new(PipelineConfig::embedded_default());
         let telemetry = Telemetry::start(TelemetryOptions::new(dir.clone(), "o200k_base"));
-        let processor = DedupProcessor::new(config, true).with_telemetry(telemetry);
+        let processor =
+            DedupProcessor::with_ids(config, true, fixed_ids()).with_telemetry(telemetry);
         let args = json!({"path": "/p/CANARY-7f3a-SECRET.txt"});
         let read = ToolCallInfo {
             client: Some("claude-code"),
@@ -977,7 +1059,10 @@ mod tests {
             )
             .unwrap()
             .unwrap();
-        assert_eq!(texts(&fresh).last().map(String::as_str), Some("> [id: r1]"));
+        assert_eq!(
+            texts(&fresh).last().map(String::as_str),
+            Some("> [id: tagfix1]")
+        );
         let near = processor
             .process(
                 &ToolCallInfo {
@@ -990,11 +1075,11 @@ mod tests {
             .unwrap();
         assert_eq!(
             texts(&near),
-            ["> [near-ref: r1, changed below; devboy_expand r2]\n/state: \"success\""]
+            ["> [near-ref: tagfix1, changed below; devboy_expand tagfix2]\n/state: \"success\""]
         );
         assert_eq!(near.structured_content, None);
         assert_eq!(
-            processor.expand("r2"),
+            processor.expand("tagfix2"),
             Some(Ok(body("success").to_string()))
         );
         assert_eq!(processor.report().unwrap()["near_references"], 1);

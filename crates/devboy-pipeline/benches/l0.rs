@@ -13,7 +13,8 @@ use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use devboy_pipeline::{
-    DedupCache, DedupConfig, Delivered, EndpointKey, Fingerprint, IdAllocator, Timestamp,
+    DedupCache, DedupConfig, Delivered, EndpointKey, Fingerprint, IdAllocator, SessionTag,
+    Timestamp,
 };
 use sha2::{Digest, Sha256};
 
@@ -40,7 +41,7 @@ fn l0(c: &mut Criterion) {
 
         let mut fresh = body(len);
         let mut cache = DedupCache::new(DedupConfig::default());
-        let mut ids = IdAllocator::new();
+        let mut ids = IdAllocator::new(SessionTag::FIXED);
         let mut counter = 0u64;
         group.bench_function(BenchmarkId::new("l0_miss_insert", kib), |b| {
             b.iter(|| {

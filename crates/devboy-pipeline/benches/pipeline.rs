@@ -17,7 +17,9 @@ use std::time::Duration;
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use devboy_pipeline::route::RouteConfig;
 use devboy_pipeline::session::{BodyPolicy, SessionPipeline};
-use devboy_pipeline::{EndpointKey, L0Config, ResultPolicy, Timestamp, Tokenizer};
+use devboy_pipeline::{
+    EndpointKey, IdAllocator, L0Config, ResultPolicy, SessionTag, Timestamp, Tokenizer,
+};
 use serde_json::{json, Value};
 
 const SIZES_KIB: [usize; 4] = [1, 4, 32, 256];
@@ -105,7 +107,11 @@ fn pipeline(c: &mut Criterion) {
                 budget_tokens: budget,
                 ..RouteConfig::default()
             };
-            let mut session = SessionPipeline::new(L0Config::default(), route);
+            let mut session = SessionPipeline::new(
+                L0Config::default(),
+                route,
+                IdAllocator::new(SessionTag::FIXED),
+            );
             let mut n = 0usize;
             group.bench_with_input(BenchmarkId::new(name, kib), &body, |b, body| {
                 b.iter(|| {
@@ -124,7 +130,11 @@ fn pipeline(c: &mut Criterion) {
                 })
             });
         }
-        let mut session = SessionPipeline::new(L0Config::default(), RouteConfig::default());
+        let mut session = SessionPipeline::new(
+            L0Config::default(),
+            RouteConfig::default(),
+            IdAllocator::new(SessionTag::FIXED),
+        );
         let first = session.process(
             EndpointKey::new("gh", "list_issues"),
             &body,

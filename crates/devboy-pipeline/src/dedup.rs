@@ -522,7 +522,7 @@ mod tests {
         fn new(config: DedupConfig) -> Self {
             Self {
                 cache: DedupCache::new(config),
-                ids: IdAllocator::new(),
+                ids: IdAllocator::new(crate::ids::SessionTag::FIXED),
                 endpoint: EndpointKey::new("fs", "read_file"),
             }
         }
@@ -562,7 +562,7 @@ mod tests {
     fn small_large_and_disabled_bodies_are_not_remembered() {
         let mut c = DedupCache::new(config());
         let d = Delivered::new(
-            IdAllocator::new().next(),
+            IdAllocator::new(crate::ids::SessionTag::FIXED).next(),
             EndpointKey::new("u", "t"),
             [""; 0],
         );
@@ -629,7 +629,7 @@ mod tests {
         // Delivered again in the new context, it is referencable again,
         // under a new id.
         let id = s.deliver(1, 500, &[], 2);
-        assert_eq!(id.to_string(), "r3");
+        assert_eq!(id.to_string(), "tagfix3");
         assert_eq!(s.hit(1, 3), Some(id));
     }
 

@@ -11,8 +11,10 @@
 //! An id whose bytes were evicted (or never fit) must be answered with a
 //! clear "expired" message that says how to get the content again (the
 //! original call), never with other bytes: [`ExpandStore::expand`] tells
-//! the two cases apart, and because [`IdAllocator`] never reuses an id,
-//! no id can come to name different bytes.
+//! that apart from an id this session never issued and from another
+//! session's id (its tag differs, DESIGN §4.10). Because [`IdAllocator`]
+//! never reuses an id and ids carry their session's tag, no id can come to
+//! name different bytes.
 
 use lru::LruCache;
 
@@ -53,8 +55,11 @@ pub enum Expansion<'a> {
     Bytes(&'a [u8]),
     /// This session issued the id, but its bytes are no longer kept.
     Expired,
-    /// This session never issued the id.
+    /// The id carries this session's tag, but was never issued.
     Unknown,
+    /// The id carries another session's tag: an earlier devboy process
+    /// (before a restart) or another one printed it.
+    OtherSession,
 }
 
 /// Counters of an [`ExpandStore`] since it was made.
@@ -139,6 +144,11 @@ impl ExpandStore {
     /// What `id` expands to, given the allocator that issues this
     /// session's ids.
     pub fn expand(&mut self, id: ReferenceId, ids: &IdAllocator) -> Expansion<'_> {
+        // A store only holds its own session's ids: no lookup needed.
+        if ids.is_foreign(id) {
+            self.stats.misses += 1;
+            return Expansion::OtherSession;
+        }
         let issued = ids.was_issued(id);
         match self.get(id) {
             Some(bytes) => Expansion::Bytes(bytes),
@@ -171,6 +181,7 @@ impl ExpandStore {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ids::SessionTag;
 
     fn store(max_bytes: usize) -> ExpandStore {
         ExpandStore::new(ExpandConfig { max_bytes })
@@ -178,7 +189,7 @@ mod tests {
 
     #[test]
     fn gives_back_the_exact_bytes() {
-        let mut ids = IdAllocator::new();
+        let mut ids = IdAllocator::new(SessionTag::FIXED);
         let mut s = store(100);
         let a = ids.next();
         assert_eq!(s.insert(a, "hello"), StoreOutcome::Stored);
@@ -191,7 +202,7 @@ mod tests {
 
     #[test]
     fn evicted_ids_expire_and_unissued_ids_are_unknown() {
-        let mut ids = IdAllocator::new();
+        let mut ids = IdAllocator::new(SessionTag::FIXED);
         let mut s = store(10);
         let a = ids.next();
         let b = ids.next();
@@ -203,15 +214,31 @@ mod tests {
         assert_eq!(s.expand(b, &ids), Expansion::Expired);
         assert_eq!(s.expand(a, &ids), Expansion::Bytes(&[1; 4]));
         assert_eq!(s.expand(c, &ids), Expansion::Bytes(&[3; 4]));
-        assert_eq!(s.expand("r99".parse().unwrap(), &ids), Expansion::Unknown);
+        assert_eq!(
+            s.expand("tagfix99".parse().unwrap(), &ids),
+            Expansion::Unknown
+        );
         assert_eq!((s.len(), s.total_bytes()), (2, 8));
         let st = s.stats();
         assert_eq!((st.stored, st.evicted, st.misses), (3, 1, 2));
     }
 
     #[test]
+    fn another_sessions_id_is_never_this_sessions_bytes() {
+        let mut ids = IdAllocator::new(SessionTag::FIXED);
+        let mut earlier = IdAllocator::new(SessionTag::new("kafrum").unwrap());
+        let mut s = store(100);
+        let ours = ids.next();
+        let theirs = earlier.next();
+        assert_eq!(ours.sequence(), theirs.sequence());
+        let _ = s.insert(ours, "new process");
+        assert_eq!(s.expand(theirs, &ids), Expansion::OtherSession);
+        assert_eq!(s.expand(ours, &ids), Expansion::Bytes(b"new process"));
+    }
+
+    #[test]
     fn too_large_is_refused_and_drops_earlier_bytes_under_the_id() {
-        let mut ids = IdAllocator::new();
+        let mut ids = IdAllocator::new(SessionTag::FIXED);
         let mut s = store(10);
         let a = ids.next();
         assert_eq!(s.insert(a, vec![1; 10]), StoreOutcome::Stored);
@@ -224,7 +251,7 @@ mod tests {
 
     #[test]
     fn replacing_bytes_keeps_the_accounting() {
-        let mut ids = IdAllocator::new();
+        let mut ids = IdAllocator::new(SessionTag::FIXED);
         let mut s = store(10);
         let a = ids.next();
         let _ = s.insert(a, vec![1; 6]);

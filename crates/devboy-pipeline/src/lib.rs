@@ -9,7 +9,8 @@
 //! paths and the current time, and get back decisions. That keeps every rule
 //! testable alone, deterministic under property tests, and benchmarkable
 //! without a process around it. The proxy (`devboy-mcp`) owns one
-//! [`DedupCache`], one [`ExpandStore`] and one [`IdAllocator`] per session.
+//! [`DedupCache`], one [`ExpandStore`] and one [`IdAllocator`] per session,
+//! and brings the randomness a session's [`SessionTag`] is drawn from.
 //!
 //! Key design decisions:
 //!
@@ -18,7 +19,7 @@
 //!   The bytes live in [`ExpandStore`]. The two answer different questions
 //!   with different lifetimes: "is this body still in the model's context,
 //!   so a reference to it resolves?" ends with compaction, a mutating call or
-//!   a TTL; "what exact bytes did `r12` stand for?" holds for the whole
+//!   a TTL; "what exact bytes did `kafrum12` stand for?" holds for the whole
 //!   session. So the cache's byte bound approximates what a context can hold,
 //!   and the store's byte bound is a memory budget.
 //! - **A reference is only as good as the model's context** (DESIGN §4.3).
@@ -32,11 +33,14 @@
 //! - **Time is a parameter.** Every call that depends on age takes a
 //!   [`Timestamp`] (milliseconds on the caller's monotonic session clock),
 //!   so tests and `devboy replay` run recorded sessions deterministically.
-//! - **Ids are resolvable by text** (DESIGN §4.2). A [`ReferenceId`] prints
-//!   as `r12`: short, printed with the fresh result, found by plain text
-//!   match later. [`IdAllocator`] hands them out in order and never reuses
-//!   one, so a stale id can only ever be "expired", never point at other
-//!   bytes.
+//! - **Ids are resolvable by text** (DESIGN §4.2) **and mean one thing
+//!   forever** (§4.10). A [`ReferenceId`] prints as `kafrum12`, a
+//!   [`SessionTag`] drawn once per process and a sequence number: short,
+//!   printed with the fresh result, found by plain text match later.
+//!   [`IdAllocator`] hands them out in order and never reuses one, and the
+//!   tag tells an id of an earlier devboy process (the model's context
+//!   outlives a restart) from this one's, so a stale id can only ever be
+//!   "expired" or "from an earlier session", never point at other bytes.
 //! - **A fingerprint is the first 128 bits of SHA-256.** Collision odds at
 //!   the cache's size are below 2⁻¹⁰⁰, and 16 bytes keep the key cheap to
 //!   hash and to print as a short prefix.
@@ -48,7 +52,7 @@
 //!
 //! let mut cache = DedupCache::new(DedupConfig::default());
 //! let mut store = ExpandStore::new(ExpandConfig::default());
-//! let mut ids = IdAllocator::new();
+//! let mut ids = IdAllocator::new(SessionTag::FIXED); // live: a drawn tag
 //! let endpoint = EndpointKey::new("fs", "read_text_file");
 //! let body = "fn main() {}\n".repeat(100);
 //!
@@ -56,27 +60,27 @@
 //! let now = Timestamp::from_millis(0);
 //! let fp = Fingerprint::of(body.as_bytes());
 //! assert!(cache.lookup(fp, now).is_none());
-//! let id = ids.next(); // printed with the result: `r1`
+//! let id = ids.next(); // printed with the result: `tagfix1`
 //! let _ = store.insert(id, body.clone());
 //! let delivered = Delivered::new(id, endpoint, ["/repo/src/main.rs"]);
 //! let _ = cache.record_delivered(fp, delivered, body.len(), now);
 //!
-//! // Second read, same bytes: the model can be sent `> [ref: r1, …]`.
+//! // Second read, same bytes: the model can be sent `> [ref: tagfix1, …]`.
 //! let later = Timestamp::from_millis(5_000);
 //! let hit = cache.lookup(Fingerprint::of(body.as_bytes()), later).map(|d| d.id);
-//! assert_eq!(hit.map(|id| id.to_string()).as_deref(), Some("r1"));
+//! assert_eq!(hit.map(|id| id.to_string()).as_deref(), Some("tagfix1"));
 //!
 //! // A write to the file: the next read goes out in full again.
 //! cache.invalidate_path("/repo/src/");
 //! assert!(cache.lookup(fp, later).is_none());
 //!
-//! // `devboy_expand r1` still returns the exact bytes.
+//! // `devboy_expand tagfix1` still returns the exact bytes.
 //! assert_eq!(store.expand(id, &ids), Expansion::Bytes(body.as_bytes()));
 //! ```
 //!
 //! Modules:
 //! - [`fingerprint`]: [`Fingerprint`], the identity of a forwarded body.
-//! - [`ids`]: [`ReferenceId`], [`IdAllocator`], [`EndpointKey`].
+//! - [`ids`]: [`ReferenceId`], [`SessionTag`], [`IdAllocator`], [`EndpointKey`].
 //! - [`time`]: [`Timestamp`], the caller's session clock.
 //! - [`dedup`]: [`DedupCache`] and its rules.
 //! - [`expand`]: [`ExpandStore`], the bytes behind every id.
@@ -106,7 +110,9 @@ pub use dedup::{
 };
 pub use expand::{ExpandConfig, ExpandStats, ExpandStore, Expansion, StoreOutcome};
 pub use fingerprint::Fingerprint;
-pub use ids::{EndpointKey, IdAllocator, ParseReferenceIdError, ReferenceId};
+pub use ids::{
+    EndpointKey, IdAllocator, InvalidSessionTag, ParseReferenceIdError, ReferenceId, SessionTag,
+};
 pub use shape::{classify, Classified, InnerFormat, InnerFormats, Shape};
 pub use stage::{
     id_line, near_hint, paths_in_arguments, reference_hint, ExpandError, L0Config, L0Outcome,

@@ -609,7 +609,7 @@ mod tests {
             ..RouteConfig::default()
         };
         let baseline = config.tokenizer.count(&body);
-        let id: ReferenceId = "r7".parse().unwrap();
+        let id: ReferenceId = "tagfix7".parse().unwrap();
         // Without an id to recover from, nothing is elided.
         let plain = route(&body, &classify(&body), baseline, &config, None);
         assert!(plain.as_ref().is_none_or(|r| r.elided == 0));
@@ -619,7 +619,7 @@ mod tests {
         let (kept, hint) = routed.text.rsplit_once('\n').unwrap();
         assert!(
             hint.starts_with(&format!("> [elided {} of 200 items (", routed.elided))
-                && hint.ends_with("; all: devboy_expand r7]"),
+                && hint.ends_with("; all: devboy_expand tagfix7]"),
             "{hint}"
         );
         // What is kept are rows of the list, exactly, in order, the first
@@ -654,7 +654,7 @@ mod tests {
             &classify(&body),
             baseline,
             &config,
-            Some("r2".parse().unwrap()),
+            Some("tagfix2".parse().unwrap()),
         )
         .expect("elided");
         assert!(routed.tokens <= 1_500);
@@ -680,7 +680,7 @@ mod tests {
             &classify(&body),
             baseline,
             &config,
-            Some("r1".parse().unwrap()),
+            Some("tagfix1".parse().unwrap()),
         )
         .expect("elided");
         assert_eq!(routed.format, "original");

@@ -22,7 +22,7 @@
 
 use serde_json::Value;
 
-use crate::ids::{EndpointKey, ReferenceId};
+use crate::ids::{EndpointKey, IdAllocator, ReferenceId};
 use crate::route::{route, RouteConfig};
 use crate::shape::{classify, classify_json};
 use crate::stage::{L0Config, L0Outcome, L0Stage, ResultPolicy};
@@ -82,7 +82,7 @@ pub struct Processed {
     pub action: Action,
     /// The text to send instead of the body, or `None` to send the body.
     pub text: Option<String>,
-    /// A line to send after the body or `text` (`> [id: rN]`).
+    /// A line to send after the body or `text` (`> [id: kafrum3]`).
     pub id_line: Option<String>,
     /// The id the whole body can be expanded from, if any.
     pub id: Option<ReferenceId>,
@@ -155,10 +155,12 @@ pub struct SessionPipeline {
 }
 
 impl SessionPipeline {
-    /// A pipeline with empty state.
-    pub fn new(l0: L0Config, route: RouteConfig) -> Self {
+    /// A pipeline with empty state, naming what it shows with `ids` (one
+    /// allocator per process and session: its tag keeps the ids apart from
+    /// every other session's).
+    pub fn new(l0: L0Config, route: RouteConfig, ids: IdAllocator) -> Self {
         Self {
-            stage: L0Stage::new(l0),
+            stage: L0Stage::new(l0, ids),
             route,
             totals: Totals::default(),
         }
@@ -335,6 +337,7 @@ mod tests {
                 budget_tokens: budget,
                 ..RouteConfig::default()
             },
+            IdAllocator::new(crate::ids::SessionTag::FIXED),
         )
     }
 
@@ -365,7 +368,7 @@ mod tests {
         let ep = EndpointKey::new("gh", "labels");
         let first = p.process(ep.clone(), &body, None, vec![], t(0), &all());
         assert_eq!(first.action, Action::Encoded);
-        assert_eq!(first.id_line.as_deref(), Some("> [id: r1]"));
+        assert_eq!(first.id_line.as_deref(), Some("> [id: tagfix1]"));
         let text = first.text.clone().unwrap();
         assert_eq!(
             crate::encode::decode(&text).unwrap(),
@@ -381,10 +384,10 @@ mod tests {
         assert_eq!(second.action, Action::Reference);
         assert_eq!(
             second.text.as_deref(),
-            Some("> [ref: r1, unchanged; devboy_expand r1]")
+            Some("> [ref: tagfix1, unchanged; devboy_expand tagfix1]")
         );
         // Expansion gives the original body, not the encoding.
-        assert_eq!(p.stage().expand("r1"), Ok(body.as_bytes()));
+        assert_eq!(p.stage().expand("tagfix1"), Ok(body.as_bytes()));
 
         let totals = p.totals().clone();
         assert_eq!(

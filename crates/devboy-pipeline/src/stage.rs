@@ -6,9 +6,9 @@
 //!
 //! - a body the model already holds in full, in the current context, is
 //!   replaced by a one-line reference naming the visible id it was shown
-//!   with (`> [ref: r3, unchanged; devboy_expand r3]`);
+//!   with (`> [ref: kafrum3, unchanged; devboy_expand kafrum3]`);
 //! - a fresh body large enough to be worth referencing later goes out in
-//!   full with its id on one extra line (`> [id: r3]`), so a later
+//!   full with its id on one extra line (`> [id: kafrum3]`), so a later
 //!   reference resolves by plain text match (DESIGN §4.2);
 //! - a body of a polling call (same endpoint, same arguments) that differs
 //!   from the last full delivery only in a few scalar fields, when the
@@ -29,7 +29,7 @@ use serde_json::{Map, Value};
 use crate::dedup::{DedupCache, DedupConfig, Delivered, RecordOutcome};
 use crate::expand::{ExpandConfig, ExpandStore, Expansion, StoreOutcome};
 use crate::fingerprint::Fingerprint;
-use crate::ids::{EndpointKey, IdAllocator, ReferenceId};
+use crate::ids::{EndpointKey, IdAllocator, ReferenceId, SessionTag};
 use crate::near::{apply_changes, render_changes, scalar_changes};
 use crate::time::Timestamp;
 
@@ -103,7 +103,7 @@ pub enum L0Outcome {
     Fresh {
         /// The id the body is now known by.
         id: ReferenceId,
-        /// The line to append, e.g. `> [id: r3]`.
+        /// The line to append, e.g. `> [id: kafrum3]`.
         id_line: String,
     },
     /// Send `text` instead of the body: the hint naming the earlier full
@@ -132,14 +132,24 @@ pub enum L0Outcome {
 /// Why `devboy_expand` cannot return bytes.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ExpandError {
-    /// The text is not an id of the form `r12`.
-    #[error("`{0}` is not a devboy id (ids look like r12)")]
-    Malformed(String),
-    /// This session never issued that id.
-    #[error("{0} was not issued in this session")]
+    /// The text is not an id (letters, then a number).
+    #[error("`{text}` is not a devboy id (this session's ids look like {example})")]
+    Malformed {
+        /// The text given.
+        text: String,
+        /// An id of this session, to show the form.
+        example: ReferenceId,
+    },
+    /// Another devboy process printed the id (this one was restarted, or
+    /// it is another server's): its bytes are not here, and the same
+    /// number here names something else (DESIGN §4.10).
+    #[error("`{0}` is from an earlier devboy session; call the tool again")]
+    OtherSession(ReferenceId),
+    /// The id has this session's tag but was never issued.
+    #[error("`{0}` was never issued by this devboy session; use an id from a hint")]
     Unknown(ReferenceId),
     /// The id was issued but its bytes no longer fit the store.
-    #[error("{0} has expired from devboy's store; repeat the original call instead")]
+    #[error("`{0}` has expired from devboy's store; repeat the original call instead")]
     Expired(ReferenceId),
 }
 
@@ -157,15 +167,15 @@ pub struct L0Stage {
 }
 
 impl L0Stage {
-    /// A stage with empty state.
-    pub fn new(config: L0Config) -> Self {
+    /// A stage with empty state, naming what it shows with `ids`.
+    pub fn new(config: L0Config, ids: IdAllocator) -> Self {
         let mut dedup = config.dedup;
         let min_body_bytes = dedup.min_body_bytes;
         dedup.min_body_bytes = 1;
         Self {
             cache: DedupCache::new(dedup),
             store: ExpandStore::new(config.expand),
-            ids: IdAllocator::new(),
+            ids,
             min_body_bytes,
             near_bases: LruCache::new(NonZeroUsize::new(NEAR_BASES).unwrap_or(NonZeroUsize::MIN)),
         }
@@ -329,15 +339,27 @@ impl L0Stage {
         self.cache.advance_partition()
     }
 
-    /// The exact bytes an id stood for, from its text (`r12`).
+    /// The tag of every id this stage prints.
+    pub fn tag(&self) -> SessionTag {
+        self.ids.tag()
+    }
+
+    /// The exact bytes an id stood for, from its text (`kafrum12`).
     pub fn expand(&mut self, id_text: &str) -> Result<&[u8], ExpandError> {
-        let id: ReferenceId = id_text
-            .parse()
-            .map_err(|_| ExpandError::Malformed(id_text.to_owned()))?;
+        let id: ReferenceId = match id_text.parse() {
+            Ok(id) => id,
+            Err(_) => {
+                return Err(ExpandError::Malformed {
+                    text: id_text.chars().take(64).collect(),
+                    example: self.ids.peek_next(),
+                })
+            }
+        };
         match self.store.expand(id, &self.ids) {
             Expansion::Bytes(bytes) => Ok(bytes),
             Expansion::Expired => Err(ExpandError::Expired(id)),
             Expansion::Unknown => Err(ExpandError::Unknown(id)),
+            Expansion::OtherSession => Err(ExpandError::OtherSession(id)),
         }
     }
 }
@@ -353,7 +375,7 @@ pub fn reference_hint(id: ReferenceId) -> String {
 }
 
 /// The line that starts a near-duplicate: the earlier delivery the change
-/// lines below it apply to, and the id of the whole new body (17 o200k
+/// lines below it apply to, and the id of the whole new body (19 o200k
 /// tokens, pinned in `tokens.rs`).
 pub fn near_hint(base: ReferenceId, id: ReferenceId) -> String {
     format!("> [near-ref: {base}, changed below; devboy_expand {id}]")
@@ -388,7 +410,7 @@ mod tests {
     use serde_json::json;
 
     fn stage() -> L0Stage {
-        L0Stage::new(L0Config::default())
+        L0Stage::new(L0Config::default(), IdAllocator::new(SessionTag::FIXED))
     }
 
     fn fs_read() -> EndpointKey {
@@ -438,8 +460,8 @@ mod tests {
             L0Outcome::Unchanged
         );
         assert_eq!(
-            stage.expand("r1"),
-            Err(ExpandError::Unknown("r1".parse().unwrap()))
+            stage.expand("tagfix1"),
+            Err(ExpandError::Unknown("tagfix1".parse().unwrap()))
         );
     }
 
@@ -544,10 +566,51 @@ mod tests {
     #[test]
     fn expand_rejects_what_is_not_an_id() {
         let mut stage = stage();
-        assert!(matches!(
-            stage.expand("abc"),
-            Err(ExpandError::Malformed(_))
-        ));
+        let err = stage.expand("abc").unwrap_err();
+        assert!(matches!(err, ExpandError::Malformed { .. }), "{err:?}");
+        assert_eq!(
+            err.to_string(),
+            "`abc` is not a devboy id (this session's ids look like tagfix1)"
+        );
+    }
+
+    #[test]
+    fn an_id_from_another_session_is_stale_even_where_the_number_was_issued() {
+        let body = "x".repeat(2000);
+        let fresh = |stage: &mut L0Stage| match stage.on_result(
+            fs_read(),
+            body.as_bytes(),
+            vec![],
+            t(0),
+            &ResultPolicy::default(),
+        ) {
+            L0Outcome::Fresh { id, .. } => id,
+            other => panic!("fresh expected, got {other:?}"),
+        };
+        let mut earlier = L0Stage::new(L0Config::default(), IdAllocator::seeded(1));
+        let mut now = L0Stage::new(L0Config::default(), IdAllocator::seeded(2));
+        let old = fresh(&mut earlier);
+        let new = fresh(&mut now);
+        assert_eq!(old.sequence(), new.sequence());
+        let err = now.expand(&old.to_string()).unwrap_err();
+        assert_eq!(err, ExpandError::OtherSession(old));
+        assert_eq!(
+            err.to_string(),
+            format!("`{old}` is from an earlier devboy session; call the tool again")
+        );
+        // Upper-case or spaced, it is still that id; a number this session
+        // never reached is its own.
+        assert_eq!(
+            now.expand(&format!(" {}\n", old.to_string().to_uppercase())),
+            Err(ExpandError::OtherSession(old))
+        );
+        let unissued = format!("{}99", now.tag());
+        assert!(now
+            .expand(&unissued)
+            .unwrap_err()
+            .to_string()
+            .contains("was never issued"));
+        assert_eq!(now.expand(&new.to_string()), Ok(body.as_bytes()));
     }
 
     #[test]
@@ -577,13 +640,16 @@ mod tests {
 
     #[test]
     fn a_tool_freshness_bounds_its_references_and_the_session_ttl_can_change() {
-        let mut stage = L0Stage::new(L0Config {
-            dedup: DedupConfig {
-                ttl: std::time::Duration::from_secs(60),
-                ..DedupConfig::default()
+        let mut stage = L0Stage::new(
+            L0Config {
+                dedup: DedupConfig {
+                    ttl: std::time::Duration::from_secs(60),
+                    ..DedupConfig::default()
+                },
+                ..L0Config::default()
             },
-            ..L0Config::default()
-        });
+            IdAllocator::new(SessionTag::FIXED),
+        );
         let short = ResultPolicy {
             freshness: Some(std::time::Duration::from_secs(5)),
             ..ResultPolicy::default()

@@ -22,7 +22,7 @@ use std::time::Duration;
 
 use devboy_pipeline::{
     DedupCache, DedupConfig, Delivered, EndpointKey, ExpandConfig, ExpandStore, Expansion,
-    Fingerprint, IdAllocator, ReferenceId, StoreOutcome, Timestamp,
+    Fingerprint, IdAllocator, ReferenceId, SessionTag, StoreOutcome, Timestamp,
 };
 use proptest::collection::vec;
 use proptest::prelude::*;
@@ -298,7 +298,7 @@ impl Session {
             model: with_model.then(|| Model::new(config.clone())),
             cache: DedupCache::new(config),
             log: Log::default(),
-            ids: IdAllocator::new(),
+            ids: IdAllocator::new(SessionTag::FIXED),
             now: 0,
             next_fresh: BODIES,
             tally: Tally::default(),
@@ -535,7 +535,7 @@ fn store_op() -> impl Strategy<Value = StoreOp> {
             len,
             fill
         }),
-        (0..14usize).prop_map(StoreOp::Get),
+        (0..26usize).prop_map(StoreOp::Get),
     ]
 }
 
@@ -545,9 +545,12 @@ proptest! {
     #[test]
     fn expand_never_returns_other_bytes(ops in vec(store_op(), 1..150)) {
         let mut store = ExpandStore::new(ExpandConfig { max_bytes: 1_000 });
-        let mut allocator = IdAllocator::new();
+        let mut allocator = IdAllocator::new(SessionTag::FIXED);
         let ids: Vec<ReferenceId> = (0..12).map(|_| allocator.next()).collect();
-        let unissued = ReferenceId::from_sequence(std::num::NonZeroU64::MIN.saturating_add(12));
+        let unissued = ReferenceId::new(SessionTag::FIXED, std::num::NonZeroU64::MIN.saturating_add(12));
+        // The same numbers under an earlier process's tag.
+        let mut earlier = IdAllocator::seeded(1);
+        let foreign: Vec<ReferenceId> = (0..12).map(|_| earlier.next()).collect();
         let mut last: HashMap<ReferenceId, Vec<u8>> = HashMap::new();
         for op in ops {
             match op {
@@ -558,11 +561,16 @@ proptest! {
                     last.insert(ids[id], bytes);
                 }
                 StoreOp::Get(i) => {
-                    let id = ids.get(i).copied().unwrap_or(unissued);
+                    let id = match i {
+                        0..12 => ids[i],
+                        12 | 13 => unissued,
+                        _ => foreign[i - 14],
+                    };
                     match store.expand(id, &allocator) {
                         Expansion::Bytes(b) => prop_assert_eq!(Some(&b.to_vec()), last.get(&id)),
                         Expansion::Expired => prop_assert!(allocator.was_issued(id)),
                         Expansion::Unknown => prop_assert!(!allocator.was_issued(id)),
+                        Expansion::OtherSession => prop_assert!(i >= 14),
                     }
                 }
             }

@@ -28,6 +28,10 @@
 //!
 //! Every request is recorded; [`ScriptedModel::tool_results`] and
 //! [`ScriptedModel::tools_offered`] read the main requests back.
+//!
+//! A tool call's input may say [`LAST_ID`] where a real model would copy the
+//! id of devboy's last `> [id: …]` line: ids carry a tag drawn per devboy
+//! process, so no script can know them in advance.
 
 use std::collections::{HashSet, VecDeque};
 use std::net::SocketAddr;
@@ -43,6 +47,10 @@ use tokio::sync::oneshot;
 /// Text a main request gets once the script is exhausted, unless
 /// [`Script::final_text`] sets another.
 pub const DEFAULT_FINAL_TEXT: &str = "Done.";
+
+/// In a scripted tool call's input, stands for the id in the last
+/// `> [id: …]` line among the tool results of the request being answered.
+pub const LAST_ID: &str = "{last_id}";
 
 /// Text every side request (one without `tools`) is answered with.
 pub const SIDE_TEXT: &str = "ok";
@@ -624,6 +632,41 @@ async fn write_response(
     w.flush().await
 }
 
+/// `turn` with [`LAST_ID`] in its tool inputs replaced by the last id the
+/// request's tool results showed (left as it is when none did).
+fn fill_last_id(turn: Turn, body: &Value) -> Turn {
+    fn fill(value: &mut Value, id: &str) {
+        match value {
+            Value::String(s) if s.contains(LAST_ID) => *s = s.replace(LAST_ID, id),
+            Value::Array(items) => items.iter_mut().for_each(|v| fill(v, id)),
+            Value::Object(map) => map.values_mut().for_each(|v| fill(v, id)),
+            _ => {}
+        }
+    }
+    let results = tool_results_in(std::slice::from_ref(body));
+    let last = results.iter().rev().find_map(|r| {
+        r.text().lines().rev().find_map(|l| {
+            l.strip_prefix("> [id: ")?
+                .strip_suffix(']')
+                .map(str::to_owned)
+        })
+    });
+    let Some(id) = last else {
+        return turn;
+    };
+    match turn {
+        Turn::ToolUse { name, mut input } => {
+            fill(&mut input, &id);
+            Turn::ToolUse { name, input }
+        }
+        Turn::ParallelToolUse(mut calls) => {
+            calls.iter_mut().for_each(|(_, input)| fill(input, &id));
+            Turn::ParallelToolUse(calls)
+        }
+        text => text,
+    }
+}
+
 fn handle(request: &HttpRequest, state: &Mutex<State>) -> HttpResponse {
     let path = request.target.split('?').next().unwrap_or("");
     let parsed: Option<Value> = serde_json::from_slice(&request.body).ok();
@@ -656,6 +699,7 @@ fn handle(request: &HttpRequest, state: &Mutex<State>) -> HttpResponse {
                     RequestKind::Compaction => Turn::text(COMPACTION_SUMMARY),
                     _ => Turn::text(SIDE_TEXT),
                 };
+                let turn = fill_last_id(turn, &body);
                 let message = build_message(&mut state.next_id, &body, &turn, request.body.len());
                 record.answer = Some(message.clone());
                 if body.get("stream").and_then(Value::as_bool) == Some(true) {

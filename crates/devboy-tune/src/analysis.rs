@@ -38,11 +38,11 @@ use crate::event::{DedupOutcome, Record, SessionSummary, Vocabulary, NONE};
 use crate::read::EventTable;
 
 /// A reference hint's cost when no recorded hit says otherwise
-/// (`> [ref: r12, unchanged; devboy_expand r12]` in o200k).
-pub const DEFAULT_REF_TOKENS: f64 = 15.0;
+/// (`> [ref: kafrum12, unchanged; devboy_expand kafrum12]` in o200k).
+pub const DEFAULT_REF_TOKENS: f64 = 17.0;
 /// An id line's cost when no recorded fresh result says otherwise
-/// (`> [id: r12]`).
-pub const DEFAULT_ID_TOKENS: f64 = 6.0;
+/// (`> [id: kafrum12]`; one token more than untagged ids cost).
+pub const DEFAULT_ID_TOKENS: f64 = 7.0;
 /// A near-reference's cost when none was recorded: the hint plus a few
 /// changed fields.
 pub const DEFAULT_NEAR_TOKENS: f64 = 40.0;

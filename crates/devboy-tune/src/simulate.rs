@@ -653,9 +653,9 @@ mod tests {
         let a = analyze(&t, PARAMS);
         let sim = Simulator::new(&t, &a, settings(false, 256, 1_800_000))
             .run(&settings(true, 256, 1_800_000));
-        // Two fresh bodies pay an id line (6); two repeats cost 15 instead of 500.
+        // Two fresh bodies pay an id line (7); two repeats cost 17 instead of 500.
         assert_eq!(sim.total.old_saved, 0);
-        assert_eq!(sim.total.new_saved, 2 * 485 - 2 * 6);
+        assert_eq!(sim.total.new_saved, 2 * 483 - 2 * 7);
     }
 
     #[test]

@@ -116,10 +116,10 @@ impl AgentProfile {
 /// The kinds of hint devboy emits in place of content.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum HintKind {
-    /// `> [ref: r3, unchanged; …]` for a repeat (and the `> [id: r3]` line
+    /// `> [ref: kafrum3, unchanged; …]` for a repeat (and the `> [id: kafrum3]` line
     /// a later reference needs).
     Ref,
-    /// `> [near-ref: r3, changed below; …]` for a polled near-duplicate.
+    /// `> [near-ref: kafrum3, changed below; …]` for a polled near-duplicate.
     NearRef,
     /// `> [elided N of M items …]` for a result over the budget.
     Elided,
