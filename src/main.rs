@@ -251,7 +251,13 @@ enum HookCommand {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    if let Err(error) = init_logging(&cli.log_level, cli.log_file.as_deref()) {
+    // doctor reports every problem on stdout itself; its warnings on stderr
+    // would say each one twice.
+    let level = match (&cli.command, cli.log_level.as_str()) {
+        (Command::Doctor { .. }, "warn") => "error",
+        (_, level) => level,
+    };
+    if let Err(error) = init_logging(level, cli.log_file.as_deref()) {
         eprintln!("devboy: {error:#}");
         return ExitCode::from(2);
     }

@@ -124,7 +124,8 @@ pub fn init_project(dir: &Path) -> anyhow::Result<()> {
     report_config_problems(&servers_path);
     println!(
         "\nBoth files use relative paths: commit them to share the setup (each teammate needs `devboy` on PATH).\n\
-         Claude Code asks once, when it next starts in this project, to approve the project server `devboy`.\n\
+         Claude Code asks once, when it next starts in this project, to approve the project server `devboy`\n\
+         (until then `claude mcp list` shows it as pending approval).\n\
          Check it:\n  \
          claude mcp list     # devboy: devboy mcp --config {PROJECT_SERVERS_FILE} - ✔ Connected\n  \
          devboy doctor       # each server's state, and what Claude Code sees"
