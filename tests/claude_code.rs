@@ -378,15 +378,9 @@ fn wait_for_epoch(file: &Path, epoch: u64) -> Value {
     }
 }
 
-/// In print mode (`claude -p`, stream-json included) Claude Code 2.1.330
-/// takes the list_changed of a late server into the next model request but
-/// will not run its tools ("No such tool available"; seen with this test
-/// before it was turned around): what works there is a grace long enough
-/// for the slow server, here 9 s for a server 6 s late. The interactive
-/// case is `late_upstream_tools_reach_interactive_claude_code`.
-#[test]
-fn print_mode_gets_a_slow_server_with_a_longer_list_grace() {
-    let claude = ClaudeCode::new().unwrap();
+/// A devboy.toml whose one server, `late`, answers `initialize` 6 s after
+/// it is started.
+fn late_server_config(claude: &ClaudeCode) -> std::path::PathBuf {
     let config = claude.scratch_dir().join("devboy.toml");
     std::fs::write(
         &config,
@@ -396,6 +390,19 @@ fn print_mode_gets_a_slow_server_with_a_longer_list_grace() {
         ),
     )
     .unwrap();
+    config
+}
+
+/// In print mode (`claude -p`, stream-json included) Claude Code 2.1.330
+/// takes the list_changed of a late server into the next model request but
+/// will not run its tools ("No such tool available"; seen with this test
+/// before it was turned around): what works there is a grace long enough
+/// for the slow server, here 9 s for a server 6 s late. The interactive
+/// case is `late_upstream_tools_reach_interactive_claude_code`.
+#[test]
+fn print_mode_gets_a_slow_server_with_a_longer_list_grace() {
+    let claude = ClaudeCode::new().unwrap();
+    let config = late_server_config(&claude);
     let tool = "mcp__devboy__late__echo";
     let model = ScriptedModel::start(
         Script::new()
@@ -435,15 +442,7 @@ fn print_mode_gets_a_slow_server_with_a_longer_list_grace() {
 #[test]
 fn late_upstream_tools_reach_interactive_claude_code() {
     let claude = ClaudeCode::new().unwrap();
-    let config = claude.scratch_dir().join("devboy.toml");
-    std::fs::write(
-        &config,
-        format!(
-            "[servers.late]\ncommand = {}\nenv = {{ DEVBOY_TEST_STARTUP_DELAY_MS = \"6000\" }}\n",
-            toml_str(&common::test_server_bin().display().to_string())
-        ),
-    )
-    .unwrap();
+    let config = late_server_config(&claude);
     let tool = "mcp__devboy__late__echo";
     // Interactive Claude Code sends a request of its own at startup, so
     // the tool call is scripted only once the second prompt is due; every
