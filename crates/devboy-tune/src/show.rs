@@ -422,7 +422,15 @@ pub fn show(options: &ShowOptions) -> Result<String, TuneError> {
                 );
             }
         }
-        _ => {
+        // Written, but the analysis had no events to summarize.
+        Some((generated, _)) => {
+            let _ = writeln!(
+                out,
+                "\nthe last `devboy tune analyze` ({}) found no tool results in the telemetry; endpoints show here once devboy has served some",
+                crate::table::date(generated)
+            );
+        }
+        None => {
             let _ = writeln!(
                 out,
                 "\nno endpoint summary at {} yet (`devboy tune analyze` leaves one)",
@@ -643,6 +651,16 @@ follow_up = [{ tool = "gh__get_issue", probability = 0.45, args = { number = "/0
             out.contains("schema version: 2 (read as it is: version 2 is a subset of 3;"),
             "{out}"
         );
+    }
+
+    #[test]
+    fn an_empty_summary_is_not_called_missing() {
+        let out = render(
+            FILE,
+            Some(r#"{"generated_ms": 1700000000000, "endpoints": []}"#),
+        );
+        assert!(out.contains("found no tool results"), "{out}");
+        assert!(!out.contains("no endpoint summary"), "{out}");
     }
 
     #[test]
