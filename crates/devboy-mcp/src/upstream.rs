@@ -146,11 +146,13 @@ pub enum CallFailure {
     },
     /// The connection dropped while the call was in flight.
     #[error(
-        "upstream `{upstream}` exited while the call was in flight{detail}; it is being restarted, retry the call"
+        "upstream `{upstream}` {how} while the call was in flight{detail}; it is being restarted, retry the call"
     )]
     ConnectionLost {
         /// Upstream name.
         upstream: String,
+        /// What happened to the connection, by transport.
+        how: &'static str,
         /// `: <last stderr line>` or empty.
         detail: String,
     },
@@ -768,6 +770,14 @@ impl Upstream {
             ServiceError::TransportClosed | ServiceError::TransportSend(_) => {
                 CallFailure::ConnectionLost {
                     upstream,
+                    how: match self.config.transport {
+                        // rmcp's HTTP client drops the connection on a JSON
+                        // body over its fixed 16 MiB limit, among others.
+                        UpstreamTransport::Http { .. } => {
+                            "lost its HTTP connection (a response over 16 MiB does this too)"
+                        }
+                        _ => "exited",
+                    },
                     detail: self.stderr_detail(),
                 }
             }
