@@ -321,15 +321,15 @@ fn claude_json_path() -> Option<PathBuf> {
 
 /// Claude Desktop's config file on this system.
 fn claude_desktop_config() -> Option<PathBuf> {
-    let home = PathBuf::from(std::env::var_os("HOME").filter(|h| !h.is_empty())?);
     if cfg!(target_os = "macos") {
+        let home = PathBuf::from(std::env::var_os("HOME").filter(|h| !h.is_empty())?);
         return Some(home.join("Library/Application Support/Claude/claude_desktop_config.json"));
     }
-    let config = std::env::var_os("XDG_CONFIG_HOME")
-        .map(PathBuf::from)
-        .filter(|p| p.is_absolute())
-        .unwrap_or_else(|| home.join(".config"));
-    Some(config.join("Claude").join("claude_desktop_config.json"))
+    Some(
+        devboy_core::paths::xdg_config_home()
+            .join("Claude")
+            .join("claude_desktop_config.json"),
+    )
 }
 
 /// Replaces `path` whole (temporary file and rename), so an interrupted

@@ -458,23 +458,7 @@ fn late_upstream_tools_reach_interactive_claude_code() {
         .unwrap();
     let started = Instant::now();
     let terminal = TerminalSession::start(&claude, &["--allowedTools", tool]).unwrap();
-    terminal.type_line("Hello.").unwrap();
-    let asked = |text: &'static str| {
-        let model = &model;
-        move || {
-            model
-                .main_requests()
-                .iter()
-                .any(|r| r["messages"].to_string().contains(text))
-        }
-    };
-    terminal
-        .wait_until(
-            "the first prompt to reach the model",
-            Duration::from_secs(60),
-            asked("Hello."),
-        )
-        .unwrap();
+    terminal.ask(&model, "Hello.").unwrap();
     let offered: Vec<String> = model
         .last_main_request()
         .and_then(|r| r["tools"].as_array().cloned())
@@ -491,12 +475,7 @@ fn late_upstream_tools_reach_interactive_claude_code() {
     std::thread::sleep(Duration::from_secs(9).saturating_sub(started.elapsed()));
     model.push(Turn::tool_use(tool, json!({"text": "late but here"})));
     terminal.type_line("Echo something.").unwrap();
-    terminal
-        .wait_until("a tool result", Duration::from_secs(60), || {
-            !model.tool_results().is_empty()
-        })
-        .unwrap();
-    let results = model.tool_results();
+    let results = terminal.tool_results(&model).unwrap();
     assert!(!results[0].is_error, "{:?}", results[0]);
     assert_eq!(results[0].text(), "late but here");
 }

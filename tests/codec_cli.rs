@@ -33,8 +33,8 @@ fn raw_fixtures() -> Vec<PathBuf> {
     files
 }
 
-/// Runs devboy with `args`, `stdin` on its standard input; (stdout, stderr).
-fn run(args: &[&str], stdin: &str) -> (String, String) {
+/// Runs devboy with `args`, `stdin` on its standard input, to the end.
+fn run_output(args: &[&str], stdin: &str) -> std::process::Output {
     let mut child = Command::new(devboy_bin())
         .args(args)
         .env("DEVBOY_CONFIG_DIR", "/nonexistent/devboy-test-config")
@@ -49,7 +49,12 @@ fn run(args: &[&str], stdin: &str) -> (String, String) {
         .unwrap()
         .write_all(stdin.as_bytes())
         .unwrap();
-    let out = child.wait_with_output().unwrap();
+    child.wait_with_output().unwrap()
+}
+
+/// Runs devboy with `args`, `stdin` on its standard input; (stdout, stderr).
+fn run(args: &[&str], stdin: &str) -> (String, String) {
+    let out = run_output(args, stdin);
     let stdout = String::from_utf8(out.stdout).unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
     assert!(out.status.success(), "devboy {args:?} failed: {stderr}");
@@ -58,21 +63,7 @@ fn run(args: &[&str], stdin: &str) -> (String, String) {
 
 /// Runs devboy with `args` and `stdin` expecting it to fail; its stderr.
 fn run_failing(args: &[&str], stdin: &str) -> String {
-    let mut child = Command::new(devboy_bin())
-        .args(args)
-        .env("DEVBOY_CONFIG_DIR", "/nonexistent/devboy-test-config")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("run devboy");
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(stdin.as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
+    let out = run_output(args, stdin);
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
     assert!(
         !out.status.success(),

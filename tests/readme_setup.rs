@@ -166,24 +166,11 @@ fn readme_project_setup_works_as_written_with_a_realistic_mcp_json() {
         .unwrap()
         .env("PATH", path.to_string_lossy());
     let terminal = TerminalSession::start(&claude, &["--allowedTools", tool]).unwrap();
-    terminal.type_line("Hello.").unwrap();
-    terminal
-        .wait_until("an answer", Duration::from_secs(60), || {
-            model
-                .main_requests()
-                .iter()
-                .any(|r| r["messages"].to_string().contains("Hello."))
-        })
-        .unwrap();
+    terminal.ask(&model, "Hello.").unwrap();
     std::thread::sleep(Duration::from_secs(5));
     model.push(Turn::tool_use(tool, json!({"path": "notes.txt"})));
     terminal.type_line("Read notes.txt.").unwrap();
-    terminal
-        .wait_until("a tool result", Duration::from_secs(60), || {
-            !model.tool_results().is_empty()
-        })
-        .unwrap();
-    let results = model.tool_results();
+    let results = terminal.tool_results(&model).unwrap();
     assert!(!results[0].is_error, "{:?}", results[0]);
     assert!(results[0].text().contains(marker), "{:?}", results[0]);
 }

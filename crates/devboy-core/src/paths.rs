@@ -105,16 +105,28 @@ pub fn config_dir_with_env(env: &dyn Fn(&str) -> Option<OsString>) -> PathBuf {
     if let Some(dir) = non_empty(env, CONFIG_DIR_ENV) {
         return PathBuf::from(dir);
     }
+    xdg_config_home_with_env(env).join("devboy")
+}
+
+/// The XDG config base every program shares: `$XDG_CONFIG_HOME` when it is
+/// absolute, else `$HOME/.config` (where Claude Desktop keeps its config on
+/// Linux, too).
+pub fn xdg_config_home() -> PathBuf {
+    xdg_config_home_with_env(&process_env)
+}
+
+/// [`xdg_config_home`] with the environment given as a function.
+pub fn xdg_config_home_with_env(env: &dyn Fn(&str) -> Option<OsString>) -> PathBuf {
     if let Some(xdg) = non_empty(env, "XDG_CONFIG_HOME").map(PathBuf::from) {
         if xdg.is_absolute() {
-            return xdg.join("devboy");
+            return xdg;
         }
     }
     let home = non_empty(env, "HOME")
         .or_else(|| non_empty(env, "USERPROFILE"))
         .map(PathBuf::from)
         .unwrap_or_default();
-    home.join(".config").join("devboy")
+    home.join(".config")
 }
 
 /// [`telemetry_dir`] with the environment given as a function.

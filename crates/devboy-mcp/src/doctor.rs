@@ -5,14 +5,12 @@
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use devboy_core::config::ProxyConfig;
 use rmcp::ServiceExt;
 
 use crate::proxy::{Proxy, ProxyOptions};
-use crate::status::state_label;
 use crate::upstream::{lock, Phase};
 
 /// How one upstream came up.
@@ -49,15 +47,10 @@ pub async fn check_upstreams(config: &ProxyConfig, wait: Duration) -> Vec<Upstre
     loop {
         let mut settled = true;
         for (index, upstream) in proxy.upstreams().iter().enumerate() {
-            match upstream.phase() {
-                Phase::Ready => {
-                    ready_ms[index].get_or_insert(started.elapsed().as_millis() as u64);
-                }
-                Phase::Starting if upstream.stats.attempts.load(Ordering::Relaxed) <= 1 => {
-                    settled = false
-                }
-                _ => {}
+            if upstream.phase() == Phase::Ready {
+                ready_ms[index].get_or_insert(started.elapsed().as_millis() as u64);
             }
+            settled &= !upstream.on_first_start();
         }
         if settled || Instant::now() >= deadline {
             break;
@@ -78,8 +71,7 @@ pub async fn check_upstreams(config: &ProxyConfig, wait: Duration) -> Vec<Upstre
                 name: config.name.clone(),
                 prefix: config.prefix.clone(),
                 transport: config.transport.kind().to_owned(),
-                state: state_label(&phase, upstream.stats.attempts.load(Ordering::Relaxed))
-                    .to_owned(),
+                state: upstream.state_label().to_owned(),
                 tools: catalog.tools_of(index),
                 error: match &phase {
                     Phase::Failed { error, .. } => Some(error.clone()),

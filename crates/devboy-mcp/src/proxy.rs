@@ -126,10 +126,7 @@ impl Proxy {
     /// Whether every upstream has finished its first start (ready,
     /// failed, disabled or stopped).
     pub fn all_started(&self) -> bool {
-        self.upstreams.iter().all(|u| {
-            u.phase() != Phase::Starting
-                || u.stats.attempts.load(std::sync::atomic::Ordering::Relaxed) > 1
-        })
+        self.upstreams.iter().all(|u| !u.on_first_start())
     }
 
     /// When `tool` (an exposed name) carries the prefix of an upstream that
@@ -145,16 +142,7 @@ impl Proxy {
         };
         let deadline = tokio::time::Instant::now() + upstream.config().timeout;
         let mut phase = upstream.watch_phase();
-        loop {
-            let first_start = *phase.borrow_and_update() == Phase::Starting
-                && upstream
-                    .stats
-                    .attempts
-                    .load(std::sync::atomic::Ordering::Relaxed)
-                    <= 1;
-            if !first_start {
-                return;
-            }
+        while upstream.on_first_start() {
             match tokio::time::timeout_at(deadline, phase.changed()).await {
                 Ok(Ok(())) => continue,
                 _ => return,

@@ -32,7 +32,7 @@ pub fn report(proxy: &Proxy, session: &Session, partition: &PartitionWatcher) ->
             let mut entry = json!({
                 "name": config.name,
                 "prefix": config.prefix,
-                "state": state_label(&phase, stats.attempts.load(Ordering::Relaxed)),
+                "state": upstream.state_label(),
                 "tools": catalog.tools_of(index),
                 "calls": stats.calls.load(Ordering::Relaxed),
                 "errors": stats.errors.load(Ordering::Relaxed),
@@ -80,13 +80,4 @@ pub fn report(proxy: &Proxy, session: &Session, partition: &PartitionWatcher) ->
         "pipeline_rules": session_rules,
     })
     .to_string()
-}
-
-/// The state as status shows it: a start after a failure is `restarting`,
-/// not `starting`, so an upstream that keeps failing never looks new.
-pub fn state_label(phase: &Phase, attempts: u64) -> &'static str {
-    match phase {
-        Phase::Starting if attempts > 1 => "restarting",
-        other => other.label(),
-    }
 }

@@ -230,6 +230,22 @@ impl Upstream {
         self.phase.borrow().clone()
     }
 
+    /// Whether the upstream is still on its first start: starting, and
+    /// never started before (a start after a failure is a restart).
+    pub fn on_first_start(&self) -> bool {
+        *self.phase.borrow() == Phase::Starting && self.stats.attempts.load(Ordering::Relaxed) <= 1
+    }
+
+    /// The phase as status shows it: a start after a failure is
+    /// `restarting`, not `starting`, so an upstream that keeps failing
+    /// never looks new.
+    pub fn state_label(&self) -> &'static str {
+        match self.phase() {
+            Phase::Starting if !self.on_first_start() => "restarting",
+            other => other.label(),
+        }
+    }
+
     /// A receiver that sees every phase change.
     pub fn watch_phase(&self) -> watch::Receiver<Phase> {
         self.phase.subscribe()

@@ -17,6 +17,7 @@ use anyhow::{bail, Context as _};
 use serde_json::{json, Value};
 
 use crate::claude::ClaudeCode;
+use crate::scripted_model::{ScriptedModel, ToolResultSeen};
 
 /// One interactive Claude Code process in a detached tmux session; killed
 /// on drop.
@@ -113,6 +114,31 @@ impl TerminalSession {
             std::thread::sleep(Duration::from_millis(200));
         }
         Ok(())
+    }
+
+    /// Types `prompt` and waits (up to 60 s) until the model has been
+    /// sent it.
+    pub fn ask(&self, model: &ScriptedModel, prompt: &str) -> anyhow::Result<()> {
+        self.type_line(prompt)?;
+        self.wait_until(
+            "the prompt to reach the model",
+            Duration::from_secs(60),
+            || {
+                model
+                    .main_requests()
+                    .iter()
+                    .any(|r| r["messages"].to_string().contains(prompt))
+            },
+        )
+    }
+
+    /// Waits (up to 60 s) until the model has been shown a tool result;
+    /// returns them all.
+    pub fn tool_results(&self, model: &ScriptedModel) -> anyhow::Result<Vec<ToolResultSeen>> {
+        self.wait_until("a tool result", Duration::from_secs(60), || {
+            !model.tool_results().is_empty()
+        })?;
+        Ok(model.tool_results())
     }
 
     fn wait_for_screen(
