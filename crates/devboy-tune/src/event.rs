@@ -450,7 +450,7 @@ pub(crate) fn id64(s: &str, odd_ids: &mut Vec<(u64, String)>) -> u64 {
             return v;
         }
     }
-    let v = fnv1a64(s.as_bytes());
+    let v = devboy_core::hash::fnv1a64(s.as_bytes());
     if !odd_ids.iter().any(|(k, _)| *k == v) {
         odd_ids.push((v, s.to_owned()));
     }
@@ -465,15 +465,6 @@ pub fn id_text(id: u64, odd_ids: &[(u64, String)]) -> String {
         .find(|(k, _)| *k == id)
         .map(|(_, s)| s.clone())
         .unwrap_or_else(|| format!("{id:016x}"))
-}
-
-fn fnv1a64(bytes: &[u8]) -> u64 {
-    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
-    for &b in bytes {
-        hash ^= u64::from(b);
-        hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
-    }
-    hash
 }
 
 fn clamp_u32(v: i64) -> u32 {
