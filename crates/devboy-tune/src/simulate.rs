@@ -683,7 +683,7 @@ mod tests {
     /// as session 1, fully recorded, and as session 2, sampled at `rate`
     /// (with a near-reference added to it).
     fn with_sampled_copy(rate: f64) -> EventTable {
-        use crate::event::SessionSummary;
+        use crate::event::{ClientKind, SessionRecord};
         use DedupOutcome::{Hit, Miss, Near};
         let mut t = session(&[(1, Miss), (1, Hit), (2, Miss)]);
         let mut copy = session(&[(1, Miss), (1, Hit), (2, Miss), (3, Near)]).records;
@@ -696,12 +696,12 @@ mod tests {
         for (id, sample_rate) in [(1, 1.0), (2, rate)] {
             t.sessions.insert(
                 id,
-                SessionSummary {
+                SessionRecord {
                     results: 4,
                     sample_rate,
                     compactions: 0,
                     dropped: 0,
-                    client_is_claude_code: true,
+                    client: ClientKind::ClaudeCode,
                 },
             );
         }
