@@ -269,7 +269,9 @@ fn outcome(processed: &Processed, dedup_on: bool, partition: u64) -> Outcome {
     let (dedup, layer) = match processed.action {
         Action::Reference => (DedupOutcome::Hit, Layer::Dedup),
         Action::NearReference => (DedupOutcome::Near, Layer::Dedup),
-        Action::Encoded | Action::Elided if template.is_some() => (DedupOutcome::Miss, Layer::Template),
+        Action::Encoded | Action::Elided if template.is_some() => {
+            (DedupOutcome::Miss, Layer::Template)
+        }
         Action::Encoded | Action::Elided => (DedupOutcome::Miss, Layer::Encoder),
         Action::Unchanged | Action::Fresh => (DedupOutcome::Miss, Layer::Passthrough),
     };

@@ -416,7 +416,10 @@ mod tests {
             (Layer::Encoder, "L2"),
             (Layer::Passthrough, "L3"),
         ] {
-            assert_eq!(serde_json::to_string(&layer).unwrap(), format!("\"{wire}\""));
+            assert_eq!(
+                serde_json::to_string(&layer).unwrap(),
+                format!("\"{wire}\"")
+            );
         }
         for (dedup, wire) in [
             (DedupOutcome::Off, "off"),
@@ -424,7 +427,10 @@ mod tests {
             (DedupOutcome::Hit, "hit"),
             (DedupOutcome::Near, "near"),
         ] {
-            assert_eq!(serde_json::to_string(&dedup).unwrap(), format!("\"{wire}\""));
+            assert_eq!(
+                serde_json::to_string(&dedup).unwrap(),
+                format!("\"{wire}\"")
+            );
         }
     }
 }

@@ -378,7 +378,7 @@ mod tests {
         };
 
         use crate::event::{ClientKind, DedupOutcome};
-        use crate::names::EndpointNames;
+        use crate::names::ExposedNames;
 
         let dir = tempfile::tempdir().unwrap();
         let names_file = dir
@@ -530,7 +530,7 @@ mod tests {
         assert_eq!((sessions, table.sessions.len()), (2, 2));
 
         // The names map the recorder kept names the tool's hash.
-        let names = EndpointNames::load(&names_file);
+        let names = ExposedNames::load(&names_file);
         assert!(names.note.is_none(), "{:?}", names.note);
         assert_eq!(names.get(tool_hash.0), Some("gh__list_issues"), "{names:?}");
         assert!(results.iter().any(|r| r.tool == tool_hash));

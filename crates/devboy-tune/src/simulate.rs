@@ -57,7 +57,7 @@
 //!   keep their recorded figures on both sides, whatever the proposal
 //!   (no near-reference or pin adjustment either), weighted by
 //!   `1/sample_rate` like the aggregate's totals
-//!   ([`crate::analysis`]), so they add to the baseline and to both
+//!   ([`crate::aggregate`]), so they add to the baseline and to both
 //!   savings alike and never to a gain. [`Simulator::excluded`] counts
 //!   them.
 //! - **Encoder savings of bodies that were references**: estimated with
@@ -67,9 +67,9 @@ use std::collections::{HashMap, VecDeque};
 
 use devboy_core::pipeline_config::{EndpointSettings, PipelineConfig};
 
-use crate::analysis::{Analysis, EventFacts};
+use crate::aggregate::{Analysis, EventFacts};
 use crate::event::{DedupOutcome, Record};
-use crate::names::EndpointNames;
+use crate::names::ExposedNames;
 use crate::read::EventTable;
 
 /// The settings the replay needs, resolved per endpoint.
@@ -92,7 +92,7 @@ impl Settings {
     /// section defaults, since globs match names.
     pub fn from_config(
         config: &PipelineConfig,
-        names: &EndpointNames,
+        names: &ExposedNames,
         tools: impl IntoIterator<Item = u64>,
     ) -> Self {
         let fallback = EndpointSettings {
@@ -547,7 +547,7 @@ fn estimate(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::analysis::{analyze, SequenceParams};
+    use crate::aggregate::{analyze, SequenceParams};
     use crate::event::Names;
 
     const PARAMS: SequenceParams = SequenceParams {

@@ -416,7 +416,8 @@ pub fn analyze(table: &EventTable, params: SequenceParams) -> Analysis {
         };
         sessions.compactions += compactions;
         sessions.sessions_compacted += u64::from(compactions > 0);
-        sessions.claude_code += u64::from(summary.is_some_and(|s| s.client == ClientKind::ClaudeCode));
+        sessions.claude_code +=
+            u64::from(summary.is_some_and(|s| s.client == ClientKind::ClaudeCode));
         if complete {
             sequence(records, &indexes, &json_shape, params, &mut facts);
         } else {
