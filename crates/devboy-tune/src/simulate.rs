@@ -242,6 +242,7 @@ impl CacheModel {
         }
         self.clock += 1;
         slot.used = self.clock;
+        slot.delivered_ms = now;
         self.order.push_back((self.clock, fp));
         true
     }
@@ -601,6 +602,96 @@ mod tests {
         EventTable {
             records,
             ..EventTable::default()
+        }
+    }
+
+    /// One step of a generated session, as [`replay`] drives the cache.
+    #[derive(Clone, Debug)]
+    enum Step {
+        /// A result with the session's body `body`: looked up, and on a
+        /// miss remembered if `delivered` (sent in full, not elided).
+        Result { body: usize, delivered: bool },
+        /// Milliseconds pass.
+        Wait(u64),
+        /// A compaction: a new context partition.
+        Compaction,
+    }
+
+    fn step() -> impl proptest::strategy::Strategy<Value = Step> {
+        use proptest::prelude::*;
+        prop_oneof![
+            6 => (0..8usize, proptest::bool::weighted(0.8))
+                .prop_map(|(body, delivered)| Step::Result { body, delivered }),
+            2 => (0..3_000u64).prop_map(Step::Wait),
+            1 => Just(Step::Compaction),
+        ]
+    }
+
+    proptest::proptest! {
+        /// The replay's cache model and the pipeline's `DedupCache` agree
+        /// on every lookup, and after every step on what is remembered
+        /// (so on every eviction, by entries, bytes, TTL or partition).
+        /// Eligibility (dedup off, the endpoint's size range) is decided
+        /// before the cache by both, so the real cache runs with no minimum.
+        #[test]
+        fn the_cache_model_agrees_with_the_real_dedup_cache(
+            max_entries in 0..6usize,
+            max_bytes in 0..6_000usize,
+            ttl_ms in 0..8_000u64,
+            lens in proptest::collection::vec(1..3_000usize, 8),
+            steps in proptest::collection::vec(step(), 1..80),
+        ) {
+            use std::time::Duration;
+
+            use devboy_pipeline::{
+                DedupCache, DedupConfig, Delivered, EndpointKey, Fingerprint, IdAllocator,
+                Timestamp,
+            };
+
+            let mut model = CacheModel::with_bounds(max_entries, max_bytes, ttl_ms);
+            let mut real = DedupCache::new(DedupConfig {
+                max_entries,
+                max_bytes,
+                min_body_bytes: 0,
+                ttl: Duration::from_millis(ttl_ms),
+            });
+            let fingerprints: Vec<Fingerprint> =
+                (0..lens.len()).map(|b| Fingerprint::of(&[b as u8])).collect();
+            let mut ids = IdAllocator::seeded(7);
+            let endpoint = EndpointKey::new("up", "tool");
+            let mut now = 0u64;
+            for (n, step) in steps.iter().enumerate() {
+                match *step {
+                    Step::Result { body, delivered } => {
+                        let (fp, len) = (body as u128, lens[body]);
+                        let at = Timestamp::from_millis(now);
+                        let model_hit = model.lookup(fp, now);
+                        let real_hit = real.lookup(fingerprints[body], at).is_some();
+                        proptest::prop_assert_eq!(model_hit, real_hit, "lookup at step {}", n);
+                        if !model_hit && delivered {
+                            model.record(fp, len, now);
+                            let shown = Delivered::new(ids.next(), endpoint.clone(), Vec::<String>::new());
+                            real.record_delivered(fingerprints[body], shown, len, at);
+                        }
+                    }
+                    Step::Wait(ms) => now += ms,
+                    Step::Compaction => {
+                        model.clear();
+                        real.advance_partition();
+                    }
+                }
+                let at = Timestamp::from_millis(now);
+                for (b, fp) in fingerprints.iter().enumerate() {
+                    let in_model = model
+                        .entries
+                        .get(&(b as u128))
+                        .is_some_and(|s| now.saturating_sub(s.delivered_ms) < ttl_ms);
+                    let in_real = real.still_delivered(*fp, at).is_some();
+                    proptest::prop_assert_eq!(in_model, in_real, "body {} after step {}", b, n);
+                }
+                proptest::prop_assert_eq!(model.entries.len(), real.len(), "entries after step {}", n);
+                proptest::prop_assert_eq!(model.bytes, real.total_bytes(), "bytes after step {}", n);
+            }
         }
     }
 
