@@ -7,7 +7,9 @@
 //! are filled only from the pipeline's own `&'static str` vocabularies.
 //!
 //! Readers ignore fields they do not know, so fields can be added without
-//! changing [`SCHEMA_VERSION`].
+//! changing [`SCHEMA_VERSION`]. `devboy tune` reads these records with
+//! its own line type and these enums; a test in its `read` module writes
+//! through [`crate::Telemetry`] and reads every field back.
 
 use std::borrow::Cow;
 

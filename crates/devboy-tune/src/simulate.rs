@@ -135,7 +135,7 @@ impl Settings {
 
 /// What the cache model did with one event.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Outcome {
+pub enum ReplayOutcome {
     /// Not replayed (sampled session, error, no fingerprint).
     Untouched,
     /// Dedup off for the endpoint, or the body outside its size range.
@@ -147,10 +147,10 @@ pub enum Outcome {
 }
 
 /// Replays every fully recorded session under `settings`; events of
-/// sampled sessions (or with dropped events) stay [`Outcome::Untouched`].
-pub fn replay(table: &EventTable, analysis: &Analysis, settings: &Settings) -> Vec<Outcome> {
+/// sampled sessions (or with dropped events) stay [`ReplayOutcome::Untouched`].
+pub fn replay(table: &EventTable, analysis: &Analysis, settings: &Settings) -> Vec<ReplayOutcome> {
     let records = &table.records;
-    let mut out = vec![Outcome::Untouched; records.len()];
+    let mut out = vec![ReplayOutcome::Untouched; records.len()];
     let mut cache = CacheModel::new(settings);
     for (_, complete, indexes) in &analysis.by_session {
         if !complete {
@@ -172,15 +172,15 @@ pub fn replay(table: &EventTable, analysis: &Analysis, settings: &Settings) -> V
             let len = r.response_chars as usize;
             let eligible = s.dedup && len >= s.min_body_bytes.max(1) && len <= settings.max_bytes;
             out[i] = if !eligible {
-                Outcome::NotEligible
+                ReplayOutcome::NotEligible
             } else if cache.lookup(r.fingerprint, r.ts_ms) {
-                Outcome::Hit
+                ReplayOutcome::Hit
             } else {
                 let near_sent = r.dedup == DedupOutcome::Near && s.near_ref;
                 if !r.elided() && !near_sent {
                     cache.record(r.fingerprint, len, r.ts_ms);
                 }
-                Outcome::Fresh
+                ReplayOutcome::Fresh
             };
         }
     }
@@ -188,8 +188,11 @@ pub fn replay(table: &EventTable, analysis: &Analysis, settings: &Settings) -> V
 }
 
 /// Hits in a replay.
-pub fn hits(outcomes: &[Outcome]) -> u64 {
-    outcomes.iter().filter(|o| **o == Outcome::Hit).count() as u64
+pub fn hits(outcomes: &[ReplayOutcome]) -> u64 {
+    outcomes
+        .iter()
+        .filter(|o| **o == ReplayOutcome::Hit)
+        .count() as u64
 }
 
 /// The dedup cache's rules (`devboy_pipeline::DedupCache`), as far as the
@@ -338,7 +341,7 @@ pub struct Simulator<'a> {
     table: &'a EventTable,
     analysis: &'a Analysis,
     current: Settings,
-    current_outcomes: Vec<Outcome>,
+    current_outcomes: Vec<ReplayOutcome>,
     encoder_ratio: HashMap<u64, f64>,
     /// Per record: its session is left out (sampled or with dropped
     /// events).
@@ -389,7 +392,7 @@ impl<'a> Simulator<'a> {
     }
 
     /// The replay of the current settings.
-    pub fn current_outcomes(&self) -> &[Outcome] {
+    pub fn current_outcomes(&self) -> &[ReplayOutcome] {
         &self.current_outcomes
     }
 
@@ -399,7 +402,7 @@ impl<'a> Simulator<'a> {
         let mut agreeing = 0;
         let mut replayed = 0;
         for (o, r) in self.current_outcomes.iter().zip(&self.table.records) {
-            if *o != Outcome::Untouched {
+            if *o != ReplayOutcome::Untouched {
                 replayed += 1;
                 agreeing += u64::from(agrees(*o, r));
             }
@@ -488,12 +491,12 @@ struct Costs {
 /// model cannot reproduce (a mutating call invalidated it, the settings
 /// differed when it was recorded) keeps its recorded figures, so the
 /// model's errors are not extrapolated in either direction.
-pub fn agrees(outcome: Outcome, r: &Record) -> bool {
+pub fn agrees(outcome: ReplayOutcome, r: &Record) -> bool {
     match outcome {
-        Outcome::Untouched => false,
-        Outcome::Hit => r.dedup == DedupOutcome::Hit,
-        Outcome::Fresh => matches!(r.dedup, DedupOutcome::Miss | DedupOutcome::Near),
-        Outcome::NotEligible => matches!(r.dedup, DedupOutcome::Off | DedupOutcome::Miss),
+        ReplayOutcome::Untouched => false,
+        ReplayOutcome::Hit => r.dedup == DedupOutcome::Hit,
+        ReplayOutcome::Fresh => matches!(r.dedup, DedupOutcome::Miss | DedupOutcome::Near),
+        ReplayOutcome::NotEligible => matches!(r.dedup, DedupOutcome::Off | DedupOutcome::Miss),
     }
 }
 
@@ -503,7 +506,7 @@ pub fn agrees(outcome: Outcome, r: &Record) -> bool {
 fn estimate(
     r: &Record,
     facts: &EventFacts,
-    (old, new): (Outcome, Outcome),
+    (old, new): (ReplayOutcome, ReplayOutcome),
     (old_s, new_s): (&EndpointSettings, &EndpointSettings),
     pin: Option<Option<u8>>,
     costs: Costs,
@@ -522,12 +525,14 @@ fn estimate(
             + if with_id { id } else { 0 }
     };
     let mut fin = recorded;
-    if old != new && new != Outcome::Untouched && agrees(old, r) {
+    if old != new && new != ReplayOutcome::Untouched && agrees(old, r) {
         match (old, new) {
-            (_, Outcome::Hit) => fin = fin.min(costs.reference.round() as i64),
-            (Outcome::Hit, _) => fin = body(new == Outcome::Fresh && !r.elided()),
-            (Outcome::Fresh, Outcome::NotEligible) => fin -= id_recorded,
-            (Outcome::NotEligible, Outcome::Fresh) if id_recorded == 0 && !r.elided() => {
+            (_, ReplayOutcome::Hit) => fin = fin.min(costs.reference.round() as i64),
+            (ReplayOutcome::Hit, _) => fin = body(new == ReplayOutcome::Fresh && !r.elided()),
+            (ReplayOutcome::Fresh, ReplayOutcome::NotEligible) => fin -= id_recorded,
+            (ReplayOutcome::NotEligible, ReplayOutcome::Fresh)
+                if id_recorded == 0 && !r.elided() =>
+            {
                 fin += id;
             }
             _ => {}
@@ -535,14 +540,14 @@ fn estimate(
     }
     let near_old = old_s.dedup && old_s.near_ref;
     let near_new = new_s.dedup && new_s.near_ref;
-    if near_new && !near_old && facts.near_candidate && new != Outcome::Hit && !replaced {
+    if near_new && !near_old && facts.near_candidate && new != ReplayOutcome::Hit && !replaced {
         let near = costs.near.round() as i64;
         if near * 2 <= fin {
             fin = near;
         }
     }
     if !near_new && r.dedup == DedupOutcome::Near {
-        fin = body(new == Outcome::Fresh);
+        fin = body(new == ReplayOutcome::Fresh);
     }
     if let Some(pinned) = pin {
         let encoded_otherwise = r.encoder_saved > 0 && pinned != Some(r.template);
@@ -716,13 +721,13 @@ mod tests {
         let o = replay(&t, &a, &settings(true, 2, 1_800_000));
         assert_eq!(hits(&o), 0);
         let o = replay(&t, &a, &settings(true, 3, 1_800_000));
-        assert_eq!(o[3], Outcome::Hit);
+        assert_eq!(o[3], ReplayOutcome::Hit);
         assert_eq!(hits(&o), 2);
         // TTL of 2.5 s: 1 delivered at 0 s is stale at 3 s; 2 (1 s) at 4 s too.
         let o = replay(&t, &a, &settings(true, 3, 2_500));
         assert_eq!(hits(&o), 0);
         let o = replay(&t, &a, &settings(false, 3, 1_800_000));
-        assert!(o.iter().all(|x| *x == Outcome::NotEligible));
+        assert!(o.iter().all(|x| *x == ReplayOutcome::NotEligible));
     }
 
     #[test]
@@ -819,7 +824,7 @@ mod tests {
         assert_eq!(simulator.excluded(), (1, 4));
         assert!(simulator.current_outcomes()[3..]
             .iter()
-            .all(|o| *o == Outcome::Untouched));
+            .all(|o| *o == ReplayOutcome::Untouched));
         assert_eq!(simulator.reproduced(), (3, 3), "only session 1 replayed");
         let sim = simulator.run(&settings(false, 256, 1_800_000));
         // Session 1 as in dedup_off_drops_id_lines_and_references: 473 -> 0.
@@ -841,7 +846,7 @@ mod tests {
         assert_eq!(simulator.excluded(), (0, 0));
         assert!(simulator.current_outcomes()[3..]
             .iter()
-            .all(|o| *o != Outcome::Untouched));
+            .all(|o| *o != ReplayOutcome::Untouched));
         let sim = simulator.run(&settings(false, 256, 1_800_000));
         assert_eq!(sim.total.baseline, 7 * 500);
         assert!(sim.total.changed > 3);
