@@ -282,8 +282,12 @@ async fn events_hold_hashes_and_counts_only() {
 
     // The names map, in the config directory, maps the hashes back.
     let names: BTreeMap<String, String> = serde_json::from_slice(
-        &std::fs::read(config_dir.path().join("endpoint-names.json"))
-            .expect("endpoint-names.json in the config dir"),
+        &std::fs::read(
+            config_dir
+                .path()
+                .join(devboy_core::paths::ENDPOINT_NAMES_FILE_NAME),
+        )
+        .expect("the names file in the config dir"),
     )
     .unwrap();
     for (r, name) in results.iter().zip(calls) {
@@ -299,7 +303,10 @@ async fn events_hold_hashes_and_counts_only() {
         );
     }
     assert!(
-        !telemetry.path().join("endpoint-names.json").exists(),
+        !telemetry
+            .path()
+            .join(devboy_core::paths::ENDPOINT_NAMES_FILE_NAME)
+            .exists(),
         "names never go under the telemetry dir"
     );
 }
@@ -331,7 +338,10 @@ fn assert_nothing_written(telemetry: &TempDir, config_dir: &TempDir) {
         "telemetry dir stays empty"
     );
     assert!(!config_dir.path().join("telemetry").exists());
-    assert!(!config_dir.path().join("endpoint-names.json").exists());
+    assert!(!config_dir
+        .path()
+        .join(devboy_core::paths::ENDPOINT_NAMES_FILE_NAME)
+        .exists());
 }
 
 #[tokio::test(flavor = "multi_thread")]

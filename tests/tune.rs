@@ -131,7 +131,8 @@ fn write_telemetry(dirs: &Dirs, workload: &Workload) {
         .map(|e| (e.hash(), json!(e.name)))
         .collect();
     std::fs::write(
-        dirs.config.join("endpoint-names.json"),
+        dirs.config
+            .join(devboy_core::paths::ENDPOINT_NAMES_FILE_NAME),
         serde_json::Value::Object(names).to_string(),
     )
     .unwrap();

@@ -11,6 +11,7 @@
 //! and nothing else; it knows nothing of MCP, tokio or the pipeline.
 //!
 //! - [`config`]: [`config::ProxyConfig`] from a `.mcp.json` or `devboy.toml`.
+//! - [`hash`]: [`hash::fnv1a64`], the one stable hash for names and ids.
 //! - [`hooks`]: the Claude Code compaction hooks: their input, merging them
 //!   into `.claude/settings.json`.
 //! - [`naming`]: [`naming::ToolNamer`], exposed names within 64 characters.
@@ -22,6 +23,7 @@
 #![deny(missing_docs)]
 
 pub mod config;
+pub mod hash;
 pub mod hooks;
 pub mod naming;
 pub mod paths;

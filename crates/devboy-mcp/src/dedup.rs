@@ -267,11 +267,13 @@ fn outcome(processed: &Processed, dedup_on: bool, partition: u64) -> Outcome {
         .format
         .filter(|f| Template::ALL.iter().any(|t| t.name() == *f));
     let (dedup, layer) = match processed.action {
-        Action::Reference => (DedupOutcome::Hit, Layer::L0),
-        Action::NearReference => (DedupOutcome::Near, Layer::L0),
-        Action::Encoded | Action::Elided if template.is_some() => (DedupOutcome::Miss, Layer::L1),
-        Action::Encoded | Action::Elided => (DedupOutcome::Miss, Layer::L2),
-        Action::Unchanged | Action::Fresh => (DedupOutcome::Miss, Layer::L3),
+        Action::Reference => (DedupOutcome::Hit, Layer::Dedup),
+        Action::NearReference => (DedupOutcome::Near, Layer::Dedup),
+        Action::Encoded | Action::Elided if template.is_some() => {
+            (DedupOutcome::Miss, Layer::Template)
+        }
+        Action::Encoded | Action::Elided => (DedupOutcome::Miss, Layer::Encoder),
+        Action::Unchanged | Action::Fresh => (DedupOutcome::Miss, Layer::Passthrough),
     };
     Outcome {
         dedup: if dedup_on { dedup } else { DedupOutcome::Off },
@@ -1010,10 +1012,10 @@ mod tests {
         assert_eq!(
             what,
             [
-                (DedupOutcome::Miss, Layer::L3, "fresh", false),
-                (DedupOutcome::Hit, Layer::L0, "reference", false),
-                (DedupOutcome::Miss, Layer::L2, "encoded", false),
-                (DedupOutcome::Off, Layer::L3, "unchanged", true),
+                (DedupOutcome::Miss, Layer::Passthrough, "fresh", false),
+                (DedupOutcome::Hit, Layer::Dedup, "reference", false),
+                (DedupOutcome::Miss, Layer::Encoder, "encoded", false),
+                (DedupOutcome::Off, Layer::Passthrough, "unchanged", true),
             ]
         );
         assert_eq!(results[0].path_hashes.len(), 1);

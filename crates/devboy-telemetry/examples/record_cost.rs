@@ -9,7 +9,7 @@ use devboy_telemetry::{CallFacts, DedupOutcome, Layer, Outcome, Telemetry, Telem
 fn outcome() -> Outcome {
     Outcome {
         dedup: DedupOutcome::Miss,
-        layer: Layer::L2,
+        layer: Layer::Encoder,
         action: "encoded",
         shape: Some("array_of_objects"),
         inner_formats: vec!["url", "hash"],

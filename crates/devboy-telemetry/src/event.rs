@@ -7,7 +7,9 @@
 //! are filled only from the pipeline's own `&'static str` vocabularies.
 //!
 //! Readers ignore fields they do not know, so fields can be added without
-//! changing [`SCHEMA_VERSION`].
+//! changing [`SCHEMA_VERSION`]. `devboy tune` reads these records with
+//! its own line type and these enums; a test in its `read` module writes
+//! through [`crate::Telemetry`] and reads every field back.
 
 use std::borrow::Cow;
 
@@ -167,17 +169,29 @@ pub enum DedupOutcome {
     Near,
 }
 
-/// The layer that decided what was sent.
+impl DedupOutcome {
+    /// Whether L0 replaced the body (`hit` or `near`).
+    pub fn is_duplicate(self) -> bool {
+        matches!(self, Self::Hit | Self::Near)
+    }
+}
+
+/// The layer that decided what was sent. Written as the layer's number,
+/// `"L0"` to `"L3"`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Layer {
-    /// L0: a reference or near-reference.
-    L0,
-    /// L1: a template.
-    L1,
-    /// L2: a JSON encoder, or elision.
-    L2,
-    /// L3: passed through.
-    L3,
+    /// `L0`: dedup sent a reference or near-reference.
+    #[serde(rename = "L0")]
+    Dedup,
+    /// `L1`: a template encoded the body.
+    #[serde(rename = "L1")]
+    Template,
+    /// `L2`: the generic JSON encoder, or elision.
+    #[serde(rename = "L2")]
+    Encoder,
+    /// `L3`: passed through unchanged.
+    #[serde(rename = "L3")]
+    Passthrough,
 }
 
 /// A coarse verb class of a tool, from its name alone.
@@ -394,5 +408,31 @@ mod tests {
         assert_eq!(ClientKind::of(Some("claude-code")), ClientKind::ClaudeCode);
         assert_eq!(ClientKind::of(Some("inspector")), ClientKind::Other);
         assert_eq!(ClientKind::of(None), ClientKind::Other);
+    }
+
+    #[test]
+    fn wire_words_are_pinned() {
+        for (layer, wire) in [
+            (Layer::Dedup, "L0"),
+            (Layer::Template, "L1"),
+            (Layer::Encoder, "L2"),
+            (Layer::Passthrough, "L3"),
+        ] {
+            assert_eq!(
+                serde_json::to_string(&layer).unwrap(),
+                format!("\"{wire}\"")
+            );
+        }
+        for (dedup, wire) in [
+            (DedupOutcome::Off, "off"),
+            (DedupOutcome::Miss, "miss"),
+            (DedupOutcome::Hit, "hit"),
+            (DedupOutcome::Near, "near"),
+        ] {
+            assert_eq!(
+                serde_json::to_string(&dedup).unwrap(),
+                format!("\"{wire}\"")
+            );
+        }
     }
 }

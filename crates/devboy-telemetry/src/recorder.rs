@@ -182,7 +182,7 @@ impl Outcome {
     pub fn passed_through(tokens: u64, context_partition: u64, is_error: bool) -> Self {
         Self {
             dedup: DedupOutcome::Off,
-            layer: Layer::L3,
+            layer: Layer::Passthrough,
             action: "unchanged",
             shape: None,
             inner_formats: Vec::new(),

@@ -69,7 +69,7 @@ fn everything_under(dir: &Path) -> String {
 fn outcome(tokens: u64) -> Outcome {
     Outcome {
         dedup: DedupOutcome::Miss,
-        layer: Layer::L2,
+        layer: Layer::Encoder,
         action: "encoded",
         shape: Some("array_of_objects"),
         inner_formats: vec!["url"],
@@ -142,7 +142,10 @@ fn results_and_the_summary_are_written_without_names_or_content() {
     assert_eq!((first.prefetched, first.prefetch_hit), (None, None));
     let err = &results[2];
     assert!(err.is_error);
-    assert_eq!((err.dedup, err.layer), (DedupOutcome::Off, Layer::L3));
+    assert_eq!(
+        (err.dedup, err.layer),
+        (DedupOutcome::Off, Layer::Passthrough)
+    );
     assert_eq!(err.context_partition, 1);
     let s = &sessions[0];
     assert_eq!((s.results, s.events, s.dropped), (3, 3, 0));

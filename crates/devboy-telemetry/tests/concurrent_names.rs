@@ -78,7 +78,7 @@ fn concurrent_processes_lose_no_names() {
     for round in 0..ROUNDS {
         let path = base
             .join(format!("round-{round}"))
-            .join("endpoint-names.json");
+            .join(devboy_core::paths::ENDPOINT_NAMES_FILE_NAME);
         // Enough head start for every writer to be up and waiting.
         let start_at = unix_ms() + 300;
         let children: Vec<Child> = (0..WRITERS)

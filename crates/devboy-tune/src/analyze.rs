@@ -2,7 +2,7 @@
 //! updated `pipeline_config.toml` out.
 //!
 //! The steps: read the events of the window ([`crate::read`]); aggregate
-//! them ([`crate::analysis`]); run the rules against the current file
+//! them ([`crate::aggregate`]); run the rules against the current file
 //! ([`crate::rules`]); simulate ([`crate::simulate`]) and keep only what
 //! does not save less; write the survivors into the file
 //! ([`crate::edit`]); print the report.
@@ -31,11 +31,11 @@ use std::time::{Duration, Instant};
 use devboy_core::pipeline_config::PipelineConfig;
 use serde_json::json;
 
-use crate::analysis::{analyze, Analysis, SequenceParams};
+use crate::aggregate::{analyze, Analysis, SequenceParams};
 use crate::edit::ConfigFile;
 use crate::error::TuneError;
 use crate::event::{id_text, Vocabulary};
-use crate::names::EndpointNames;
+use crate::names::ExposedNames;
 use crate::read::{read_events, EventTable, ReadOptions, ReadStats};
 use crate::rules::{propose, Change, Held, Rule, RuleInput, Target};
 use crate::simulate::{Estimate, Settings, Simulation, Simulator};
@@ -93,7 +93,7 @@ pub struct AnalyzeReport {
     /// Identifiers not in the schema's form.
     pub odd_ids: Vec<(u64, String)>,
     /// Hash → name.
-    pub names: EndpointNames,
+    pub names: ExposedNames,
     /// The verdicts, top-level changes first.
     pub decisions: Vec<Decision>,
     /// Value-model priors written without simulation (V1).
@@ -127,7 +127,7 @@ pub fn run(options: &AnalyzeOptions) -> Result<AnalyzeReport, TuneError> {
     let file = ConfigFile::open(&options.output)?;
     let config = file.config()?;
     let defaults = PipelineConfig::embedded_default();
-    let names = EndpointNames::load(&options.names_file);
+    let names = ExposedNames::load(&options.names_file);
     let table = read_events(&ReadOptions {
         input: options.input.clone(),
         since_ms: EventTable::since(options.now_ms, options.days),

@@ -1,11 +1,15 @@
 //! The telemetry event schema as the tuner reads it (`docs/telemetry.md`,
 //! schema version 1), and the compact [`Record`] each result event becomes.
 //!
-//! These are the tuner's own types, not the writer's: the contract is the
-//! documented JSON, so the reader depends on no telemetry crate. Unknown
-//! fields are ignored (the schema grows by additions within version 1);
-//! the fields the tuner needs are checked, and a line without them is
-//! malformed, never an error.
+//! The line is read into the tuner's own borrowed, all-optional [`Line`]
+//! rather than the writer's record types, so that a line missing what the
+//! tuner does not need still counts, and reading stays allocation-free;
+//! the fixed vocabularies ([`DedupOutcome`], [`ClientKind`]) are the
+//! writer's own enums. A test in [`crate::read`] writes events through
+//! `devboy_telemetry`'s recorder and sink and reads every field back.
+//! Unknown fields are ignored (the schema grows by additions within
+//! version 1); the fields the tuner needs are checked, and a line without
+//! them is malformed, never an error.
 //!
 //! A [`Record`] is 72 bytes, about a tenth of a JSON line: a million events
 //! fit in memory, which lets every analysis and every simulation run over
@@ -14,6 +18,10 @@
 use std::borrow::Cow;
 
 use serde::Deserialize;
+
+/// The event's fixed vocabularies are the writer's own types
+/// (`devboy_telemetry`), so the two sides cannot spell them differently.
+pub use devboy_telemetry::{ClientKind, DedupOutcome};
 
 /// The schema version this reader understands.
 pub const SCHEMA_VERSION: u32 = 1;
@@ -43,8 +51,8 @@ pub(crate) struct Line<'a> {
     pub inner_formats: Option<Vec<Cow<'a, str>>>,
     #[serde(borrow, default)]
     pub fingerprint: Option<Cow<'a, str>>,
-    #[serde(borrow, default)]
-    pub dedup: Option<Cow<'a, str>>,
+    #[serde(default)]
+    pub dedup: Option<DedupOutcome>,
     #[serde(borrow, default)]
     pub format: Option<Cow<'a, str>>,
     #[serde(borrow, default)]
@@ -74,52 +82,8 @@ pub(crate) struct Line<'a> {
     pub compactions: Option<u64>,
     #[serde(default)]
     pub dropped: Option<u64>,
-    #[serde(borrow, default)]
-    pub client: Option<Cow<'a, str>>,
-}
-
-/// What L0 did with a result (`dedup` in the event).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[repr(u8)]
-pub enum DedupOutcome {
-    /// Dedup was off for the endpoint.
-    Off = 0,
-    /// Fresh: sent in full (with an id line when large enough).
-    Miss = 1,
-    /// Replaced by a reference.
-    Hit = 2,
-    /// Replaced by a near-reference (the changes).
-    Near = 3,
-}
-
-impl DedupOutcome {
-    /// Every outcome, in index order.
-    pub const ALL: [DedupOutcome; 4] = [Self::Off, Self::Miss, Self::Hit, Self::Near];
-
-    /// The name in the event.
-    pub fn name(self) -> &'static str {
-        match self {
-            Self::Off => "off",
-            Self::Miss => "miss",
-            Self::Hit => "hit",
-            Self::Near => "near",
-        }
-    }
-
-    pub(crate) fn parse(s: &str) -> Option<Self> {
-        Some(match s {
-            "off" => Self::Off,
-            "miss" => Self::Miss,
-            "hit" => Self::Hit,
-            "near" => Self::Near,
-            _ => return None,
-        })
-    }
-
-    /// Whether L0 replaced the body (`hit` or `near`).
-    pub fn is_duplicate(self) -> bool {
-        matches!(self, Self::Hit | Self::Near)
-    }
+    #[serde(default)]
+    pub client: Option<ClientKind>,
 }
 
 /// "No name" in a [`Record`]'s small name indexes.
@@ -162,7 +126,7 @@ pub struct Record {
     pub class: u8,
     /// What L0 did.
     pub dedup: DedupOutcome,
-    flags: u8,
+    pub(crate) flags: u8,
 }
 
 const ELIDED: u8 = 1;
@@ -310,9 +274,9 @@ pub(crate) enum Skip {
     Old,
 }
 
-/// A session summary line, as far as the tuner uses it.
+/// One session summary event, compacted to what the tuner uses.
 #[derive(Clone, Debug, PartialEq)]
-pub struct SessionSummary {
+pub struct SessionRecord {
     /// Results processed (before sampling).
     pub results: u64,
     /// The sampling rate applied to result events.
@@ -321,11 +285,11 @@ pub struct SessionSummary {
     pub compactions: u64,
     /// Sampled events the writer dropped because it fell behind.
     pub dropped: u64,
-    /// `claude-code` or `other`.
-    pub client_is_claude_code: bool,
+    /// Which client the session served.
+    pub client: ClientKind,
 }
 
-impl SessionSummary {
+impl SessionRecord {
     /// Whether every result of the session has its event: not sampled,
     /// nothing dropped.
     pub fn complete(&self) -> bool {
@@ -336,7 +300,7 @@ impl SessionSummary {
 /// What one line turned into.
 pub(crate) enum Parsed {
     Result(Record),
-    Session(u64, SessionSummary),
+    Session(u64, SessionRecord),
 }
 
 /// Parses one line. `since_ms` drops older events; `vocab` collects names;
@@ -361,7 +325,7 @@ pub(crate) fn parse_line(
             if ts_ms < since_ms {
                 return Err(Skip::Old);
             }
-            let summary = SessionSummary {
+            let summary = SessionRecord {
                 results: line.results.unwrap_or(0),
                 sample_rate: line
                     .sample_rate
@@ -369,7 +333,7 @@ pub(crate) fn parse_line(
                     .unwrap_or(1.0),
                 compactions: line.compactions.unwrap_or(0),
                 dropped: line.dropped.unwrap_or(0),
-                client_is_claude_code: line.client.as_deref() == Some("claude-code"),
+                client: line.client.unwrap_or(ClientKind::Other),
             };
             return Ok(Parsed::Session(id64(session, odd_ids), summary));
         }
@@ -379,10 +343,7 @@ pub(crate) fn parse_line(
     let tool = line.tool.as_deref().ok_or(Skip::Malformed)?;
     let baseline = line.tokens_baseline.ok_or(Skip::Malformed)?;
     let fin = line.tokens_final.ok_or(Skip::Malformed)?;
-    let dedup = match line.dedup.as_deref() {
-        Some(d) => DedupOutcome::parse(d).ok_or(Skip::Malformed)?,
-        None => return Err(Skip::Malformed),
-    };
+    let dedup = line.dedup.ok_or(Skip::Malformed)?;
     if ts_ms < since_ms {
         return Err(Skip::Old);
     }
@@ -450,7 +411,7 @@ pub(crate) fn id64(s: &str, odd_ids: &mut Vec<(u64, String)>) -> u64 {
             return v;
         }
     }
-    let v = fnv1a64(s.as_bytes());
+    let v = devboy_core::hash::fnv1a64(s.as_bytes());
     if !odd_ids.iter().any(|(k, _)| *k == v) {
         odd_ids.push((v, s.to_owned()));
     }
@@ -465,15 +426,6 @@ pub fn id_text(id: u64, odd_ids: &[(u64, String)]) -> String {
         .find(|(k, _)| *k == id)
         .map(|(_, s)| s.clone())
         .unwrap_or_else(|| format!("{id:016x}"))
-}
-
-fn fnv1a64(bytes: &[u8]) -> u64 {
-    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
-    for &b in bytes {
-        hash ^= u64::from(b);
-        hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
-    }
-    hash
 }
 
 fn clamp_u32(v: i64) -> u32 {
@@ -566,7 +518,7 @@ mod tests {
         assert_eq!(s.sample_rate, 0.5);
         assert_eq!(s.compactions, 3);
         assert_eq!(s.dropped, 0);
-        assert!(s.client_is_claude_code);
+        assert_eq!(s.client, ClientKind::ClaudeCode);
     }
 
     #[test]

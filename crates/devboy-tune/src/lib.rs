@@ -10,10 +10,12 @@
 //!   ([`read`]); aggregation, the sequence analysis, the rules and every
 //!   simulation are passes over that table. A million events read and
 //!   analysed in a few seconds.
-//! - **The reader owns its schema.** [`event`] deserializes the JSON
-//!   contract of `docs/telemetry.md` with its own types and ignores
-//!   unknown fields, so it depends on no writer crate; a bad line is
-//!   counted and skipped, never an error.
+//! - **The reader owns its line, not the vocabulary.** [`event`]
+//!   deserializes the JSON contract of `docs/telemetry.md` into its own
+//!   borrowed, all-optional line and ignores unknown fields; the fixed
+//!   words (dedup outcome, client kind) are `devboy_telemetry`'s enums, and
+//!   a test writes through its recorder and reads every field back. A bad
+//!   line is counted and skipped, never an error.
 //! - **Rules, then a simulation that can say no.** [`rules`] are
 //!   thresholds with minimum support, each change carrying its evidence;
 //!   [`simulate`] replays the dedup cache over each recorded session under
@@ -26,7 +28,7 @@
 //!   `1/sample_rate` in the volume figures (calls, tokens, savings: marked
 //!   as estimates in the report), count once as evidence (minimum
 //!   support), and are left out of the sequence analysis and the cache
-//!   replay, whose gaps they would falsify ([`analysis`], [`simulate`]).
+//!   replay, whose gaps they would falsify ([`aggregate`], [`simulate`]).
 //! - **The config has two authors.** [`edit`] edits the file in place with
 //!   `toml_edit` and marks each value the tuner sets with `# tune:`;
 //!   unmarked values are a person's and hold.
@@ -37,6 +39,8 @@
 //! The tuner knows nothing of MCP, tokio or the pipeline's internals; it
 //! reads files and writes one.
 //!
+//! - [`aggregate`]: the per-endpoint and per-session figures of an event
+//!   table, and its sequence facts.
 //! - [`analyze`]: `devboy tune analyze`.
 //! - [`show`]: `devboy tune show`.
 //! - [`claude_logs`]: `devboy tune from-claude-logs`.
@@ -44,7 +48,7 @@
 
 #![deny(missing_docs)]
 
-pub mod analysis;
+pub mod aggregate;
 pub mod analyze;
 pub mod claude_logs;
 pub mod edit;

@@ -11,16 +11,17 @@ use std::path::Path;
 
 use crate::event::id64;
 
-/// Hash → exposed name.
+/// Hash → exposed tool name, as read from the names map for reports and
+/// config keys (the map's writer is `devboy_telemetry::EndpointNames`).
 #[derive(Clone, Debug, Default, PartialEq)]
-pub struct EndpointNames {
+pub struct ExposedNames {
     names: HashMap<u64, String>,
     /// Where they were read from, and what went wrong if the file was
     /// there but unusable.
     pub note: Option<String>,
 }
 
-impl EndpointNames {
+impl ExposedNames {
     /// Reads `path`. A missing file gives no names; an unreadable or
     /// invalid one gives no names and a note (the tuner still runs, it
     /// just cannot write endpoint keys).
@@ -92,14 +93,14 @@ mod tests {
             .path()
             .join(devboy_core::paths::ENDPOINT_NAMES_FILE_NAME);
         std::fs::write(&path, r#"{"00000000000000AB": "gh__list_issues"}"#).unwrap();
-        let names = EndpointNames::load(&path);
+        let names = ExposedNames::load(&path);
         assert_eq!(names.get(0xab), Some("gh__list_issues"));
         assert!(names.note.is_none());
         std::fs::write(&path, "[1]").unwrap();
-        let bad = EndpointNames::load(&path);
+        let bad = ExposedNames::load(&path);
         assert!(bad.is_empty());
         assert!(bad.note.unwrap().contains("expected"));
-        let missing = EndpointNames::load(&dir.path().join("nope.json"));
+        let missing = ExposedNames::load(&dir.path().join("nope.json"));
         assert!(missing.is_empty() && missing.note.is_some());
     }
 }

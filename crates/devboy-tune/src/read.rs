@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, UNIX_EPOCH};
 
-use crate::event::{parse_line, Parsed, Record, SessionSummary, Skip, Vocabulary};
+use crate::event::{parse_line, Parsed, Record, SessionRecord, Skip, Vocabulary};
 use crate::progress::Progress;
 
 /// What to read.
@@ -85,7 +85,7 @@ pub struct EventTable {
     /// The names records index into.
     pub vocab: Vocabulary,
     /// Session summaries by session hash.
-    pub sessions: HashMap<u64, SessionSummary>,
+    pub sessions: HashMap<u64, SessionRecord>,
     /// Identifiers that were not 16 hex digits, as written.
     pub odd_ids: Vec<(u64, String)>,
     /// What was read and skipped.
@@ -186,7 +186,7 @@ pub fn read_events(options: &ReadOptions) -> std::io::Result<EventTable> {
 struct Partial {
     records: Vec<Record>,
     vocab: Vocabulary,
-    sessions: Vec<(u64, SessionSummary)>,
+    sessions: Vec<(u64, SessionRecord)>,
     odd_ids: Vec<(u64, String)>,
     stats: ReadStats,
 }
@@ -364,6 +364,295 @@ mod tests {
         assert_eq!(v.shapes.get(table.records[1].shape), Some("markdown_table"));
         let bit = v.inner.find("markdown_table_inner").unwrap();
         assert_eq!(table.records[1].inner, 1 << bit);
+    }
+
+    /// What `devboy_telemetry` writes through its real recorder and sink,
+    /// the tuner reads back, every field compared. Both sides' records are
+    /// destructured without `..`, so a field added to either does not
+    /// compile here until this test says what the tuner makes of it.
+    #[test]
+    fn what_telemetry_writes_the_tuner_reads_field_by_field() {
+        use devboy_telemetry::{
+            CallFacts, Event, Hash128, Hash64, JsonlSink, Layer, Outcome, ResultEvent,
+            SessionSummary, SinkLimits, Telemetry, TelemetryOptions,
+        };
+
+        use crate::event::{ClientKind, DedupOutcome};
+        use crate::names::ExposedNames;
+
+        let dir = tempfile::tempdir().unwrap();
+        let names_file = dir
+            .path()
+            .join("config")
+            .join(devboy_core::paths::ENDPOINT_NAMES_FILE_NAME);
+
+        // The recorder as a `devboy mcp` session runs it, sampling.
+        let telemetry = Telemetry::start(TelemetryOptions {
+            names_file: Some(names_file.clone()),
+            sample_rate: 0.75,
+            session_id: Some("contract-session".into()),
+            ..TelemetryOptions::new(dir.path().to_path_buf(), "contract_tokenizer")
+        });
+        assert!(telemetry.is_active());
+        telemetry.set_client(Some("claude-code"));
+        telemetry.compaction();
+        telemetry.compaction();
+        let paths = ["src/lib.rs".to_owned()];
+        let mut kept = 0;
+        for i in 0..64u64 {
+            let outcome = Outcome {
+                dedup: [DedupOutcome::Hit, DedupOutcome::Near, DedupOutcome::Off][i as usize % 3],
+                layer: Layer::Template,
+                action: "encoded",
+                shape: Some("markdown_table"),
+                inner_formats: vec!["url", "uuid"],
+                format: Some("md_tables_csv"),
+                template: Some("gh_issues"),
+                tokens_baseline: 900 + i,
+                tokens_final: 300 + i,
+                dedup_saved: -7 - i as i64,
+                encoder_saved: 607 + i as i64,
+                elided: true,
+                context_partition: 5 + i,
+                is_error: i % 2 == 1,
+            };
+            let body = format!("| a | b |\n| {i} | x |");
+            let facts = CallFacts {
+                tool: "gh__list_issues",
+                upstream: "gh",
+                body: &body,
+                paths: &paths,
+            };
+            kept += usize::from(telemetry.record(&facts, outcome));
+            if kept == 3 {
+                break;
+            }
+        }
+        assert_eq!(kept, 3, "sampling at 0.75 kept fewer than 3 of 64");
+        let tool_hash = telemetry.hash("gh__list_issues").unwrap();
+        telemetry.finish();
+
+        // What a recorder run cannot force (drops, prefetch flags, a
+        // client other than the default), written by hand through the
+        // same sink and serializer.
+        let by_hand = [
+            Event::Result(ResultEvent {
+                v: devboy_telemetry::SCHEMA_VERSION,
+                ts_ms: 1_700_000_123_456,
+                session: Hash64(0x1111_0000_0000_0001),
+                call: Hash64(0x2222_0000_0000_0002),
+                tool: Hash64(0x3333_0000_0000_0003),
+                upstream: Hash64(0x4444_0000_0000_0004),
+                endpoint_class: devboy_telemetry::EndpointClass::Search,
+                response_chars: 4321,
+                shape: Some("json_array".into()),
+                inner_formats: vec!["base64".into(), "iso_date".into()],
+                fingerprint: Hash128(0x5555_0000_0000_0000_0000_0000_0000_0005),
+                path_hashes: vec![Hash64(0x66)],
+                dedup: DedupOutcome::Near,
+                layer: Layer::Encoder,
+                action: "near_reference".into(),
+                format: Some("csv".into()),
+                template: Some("tpl_contract".into()),
+                tokenizer: "o200k_base".into(),
+                tokens_baseline: 7001,
+                tokens_final: 6002,
+                dedup_saved: -503,
+                encoder_saved: 404,
+                elided: true,
+                context_partition: 9,
+                is_error: true,
+                prefetched: Some(true),
+                prefetch_hit: Some(false),
+            }),
+            Event::Session(SessionSummary {
+                v: devboy_telemetry::SCHEMA_VERSION,
+                ts_ms: 1_700_000_200_000,
+                session: Hash64(0x1111_0000_0000_0001),
+                started_ms: 1_700_000_100_000,
+                ended_ms: 1_700_000_199_999,
+                events: 11,
+                results: 13,
+                sample_rate: 0.25,
+                dropped: 2,
+                tokens_baseline: 8000,
+                tokens_final: 5000,
+                dedup_saved: 1700,
+                encoder_saved: 1300,
+                compactions: 4,
+                client: ClientKind::ClaudeCode,
+            }),
+        ];
+        let mut sink = JsonlSink::new(dir.path(), SinkLimits::new(1 << 20, 30));
+        for event in &by_hand {
+            let mut line = serde_json::to_vec(event).unwrap();
+            line.push(b'\n');
+            sink.append(&line).unwrap();
+        }
+
+        // The writer's own reading of the files is what was written.
+        let written: Vec<Event> = devboy_telemetry::events_files(dir.path())
+            .unwrap()
+            .iter()
+            .flat_map(|f| devboy_telemetry::read_events_file(f).unwrap().events)
+            .collect();
+        let table = read_events(&ReadOptions {
+            input: dir.path().to_path_buf(),
+            since_ms: 0,
+            progress: false,
+        })
+        .unwrap();
+        let s = &table.stats;
+        assert_eq!(
+            (s.malformed, s.unsupported, s.other_kinds, s.old),
+            (0, 0, 0, 0),
+            "{s:?}"
+        );
+        let results: Vec<&ResultEvent> = written
+            .iter()
+            .filter_map(|e| match e {
+                Event::Result(r) => Some(r),
+                Event::Session(_) => None,
+            })
+            .collect();
+        assert_eq!(results.len(), 4);
+        assert_eq!(table.records.len(), results.len());
+        for (w, r) in results.iter().zip(&table.records) {
+            assert_result_read(w, r, &table.vocab);
+        }
+        let mut sessions = 0;
+        for e in &written {
+            if let Event::Session(w) = e {
+                sessions += 1;
+                assert_session_read(w, &table.sessions[&w.session.0]);
+            }
+        }
+        assert_eq!((sessions, table.sessions.len()), (2, 2));
+
+        // The names map the recorder kept names the tool's hash.
+        let names = ExposedNames::load(&names_file);
+        assert!(names.note.is_none(), "{:?}", names.note);
+        assert_eq!(names.get(tool_hash.0), Some("gh__list_issues"), "{names:?}");
+        assert!(results.iter().any(|r| r.tool == tool_hash));
+    }
+
+    fn assert_result_read(
+        written: &devboy_telemetry::ResultEvent,
+        read: &Record,
+        vocab: &Vocabulary,
+    ) {
+        let devboy_telemetry::ResultEvent {
+            v,
+            ts_ms,
+            session,
+            tool,
+            endpoint_class,
+            response_chars,
+            shape,
+            inner_formats,
+            fingerprint,
+            dedup,
+            format,
+            template,
+            tokenizer,
+            tokens_baseline,
+            tokens_final,
+            dedup_saved,
+            encoder_saved,
+            elided,
+            context_partition,
+            is_error,
+            // Not read by the tuner.
+            call: _,
+            upstream: _,
+            path_hashes: _,
+            layer: _,
+            action: _,
+            prefetched: _,
+            prefetch_hit: _,
+        } = written;
+        let Record {
+            ts_ms: read_ts_ms,
+            fingerprint: read_fingerprint,
+            tool: read_tool,
+            session: read_session,
+            partition,
+            response_chars: read_chars,
+            tokens_baseline: read_baseline,
+            tokens_final: read_final,
+            dedup_saved: read_dedup_saved,
+            encoder_saved: read_encoder_saved,
+            inner,
+            shape: read_shape,
+            format: read_format,
+            template: read_template,
+            class,
+            dedup: read_dedup,
+            flags: _,
+        } = *read;
+        assert_eq!(*v, crate::event::SCHEMA_VERSION);
+        assert_eq!(read_ts_ms, *ts_ms);
+        assert_eq!(read_session, session.0);
+        assert_eq!(read_tool, tool.0);
+        assert_eq!(vocab.classes.get(class), Some(endpoint_class.name()));
+        assert_eq!(u64::from(read_chars), *response_chars);
+        assert_eq!(vocab.shapes.get(read_shape), shape.as_deref());
+        let read_inner: Vec<&str> = (0..32)
+            .filter(|bit| inner & (1 << bit) != 0)
+            .filter_map(|bit| vocab.inner.get(bit as u8))
+            .collect();
+        let mut written_inner: Vec<&str> = inner_formats.iter().map(|f| &**f).collect();
+        written_inner.sort_unstable();
+        let mut read_inner = read_inner;
+        read_inner.sort_unstable();
+        assert_eq!(read_inner, written_inner);
+        assert!(read.has_fingerprint());
+        assert_eq!(read_fingerprint, fingerprint.0);
+        assert_eq!(read_dedup, *dedup);
+        assert_eq!(vocab.formats.get(read_format), format.as_deref());
+        assert_eq!(vocab.templates.get(read_template), template.as_deref());
+        assert!(vocab.tokenizers.find(tokenizer).is_some(), "{tokenizer}");
+        assert_eq!(u64::from(read_baseline), *tokens_baseline);
+        assert_eq!(u64::from(read_final), *tokens_final);
+        assert_eq!(i64::from(read_dedup_saved), *dedup_saved);
+        assert_eq!(i64::from(read_encoder_saved), *encoder_saved);
+        assert_eq!((read.elided(), read.is_error()), (*elided, *is_error));
+        assert_eq!(u64::from(partition), *context_partition);
+    }
+
+    fn assert_session_read(written: &devboy_telemetry::SessionSummary, read: &SessionRecord) {
+        let devboy_telemetry::SessionSummary {
+            v,
+            results,
+            sample_rate,
+            dropped,
+            compactions,
+            client,
+            // The key of `EventTable::sessions`, checked by the lookup.
+            session: _,
+            // Not read by the tuner: it recomputes totals from the events.
+            ts_ms: _,
+            started_ms: _,
+            ended_ms: _,
+            events: _,
+            tokens_baseline: _,
+            tokens_final: _,
+            dedup_saved: _,
+            encoder_saved: _,
+        } = written;
+        let SessionRecord {
+            results: read_results,
+            sample_rate: read_rate,
+            compactions: read_compactions,
+            dropped: read_dropped,
+            client: read_client,
+        } = read;
+        assert_eq!(*v, crate::event::SCHEMA_VERSION);
+        assert_eq!(read_results, results);
+        assert_eq!(read_rate, sample_rate);
+        assert_eq!(read_dropped, dropped);
+        assert_eq!(read_compactions, compactions);
+        assert_eq!(read_client, client);
     }
 
     #[test]

@@ -2,7 +2,7 @@
 
 use std::fmt;
 
-use crate::analysis::EndpointStats;
+use crate::aggregate::EndpointStats;
 use crate::analyze::{unnamed, AnalyzeReport};
 use crate::event::id_text;
 use crate::table::{int, pct, size, Align, TextTable};

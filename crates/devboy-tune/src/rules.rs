@@ -12,7 +12,7 @@
 //! Support is evidence, not volume: it counts the result events actually
 //! observed ([`EndpointStats::observed`]), never the estimated results of
 //! sampled sessions ([`EndpointStats::calls`], scaled by `1/sample_rate`;
-//! see [`crate::analysis`]). Ten events of a session sampled at 10% say
+//! see [`crate::aggregate`]). Ten events of a session sampled at 10% say
 //! as little about an endpoint as ten events of any other session, though
 //! they stand for about a hundred results. Every other count the rules
 //! compare with [`MIN_SUPPORT`] (sequenced results, bodies, re-encoded
@@ -22,7 +22,7 @@
 //! |---|---|---|
 //! | D1 | `[endpoints.E] dedup = false` | dedup is on (and near-references off) for E, at most [`DEDUP_OFF_MAX_DUP`] of its results were replaced, and its id lines cost more tokens than its references saved |
 //! | D2 | `[endpoints.E] dedup = true` | dedup is off for E and at least [`DEDUP_ON_MIN_DUP`] of its results repeat a body already in the context (the fingerprints say so) |
-//! | N1 | `[endpoints.E] near_ref = true` | at least [`NEAR_MIN_SHARE`] of E's bodies look like a polled result that changed a little (see [`crate::analysis::EventFacts::near_candidate`]) |
+//! | N1 | `[endpoints.E] near_ref = true` | at least [`NEAR_MIN_SHARE`] of E's bodies look like a polled result that changed a little (see [`crate::aggregate::EventFacts::near_candidate`]) |
 //! | T1 | `[endpoints.E] template = "md_tables_csv"` or `"fenced_fields"` | E's results are mostly of the shape the template is for, and the router already chose that template for at least [`PIN_MIN_TEMPLATE_SHARE`] of the ones it re-encoded |
 //! | C1 | `[dedup] max_entries` | the replay loses at least [`CACHE_MIN_LOST`] of the references an unbounded cache would make to entry evictions |
 //! | C2 | `[dedup] ttl_secs` | the same, lost to the TTL, and compactions are being signalled |
@@ -43,9 +43,9 @@ use std::fmt;
 
 use devboy_core::pipeline_config::PipelineConfig;
 
-use crate::analysis::{Analysis, EndpointStats};
+use crate::aggregate::{Analysis, EndpointStats};
 use crate::event::{DedupOutcome, Vocabulary};
-use crate::names::EndpointNames;
+use crate::names::ExposedNames;
 use crate::read::EventTable;
 use crate::simulate::{hits, replay, Simulator};
 use crate::table::int;
@@ -244,7 +244,7 @@ pub struct RuleInput<'a> {
     /// Their aggregate.
     pub analysis: &'a Analysis,
     /// Hash → name.
-    pub names: &'a EndpointNames,
+    pub names: &'a ExposedNames,
     /// The current config.
     pub config: &'a PipelineConfig,
     /// Replays of the current settings, for what-ifs.
@@ -708,7 +708,7 @@ fn min_body(input: &RuleInput<'_>, out: &mut Proposal) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::analysis::{analyze, SequenceParams};
+    use crate::aggregate::{analyze, SequenceParams};
     use crate::edit::ConfigFile;
     use crate::read::{read_events, ReadOptions};
     use crate::simulate::Settings;
@@ -736,7 +736,7 @@ mod tests {
         change(&mut table);
         let file = ConfigFile::from_text(&dir.path().join("p.toml"), text, true).unwrap();
         let config = file.config().unwrap();
-        let names = EndpointNames::from_pairs(
+        let names = ExposedNames::from_pairs(
             workload
                 .endpoints
                 .iter()

@@ -27,7 +27,7 @@ use devboy_core::value_model::FollowUp;
 
 use crate::edit::ConfigFile;
 use crate::error::TuneError;
-use crate::names::EndpointNames;
+use crate::names::ExposedNames;
 use crate::rules::Target;
 use crate::table::{int, pct, Align, TextTable};
 
@@ -352,7 +352,7 @@ pub fn show(options: &ShowOptions) -> Result<String, TuneError> {
         let _ = writeln!(out, "  \"{}\": {}", rule.pattern, keys.join(", "));
     }
 
-    let names = EndpointNames::load(&options.names_file);
+    let names = ExposedNames::load(&options.names_file);
     match read_summary(&options.summary_file) {
         Some((generated, endpoints)) if !endpoints.is_empty() => {
             let _ = writeln!(

@@ -11,6 +11,9 @@
 //! new partition forgetting everything, bodies outside the endpoint's size
 //! range or with dedup off not eligible, elided bodies never remembered.
 //! Each replay classifies every event as not eligible, fresh, or a hit.
+//! A property test drives the model and the real `DedupCache` through
+//! generated sessions and requires them to agree on every lookup and
+//! eviction.
 //!
 //! An event's estimate starts from what was **recorded** and changes only
 //! where the two replays disagree (a delta, not a re-run), and only for
@@ -57,7 +60,7 @@
 //!   keep their recorded figures on both sides, whatever the proposal
 //!   (no near-reference or pin adjustment either), weighted by
 //!   `1/sample_rate` like the aggregate's totals
-//!   ([`crate::analysis`]), so they add to the baseline and to both
+//!   ([`crate::aggregate`]), so they add to the baseline and to both
 //!   savings alike and never to a gain. [`Simulator::excluded`] counts
 //!   them.
 //! - **Encoder savings of bodies that were references**: estimated with
@@ -67,9 +70,9 @@ use std::collections::{HashMap, VecDeque};
 
 use devboy_core::pipeline_config::{EndpointSettings, PipelineConfig};
 
-use crate::analysis::{Analysis, EventFacts};
+use crate::aggregate::{Analysis, EventFacts};
 use crate::event::{DedupOutcome, Record};
-use crate::names::EndpointNames;
+use crate::names::ExposedNames;
 use crate::read::EventTable;
 
 /// The settings the replay needs, resolved per endpoint.
@@ -92,7 +95,7 @@ impl Settings {
     /// section defaults, since globs match names.
     pub fn from_config(
         config: &PipelineConfig,
-        names: &EndpointNames,
+        names: &ExposedNames,
         tools: impl IntoIterator<Item = u64>,
     ) -> Self {
         let fallback = EndpointSettings {
@@ -132,7 +135,7 @@ impl Settings {
 
 /// What the cache model did with one event.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Outcome {
+pub enum ReplayOutcome {
     /// Not replayed (sampled session, error, no fingerprint).
     Untouched,
     /// Dedup off for the endpoint, or the body outside its size range.
@@ -144,10 +147,10 @@ pub enum Outcome {
 }
 
 /// Replays every fully recorded session under `settings`; events of
-/// sampled sessions (or with dropped events) stay [`Outcome::Untouched`].
-pub fn replay(table: &EventTable, analysis: &Analysis, settings: &Settings) -> Vec<Outcome> {
+/// sampled sessions (or with dropped events) stay [`ReplayOutcome::Untouched`].
+pub fn replay(table: &EventTable, analysis: &Analysis, settings: &Settings) -> Vec<ReplayOutcome> {
     let records = &table.records;
-    let mut out = vec![Outcome::Untouched; records.len()];
+    let mut out = vec![ReplayOutcome::Untouched; records.len()];
     let mut cache = CacheModel::new(settings);
     for (_, complete, indexes) in &analysis.by_session {
         if !complete {
@@ -169,15 +172,15 @@ pub fn replay(table: &EventTable, analysis: &Analysis, settings: &Settings) -> V
             let len = r.response_chars as usize;
             let eligible = s.dedup && len >= s.min_body_bytes.max(1) && len <= settings.max_bytes;
             out[i] = if !eligible {
-                Outcome::NotEligible
+                ReplayOutcome::NotEligible
             } else if cache.lookup(r.fingerprint, r.ts_ms) {
-                Outcome::Hit
+                ReplayOutcome::Hit
             } else {
                 let near_sent = r.dedup == DedupOutcome::Near && s.near_ref;
                 if !r.elided() && !near_sent {
                     cache.record(r.fingerprint, len, r.ts_ms);
                 }
-                Outcome::Fresh
+                ReplayOutcome::Fresh
             };
         }
     }
@@ -185,11 +188,20 @@ pub fn replay(table: &EventTable, analysis: &Analysis, settings: &Settings) -> V
 }
 
 /// Hits in a replay.
-pub fn hits(outcomes: &[Outcome]) -> u64 {
-    outcomes.iter().filter(|o| **o == Outcome::Hit).count() as u64
+pub fn hits(outcomes: &[ReplayOutcome]) -> u64 {
+    outcomes
+        .iter()
+        .filter(|o| **o == ReplayOutcome::Hit)
+        .count() as u64
 }
 
-/// The dedup cache, as far as the replay needs it.
+/// The dedup cache's rules (`devboy_pipeline::DedupCache`), as far as the
+/// replay needs them. A model rather than the real cache because the real
+/// one is keyed by SHA-256 fingerprints of bodies and keeps a `Delivered`
+/// record per entry, where the replay has a 128-bit telemetry hash and
+/// nothing to deliver, over millions of events per replay and a replay per
+/// candidate change. The property test
+/// `the_cache_model_agrees_with_the_real_dedup_cache` keeps the two equal.
 pub(crate) struct CacheModel {
     entries: HashMap<u128, Slot>,
     /// Use order, oldest first; an element is live only while its stamp
@@ -329,7 +341,7 @@ pub struct Simulator<'a> {
     table: &'a EventTable,
     analysis: &'a Analysis,
     current: Settings,
-    current_outcomes: Vec<Outcome>,
+    current_outcomes: Vec<ReplayOutcome>,
     encoder_ratio: HashMap<u64, f64>,
     /// Per record: its session is left out (sampled or with dropped
     /// events).
@@ -380,7 +392,7 @@ impl<'a> Simulator<'a> {
     }
 
     /// The replay of the current settings.
-    pub fn current_outcomes(&self) -> &[Outcome] {
+    pub fn current_outcomes(&self) -> &[ReplayOutcome] {
         &self.current_outcomes
     }
 
@@ -390,7 +402,7 @@ impl<'a> Simulator<'a> {
         let mut agreeing = 0;
         let mut replayed = 0;
         for (o, r) in self.current_outcomes.iter().zip(&self.table.records) {
-            if *o != Outcome::Untouched {
+            if *o != ReplayOutcome::Untouched {
                 replayed += 1;
                 agreeing += u64::from(agrees(*o, r));
             }
@@ -479,12 +491,12 @@ struct Costs {
 /// model cannot reproduce (a mutating call invalidated it, the settings
 /// differed when it was recorded) keeps its recorded figures, so the
 /// model's errors are not extrapolated in either direction.
-pub fn agrees(outcome: Outcome, r: &Record) -> bool {
+pub fn agrees(outcome: ReplayOutcome, r: &Record) -> bool {
     match outcome {
-        Outcome::Untouched => false,
-        Outcome::Hit => r.dedup == DedupOutcome::Hit,
-        Outcome::Fresh => matches!(r.dedup, DedupOutcome::Miss | DedupOutcome::Near),
-        Outcome::NotEligible => matches!(r.dedup, DedupOutcome::Off | DedupOutcome::Miss),
+        ReplayOutcome::Untouched => false,
+        ReplayOutcome::Hit => r.dedup == DedupOutcome::Hit,
+        ReplayOutcome::Fresh => matches!(r.dedup, DedupOutcome::Miss | DedupOutcome::Near),
+        ReplayOutcome::NotEligible => matches!(r.dedup, DedupOutcome::Off | DedupOutcome::Miss),
     }
 }
 
@@ -494,7 +506,7 @@ pub fn agrees(outcome: Outcome, r: &Record) -> bool {
 fn estimate(
     r: &Record,
     facts: &EventFacts,
-    (old, new): (Outcome, Outcome),
+    (old, new): (ReplayOutcome, ReplayOutcome),
     (old_s, new_s): (&EndpointSettings, &EndpointSettings),
     pin: Option<Option<u8>>,
     costs: Costs,
@@ -513,12 +525,14 @@ fn estimate(
             + if with_id { id } else { 0 }
     };
     let mut fin = recorded;
-    if old != new && new != Outcome::Untouched && agrees(old, r) {
+    if old != new && new != ReplayOutcome::Untouched && agrees(old, r) {
         match (old, new) {
-            (_, Outcome::Hit) => fin = fin.min(costs.reference.round() as i64),
-            (Outcome::Hit, _) => fin = body(new == Outcome::Fresh && !r.elided()),
-            (Outcome::Fresh, Outcome::NotEligible) => fin -= id_recorded,
-            (Outcome::NotEligible, Outcome::Fresh) if id_recorded == 0 && !r.elided() => {
+            (_, ReplayOutcome::Hit) => fin = fin.min(costs.reference.round() as i64),
+            (ReplayOutcome::Hit, _) => fin = body(new == ReplayOutcome::Fresh && !r.elided()),
+            (ReplayOutcome::Fresh, ReplayOutcome::NotEligible) => fin -= id_recorded,
+            (ReplayOutcome::NotEligible, ReplayOutcome::Fresh)
+                if id_recorded == 0 && !r.elided() =>
+            {
                 fin += id;
             }
             _ => {}
@@ -526,14 +540,14 @@ fn estimate(
     }
     let near_old = old_s.dedup && old_s.near_ref;
     let near_new = new_s.dedup && new_s.near_ref;
-    if near_new && !near_old && facts.near_candidate && new != Outcome::Hit && !replaced {
+    if near_new && !near_old && facts.near_candidate && new != ReplayOutcome::Hit && !replaced {
         let near = costs.near.round() as i64;
         if near * 2 <= fin {
             fin = near;
         }
     }
     if !near_new && r.dedup == DedupOutcome::Near {
-        fin = body(new == Outcome::Fresh);
+        fin = body(new == ReplayOutcome::Fresh);
     }
     if let Some(pinned) = pin {
         let encoded_otherwise = r.encoder_saved > 0 && pinned != Some(r.template);
@@ -547,7 +561,7 @@ fn estimate(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::analysis::{analyze, SequenceParams};
+    use crate::aggregate::{analyze, SequenceParams};
     use crate::event::Names;
 
     const PARAMS: SequenceParams = SequenceParams {
@@ -604,6 +618,100 @@ mod tests {
         }
     }
 
+    /// One step of a generated session, as [`replay`] drives the cache.
+    #[derive(Clone, Debug)]
+    enum Step {
+        /// A result with the session's body `body`: looked up, and on a
+        /// miss remembered if `delivered` (sent in full, not elided).
+        Result { body: usize, delivered: bool },
+        /// Milliseconds pass.
+        Wait(u64),
+        /// A compaction: a new context partition.
+        Compaction,
+    }
+
+    fn step() -> impl proptest::strategy::Strategy<Value = Step> {
+        use proptest::prelude::*;
+        prop_oneof![
+            6 => (0..8usize, proptest::bool::weighted(0.8))
+                .prop_map(|(body, delivered)| Step::Result { body, delivered }),
+            2 => (0..4u64).prop_map(|n| Step::Wait(n * 500)),
+            1 => Just(Step::Compaction),
+        ]
+    }
+
+    use proptest::strategy::Strategy as _;
+
+    proptest::proptest! {
+        /// The replay's cache model and the pipeline's `DedupCache` agree
+        /// on every lookup, and after every step on what is remembered
+        /// (so on every eviction, by entries, bytes, TTL or partition).
+        /// Eligibility (dedup off, the endpoint's size range) is decided
+        /// before the cache by both, so the real cache runs with no minimum.
+        #[test]
+        fn the_cache_model_agrees_with_the_real_dedup_cache(
+            max_entries in 0..6usize,
+            // Sizes and times in coarse units, so that bounds are met
+            // exactly as often as they are crossed.
+            max_bytes in (0..60usize).prop_map(|n| n * 100),
+            ttl_ms in (0..8u64).prop_map(|n| n * 1_000),
+            lens in proptest::collection::vec((1..30usize).prop_map(|n| n * 100), 8),
+            steps in proptest::collection::vec(step(), 1..80),
+        ) {
+            use std::time::Duration;
+
+            use devboy_pipeline::{
+                DedupCache, DedupConfig, Delivered, EndpointKey, Fingerprint, IdAllocator,
+                Timestamp,
+            };
+
+            let mut model = CacheModel::with_bounds(max_entries, max_bytes, ttl_ms);
+            let mut real = DedupCache::new(DedupConfig {
+                max_entries,
+                max_bytes,
+                min_body_bytes: 0,
+                ttl: Duration::from_millis(ttl_ms),
+            });
+            let fingerprints: Vec<Fingerprint> =
+                (0..lens.len()).map(|b| Fingerprint::of(&[b as u8])).collect();
+            let mut ids = IdAllocator::seeded(7);
+            let endpoint = EndpointKey::new("up", "tool");
+            let mut now = 0u64;
+            for (n, step) in steps.iter().enumerate() {
+                match *step {
+                    Step::Result { body, delivered } => {
+                        let (fp, len) = (body as u128, lens[body]);
+                        let at = Timestamp::from_millis(now);
+                        let model_hit = model.lookup(fp, now);
+                        let real_hit = real.lookup(fingerprints[body], at).is_some();
+                        proptest::prop_assert_eq!(model_hit, real_hit, "lookup at step {}", n);
+                        if !model_hit && delivered {
+                            model.record(fp, len, now);
+                            let shown = Delivered::new(ids.next(), endpoint.clone(), Vec::<String>::new());
+                            real.record_delivered(fingerprints[body], shown, len, at);
+                        }
+                    }
+                    Step::Wait(ms) => now += ms,
+                    Step::Compaction => {
+                        model.clear();
+                        real.advance_partition();
+                    }
+                }
+                let at = Timestamp::from_millis(now);
+                for (b, fp) in fingerprints.iter().enumerate() {
+                    let in_model = model
+                        .entries
+                        .get(&(b as u128))
+                        .is_some_and(|s| now.saturating_sub(s.delivered_ms) < ttl_ms);
+                    let in_real = real.still_delivered(*fp, at).is_some();
+                    proptest::prop_assert_eq!(in_model, in_real, "body {} after step {}", b, n);
+                }
+                proptest::prop_assert_eq!(model.entries.len(), real.len(), "entries after step {}", n);
+                proptest::prop_assert_eq!(model.bytes, real.total_bytes(), "bytes after step {}", n);
+            }
+        }
+    }
+
     #[test]
     fn cache_model_lru_ttl_and_promotion() {
         use DedupOutcome::Miss;
@@ -613,13 +721,13 @@ mod tests {
         let o = replay(&t, &a, &settings(true, 2, 1_800_000));
         assert_eq!(hits(&o), 0);
         let o = replay(&t, &a, &settings(true, 3, 1_800_000));
-        assert_eq!(o[3], Outcome::Hit);
+        assert_eq!(o[3], ReplayOutcome::Hit);
         assert_eq!(hits(&o), 2);
         // TTL of 2.5 s: 1 delivered at 0 s is stale at 3 s; 2 (1 s) at 4 s too.
         let o = replay(&t, &a, &settings(true, 3, 2_500));
         assert_eq!(hits(&o), 0);
         let o = replay(&t, &a, &settings(false, 3, 1_800_000));
-        assert!(o.iter().all(|x| *x == Outcome::NotEligible));
+        assert!(o.iter().all(|x| *x == ReplayOutcome::NotEligible));
     }
 
     #[test]
@@ -683,7 +791,7 @@ mod tests {
     /// as session 1, fully recorded, and as session 2, sampled at `rate`
     /// (with a near-reference added to it).
     fn with_sampled_copy(rate: f64) -> EventTable {
-        use crate::event::SessionSummary;
+        use crate::event::{ClientKind, SessionRecord};
         use DedupOutcome::{Hit, Miss, Near};
         let mut t = session(&[(1, Miss), (1, Hit), (2, Miss)]);
         let mut copy = session(&[(1, Miss), (1, Hit), (2, Miss), (3, Near)]).records;
@@ -696,12 +804,12 @@ mod tests {
         for (id, sample_rate) in [(1, 1.0), (2, rate)] {
             t.sessions.insert(
                 id,
-                SessionSummary {
+                SessionRecord {
                     results: 4,
                     sample_rate,
                     compactions: 0,
                     dropped: 0,
-                    client_is_claude_code: true,
+                    client: ClientKind::ClaudeCode,
                 },
             );
         }
@@ -716,7 +824,7 @@ mod tests {
         assert_eq!(simulator.excluded(), (1, 4));
         assert!(simulator.current_outcomes()[3..]
             .iter()
-            .all(|o| *o == Outcome::Untouched));
+            .all(|o| *o == ReplayOutcome::Untouched));
         assert_eq!(simulator.reproduced(), (3, 3), "only session 1 replayed");
         let sim = simulator.run(&settings(false, 256, 1_800_000));
         // Session 1 as in dedup_off_drops_id_lines_and_references: 473 -> 0.
@@ -738,7 +846,7 @@ mod tests {
         assert_eq!(simulator.excluded(), (0, 0));
         assert!(simulator.current_outcomes()[3..]
             .iter()
-            .all(|o| *o != Outcome::Untouched));
+            .all(|o| *o != ReplayOutcome::Untouched));
         let sim = simulator.run(&settings(false, 256, 1_800_000));
         assert_eq!(sim.total.baseline, 7 * 500);
         assert!(sim.total.changed > 3);

@@ -60,12 +60,7 @@ impl EndpointSpec {
     /// The `h(name)` written in events: 16 hex digits (a stand-in for the
     /// salted SHA-256 prefix; only consistency matters to the tuner).
     pub fn hash(&self) -> String {
-        let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-        for b in self.name.bytes() {
-            h ^= u64::from(b);
-            h = h.wrapping_mul(0x0000_0100_0000_01b3);
-        }
-        format!("{h:016x}")
+        format!("{:016x}", devboy_core::hash::fnv1a64(self.name.as_bytes()))
     }
 }
 

@@ -34,7 +34,7 @@
 
 use std::collections::HashMap;
 
-use crate::event::{DedupOutcome, Record, SessionSummary, Vocabulary, NONE};
+use crate::event::{ClientKind, DedupOutcome, Record, SessionRecord, Vocabulary, NONE};
 use crate::read::EventTable;
 
 /// A reference hint's cost when no recorded hit says otherwise
@@ -323,7 +323,7 @@ impl Analysis {
 }
 
 /// The weight of the events of a session with this summary.
-pub fn session_weight(summary: Option<&SessionSummary>) -> f64 {
+pub fn session_weight(summary: Option<&SessionRecord>) -> f64 {
     match summary {
         Some(s) if s.sample_rate > 0.0 && s.sample_rate < 1.0 => 1.0 / s.sample_rate,
         _ => 1.0,
@@ -390,7 +390,7 @@ pub fn analyze(table: &EventTable, params: SequenceParams) -> Analysis {
     for id in session_order {
         let indexes = by_session.remove(&id).unwrap_or_default();
         let summary = table.sessions.get(&id);
-        let complete = summary.is_none_or(SessionSummary::complete);
+        let complete = summary.is_none_or(SessionRecord::complete);
         sessions.unsummarized += u64::from(summary.is_none());
         let weight = session_weight(summary);
         if weight != 1.0 {
@@ -416,7 +416,8 @@ pub fn analyze(table: &EventTable, params: SequenceParams) -> Analysis {
         };
         sessions.compactions += compactions;
         sessions.sessions_compacted += u64::from(compactions > 0);
-        sessions.claude_code += u64::from(summary.is_some_and(|s| s.client_is_claude_code));
+        sessions.claude_code +=
+            u64::from(summary.is_some_and(|s| s.client == ClientKind::ClaudeCode));
         if complete {
             sequence(records, &indexes, &json_shape, params, &mut facts);
         } else {
@@ -604,7 +605,7 @@ fn sequence(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::event::{Names, SessionSummary};
+    use crate::event::{Names, SessionRecord};
 
     pub(crate) const PARAMS: SequenceParams = SequenceParams {
         near_min_body_bytes: 1024,
@@ -692,12 +693,12 @@ mod tests {
         let mut t = table(vec![rec(1, 1, 0, 9, 2000), rec(1, 1, 1, 9, 2000)]);
         t.sessions.insert(
             1,
-            SessionSummary {
+            SessionRecord {
                 results: 4,
                 sample_rate: 0.5,
                 compactions: 2,
                 dropped: 0,
-                client_is_claude_code: true,
+                client: ClientKind::ClaudeCode,
             },
         );
         let a = analyze(&t, PARAMS);
@@ -708,13 +709,13 @@ mod tests {
         assert_eq!((e.calls, e.observed, e.scaled), (4, 2, true));
     }
 
-    fn summary(sample_rate: f64) -> SessionSummary {
-        SessionSummary {
+    fn summary(sample_rate: f64) -> SessionRecord {
+        SessionRecord {
             results: 0,
             sample_rate,
             compactions: 0,
             dropped: 0,
-            client_is_claude_code: false,
+            client: ClientKind::Other,
         }
     }
 
