@@ -50,12 +50,15 @@
 //! - **P3, the tools** (with `--tools`). For each `mcp__<server>__<tool>`
 //!   of devboy's server that was used, the exposed name (`<tool>`, e.g.
 //!   `fs__read_text_file`) gets `[tools."<name>"] side_effect` **when the
-//!   verb its name starts with makes it evident** (a heuristic on the
-//!   name, not knowledge of the tool): `read`, `list`, `get`, `search`,
-//!   `find`, `view`, `show`, `describe` → `read_only`; `write`, `create`,
-//!   `update`, `edit`, `set`, `add`, `insert`, `move`, `rename`, `push`,
-//!   `merge`, `close`, `upload`, `commit`, `apply` → `mutating`; `delete`,
-//!   `remove`, `drop`, `destroy`, `purge`, `truncate` → `destructive`.
+//!   verb in its name makes it evident** (a heuristic on the name, not
+//!   knowledge of the tool): the first word of the name in devboy's verb
+//!   list ([`VerbClass`], the same list telemetry classifies endpoints
+//!   by) decides: reading, listing, searching and getting (`read`,
+//!   `list`, `search`, `get`, `status`, …) → `read_only`; writing,
+//!   creating and changing (`write`, `create`, `update`, `close`, `push`,
+//!   `download`, …) → `mutating`; deleting (`delete`, `remove`,
+//!   `truncate`, …) → `destructive`; running (`run`, `exec`, …) says
+//!   nothing.
 //!   Other names are listed and left to the server's annotations. devboy's
 //!   built-in tools (no `__` in the exposed name) are skipped.
 //!
@@ -81,6 +84,7 @@ use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 
 use devboy_core::pipeline_config::{PipelineConfig, Selection, SessionContext, SideEffectClass};
+use devboy_core::tool_verb::VerbClass;
 use serde::Deserialize;
 
 use crate::edit::ConfigFile;
@@ -413,22 +417,12 @@ pub fn read_logs(input: &Path, project: Option<&str>) -> Result<LogStats, TuneEr
 
 // ---------------------------------------------------------------- rules
 
-/// The side-effect class a tool's name makes evident (P3's heuristic).
-pub fn side_effect_from_name(tool: &str) -> Option<&'static str> {
-    let verb: String = tool
-        .chars()
-        .take_while(|c| c.is_ascii_alphanumeric() && !c.is_ascii_uppercase())
-        .collect::<String>()
-        .to_ascii_lowercase();
-    match verb.as_str() {
-        "read" | "list" | "get" | "search" | "find" | "view" | "show" | "describe" => {
-            Some("read_only")
-        }
-        "write" | "create" | "update" | "edit" | "set" | "add" | "insert" | "move" | "rename"
-        | "push" | "merge" | "close" | "upload" | "commit" | "apply" => Some("mutating"),
-        "delete" | "remove" | "drop" | "destroy" | "purge" | "truncate" => Some("destructive"),
-        _ => None,
-    }
+/// The side-effect class a tool's name makes evident (P3's heuristic),
+/// with the verb that says so ([`VerbClass`], the word list telemetry's
+/// `endpoint_class` also comes from).
+pub fn side_effect_from_name(tool: &str) -> Option<(SideEffectClass, String)> {
+    let (class, word) = VerbClass::of_tool(tool);
+    Some((class.side_effect()?, word?))
 }
 
 /// Runs `from-claude-logs`.
@@ -695,9 +689,9 @@ fn side_effect_rule(
         };
         let tool = exposed.rsplit_once("__").map_or(exposed, |(_, t)| t);
         match side_effect_from_name(tool) {
-            Some(class) => {
+            Some((class, verb)) => {
                 let current = config.side_effect(exposed, SideEffectClass::Unknown);
-                if current.name() == class {
+                if current == class {
                     continue;
                 }
                 proposed.push(Change {
@@ -707,13 +701,10 @@ fn side_effect_rule(
                         key: "side_effect",
                     },
                     from: Setting::Str(current.name().into()),
-                    to: Setting::Str(class.into()),
+                    to: Setting::Str(class.name().into()),
                     reason: format!(
-                        "used {} times; the name starts with `{}` (a heuristic on the name)",
+                        "used {} times; the name's verb is `{verb}` (a heuristic on the name)",
                         stats.tool_uses[name],
-                        tool.split(|c: char| !c.is_ascii_alphanumeric())
-                            .next()
-                            .unwrap_or(tool)
                     ),
                 });
             }
@@ -784,7 +775,7 @@ fn follow_up_rule(
         let (read_only, other): (Vec<&str>, Vec<&str>) =
             links.iter().map(|(b, _)| *b).partition(|b| {
                 let tool = b.rsplit_once("__").map_or(*b, |(_, t)| t);
-                side_effect_from_name(tool) == Some("read_only")
+                side_effect_from_name(tool).map(|(c, _)| c) == Some(SideEffectClass::ReadOnly)
             });
         let mut classes = Vec::new();
         if !read_only.is_empty() {
@@ -939,13 +930,20 @@ mod tests {
 
     #[test]
     fn side_effects_from_names() {
-        assert_eq!(side_effect_from_name("read_text_file"), Some("read_only"));
-        assert_eq!(side_effect_from_name("list_directory"), Some("read_only"));
-        assert_eq!(side_effect_from_name("getIssue"), Some("read_only"));
-        assert_eq!(side_effect_from_name("write_file"), Some("mutating"));
-        assert_eq!(side_effect_from_name("delete-branch"), Some("destructive"));
-        assert_eq!(side_effect_from_name("fetch"), None);
-        assert_eq!(side_effect_from_name("readme_lint"), None);
+        let class = |tool| side_effect_from_name(tool).map(|(c, _)| c.name());
+        assert_eq!(class("read_text_file"), Some("read_only"));
+        assert_eq!(class("list_directory"), Some("read_only"));
+        assert_eq!(class("getIssue"), Some("read_only"));
+        assert_eq!(class("write_file"), Some("mutating"));
+        assert_eq!(class("close_issue"), Some("mutating"));
+        assert_eq!(class("delete-branch"), Some("destructive"));
+        // A run may do anything; a name without a known verb says nothing.
+        assert_eq!(class("run_tests"), None);
+        assert_eq!(class("readme_lint"), None);
+        assert_eq!(
+            side_effect_from_name("git_status").map(|(_, verb)| verb),
+            Some("status".to_owned())
+        );
     }
 
     fn write_log(dir: &Path, project: &str, session: &str, lines: &[serde_json::Value]) {
