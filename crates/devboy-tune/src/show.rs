@@ -322,7 +322,7 @@ fn profile_details(out: &mut String, config: &PipelineConfig) {
     let _ = writeln!(
         out,
         "  a session whose client reports no model: {}",
-        session_text(&config, &fresh)
+        session_text(config, &fresh)
     );
     if p.model.is_none() {
         let _ = writeln!(
