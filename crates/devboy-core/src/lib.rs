@@ -28,4 +28,5 @@ pub mod hooks;
 pub mod naming;
 pub mod paths;
 pub mod pipeline_config;
+pub mod tool_verb;
 pub mod value_model;

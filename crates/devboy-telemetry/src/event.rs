@@ -13,6 +13,7 @@
 
 use std::borrow::Cow;
 
+use devboy_core::tool_verb::VerbClass;
 use serde::{Deserialize, Serialize};
 
 use crate::hash::{Hash128, Hash64};
@@ -221,78 +222,25 @@ pub enum EndpointClass {
     Other,
 }
 
-/// Words that mark each class; the first word of a tool's name that is in
-/// some list decides.
-const CLASS_WORDS: &[(EndpointClass, &[&str])] = &[
-    (
-        EndpointClass::Read,
-        &["read", "cat", "view", "download", "head", "tail"],
-    ),
-    (
-        EndpointClass::List,
-        &["list", "ls", "enumerate", "browse", "tree", "log"],
-    ),
-    (
-        EndpointClass::Search,
-        &["search", "find", "grep", "query", "lookup", "match"],
-    ),
-    (
-        EndpointClass::Get,
-        &[
-            "get", "fetch", "show", "describe", "status", "info", "inspect", "retrieve", "diff",
-            "count", "check",
-        ],
-    ),
-    (
-        EndpointClass::Write,
-        &[
-            "write", "save", "put", "set", "edit", "upload", "append", "store",
-        ],
-    ),
-    (
-        EndpointClass::Create,
-        &[
-            "create", "add", "new", "insert", "make", "post", "fork", "commit", "push", "mkdir",
-        ],
-    ),
-    (
-        EndpointClass::Update,
-        &[
-            "update", "modify", "change", "rename", "move", "patch", "merge", "replace", "reset",
-        ],
-    ),
-    (
-        EndpointClass::Delete,
-        &[
-            "delete", "remove", "rm", "drop", "destroy", "clear", "close", "purge",
-        ],
-    ),
-    (
-        EndpointClass::Run,
-        &[
-            "run", "exec", "execute", "invoke", "call", "start", "trigger", "build", "deploy",
-            "test", "eval",
-        ],
-    ),
-];
-
 impl EndpointClass {
     /// The class of the tool exposed as `name` (`<prefix>__<tool>`): the
-    /// tool part is split into words at `_`, `-`, `.`, `/`, spaces and
-    /// lower-to-upper case changes, and the first word found in a class's
-    /// list decides (`list_issues` → list, `git_status` → get,
-    /// `readTextFile` → read). Pure: the same name, the same class.
+    /// verb class of its tool part ([`VerbClass::of_tool`], the one word
+    /// list the tuner's side-effect guess also uses). Pure: the same name,
+    /// the same class.
     pub fn of(name: &str) -> Self {
         let tool = name.rsplit("__").next().unwrap_or(name);
-        for word in words(tool) {
-            if let Some((class, _)) = CLASS_WORDS
-                .iter()
-                .find(|(_, list)| list.contains(&word.as_str()))
-            {
-                return *class;
-            }
+        match VerbClass::of_tool(tool).0 {
+            VerbClass::Read => Self::Read,
+            VerbClass::List => Self::List,
+            VerbClass::Search => Self::Search,
+            VerbClass::Get => Self::Get,
+            VerbClass::Write => Self::Write,
+            VerbClass::Create => Self::Create,
+            VerbClass::Update => Self::Update,
+            VerbClass::Delete => Self::Delete,
+            VerbClass::Run => Self::Run,
+            VerbClass::Other => Self::Other,
         }
-        Self::Other
     }
 
     /// The name written to files.
@@ -310,31 +258,6 @@ impl EndpointClass {
             Self::Other => "other",
         }
     }
-}
-
-/// The lower-cased words of an identifier.
-fn words(text: &str) -> impl Iterator<Item = String> + '_ {
-    let mut out = Vec::new();
-    let mut current = String::new();
-    let mut previous_lower = false;
-    for c in text.chars() {
-        if !c.is_alphanumeric() {
-            if !current.is_empty() {
-                out.push(std::mem::take(&mut current));
-            }
-            previous_lower = false;
-            continue;
-        }
-        if c.is_uppercase() && previous_lower && !current.is_empty() {
-            out.push(std::mem::take(&mut current));
-        }
-        previous_lower = c.is_lowercase() || c.is_ascii_digit();
-        current.extend(c.to_lowercase());
-    }
-    if !current.is_empty() {
-        out.push(current);
-    }
-    out.into_iter()
 }
 
 #[cfg(test)]
@@ -369,10 +292,6 @@ mod tests {
         ] {
             assert_eq!(EndpointClass::of(name), class, "{name}");
         }
-        assert_eq!(
-            words("getHTTPStatus_v2").collect::<Vec<_>>(),
-            ["get", "httpstatus", "v2"]
-        );
     }
 
     #[test]

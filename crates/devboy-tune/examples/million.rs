@@ -1,7 +1,7 @@
 //! Times `devboy tune analyze` on a million generated events.
 //!
 //! ```text
-//! cargo run --release -p devboy-tune --example million [EVENTS] [--keep DIR]
+//! cargo run --release -p devboy-tune --features synthetic --example million [EVENTS] [--keep DIR]
 //! ```
 //!
 //! Writes EVENTS (default 1,000,000) synthetic result events of a typical

@@ -42,6 +42,7 @@
 
 use std::path::{Path, PathBuf};
 
+use devboy_core::pipeline_config::schema;
 use devboy_core::pipeline_config::{PipelineConfig, EMBEDDED_PIPELINE_TOML, SCHEMA_VERSION};
 use globset::Glob;
 use toml_edit::{Array, DocumentMut, InlineTable, Item, Table, Value};
@@ -376,21 +377,6 @@ fn toml_value(s: &Setting) -> Value {
     }
 }
 
-/// The keys schema version 2 had; every other key the tuner writes is new
-/// in version 3.
-const V2_TOOL_KEYS: &[&str] = &["side_effect", "invalidates"];
-const V2_GLOBAL_KEYS: &[(&str, &str)] = &[
-    ("profiles", "tokenizer"),
-    ("profiles", "client"),
-    ("dedup", "max_entries"),
-    ("dedup", "min_body_bytes"),
-    ("dedup", "ttl_secs"),
-    ("dedup", "max_context_bytes"),
-    ("dedup", "enabled"),
-    ("encoding", "enabled"),
-    ("encoding", "budget_tokens"),
-];
-
 /// The report's line for a `schema_version` raised from 2 to 3.
 pub fn bump_note(path: &Path, dry_run: bool) -> String {
     format!(
@@ -400,36 +386,30 @@ pub fn bump_note(path: &Path, dry_run: bool) -> String {
     )
 }
 
-/// Whether writing `target` needs `schema_version = 3`.
+/// Whether writing `target` needs `schema_version = 3`: the description
+/// of the file dates the key after version 2.
 pub fn needs_v3(target: &Target) -> bool {
-    match target {
-        Target::Global { section, key } => !V2_GLOBAL_KEYS.contains(&(*section, *key)),
-        Target::Tool { key, .. } => !V2_TOOL_KEYS.contains(key),
-        Target::Endpoint { .. } => false,
-    }
+    let path = match target {
+        Target::Global { section, key } => format!("{section}.{key}"),
+        Target::Endpoint { key, .. } => format!("endpoints.*.{key}"),
+        Target::Tool { key, .. } => format!("tools.*.{key}"),
+    };
+    schema::lookup(&path).is_some_and(|k| k.since > 2)
 }
 
-/// The built-in value of a top-level key the tuner sets.
-/// (`profiles.model` has none: any model written by hand holds.)
+/// The built-in value of a top-level key, as the file would write it
+/// (`None` for a key unset by default, such as `profiles.model`: any
+/// model written by hand holds).
 fn default_of(section: &str, key: &str, defaults: &PipelineConfig) -> Option<Value> {
-    match (section, key) {
-        ("profiles", "tokenizer") => {
-            let name = defaults.tokenizer.map_or("auto".to_owned(), |t| t.name());
-            return Some(Value::from(name));
-        }
-        ("profiles", "llm") => return Some(Value::from(defaults.profiles.llm.name())),
-        ("profiles", "agent") => return Some(Value::from(defaults.profiles.agent.name())),
-        _ => {}
-    }
-    let d = &defaults.dedup;
-    let n = match (section, key) {
-        ("dedup", "max_entries") => d.max_entries as i64,
-        ("dedup", "min_body_bytes") => d.min_body_bytes as i64,
-        ("dedup", "ttl_secs") => d.ttl.as_secs() as i64,
-        ("dedup", "max_context_bytes") => d.max_context_bytes as i64,
-        _ => return None,
-    };
-    Some(Value::from(n))
+    Some(match defaults.setting(&format!("{section}.{key}"), 0)? {
+        schema::Setting::Bool(b) => Value::from(b),
+        schema::Setting::Count(n) => Value::from(i64::try_from(n).ok()?),
+        schema::Setting::Fraction(x) => Value::from(x),
+        schema::Setting::Text(s) => Value::from(s),
+        schema::Setting::Globs(_) | schema::Setting::FollowUps(_) => return None,
+        // A name: `auto`, `o200k`, `read_only`, …
+        name => Value::from(name.to_string()),
+    })
 }
 
 /// Whether two values are equal, ignoring how they are written.

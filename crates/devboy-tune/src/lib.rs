@@ -44,7 +44,8 @@
 //! - [`analyze`]: `devboy tune analyze`.
 //! - [`show`]: `devboy tune show`.
 //! - [`claude_logs`]: `devboy tune from-claude-logs`.
-//! - [`synthetic`]: generated telemetry for benchmarks and tests.
+//! - `synthetic` (with the `synthetic` feature, and in unit tests):
+//!   generated telemetry for benchmarks and tests.
 
 #![deny(missing_docs)]
 
@@ -61,6 +62,7 @@ mod report;
 pub mod rules;
 pub mod show;
 pub mod simulate;
+#[cfg(any(test, feature = "synthetic"))]
 pub mod synthetic;
 pub mod table;
 

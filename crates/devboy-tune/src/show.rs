@@ -19,11 +19,11 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use devboy_core::config::ConfigSource;
+use devboy_core::pipeline_config::schema::{self, KeyKind, KeySpec};
 use devboy_core::pipeline_config::{
-    AgentProfile, ClientProfile, HintKind, PipelineConfig, Selection, SessionContext,
-    SessionSettings, SCHEMA_VERSION, TELEMETRY_ENV,
+    AgentProfile, HintKind, PipelineConfig, Selection, SessionContext, SessionSettings,
+    TelemetrySettings, SCHEMA_VERSION, TELEMETRY_ENV,
 };
-use devboy_core::value_model::FollowUp;
 
 use crate::edit::ConfigFile;
 use crate::error::TuneError;
@@ -79,201 +79,26 @@ pub fn show(options: &ShowOptions) -> Result<String, TuneError> {
             _ => String::new(),
         }
     );
-    let d = &config.dedup;
-    let tuned = |section: &'static str, key: &'static str| {
-        let t = Target::Global { section, key };
-        if file.as_ref().is_some_and(|f| f.is_tuned(&t)) {
+    let mark = |target: &Target| {
+        if file.as_ref().is_some_and(|f| f.is_tuned(target)) {
             " (tune)"
         } else {
             ""
         }
     };
-    let _ = writeln!(out, "\n[dedup]");
-    let _ = writeln!(out, "  enabled           = {}", d.enabled);
-    let _ = writeln!(
-        out,
-        "  min_body_bytes    = {}{}",
-        d.min_body_bytes,
-        tuned("dedup", "min_body_bytes")
-    );
-    let _ = writeln!(
-        out,
-        "  ttl_secs          = {}{}",
-        d.ttl.as_secs(),
-        tuned("dedup", "ttl_secs")
-    );
-    let _ = writeln!(
-        out,
-        "  max_entries       = {}{}",
-        d.max_entries,
-        tuned("dedup", "max_entries")
-    );
-    let _ = writeln!(out, "  max_context_bytes = {}", d.max_context_bytes);
-    let _ = writeln!(out, "[dedup.near_ref]");
-    let _ = writeln!(out, "  enabled           = {}", d.near_ref.enabled);
-    let _ = writeln!(out, "  max_changes       = {}", d.near_ref.max_changes);
-    let _ = writeln!(out, "  min_body_bytes    = {}", d.near_ref.min_body_bytes);
-    let _ = writeln!(out, "[encoding]");
-    let _ = writeln!(out, "  enabled           = {}", config.encoding.enabled);
-    let _ = writeln!(
-        out,
-        "  budget_tokens     = {}",
-        config.encoding.budget_tokens
-    );
-    let _ = writeln!(out, "[profiles]");
-    let _ = writeln!(
-        out,
-        "  tokenizer         = {}",
-        config.tokenizer.map_or("auto".to_owned(), |t| t.name())
-    );
-    let _ = writeln!(out, "  client            = {}", client_name(config.client));
-    let p = &config.profiles;
-    let _ = writeln!(
-        out,
-        "  model             = {}{}",
-        p.model
-            .as_ref()
-            .map_or("(unset)".to_owned(), |m| format!("\"{m}\"")),
-        tuned("profiles", "model")
-    );
-    let _ = writeln!(
-        out,
-        "  llm               = {}{}",
-        p.llm.name(),
-        tuned("profiles", "llm")
-    );
-    let _ = writeln!(
-        out,
-        "  agent             = {}{}",
-        p.agent.name(),
-        tuned("profiles", "agent")
-    );
-    // What the selections mean, by devboy's own resolution.
-    let fresh = config.resolve_session(&SessionContext::default());
-    let _ = writeln!(
-        out,
-        "  a session whose client reports no model: {}",
-        session_text(&config, &fresh)
-    );
-    if p.model.is_none() {
-        let _ = writeln!(
-            out,
-            "    (a client that reports its model, like Claude Code with `devboy hook install`, gets the llm profile matching it)"
-        );
-    }
-    if let Selection::Auto = p.agent {
-        let conditional: Vec<String> = p
-            .agents
-            .iter()
-            .filter(|a| a.min_events.is_some() || a.min_compactions.is_some())
-            .map(|a| format!("`{}` {}", a.name, agent_condition(a)))
-            .collect();
-        if !conditional.is_empty() {
-            let _ = writeln!(
-                out,
-                "    as it goes on (agent = auto): {}",
-                conditional.join("; ")
-            );
-        }
-    }
-    let _ = writeln!(
-        out,
-        "[profiles.llms] (auto picks the last whose models match the model id):"
-    );
-    let mut t = TextTable::new(&[
-        ("name", Align::Left),
-        ("models", Align::Left),
-        ("tokenizer", Align::Left),
-        ("budget_tokens", Align::Right),
-    ]);
-    for l in &p.llms {
-        let models: Vec<&str> = l.models.iter().map(|(m, _)| m.as_str()).collect();
-        t.row(vec![
-            l.name.clone(),
-            models.join(", "),
-            l.tokenizer.map_or("(default)".to_owned(), |t| t.name()),
-            l.budget_tokens.map_or("-".to_owned(), |b| b.to_string()),
-        ]);
-    }
-    out.push_str(&indent(&t.render()));
-    let _ = writeln!(
-        out,
-        "[profiles.agents] (their keys override [dedup] for endpoints without their own):"
-    );
-    let mut t = TextTable::new(&[
-        ("name", Align::Left),
-        ("applies", Align::Left),
-        ("ttl_secs", Align::Right),
-        ("min_body_bytes", Align::Right),
-        ("near_ref", Align::Left),
-    ]);
-    for a in &p.agents {
-        let applies = if p.agent == Selection::Named(a.name.clone()) {
-            "always: named in [profiles] agent".to_owned()
-        } else {
-            agent_condition(a)
-        };
-        t.row(vec![
-            a.name.clone(),
-            applies,
-            a.ttl.map_or("-".to_owned(), |d| d.as_secs().to_string()),
-            a.min_body_bytes.map_or("-".to_owned(), |b| b.to_string()),
-            a.near_ref.map_or("-".to_owned(), on),
-        ]);
-    }
-    out.push_str(&indent(&t.render()));
-    let _ = writeln!(
-        out,
-        "[hints] (a kind that may not be used sends the content in full):"
-    );
-    for kind in HintKind::ALL {
-        let r = config.hints.rule(kind);
-        let models: Vec<&str> = r.models.iter().map(|(m, _)| m.as_str()).collect();
-        let _ = writeln!(
-            out,
-            "  {:<17} = {}{}{}",
-            kind.name(),
-            if r.enabled { "on" } else { "off" },
-            r.max_per_session
-                .map(|m| format!(", at most {m} per session"))
-                .unwrap_or_default(),
-            if models.is_empty() {
-                String::new()
-            } else {
-                format!(", only for models {}", models.join(", "))
+    // The sections in the order of the description; each key as the
+    // config holds it, marked when the tuner wrote it.
+    let mut first = true;
+    for section in schema::children("") {
+        match section.kind {
+            KeyKind::Section => {
+                print_section(&mut out, &config, section, first, &mark);
+                first = false;
             }
-        );
-    }
-    let e = &config.enrichment;
-    let _ = writeln!(
-        out,
-        "[enrichment] (speculation: this devboy does not run it yet; the settings are checked and kept for the version that does)"
-    );
-    let _ = writeln!(out, "  enabled           = {}", e.enabled);
-    let _ = writeln!(
-        out,
-        "  prefetch_timeout_ms = {}",
-        e.prefetch_timeout.as_millis()
-    );
-    let _ = writeln!(out, "  max_parallel      = {}", e.max_parallel);
-    let _ = writeln!(out, "  budget_tokens     = {}", e.budget_tokens);
-    let _ = writeln!(out, "  min_probability   = {}", e.min_probability);
-    let t = &config.telemetry;
-    let effective = t.with_env(&|k| std::env::var_os(k));
-    let _ = writeln!(out, "[telemetry]");
-    let _ = writeln!(
-        out,
-        "  enabled           = {}{}",
-        t.enabled,
-        if t.enabled && !effective.enabled {
-            format!(" (but {}=off in the environment: off)", TELEMETRY_ENV)
-        } else {
-            String::new()
+            KeyKind::HintKinds => hints(&mut out, &config),
+            _ => {}
         }
-    );
-    let _ = writeln!(out, "  sample_rate       = {}", t.sample_rate);
-    let _ = writeln!(out, "  max_file_bytes    = {}", t.max_file_bytes);
-    let _ = writeln!(out, "  max_age_days      = {}", t.max_age_days);
+    }
 
     let _ = writeln!(
         out,
@@ -282,30 +107,17 @@ pub fn show(options: &ShowOptions) -> Result<String, TuneError> {
     if config.endpoints.is_empty() {
         let _ = writeln!(out, "  (none)");
     }
-    for rule in &config.endpoints {
-        let mut keys = Vec::new();
-        let mut push = |key: &'static str, v: Option<String>| {
-            if let Some(v) = v {
-                let t = Target::Endpoint {
-                    name: rule.pattern.clone(),
-                    tool: 0,
-                    key,
-                };
-                let mark = if file.as_ref().is_some_and(|f| f.is_tuned(&t)) {
-                    " (tune)"
-                } else {
-                    ""
-                };
-                keys.push(format!("{key} = {v}{mark}"));
-            }
-        };
-        push("dedup", rule.dedup.map(|v| v.to_string()));
-        push("min_body_bytes", rule.min_body_bytes.map(|v| v.to_string()));
-        push("near_ref", rule.near_ref.map(|v| v.to_string()));
-        push("encode", rule.encode.map(|v| v.to_string()));
-        push(
-            "template",
-            rule.template.as_ref().map(|v| format!("\"{v}\"")),
+    for (i, rule) in config.endpoints.iter().enumerate() {
+        let keys = rule_keys(
+            &config,
+            "endpoints.*",
+            i,
+            |key| Target::Endpoint {
+                name: rule.pattern.clone(),
+                tool: 0,
+                key,
+            },
+            &mark,
         );
         let _ = writeln!(out, "  \"{}\": {}", rule.pattern, keys.join(", "));
     }
@@ -313,42 +125,17 @@ pub fn show(options: &ShowOptions) -> Result<String, TuneError> {
     if config.tools.is_empty() {
         let _ = writeln!(out, "  (none)");
     }
-    for rule in &config.tools {
-        let mut keys = Vec::new();
-        let mut push = |key: &'static str, v: Option<String>| {
-            if let Some(v) = v {
-                let t = Target::Tool {
-                    name: rule.pattern.clone(),
-                    key,
-                };
-                let mark = if file.as_ref().is_some_and(|f| f.is_tuned(&t)) {
-                    " (tune)"
-                } else {
-                    ""
-                };
-                keys.push(format!("{key} = {v}{mark}"));
-            }
-        };
-        push("side_effect", rule.side_effect.map(|s| s.name().to_owned()));
-        let list: Vec<&str> = rule.invalidates.iter().map(|(p, _)| p.as_str()).collect();
-        push(
-            "invalidates",
-            (!list.is_empty()).then(|| format!("[{}]", list.join(", "))),
+    for (i, rule) in config.tools.iter().enumerate() {
+        let keys = rule_keys(
+            &config,
+            "tools.*",
+            i,
+            |key| Target::Tool {
+                name: rule.pattern.clone(),
+                key,
+            },
+            &mark,
         );
-        push(
-            "freshness_secs",
-            rule.freshness.map(|d| d.as_secs().to_string()),
-        );
-        push("value_class", rule.value_class.map(|c| c.name().to_owned()));
-        push("typical_tokens", rule.typical_tokens.map(|n| n.to_string()));
-        push("latency_ms", rule.latency_ms.map(|n| n.to_string()));
-        push("follow_up", rule.follow_up.as_deref().map(follow_up_text));
-        push(
-            "fail_fast_after_n",
-            rule.fail_fast_after_n.map(|n| n.to_string()),
-        );
-        push("speculate", rule.speculate.map(|b| b.to_string()));
-        push("rate_limit_host", rule.rate_limit_host.clone());
         let _ = writeln!(out, "  \"{}\": {}", rule.pattern, keys.join(", "));
     }
 
@@ -448,6 +235,190 @@ pub fn show(options: &ShowOptions) -> Result<String, TuneError> {
     Ok(out)
 }
 
+/// One `[section]` of the description with its values, its subsections
+/// after it, and what `[profiles]` resolves to.
+fn print_section(
+    out: &mut String,
+    config: &PipelineConfig,
+    section: &KeySpec,
+    first: bool,
+    mark: &dyn Fn(&Target) -> &'static str,
+) {
+    let note = match section.path {
+        "enrichment" => " (speculation: this devboy does not run it yet; the settings are checked and kept for the version that does)",
+        _ => "",
+    };
+    let _ = writeln!(
+        out,
+        "{}[{}]{note}",
+        if first { "\n" } else { "" },
+        section.path
+    );
+    for key in schema::children(section.path) {
+        if key.kind.is_table() {
+            continue;
+        }
+        let value = config
+            .setting(key.path, 0)
+            .map_or("(unset)".to_owned(), |v| v.to_string());
+        let target = Target::Global {
+            section: key.parent(),
+            key: key.name(),
+        };
+        let _ = writeln!(
+            out,
+            "  {:<17} = {value}{}{}",
+            key.name(),
+            mark(&target),
+            if key.path == "telemetry.enabled" {
+                telemetry_env_note(&config.telemetry)
+            } else {
+                String::new()
+            }
+        );
+    }
+    for sub in schema::children(section.path).filter(|k| k.kind == KeyKind::Section) {
+        print_section(out, config, sub, false, mark);
+    }
+    if section.path == "profiles" {
+        profile_details(out, config);
+    }
+}
+
+/// What `DEVBOY_TELEMETRY` in the environment does to `enabled = true`.
+fn telemetry_env_note(t: &TelemetrySettings) -> String {
+    let effective = t.with_env(&|k| std::env::var_os(k));
+    if t.enabled && !effective.enabled {
+        format!(" (but {}=off in the environment: off)", TELEMETRY_ENV)
+    } else {
+        String::new()
+    }
+}
+
+/// `key = value` for every key a `[endpoints.*]` or `[tools.*]` rule
+/// sets, in the description's order.
+fn rule_keys(
+    config: &PipelineConfig,
+    table: &str,
+    at: usize,
+    target: impl Fn(&'static str) -> Target,
+    mark: &dyn Fn(&Target) -> &'static str,
+) -> Vec<String> {
+    schema::children(table)
+        .filter_map(|key| {
+            let value = config.setting(key.path, at)?;
+            let mark = mark(&target(key.name()));
+            Some(format!("{} = {value}{mark}", key.name()))
+        })
+        .collect()
+}
+
+/// What the profile selections resolve to, and the llm and agent
+/// profiles.
+fn profile_details(out: &mut String, config: &PipelineConfig) {
+    let p = &config.profiles;
+    // What the selections mean, by devboy's own resolution.
+    let fresh = config.resolve_session(&SessionContext::default());
+    let _ = writeln!(
+        out,
+        "  a session whose client reports no model: {}",
+        session_text(config, &fresh)
+    );
+    if p.model.is_none() {
+        let _ = writeln!(
+            out,
+            "    (a client that reports its model, like Claude Code with `devboy hook install`, gets the llm profile matching it)"
+        );
+    }
+    if let Selection::Auto = p.agent {
+        let conditional: Vec<String> = p
+            .agents
+            .iter()
+            .filter(|a| a.min_events.is_some() || a.min_compactions.is_some())
+            .map(|a| format!("`{}` {}", a.name, agent_condition(a)))
+            .collect();
+        if !conditional.is_empty() {
+            let _ = writeln!(
+                out,
+                "    as it goes on (agent = auto): {}",
+                conditional.join("; ")
+            );
+        }
+    }
+    let _ = writeln!(
+        out,
+        "[profiles.llms] (auto picks the last whose models match the model id):"
+    );
+    let mut t = TextTable::new(&[
+        ("name", Align::Left),
+        ("models", Align::Left),
+        ("tokenizer", Align::Left),
+        ("budget_tokens", Align::Right),
+    ]);
+    for l in &p.llms {
+        let models: Vec<&str> = l.models.iter().map(|(m, _)| m.as_str()).collect();
+        t.row(vec![
+            l.name.clone(),
+            models.join(", "),
+            l.tokenizer.map_or("(default)".to_owned(), |t| t.name()),
+            l.budget_tokens.map_or("-".to_owned(), |b| b.to_string()),
+        ]);
+    }
+    out.push_str(&indent(&t.render()));
+    let _ = writeln!(
+        out,
+        "[profiles.agents] (their keys override [dedup] for endpoints without their own):"
+    );
+    let mut t = TextTable::new(&[
+        ("name", Align::Left),
+        ("applies", Align::Left),
+        ("ttl_secs", Align::Right),
+        ("min_body_bytes", Align::Right),
+        ("near_ref", Align::Left),
+    ]);
+    for a in &p.agents {
+        let applies = if p.agent == Selection::Named(a.name.clone()) {
+            "always: named in [profiles] agent".to_owned()
+        } else {
+            agent_condition(a)
+        };
+        t.row(vec![
+            a.name.clone(),
+            applies,
+            a.ttl.map_or("-".to_owned(), |d| d.as_secs().to_string()),
+            a.min_body_bytes.map_or("-".to_owned(), |b| b.to_string()),
+            a.near_ref.map_or("-".to_owned(), on),
+        ]);
+    }
+    out.push_str(&indent(&t.render()));
+}
+
+/// The hint policy, a kind a line.
+fn hints(out: &mut String, config: &PipelineConfig) {
+    let _ = writeln!(
+        out,
+        "[hints] (a kind that may not be used sends the content in full):"
+    );
+    for kind in HintKind::ALL {
+        let r = config.hints.rule(kind);
+        let models: Vec<&str> = r.models.iter().map(|(m, _)| m.as_str()).collect();
+        let _ = writeln!(
+            out,
+            "  {:<17} = {}{}{}",
+            kind.name(),
+            if r.enabled { "on" } else { "off" },
+            r.max_per_session
+                .map(|m| format!(", at most {m} per session"))
+                .unwrap_or_default(),
+            if models.is_empty() {
+                String::new()
+            } else {
+                format!(", only for models {}", models.join(", "))
+            }
+        );
+    }
+}
+
 /// One resolved session in words: model, profiles, and what they set.
 fn session_text(config: &PipelineConfig, s: &SessionSettings) -> String {
     let model = match (&s.model, &config.profiles.model) {
@@ -486,39 +457,6 @@ fn agent_condition(a: &AgentProfile) -> String {
         "only when named in [profiles] agent".to_owned()
     } else {
         format!("from {}", parts.join(" and "))
-    }
-}
-
-/// A `follow_up` list as written.
-fn follow_up_text(links: &[FollowUp]) -> String {
-    let items: Vec<String> = links
-        .iter()
-        .map(|l| {
-            let args: Vec<String> = l
-                .args
-                .iter()
-                .map(|(a, p)| format!("{a} = \"{p}\""))
-                .collect();
-            format!(
-                "{{ tool = \"{}\", probability = {:?}{} }}",
-                l.tool,
-                l.probability,
-                if args.is_empty() {
-                    String::new()
-                } else {
-                    format!(", args = {{ {} }}", args.join(", "))
-                }
-            )
-        })
-        .collect();
-    format!("[{}]", items.join(", "))
-}
-
-fn client_name(c: ClientProfile) -> &'static str {
-    match c {
-        ClientProfile::Auto => "auto",
-        ClientProfile::Structured => "structured",
-        ClientProfile::Content => "content",
     }
 }
 

@@ -1,11 +1,17 @@
-//! Reading `pipeline_config.toml`: the typed walk over the parsed tree, the
-//! version check and the migration from schema version 1.
+//! Reading `pipeline_config.toml`: a walk over the parsed tree guided by
+//! the description of the file ([`schema::KEYS`]), the version check, and
+//! the migration from schema version 1.
+//!
+//! The walk checks every table's keys against the description, reads each
+//! value by its [`KeyKind`] into a [`Setting`], and [`bind`] stores the
+//! setting in its field: the one place a key path meets the typed structs.
 
 use std::path::Path;
 use std::time::Duration;
 
 use globset::{Glob, GlobMatcher};
 
+use super::schema::{self, KeyKind, KeySpec, Setting, FOLLOW_UP_KEYS};
 use super::{
     AgentProfile, ClientProfile, DedupSettings, EncodingSettings, EndpointRule, EnrichmentSettings,
     HintKind, HintsPolicy, LlmProfile, NearRefSettings, PipelineConfig, Profiles, Selection,
@@ -18,81 +24,6 @@ use crate::value_model::{FollowUp, ValueClass};
 
 type Result<T> = std::result::Result<T, ConfigError>;
 
-const TOP_KEYS: &[&str] = &[
-    "schema_version",
-    "dedup",
-    "encoding",
-    "profiles",
-    "hints",
-    "enrichment",
-    "telemetry",
-    "endpoints",
-    "tools",
-];
-/// Version 2 had no `[hints]` or `[enrichment]`.
-const V2_TOP_KEYS: &[&str] = &[
-    "schema_version",
-    "dedup",
-    "encoding",
-    "profiles",
-    "telemetry",
-    "endpoints",
-    "tools",
-];
-const DEDUP_KEYS: &[&str] = &[
-    "enabled",
-    "min_body_bytes",
-    "ttl_secs",
-    "max_entries",
-    "max_context_bytes",
-    "near_ref",
-];
-const NEAR_REF_KEYS: &[&str] = &["enabled", "max_changes", "min_body_bytes"];
-const ENCODING_KEYS: &[&str] = &["enabled", "budget_tokens"];
-const PROFILES_KEYS: &[&str] = &[
-    "tokenizer",
-    "client",
-    "model",
-    "llm",
-    "agent",
-    "llms",
-    "agents",
-];
-const V2_PROFILES_KEYS: &[&str] = &["tokenizer", "client"];
-const LLM_KEYS: &[&str] = &["models", "tokenizer", "budget_tokens"];
-const AGENT_KEYS: &[&str] = &[
-    "min_events",
-    "min_compactions",
-    "ttl_secs",
-    "min_body_bytes",
-    "near_ref",
-];
-const HINT_KEYS: &[&str] = &["enabled", "max_per_session", "models"];
-const ENRICHMENT_KEYS: &[&str] = &[
-    "enabled",
-    "prefetch_timeout_ms",
-    "max_parallel",
-    "budget_tokens",
-    "min_probability",
-];
-const TELEMETRY_KEYS: &[&str] = &["enabled", "sample_rate", "max_file_bytes", "max_age_days"];
-/// The smallest `telemetry.max_file_bytes`: a few events per file.
-const MIN_TELEMETRY_FILE_BYTES: usize = 1024;
-const ENDPOINT_KEYS: &[&str] = &["dedup", "min_body_bytes", "near_ref", "encode", "template"];
-const TOOL_KEYS: &[&str] = &[
-    "side_effect",
-    "invalidates",
-    "freshness_secs",
-    "value_class",
-    "typical_tokens",
-    "latency_ms",
-    "follow_up",
-    "fail_fast_after_n",
-    "speculate",
-    "rate_limit_host",
-];
-const V2_TOOL_KEYS: &[&str] = &["side_effect", "invalidates"];
-const FOLLOW_UP_KEYS: &[&str] = &["tool", "probability", "args"];
 const SIDE_EFFECTS: &[&str] = &["pure", "read_only", "mutating", "destructive", "unknown"];
 
 // Schema version 1: the seed design's knobs.
@@ -107,26 +38,83 @@ const V1_TEMPLATES_KEYS: &[&str] = &["endpoint_overrides"];
 const V1_MCKP_KEYS: &[&str] = &["recursion_depth", "budget_tokens"];
 const V1_TELEMETRY_KEYS: &[&str] = &["enabled", "sample_rate"];
 
-/// Every setting at its built-in default (what the embedded file says).
+/// Every setting at its built-in default: the description's defaults
+/// stored by the loader's own [`bind`] (the embedded file says the same;
+/// a test keeps it so).
 pub(super) fn defaults() -> PipelineConfig {
+    let mut config = blank();
+    let origin = Path::new("<built-in defaults>");
+    for key in schema::KEYS.iter().filter(|k| !k.path.contains('*')) {
+        let Some(literal) = key.default else {
+            continue;
+        };
+        // A test reads every default; a literal that did not read would
+        // leave the blank value.
+        if let Ok(Some(value)) = default_setting(key, literal, origin, &config) {
+            bind(&mut config, key.path, 0, value);
+        }
+    }
+    config
+}
+
+/// A default literal of the description read as the loader reads the key
+/// (`None` for `schema_version`, which is not stored).
+pub(super) fn default_setting(
+    key: &KeySpec,
+    literal: &str,
+    origin: &Path,
+    config: &PipelineConfig,
+) -> Result<Option<Setting>> {
+    let root = tree::parse_toml(&format!("v = {literal}")).map_err(|e| {
+        ConfigError::new(
+            origin,
+            None,
+            ConfigErrorKind::Syntax {
+                format: ConfigFormat::Toml,
+                message: e.message,
+            },
+        )
+    })?;
+    let mut reader = Reader {
+        origin,
+        config: config.clone(),
+    };
+    let path = KeyPath::default().key(key.name());
+    let entries = reader.table(&root, &path)?;
+    let Some(entry) = entries.first() else {
+        return Ok(None);
+    };
+    match key.kind {
+        KeyKind::Selection => Ok(Some(Setting::Selection(reader.selection(
+            key,
+            &entry.node,
+            &path,
+        )?))),
+        kind if kind.is_table() || kind == KeyKind::Version => Ok(None),
+        kind => reader.value(kind, &entry.node, &path).map(Some),
+    }
+}
+
+/// The structs before any key is stored: zeros, and the built-in profiles.
+fn blank() -> PipelineConfig {
     PipelineConfig {
         source: ConfigSource::Embedded,
         file_version: SCHEMA_VERSION,
         dedup: DedupSettings {
-            enabled: true,
-            min_body_bytes: 512,
-            ttl: Duration::from_secs(30 * 60),
-            max_entries: 256,
-            max_context_bytes: 4 << 20,
+            enabled: false,
+            min_body_bytes: 0,
+            ttl: Duration::ZERO,
+            max_entries: 0,
+            max_context_bytes: 0,
             near_ref: NearRefSettings {
                 enabled: false,
-                max_changes: 8,
-                min_body_bytes: 1024,
+                max_changes: 0,
+                min_body_bytes: 0,
             },
         },
         encoding: EncodingSettings {
-            enabled: true,
-            budget_tokens: 25_000,
+            enabled: false,
+            budget_tokens: 0,
         },
         tokenizer: None,
         client: ClientProfile::Auto,
@@ -140,16 +128,16 @@ pub(super) fn defaults() -> PipelineConfig {
         hints: HintsPolicy::default(),
         enrichment: EnrichmentSettings {
             enabled: false,
-            prefetch_timeout: Duration::from_millis(1000),
-            max_parallel: 3,
-            budget_tokens: 8000,
-            min_probability: 0.3,
+            prefetch_timeout: Duration::ZERO,
+            max_parallel: 0,
+            budget_tokens: 0,
+            min_probability: 0.0,
         },
         telemetry: TelemetrySettings {
-            enabled: true,
-            sample_rate: 1.0,
-            max_file_bytes: 16 << 20,
-            max_age_days: 30,
+            enabled: false,
+            sample_rate: 0.0,
+            max_file_bytes: 0,
+            max_age_days: 0,
         },
         endpoints: Vec::new(),
         tools: Vec::new(),
@@ -232,7 +220,7 @@ pub(super) fn parse(text: &str, origin: &Path) -> Result<PipelineConfig> {
     reader.config.file_version = version;
     match version {
         1 => reader.v1(entries)?,
-        _ => reader.current(entries, version)?,
+        _ => reader.current(&root, version)?,
     }
     Ok(reader.config)
 }
@@ -375,43 +363,27 @@ impl Reader<'_> {
 
     // ------------------------------------------------------------ versions 2 and 3
 
-    /// Version 3, or version 2, which is version 3 without the profile
-    /// axes, `[hints]`, `[enrichment]` and the value-model keys of
-    /// `[tools.*]`: a version 2 file means what it always meant, and a key
-    /// only version 3 knows is reported as such.
-    fn current(&mut self, entries: &[Entry], version: u32) -> Result<()> {
-        let root = KeyPath::default();
-        let v2 = version == 2;
-        self.check_version_keys(entries, &root, TOP_KEYS, v2.then_some(V2_TOP_KEYS))?;
-        for entry in entries {
-            let path = root.key(&entry.key);
-            match entry.key.as_str() {
-                "dedup" => self.dedup(&entry.node, &path)?,
-                "encoding" => self.encoding(&entry.node, &path)?,
-                "profiles" => self.profiles(&entry.node, &path, v2)?,
-                "hints" => self.hints(&entry.node, &path)?,
-                "enrichment" => self.enrichment(&entry.node, &path)?,
-                "telemetry" => self.telemetry(&entry.node, &path)?,
-                "endpoints" => self.endpoints(&entry.node, &path)?,
-                "tools" => self.tools(&entry.node, &path, v2)?,
-                _ => {}
-            }
-        }
-        Ok(())
+    /// Version 3, or version 2, which is version 3 without the keys the
+    /// description says came in version 3 (the profile axes, `[hints]`,
+    /// `[enrichment]`, the value-model keys of `[tools.*]`): a version 2
+    /// file means what it always meant, and a key only version 3 knows is
+    /// reported as such.
+    fn current(&mut self, root: &Node, version: u32) -> Result<()> {
+        self.section(root, &KeyPath::default(), "", 0, version)
     }
 
-    /// `check_keys`, but a key the current version allows and `older`
-    /// (the file's version's list) does not is refused with a message
-    /// naming the version that introduced it.
+    /// `check_keys`, but a key the description has and `older` (the keys
+    /// of the file's version) does not is refused with a message naming
+    /// the version that introduced it.
     fn check_version_keys(
         &self,
         entries: &[Entry],
         path: &KeyPath,
         allowed: &[&str],
-        older: Option<&[&str]>,
+        older: Option<(u32, &[&str])>,
     ) -> Result<()> {
         self.check_keys(entries, path, allowed)?;
-        let Some(older) = older else {
+        let Some((version, older)) = older else {
             return Ok(());
         };
         match entries.iter().find(|e| !older.contains(&e.key.as_str())) {
@@ -422,12 +394,202 @@ impl Reader<'_> {
                 ConfigErrorKind::Invalid {
                     key: path.key(&entry.key).to_string(),
                     expected: format!(
-                        "a key of schema version 2 (the file's `schema_version`); `{}` is new in version {SCHEMA_VERSION}",
+                        "a key of schema version {version} (the file's `schema_version`); `{}` is new in version {SCHEMA_VERSION}",
                         entry.key
                     ),
                     found: format!("set `schema_version = {SCHEMA_VERSION}` to use it"),
                 },
             )),
+        }
+    }
+
+    /// Reads the table described at `spec` (`""`: the top level) into the
+    /// config; `at` is the index of the named table the path went through
+    /// (an endpoint rule, a profile, a hint kind).
+    fn section(
+        &mut self,
+        node: &Node,
+        path: &KeyPath,
+        spec: &str,
+        at: usize,
+        version: u32,
+    ) -> Result<()> {
+        let entries = self.table(node, path)?;
+        let allowed: Vec<&str> = schema::children(spec).map(|k| k.name()).collect();
+        let known: Vec<&str> = schema::children(spec)
+            .filter(|k| k.since <= version)
+            .map(|k| k.name())
+            .collect();
+        let older = (known.len() < allowed.len()).then_some((version, &known[..]));
+        self.check_version_keys(entries, path, &allowed, older)?;
+        // Selections last, so one can name a profile defined below it.
+        let mut selections = Vec::new();
+        for entry in entries {
+            let Some(key) = schema::children(spec).find(|k| k.name() == entry.key) else {
+                continue;
+            };
+            let (n, p) = (&entry.node, path.key(&entry.key));
+            match key.kind {
+                KeyKind::Version => {}
+                KeyKind::Section => self.section(n, &p, key.path, at, version)?,
+                KeyKind::Patterns | KeyKind::Names | KeyKind::HintKinds => {
+                    self.named_tables(key, n, &p, version)?;
+                }
+                KeyKind::Selection => selections.push((key, n, p)),
+                kind => {
+                    let value = self.value(kind, n, &p)?;
+                    self.store(key.path, at, value, &p);
+                }
+            }
+        }
+        for (key, n, p) in selections {
+            let selection = self.selection(key, n, &p)?;
+            self.store(key.path, at, Setting::Selection(selection), &p);
+        }
+        Ok(())
+    }
+
+    /// A table of tables named by the file: `[endpoints."GLOB"]`,
+    /// `[tools."GLOB"]`, `[profiles.llms.NAME]`, `[profiles.agents.NAME]`,
+    /// `[hints.KIND]`.
+    fn named_tables(
+        &mut self,
+        key: &KeySpec,
+        node: &Node,
+        path: &KeyPath,
+        version: u32,
+    ) -> Result<()> {
+        let inner = format!("{}.*", key.path);
+        if key.kind == KeyKind::HintKinds {
+            let names: Vec<&str> = HintKind::ALL.iter().map(|k| k.name()).collect();
+            self.check_keys(self.table(node, path)?, path, &names)?;
+        }
+        for (name, item, p) in self.pairs(node, path)? {
+            let at = match key.kind {
+                KeyKind::Patterns => {
+                    let matcher = self.glob(name, item, &p)?;
+                    self.new_rule(key.path, name, matcher)
+                }
+                KeyKind::Names => self.profile(key.path, name),
+                _ => match HintKind::from_name(name) {
+                    Some(kind) => kind.index(),
+                    None => continue,
+                },
+            };
+            self.section(item, &p, &inner, at, version)?;
+        }
+        Ok(())
+    }
+
+    /// Appends an empty rule for `pattern` to `[endpoints]` or `[tools]`;
+    /// its index.
+    fn new_rule(&mut self, table: &str, pattern: &str, matcher: GlobMatcher) -> usize {
+        let pattern = pattern.to_owned();
+        if table == "endpoints" {
+            self.config
+                .endpoints
+                .push(EndpointRule::new(pattern, matcher));
+            self.config.endpoints.len() - 1
+        } else {
+            self.config.tools.push(ToolRule::new(pattern, matcher));
+            self.config.tools.len() - 1
+        }
+    }
+
+    /// The index of the llm or agent profile `name`: a built-in name
+    /// changes the fields the file sets; another name adds a profile.
+    fn profile(&mut self, table: &str, name: &str) -> usize {
+        let profiles = &mut self.config.profiles;
+        if table == "profiles.llms" {
+            find_or_push(
+                &mut profiles.llms,
+                |l| l.name == name,
+                || LlmProfile {
+                    name: name.to_owned(),
+                    models: Vec::new(),
+                    tokenizer: None,
+                    budget_tokens: None,
+                },
+            )
+        } else {
+            find_or_push(
+                &mut profiles.agents,
+                |a| a.name == name,
+                || AgentProfile {
+                    name: name.to_owned(),
+                    min_events: None,
+                    min_compactions: None,
+                    ttl: None,
+                    min_body_bytes: None,
+                    near_ref: None,
+                },
+            )
+        }
+    }
+
+    /// A value read by its kind.
+    fn value(&mut self, kind: KeyKind, n: &Node, p: &KeyPath) -> Result<Setting> {
+        Ok(match kind {
+            KeyKind::Bool => Setting::Bool(self.boolean(n, p)?),
+            KeyKind::Count { min } => Setting::Count(self.count(n, p, min)?),
+            KeyKind::Days => {
+                let days = self.count(n, p, 1)?;
+                u32::try_from(days)
+                    .map_err(|_| self.invalid(p, n, "a number of days below 2^32"))?;
+                Setting::Count(days)
+            }
+            KeyKind::Fraction => Setting::Fraction(self.fraction(n, p)?),
+            KeyKind::Text => Setting::Text(self.string(n, p)?.to_owned()),
+            KeyKind::Globs => Setting::Globs(self.globs(n, p)?),
+            KeyKind::Tokenizer => Setting::Tokenizer(self.tokenizer(n, p)?),
+            KeyKind::Client => Setting::Client(self.client(n, p)?),
+            KeyKind::SideEffect => Setting::SideEffect(self.side_effect(n, p)?),
+            KeyKind::ValueClass => Setting::ValueClass(self.value_class(n, p)?),
+            KeyKind::FollowUps => Setting::FollowUps(self.follow_up(n, p)?),
+            KeyKind::Version
+            | KeyKind::Section
+            | KeyKind::Patterns
+            | KeyKind::Names
+            | KeyKind::HintKinds
+            | KeyKind::Selection => return Err(self.invalid(p, n, "a table")),
+        })
+    }
+
+    /// `profiles.llm` or `profiles.agent`: `auto` or a profile's name.
+    fn selection(&self, key: &KeySpec, n: &Node, p: &KeyPath) -> Result<Selection> {
+        let name = self.string(n, p)?;
+        let profiles = &self.config.profiles;
+        let table = key.name();
+        let known: Vec<&str> = if table == "llm" {
+            profiles.llms.iter().map(|l| l.name.as_str()).collect()
+        } else {
+            profiles.agents.iter().map(|a| a.name.as_str()).collect()
+        };
+        if name == "auto" {
+            Ok(Selection::Auto)
+        } else if known.contains(&name) {
+            Ok(Selection::Named(name.to_owned()))
+        } else {
+            let mut names = vec!["auto"];
+            names.extend(known);
+            let expected = format!(
+                "\"auto\" or the name of a [profiles.{table}s.NAME] table: {}",
+                quoted_list(&names)
+            );
+            Err(self.invalid(p, n, &expected))
+        }
+    }
+
+    /// Stores a value read at `p`; what a stored value is worth telling
+    /// the user is said here.
+    fn store(&mut self, spec: &str, at: usize, value: Setting, p: &KeyPath) {
+        let bound = bind(&mut self.config, spec, at, value);
+        debug_assert!(bound, "{spec} is described but bound to no field");
+        if spec == "enrichment.enabled" && self.config.enrichment.enabled {
+            self.warn(
+                p,
+                "this devboy does not speculate yet; the [enrichment] settings are kept for the version that does",
+            );
         }
     }
 
@@ -448,168 +610,6 @@ impl Reader<'_> {
         Ok(())
     }
 
-    fn dedup(&mut self, node: &Node, path: &KeyPath) -> Result<()> {
-        self.fields(node, path, DEDUP_KEYS, |r, key, n, p| {
-            match key {
-                "enabled" => r.config.dedup.enabled = r.boolean(n, p)?,
-                "min_body_bytes" => r.config.dedup.min_body_bytes = r.count(n, p, 1)?,
-                "ttl_secs" => r.config.dedup.ttl = Duration::from_secs(r.count(n, p, 1)? as u64),
-                "max_entries" => r.config.dedup.max_entries = r.count(n, p, 1)?,
-                "max_context_bytes" => r.config.dedup.max_context_bytes = r.count(n, p, 1)?,
-                "near_ref" => r.near_ref(n, p)?,
-                _ => {}
-            }
-            Ok(())
-        })
-    }
-
-    fn near_ref(&mut self, node: &Node, path: &KeyPath) -> Result<()> {
-        self.fields(node, path, NEAR_REF_KEYS, |r, key, n, p| {
-            match key {
-                "enabled" => r.config.dedup.near_ref.enabled = r.boolean(n, p)?,
-                "max_changes" => r.config.dedup.near_ref.max_changes = r.count(n, p, 1)?,
-                "min_body_bytes" => r.config.dedup.near_ref.min_body_bytes = r.count(n, p, 1)?,
-                _ => {}
-            }
-            Ok(())
-        })
-    }
-
-    fn encoding(&mut self, node: &Node, path: &KeyPath) -> Result<()> {
-        self.fields(node, path, ENCODING_KEYS, |r, key, n, p| {
-            match key {
-                "enabled" => r.config.encoding.enabled = r.boolean(n, p)?,
-                "budget_tokens" => r.config.encoding.budget_tokens = r.count(n, p, 100)?,
-                _ => {}
-            }
-            Ok(())
-        })
-    }
-
-    fn profiles(&mut self, node: &Node, path: &KeyPath, v2: bool) -> Result<()> {
-        let entries = self.table(node, path)?;
-        self.check_version_keys(entries, path, PROFILES_KEYS, v2.then_some(V2_PROFILES_KEYS))?;
-        // Profiles first, so a selection can name one defined below it.
-        let mut selections = Vec::new();
-        for entry in entries {
-            let (n, p) = (&entry.node, path.key(&entry.key));
-            match entry.key.as_str() {
-                "tokenizer" => self.config.tokenizer = self.tokenizer(n, &p)?,
-                "client" => self.config.client = self.client(n, &p)?,
-                "model" => self.config.profiles.model = Some(self.string(n, &p)?.to_owned()),
-                "llm" | "agent" => selections.push((entry.key.as_str(), n, p)),
-                "llms" => self.llms(n, &p)?,
-                "agents" => self.agents(n, &p)?,
-                _ => {}
-            }
-        }
-        for (key, n, p) in selections {
-            let name = self.string(n, &p)?;
-            let profiles = &self.config.profiles;
-            let known: Vec<&str> = if key == "llm" {
-                profiles.llms.iter().map(|l| l.name.as_str()).collect()
-            } else {
-                profiles.agents.iter().map(|a| a.name.as_str()).collect()
-            };
-            let selection = if name == "auto" {
-                Selection::Auto
-            } else if known.contains(&name) {
-                Selection::Named(name.to_owned())
-            } else {
-                let mut names = vec!["auto"];
-                names.extend(known);
-                let expected = format!(
-                    "\"auto\" or the name of a [profiles.{key}s.NAME] table: {}",
-                    quoted_list(&names)
-                );
-                return Err(self.invalid(&p, n, &expected));
-            };
-            if key == "llm" {
-                self.config.profiles.llm = selection;
-            } else {
-                self.config.profiles.agent = selection;
-            }
-        }
-        Ok(())
-    }
-
-    /// `[profiles.llms.NAME]`: a built-in name changes the fields it sets.
-    fn llms(&mut self, node: &Node, path: &KeyPath) -> Result<()> {
-        for (name, n, p) in self.pairs(node, path)? {
-            let index = find_or_push(
-                &mut self.config.profiles.llms,
-                |l| l.name == name,
-                || LlmProfile {
-                    name: name.to_owned(),
-                    models: Vec::new(),
-                    tokenizer: None,
-                    budget_tokens: None,
-                },
-            );
-            self.fields(n, &p, LLM_KEYS, |r, key, n, p| {
-                match key {
-                    "models" => {
-                        let models = r.globs(n, p)?;
-                        r.config.profiles.llms[index].models = models;
-                    }
-                    "tokenizer" => {
-                        let t = r.tokenizer(n, p)?;
-                        r.config.profiles.llms[index].tokenizer = t;
-                    }
-                    "budget_tokens" => {
-                        let b = r.count(n, p, 100)?;
-                        r.config.profiles.llms[index].budget_tokens = Some(b);
-                    }
-                    _ => {}
-                }
-                Ok(())
-            })?;
-        }
-        Ok(())
-    }
-
-    /// `[profiles.agents.NAME]`: a built-in name changes the fields it sets.
-    fn agents(&mut self, node: &Node, path: &KeyPath) -> Result<()> {
-        for (name, n, p) in self.pairs(node, path)? {
-            let index = find_or_push(
-                &mut self.config.profiles.agents,
-                |a| a.name == name,
-                || AgentProfile {
-                    name: name.to_owned(),
-                    min_events: None,
-                    min_compactions: None,
-                    ttl: None,
-                    min_body_bytes: None,
-                    near_ref: None,
-                },
-            );
-            self.fields(n, &p, AGENT_KEYS, |r, key, n, p| {
-                let count = r.count(n, p, 0);
-                let agent = &mut r.config.profiles.agents[index];
-                match key {
-                    "min_events" => agent.min_events = Some(count? as u64),
-                    "min_compactions" => agent.min_compactions = Some(count? as u64),
-                    "ttl_secs" => {
-                        let secs = r.count(n, p, 1)?;
-                        r.config.profiles.agents[index].ttl =
-                            Some(Duration::from_secs(secs as u64));
-                    }
-                    "min_body_bytes" => {
-                        let bytes = r.count(n, p, 1)?;
-                        r.config.profiles.agents[index].min_body_bytes = Some(bytes);
-                    }
-                    "near_ref" => {
-                        let on = r.boolean(n, p)?;
-                        r.config.profiles.agents[index].near_ref = Some(on);
-                    }
-                    _ => {}
-                }
-                Ok(())
-            })?;
-        }
-        Ok(())
-    }
-
     /// An array of glob patterns.
     fn globs(&self, node: &Node, path: &KeyPath) -> Result<Vec<(String, GlobMatcher)>> {
         let Value::Array(items) = &node.value else {
@@ -622,79 +622,6 @@ impl Reader<'_> {
             out.push((pattern.to_owned(), self.glob(pattern, item, &ip)?));
         }
         Ok(out)
-    }
-
-    fn hints(&mut self, node: &Node, path: &KeyPath) -> Result<()> {
-        let names: Vec<&str> = HintKind::ALL.iter().map(|k| k.name()).collect();
-        let entries = self.table(node, path)?;
-        self.check_keys(entries, path, &names)?;
-        for entry in entries {
-            let Some(kind) = HintKind::from_name(&entry.key) else {
-                continue;
-            };
-            let p = path.key(&entry.key);
-            self.fields(&entry.node, &p, HINT_KEYS, |r, key, n, p| {
-                match key {
-                    "enabled" => r.config.hints.rule_mut(kind).enabled = r.boolean(n, p)?,
-                    "max_per_session" => {
-                        let max = r.count(n, p, 0)? as u64;
-                        r.config.hints.rule_mut(kind).max_per_session = Some(max);
-                    }
-                    "models" => {
-                        let models = r.globs(n, p)?;
-                        r.config.hints.rule_mut(kind).models = models;
-                    }
-                    _ => {}
-                }
-                Ok(())
-            })?;
-        }
-        Ok(())
-    }
-
-    fn enrichment(&mut self, node: &Node, path: &KeyPath) -> Result<()> {
-        self.fields(node, path, ENRICHMENT_KEYS, |r, key, n, p| {
-            match key {
-                "enabled" => {
-                    r.config.enrichment.enabled = r.boolean(n, p)?;
-                    if r.config.enrichment.enabled {
-                        r.warn(
-                            p,
-                            "this devboy does not speculate yet; the [enrichment] settings are kept for the version that does",
-                        );
-                    }
-                }
-                "prefetch_timeout_ms" => {
-                    let ms = r.count(n, p, 1)? as u64;
-                    r.config.enrichment.prefetch_timeout = Duration::from_millis(ms);
-                }
-                "max_parallel" => r.config.enrichment.max_parallel = r.count(n, p, 1)?,
-                "budget_tokens" => r.config.enrichment.budget_tokens = r.count(n, p, 0)?,
-                "min_probability" => r.config.enrichment.min_probability = r.fraction(n, p)?,
-                _ => {}
-            }
-            Ok(())
-        })
-    }
-
-    fn telemetry(&mut self, node: &Node, path: &KeyPath) -> Result<()> {
-        self.fields(node, path, TELEMETRY_KEYS, |r, key, n, p| {
-            match key {
-                "enabled" => r.config.telemetry.enabled = r.boolean(n, p)?,
-                "sample_rate" => r.config.telemetry.sample_rate = r.fraction(n, p)?,
-                "max_file_bytes" => {
-                    let bytes = r.count(n, p, MIN_TELEMETRY_FILE_BYTES)?;
-                    r.config.telemetry.max_file_bytes = bytes as u64;
-                }
-                "max_age_days" => {
-                    let days = u32::try_from(r.count(n, p, 1)?)
-                        .map_err(|_| r.invalid(p, n, "a number of days below 2^32"))?;
-                    r.config.telemetry.max_age_days = days;
-                }
-                _ => {}
-            }
-            Ok(())
-        })
     }
 
     /// A tokenizer, or `auto` (`None`).
@@ -725,87 +652,6 @@ impl Reader<'_> {
             Value::String(s) if s == "content" => Ok(ClientProfile::Content),
             _ => Err(self.invalid(path, node, EXPECTED)),
         }
-    }
-
-    fn endpoints(&mut self, node: &Node, path: &KeyPath) -> Result<()> {
-        let entries = self.table(node, path)?;
-        for entry in entries {
-            let p = path.key(&entry.key);
-            let matcher = self.glob(&entry.key, &entry.node, &p)?;
-            let fields = self.table(&entry.node, &p)?;
-            self.check_keys(fields, &p, ENDPOINT_KEYS)?;
-            let mut rule = EndpointRule {
-                pattern: entry.key.clone(),
-                matcher,
-                dedup: None,
-                min_body_bytes: None,
-                near_ref: None,
-                encode: None,
-                template: None,
-            };
-            for field in fields {
-                let fp = p.key(&field.key);
-                let n = &field.node;
-                match field.key.as_str() {
-                    "dedup" => rule.dedup = Some(self.boolean(n, &fp)?),
-                    "min_body_bytes" => rule.min_body_bytes = Some(self.count(n, &fp, 1)?),
-                    "near_ref" => rule.near_ref = Some(self.boolean(n, &fp)?),
-                    "encode" => rule.encode = Some(self.boolean(n, &fp)?),
-                    "template" => rule.template = Some(self.string(n, &fp)?.to_owned()),
-                    _ => {}
-                }
-            }
-            self.config.endpoints.push(rule);
-        }
-        Ok(())
-    }
-
-    fn tools(&mut self, node: &Node, path: &KeyPath, v2: bool) -> Result<()> {
-        let entries = self.table(node, path)?;
-        for entry in entries {
-            let p = path.key(&entry.key);
-            let matcher = self.glob(&entry.key, &entry.node, &p)?;
-            let fields = self.table(&entry.node, &p)?;
-            self.check_version_keys(fields, &p, TOOL_KEYS, v2.then_some(V2_TOOL_KEYS))?;
-            let mut rule = ToolRule {
-                pattern: entry.key.clone(),
-                matcher,
-                side_effect: None,
-                invalidates: Vec::new(),
-                freshness: None,
-                value_class: None,
-                typical_tokens: None,
-                latency_ms: None,
-                follow_up: None,
-                fail_fast_after_n: None,
-                speculate: None,
-                rate_limit_host: None,
-            };
-            for field in fields {
-                let fp = p.key(&field.key);
-                let n = &field.node;
-                match field.key.as_str() {
-                    "side_effect" => rule.side_effect = Some(self.side_effect(n, &fp)?),
-                    "invalidates" => rule.invalidates = self.globs(n, &fp)?,
-                    "freshness_secs" => {
-                        let secs = self.count(n, &fp, 1)? as u64;
-                        rule.freshness = Some(Duration::from_secs(secs));
-                    }
-                    "value_class" => rule.value_class = Some(self.value_class(n, &fp)?),
-                    "typical_tokens" => rule.typical_tokens = Some(self.count(n, &fp, 0)?),
-                    "latency_ms" => rule.latency_ms = Some(self.count(n, &fp, 0)? as u64),
-                    "follow_up" => rule.follow_up = Some(self.follow_up(n, &fp)?),
-                    "fail_fast_after_n" => rule.fail_fast_after_n = Some(self.count(n, &fp, 1)?),
-                    "speculate" => rule.speculate = Some(self.boolean(n, &fp)?),
-                    "rate_limit_host" => {
-                        rule.rate_limit_host = Some(self.string(n, &fp)?.to_owned());
-                    }
-                    _ => {}
-                }
-            }
-            self.config.tools.push(rule);
-        }
-        Ok(())
     }
 
     fn value_class(&self, node: &Node, path: &KeyPath) -> Result<ValueClass> {
@@ -956,7 +802,7 @@ impl Reader<'_> {
                     let fields = self.table(node, &path)?;
                     self.check_keys(fields, &path, V1_TELEMETRY_KEYS)?;
                     // Same names and meaning in version 2: read as they are.
-                    self.telemetry(node, &path)?;
+                    self.section(node, &path, "telemetry", 0, SCHEMA_VERSION)?;
                 }
                 _ => {}
             }
@@ -989,15 +835,8 @@ impl Reader<'_> {
             Some(i) => i,
             None => {
                 let matcher = self.glob(pattern, node, path)?;
-                self.config.endpoints.push(EndpointRule {
-                    pattern: pattern.to_owned(),
-                    matcher,
-                    dedup: None,
-                    min_body_bytes: None,
-                    near_ref: None,
-                    encode: None,
-                    template: None,
-                });
+                let rule = EndpointRule::new(pattern.to_owned(), matcher);
+                self.config.endpoints.push(rule);
                 self.config.endpoints.len() - 1
             }
         };
@@ -1024,4 +863,83 @@ fn quoted_list(items: &[&str]) -> String {
         .map(|s| format!("\"{s}\""))
         .collect::<Vec<_>>()
         .join(", ")
+}
+
+/// Stores `value` in the field the key at `spec` is bound to, in the
+/// `at`-th named table where the path has one; `false` when the path and
+/// kind name no field (a test keeps every described key bound).
+/// [`PipelineConfig::setting`] is the reverse.
+fn bind(c: &mut PipelineConfig, spec: &str, at: usize, value: Setting) -> bool {
+    use Setting as S;
+    let secs = |n: usize| Duration::from_secs(n as u64);
+    let hint = HintKind::ALL.get(at).copied().unwrap_or(HintKind::Ref);
+    match (spec, value) {
+        ("dedup.enabled", S::Bool(v)) => c.dedup.enabled = v,
+        ("dedup.min_body_bytes", S::Count(n)) => c.dedup.min_body_bytes = n,
+        ("dedup.ttl_secs", S::Count(n)) => c.dedup.ttl = secs(n),
+        ("dedup.max_entries", S::Count(n)) => c.dedup.max_entries = n,
+        ("dedup.max_context_bytes", S::Count(n)) => c.dedup.max_context_bytes = n,
+        ("dedup.near_ref.enabled", S::Bool(v)) => c.dedup.near_ref.enabled = v,
+        ("dedup.near_ref.max_changes", S::Count(n)) => c.dedup.near_ref.max_changes = n,
+        ("dedup.near_ref.min_body_bytes", S::Count(n)) => c.dedup.near_ref.min_body_bytes = n,
+        ("encoding.enabled", S::Bool(v)) => c.encoding.enabled = v,
+        ("encoding.budget_tokens", S::Count(n)) => c.encoding.budget_tokens = n,
+        ("profiles.tokenizer", S::Tokenizer(t)) => c.tokenizer = t,
+        ("profiles.client", S::Client(v)) => c.client = v,
+        ("profiles.model", S::Text(s)) => c.profiles.model = Some(s),
+        ("profiles.llm", S::Selection(s)) => c.profiles.llm = s,
+        ("profiles.agent", S::Selection(s)) => c.profiles.agent = s,
+        ("profiles.llms.*.models", S::Globs(g)) => c.profiles.llms[at].models = g,
+        ("profiles.llms.*.tokenizer", S::Tokenizer(t)) => c.profiles.llms[at].tokenizer = t,
+        ("profiles.llms.*.budget_tokens", S::Count(n)) => {
+            c.profiles.llms[at].budget_tokens = Some(n);
+        }
+        ("profiles.agents.*.min_events", S::Count(n)) => {
+            c.profiles.agents[at].min_events = Some(n as u64);
+        }
+        ("profiles.agents.*.min_compactions", S::Count(n)) => {
+            c.profiles.agents[at].min_compactions = Some(n as u64);
+        }
+        ("profiles.agents.*.ttl_secs", S::Count(n)) => c.profiles.agents[at].ttl = Some(secs(n)),
+        ("profiles.agents.*.min_body_bytes", S::Count(n)) => {
+            c.profiles.agents[at].min_body_bytes = Some(n);
+        }
+        ("profiles.agents.*.near_ref", S::Bool(v)) => c.profiles.agents[at].near_ref = Some(v),
+        ("hints.*.enabled", S::Bool(v)) => c.hints.rule_mut(hint).enabled = v,
+        ("hints.*.max_per_session", S::Count(n)) => {
+            c.hints.rule_mut(hint).max_per_session = Some(n as u64);
+        }
+        ("hints.*.models", S::Globs(g)) => c.hints.rule_mut(hint).models = g,
+        ("enrichment.enabled", S::Bool(v)) => c.enrichment.enabled = v,
+        ("enrichment.prefetch_timeout_ms", S::Count(n)) => {
+            c.enrichment.prefetch_timeout = Duration::from_millis(n as u64);
+        }
+        ("enrichment.max_parallel", S::Count(n)) => c.enrichment.max_parallel = n,
+        ("enrichment.budget_tokens", S::Count(n)) => c.enrichment.budget_tokens = n,
+        ("enrichment.min_probability", S::Fraction(x)) => c.enrichment.min_probability = x,
+        ("telemetry.enabled", S::Bool(v)) => c.telemetry.enabled = v,
+        ("telemetry.sample_rate", S::Fraction(x)) => c.telemetry.sample_rate = x,
+        ("telemetry.max_file_bytes", S::Count(n)) => c.telemetry.max_file_bytes = n as u64,
+        // The loader checked that it fits.
+        ("telemetry.max_age_days", S::Count(n)) => {
+            c.telemetry.max_age_days = u32::try_from(n).unwrap_or(u32::MAX);
+        }
+        ("endpoints.*.dedup", S::Bool(v)) => c.endpoints[at].dedup = Some(v),
+        ("endpoints.*.min_body_bytes", S::Count(n)) => c.endpoints[at].min_body_bytes = Some(n),
+        ("endpoints.*.near_ref", S::Bool(v)) => c.endpoints[at].near_ref = Some(v),
+        ("endpoints.*.encode", S::Bool(v)) => c.endpoints[at].encode = Some(v),
+        ("endpoints.*.template", S::Text(s)) => c.endpoints[at].template = Some(s),
+        ("tools.*.side_effect", S::SideEffect(v)) => c.tools[at].side_effect = Some(v),
+        ("tools.*.invalidates", S::Globs(g)) => c.tools[at].invalidates = g,
+        ("tools.*.freshness_secs", S::Count(n)) => c.tools[at].freshness = Some(secs(n)),
+        ("tools.*.value_class", S::ValueClass(v)) => c.tools[at].value_class = Some(v),
+        ("tools.*.typical_tokens", S::Count(n)) => c.tools[at].typical_tokens = Some(n),
+        ("tools.*.latency_ms", S::Count(n)) => c.tools[at].latency_ms = Some(n as u64),
+        ("tools.*.follow_up", S::FollowUps(f)) => c.tools[at].follow_up = Some(f),
+        ("tools.*.fail_fast_after_n", S::Count(n)) => c.tools[at].fail_fast_after_n = Some(n),
+        ("tools.*.speculate", S::Bool(v)) => c.tools[at].speculate = Some(v),
+        ("tools.*.rate_limit_host", S::Text(s)) => c.tools[at].rate_limit_host = Some(s),
+        _ => return false,
+    }
+    true
 }

@@ -29,6 +29,7 @@
 
 mod load;
 mod profiles;
+pub mod schema;
 #[cfg(test)]
 mod tests;
 
@@ -193,6 +194,15 @@ pub enum ClientProfile {
 }
 
 impl ClientProfile {
+    /// The name used in the file.
+    pub fn name(self) -> &'static str {
+        match self {
+            ClientProfile::Auto => "auto",
+            ClientProfile::Structured => "structured",
+            ClientProfile::Content => "content",
+        }
+    }
+
     /// Whether a client called `client_name` forwards `structuredContent`.
     pub fn forwards_structured(self, client_name: Option<&str>) -> bool {
         match self {
@@ -261,6 +271,21 @@ pub struct EndpointRule {
     pub template: Option<String>,
 }
 
+impl EndpointRule {
+    /// A rule for `pattern` that sets nothing yet.
+    pub(crate) fn new(pattern: String, matcher: GlobMatcher) -> Self {
+        Self {
+            pattern,
+            matcher,
+            dedup: None,
+            min_body_bytes: None,
+            near_ref: None,
+            encode: None,
+            template: None,
+        }
+    }
+}
+
 /// `[tools."GLOB"]`: the value model of the matching tools, as far as
 /// this table sets it ([`ToolValueModel`]).
 #[derive(Clone, Debug)]
@@ -288,6 +313,26 @@ pub struct ToolRule {
     pub speculate: Option<bool>,
     /// The host whose rate limit the tool's calls share.
     pub rate_limit_host: Option<String>,
+}
+
+impl ToolRule {
+    /// A rule for `pattern` that sets nothing yet.
+    pub(crate) fn new(pattern: String, matcher: GlobMatcher) -> Self {
+        Self {
+            pattern,
+            matcher,
+            side_effect: None,
+            invalidates: Vec::new(),
+            freshness: None,
+            value_class: None,
+            typical_tokens: None,
+            latency_ms: None,
+            follow_up: None,
+            fail_fast_after_n: None,
+            speculate: None,
+            rate_limit_host: None,
+        }
+    }
 }
 
 /// What a tool call may do, for dedup invalidation and (later) speculation.

@@ -718,3 +718,165 @@ fn rule_matches_name_the_tools_each_glob_table_matches() {
         "the misspelt prefix matches nothing"
     );
 }
+
+/// The described keys found in a parsed file, as (described path, key
+/// path in the file).
+fn described_keys(
+    entries: &[crate::config::tree::Entry],
+    spec: &str,
+    path: &str,
+    out: &mut Vec<(String, String)>,
+) {
+    for entry in entries {
+        let spec_path = if spec.is_empty() {
+            entry.key.clone()
+        } else {
+            format!("{spec}.{}", entry.key)
+        };
+        let file_path = if path.is_empty() {
+            entry.key.clone()
+        } else {
+            format!("{path}.{}", entry.key)
+        };
+        let key = schema::lookup(&spec_path)
+            .unwrap_or_else(|| panic!("{file_path} is in the file but not described"));
+        match key.kind {
+            KeyKind::Section => {
+                let inner = entry.node.as_table().expect("a table");
+                described_keys(inner, &spec_path, &file_path, out);
+            }
+            KeyKind::Patterns | KeyKind::Names | KeyKind::HintKinds => {
+                for named in entry.node.as_table().expect("a table") {
+                    let inner = named.node.as_table().expect("a table");
+                    let named_path = format!("{file_path}.{}", named.key);
+                    described_keys(inner, &format!("{spec_path}.*"), &named_path, out);
+                }
+            }
+            _ => out.push((spec_path, file_path)),
+        }
+    }
+}
+
+use super::schema::{self, KeyKind, Setting};
+
+/// A described key's default, read as the loader reads the key.
+fn default_of(key: &schema::KeySpec) -> Option<Setting> {
+    let literal = key.default?;
+    load::default_setting(key, literal, Path::new("<test>"), &load::defaults())
+        .unwrap_or_else(|e| panic!("{}: default {literal} does not read: {e}", key.path))
+}
+
+#[test]
+fn the_embedded_file_holds_every_described_default_and_nothing_undescribed() {
+    let root = crate::config::tree::parse_toml(EMBEDDED_PIPELINE_TOML)
+        .unwrap_or_else(|e| panic!("{}", e.message));
+    let mut found = Vec::new();
+    described_keys(root.as_table().expect("a table"), "", "", &mut found);
+    let parsed = parse(EMBEDDED_PIPELINE_TOML).unwrap();
+    let defaults = load::defaults();
+    for key in schema::KEYS.iter().filter(|k| !k.kind.is_table()) {
+        let Some(default) = default_of(key) else {
+            if key.default.is_some() {
+                // schema_version: what the file says is the current version.
+                assert_eq!(key.kind, KeyKind::Version);
+                assert_eq!(key.default, Some("3"));
+                assert_eq!(SCHEMA_VERSION, 3);
+                assert!(found.iter().any(|(s, _)| s == key.path));
+            }
+            continue;
+        };
+        let in_file: Vec<&String> = found
+            .iter()
+            .filter(|(s, _)| s == key.path)
+            .map(|(_, f)| f)
+            .collect();
+        assert!(
+            !in_file.is_empty(),
+            "{} (a default) is not in the file",
+            key.path
+        );
+        // Every table the key is in (the hint kinds for `hints.*`).
+        let instances = if key.path.starts_with("hints.*") {
+            HintKind::ALL.len()
+        } else {
+            1
+        };
+        for at in 0..instances {
+            let shown = |c: &PipelineConfig| c.setting(key.path, at).map(|s| s.to_string());
+            assert_eq!(
+                shown(&parsed),
+                Some(default.to_string()),
+                "{} in the file",
+                key.path
+            );
+            assert_eq!(
+                shown(&defaults),
+                Some(default.to_string()),
+                "{} built in",
+                key.path
+            );
+        }
+    }
+}
+
+/// A valid value of `kind` other than `default`.
+fn sample(key: &schema::KeySpec) -> String {
+    match key.kind {
+        KeyKind::Bool if key.default == Some("true") => "false".into(),
+        KeyKind::Bool => "true".into(),
+        KeyKind::Count { min } => (min + 11).to_string(),
+        KeyKind::Days => "9".into(),
+        KeyKind::Fraction => "0.25".into(),
+        KeyKind::Text => "\"sample\"".into(),
+        KeyKind::Globs => "[\"s*\", \"t?\"]".into(),
+        KeyKind::Tokenizer => "\"cl100k\"".into(),
+        KeyKind::Client => "\"content\"".into(),
+        KeyKind::Selection if key.name() == "llm" => "\"claude\"".into(),
+        KeyKind::Selection => "\"marathon\"".into(),
+        KeyKind::SideEffect => "\"mutating\"".into(),
+        KeyKind::ValueClass => "\"audit_only\"".into(),
+        KeyKind::FollowUps => "[{ tool = \"t\", probability = 0.5 }]".into(),
+        other => panic!("{}: no sample for {other:?}", key.path),
+    }
+}
+
+#[test]
+fn every_described_key_is_read_into_a_field_and_reported_back() {
+    for key in schema::KEYS
+        .iter()
+        .filter(|k| !k.kind.is_table() && k.kind != KeyKind::Version)
+    {
+        let literal = sample(key);
+        // A new name in each table of named tables.
+        let table = key
+            .parent()
+            .replace("endpoints.*", "endpoints.\"x__*\"")
+            .replace("tools.*", "tools.\"x__*\"")
+            .replace("llms.*", "llms.local")
+            .replace("agents.*", "agents.mine")
+            .replace("hints.*", "hints.elided");
+        let text = format!("[{table}]\n{} = {literal}\n", key.name());
+        let config = parse(&text).unwrap_or_else(|e| panic!("{text}: {e}"));
+        let at = match key.path.split(".*").next() {
+            Some("profiles.llms") => config.profiles.llms.len() - 1,
+            Some("profiles.agents") => config.profiles.agents.len() - 1,
+            Some("hints") => HintKind::Elided.index(),
+            _ => 0,
+        };
+        let expected = load::default_setting(key, &literal, Path::new("<test>"), &config)
+            .unwrap()
+            .unwrap()
+            .to_string();
+        let got = config.setting(key.path, at).map(|s| s.to_string());
+        assert_eq!(got, Some(expected.clone()), "{text}");
+        let before = load::defaults()
+            .setting(key.path, at)
+            .map(|s| s.to_string());
+        assert_ne!(
+            before,
+            Some(expected),
+            "{}: the sample is the default",
+            key.path
+        );
+    }
+}
