@@ -120,6 +120,37 @@ pub struct SeamStats {
     pub failures: AtomicU64,
 }
 
+/// What the seam does with a result, by where it comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Delivery {
+    /// The processor may rewrite it ([`apply`]): every upstream result,
+    /// and a built-in's by default.
+    Processed,
+    /// A report that differs on every call and that clients parse (status,
+    /// a new partition number): never rewritten, as an endpoint with dedup
+    /// and encoding off; an error result is still heard of.
+    Volatile,
+    /// Exact bytes the agent asked for by id: passed as they are, unheard.
+    Exact,
+}
+
+/// Delivers `result` as `delivery` says, failing open.
+pub fn deliver(
+    processor: &dyn ResponseProcessor,
+    stats: &SeamStats,
+    call: &ToolCallInfo<'_>,
+    result: CallToolResult,
+    delivery: Delivery,
+) -> CallToolResult {
+    match delivery {
+        Delivery::Processed => apply(processor, stats, call, result),
+        Delivery::Volatile if result.is_error == Some(true) => {
+            apply(processor, stats, call, result)
+        }
+        Delivery::Volatile | Delivery::Exact => result,
+    }
+}
+
 /// Runs `processor.before_call`, failing open (a panic is counted).
 pub fn before_call(processor: &dyn ResponseProcessor, stats: &SeamStats, call: &ToolCallInfo<'_>) {
     if catch_unwind(AssertUnwindSafe(|| processor.before_call(call))).is_err() {
