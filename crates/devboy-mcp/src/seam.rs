@@ -310,4 +310,26 @@ mod tests {
         assert_eq!(stats.processed.load(Ordering::Relaxed), 1);
         assert_eq!(stats.replaced.load(Ordering::Relaxed), 1);
     }
+
+    #[test]
+    fn volatile_results_pass_unprocessed_but_their_errors_are_heard() {
+        let stats = SeamStats::default();
+        let upper = Upper::default();
+        let report = CallToolResult::success(vec![ContentBlock::text("{\"calls\":1}")]);
+        let error = CallToolResult::error(vec![ContentBlock::text("nope")]);
+        for delivery in [Delivery::Volatile, Delivery::Exact] {
+            let out = deliver(&upper, &stats, &call(), report.clone(), delivery);
+            assert_eq!(out, report);
+        }
+        assert_eq!(stats.processed.load(Ordering::Relaxed), 0);
+        deliver(&upper, &stats, &call(), error.clone(), Delivery::Exact);
+        assert_eq!(upper.errors.load(Ordering::Relaxed), 0, "exact: unheard");
+        deliver(&upper, &stats, &call(), error, Delivery::Volatile);
+        assert_eq!(upper.errors.load(Ordering::Relaxed), 1, "volatile: heard");
+        let out = deliver(&upper, &stats, &call(), report, Delivery::Processed);
+        assert_eq!(
+            out.content[0].as_text().map(|t| t.text.as_str()),
+            Some("{\"CALLS\":1}")
+        );
+    }
 }
