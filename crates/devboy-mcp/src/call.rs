@@ -27,7 +27,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::builtin::BuiltinContext;
 use crate::catalog::ToolRoute;
-use crate::seam::{apply, before_call, deliver, ToolCallInfo};
+use crate::seam::{apply, before_call, deliver, Delivery, ToolCallInfo};
 use crate::session::{explain_unknown_tool, unknown_tool, Session};
 use crate::upstream::{CallFailure, ProgressTarget, Upstream};
 
@@ -133,11 +133,7 @@ impl Session {
     pub async fn call(&self, call: ToolCall) -> Result<CallToolResult, McpError> {
         match self.route(&call.name).await? {
             ToolRoute::Builtin(index) => self.call_builtin(index, &call).await,
-            ToolRoute::Upstream {
-                upstream,
-                tool,
-                side_effect,
-            } => self.call_upstream(upstream, &tool, side_effect, call).await,
+            upstream => self.call_upstream(upstream, call).await,
         }
     }
 
@@ -148,11 +144,6 @@ impl Session {
         call: ToolCall,
     ) -> Result<CallToolResult, McpError> {
         match self.route(&call.name).await? {
-            ToolRoute::Upstream {
-                upstream,
-                tool,
-                side_effect,
-            } => self.call_upstream(upstream, &tool, side_effect, call).await,
             ToolRoute::Builtin(_) => Err(McpError::invalid_params(
                 format!(
                     "`{}` is a devboy tool; a built-in calls upstream tools only",
@@ -160,6 +151,7 @@ impl Session {
                 ),
                 None,
             )),
+            upstream => self.call_upstream(upstream, call).await,
         }
     }
 
@@ -205,6 +197,12 @@ impl Session {
                 SideEffectClass::from_annotations(a.read_only_hint, a.destructive_hint)
             });
         let info = call.info(crate::SERVER_INFO_NAME, &call.name, side_effect);
+        if tool.delivery() == Delivery::Processed {
+            // As before an upstream result: the processor learns of a
+            // compaction or a new model before it processes.
+            self.sync_partition();
+            self.sync_model();
+        }
         Ok(deliver(
             self.processor().as_ref(),
             &self.counters().seam,
@@ -219,15 +217,21 @@ impl Session {
     /// result goes through the seam either way.
     async fn call_upstream(
         &self,
-        index: usize,
-        tool: &str,
-        side_effect: SideEffectClass,
+        route: ToolRoute,
         call: ToolCall,
     ) -> Result<CallToolResult, McpError> {
+        let ToolRoute::Upstream {
+            upstream: index,
+            tool,
+            side_effect,
+        } = route
+        else {
+            return Err(unknown_tool(&call.name));
+        };
         let Some(upstream) = self.proxy().upstreams().get(index).cloned() else {
             return Err(unknown_tool(&call.name));
         };
-        let info = call.info(&upstream.config().name, tool, side_effect);
+        let info = call.info(&upstream.config().name, &tool, side_effect);
         self.sync_partition();
         self.sync_model();
         let processor = self.processor().as_ref();
@@ -236,15 +240,14 @@ impl Session {
         if let Some(answer) = self.stored_answer(&info) {
             return Ok(apply(processor, seam, &info, answer));
         }
-        match ask_upstream(&upstream, tool, &call).await {
-            Ok(Answer::Result(result)) => {
+        match ask_upstream(&upstream, &tool, &call).await? {
+            Answer::Result(result) => {
                 self.sync_partition();
                 Ok(apply(processor, seam, &info, result))
             }
             // An error result: the seam passes it untouched and tells the
             // processor (telemetry counts it like an upstream error).
-            Ok(Answer::Failure(result)) => Ok(apply(processor, seam, &info, result)),
-            Err(error) => Err(error),
+            Answer::Failure(result) => Ok(apply(processor, seam, &info, result)),
         }
     }
 

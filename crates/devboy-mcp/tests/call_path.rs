@@ -352,3 +352,29 @@ async fn without_a_store_the_upstream_answers_and_failures_map_as_before() {
     );
     proxy.shutdown().await;
 }
+
+/// A store with a bug.
+struct Panics;
+
+impl AnswerStore for Panics {
+    fn answer(&self, _call: &ToolCallInfo<'_>) -> Option<CallToolResult> {
+        panic!("store bug")
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_store_that_panics_leaves_the_call_to_the_upstream() {
+    let proxy = proxy(BuiltinRegistry::shipped());
+    let session = Session::new(proxy.clone(), Arc::new(devboy_mcp::Passthrough))
+        .with_answer_store(Arc::new(Panics));
+    let result = session
+        .call(ToolCall::new(
+            "t__echo",
+            args(json!({"text": "still here"})),
+        ))
+        .await
+        .expect("call");
+    assert_eq!(text_of(&result), "still here");
+    assert_eq!(upstream_calls(&proxy), 1);
+    proxy.shutdown().await;
+}
