@@ -1,6 +1,7 @@
 //! The one seam between the proxy and the response pipeline.
 //!
-//! Every successful upstream tool result passes through the session's
+//! Every successful tool result (an upstream's, the answer store's, and a
+//! built-in tool's as its [`Delivery`] says) passes through the session's
 //! [`ResponseProcessor`] before it reaches the agent. The processor borrows
 //! the result and returns a replacement or nothing, so the proxy always still
 //! holds the original: if the processor errors or panics, the original goes
