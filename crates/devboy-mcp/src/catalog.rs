@@ -14,21 +14,20 @@ use devboy_core::naming::{ToolNamer, CLIENT_TOOL_NAME_MAX};
 use devboy_core::pipeline_config::SideEffectClass;
 use rmcp::model::{Prompt, Resource, ResourceTemplate, Tool};
 
-use crate::builtin::BuiltinTool;
+use crate::builtin::BuiltinRegistry;
 use crate::upstream::Upstream;
 
 /// Where a tool call goes.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ToolRoute {
-    /// One of devboy's own tools.
-    Builtin(BuiltinTool),
+    /// One of devboy's own tools: index into the built-in registry.
+    Builtin(usize),
     /// An upstream tool: index into the upstream list and its original name.
     Upstream {
         /// Index of the upstream.
         upstream: usize,
         /// The tool's name on the upstream.
         tool: String,
-        /// The tool declares `readOnlyHint: true`.
         /// What the server's annotations say a call does.
         side_effect: SideEffectClass,
     },
@@ -54,17 +53,22 @@ pub struct Catalog {
 }
 
 impl Catalog {
-    /// Builds the view from the upstreams' last listings.
-    pub fn build(server_name: &str, upstreams: &[Arc<Upstream>]) -> Self {
+    /// Builds the view from the built-in tools and the upstreams' last
+    /// listings.
+    pub fn build(
+        server_name: &str,
+        builtins: &BuiltinRegistry,
+        upstreams: &[Arc<Upstream>],
+    ) -> Self {
         let namer = ToolNamer::new(server_name);
         let mut catalog = Catalog::default();
         let mut taken: HashSet<String> = HashSet::new();
-        for builtin in BuiltinTool::ALL {
+        for (index, builtin) in builtins.tools().iter().enumerate() {
             let tool = builtin.definition();
             taken.insert(tool.name.to_string());
             catalog
                 .tool_routes
-                .insert(tool.name.to_string(), ToolRoute::Builtin(builtin));
+                .insert(tool.name.to_string(), ToolRoute::Builtin(index));
             catalog.tools.push(tool);
         }
         for (index, upstream) in upstreams.iter().enumerate() {

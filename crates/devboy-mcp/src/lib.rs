@@ -14,7 +14,9 @@
 
 #![deny(missing_docs)]
 
+pub mod answers;
 pub mod builtin;
+pub mod call;
 pub mod catalog;
 pub mod child;
 pub mod dedup;
@@ -23,7 +25,6 @@ pub mod partition;
 pub mod proxy;
 pub mod seam;
 pub mod session;
-pub mod status;
 pub mod tap;
 pub mod upstream;
 pub mod wire;
@@ -34,6 +35,9 @@ use devboy_core::config::ProxyConfig;
 use devboy_core::pipeline_config::{ClientProfile, PipelineConfig};
 use rmcp::ServiceExt;
 
+pub use answers::{AnswerStore, NoAnswers};
+pub use builtin::{BuiltinRegistry, BuiltinTool};
+pub use call::ToolCall;
 pub use partition::PartitionWatcher;
 pub use proxy::{Proxy, ProxyOptions};
 pub use seam::{Passthrough, ResponseProcessor};

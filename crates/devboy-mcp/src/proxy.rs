@@ -13,6 +13,7 @@ use devboy_core::config::ProxyConfig;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
+use crate::builtin::BuiltinRegistry;
 use crate::catalog::Catalog;
 use crate::upstream::{read, write, ChangeHook, Phase, Upstream};
 
@@ -35,6 +36,7 @@ impl Default for ProxyOptions {
 /// All upstreams and the catalog built from them.
 pub struct Proxy {
     server_name: String,
+    builtins: BuiltinRegistry,
     upstreams: Vec<Arc<Upstream>>,
     catalog: RwLock<Arc<Catalog>>,
     updates: watch::Sender<Arc<Catalog>>,
@@ -46,9 +48,19 @@ pub struct Proxy {
 }
 
 impl Proxy {
-    /// Starts every enabled upstream (in the background) and returns at once.
-    /// Must be called inside a tokio runtime.
+    /// Starts every enabled upstream (in the background) and returns at once,
+    /// serving devboy's shipped built-in tools. Must be called inside a tokio
+    /// runtime.
     pub fn start(config: &ProxyConfig, options: ProxyOptions) -> Arc<Self> {
+        Self::start_with(config, options, BuiltinRegistry::shipped())
+    }
+
+    /// [`start`](Self::start), serving `builtins` as devboy's own tools.
+    pub fn start_with(
+        config: &ProxyConfig,
+        options: ProxyOptions,
+        builtins: BuiltinRegistry,
+    ) -> Arc<Self> {
         let proxy = Arc::new_cyclic(|weak: &std::sync::Weak<Proxy>| {
             let upstreams: Vec<Arc<Upstream>> = config
                 .upstreams
@@ -63,9 +75,10 @@ impl Proxy {
                     Upstream::new(u.clone(), hook)
                 })
                 .collect();
-            let catalog = Arc::new(Catalog::build(&config.server_name, &upstreams));
+            let catalog = Arc::new(Catalog::build(&config.server_name, &builtins, &upstreams));
             Self {
                 server_name: config.server_name.clone(),
+                builtins,
                 upstreams,
                 catalog: RwLock::new(catalog.clone()),
                 updates: watch::Sender::new(catalog),
@@ -88,6 +101,11 @@ impl Proxy {
     /// The upstreams, in config order.
     pub fn upstreams(&self) -> &[Arc<Upstream>] {
         &self.upstreams
+    }
+
+    /// devboy's own tools, as the catalog routes to them.
+    pub fn builtins(&self) -> &BuiltinRegistry {
+        &self.builtins
     }
 
     /// The current catalog.
@@ -163,7 +181,11 @@ impl Proxy {
     /// upstreams publishing at once cannot store an older view last.
     fn rebuild(&self) {
         let _serial = crate::upstream::lock(&self.rebuilding);
-        let catalog = Arc::new(Catalog::build(&self.server_name, &self.upstreams));
+        let catalog = Arc::new(Catalog::build(
+            &self.server_name,
+            &self.builtins,
+            &self.upstreams,
+        ));
         for (original, exposed) in &catalog.renamed {
             let previously = read(&self.catalog)
                 .renamed

@@ -1,6 +1,7 @@
 //! The one seam between the proxy and the response pipeline.
 //!
-//! Every successful upstream tool result passes through the session's
+//! Every successful tool result (an upstream's, the answer store's, and a
+//! built-in tool's as its [`Delivery`] says) passes through the session's
 //! [`ResponseProcessor`] before it reaches the agent. The processor borrows
 //! the result and returns a replacement or nothing, so the proxy always still
 //! holds the original: if the processor errors or panics, the original goes
@@ -118,6 +119,37 @@ pub struct SeamStats {
     pub replaced: AtomicU64,
     /// Errors and panics; each passed the original through.
     pub failures: AtomicU64,
+}
+
+/// What the seam does with a result, by where it comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Delivery {
+    /// The processor may rewrite it ([`apply`]): every upstream result,
+    /// and a built-in's by default.
+    Processed,
+    /// A report that differs on every call and that clients parse (status,
+    /// a new partition number): never rewritten, as an endpoint with dedup
+    /// and encoding off; an error result is still heard of.
+    Volatile,
+    /// Exact bytes the agent asked for by id: passed as they are, unheard.
+    Exact,
+}
+
+/// Delivers `result` as `delivery` says, failing open.
+pub fn deliver(
+    processor: &dyn ResponseProcessor,
+    stats: &SeamStats,
+    call: &ToolCallInfo<'_>,
+    result: CallToolResult,
+    delivery: Delivery,
+) -> CallToolResult {
+    match delivery {
+        Delivery::Processed => apply(processor, stats, call, result),
+        Delivery::Volatile if result.is_error == Some(true) => {
+            apply(processor, stats, call, result)
+        }
+        Delivery::Volatile | Delivery::Exact => result,
+    }
 }
 
 /// Runs `processor.before_call`, failing open (a panic is counted).
@@ -278,5 +310,27 @@ mod tests {
         );
         assert_eq!(stats.processed.load(Ordering::Relaxed), 1);
         assert_eq!(stats.replaced.load(Ordering::Relaxed), 1);
+    }
+
+    #[test]
+    fn volatile_results_pass_unprocessed_but_their_errors_are_heard() {
+        let stats = SeamStats::default();
+        let upper = Upper::default();
+        let report = CallToolResult::success(vec![ContentBlock::text("{\"calls\":1}")]);
+        let error = CallToolResult::error(vec![ContentBlock::text("nope")]);
+        for delivery in [Delivery::Volatile, Delivery::Exact] {
+            let out = deliver(&upper, &stats, &call(), report.clone(), delivery);
+            assert_eq!(out, report);
+        }
+        assert_eq!(stats.processed.load(Ordering::Relaxed), 0);
+        deliver(&upper, &stats, &call(), error.clone(), Delivery::Exact);
+        assert_eq!(upper.errors.load(Ordering::Relaxed), 0, "exact: unheard");
+        deliver(&upper, &stats, &call(), error, Delivery::Volatile);
+        assert_eq!(upper.errors.load(Ordering::Relaxed), 1, "volatile: heard");
+        let out = deliver(&upper, &stats, &call(), report, Delivery::Processed);
+        assert_eq!(
+            out.content[0].as_text().map(|t| t.text.as_str()),
+            Some("{\"CALLS\":1}")
+        );
     }
 }

@@ -2,35 +2,34 @@
 //!
 //! A [`Session`] answers `initialize` at once from devboy's own capabilities
 //! (it never waits for upstreams), serves lists from the proxy's current
-//! catalog, routes calls to upstreams or built-in tools, passes every
-//! successful upstream result through the session's response processor, and
+//! catalog, answers tool calls through the call path ([`crate::call`]:
+//! built-in tools, the answer store, the upstreams, the response seam), and
 //! forwards `list_changed` when the catalog changes.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
-use devboy_core::pipeline_config::{ClientProfile, SideEffectClass};
+use devboy_core::pipeline_config::ClientProfile;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ErrorCode,
-    GetPromptRequestParams, GetPromptResponse, Implementation, ListPromptsResult,
-    ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
-    ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse, ServerCapabilities,
-    ServerConfig,
+    CallToolRequestParams, CallToolResponse, GetPromptRequestParams, GetPromptResponse,
+    Implementation, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
+    ListToolsResult, PaginatedRequestParams, ProtocolVersion, ReadResourceRequestParams,
+    ReadResourceResponse, ServerCapabilities, ServerConfig,
 };
 use rmcp::service::{NotificationContext, RequestContext};
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 
-use crate::builtin::BuiltinTool;
-use crate::catalog::{Catalog, ToolRoute};
+use crate::answers::{AnswerStore, NoAnswers};
+use crate::call::ToolCall;
+use crate::catalog::Catalog;
 use crate::partition::PartitionWatcher;
 use crate::proxy::Proxy;
-use crate::seam::{apply, before_call, ResponseProcessor, SeamStats, ToolCallInfo};
-use crate::status;
-use crate::upstream::{CallFailure, ProgressTarget};
+use crate::seam::{ResponseProcessor, SeamStats};
+use crate::upstream::CallFailure;
 
 /// Counters for one agent session.
 #[derive(Debug, Default)]
-pub struct SessionStats {
+pub struct SessionCounters {
     /// Tool calls received (built-in and proxied).
     pub calls: AtomicU64,
     /// What the response seam did.
@@ -42,7 +41,8 @@ pub struct SessionStats {
 pub struct Session {
     proxy: Arc<Proxy>,
     processor: Arc<dyn ResponseProcessor>,
-    stats: Arc<SessionStats>,
+    counters: Arc<SessionCounters>,
+    answers: Arc<dyn AnswerStore>,
     partition: PartitionWatcher,
     /// The partition the processor was last told about.
     processor_partition: Arc<AtomicU64>,
@@ -64,7 +64,8 @@ impl Session {
         Self {
             proxy,
             processor,
-            stats: Arc::default(),
+            counters: Arc::default(),
+            answers: Arc::new(NoAnswers),
             partition: PartitionWatcher::manual(),
             processor_partition: Arc::default(),
             processor_model: Arc::default(),
@@ -114,9 +115,30 @@ impl Session {
         &self.partition
     }
 
+    /// This session with `store` answering calls it holds fresh answers
+    /// for before they reach the upstream (by default, none).
+    pub fn with_answer_store(mut self, store: Arc<dyn AnswerStore>) -> Self {
+        self.answers = store;
+        self
+    }
+
     /// This session's counters.
-    pub fn stats(&self) -> &SessionStats {
-        &self.stats
+    pub fn counters(&self) -> &SessionCounters {
+        &self.counters
+    }
+
+    /// The proxy this session serves from.
+    pub fn proxy(&self) -> &Arc<Proxy> {
+        &self.proxy
+    }
+
+    /// The session's response processor.
+    pub fn processor(&self) -> &Arc<dyn ResponseProcessor> {
+        &self.processor
+    }
+
+    pub(crate) fn answer_store(&self) -> &dyn AnswerStore {
+        self.answers.as_ref()
     }
 
     /// The processor's name, for status.
@@ -132,7 +154,7 @@ impl Session {
     }
 
     /// Tells the processor the model the hooks reported, when it changed.
-    fn sync_model(&self) {
+    pub(crate) fn sync_model(&self) {
         let model = self.partition.model();
         let mut told = crate::upstream::lock(&self.processor_model);
         if *told != model {
@@ -143,7 +165,7 @@ impl Session {
     }
 
     /// Tells the processor about every compaction since it last heard.
-    fn sync_partition(&self) {
+    pub(crate) fn sync_partition(&self) {
         let current = self.partition.current();
         let mut seen = self.processor_partition.load(Ordering::SeqCst);
         while seen < current {
@@ -163,118 +185,11 @@ impl Session {
     }
 
     /// Whether this session's client shows the model `structuredContent`
-    /// rather than the text blocks (Claude Code does; DESIGN §3).
+    /// rather than the text blocks (Claude Code does).
     fn forwards_structured(&self, peer: &rmcp::Peer<RoleServer>) -> bool {
         let info = peer.peer_info();
         let name = info.as_ref().map(|i| i.client_info.name.as_str());
         self.client.forwards_structured(name)
-    }
-
-    async fn call_upstream(
-        &self,
-        index: usize,
-        tool: &str,
-        side_effect: SideEffectClass,
-        request: CallToolRequestParams,
-        context: RequestContext<RoleServer>,
-    ) -> Result<CallToolResult, McpError> {
-        let Some(upstream) = self.proxy.upstreams().get(index) else {
-            return Err(unknown_tool(&request.name));
-        };
-        let peer_info = context.peer.peer_info();
-        let info = ToolCallInfo {
-            upstream: &upstream.config().name,
-            tool,
-            exposed: &request.name,
-            arguments: request.arguments.as_ref(),
-            side_effect,
-            forwards_structured: self.forwards_structured(&context.peer),
-            client: peer_info.as_ref().map(|i| i.client_info.name.as_str()),
-        };
-        self.sync_partition();
-        self.sync_model();
-        before_call(self.processor.as_ref(), &self.stats.seam, &info);
-        let progress = context
-            .meta
-            .get_progress_token()
-            .map(|token| ProgressTarget {
-                peer: context.peer.clone(),
-                token,
-            });
-        let mut meta = context.meta.clone();
-        meta.0 .0.remove("progressToken");
-        let outcome = upstream
-            .call_tool(
-                tool,
-                request.arguments.clone(),
-                meta,
-                progress,
-                context.ct.clone(),
-            )
-            .await;
-        match outcome {
-            Ok(result) => {
-                self.sync_partition();
-                Ok(apply(
-                    self.processor.as_ref(),
-                    &self.stats.seam,
-                    &info,
-                    result,
-                ))
-            }
-            // The upstream's own JSON-RPC error passes through as it was.
-            Err(CallFailure::Protocol(error)) => Err(error),
-            Err(CallFailure::Cancelled) => Err(McpError::new(
-                ErrorCode::INTERNAL_ERROR,
-                "request cancelled",
-                None,
-            )),
-            Err(failure) => {
-                tracing::warn!(tool = %request.name, %failure, "tool call failed");
-                let result =
-                    CallToolResult::error(vec![ContentBlock::text(format!("devboy: {failure}"))]);
-                // An error result: the seam passes it untouched and tells
-                // the processor (telemetry counts it like an upstream error).
-                Ok(apply(
-                    self.processor.as_ref(),
-                    &self.stats.seam,
-                    &info,
-                    result,
-                ))
-            }
-        }
-    }
-
-    fn call_builtin(&self, tool: BuiltinTool, request: &CallToolRequestParams) -> CallToolResult {
-        match tool {
-            BuiltinTool::Expand => {
-                let id = request
-                    .arguments
-                    .as_ref()
-                    .and_then(|a| a.get("id"))
-                    .and_then(|v| v.as_str())
-                    .unwrap_or_default();
-                match self.processor.expand(id) {
-                    Some(Ok(text)) => CallToolResult::success(vec![ContentBlock::text(text)]),
-                    Some(Err(message)) => CallToolResult::error(vec![ContentBlock::text(format!(
-                        "devboy: {message}"
-                    ))]),
-                    None => CallToolResult::error(vec![ContentBlock::text(
-                        "devboy: this session's pipeline emits no ids",
-                    )]),
-                }
-            }
-            BuiltinTool::Status => {
-                let report = status::report(&self.proxy, self, &self.partition);
-                CallToolResult::success(vec![ContentBlock::text(report)])
-            }
-            BuiltinTool::Compact => {
-                let partition = self.partition.advance();
-                tracing::info!(partition, "devboy_compact: partition advanced");
-                let report = serde_json::json!({ "context_partition": partition });
-                CallToolResult::success(vec![ContentBlock::text(report.to_string())])
-            }
-        }
     }
 
     /// Sends `list_changed` notifications for as long as the agent listens.
@@ -334,7 +249,7 @@ impl Session {
     }
 }
 
-fn unknown_tool(name: &str) -> McpError {
+pub(crate) fn unknown_tool(name: &str) -> McpError {
     McpError::invalid_params(format!("unknown tool `{name}`"), None)
 }
 
@@ -342,7 +257,7 @@ fn unknown_tool(name: &str) -> McpError {
 /// knows: the tool's server is down (since when, and why), disabled or
 /// still starting, the tool is filtered out by the config, or that server
 /// has no such tool.
-fn explain_unknown_tool(proxy: &Proxy, name: &str) -> McpError {
+pub(crate) fn explain_unknown_tool(proxy: &Proxy, name: &str) -> McpError {
     let Some((prefix, tool)) = name.split_once("__") else {
         return unknown_tool(name);
     };
@@ -455,34 +370,10 @@ impl ServerHandler for Session {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
-        self.stats.calls.fetch_add(1, Ordering::Relaxed);
-        let catalog = self.proxy.catalog();
-        let route = match catalog.tool_route(&request.name) {
-            Some(route) => route.clone(),
-            None => {
-                // The agent may call before the first listing has settled,
-                // or call a tool of a server still on its first start.
-                self.proxy.settle().await;
-                self.proxy.wait_first_start(&request.name).await;
-                match self.proxy.catalog().tool_route(&request.name) {
-                    Some(route) => route.clone(),
-                    None => return Err(explain_unknown_tool(&self.proxy, &request.name)),
-                }
-            }
-        };
-        drop(catalog);
-        let result = match route {
-            ToolRoute::Builtin(tool) => self.call_builtin(tool, &request),
-            ToolRoute::Upstream {
-                upstream,
-                tool,
-                side_effect,
-            } => {
-                self.call_upstream(upstream, &tool, side_effect, request, context)
-                    .await?
-            }
-        };
-        Ok(result.into())
+        self.counters.calls.fetch_add(1, Ordering::Relaxed);
+        let forwards_structured = self.forwards_structured(&context.peer);
+        let call = ToolCall::from_request(request, &context, forwards_structured);
+        self.call(call).await.map(Into::into)
     }
 
     async fn list_resources(

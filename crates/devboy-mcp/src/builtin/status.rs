@@ -1,17 +1,51 @@
-//! The `devboy_status` report.
+//! `devboy_status`: each upstream's state, tool count, calls served and
+//! last error; the session's counters, pipeline and context partition.
 
 use std::sync::atomic::Ordering;
 
+use futures::future::BoxFuture;
+use rmcp::model::{CallToolResult, ContentBlock, Tool};
+use rmcp::ErrorData as McpError;
 use serde_json::{json, Value};
 
-use crate::partition::PartitionWatcher;
-use crate::proxy::Proxy;
+use super::{annotations, definition, BuiltinContext, BuiltinTool};
+use crate::seam::Delivery;
 use crate::session::Session;
 use crate::upstream::{lock, Phase};
 
+/// The `devboy_status` tool.
+pub struct Status;
+
+impl BuiltinTool for Status {
+    fn definition(&self) -> Tool {
+        definition(
+            "devboy_status",
+            "devboy proxy status: each upstream MCP server's state, tool count, calls, errors and last error.",
+            json!({"type": "object", "properties": {}}),
+        )
+        .with_annotations(annotations("devboy status", true))
+    }
+
+    /// Clients parse the report as JSON, and no two are alike (uptime,
+    /// counters): nothing to dedup or re-encode.
+    fn delivery(&self) -> Delivery {
+        Delivery::Volatile
+    }
+
+    fn call<'a>(
+        &'a self,
+        context: BuiltinContext<'a>,
+    ) -> BoxFuture<'a, Result<CallToolResult, McpError>> {
+        let text = report(context.session);
+        Box::pin(async move { Ok(CallToolResult::success(vec![ContentBlock::text(text)])) })
+    }
+}
+
 /// A compact JSON report: each upstream's state, tool count, counters and
 /// last error, and this session's counters and context partition.
-pub fn report(proxy: &Proxy, session: &Session, partition: &PartitionWatcher) -> String {
+fn report(session: &Session) -> String {
+    let proxy = session.proxy();
+    let partition = session.partition();
     let pipeline = session.pipeline();
     let session_rules: Vec<Value> = session
         .rule_matches()
@@ -19,7 +53,7 @@ pub fn report(proxy: &Proxy, session: &Session, partition: &PartitionWatcher) ->
         .map(|rule| json!({"table": rule.table, "pattern": rule.pattern, "matches": rule.matches}))
         .collect();
     let pipeline_report = session.pipeline_report();
-    let session = session.stats();
+    let session = session.counters();
     let catalog = proxy.catalog();
     let upstreams: Vec<Value> = proxy
         .upstreams()

@@ -1,0 +1,151 @@
+//! devboy's own tools, served next to the proxied ones.
+//!
+//! A built-in is a type implementing [`BuiltinTool`] in a file of its own
+//! in this module, plus one line in [`BuiltinRegistry::shipped`]; the
+//! catalog lists the registry's tools first, in registry order, and routes
+//! calls to them by index. A built-in's call gets a [`BuiltinContext`]: the
+//! session, the request's progress target and cancellation, and
+//! [`BuiltinContext::call_tool`], which calls an upstream tool through the
+//! same path an agent's call takes (answer store, upstream, response seam).
+//!
+//! Built-in names use a single underscore (`devboy_status`); proxied names
+//! always contain `__`, so the two can never collide.
+
+mod compact;
+mod expand;
+mod status;
+
+use std::sync::Arc;
+
+use futures::future::BoxFuture;
+use rmcp::model::{CallToolResult, JsonObject, Tool, ToolAnnotations};
+use rmcp::ErrorData as McpError;
+use tokio_util::sync::CancellationToken;
+
+use crate::call::ToolCall;
+use crate::seam::Delivery;
+use crate::session::Session;
+use crate::upstream::ProgressTarget;
+
+/// A tool devboy serves itself.
+pub trait BuiltinTool: Send + Sync + 'static {
+    /// The tool as listed to the agent.
+    fn definition(&self) -> Tool;
+
+    /// What the response seam does with this tool's results (by default,
+    /// the same as with an upstream's).
+    fn delivery(&self) -> Delivery {
+        Delivery::Processed
+    }
+
+    /// Answers one call. Errors are protocol errors; a failure the agent
+    /// should read is an `isError` result.
+    fn call<'a>(
+        &'a self,
+        context: BuiltinContext<'a>,
+    ) -> BoxFuture<'a, Result<CallToolResult, McpError>>;
+}
+
+/// What a built-in's call can see and use.
+pub struct BuiltinContext<'a> {
+    /// The session the call came in on.
+    pub session: &'a Session,
+    /// The call's arguments.
+    pub arguments: Option<&'a JsonObject>,
+    /// Where progress notifications for this request go, if the agent
+    /// asked for them.
+    pub progress: Option<&'a ProgressTarget>,
+    /// Cancelled when the agent cancels the request.
+    pub ct: &'a CancellationToken,
+    pub(crate) call: &'a ToolCall,
+}
+
+impl BuiltinContext<'_> {
+    /// The string argument `name`, if given as a string.
+    pub fn str_argument(&self, name: &str) -> Option<&str> {
+        self.arguments?.get(name)?.as_str()
+    }
+
+    /// Calls the upstream tool exposed as `name` through the session's call
+    /// path: the processor's `before_call`, the answer store, the upstream
+    /// and the response seam, with this request's progress target and
+    /// cancellation. Built-in tools cannot be called this way.
+    pub async fn call_tool(
+        &self,
+        name: &str,
+        arguments: Option<JsonObject>,
+    ) -> Result<CallToolResult, McpError> {
+        let call = self.call.nested(name, arguments);
+        self.session.call_upstream_tool(call).await
+    }
+}
+
+/// The built-in tools one proxy serves, in listing order.
+#[derive(Clone)]
+pub struct BuiltinRegistry {
+    tools: Vec<Arc<dyn BuiltinTool>>,
+}
+
+impl BuiltinRegistry {
+    /// The tools devboy ships: one line per tool.
+    pub fn shipped() -> Self {
+        Self::empty()
+            .with(status::Status)
+            .with(compact::Compact)
+            .with(expand::Expand)
+    }
+
+    /// No built-in tools.
+    pub fn empty() -> Self {
+        Self { tools: Vec::new() }
+    }
+
+    /// This registry with `tool` listed after the others.
+    pub fn with(mut self, tool: impl BuiltinTool) -> Self {
+        self.tools.push(Arc::new(tool));
+        self
+    }
+
+    /// The tools in listing order.
+    pub fn tools(&self) -> &[Arc<dyn BuiltinTool>] {
+        &self.tools
+    }
+
+    /// The tool at `index` (as routed by the catalog).
+    pub fn get(&self, index: usize) -> Option<&Arc<dyn BuiltinTool>> {
+        self.tools.get(index)
+    }
+}
+
+impl Default for BuiltinRegistry {
+    fn default() -> Self {
+        Self::shipped()
+    }
+}
+
+impl std::fmt::Debug for BuiltinRegistry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list()
+            .entries(self.tools.iter().map(|t| t.definition().name))
+            .finish()
+    }
+}
+
+/// Built-in tools are all idempotent, non-destructive and closed-world;
+/// they differ in title and in whether they only read.
+fn annotations(title: &str, read_only: bool) -> ToolAnnotations {
+    ToolAnnotations::with_title(title)
+        .read_only(read_only)
+        .destructive(false)
+        .idempotent(true)
+        .open_world(false)
+}
+
+/// A tool definition with an input schema given as JSON.
+fn definition(name: &'static str, description: &'static str, schema: serde_json::Value) -> Tool {
+    let schema = match schema {
+        serde_json::Value::Object(map) => Arc::new(map),
+        _ => Arc::new(JsonObject::new()),
+    };
+    Tool::new(name, description, schema)
+}

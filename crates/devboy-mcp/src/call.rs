@@ -1,0 +1,314 @@
+//! The call path: how one `tools/call` is answered, as layers.
+//!
+//! ```text
+//! route        the catalog's route for the exposed name (waiting for the
+//!              first listing and a server's first start, else saying why
+//!              the name is unknown)
+//!  ├─ built-in   BuiltinTool::call → the seam, as the tool's Delivery says
+//!  └─ upstream   processor.before_call → answer store (on_call, answer)
+//!                → the upstream → the seam
+//! ```
+//!
+//! Every layer is a method of its own below, and a [`ToolCall`] is all a
+//! layer needs: the agent's request is turned into one at the MCP edge
+//! ([`Session`]'s `call_tool`), and a built-in makes one to call an
+//! upstream tool through the same path.
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+use devboy_core::pipeline_config::SideEffectClass;
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResult, ContentBlock, ErrorCode, JsonObject, RequestMetaObject,
+};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData as McpError, RoleServer};
+use tokio_util::sync::CancellationToken;
+
+use crate::builtin::BuiltinContext;
+use crate::catalog::ToolRoute;
+use crate::seam::{apply, before_call, deliver, Delivery, ToolCallInfo};
+use crate::session::{explain_unknown_tool, unknown_tool, Session};
+use crate::upstream::{CallFailure, ProgressTarget, Upstream};
+
+/// One tool call on its way through the layers.
+#[derive(Clone)]
+pub struct ToolCall {
+    /// The exposed tool name.
+    pub name: String,
+    /// The arguments.
+    pub arguments: Option<JsonObject>,
+    /// The agent's `_meta`, without its progress token (the upstream
+    /// client puts its own; progress is mapped back through `progress`).
+    pub meta: RequestMetaObject,
+    /// Where progress notifications go, if the agent asked for them.
+    pub progress: Option<ProgressTarget>,
+    /// Cancelled when the agent cancels the request.
+    pub ct: CancellationToken,
+    /// The client's name from `initialize`, if it gave one.
+    pub client: Option<String>,
+    /// The client shows the model `structuredContent` instead of the text
+    /// blocks when a result has it.
+    pub forwards_structured: bool,
+}
+
+impl ToolCall {
+    /// A call of `name` with `arguments`, from no client in particular:
+    /// no `_meta`, no progress, never cancelled.
+    pub fn new(name: impl Into<String>, arguments: Option<JsonObject>) -> Self {
+        Self {
+            name: name.into(),
+            arguments,
+            meta: RequestMetaObject::default(),
+            progress: None,
+            ct: CancellationToken::new(),
+            client: None,
+            forwards_structured: false,
+        }
+    }
+
+    /// The agent's request as a call.
+    pub(crate) fn from_request(
+        request: CallToolRequestParams,
+        context: &RequestContext<RoleServer>,
+        forwards_structured: bool,
+    ) -> Self {
+        let progress = context
+            .meta
+            .get_progress_token()
+            .map(|token| ProgressTarget {
+                peer: context.peer.clone(),
+                token,
+            });
+        let mut meta = context.meta.clone();
+        meta.0 .0.remove("progressToken");
+        Self {
+            name: request.name.into(),
+            arguments: request.arguments,
+            meta,
+            progress,
+            ct: context.ct.clone(),
+            client: context
+                .peer
+                .peer_info()
+                .map(|info| info.client_info.name.clone()),
+            forwards_structured,
+        }
+    }
+
+    /// A call made while answering this one (by a built-in): the same
+    /// client, progress target and cancellation, no `_meta` of its own.
+    pub(crate) fn nested(&self, name: &str, arguments: Option<JsonObject>) -> Self {
+        Self {
+            name: name.to_owned(),
+            arguments,
+            meta: RequestMetaObject::default(),
+            progress: self.progress.clone(),
+            ct: self.ct.clone(),
+            client: self.client.clone(),
+            forwards_structured: self.forwards_structured,
+        }
+    }
+
+    fn info<'a>(
+        &'a self,
+        upstream: &'a str,
+        tool: &'a str,
+        side_effect: SideEffectClass,
+    ) -> ToolCallInfo<'a> {
+        ToolCallInfo {
+            upstream,
+            tool,
+            exposed: &self.name,
+            arguments: self.arguments.as_ref(),
+            side_effect,
+            forwards_structured: self.forwards_structured,
+            client: self.client.as_deref(),
+        }
+    }
+}
+
+impl Session {
+    /// Answers `call` through the layers of the call path.
+    pub async fn call(&self, call: ToolCall) -> Result<CallToolResult, McpError> {
+        match self.route(&call.name).await? {
+            ToolRoute::Builtin(index) => self.call_builtin(index, &call).await,
+            upstream => self.call_upstream(upstream, call).await,
+        }
+    }
+
+    /// [`call`](Self::call) for upstream tools only (what a built-in may
+    /// call: no built-in calls another).
+    pub(crate) async fn call_upstream_tool(
+        &self,
+        call: ToolCall,
+    ) -> Result<CallToolResult, McpError> {
+        match self.route(&call.name).await? {
+            ToolRoute::Builtin(_) => Err(McpError::invalid_params(
+                format!(
+                    "`{}` is a devboy tool; a built-in calls upstream tools only",
+                    call.name
+                ),
+                None,
+            )),
+            upstream => self.call_upstream(upstream, call).await,
+        }
+    }
+
+    /// Where `name` goes. The agent may call before the first listing has
+    /// settled, or call a tool of a server still on its first start: both
+    /// are waited for before the name is called unknown.
+    async fn route(&self, name: &str) -> Result<ToolRoute, McpError> {
+        if let Some(route) = self.proxy().catalog().tool_route(name) {
+            return Ok(route.clone());
+        }
+        self.proxy().settle().await;
+        self.proxy().wait_first_start(name).await;
+        match self.proxy().catalog().tool_route(name) {
+            Some(route) => Ok(route.clone()),
+            None => Err(explain_unknown_tool(self.proxy(), name)),
+        }
+    }
+
+    /// The built-in layer: the registry's tool answers, and the seam
+    /// delivers its result as the tool says. A built-in presents itself to
+    /// the processor as a tool of upstream `devboy`.
+    async fn call_builtin(
+        &self,
+        index: usize,
+        call: &ToolCall,
+    ) -> Result<CallToolResult, McpError> {
+        let Some(tool) = self.proxy().builtins().get(index).cloned() else {
+            return Err(unknown_tool(&call.name));
+        };
+        let context = BuiltinContext {
+            session: self,
+            arguments: call.arguments.as_ref(),
+            progress: call.progress.as_ref(),
+            ct: &call.ct,
+            call,
+        };
+        let result = tool.call(context).await?;
+        let side_effect = tool
+            .definition()
+            .annotations
+            .as_ref()
+            .map_or(SideEffectClass::Unknown, |a| {
+                SideEffectClass::from_annotations(a.read_only_hint, a.destructive_hint)
+            });
+        let info = call.info(crate::SERVER_INFO_NAME, &call.name, side_effect);
+        if tool.delivery() == Delivery::Processed {
+            // As before an upstream result: the processor learns of a
+            // compaction or a new model before it processes.
+            self.sync_partition();
+            self.sync_model();
+        }
+        Ok(deliver(
+            self.processor().as_ref(),
+            &self.counters().seam,
+            &info,
+            result,
+            tool.delivery(),
+        ))
+    }
+
+    /// An upstream tool's call: the processor forgets what the call may
+    /// change, the answer store may answer, else the upstream does; the
+    /// result goes through the seam either way.
+    async fn call_upstream(
+        &self,
+        route: ToolRoute,
+        call: ToolCall,
+    ) -> Result<CallToolResult, McpError> {
+        let ToolRoute::Upstream {
+            upstream: index,
+            tool,
+            side_effect,
+        } = route
+        else {
+            return Err(unknown_tool(&call.name));
+        };
+        let Some(upstream) = self.proxy().upstreams().get(index).cloned() else {
+            return Err(unknown_tool(&call.name));
+        };
+        let info = call.info(&upstream.config().name, &tool, side_effect);
+        self.sync_partition();
+        self.sync_model();
+        let processor = self.processor().as_ref();
+        let seam = &self.counters().seam;
+        before_call(processor, seam, &info);
+        if let Some(answer) = self.stored_answer(&info) {
+            return Ok(apply(processor, seam, &info, answer));
+        }
+        match ask_upstream(&upstream, &tool, &call).await? {
+            Answer::Result(result) => {
+                self.sync_partition();
+                Ok(apply(processor, seam, &info, result))
+            }
+            // An error result: the seam passes it untouched and tells the
+            // processor (telemetry counts it like an upstream error).
+            Answer::Failure(result) => Ok(apply(processor, seam, &info, result)),
+        }
+    }
+
+    /// The answer-store layer. A store that panics answers nothing (the
+    /// upstream then does), like a failing pipeline stage.
+    fn stored_answer(&self, info: &ToolCallInfo<'_>) -> Option<CallToolResult> {
+        let store = self.answer_store();
+        let answered = catch_unwind(AssertUnwindSafe(|| {
+            store.on_call(info);
+            store.answer(info)
+        }));
+        answered.unwrap_or_else(|_| {
+            tracing::error!(
+                tool = info.exposed,
+                "answer store panicked; the upstream answers"
+            );
+            None
+        })
+    }
+}
+
+/// What the upstream layer got back.
+#[derive(Debug)]
+enum Answer {
+    /// The upstream's result.
+    Result(CallToolResult),
+    /// devboy's error result for a call that failed on the way.
+    Failure(CallToolResult),
+}
+
+/// The upstream layer: forwards `call` to `upstream`'s `tool`. The
+/// upstream's own JSON-RPC error passes through as it was, and a
+/// cancelled request is an error; any other failure becomes an error
+/// result the agent can read.
+async fn ask_upstream(
+    upstream: &Upstream,
+    tool: &str,
+    call: &ToolCall,
+) -> Result<Answer, McpError> {
+    let outcome = upstream
+        .call_tool(
+            tool,
+            call.arguments.clone(),
+            call.meta.clone(),
+            call.progress.clone(),
+            call.ct.clone(),
+        )
+        .await;
+    match outcome {
+        Ok(result) => Ok(Answer::Result(result)),
+        Err(CallFailure::Protocol(error)) => Err(error),
+        Err(CallFailure::Cancelled) => Err(McpError::new(
+            ErrorCode::INTERNAL_ERROR,
+            "request cancelled",
+            None,
+        )),
+        Err(failure) => {
+            tracing::warn!(tool = %call.name, %failure, "tool call failed");
+            Ok(Answer::Failure(CallToolResult::error(vec![
+                ContentBlock::text(format!("devboy: {failure}")),
+            ])))
+        }
+    }
+}

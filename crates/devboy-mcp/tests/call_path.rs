@@ -1,0 +1,380 @@
+//! The call path's layers, each driven through [`Session::call`] against a
+//! real upstream (`devboy-test-server`), without an MCP client: built-in
+//! tools from a registry, the answer store, the upstream, and the seam
+//! after each.
+
+use std::path::PathBuf;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
+
+use devboy_core::config::{ConfigFormat, ProxyConfig};
+use devboy_mcp::seam::{ProcessError, ToolCallInfo};
+use devboy_mcp::{
+    AnswerStore, BuiltinRegistry, BuiltinTool, Proxy, ProxyOptions, ResponseProcessor, Session,
+    ToolCall,
+};
+use futures::future::BoxFuture;
+use rmcp::model::{CallToolResult, ContentBlock, JsonObject, Tool};
+use rmcp::ErrorData as McpError;
+use serde_json::json;
+
+/// The test server binary, built on first use.
+fn test_server() -> PathBuf {
+    static BUILT: OnceLock<PathBuf> = OnceLock::new();
+    BUILT
+        .get_or_init(|| {
+            // target/<profile>/deps/<this test> → target/<profile>/devboy-test-server
+            let exe = std::env::current_exe().expect("test binary path");
+            let path = exe
+                .parent()
+                .and_then(|deps| deps.parent())
+                .expect("target dir")
+                .join("devboy-test-server");
+            if !path.exists() {
+                let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+                let status = std::process::Command::new(cargo)
+                    .args(["build", "-q", "-p", "devboy-test-server"])
+                    .current_dir(env!("CARGO_MANIFEST_DIR"))
+                    .status()
+                    .expect("run cargo build");
+                assert!(status.success(), "building devboy-test-server failed");
+            }
+            path
+        })
+        .clone()
+}
+
+/// A proxy with the test server as upstream `t`, serving `builtins`.
+fn proxy(builtins: BuiltinRegistry) -> Arc<Proxy> {
+    let text = format!(
+        "[servers.t]\ncommand = {:?}\n",
+        test_server().display().to_string()
+    );
+    let config = ProxyConfig::from_str(
+        &text,
+        ConfigFormat::Toml,
+        std::path::Path::new("devboy.toml"),
+        &|_| None,
+    )
+    .expect("config");
+    let options = ProxyOptions {
+        list_grace: Duration::from_secs(30),
+    };
+    Proxy::start_with(&config, options, builtins)
+}
+
+/// A processor that writes down what it is shown and marks what it
+/// processes, so a test can see the seam ran.
+#[derive(Default)]
+struct Recorder {
+    log: Arc<Mutex<Vec<String>>>,
+}
+
+impl Recorder {
+    fn entries(&self) -> Vec<String> {
+        self.log.lock().unwrap().clone()
+    }
+}
+
+impl ResponseProcessor for Recorder {
+    fn name(&self) -> &'static str {
+        "recorder"
+    }
+
+    fn before_call(&self, call: &ToolCallInfo<'_>) {
+        self.log
+            .lock()
+            .unwrap()
+            .push(format!("before_call {}", call.exposed));
+    }
+
+    fn process(
+        &self,
+        call: &ToolCallInfo<'_>,
+        result: &CallToolResult,
+    ) -> Result<Option<CallToolResult>, ProcessError> {
+        self.log
+            .lock()
+            .unwrap()
+            .push(format!("process {} of {}", call.exposed, call.upstream));
+        let text = text_of(result);
+        Ok(Some(CallToolResult::success(vec![ContentBlock::text(
+            format!("processed: {text}"),
+        )])))
+    }
+
+    fn on_error_result(&self, call: &ToolCallInfo<'_>, _result: &CallToolResult) {
+        self.log
+            .lock()
+            .unwrap()
+            .push(format!("error {}", call.exposed));
+    }
+
+    fn expand(&self, id: &str) -> Option<Result<String, String>> {
+        Some(Ok(format!("the exact text of {id}")))
+    }
+}
+
+fn text_of(result: &CallToolResult) -> String {
+    result
+        .content
+        .iter()
+        .filter_map(|c| c.as_text().map(|t| t.text.clone()))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn args(value: serde_json::Value) -> Option<JsonObject> {
+    value.as_object().cloned()
+}
+
+fn upstream_calls(proxy: &Proxy) -> u64 {
+    proxy.upstreams()[0].stats.calls.load(Ordering::Relaxed)
+}
+
+/// A built-in that exists only in this test: it echoes `text` and then
+/// asks upstream `t` to echo it too, through the call path.
+struct EchoTwice;
+
+impl BuiltinTool for EchoTwice {
+    fn definition(&self) -> Tool {
+        let schema = json!({"type": "object", "properties": {"text": {"type": "string"}}});
+        Tool::new(
+            "devboy_echo_twice",
+            "Test only: echoes `text`, then has upstream `t` echo it.",
+            Arc::new(schema.as_object().cloned().unwrap()),
+        )
+    }
+
+    fn call<'a>(
+        &'a self,
+        context: devboy_mcp::builtin::BuiltinContext<'a>,
+    ) -> BoxFuture<'a, Result<CallToolResult, McpError>> {
+        Box::pin(async move {
+            let text = context.str_argument("text").unwrap_or_default().to_owned();
+            let upstream = context
+                .call_tool("t__echo", args(json!({"text": text})))
+                .await?;
+            let builtin = context.call_tool("devboy_status", None).await;
+            assert!(builtin.is_err(), "a built-in calls upstream tools only");
+            Ok(CallToolResult::success(vec![ContentBlock::text(format!(
+                "{text} | {}",
+                text_of(&upstream)
+            ))]))
+        })
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_builtin_is_one_type_and_one_registry_line() {
+    let proxy = proxy(BuiltinRegistry::shipped().with(EchoTwice));
+    let recorder = Arc::new(Recorder::default());
+    let session = Session::new(proxy.clone(), recorder.clone());
+
+    // Listed after the shipped tools; the shipped registry does not have it.
+    let names: Vec<String> = proxy
+        .catalog()
+        .tools
+        .iter()
+        .map(|t| t.name.to_string())
+        .collect();
+    assert_eq!(
+        names[..4],
+        [
+            "devboy_status",
+            "devboy_compact",
+            "devboy_expand",
+            "devboy_echo_twice"
+        ]
+    );
+    assert!(BuiltinRegistry::shipped()
+        .tools()
+        .iter()
+        .all(|t| t.definition().name != "devboy_echo_twice"));
+
+    let result = session
+        .call(ToolCall::new(
+            "devboy_echo_twice",
+            args(json!({"text": "hi"})),
+        ))
+        .await
+        .expect("call");
+    // The upstream's result went through the seam inside the built-in,
+    // and the built-in's own result went through it after.
+    assert_eq!(text_of(&result), "processed: hi | processed: hi");
+    assert_eq!(
+        recorder.entries(),
+        [
+            "before_call t__echo",
+            "process t__echo of t",
+            "process devboy_echo_twice of devboy"
+        ]
+    );
+    assert_eq!(upstream_calls(&proxy), 1);
+    proxy.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn shipped_builtins_are_delivered_as_they_declare() {
+    let proxy = proxy(BuiltinRegistry::shipped());
+    let recorder = Arc::new(Recorder::default());
+    let session = Session::new(proxy.clone(), recorder.clone());
+
+    // Status and compact: JSON reports, never rewritten.
+    let status = session
+        .call(ToolCall::new("devboy_status", None))
+        .await
+        .expect("status");
+    let report: serde_json::Value = serde_json::from_str(&text_of(&status)).expect("JSON");
+    assert_eq!(report["upstreams"][0]["name"], "t");
+    let compact = session
+        .call(ToolCall::new("devboy_compact", None))
+        .await
+        .expect("compact");
+    assert_eq!(text_of(&compact), r#"{"context_partition":1}"#);
+    // Expand: the processor's exact bytes, as they are.
+    let expanded = session
+        .call(ToolCall::new(
+            "devboy_expand",
+            args(json!({"id": "kafrum12"})),
+        ))
+        .await
+        .expect("expand");
+    assert_eq!(text_of(&expanded), "the exact text of kafrum12");
+    assert!(recorder.entries().is_empty(), "{:?}", recorder.entries());
+    assert_eq!(session.counters().seam.processed.load(Ordering::Relaxed), 0);
+    proxy.shutdown().await;
+}
+
+/// Holds one answer for `name` with `arguments`; any other call that may
+/// mutate drops it.
+struct OneAnswer {
+    held: Mutex<Option<(String, Option<JsonObject>, CallToolResult)>>,
+    log: Arc<Mutex<Vec<String>>>,
+}
+
+impl AnswerStore for OneAnswer {
+    fn on_call(&self, call: &ToolCallInfo<'_>) {
+        self.log
+            .lock()
+            .unwrap()
+            .push(format!("store sees {}", call.exposed));
+        let mut held = self.held.lock().unwrap();
+        let other = held.as_ref().is_some_and(|(name, ..)| name != call.exposed);
+        if other && call.side_effect.may_mutate() {
+            *held = None;
+        }
+    }
+
+    fn answer(&self, call: &ToolCallInfo<'_>) -> Option<CallToolResult> {
+        let held = self.held.lock().unwrap();
+        let (name, arguments, result) = held.as_ref()?;
+        (name == call.exposed && arguments.as_ref() == call.arguments).then(|| result.clone())
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_answer_store_answers_before_the_upstream_and_hears_every_call_first() {
+    let proxy = proxy(BuiltinRegistry::shipped());
+    let recorder = Arc::new(Recorder::default());
+    let store = Arc::new(OneAnswer {
+        held: Mutex::new(Some((
+            "t__echo".into(),
+            args(json!({"text": "hi"})),
+            CallToolResult::success(vec![ContentBlock::text("stored")]),
+        ))),
+        log: recorder.log.clone(),
+    });
+    let session = Session::new(proxy.clone(), recorder.clone()).with_answer_store(store);
+    let echo = |text: &str| ToolCall::new("t__echo", args(json!({"text": text})));
+
+    // Answered by the store, through the seam, without the upstream.
+    let answered = session.call(echo("hi")).await.expect("call");
+    assert_eq!(text_of(&answered), "processed: stored");
+    assert_eq!(upstream_calls(&proxy), 0);
+    assert_eq!(
+        recorder.entries(),
+        [
+            "before_call t__echo",
+            "store sees t__echo",
+            "process t__echo of t"
+        ]
+    );
+    // Other arguments: the upstream answers.
+    let other = session.call(echo("other")).await.expect("call");
+    assert_eq!(text_of(&other), "processed: other");
+    assert_eq!(upstream_calls(&proxy), 1);
+    // A call that may mutate makes the store drop its answer.
+    session
+        .call(ToolCall::new("t__pid", None))
+        .await
+        .expect("call");
+    let again = session.call(echo("hi")).await.expect("call");
+    assert_eq!(text_of(&again), "processed: hi");
+    assert_eq!(upstream_calls(&proxy), 3);
+    proxy.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn without_a_store_the_upstream_answers_and_failures_map_as_before() {
+    let proxy = proxy(BuiltinRegistry::shipped());
+    let recorder = Arc::new(Recorder::default());
+    let session = Session::new(proxy.clone(), recorder.clone());
+
+    let result = session
+        .call(ToolCall::new("t__echo", args(json!({"text": "up"}))))
+        .await
+        .expect("call");
+    assert_eq!(text_of(&result), "processed: up");
+    assert_eq!(upstream_calls(&proxy), 1);
+    // An isError result is heard of, never processed.
+    let failed = session
+        .call(ToolCall::new("t__fail", None))
+        .await
+        .expect("call");
+    assert_eq!(failed.is_error, Some(true));
+    assert!(recorder.entries().contains(&"error t__fail".to_owned()));
+    // The upstream's own protocol error passes as it was.
+    let refused = session
+        .call(ToolCall::new("t__echo", None))
+        .await
+        .expect_err("echo needs text");
+    assert_eq!(refused.code, rmcp::model::ErrorCode::INVALID_PARAMS);
+    // A name the catalog does not have is explained.
+    let unknown = session
+        .call(ToolCall::new("t__nope", None))
+        .await
+        .expect_err("unknown");
+    assert_eq!(
+        unknown.message,
+        "unknown tool `t__nope`: server `t` has no tool `nope`"
+    );
+    proxy.shutdown().await;
+}
+
+/// A store with a bug.
+struct Panics;
+
+impl AnswerStore for Panics {
+    fn answer(&self, _call: &ToolCallInfo<'_>) -> Option<CallToolResult> {
+        panic!("store bug")
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_store_that_panics_leaves_the_call_to_the_upstream() {
+    let proxy = proxy(BuiltinRegistry::shipped());
+    let session = Session::new(proxy.clone(), Arc::new(devboy_mcp::Passthrough))
+        .with_answer_store(Arc::new(Panics));
+    let result = session
+        .call(ToolCall::new(
+            "t__echo",
+            args(json!({"text": "still here"})),
+        ))
+        .await
+        .expect("call");
+    assert_eq!(text_of(&result), "still here");
+    assert_eq!(upstream_calls(&proxy), 1);
+    proxy.shutdown().await;
+}
