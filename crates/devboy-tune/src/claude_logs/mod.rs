@@ -79,8 +79,6 @@
 
 mod parse;
 mod rules;
-#[cfg(test)]
-mod tests;
 
 use std::fmt;
 use std::path::PathBuf;
@@ -334,3 +332,6 @@ impl fmt::Display for ClaudeLogReport {
         )
     }
 }
+
+#[cfg(test)]
+mod tests;
