@@ -26,18 +26,6 @@ type Result<T> = std::result::Result<T, ConfigError>;
 
 const SIDE_EFFECTS: &[&str] = &["pure", "read_only", "mutating", "destructive", "unknown"];
 
-// Schema version 1: the seed design's knobs.
-const V1_TOP_KEYS: &[&str] = &["schema_version", "dedup", "templates", "mckp", "telemetry"];
-const V1_DEDUP_KEYS: &[&str] = &[
-    "enabled",
-    "lru_size",
-    "min_body_chars",
-    "enabled_per_endpoint",
-];
-const V1_TEMPLATES_KEYS: &[&str] = &["endpoint_overrides"];
-const V1_MCKP_KEYS: &[&str] = &["recursion_depth", "budget_tokens"];
-const V1_TELEMETRY_KEYS: &[&str] = &["enabled", "sample_rate"];
-
 /// Every setting at its built-in default: the description's defaults
 /// stored by the loader's own [`PipelineConfig::store`] (the embedded file says the same;
 /// a test keeps it so).
@@ -219,7 +207,7 @@ pub(super) fn parse(text: &str, origin: &Path) -> Result<PipelineConfig> {
     let version = reader.version(entries)?;
     reader.config.file_version = version;
     match version {
-        1 => reader.v1(entries)?,
+        1 => reader.v1(&root)?,
         _ => reader.current(&root, version)?,
     }
     Ok(reader.config)
@@ -726,85 +714,50 @@ impl Reader<'_> {
 
     // ------------------------------------------------------------ version 1
 
-    /// Schema version 1, migrated in memory: `dedup.lru_size` becomes
-    /// `dedup.max_entries`, `dedup.min_body_chars` `dedup.min_body_bytes`
-    /// (a character is at least a byte, so no body that version 1 would
-    /// have skipped gains a reference), `dedup.enabled_per_endpoint.E` and
-    /// `templates.endpoint_overrides.E` become `[endpoints."E"]` tables,
-    /// `telemetry.enabled` and `telemetry.sample_rate` keep their names.
-    /// Knobs the current pipeline has no use for are reported and dropped.
-    /// (Version 1's `tokenizer` is absent, which is `auto` now.)
-    fn v1(&mut self, entries: &[Entry]) -> Result<()> {
-        let root = KeyPath::default();
-        self.check_keys(entries, &root, V1_TOP_KEYS)?;
+    /// Schema version 1, migrated in memory as [`schema::V1_KEYS`] says:
+    /// moved keys are stored as the keys they became, each with a warning;
+    /// knobs the current pipeline has no use for are checked, reported and
+    /// dropped. (Version 1 had no `tokenizer`, which is `auto` now.)
+    fn v1(&mut self, root: &Node) -> Result<()> {
+        self.v1_section(root, &KeyPath::default(), "")
+    }
+
+    /// A table of a version 1 file, by [`schema::V1_KEYS`]: each value is
+    /// read as that version read it and stored as the key it became.
+    fn v1_section(&mut self, node: &Node, path: &KeyPath, spec: &str) -> Result<()> {
+        let entries = self.table(node, path)?;
+        let keys = || schema::V1_KEYS.iter().filter(|k| k.parent() == spec);
+        let allowed: Vec<&str> = keys().map(|k| k.name()).collect();
+        self.check_keys(entries, path, &allowed)?;
         for entry in entries {
-            let path = root.key(&entry.key);
-            let node = &entry.node;
-            match entry.key.as_str() {
-                "dedup" => {
-                    let fields = self.table(node, &path)?;
-                    self.check_keys(fields, &path, V1_DEDUP_KEYS)?;
-                    for field in fields {
-                        let p = path.key(&field.key);
-                        let n = &field.node;
-                        match field.key.as_str() {
-                            "enabled" => self.config.dedup.enabled = self.boolean(n, &p)?,
-                            "lru_size" => {
-                                self.config.dedup.max_entries = self.count(n, &p, 1)?;
-                                self.warn(&p, "schema 1 key, read as dedup.max_entries");
-                            }
-                            "min_body_chars" => {
-                                self.config.dedup.min_body_bytes = self.count(n, &p, 1)?;
-                                self.warn(&p, "schema 1 key, read as dedup.min_body_bytes");
-                            }
-                            "enabled_per_endpoint" => {
-                                for (pattern, item, ip) in self.pairs(n, &p)? {
-                                    let on = self.boolean(item, &ip)?;
-                                    self.v1_endpoint(pattern, item, &ip)?.dedup = Some(on);
-                                }
-                                self.warn(&p, "schema 1 key, read as [endpoints.\"…\"] dedup");
-                            }
-                            _ => {}
+            let Some(key) = keys().find(|k| k.name() == entry.key) else {
+                continue;
+            };
+            let (n, p) = (&entry.node, path.key(&entry.key));
+            match key.kind {
+                KeyKind::Version => {}
+                KeyKind::Section => self.v1_section(n, &p, key.path)?,
+                KeyKind::Patterns => {
+                    let inner = format!("{}.*", key.path);
+                    let item_key = schema::V1_KEYS.iter().find(|k| k.path == inner);
+                    for (pattern, item, ip) in self.pairs(n, &p)? {
+                        let Some(item_key) = item_key else { continue };
+                        let value = self.value(item_key.kind, item, &ip)?;
+                        let at = self.v1_endpoint(pattern, item, &ip)?;
+                        if let Some(to) = item_key.to {
+                            self.store(to, at, value, &ip);
                         }
                     }
                 }
-                "templates" => {
-                    let fields = self.table(node, &path)?;
-                    self.check_keys(fields, &path, V1_TEMPLATES_KEYS)?;
-                    for field in fields {
-                        let p = path.key(&field.key);
-                        for (pattern, item, ip) in self.pairs(&field.node, &p)? {
-                            let template = self.string(item, &ip)?.to_owned();
-                            self.v1_endpoint(pattern, item, &ip)?.template = Some(template);
-                        }
-                        self.warn(&p, "schema 1 key, read as [endpoints.\"…\"] template");
+                kind => {
+                    let value = self.value(kind, n, &p)?;
+                    if let Some(to) = key.to {
+                        self.store(to, 0, value, &p);
                     }
                 }
-                "mckp" => {
-                    let fields = self.table(node, &path)?;
-                    self.check_keys(fields, &path, V1_MCKP_KEYS)?;
-                    for field in fields {
-                        let p = path.key(&field.key);
-                        if field.key == "budget_tokens" {
-                            self.config.encoding.budget_tokens =
-                                self.count(&field.node, &p, 100)?;
-                            self.warn(&p, "schema 1 key, read as encoding.budget_tokens");
-                        } else {
-                            self.count(&field.node, &p, 1)?;
-                            self.warn(
-                                &p,
-                                "schema 1 key, no longer used (the router needs no depth limit)",
-                            );
-                        }
-                    }
-                }
-                "telemetry" => {
-                    let fields = self.table(node, &path)?;
-                    self.check_keys(fields, &path, V1_TELEMETRY_KEYS)?;
-                    // Same names and meaning in version 2: read as they are.
-                    self.section(node, &path, "telemetry", 0, SCHEMA_VERSION)?;
-                }
-                _ => {}
+            }
+            if !key.note.is_empty() {
+                self.warn(&p, format!("schema 1 key, {}", key.note));
             }
         }
         Ok(())
@@ -823,24 +776,17 @@ impl Reader<'_> {
             .collect())
     }
 
-    /// The endpoint rule for `pattern`, created at the end when new.
-    fn v1_endpoint(
-        &mut self,
-        pattern: &str,
-        node: &Node,
-        path: &KeyPath,
-    ) -> Result<&mut EndpointRule> {
+    /// The index of the endpoint rule for `pattern`, created at the end
+    /// when new.
+    fn v1_endpoint(&mut self, pattern: &str, node: &Node, path: &KeyPath) -> Result<usize> {
         let endpoints = &self.config.endpoints;
-        let index = match endpoints.iter().position(|r| r.pattern == pattern) {
+        Ok(match endpoints.iter().position(|r| r.pattern == pattern) {
             Some(i) => i,
             None => {
                 let matcher = self.glob(pattern, node, path)?;
-                let rule = EndpointRule::new(pattern.to_owned(), matcher);
-                self.config.endpoints.push(rule);
-                self.config.endpoints.len() - 1
+                self.new_rule("endpoints", pattern, matcher)
             }
-        };
-        Ok(&mut self.config.endpoints[index])
+        })
     }
 }
 

@@ -204,6 +204,71 @@ pub const KEYS: &[KeySpec] = &[
     key("tools.*.rate_limit_host", K::Text, None, 3, "the host whose rate limit its calls share"),
 ];
 
+/// A key of schema version 1, which still loads, migrated in memory:
+/// where its value goes now, and what the loader tells the user.
+#[derive(Clone, Copy, Debug)]
+pub struct V1Key {
+    /// The dotted path in a version 1 file (`*`: a name the file chose).
+    pub path: &'static str,
+    /// What it holds.
+    pub kind: KeyKind,
+    /// The key of [`KEYS`] its value is stored as (`None`: dropped, or a
+    /// table).
+    pub to: Option<&'static str>,
+    /// The warning a file using it gets (empty: none, the key kept its
+    /// name and meaning).
+    pub note: &'static str,
+}
+
+impl V1Key {
+    /// The key's own name.
+    pub fn name(&self) -> &'static str {
+        self.path.rsplit('.').next().unwrap_or(self.path)
+    }
+
+    /// The path of the table holding it.
+    pub fn parent(&self) -> &'static str {
+        self.path.rsplit_once('.').map_or("", |(p, _)| p)
+    }
+}
+
+const fn v1(
+    path: &'static str,
+    kind: KeyKind,
+    to: Option<&'static str>,
+    note: &'static str,
+) -> V1Key {
+    V1Key {
+        path,
+        kind,
+        to,
+        note,
+    }
+}
+
+/// Schema version 1 (the seed design's flat knobs) and where each went. A
+/// character is at least a byte, so reading `min_body_chars` as bytes
+/// gives no body a reference version 1 would have skipped.
+#[rustfmt::skip]
+pub const V1_KEYS: &[V1Key] = &[
+    v1("schema_version", K::Version, None, ""),
+    v1("dedup", K::Section, None, ""),
+    v1("dedup.enabled", K::Bool, Some("dedup.enabled"), ""),
+    v1("dedup.lru_size", K::Count { min: 1 }, Some("dedup.max_entries"), "read as dedup.max_entries"),
+    v1("dedup.min_body_chars", K::Count { min: 1 }, Some("dedup.min_body_bytes"), "read as dedup.min_body_bytes"),
+    v1("dedup.enabled_per_endpoint", K::Patterns, None, "read as [endpoints.\"…\"] dedup"),
+    v1("dedup.enabled_per_endpoint.*", K::Bool, Some("endpoints.*.dedup"), ""),
+    v1("templates", K::Section, None, ""),
+    v1("templates.endpoint_overrides", K::Patterns, None, "read as [endpoints.\"…\"] template"),
+    v1("templates.endpoint_overrides.*", K::Text, Some("endpoints.*.template"), ""),
+    v1("mckp", K::Section, None, ""),
+    v1("mckp.recursion_depth", K::Count { min: 1 }, None, "no longer used (the router needs no depth limit)"),
+    v1("mckp.budget_tokens", K::Count { min: 100 }, Some("encoding.budget_tokens"), "read as encoding.budget_tokens"),
+    v1("telemetry", K::Section, None, ""),
+    v1("telemetry.enabled", K::Bool, Some("telemetry.enabled"), ""),
+    v1("telemetry.sample_rate", K::Fraction, Some("telemetry.sample_rate"), ""),
+];
+
 /// The section or key at `path`.
 pub fn lookup(path: &str) -> Option<&'static KeySpec> {
     KEYS.iter().find(|k| k.path == path)
