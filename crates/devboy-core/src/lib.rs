@@ -1,6 +1,8 @@
-//! Shared value types of devboy: the configuration schema and its
-//! resolution into an effective config, the rules for naming tools so the
-//! client accepts them, and the default locations on disk.
+//! devboy's configuration crate: reading and validating its two config
+//! files (the proxy's `devboy.toml` / `.mcp.json`, and the pipeline's
+//! `pipeline_config.toml`) into effective settings, and the small rules
+//! that go with them: where files live, how tools are named for the
+//! client, what a tool's name says it does, and the Claude Code hooks.
 //!
 //! Key design decision: **everything that leaves this crate is already
 //! resolved.** Config files are validated in one pass that expands
@@ -17,7 +19,10 @@
 //! - [`naming`]: [`naming::ToolNamer`], exposed names within 64 characters.
 //! - [`paths`]: XDG config, telemetry and runtime directories, one place for all.
 //! - [`pipeline_config`]: `pipeline_config.toml`, the pipeline's knobs,
-//!   and their resolution against one session.
+//!   described once ([`pipeline_config::schema`]), and their resolution
+//!   against one session.
+//! - [`tool_verb`]: [`tool_verb::VerbClass`], the verb a tool's name
+//!   carries (telemetry's endpoint class, the tuner's side-effect guess).
 //! - [`value_model`]: [`value_model::ToolValueModel`], what a tool is worth.
 
 #![deny(missing_docs)]

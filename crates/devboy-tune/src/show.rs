@@ -14,6 +14,10 @@
 //! no model ([`PipelineConfig::resolve_session`], the same function
 //! `devboy mcp` calls), the llm and agent profiles, the hint policy, and
 //! `[enrichment]`, which this devboy validates but does not run.
+//!
+//! Sections and keys come in the order of the file's description
+//! ([`schema::KEYS`]), each value as the config holds it
+//! ([`PipelineConfig::setting`]), so a new key shows without a change here.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};

@@ -3,8 +3,8 @@
 //! the migration from schema version 1.
 //!
 //! The walk checks every table's keys against the description, reads each
-//! value by its [`KeyKind`] into a [`Setting`], and [`bind`] stores the
-//! setting in its field: the one place a key path meets the typed structs.
+//! value by its [`KeyKind`] into a [`Setting`], and
+//! [`PipelineConfig::store`] puts it in its field.
 
 use std::path::Path;
 use std::time::Duration;
@@ -26,20 +26,8 @@ type Result<T> = std::result::Result<T, ConfigError>;
 
 const SIDE_EFFECTS: &[&str] = &["pure", "read_only", "mutating", "destructive", "unknown"];
 
-// Schema version 1: the seed design's knobs.
-const V1_TOP_KEYS: &[&str] = &["schema_version", "dedup", "templates", "mckp", "telemetry"];
-const V1_DEDUP_KEYS: &[&str] = &[
-    "enabled",
-    "lru_size",
-    "min_body_chars",
-    "enabled_per_endpoint",
-];
-const V1_TEMPLATES_KEYS: &[&str] = &["endpoint_overrides"];
-const V1_MCKP_KEYS: &[&str] = &["recursion_depth", "budget_tokens"];
-const V1_TELEMETRY_KEYS: &[&str] = &["enabled", "sample_rate"];
-
 /// Every setting at its built-in default: the description's defaults
-/// stored by the loader's own [`bind`] (the embedded file says the same;
+/// stored by the loader's own [`PipelineConfig::store`] (the embedded file says the same;
 /// a test keeps it so).
 pub(super) fn defaults() -> PipelineConfig {
     let mut config = blank();
@@ -51,7 +39,7 @@ pub(super) fn defaults() -> PipelineConfig {
         // A test reads every default; a literal that did not read would
         // leave the blank value.
         if let Ok(Some(value)) = default_setting(key, literal, origin, &config) {
-            bind(&mut config, key.path, 0, value);
+            config.store(key.path, 0, value);
         }
     }
     config
@@ -219,7 +207,7 @@ pub(super) fn parse(text: &str, origin: &Path) -> Result<PipelineConfig> {
     let version = reader.version(entries)?;
     reader.config.file_version = version;
     match version {
-        1 => reader.v1(entries)?,
+        1 => reader.v1(&root)?,
         _ => reader.current(&root, version)?,
     }
     Ok(reader.config)
@@ -583,7 +571,7 @@ impl Reader<'_> {
     /// Stores a value read at `p`; what a stored value is worth telling
     /// the user is said here.
     fn store(&mut self, spec: &str, at: usize, value: Setting, p: &KeyPath) {
-        let bound = bind(&mut self.config, spec, at, value);
+        let bound = self.config.store(spec, at, value);
         debug_assert!(bound, "{spec} is described but bound to no field");
         if spec == "enrichment.enabled" && self.config.enrichment.enabled {
             self.warn(
@@ -726,85 +714,50 @@ impl Reader<'_> {
 
     // ------------------------------------------------------------ version 1
 
-    /// Schema version 1, migrated in memory: `dedup.lru_size` becomes
-    /// `dedup.max_entries`, `dedup.min_body_chars` `dedup.min_body_bytes`
-    /// (a character is at least a byte, so no body that version 1 would
-    /// have skipped gains a reference), `dedup.enabled_per_endpoint.E` and
-    /// `templates.endpoint_overrides.E` become `[endpoints."E"]` tables,
-    /// `telemetry.enabled` and `telemetry.sample_rate` keep their names.
-    /// Knobs the current pipeline has no use for are reported and dropped.
-    /// (Version 1's `tokenizer` is absent, which is `auto` now.)
-    fn v1(&mut self, entries: &[Entry]) -> Result<()> {
-        let root = KeyPath::default();
-        self.check_keys(entries, &root, V1_TOP_KEYS)?;
+    /// Schema version 1, migrated in memory as [`schema::V1_KEYS`] says:
+    /// moved keys are stored as the keys they became, each with a warning;
+    /// knobs the current pipeline has no use for are checked, reported and
+    /// dropped. (Version 1 had no `tokenizer`, which is `auto` now.)
+    fn v1(&mut self, root: &Node) -> Result<()> {
+        self.v1_section(root, &KeyPath::default(), "")
+    }
+
+    /// A table of a version 1 file, by [`schema::V1_KEYS`]: each value is
+    /// read as that version read it and stored as the key it became.
+    fn v1_section(&mut self, node: &Node, path: &KeyPath, spec: &str) -> Result<()> {
+        let entries = self.table(node, path)?;
+        let keys = || schema::V1_KEYS.iter().filter(|k| k.parent() == spec);
+        let allowed: Vec<&str> = keys().map(|k| k.name()).collect();
+        self.check_keys(entries, path, &allowed)?;
         for entry in entries {
-            let path = root.key(&entry.key);
-            let node = &entry.node;
-            match entry.key.as_str() {
-                "dedup" => {
-                    let fields = self.table(node, &path)?;
-                    self.check_keys(fields, &path, V1_DEDUP_KEYS)?;
-                    for field in fields {
-                        let p = path.key(&field.key);
-                        let n = &field.node;
-                        match field.key.as_str() {
-                            "enabled" => self.config.dedup.enabled = self.boolean(n, &p)?,
-                            "lru_size" => {
-                                self.config.dedup.max_entries = self.count(n, &p, 1)?;
-                                self.warn(&p, "schema 1 key, read as dedup.max_entries");
-                            }
-                            "min_body_chars" => {
-                                self.config.dedup.min_body_bytes = self.count(n, &p, 1)?;
-                                self.warn(&p, "schema 1 key, read as dedup.min_body_bytes");
-                            }
-                            "enabled_per_endpoint" => {
-                                for (pattern, item, ip) in self.pairs(n, &p)? {
-                                    let on = self.boolean(item, &ip)?;
-                                    self.v1_endpoint(pattern, item, &ip)?.dedup = Some(on);
-                                }
-                                self.warn(&p, "schema 1 key, read as [endpoints.\"…\"] dedup");
-                            }
-                            _ => {}
+            let Some(key) = keys().find(|k| k.name() == entry.key) else {
+                continue;
+            };
+            let (n, p) = (&entry.node, path.key(&entry.key));
+            match key.kind {
+                KeyKind::Version => {}
+                KeyKind::Section => self.v1_section(n, &p, key.path)?,
+                KeyKind::Patterns => {
+                    let inner = format!("{}.*", key.path);
+                    let item_key = schema::V1_KEYS.iter().find(|k| k.path == inner);
+                    for (pattern, item, ip) in self.pairs(n, &p)? {
+                        let Some(item_key) = item_key else { continue };
+                        let value = self.value(item_key.kind, item, &ip)?;
+                        let at = self.v1_endpoint(pattern, item, &ip)?;
+                        if let Some(to) = item_key.to {
+                            self.store(to, at, value, &ip);
                         }
                     }
                 }
-                "templates" => {
-                    let fields = self.table(node, &path)?;
-                    self.check_keys(fields, &path, V1_TEMPLATES_KEYS)?;
-                    for field in fields {
-                        let p = path.key(&field.key);
-                        for (pattern, item, ip) in self.pairs(&field.node, &p)? {
-                            let template = self.string(item, &ip)?.to_owned();
-                            self.v1_endpoint(pattern, item, &ip)?.template = Some(template);
-                        }
-                        self.warn(&p, "schema 1 key, read as [endpoints.\"…\"] template");
+                kind => {
+                    let value = self.value(kind, n, &p)?;
+                    if let Some(to) = key.to {
+                        self.store(to, 0, value, &p);
                     }
                 }
-                "mckp" => {
-                    let fields = self.table(node, &path)?;
-                    self.check_keys(fields, &path, V1_MCKP_KEYS)?;
-                    for field in fields {
-                        let p = path.key(&field.key);
-                        if field.key == "budget_tokens" {
-                            self.config.encoding.budget_tokens =
-                                self.count(&field.node, &p, 100)?;
-                            self.warn(&p, "schema 1 key, read as encoding.budget_tokens");
-                        } else {
-                            self.count(&field.node, &p, 1)?;
-                            self.warn(
-                                &p,
-                                "schema 1 key, no longer used (the router needs no depth limit)",
-                            );
-                        }
-                    }
-                }
-                "telemetry" => {
-                    let fields = self.table(node, &path)?;
-                    self.check_keys(fields, &path, V1_TELEMETRY_KEYS)?;
-                    // Same names and meaning in version 2: read as they are.
-                    self.section(node, &path, "telemetry", 0, SCHEMA_VERSION)?;
-                }
-                _ => {}
+            }
+            if !key.note.is_empty() {
+                self.warn(&p, format!("schema 1 key, {}", key.note));
             }
         }
         Ok(())
@@ -823,24 +776,17 @@ impl Reader<'_> {
             .collect())
     }
 
-    /// The endpoint rule for `pattern`, created at the end when new.
-    fn v1_endpoint(
-        &mut self,
-        pattern: &str,
-        node: &Node,
-        path: &KeyPath,
-    ) -> Result<&mut EndpointRule> {
+    /// The index of the endpoint rule for `pattern`, created at the end
+    /// when new.
+    fn v1_endpoint(&mut self, pattern: &str, node: &Node, path: &KeyPath) -> Result<usize> {
         let endpoints = &self.config.endpoints;
-        let index = match endpoints.iter().position(|r| r.pattern == pattern) {
+        Ok(match endpoints.iter().position(|r| r.pattern == pattern) {
             Some(i) => i,
             None => {
                 let matcher = self.glob(pattern, node, path)?;
-                let rule = EndpointRule::new(pattern.to_owned(), matcher);
-                self.config.endpoints.push(rule);
-                self.config.endpoints.len() - 1
+                self.new_rule("endpoints", pattern, matcher)
             }
-        };
-        Ok(&mut self.config.endpoints[index])
+        })
     }
 }
 
@@ -863,83 +809,4 @@ fn quoted_list(items: &[&str]) -> String {
         .map(|s| format!("\"{s}\""))
         .collect::<Vec<_>>()
         .join(", ")
-}
-
-/// Stores `value` in the field the key at `spec` is bound to, in the
-/// `at`-th named table where the path has one; `false` when the path and
-/// kind name no field (a test keeps every described key bound).
-/// [`PipelineConfig::setting`] is the reverse.
-fn bind(c: &mut PipelineConfig, spec: &str, at: usize, value: Setting) -> bool {
-    use Setting as S;
-    let secs = |n: usize| Duration::from_secs(n as u64);
-    let hint = HintKind::ALL.get(at).copied().unwrap_or(HintKind::Ref);
-    match (spec, value) {
-        ("dedup.enabled", S::Bool(v)) => c.dedup.enabled = v,
-        ("dedup.min_body_bytes", S::Count(n)) => c.dedup.min_body_bytes = n,
-        ("dedup.ttl_secs", S::Count(n)) => c.dedup.ttl = secs(n),
-        ("dedup.max_entries", S::Count(n)) => c.dedup.max_entries = n,
-        ("dedup.max_context_bytes", S::Count(n)) => c.dedup.max_context_bytes = n,
-        ("dedup.near_ref.enabled", S::Bool(v)) => c.dedup.near_ref.enabled = v,
-        ("dedup.near_ref.max_changes", S::Count(n)) => c.dedup.near_ref.max_changes = n,
-        ("dedup.near_ref.min_body_bytes", S::Count(n)) => c.dedup.near_ref.min_body_bytes = n,
-        ("encoding.enabled", S::Bool(v)) => c.encoding.enabled = v,
-        ("encoding.budget_tokens", S::Count(n)) => c.encoding.budget_tokens = n,
-        ("profiles.tokenizer", S::Tokenizer(t)) => c.tokenizer = t,
-        ("profiles.client", S::Client(v)) => c.client = v,
-        ("profiles.model", S::Text(s)) => c.profiles.model = Some(s),
-        ("profiles.llm", S::Selection(s)) => c.profiles.llm = s,
-        ("profiles.agent", S::Selection(s)) => c.profiles.agent = s,
-        ("profiles.llms.*.models", S::Globs(g)) => c.profiles.llms[at].models = g,
-        ("profiles.llms.*.tokenizer", S::Tokenizer(t)) => c.profiles.llms[at].tokenizer = t,
-        ("profiles.llms.*.budget_tokens", S::Count(n)) => {
-            c.profiles.llms[at].budget_tokens = Some(n);
-        }
-        ("profiles.agents.*.min_events", S::Count(n)) => {
-            c.profiles.agents[at].min_events = Some(n as u64);
-        }
-        ("profiles.agents.*.min_compactions", S::Count(n)) => {
-            c.profiles.agents[at].min_compactions = Some(n as u64);
-        }
-        ("profiles.agents.*.ttl_secs", S::Count(n)) => c.profiles.agents[at].ttl = Some(secs(n)),
-        ("profiles.agents.*.min_body_bytes", S::Count(n)) => {
-            c.profiles.agents[at].min_body_bytes = Some(n);
-        }
-        ("profiles.agents.*.near_ref", S::Bool(v)) => c.profiles.agents[at].near_ref = Some(v),
-        ("hints.*.enabled", S::Bool(v)) => c.hints.rule_mut(hint).enabled = v,
-        ("hints.*.max_per_session", S::Count(n)) => {
-            c.hints.rule_mut(hint).max_per_session = Some(n as u64);
-        }
-        ("hints.*.models", S::Globs(g)) => c.hints.rule_mut(hint).models = g,
-        ("enrichment.enabled", S::Bool(v)) => c.enrichment.enabled = v,
-        ("enrichment.prefetch_timeout_ms", S::Count(n)) => {
-            c.enrichment.prefetch_timeout = Duration::from_millis(n as u64);
-        }
-        ("enrichment.max_parallel", S::Count(n)) => c.enrichment.max_parallel = n,
-        ("enrichment.budget_tokens", S::Count(n)) => c.enrichment.budget_tokens = n,
-        ("enrichment.min_probability", S::Fraction(x)) => c.enrichment.min_probability = x,
-        ("telemetry.enabled", S::Bool(v)) => c.telemetry.enabled = v,
-        ("telemetry.sample_rate", S::Fraction(x)) => c.telemetry.sample_rate = x,
-        ("telemetry.max_file_bytes", S::Count(n)) => c.telemetry.max_file_bytes = n as u64,
-        // The loader checked that it fits.
-        ("telemetry.max_age_days", S::Count(n)) => {
-            c.telemetry.max_age_days = u32::try_from(n).unwrap_or(u32::MAX);
-        }
-        ("endpoints.*.dedup", S::Bool(v)) => c.endpoints[at].dedup = Some(v),
-        ("endpoints.*.min_body_bytes", S::Count(n)) => c.endpoints[at].min_body_bytes = Some(n),
-        ("endpoints.*.near_ref", S::Bool(v)) => c.endpoints[at].near_ref = Some(v),
-        ("endpoints.*.encode", S::Bool(v)) => c.endpoints[at].encode = Some(v),
-        ("endpoints.*.template", S::Text(s)) => c.endpoints[at].template = Some(s),
-        ("tools.*.side_effect", S::SideEffect(v)) => c.tools[at].side_effect = Some(v),
-        ("tools.*.invalidates", S::Globs(g)) => c.tools[at].invalidates = g,
-        ("tools.*.freshness_secs", S::Count(n)) => c.tools[at].freshness = Some(secs(n)),
-        ("tools.*.value_class", S::ValueClass(v)) => c.tools[at].value_class = Some(v),
-        ("tools.*.typical_tokens", S::Count(n)) => c.tools[at].typical_tokens = Some(n),
-        ("tools.*.latency_ms", S::Count(n)) => c.tools[at].latency_ms = Some(n as u64),
-        ("tools.*.follow_up", S::FollowUps(f)) => c.tools[at].follow_up = Some(f),
-        ("tools.*.fail_fast_after_n", S::Count(n)) => c.tools[at].fail_fast_after_n = Some(n),
-        ("tools.*.speculate", S::Bool(v)) => c.tools[at].speculate = Some(v),
-        ("tools.*.rate_limit_host", S::Text(s)) => c.tools[at].rate_limit_host = Some(s),
-        _ => return false,
-    }
-    true
 }

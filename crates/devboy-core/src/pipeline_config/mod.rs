@@ -13,6 +13,9 @@
 //!   with a message telling the user to upgrade devboy, rather than
 //!   half-read. A file without `schema_version` is read as the current
 //!   version.
+//! - **Written once.** [`schema::KEYS`] describes every key (kind,
+//!   default, the version that introduced it); the loader, the built-in
+//!   defaults, `devboy tune` and `tune show` all read it.
 //! - **Strict, with paths.** Unknown keys are errors naming the key path and
 //!   the keys allowed there, like `devboy.toml` ([`ConfigError`]).
 //! - **Patterns, first to last.** `[endpoints."GLOB"]` and `[tools."GLOB"]`
@@ -180,7 +183,8 @@ pub enum TokenizerChoice {
 }
 
 /// What the client shows the model of a result that carries both content
-/// blocks and `structuredContent`: the pipeline must act on that (DESIGN §3).
+/// blocks and `structuredContent`: the pipeline must work on the part the
+/// model will see.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ClientProfile {
     /// Decide by the client's name at `initialize`: names starting with

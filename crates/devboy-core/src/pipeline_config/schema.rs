@@ -6,11 +6,16 @@
 //! loader walks a file by it (strict keys, "did you mean", version 2
 //! files refusing version 3 keys, the built-in defaults), `devboy tune`
 //! asks it which keys a version 2 file may hold and what a key's default
-//! is, and `devboy tune show` prints the sections in its order. A key's
-//! value in a [`PipelineConfig`] is reached by its path
-//! ([`PipelineConfig::setting`]), so the typed structs stay the result.
-//! Tests keep the embedded `config/pipeline_config.toml` agreeing with
-//! [`KEYS`] and every key bound to a field.
+//! is, and `devboy tune show` prints the sections in its order. The
+//! typed structs stay the result: a key's value is read from its field by
+//! path with [`PipelineConfig::setting`] and stored by the reverse,
+//! `PipelineConfig::store`, both below.
+//!
+//! Adding a key: its row in [`KEYS`], its struct field, an arm in each of
+//! `setting` and `store`, and its documented line in the embedded
+//! `config/pipeline_config.toml`. Tests fail when the embedded file and
+//! [`KEYS`] disagree (a described default missing or different, a key
+//! not described) or when a described key is not bound both ways.
 //!
 //! Paths are dotted (`dedup.near_ref.enabled`); in a table of named
 //! tables the name is written `*` (`endpoints.*.dedup`,
@@ -199,6 +204,71 @@ pub const KEYS: &[KeySpec] = &[
     key("tools.*.rate_limit_host", K::Text, None, 3, "the host whose rate limit its calls share"),
 ];
 
+/// A key of schema version 1, which still loads, migrated in memory:
+/// where its value goes now, and what the loader tells the user.
+#[derive(Clone, Copy, Debug)]
+pub struct V1Key {
+    /// The dotted path in a version 1 file (`*`: a name the file chose).
+    pub path: &'static str,
+    /// What it holds.
+    pub kind: KeyKind,
+    /// The key of [`KEYS`] its value is stored as (`None`: dropped, or a
+    /// table).
+    pub to: Option<&'static str>,
+    /// The warning a file using it gets (empty: none, the key kept its
+    /// name and meaning).
+    pub note: &'static str,
+}
+
+impl V1Key {
+    /// The key's own name.
+    pub fn name(&self) -> &'static str {
+        self.path.rsplit('.').next().unwrap_or(self.path)
+    }
+
+    /// The path of the table holding it.
+    pub fn parent(&self) -> &'static str {
+        self.path.rsplit_once('.').map_or("", |(p, _)| p)
+    }
+}
+
+const fn v1(
+    path: &'static str,
+    kind: KeyKind,
+    to: Option<&'static str>,
+    note: &'static str,
+) -> V1Key {
+    V1Key {
+        path,
+        kind,
+        to,
+        note,
+    }
+}
+
+/// Schema version 1 (the seed design's flat knobs) and where each went. A
+/// character is at least a byte, so reading `min_body_chars` as bytes
+/// gives no body a reference version 1 would have skipped.
+#[rustfmt::skip]
+pub const V1_KEYS: &[V1Key] = &[
+    v1("schema_version", K::Version, None, ""),
+    v1("dedup", K::Section, None, ""),
+    v1("dedup.enabled", K::Bool, Some("dedup.enabled"), ""),
+    v1("dedup.lru_size", K::Count { min: 1 }, Some("dedup.max_entries"), "read as dedup.max_entries"),
+    v1("dedup.min_body_chars", K::Count { min: 1 }, Some("dedup.min_body_bytes"), "read as dedup.min_body_bytes"),
+    v1("dedup.enabled_per_endpoint", K::Patterns, None, "read as [endpoints.\"…\"] dedup"),
+    v1("dedup.enabled_per_endpoint.*", K::Bool, Some("endpoints.*.dedup"), ""),
+    v1("templates", K::Section, None, ""),
+    v1("templates.endpoint_overrides", K::Patterns, None, "read as [endpoints.\"…\"] template"),
+    v1("templates.endpoint_overrides.*", K::Text, Some("endpoints.*.template"), ""),
+    v1("mckp", K::Section, None, ""),
+    v1("mckp.recursion_depth", K::Count { min: 1 }, None, "no longer used (the router needs no depth limit)"),
+    v1("mckp.budget_tokens", K::Count { min: 100 }, Some("encoding.budget_tokens"), "read as encoding.budget_tokens"),
+    v1("telemetry", K::Section, None, ""),
+    v1("telemetry.enabled", K::Bool, Some("telemetry.enabled"), ""),
+    v1("telemetry.sample_rate", K::Fraction, Some("telemetry.sample_rate"), ""),
+];
+
 /// The section or key at `path`.
 pub fn lookup(path: &str) -> Option<&'static KeySpec> {
     KEYS.iter().find(|k| k.path == path)
@@ -362,5 +432,88 @@ impl PipelineConfig {
             "tools.*.rate_limit_host" => S::Text(tool()?.rate_limit_host.clone()?),
             _ => return None,
         })
+    }
+
+    /// Stores `value` in the field of the key at `path`, in the `at`-th
+    /// named table where the path has one (as for [`Self::setting`], its
+    /// reverse); `false` when the path and kind name no field (a test
+    /// keeps every described key bound both ways). The loader calls it
+    /// with values it has checked.
+    pub(super) fn store(&mut self, path: &str, at: usize, value: Setting) -> bool {
+        use Setting as S;
+        let c = self;
+        let secs = |n: usize| Duration::from_secs(n as u64);
+        let hint = HintKind::ALL.get(at).copied().unwrap_or(HintKind::Ref);
+        match (path, value) {
+            ("dedup.enabled", S::Bool(v)) => c.dedup.enabled = v,
+            ("dedup.min_body_bytes", S::Count(n)) => c.dedup.min_body_bytes = n,
+            ("dedup.ttl_secs", S::Count(n)) => c.dedup.ttl = secs(n),
+            ("dedup.max_entries", S::Count(n)) => c.dedup.max_entries = n,
+            ("dedup.max_context_bytes", S::Count(n)) => c.dedup.max_context_bytes = n,
+            ("dedup.near_ref.enabled", S::Bool(v)) => c.dedup.near_ref.enabled = v,
+            ("dedup.near_ref.max_changes", S::Count(n)) => c.dedup.near_ref.max_changes = n,
+            ("dedup.near_ref.min_body_bytes", S::Count(n)) => c.dedup.near_ref.min_body_bytes = n,
+            ("encoding.enabled", S::Bool(v)) => c.encoding.enabled = v,
+            ("encoding.budget_tokens", S::Count(n)) => c.encoding.budget_tokens = n,
+            ("profiles.tokenizer", S::Tokenizer(t)) => c.tokenizer = t,
+            ("profiles.client", S::Client(v)) => c.client = v,
+            ("profiles.model", S::Text(s)) => c.profiles.model = Some(s),
+            ("profiles.llm", S::Selection(s)) => c.profiles.llm = s,
+            ("profiles.agent", S::Selection(s)) => c.profiles.agent = s,
+            ("profiles.llms.*.models", S::Globs(g)) => c.profiles.llms[at].models = g,
+            ("profiles.llms.*.tokenizer", S::Tokenizer(t)) => c.profiles.llms[at].tokenizer = t,
+            ("profiles.llms.*.budget_tokens", S::Count(n)) => {
+                c.profiles.llms[at].budget_tokens = Some(n);
+            }
+            ("profiles.agents.*.min_events", S::Count(n)) => {
+                c.profiles.agents[at].min_events = Some(n as u64);
+            }
+            ("profiles.agents.*.min_compactions", S::Count(n)) => {
+                c.profiles.agents[at].min_compactions = Some(n as u64);
+            }
+            ("profiles.agents.*.ttl_secs", S::Count(n)) => {
+                c.profiles.agents[at].ttl = Some(secs(n))
+            }
+            ("profiles.agents.*.min_body_bytes", S::Count(n)) => {
+                c.profiles.agents[at].min_body_bytes = Some(n);
+            }
+            ("profiles.agents.*.near_ref", S::Bool(v)) => c.profiles.agents[at].near_ref = Some(v),
+            ("hints.*.enabled", S::Bool(v)) => c.hints.rule_mut(hint).enabled = v,
+            ("hints.*.max_per_session", S::Count(n)) => {
+                c.hints.rule_mut(hint).max_per_session = Some(n as u64);
+            }
+            ("hints.*.models", S::Globs(g)) => c.hints.rule_mut(hint).models = g,
+            ("enrichment.enabled", S::Bool(v)) => c.enrichment.enabled = v,
+            ("enrichment.prefetch_timeout_ms", S::Count(n)) => {
+                c.enrichment.prefetch_timeout = Duration::from_millis(n as u64);
+            }
+            ("enrichment.max_parallel", S::Count(n)) => c.enrichment.max_parallel = n,
+            ("enrichment.budget_tokens", S::Count(n)) => c.enrichment.budget_tokens = n,
+            ("enrichment.min_probability", S::Fraction(x)) => c.enrichment.min_probability = x,
+            ("telemetry.enabled", S::Bool(v)) => c.telemetry.enabled = v,
+            ("telemetry.sample_rate", S::Fraction(x)) => c.telemetry.sample_rate = x,
+            ("telemetry.max_file_bytes", S::Count(n)) => c.telemetry.max_file_bytes = n as u64,
+            // The loader checked that it fits.
+            ("telemetry.max_age_days", S::Count(n)) => {
+                c.telemetry.max_age_days = u32::try_from(n).unwrap_or(u32::MAX);
+            }
+            ("endpoints.*.dedup", S::Bool(v)) => c.endpoints[at].dedup = Some(v),
+            ("endpoints.*.min_body_bytes", S::Count(n)) => c.endpoints[at].min_body_bytes = Some(n),
+            ("endpoints.*.near_ref", S::Bool(v)) => c.endpoints[at].near_ref = Some(v),
+            ("endpoints.*.encode", S::Bool(v)) => c.endpoints[at].encode = Some(v),
+            ("endpoints.*.template", S::Text(s)) => c.endpoints[at].template = Some(s),
+            ("tools.*.side_effect", S::SideEffect(v)) => c.tools[at].side_effect = Some(v),
+            ("tools.*.invalidates", S::Globs(g)) => c.tools[at].invalidates = g,
+            ("tools.*.freshness_secs", S::Count(n)) => c.tools[at].freshness = Some(secs(n)),
+            ("tools.*.value_class", S::ValueClass(v)) => c.tools[at].value_class = Some(v),
+            ("tools.*.typical_tokens", S::Count(n)) => c.tools[at].typical_tokens = Some(n),
+            ("tools.*.latency_ms", S::Count(n)) => c.tools[at].latency_ms = Some(n as u64),
+            ("tools.*.follow_up", S::FollowUps(f)) => c.tools[at].follow_up = Some(f),
+            ("tools.*.fail_fast_after_n", S::Count(n)) => c.tools[at].fail_fast_after_n = Some(n),
+            ("tools.*.speculate", S::Bool(v)) => c.tools[at].speculate = Some(v),
+            ("tools.*.rate_limit_host", S::Text(s)) => c.tools[at].rate_limit_host = Some(s),
+            _ => return false,
+        }
+        true
     }
 }

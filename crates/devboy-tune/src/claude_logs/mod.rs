@@ -52,7 +52,7 @@
 //!   `fs__read_text_file`) gets `[tools."<name>"] side_effect` **when the
 //!   verb in its name makes it evident** (a heuristic on the name, not
 //!   knowledge of the tool): the first word of the name in devboy's verb
-//!   list ([`VerbClass`], the same list telemetry classifies endpoints
+//!   list ([`devboy_core::tool_verb::VerbClass`], the same list telemetry classifies endpoints
 //!   by) decides: reading, listing, searching and getting (`read`,
 //!   `list`, `search`, `get`, `status`, …) → `read_only`; writing,
 //!   creating and changing (`write`, `create`, `update`, `close`, `push`,
@@ -79,8 +79,6 @@
 
 mod parse;
 mod rules;
-#[cfg(test)]
-mod tests;
 
 use std::fmt;
 use std::path::PathBuf;
@@ -334,3 +332,6 @@ impl fmt::Display for ClaudeLogReport {
         )
     }
 }
+
+#[cfg(test)]
+mod tests;
