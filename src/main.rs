@@ -120,7 +120,9 @@ enum Command {
     /// report tokens: raw, json_compact, json_pretty, final; the dedup /
     /// encoder / combined split; decode failures. PATHs: directories, nock
     /// recordings (raw-fixture.json), OpenAPI documents (their examples),
-    /// .jsonl captures ({"tool", "body"} per line), or any file as one body.
+    /// .jsonl bodies ({"tool", "body"} per line), or any file as one body.
+    /// A session capture (`devboy mcp --capture`) is replayed on its own,
+    /// exactly, and its report adds the session's status figures.
     Replay {
         #[arg(required = true, value_name = "PATH")]
         paths: Vec<PathBuf>,

@@ -27,6 +27,7 @@ use anyhow::Context;
 use std::sync::Arc;
 
 use devboy_core::pipeline_config::{PipelineConfig, SideEffectClass};
+use devboy_pipeline::hints::HintSet;
 use devboy_pipeline::session::{Action, Processed, Totals};
 use devboy_pipeline::{IdAllocator, SessionTag, Timestamp, Tokenizer};
 use devboy_session::capture::{self, CaptureRecord, CapturedBody};
@@ -287,6 +288,7 @@ impl Tally {
                 shape: None,
                 inner_formats: Vec::new(),
                 format: None,
+                hints: HintSet::EMPTY,
                 tokens_raw: n,
                 tokens_final: n,
                 dedup_saved: 0,

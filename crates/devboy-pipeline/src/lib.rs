@@ -94,6 +94,7 @@ pub mod dedup;
 pub mod encode;
 pub mod expand;
 pub mod fingerprint;
+pub mod hints;
 pub mod ids;
 pub mod near;
 mod paths;
@@ -115,7 +116,7 @@ pub use ids::{
 };
 pub use shape::{classify, Classified, InnerFormat, InnerFormats, Shape};
 pub use stage::{
-    id_line, near_hint, paths_in_arguments, reference_hint, ExpandError, L0Config, L0Outcome,
+    paths_in_arguments, ExpandError, L0Config, L0Outcome,
     L0Stage, NearPolicy, ResultPolicy, SideEffect,
 };
 pub use template::{DecodedBody, Template};

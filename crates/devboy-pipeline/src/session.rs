@@ -22,6 +22,7 @@
 
 use serde_json::Value;
 
+use crate::hints::{HintKind, HintSet};
 use crate::ids::{EndpointKey, IdAllocator, ReferenceId};
 use crate::route::{route, RouteConfig};
 use crate::shape::{classify, classify_json};
@@ -94,6 +95,8 @@ pub struct Processed {
     pub inner_formats: Vec<&'static str>,
     /// The encoding used, when re-encoded.
     pub format: Option<&'static str>,
+    /// The hint lines `text` and `id_line` carry.
+    pub hints: HintSet,
     /// Tokens of the body as the client would have forwarded it.
     pub tokens_raw: usize,
     /// Tokens of what is sent (text or body, plus the id line).
@@ -220,6 +223,7 @@ impl SessionPipeline {
             shape: None,
             inner_formats: Vec::new(),
             format: None,
+            hints: HintSet::EMPTY,
             tokens_raw,
             tokens_final: tokens_raw,
             dedup_saved: 0,
@@ -232,10 +236,12 @@ impl SessionPipeline {
                 .on_result(endpoint, body.as_bytes(), paths, now, dedup)
             {
                 L0Outcome::Repeat { id, hint } => {
+                    out.hints = out.hints.with(HintKind::Reference);
                     self.replaced(&mut out, Action::Reference, Some(id), hint);
                     return self.finish(out);
                 }
                 L0Outcome::NearRepeat { id, text, .. } => {
+                    out.hints = out.hints.with(HintKind::NearReference);
                     self.replaced(&mut out, Action::NearReference, Some(id), text);
                     return self.finish(out);
                 }
@@ -246,6 +252,7 @@ impl SessionPipeline {
                     out.tokens_final += cost as usize;
                     out.dedup_saved -= cost;
                     out.id_line = Some(id_line);
+                    out.hints = out.hints.with(HintKind::Id);
                     fresh = Some(id);
                 }
                 L0Outcome::Unchanged => {}
@@ -274,6 +281,9 @@ impl SessionPipeline {
                 None => None,
             };
             if let Some(routed) = route(body, &classified, tokens_raw, &config, recover) {
+                if routed.has_encoded_header() {
+                    out.hints = out.hints.with(HintKind::Encoded);
+                }
                 out.action = if routed.elided > 0 {
                     if fresh.is_some() {
                         self.stage.withdraw(body.as_bytes());
@@ -284,6 +294,7 @@ impl SessionPipeline {
                         out.tokens_final -= cost as usize;
                         out.dedup_saved += cost;
                     }
+                    out.hints = out.hints.without(HintKind::Id).with(HintKind::Elided);
                     out.id = recover;
                     Action::Elided
                 } else {
@@ -454,5 +465,44 @@ mod tests {
         assert_eq!(out.action, Action::Unchanged);
         assert_eq!(out.text, None);
         assert_eq!(out.tokens_final, out.tokens_raw);
+    }
+
+    /// The hints a result reports are exactly the hint lines it carries.
+    #[test]
+    fn reported_hints_are_the_hint_lines_sent() {
+        use crate::hints::kind_of;
+        let mut p = pipeline(600);
+        let ep = |n: &str| EndpointKey::new("gh", n);
+        let markdown = format!(
+            "# Report\n\n| a | b |\n|---|---|\n{}",
+            (0..30).map(|i| format!("| row {i} | value {i} |\n")).collect::<String>()
+        );
+        let bodies = [
+            (ep("labels"), labels(20)),
+            (ep("labels"), labels(20)),
+            (ep("big"), labels(200)),
+            (ep("one"), labels(1).replace(['\n', ' '], "")),
+            (ep("doc"), markdown),
+            (ep("text"), "plain words ".repeat(100)),
+        ];
+        let mut seen = HintSet::EMPTY;
+        for (at, (endpoint, body)) in bodies.into_iter().enumerate() {
+            let out = p.process(endpoint, &body, None, vec![], t(at as u64), &all());
+            let lines = out
+                .text
+                .iter()
+                .chain(out.id_line.iter())
+                .flat_map(|t| t.lines())
+                .filter_map(kind_of);
+            let found = lines.fold(HintSet::EMPTY, HintSet::with);
+            assert_eq!(out.hints, found, "{out:?}");
+            seen = HintKind::ALL
+                .into_iter()
+                .filter(|k| out.hints.contains(*k))
+                .fold(seen, HintSet::with);
+        }
+        for kind in [HintKind::Id, HintKind::Reference, HintKind::Elided, HintKind::Encoded] {
+            assert!(seen.contains(kind), "{kind:?} never sent");
+        }
     }
 }

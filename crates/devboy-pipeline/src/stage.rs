@@ -29,6 +29,7 @@ use serde_json::{Map, Value};
 use crate::dedup::{DedupCache, DedupConfig, Delivered, RecordOutcome};
 use crate::expand::{ExpandConfig, ExpandStore, Expansion, StoreOutcome};
 use crate::fingerprint::Fingerprint;
+use crate::hints;
 use crate::ids::{EndpointKey, IdAllocator, ReferenceId, SessionTag};
 use crate::near::{apply_changes, render_changes, scalar_changes};
 use crate::time::Timestamp;
@@ -216,7 +217,7 @@ impl L0Stage {
             let id = delivered.id;
             return L0Outcome::Repeat {
                 id,
-                hint: reference_hint(id),
+                hint: hints::reference(id),
             };
         }
         let call = policy.call.map(|call| (endpoint.clone(), call));
@@ -244,7 +245,7 @@ impl L0Stage {
                 }
                 L0Outcome::Fresh {
                     id,
-                    id_line: id_line(id),
+                    id_line: hints::id_line(id),
                 }
             }
             RecordOutcome::Skipped(_) => L0Outcome::Unchanged,
@@ -281,7 +282,7 @@ impl L0Stage {
             return None;
         }
         let id = self.ids.peek_next();
-        let text = format!("{}\n{delta}", near_hint(base, id));
+        let text = format!("{}\n{delta}", hints::near_reference(base, id));
         // Worth it only if it is much shorter than the body.
         if text.len().saturating_mul(2) > body.len() {
             return None;
@@ -362,23 +363,6 @@ impl L0Stage {
             Expansion::OtherSession => Err(ExpandError::OtherSession(id)),
         }
     }
-}
-
-/// The line appended to a fresh body.
-pub fn id_line(id: ReferenceId) -> String {
-    format!("> [id: {id}]")
-}
-
-/// The line that stands in for a repeated body.
-pub fn reference_hint(id: ReferenceId) -> String {
-    format!("> [ref: {id}, unchanged; devboy_expand {id}]")
-}
-
-/// The line that starts a near-duplicate: the earlier delivery the change
-/// lines below it apply to, and the id of the whole new body (19 o200k
-/// tokens, pinned in `tokens.rs`).
-pub fn near_hint(base: ReferenceId, id: ReferenceId) -> String {
-    format!("> [near-ref: {base}, changed below; devboy_expand {id}]")
 }
 
 /// The paths named in a call's arguments (see [`PATH_ARGUMENTS`]), in

@@ -9,6 +9,7 @@ use devboy_core::pipeline_config::{
     HintKind, PipelineConfig, SessionContext, SessionSettings, SideEffectClass,
 };
 use devboy_pipeline::encode::Format;
+use devboy_pipeline::hints;
 use devboy_pipeline::session::{Action, BodyPolicy, Processed, SessionPipeline, Totals};
 use devboy_pipeline::{
     paths_in_arguments, EndpointKey, Fingerprint, IdAllocator, NearPolicy, ResultPolicy,
@@ -119,23 +120,18 @@ impl State {
         self.session = Arc::new(next);
     }
 
-    /// Counts the hints a processed result carries.
+    /// Counts the hints a processed result carries (its id line is not
+    /// one the hint policy governs).
     fn count_hints(&mut self, processed: &Processed) {
-        let mut count = |kind: HintKind| {
+        for emitted in processed.hints.iter() {
+            let kind = match emitted {
+                hints::HintKind::Id => continue,
+                hints::HintKind::Reference => HintKind::Ref,
+                hints::HintKind::NearReference => HintKind::NearRef,
+                hints::HintKind::Elided => HintKind::Elided,
+                hints::HintKind::Encoded => HintKind::Encoded,
+            };
             self.hints_sent[kind.index()] += 1;
-        };
-        match processed.action {
-            Action::Reference => count(HintKind::Ref),
-            Action::NearReference => count(HintKind::NearRef),
-            Action::Elided => count(HintKind::Elided),
-            _ => {}
-        }
-        let encoded = processed
-            .text
-            .as_deref()
-            .is_some_and(|t| t.starts_with("> [encoded:") || t.contains("\n> [encoded:"));
-        if encoded && matches!(processed.action, Action::Encoded | Action::Elided) {
-            count(HintKind::Encoded);
         }
     }
 

@@ -143,8 +143,7 @@ use crate::tokens::Tokenizer;
 pub use check::CheckError;
 use scan::Scanner;
 
-/// The start of every hint line.
-const HINT_PREFIX: &str = "> [encoded: ";
+use crate::hints::ENCODED_PREFIX as HINT_PREFIX;
 
 /// A lossless encoding of a JSON value.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

@@ -77,7 +77,7 @@ use crate::encode::{self, check};
 use crate::route::estimate_tokens;
 use crate::shape::{Classified, InnerFormat};
 
-const PREFIX: &str = "> [encoded: ";
+use crate::hints::ENCODED_PREFIX as PREFIX;
 const MIDDLE: &str = " parsed from ";
 const SUFFIX: &str = " JSON text]";
 
