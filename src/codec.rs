@@ -84,7 +84,7 @@ pub fn decode_text(text: &str) -> anyhow::Result<String> {
     match template::decode(text) {
         Ok(DecodedBody::Text(original)) => return Ok(original),
         Ok(DecodedBody::Json(value)) => return Ok(value.to_string()),
-        Err(template::DecodeError::NotEncoded) => {}
+        Err(template::TemplateDecodeError::NotEncoded) => {}
         Err(error) => bail!("cannot decode: {error}"),
     }
     // The line break `devboy encode` ends its output with is allowed for by

@@ -29,7 +29,7 @@ mod session;
 use devboy_core::pipeline_config::{PipelineConfig, SessionContext, TokenizerChoice};
 use devboy_pipeline::route::RouteConfig;
 use devboy_pipeline::session::SessionPipeline;
-use devboy_pipeline::{DedupConfig, ExpandConfig, IdAllocator, L0Config, Tokenizer};
+use devboy_pipeline::{DedupConfig, ExpandConfig, IdAllocator, DedupStageConfig, Tokenizer};
 
 pub use session::{Forwarded, PipelineSession, ToolCall};
 
@@ -38,7 +38,7 @@ pub use session::{Forwarded, PipelineSession, ToolCall};
 /// shows with `ids`.
 pub fn session_pipeline(config: &PipelineConfig, ids: IdAllocator) -> SessionPipeline {
     let d = &config.dedup;
-    let l0 = L0Config {
+    let dedup = DedupStageConfig {
         dedup: DedupConfig {
             max_entries: d.max_entries,
             max_bytes: d.max_context_bytes,
@@ -54,7 +54,7 @@ pub fn session_pipeline(config: &PipelineConfig, ids: IdAllocator) -> SessionPip
             .budget_tokens,
         only: None,
     };
-    SessionPipeline::new(l0, route, ids)
+    SessionPipeline::new(dedup, route, ids)
 }
 
 /// The pipeline's tokenizer for the configured choice.
