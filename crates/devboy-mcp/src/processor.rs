@@ -343,8 +343,7 @@ mod tests {
                 .unwrap()
                 .unwrap();
             let line = texts(&out).pop().unwrap_or_default();
-            line.strip_prefix("> [id: ")
-                .and_then(|l| l.strip_suffix(']'))
+            devboy_pipeline::hints::parse_id_line(&line)
                 .unwrap_or_else(|| panic!("no id line: {line}"))
                 .to_owned()
         };
