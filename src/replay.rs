@@ -30,7 +30,7 @@ use devboy_core::pipeline_config::{PipelineConfig, SideEffectClass};
 use devboy_pipeline::hints::HintSet;
 use devboy_pipeline::session::{Action, Processed, Totals};
 use devboy_pipeline::{IdAllocator, SessionTag, Timestamp, Tokenizer};
-use devboy_session::capture::{self, CaptureRecord, CapturedBody};
+use devboy_session::capture::{self, CapturedBody};
 use devboy_session::{default_tokenizer, Forwarded, PipelineSession, ToolCall};
 use serde_json::{json, Value};
 
@@ -402,63 +402,20 @@ fn run(config: &PipelineConfig, files: usize, bodies: &[Body]) -> Value {
 /// the same tag, calls, clock, compactions and model changes. The report
 /// adds `status`: what `devboy_status` said of the pipeline at the end.
 fn run_capture(config: &PipelineConfig, file: &Path, text: &str) -> anyhow::Result<Value> {
-    let records = capture::read(text).with_context(|| format!("{}", file.display()))?;
-    let Some(CaptureRecord::Session { tag, encode }) = records.first() else {
-        anyhow::bail!("{}: a capture starts with a session line", file.display());
-    };
-    let tag = SessionTag::new(tag).with_context(|| format!("{}", file.display()))?;
-    let session = PipelineSession::new(Arc::new(config.clone()), *encode, IdAllocator::new(tag));
+    let context = || format!("{}", file.display());
+    let records = capture::read(text).with_context(context)?;
     let mut tally = Tally::new(default_tokenizer(config));
     let mut results = 0;
-    for record in &records[1..] {
-        match record {
-            CaptureRecord::Session { .. } => {
-                anyhow::bail!("{}: a second session line", file.display())
-            }
-            CaptureRecord::Call(call) => {
-                if let Some(call) = call.as_call() {
-                    session.before_call(&call);
-                }
-            }
-            CaptureRecord::Result { call, at_ms, body } => {
-                let Some(facts) = call.as_call() else {
-                    continue;
-                };
-                let blocks: Vec<&str> = match body {
-                    CapturedBody::Blocks(texts) => texts.iter().map(String::as_str).collect(),
-                    _ => Vec::new(),
-                };
-                let text = match body {
-                    CapturedBody::Text(text) => text.clone(),
-                    CapturedBody::Json(value) => value.to_string(),
-                    CapturedBody::Blocks(_) => serde_json::to_string(&blocks)?,
-                };
-                let forwarded = match body {
-                    CapturedBody::Text(_) => Forwarded::Single {
-                        text: &text,
-                        json: None,
-                    },
-                    CapturedBody::Json(value) => Forwarded::Single {
-                        text: &text,
-                        json: Some(value),
-                    },
-                    CapturedBody::Blocks(_) => Forwarded::Blocks(&blocks),
-                };
-                let processed = session.process(&facts, &forwarded, Timestamp::from_millis(*at_ms));
-                results += 1;
-                // Decode-checked and counted as JSON when it is JSON.
-                let recorded = match body {
-                    CapturedBody::Json(value) => json_body(call.exposed.clone(), value.clone()),
-                    _ => body_of(&call.exposed, text),
-                };
-                tally.add(&recorded, processed);
-            }
-            CaptureRecord::Compaction => {
-                session.compaction();
-            }
-            CaptureRecord::Model { model } => session.set_model(model.clone()),
-        }
-    }
+    let session = capture::replay(Arc::new(config.clone()), &records, |call, body, processed| {
+        results += 1;
+        // Decode-checked and counted as JSON when it is JSON.
+        let recorded = match body {
+            CapturedBody::Json(value) => json_body(call.exposed.clone(), value.clone()),
+            _ => body_of(&call.exposed, body.text()),
+        };
+        tally.add(&recorded, processed);
+    })
+    .with_context(context)?;
     let mut report = tally.report(1, results, &session.totals());
     report["status"] = session.report();
     Ok(report)

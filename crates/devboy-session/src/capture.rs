@@ -12,11 +12,16 @@
 use std::io::Write;
 use std::path::Path;
 
-use devboy_core::pipeline_config::SideEffectClass;
+use std::sync::Arc;
+
+use devboy_core::pipeline_config::{PipelineConfig, SideEffectClass};
+use devboy_pipeline::InvalidSessionTag;
+use devboy_pipeline::session::Processed;
+use devboy_pipeline::{IdAllocator, SessionTag, Timestamp};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::session::{Forwarded, ToolCall};
+use crate::session::{Forwarded, PipelineSession, ToolCall};
 
 /// One line of a capture.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -144,6 +149,86 @@ impl CapturedBody {
             }
         }
     }
+}
+
+impl CapturedBody {
+    /// The text the model would have been shown: the text block, the value
+    /// serialized, or the blocks as one JSON array (what dedup sees).
+    pub fn text(&self) -> String {
+        match self {
+            CapturedBody::Text(text) => text.clone(),
+            CapturedBody::Json(value) => value.to_string(),
+            CapturedBody::Blocks(blocks) => Value::from(blocks.clone()).to_string(),
+        }
+    }
+}
+
+/// Replays `records` (a capture, as [`read`] returns it) through a fresh
+/// session following `config`, exactly as the live session ran: calling
+/// `each` with every result and what the session made of it (`None`:
+/// nothing applied). Returns the session, for its totals and report.
+pub fn replay(
+    config: Arc<PipelineConfig>,
+    records: &[CaptureRecord],
+    mut each: impl FnMut(&CapturedCall, &CapturedBody, Option<Processed>),
+) -> Result<PipelineSession, ReplayError> {
+    let Some(CaptureRecord::Session { tag, encode }) = records.first() else {
+        return Err(ReplayError::Capture(CaptureError::NoSession));
+    };
+    let tag = SessionTag::new(tag)?;
+    let session = PipelineSession::new(config, *encode, IdAllocator::new(tag));
+    for record in &records[1..] {
+        match record {
+            CaptureRecord::Session { .. } => return Err(ReplayError::SecondSession),
+            CaptureRecord::Call(call) => {
+                if let Some(facts) = call.as_call() {
+                    session.before_call(&facts);
+                }
+            }
+            CaptureRecord::Result { call, at_ms, body } => {
+                let Some(facts) = call.as_call() else {
+                    continue;
+                };
+                let text = body.text();
+                let blocks: Vec<&str> = match body {
+                    CapturedBody::Blocks(blocks) => blocks.iter().map(String::as_str).collect(),
+                    _ => Vec::new(),
+                };
+                let forwarded = match body {
+                    CapturedBody::Text(_) => Forwarded::Single {
+                        text: &text,
+                        json: None,
+                    },
+                    CapturedBody::Json(value) => Forwarded::Single {
+                        text: &text,
+                        json: Some(value),
+                    },
+                    CapturedBody::Blocks(_) => Forwarded::Blocks(&blocks),
+                };
+                let processed = session.process(&facts, &forwarded, Timestamp::from_millis(*at_ms));
+                each(call, body, processed);
+            }
+            CaptureRecord::Compaction => {
+                session.compaction();
+            }
+            CaptureRecord::Model { model } => session.set_model(model.clone()),
+        }
+    }
+    Ok(session)
+}
+
+/// Why a capture could not be replayed.
+#[derive(Debug, thiserror::Error)]
+pub enum ReplayError {
+    /// It is not a well-formed capture.
+    #[error(transparent)]
+    Capture(#[from] CaptureError),
+    /// The session line names no valid tag.
+    #[error(transparent)]
+    Tag(#[from] InvalidSessionTag),
+    /// A second `session` line: two sessions in one file.
+    #[error("a second \"session\" line: a capture holds one session")]
+    SecondSession,
 }
 
 fn side_effect_named(name: &str) -> Option<SideEffectClass> {
@@ -295,5 +380,80 @@ mod tests {
             read("{\"kind\": \"compaction\"}\n"),
             Err(CaptureError::NoSession)
         ));
+    }
+
+    /// The same as the integration test through the binary, with what the
+    /// test server cannot send: several text blocks, a call that forgets
+    /// by path, a model change.
+    #[test]
+    fn a_session_replayed_from_its_capture_ends_in_the_same_state() {
+        let dir = std::env::temp_dir().join(format!("devboy-capture-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("session.jsonl");
+        let config = Arc::new(PipelineConfig::embedded_default());
+        let live = PipelineSession::new(config.clone(), true, crate::process_ids())
+            .with_capture(CaptureWriter::create(&path).unwrap());
+        let read_args = json!({"path": "/p/a.txt"});
+        let call = |exposed, side_effect, args: &'static Value| ToolCall {
+            exposed,
+            upstream: "fs",
+            tool: exposed,
+            arguments: args.as_object(),
+            side_effect,
+            client: None,
+        };
+        let read_args: &'static Value = Box::leak(Box::new(read_args));
+        let read = call("fs__read", SideEffectClass::ReadOnly, read_args);
+        let write = call("fs__write", SideEffectClass::Unknown, read_args);
+        let big = "0123456789".repeat(100);
+        let blocks = [big.as_str(), "and more"];
+        let rows: Vec<Value> = (0..60)
+            .map(|i| json!({"id": i, "name": format!("n{i}"), "done": i % 3 == 0}))
+            .collect();
+        let rows = Value::from(rows);
+        let rows_text = rows.to_string();
+        let list = Forwarded::Single {
+            text: &rows_text,
+            json: Some(&rows),
+        };
+        let text = Forwarded::Single {
+            text: &big,
+            json: None,
+        };
+        let mut at = 0;
+        let mut step = |forwarded: &Forwarded<'_>, call: &ToolCall<'_>| {
+            at += 700;
+            live.before_call(call);
+            live.process(call, forwarded, Timestamp::from_millis(at))
+        };
+        step(&text, &read);
+        step(&text, &read);
+        step(&Forwarded::Blocks(&blocks), &read);
+        step(&Forwarded::Blocks(&blocks), &read);
+        step(&list, &read);
+        step(&list, &read);
+        step(&Forwarded::Single { text: "ok", json: None }, &write);
+        step(&text, &read);
+        live.compaction();
+        live.set_model(Some("gpt-4-0613".into()));
+        step(&list, &read);
+        let report = live.report();
+        assert_eq!(report["references"], 3, "{report:#}");
+        assert_eq!(report["session"]["compactions"], 1, "{report:#}");
+
+        let records = read_records(&path);
+        let mut shown = 0;
+        let again = replay(config, &records, |_, _, processed| {
+            shown += usize::from(processed.is_some());
+        })
+        .unwrap();
+        assert_eq!(shown, 9);
+        assert_eq!(again.report(), report);
+        assert_eq!(again.tag(), live.tag());
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    fn read_records(path: &Path) -> Vec<CaptureRecord> {
+        read(&std::fs::read_to_string(path).unwrap()).unwrap()
     }
 }
