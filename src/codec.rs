@@ -4,8 +4,7 @@
 use std::io::{Read, Write};
 
 use anyhow::{bail, Context};
-use devboy_core::pipeline_config::{PipelineConfig, SessionContext};
-use devboy_mcp::dedup::tokenizer;
+use devboy_core::pipeline_config::PipelineConfig;
 use devboy_pipeline::encode;
 use devboy_pipeline::route::{route, RouteConfig};
 use devboy_pipeline::shape::classify;
@@ -27,7 +26,7 @@ fn read_stdin() -> anyhow::Result<String> {
 pub fn encode_cmd(config: &PipelineConfig, tool: Option<&str>) -> anyhow::Result<()> {
     let body = read_stdin()?;
     let settings = tool.map(|t| config.endpoint(t));
-    let tokenizer = tokenizer(config.resolve_session(&SessionContext::default()).tokenizer);
+    let tokenizer = devboy_session::default_tokenizer(config);
     let baseline = tokenizer.count(&body);
     let enabled = settings.as_ref().is_none_or(|s| s.encode) && config.encoding.enabled;
     let route_config = RouteConfig {
@@ -85,7 +84,7 @@ pub fn decode_text(text: &str) -> anyhow::Result<String> {
     match template::decode(text) {
         Ok(DecodedBody::Text(original)) => return Ok(original),
         Ok(DecodedBody::Json(value)) => return Ok(value.to_string()),
-        Err(template::DecodeError::NotEncoded) => {}
+        Err(template::TemplateDecodeError::NotEncoded) => {}
         Err(error) => bail!("cannot decode: {error}"),
     }
     // The line break `devboy encode` ends its output with is allowed for by

@@ -65,6 +65,12 @@ enum Command {
         /// directory if it exists, else the embedded default.
         #[arg(long, value_name = "FILE")]
         pipeline_config: Option<PathBuf>,
+        /// Write the session to FILE (JSONL, created or truncated) so that
+        /// `devboy replay FILE` reproduces it exactly. The file holds
+        /// tool-result content and call arguments as they were. Off by
+        /// default.
+        #[arg(long, value_name = "FILE")]
+        capture: Option<PathBuf>,
     },
     /// Write a starting config. Without --project: devboy.toml in the
     /// config directory (~/.config/devboy/), importing the servers of
@@ -114,7 +120,9 @@ enum Command {
     /// report tokens: raw, json_compact, json_pretty, final; the dedup /
     /// encoder / combined split; decode failures. PATHs: directories, nock
     /// recordings (raw-fixture.json), OpenAPI documents (their examples),
-    /// .jsonl captures ({"tool", "body"} per line), or any file as one body.
+    /// .jsonl bodies ({"tool", "body"} per line), or any file as one body.
+    /// A session capture (`devboy mcp --capture`) is replayed on its own,
+    /// exactly, and its report adds the session's status figures.
     Replay {
         #[arg(required = true, value_name = "PATH")]
         paths: Vec<PathBuf>,
@@ -222,7 +230,7 @@ enum ReplayFormat {
     Json,
 }
 
-#[derive(Clone, Copy, clap::ValueEnum)]
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 enum PipelineArg {
     Full,
     Dedup,
@@ -277,7 +285,11 @@ fn run(command: Command) -> anyhow::Result<()> {
             list_grace_ms,
             pipeline,
             pipeline_config,
+            capture,
         } => {
+            if capture.is_some() && pipeline == PipelineArg::Passthrough {
+                anyhow::bail!("--capture records the pipeline's session; --pipeline passthrough has none");
+            }
             let mut config = ProxyConfig::resolve(config.as_deref())?;
             if let Some(parent) = std::env::var_os(devboy_mcp::NESTED_ENV) {
                 // Started as an upstream of another devboy (its config lists
@@ -316,9 +328,12 @@ fn run(command: Command) -> anyhow::Result<()> {
                 tracing::warn!("{warning}");
             }
             let pipeline = match pipeline {
-                PipelineArg::Full => devboy_mcp::Pipeline::Full(Arc::new(pipeline_config)),
-                PipelineArg::Dedup => devboy_mcp::Pipeline::Dedup(Arc::new(pipeline_config)),
                 PipelineArg::Passthrough => devboy_mcp::Pipeline::Passthrough,
+                PipelineArg::Full | PipelineArg::Dedup => devboy_mcp::Pipeline::Configured {
+                    config: Arc::new(pipeline_config),
+                    encode: pipeline == PipelineArg::Full,
+                    capture,
+                },
             };
             runtime.block_on(devboy_mcp::serve_stdio(&config, options, pipeline))?;
             // Upstream children are already stopped; do not wait for stray tasks.

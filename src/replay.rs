@@ -8,21 +8,30 @@
 //!   `{scope, method, path, response, …}`): each JSON `response`;
 //! - an OpenAPI document (`components.examples`, as in `@octokit/openapi`):
 //!   each example `value` that is an object or an array;
-//! - a `.jsonl` capture: one `{"tool": NAME, "body": TEXT}` per line;
+//! - a `.jsonl` file of bodies: one `{"tool": NAME, "body": TEXT}` per line;
 //! - any other file: its text is one body.
 //!
 //! JSON bodies are replayed as compact JSON (what an MCP server typically
 //! puts in a text block); `tokens_pretty` is reported beside it. Bodies are
-//! one second apart on the session clock, in the order found.
+//! one second apart on the session clock, in the order found, through one
+//! [`PipelineSession`] (the one a proxy session runs).
+//!
+//! A session capture (`devboy mcp --capture FILE`) is replayed on its own
+//! and exactly: its report adds `status`, the pipeline part of what
+//! `devboy_status` said at the end of the session.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
-use devboy_core::pipeline_config::{PipelineConfig, SessionContext};
-use devboy_mcp::dedup::{session_pipeline, tokenizer};
-use devboy_pipeline::session::{Action, BodyPolicy};
-use devboy_pipeline::{EndpointKey, IdAllocator, ResultPolicy, SessionTag, Timestamp};
+use std::sync::Arc;
+
+use devboy_core::pipeline_config::{PipelineConfig, SideEffectClass};
+use devboy_pipeline::hints::HintSet;
+use devboy_pipeline::session::{Action, Processed, Totals};
+use devboy_pipeline::{IdAllocator, SessionTag, Timestamp, Tokenizer};
+use devboy_session::capture::{self, CapturedBody};
+use devboy_session::{default_tokenizer, Forwarded, PipelineSession, ToolCall};
 use serde_json::{json, Value};
 
 /// One recorded body.
@@ -70,17 +79,44 @@ pub fn replay_cmd(config: &PipelineConfig, paths: &[PathBuf], as_json: bool) -> 
     for path in paths {
         collect(path, &mut files)?;
     }
-    let mut bodies = Vec::new();
-    for file in &files {
-        read_bodies(file, &mut bodies)?;
-    }
-    let report = run(config, files.len(), &bodies);
+    let report = match captured(&files)? {
+        Some((file, text)) => run_capture(config, &file, &text)?,
+        None => replay_bodies(config, &files)?,
+    };
     if as_json {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {
         print_table(&report);
     }
     Ok(())
+}
+
+/// The one capture among `files`, if there is one (a capture replays on
+/// its own: it is a whole session).
+fn captured(files: &[PathBuf]) -> anyhow::Result<Option<(PathBuf, String)>> {
+    for file in files {
+        if file.extension().is_some_and(|e| e == "jsonl") {
+            let text = std::fs::read_to_string(file)
+                .with_context(|| format!("{}: not readable as UTF-8 text", file.display()))?;
+            if capture::is_capture(&text) {
+                anyhow::ensure!(
+                    files.len() == 1,
+                    "{} is a session capture: replay it on its own",
+                    file.display()
+                );
+                return Ok(Some((file.clone(), text)));
+            }
+        }
+    }
+    Ok(None)
+}
+
+fn replay_bodies(config: &PipelineConfig, files: &[PathBuf]) -> anyhow::Result<Value> {
+    let mut bodies = Vec::new();
+    for file in files {
+        read_bodies(file, &mut bodies)?;
+    }
+    Ok(run(config, files.len(), &bodies))
 }
 
 fn collect(path: &Path, out: &mut Vec<PathBuf>) -> anyhow::Result<()> {
@@ -191,59 +227,82 @@ fn body_of(endpoint: &str, text: String) -> Body {
     }
 }
 
-fn run(config: &PipelineConfig, files: usize, bodies: &[Body]) -> Value {
-    let tok = tokenizer(config.resolve_session(&SessionContext::default()).tokenizer);
-    // A fixed tag: the same files give the same report, and it costs what
-    // a live session's drawn tag costs.
-    let mut pipeline = session_pipeline(config, IdAllocator::new(SessionTag::FIXED));
-    let (mut compact, mut pretty) = (0u64, 0u64);
-    let mut shapes: BTreeMap<&'static str, Bucket> = BTreeMap::new();
-    let mut formats: BTreeMap<&'static str, Bucket> = BTreeMap::new();
-    let mut actions: BTreeMap<&'static str, u64> = BTreeMap::new();
-    let mut decode_failures = Vec::new();
-    let mut checked = 0u64;
-    for (i, body) in bodies.iter().enumerate() {
+/// What a replay adds up, result by result.
+struct Tally {
+    tokenizer: Tokenizer,
+    compact: u64,
+    pretty: u64,
+    shapes: BTreeMap<&'static str, Bucket>,
+    formats: BTreeMap<&'static str, Bucket>,
+    actions: BTreeMap<&'static str, u64>,
+    decode_failures: Vec<String>,
+    checked: u64,
+    /// Results no stage applied to (dedup and encoding both off for the
+    /// endpoint): counted as sent unchanged.
+    untouched: Totals,
+}
+
+impl Tally {
+    fn new(tokenizer: Tokenizer) -> Self {
+        Self {
+            tokenizer,
+            compact: 0,
+            pretty: 0,
+            shapes: BTreeMap::new(),
+            formats: BTreeMap::new(),
+            actions: BTreeMap::new(),
+            decode_failures: Vec::new(),
+            checked: 0,
+            untouched: Totals::default(),
+        }
+    }
+
+    /// Adds one result: `body` as recorded, and what the session made of
+    /// it (`None`: it went out as it came).
+    fn add(&mut self, body: &Body, processed: Option<Processed>) {
+        let tok = self.tokenizer;
         match &body.json {
             Some(value) => {
-                compact += tok.count(&value.to_string()) as u64;
-                pretty += serde_json::to_string_pretty(value)
+                self.compact += tok.count(&value.to_string()) as u64;
+                self.pretty += serde_json::to_string_pretty(value)
                     .map(|p| tok.count(&p) as u64)
                     .unwrap_or_default();
             }
             None => {
                 let n = tok.count(&body.text) as u64;
-                compact += n;
-                pretty += n;
+                self.compact += n;
+                self.pretty += n;
             }
         }
-        let settings = config.endpoint(&body.endpoint);
-        let policy = BodyPolicy {
-            dedup: settings.dedup.then_some(ResultPolicy {
-                min_body_bytes: Some(settings.min_body_bytes),
-                near: None,
-                call: None,
-                freshness: None,
-            }),
-            encode: settings.encode && config.encoding.enabled,
-            only: settings.template.clone(),
-            keep_whole: false,
-        };
-        let processed = pipeline.process(
-            EndpointKey::new("replay", &body.endpoint),
-            &body.text,
-            body.json.as_ref(),
-            Vec::new(),
-            Timestamp::from_millis(i as u64 * 1000),
-            &policy,
-        );
-        *actions.entry(processed.action.name()).or_default() += 1;
+        let processed = processed.unwrap_or_else(|| {
+            let n = tok.count(&body.text);
+            let u = &mut self.untouched;
+            u.results += 1;
+            u.tokens_raw += n as u64;
+            u.tokens_final += n as u64;
+            Processed {
+                action: Action::Unchanged,
+                text: None,
+                id_line: None,
+                id: None,
+                shape: None,
+                inner_formats: Vec::new(),
+                format: None,
+                hints: HintSet::EMPTY,
+                tokens_raw: n,
+                tokens_final: n,
+                dedup_saved: 0,
+                encoder_saved: 0,
+            }
+        });
+        *self.actions.entry(processed.action.name()).or_default() += 1;
         // Every result lands in one row, so the table adds up to the total:
         // a repeat is answered before its shape is looked at.
         let shape = processed.shape.unwrap_or(match processed.action {
             Action::Reference | Action::NearReference => "(repeat)",
             _ => "(not classified)",
         });
-        shapes
+        self.shapes
             .entry(shape)
             .or_default()
             .add(processed.tokens_raw, processed.tokens_final);
@@ -253,13 +312,13 @@ fn run(config: &PipelineConfig, files: usize, bodies: &[Body]) -> Value {
             Action::NearReference => "near_reference",
             Action::Unchanged | Action::Fresh => "unchanged",
         };
-        formats
+        self.formats
             .entry(format)
             .or_default()
             .add(processed.tokens_raw, processed.tokens_final);
         // Every encoding must decode back to the body exactly.
         if processed.action == Action::Encoded {
-            checked += 1;
+            self.checked += 1;
             let text = processed.text.as_deref().unwrap_or_default();
             let ok = match crate::codec::decode_text(text) {
                 Ok(decoded) => match &body.json {
@@ -271,33 +330,95 @@ fn run(config: &PipelineConfig, files: usize, bodies: &[Body]) -> Value {
                 Err(_) => false,
             };
             if !ok {
-                decode_failures.push(body.endpoint.clone());
+                self.decode_failures.push(body.endpoint.clone());
             }
         }
     }
-    let totals = pipeline.totals();
-    let (dedup, encoder, combined) = totals.split_pct();
-    json!({
-        "files": files,
-        "results": bodies.len(),
-        "tokenizer": tok.to_string(),
-        "baseline": "tokens_raw: each body as replayed (compact JSON for JSON bodies)",
-        "tokens_raw": totals.tokens_raw,
-        "tokens_compact": compact,
-        "tokens_pretty": pretty,
-        "tokens_final": totals.tokens_final,
-        "dedup_savings_pct": dedup,
-        "encoder_savings_pct": encoder,
-        "combined_savings_pct": combined,
-        "vs_compact_pct": pct(compact as i64 - totals.tokens_final as i64, compact),
-        "vs_pretty_pct": pct(pretty as i64 - totals.tokens_final as i64, pretty),
-        "decode_checked": checked,
-        "decode_failures": decode_failures.len(),
-        "decode_failed_endpoints": decode_failures,
-        "actions": actions,
-        "by_shape": shapes.iter().map(|(k, b)| (k.to_string(), b.json())).collect::<serde_json::Map<_, _>>(),
-        "by_format": formats.iter().map(|(k, b)| (k.to_string(), b.json())).collect::<serde_json::Map<_, _>>(),
+
+    fn report(self, files: usize, results: usize, pipeline: &Totals) -> Value {
+        let totals = Totals {
+            results: pipeline.results + self.untouched.results,
+            tokens_raw: pipeline.tokens_raw + self.untouched.tokens_raw,
+            tokens_final: pipeline.tokens_final + self.untouched.tokens_final,
+            ..pipeline.clone()
+        };
+        let (dedup, encoder, combined) = totals.split_pct();
+        let (compact, pretty) = (self.compact, self.pretty);
+        json!({
+            "files": files,
+            "results": results,
+            "tokenizer": self.tokenizer.to_string(),
+            "baseline": "tokens_raw: each body as replayed (compact JSON for JSON bodies)",
+            "tokens_raw": totals.tokens_raw,
+            "tokens_compact": compact,
+            "tokens_pretty": pretty,
+            "tokens_final": totals.tokens_final,
+            "dedup_savings_pct": dedup,
+            "encoder_savings_pct": encoder,
+            "combined_savings_pct": combined,
+            "vs_compact_pct": pct(compact as i64 - totals.tokens_final as i64, compact),
+            "vs_pretty_pct": pct(pretty as i64 - totals.tokens_final as i64, pretty),
+            "decode_checked": self.checked,
+            "decode_failures": self.decode_failures.len(),
+            "decode_failed_endpoints": self.decode_failures,
+            "actions": self.actions,
+            "by_shape": self.shapes.iter().map(|(k, b)| (k.to_string(), b.json())).collect::<serde_json::Map<_, _>>(),
+            "by_format": self.formats.iter().map(|(k, b)| (k.to_string(), b.json())).collect::<serde_json::Map<_, _>>(),
+        })
+    }
+}
+
+/// Recorded bodies, one second apart, through one session with every
+/// stage the config allows.
+fn run(config: &PipelineConfig, files: usize, bodies: &[Body]) -> Value {
+    // A fixed tag: the same files give the same report, and it costs what
+    // a live session's drawn tag costs.
+    let session = PipelineSession::new(
+        Arc::new(config.clone()),
+        true,
+        IdAllocator::new(SessionTag::FIXED),
+    );
+    let mut tally = Tally::new(default_tokenizer(config));
+    for (i, body) in bodies.iter().enumerate() {
+        let call = ToolCall {
+            exposed: &body.endpoint,
+            upstream: "replay",
+            tool: &body.endpoint,
+            arguments: None,
+            side_effect: SideEffectClass::ReadOnly,
+            client: None,
+        };
+        let forwarded = Forwarded::Single {
+            text: &body.text,
+            json: body.json.as_ref(),
+        };
+        let at = Timestamp::from_millis(i as u64 * 1000);
+        tally.add(body, session.process(&call, &forwarded, at));
+    }
+    tally.report(files, bodies.len(), &session.totals())
+}
+
+/// A capture of a live session (`devboy mcp --capture`), replayed exactly:
+/// the same tag, calls, clock, compactions and model changes. The report
+/// adds `status`: what `devboy_status` said of the pipeline at the end.
+fn run_capture(config: &PipelineConfig, file: &Path, text: &str) -> anyhow::Result<Value> {
+    let context = || format!("{}", file.display());
+    let records = capture::read(text).with_context(context)?;
+    let mut tally = Tally::new(default_tokenizer(config));
+    let mut results = 0;
+    let session = capture::replay(Arc::new(config.clone()), &records, |call, body, processed| {
+        results += 1;
+        // Decode-checked and counted as JSON when it is JSON.
+        let recorded = match body {
+            CapturedBody::Json(value) => json_body(call.exposed.clone(), value.clone()),
+            _ => body_of(&call.exposed, body.text()),
+        };
+        tally.add(&recorded, processed);
     })
+    .with_context(context)?;
+    let mut report = tally.report(1, results, &session.totals());
+    report["status"] = session.report();
+    Ok(report)
 }
 
 fn print_table(report: &Value) {

@@ -5,6 +5,7 @@
 mod common;
 
 use common::{text_of, Devboy};
+use devboy_pipeline::hints;
 use devboy_testkit::peers;
 use serde_json::{json, Value};
 
@@ -21,15 +22,13 @@ fn id_of(result: &rmcp::model::CallToolResult) -> String {
         .and_then(|c| c.as_text())
         .map(|t| t.text.clone())
         .unwrap_or_default();
-    last.strip_prefix("> [id: ")
-        .and_then(|rest| rest.strip_suffix(']'))
+    hints::parse_id_line(&last)
         .unwrap_or_else(|| panic!("no id line in {result:?}"))
         .to_owned()
 }
 
 fn is_reference_to(result: &rmcp::model::CallToolResult, id: &str) -> bool {
-    result.content.len() == 1
-        && text_of(result) == format!("> [ref: {id}, unchanged; devboy_expand {id}]")
+    result.content.len() == 1 && hints::parse_reference(&text_of(result)) == Some(id)
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -216,12 +215,10 @@ async fn a_polled_status_becomes_a_near_reference_with_the_exact_changes() {
     let second = devboy.call("t__poll", json!({})).await;
     let text = text_of(&second);
     let (hint, delta) = text.split_once('\n').expect("hint line, then changes");
-    let full_id = hint
-        .strip_prefix(&format!(
-            "> [near-ref: {base}, changed below; devboy_expand "
-        ))
-        .and_then(|rest| rest.strip_suffix(']'))
-        .unwrap_or_else(|| panic!("unexpected hint {hint:?}"));
+    let full_id = match hints::parse_near_reference(hint) {
+        Some((from, id)) if from == base => id,
+        _ => panic!("unexpected hint {hint:?}"),
+    };
     assert_eq!(delta, "/calls: 2\n/state: \"running\"");
 
     // The whole body is there under the new id, and the earlier body plus

@@ -19,9 +19,9 @@ pub mod builtin;
 pub mod call;
 pub mod catalog;
 pub mod child;
-pub mod dedup;
 pub mod doctor;
 pub mod partition;
+pub mod processor;
 pub mod proxy;
 pub mod seam;
 pub mod session;
@@ -29,6 +29,7 @@ pub mod tap;
 pub mod upstream;
 pub mod wire;
 
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use devboy_core::config::ProxyConfig;
@@ -73,12 +74,18 @@ pub enum ServeError {
 /// Which response pipeline a session runs.
 #[derive(Debug, Clone)]
 pub enum Pipeline {
-    /// L0 dedup, then lossless re-encoding and budget elision (L1/L2),
-    /// following the pipeline config.
-    Full(Arc<PipelineConfig>),
-    /// L0 dedup only: repeats become references the model resolves by
-    /// text, following the pipeline config.
-    Dedup(Arc<PipelineConfig>),
+    /// Dedup (repeats become references the model resolves by text) and,
+    /// with `encode`, lossless re-encoding and budget elision, following
+    /// the pipeline config.
+    Configured {
+        /// The pipeline config.
+        config: Arc<PipelineConfig>,
+        /// Re-encode and elide, not only deduplicate.
+        encode: bool,
+        /// Write the session to this file, for `devboy replay` (it holds
+        /// tool-result content and call arguments).
+        capture: Option<PathBuf>,
+    },
     /// Every result exactly as the upstream sent it.
     Passthrough,
 }
@@ -94,7 +101,7 @@ pub fn install_tls_provider() {
 /// and stops every upstream (upstreams run in their own process groups, so
 /// nothing else would stop them).
 ///
-/// The full and dedup pipelines record telemetry as the pipeline config's
+/// The configured pipelines record telemetry as the pipeline config's
 /// `[telemetry]` section says (`DEVBOY_TELEMETRY=off` turns it off), to
 /// [`devboy_core::paths::telemetry_dir`].
 pub async fn serve_stdio(
@@ -117,10 +124,21 @@ pub async fn serve_stdio(
         tracing::debug!(file = %file.display(), "watching the context partition file");
     }
     let (processor, client): (Arc<dyn ResponseProcessor>, _) = match &pipeline {
-        Pipeline::Full(config) | Pipeline::Dedup(config) => {
+        Pipeline::Configured {
+            config,
+            encode,
+            capture,
+        } => {
             let client = config.client;
-            let encode = matches!(pipeline, Pipeline::Full(_));
-            let processor = dedup::DedupProcessor::new(config.clone(), encode);
+            let mut processor = processor::PipelineProcessor::new(config.clone(), *encode);
+            if let Some(path) = capture {
+                match devboy_session::capture::CaptureWriter::create(path) {
+                    Ok(writer) => processor = processor.with_capture(writer),
+                    Err(error) => {
+                        tracing::error!(file = %path.display(), %error, "cannot write the capture; serving without it")
+                    }
+                }
+            }
             let tokenizer = processor.tokenizer().to_string();
             let telemetry = devboy_telemetry::Telemetry::for_session(&config.telemetry, &tokenizer);
             (Arc::new(processor.with_telemetry(telemetry)), client)
@@ -130,7 +148,7 @@ pub async fn serve_stdio(
     let mut session = Session::new(proxy.clone(), processor.clone())
         .with_partition(partition)
         .with_client(client);
-    if let Pipeline::Full(config) | Pipeline::Dedup(config) = &pipeline {
+    if let Pipeline::Configured { config, .. } = &pipeline {
         session = session.with_rules(config.clone());
     }
     // Non-blocking pipes when stdin/stdout are pipes (as under Claude Code):

@@ -18,7 +18,7 @@ use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Through
 use devboy_pipeline::route::RouteConfig;
 use devboy_pipeline::session::{BodyPolicy, SessionPipeline};
 use devboy_pipeline::{
-    EndpointKey, IdAllocator, L0Config, ResultPolicy, SessionTag, Timestamp, Tokenizer,
+    EndpointKey, IdAllocator, DedupStageConfig, ResultPolicy, SessionTag, Timestamp, Tokenizer,
 };
 use serde_json::{json, Value};
 
@@ -108,7 +108,7 @@ fn pipeline(c: &mut Criterion) {
                 ..RouteConfig::default()
             };
             let mut session = SessionPipeline::new(
-                L0Config::default(),
+                DedupStageConfig::default(),
                 route,
                 IdAllocator::new(SessionTag::FIXED),
             );
@@ -131,7 +131,7 @@ fn pipeline(c: &mut Criterion) {
             });
         }
         let mut session = SessionPipeline::new(
-            L0Config::default(),
+            DedupStageConfig::default(),
             RouteConfig::default(),
             IdAllocator::new(SessionTag::FIXED),
         );

@@ -12,7 +12,8 @@
 use std::time::Instant;
 
 use devboy_pipeline::{
-    id_line, near_hint, reference_hint, IdAllocator, ReferenceId, SessionTag, Tokenizer,
+    hints::{id_line, near_reference as near_hint, reference as reference_hint},
+    IdAllocator, ReferenceId, SessionTag, Tokenizer,
 };
 
 /// Sequence numbers measured: the ids a session actually reaches.

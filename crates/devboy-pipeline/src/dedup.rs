@@ -1,4 +1,4 @@
-//! L0 dedup: which bodies the model has already received in full, so that a
+//! Dedup: which bodies the model has already received in full, so that a
 //! later byte-identical body can be answered with a reference to it.
 //!
 //! The flow per result, in the caller:
@@ -210,7 +210,7 @@ struct Entry {
     partition: u64,
 }
 
-/// The L0 dedup cache of one session: fingerprints of bodies delivered in
+/// The dedup cache of one session: fingerprints of bodies delivered in
 /// full, with what the model was shown alongside them.
 ///
 /// See the [module docs](self) for the flow and the invariant.

@@ -1,8 +1,18 @@
-//! The pure, synchronous response pipeline of devboy. This first part is
-//! the L0 dedup core: fingerprints of forwarded bodies, the cache that
-//! remembers which bodies the model has already received in full, the
-//! visible ids that references name, and the store that gives back the exact
-//! bytes behind any id.
+//! The pure, synchronous response pipeline of devboy: what one forwarded
+//! tool result becomes before the model sees it. Three layers, in order
+//! ([`session::SessionPipeline`] chains them):
+//!
+//! 1. **dedup** ([`stage`]): a body the model already holds becomes a
+//!    reference to the visible id it was shown with; fingerprints, the
+//!    cache that remembers what the model received, and the store that
+//!    gives back the exact bytes behind any id;
+//! 2. **template** ([`template`]): whole-body text re-encodings (Markdown
+//!    tables, multi-line fields, JSON held as text);
+//! 3. **encoder** ([`encode`], routed by [`route`]): JSON in its cheapest
+//!    lossless format, and elision to the token budget, recoverably;
+//!
+//! and what none of them improves passes through as it came. Every hint
+//! line the model may see is written and read in [`hints`].
 //!
 //! **Architecture invariant: this crate does no I/O.** It knows nothing of
 //! MCP, JSON-RPC, tokio, files or the wall clock. Callers hand it bytes, ids,
@@ -45,7 +55,7 @@
 //!   the cache's size are below 2⁻¹⁰⁰, and 16 bytes keep the key cheap to
 //!   hash and to print as a short prefix.
 //!
-//! One result's way through L0, as the proxy drives it:
+//! One result's way through dedup, by hand:
 //!
 //! ```
 //! use devboy_pipeline::*;
@@ -84,9 +94,15 @@
 //! - [`time`]: [`Timestamp`], the caller's session clock.
 //! - [`dedup`]: [`DedupCache`] and its rules.
 //! - [`expand`]: [`ExpandStore`], the bytes behind every id.
-//! - [`stage`]: [`L0Stage`], one session's dedup decisions and hint text.
+//! - [`stage`]: [`DedupStage`], one session's dedup decisions.
+//! - [`hints`]: every hint line's text and its parser.
 //! - [`near`]: exact deltas for near-duplicate JSON bodies.
 //! - [`tokens`]: [`Tokenizer`], the token counts every cost is measured in.
+//! - [`shape`]: what a body is (its [`Shape`] and inner formats).
+//! - [`template`] and [`encode`]: the lossless re-encodings; [`route`]
+//!   picks the cheapest and elides.
+//! - [`session`]: [`session::SessionPipeline`], the layers chained, with
+//!   the accounting.
 
 #![deny(missing_docs)]
 
@@ -94,6 +110,7 @@ pub mod dedup;
 pub mod encode;
 pub mod expand;
 pub mod fingerprint;
+pub mod hints;
 pub mod ids;
 pub mod near;
 mod paths;
@@ -115,8 +132,8 @@ pub use ids::{
 };
 pub use shape::{classify, Classified, InnerFormat, InnerFormats, Shape};
 pub use stage::{
-    id_line, near_hint, paths_in_arguments, reference_hint, ExpandError, L0Config, L0Outcome,
-    L0Stage, NearPolicy, ResultPolicy, SideEffect,
+    paths_in_arguments, ExpandError, DedupStageConfig, DedupDecision,
+    DedupStage, NearPolicy, ResultPolicy, SideEffect,
 };
 pub use template::{DecodedBody, Template};
 pub use time::Timestamp;

@@ -47,6 +47,7 @@
 use serde_json::Value;
 
 use crate::encode::{self, Format};
+use crate::hints;
 use crate::ids::ReferenceId;
 use crate::shape::Classified;
 use crate::template::Template;
@@ -88,6 +89,17 @@ pub struct Routed {
     pub elided: usize,
 }
 
+impl Routed {
+    /// Whether the text opens with an encoded header (every format and
+    /// template but compact JSON, which reads as itself, and the original).
+    pub fn has_encoded_header(&self) -> bool {
+        self.format != Format::JsonCompact.name() && self.format != ORIGINAL
+    }
+}
+
+/// The format name of a body sent as it was, only shortened.
+const ORIGINAL: &str = "original";
+
 /// The names [`RouteConfig::only`] accepts.
 pub fn encoding_names() -> Vec<&'static str> {
     let mut names: Vec<&'static str> = Format::ALL.iter().map(|f| f.name()).collect();
@@ -124,7 +136,7 @@ pub fn route(
     let id = recover?;
     let (format, whole_tokens) = match &best {
         Some(b) if cheaper => (b.format, b.tokens),
-        _ => ("original", baseline),
+        _ => (ORIGINAL, baseline),
     };
     elide(body, classified, format, whole_tokens, config, id)
 }
@@ -376,11 +388,12 @@ fn elide(
         }
         let elided: Vec<usize> = (0..n).filter(|i| keep.binary_search(i).is_err()).collect();
         let text = render(&units.rebuild(&keep), format)?;
-        let hint = format!(
-            "> [elided {} of {n} {} ({}); all: devboy_expand {id}]",
+        let hint = hints::elided(
             elided.len(),
+            n,
             units.noun(),
-            units.describe(&elided),
+            &units.describe(&elided),
+            id,
         );
         let text = if text.ends_with('\n') {
             format!("{text}{hint}")

@@ -1,14 +1,14 @@
-//! One session's whole pipeline over forwarded bodies: L0 dedup, then the
-//! L1/L2 router, with honest accounting.
+//! One session's whole pipeline over forwarded bodies: dedup, then the
+//! router over templates and encoder formats, with honest accounting.
 //!
 //! [`SessionPipeline`] is what the proxy and `devboy replay` both drive, so
 //! the figures replay reports are the ones a live session would produce.
 //! For each body (the exact text the client would forward to the model):
 //!
-//! 1. **L0** ([`L0Stage`]): a repeat of a body the model still holds becomes
+//! 1. **dedup** ([`DedupStage`]): a repeat of a body the model still holds becomes
 //!    a reference; a polled near-duplicate becomes its changes; a fresh body
 //!    large enough gets an id.
-//! 2. **L1/L2** ([`route`]): a fresh or unreferenced body is re-encoded in
+//! 2. **template / encoder** ([`route`]): a fresh or unreferenced body is re-encoded in
 //!    its cheapest lossless form if that costs fewer tokens, and elided to
 //!    the budget if it is too large, recoverably. A body that goes out
 //!    elided is withdrawn from the dedup cache, since the model did not
@@ -16,25 +16,26 @@
 //!
 //! **Accounting** (DESIGN §4.8) is in tokens of the configured tokenizer,
 //! against the body the client would have forwarded (`tokens_raw`). A
-//! result's saving is attributed to dedup when L0 replaced it (minus, for
+//! result's saving is attributed to dedup when the dedup stage replaced it (minus, for
 //! fresh bodies, the id line dedup adds), and to the encoder when the router
 //! did. `combined = dedup + encoder`, so the split always adds up.
 
 use serde_json::Value;
 
+use crate::hints::{HintKind, HintSet};
 use crate::ids::{EndpointKey, IdAllocator, ReferenceId};
 use crate::route::{route, RouteConfig};
 use crate::shape::{classify, classify_json};
-use crate::stage::{L0Config, L0Outcome, L0Stage, ResultPolicy};
+use crate::stage::{DedupStageConfig, DedupDecision, DedupStage, ResultPolicy};
 use crate::time::Timestamp;
 use crate::tokens::Tokenizer;
 
 /// What may be done to one body (the endpoint's settings).
 #[derive(Debug, Clone, Default)]
 pub struct BodyPolicy {
-    /// L0 dedup, if enabled for the endpoint.
+    /// Dedup, if enabled for the endpoint.
     pub dedup: Option<ResultPolicy>,
-    /// Re-encode and elide (L1/L2).
+    /// Re-encode and elide (templates and encoder formats).
     pub encode: bool,
     /// Restrict the encoding to one format or template (see
     /// [`crate::route::encoding_names`]).
@@ -44,7 +45,7 @@ pub struct BodyPolicy {
     pub keep_whole: bool,
 }
 
-/// What L0 and the router did with a body.
+/// What the dedup stage and the router did with a body.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Action {
     /// Sent as it was.
@@ -94,11 +95,13 @@ pub struct Processed {
     pub inner_formats: Vec<&'static str>,
     /// The encoding used, when re-encoded.
     pub format: Option<&'static str>,
+    /// The hint lines `text` and `id_line` carry.
+    pub hints: HintSet,
     /// Tokens of the body as the client would have forwarded it.
     pub tokens_raw: usize,
     /// Tokens of what is sent (text or body, plus the id line).
     pub tokens_final: usize,
-    /// Tokens saved by L0 (negative: the id line's cost on a fresh body).
+    /// Tokens saved by dedup (negative: the id line's cost on a fresh body).
     pub dedup_saved: i64,
     /// Tokens saved by the router.
     pub encoder_saved: i64,
@@ -149,7 +152,7 @@ impl Totals {
 /// One session's pipeline state; see the module docs.
 #[derive(Debug)]
 pub struct SessionPipeline {
-    stage: L0Stage,
+    stage: DedupStage,
     route: RouteConfig,
     totals: Totals,
 }
@@ -158,21 +161,21 @@ impl SessionPipeline {
     /// A pipeline with empty state, naming what it shows with `ids` (one
     /// allocator per process and session: its tag keeps the ids apart from
     /// every other session's).
-    pub fn new(l0: L0Config, route: RouteConfig, ids: IdAllocator) -> Self {
+    pub fn new(dedup: DedupStageConfig, route: RouteConfig, ids: IdAllocator) -> Self {
         Self {
-            stage: L0Stage::new(l0, ids),
+            stage: DedupStage::new(dedup, ids),
             route,
             totals: Totals::default(),
         }
     }
 
-    /// The L0 stage (calls, compaction, expansion, stats).
-    pub fn stage(&mut self) -> &mut L0Stage {
+    /// The dedup stage (calls, compaction, expansion, stats).
+    pub fn stage(&mut self) -> &mut DedupStage {
         &mut self.stage
     }
 
-    /// The L0 stage, read-only.
-    pub fn stage_ref(&self) -> &L0Stage {
+    /// The dedup stage, read-only.
+    pub fn stage_ref(&self) -> &DedupStage {
         &self.stage
     }
 
@@ -220,6 +223,7 @@ impl SessionPipeline {
             shape: None,
             inner_formats: Vec::new(),
             format: None,
+            hints: HintSet::EMPTY,
             tokens_raw,
             tokens_final: tokens_raw,
             dedup_saved: 0,
@@ -231,24 +235,27 @@ impl SessionPipeline {
                 .stage
                 .on_result(endpoint, body.as_bytes(), paths, now, dedup)
             {
-                L0Outcome::Repeat { id, hint } => {
+                DedupDecision::Repeat { id, hint } => {
+                    out.hints = out.hints.with(HintKind::Reference);
                     self.replaced(&mut out, Action::Reference, Some(id), hint);
                     return self.finish(out);
                 }
-                L0Outcome::NearRepeat { id, text, .. } => {
+                DedupDecision::NearRepeat { id, text, .. } => {
+                    out.hints = out.hints.with(HintKind::NearReference);
                     self.replaced(&mut out, Action::NearReference, Some(id), text);
                     return self.finish(out);
                 }
-                L0Outcome::Fresh { id, id_line } => {
+                DedupDecision::Fresh { id, id_line } => {
                     let cost = tokenizer.count(&id_line) as i64;
                     out.action = Action::Fresh;
                     out.id = Some(id);
                     out.tokens_final += cost as usize;
                     out.dedup_saved -= cost;
                     out.id_line = Some(id_line);
+                    out.hints = out.hints.with(HintKind::Id);
                     fresh = Some(id);
                 }
-                L0Outcome::Unchanged => {}
+                DedupDecision::Unchanged => {}
             }
         }
         if policy.encode {
@@ -274,6 +281,9 @@ impl SessionPipeline {
                 None => None,
             };
             if let Some(routed) = route(body, &classified, tokens_raw, &config, recover) {
+                if routed.has_encoded_header() {
+                    out.hints = out.hints.with(HintKind::Encoded);
+                }
                 out.action = if routed.elided > 0 {
                     if fresh.is_some() {
                         self.stage.withdraw(body.as_bytes());
@@ -284,6 +294,7 @@ impl SessionPipeline {
                         out.tokens_final -= cost as usize;
                         out.dedup_saved += cost;
                     }
+                    out.hints = out.hints.without(HintKind::Id).with(HintKind::Elided);
                     out.id = recover;
                     Action::Elided
                 } else {
@@ -332,7 +343,7 @@ mod tests {
 
     fn pipeline(budget: usize) -> SessionPipeline {
         SessionPipeline::new(
-            L0Config::default(),
+            DedupStageConfig::default(),
             RouteConfig {
                 budget_tokens: budget,
                 ..RouteConfig::default()
@@ -454,5 +465,44 @@ mod tests {
         assert_eq!(out.action, Action::Unchanged);
         assert_eq!(out.text, None);
         assert_eq!(out.tokens_final, out.tokens_raw);
+    }
+
+    /// The hints a result reports are exactly the hint lines it carries.
+    #[test]
+    fn reported_hints_are_the_hint_lines_sent() {
+        use crate::hints::kind_of;
+        let mut p = pipeline(600);
+        let ep = |n: &str| EndpointKey::new("gh", n);
+        let markdown = format!(
+            "# Report\n\n| a | b |\n|---|---|\n{}",
+            (0..30).map(|i| format!("| row {i} | value {i} |\n")).collect::<String>()
+        );
+        let bodies = [
+            (ep("labels"), labels(20)),
+            (ep("labels"), labels(20)),
+            (ep("big"), labels(200)),
+            (ep("one"), labels(1).replace(['\n', ' '], "")),
+            (ep("doc"), markdown),
+            (ep("text"), "plain words ".repeat(100)),
+        ];
+        let mut seen = HintSet::EMPTY;
+        for (at, (endpoint, body)) in bodies.into_iter().enumerate() {
+            let out = p.process(endpoint, &body, None, vec![], t(at as u64), &all());
+            let lines = out
+                .text
+                .iter()
+                .chain(out.id_line.iter())
+                .flat_map(|t| t.lines())
+                .filter_map(kind_of);
+            let found = lines.fold(HintSet::EMPTY, HintSet::with);
+            assert_eq!(out.hints, found, "{out:?}");
+            seen = HintKind::ALL
+                .into_iter()
+                .filter(|k| out.hints.contains(*k))
+                .fold(seen, HintSet::with);
+        }
+        for kind in [HintKind::Id, HintKind::Reference, HintKind::Elided, HintKind::Encoded] {
+            assert!(seen.contains(kind), "{kind:?} never sent");
+        }
     }
 }

@@ -1,8 +1,8 @@
-//! The L0 stage: one session's dedup decisions, as the proxy drives them.
+//! The dedup stage: one session's dedup decisions.
 //!
-//! [`L0Stage`] owns the session's [`DedupCache`], [`ExpandStore`] and
+//! [`DedupStage`] owns the session's [`DedupCache`], [`ExpandStore`] and
 //! [`IdAllocator`] and turns "this body is about to reach the model" into
-//! an [`L0Outcome`]:
+//! a [`DedupDecision`]:
 //!
 //! - a body the model already holds in full, in the current context, is
 //!   replaced by a one-line reference naming the visible id it was shown
@@ -17,8 +17,8 @@
 //! - anything else passes unchanged.
 //!
 //! Calls that may change what a tool would return invalidate by path and by
-//! the endpoints configured for them ([`L0Stage::on_call`]); compaction
-//! advances the partition ([`L0Stage::advance_partition`]). The stage does
+//! the endpoints configured for them ([`DedupStage::on_call`]); compaction
+//! advances the partition ([`DedupStage::advance_partition`]). The stage does
 //! no I/O and reads no clock.
 
 use std::num::NonZeroUsize;
@@ -29,6 +29,7 @@ use serde_json::{Map, Value};
 use crate::dedup::{DedupCache, DedupConfig, Delivered, RecordOutcome};
 use crate::expand::{ExpandConfig, ExpandStore, Expansion, StoreOutcome};
 use crate::fingerprint::Fingerprint;
+use crate::hints;
 use crate::ids::{EndpointKey, IdAllocator, ReferenceId, SessionTag};
 use crate::near::{apply_changes, render_changes, scalar_changes};
 use crate::time::Timestamp;
@@ -60,7 +61,7 @@ pub enum SideEffect {
 
 /// The stage's settings.
 #[derive(Debug, Clone, Default)]
-pub struct L0Config {
+pub struct DedupStageConfig {
     /// The dedup cache's bounds.
     pub dedup: DedupConfig,
     /// The expand store's bounds.
@@ -96,7 +97,7 @@ const NEAR_BASES: usize = 64;
 
 /// What to do with one body.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum L0Outcome {
+pub enum DedupDecision {
     /// Send it as it is.
     Unchanged,
     /// Send it in full, followed by `id_line` on a line of its own.
@@ -153,9 +154,9 @@ pub enum ExpandError {
     Expired(ReferenceId),
 }
 
-/// One session's L0 state; see the module docs.
+/// One session's dedup state; see the module docs.
 #[derive(Debug)]
-pub struct L0Stage {
+pub struct DedupStage {
     cache: DedupCache,
     store: ExpandStore,
     ids: IdAllocator,
@@ -166,9 +167,9 @@ pub struct L0Stage {
     near_bases: LruCache<(EndpointKey, Fingerprint), (ReferenceId, Fingerprint)>,
 }
 
-impl L0Stage {
+impl DedupStage {
     /// A stage with empty state, naming what it shows with `ids`.
-    pub fn new(config: L0Config, ids: IdAllocator) -> Self {
+    pub fn new(config: DedupStageConfig, ids: IdAllocator) -> Self {
         let mut dedup = config.dedup;
         let min_body_bytes = dedup.min_body_bytes;
         dedup.min_body_bytes = 1;
@@ -206,17 +207,17 @@ impl L0Stage {
         paths: Vec<String>,
         now: Timestamp,
         policy: &ResultPolicy,
-    ) -> L0Outcome {
+    ) -> DedupDecision {
         let min = policy.min_body_bytes.unwrap_or(self.min_body_bytes).max(1);
         if body.len() < min || body.len() > self.cache.config().max_bytes {
-            return L0Outcome::Unchanged;
+            return DedupDecision::Unchanged;
         }
         let fp = Fingerprint::of(body);
         if let Some(delivered) = self.cache.lookup(fp, now) {
             let id = delivered.id;
-            return L0Outcome::Repeat {
+            return DedupDecision::Repeat {
                 id,
-                hint: reference_hint(id),
+                hint: hints::reference(id),
             };
         }
         let call = policy.call.map(|call| (endpoint.clone(), call));
@@ -230,7 +231,7 @@ impl L0Stage {
         // would be noise in the model's context.
         let id = self.ids.next();
         if self.store.insert(id, body) == StoreOutcome::TooLarge {
-            return L0Outcome::Unchanged;
+            return DedupDecision::Unchanged;
         }
         match self.cache.record_delivered(
             fp,
@@ -242,12 +243,12 @@ impl L0Stage {
                 if let Some(key) = call {
                     self.near_bases.put(key, (id, fp));
                 }
-                L0Outcome::Fresh {
+                DedupDecision::Fresh {
                     id,
-                    id_line: id_line(id),
+                    id_line: hints::id_line(id),
                 }
             }
-            RecordOutcome::Skipped(_) => L0Outcome::Unchanged,
+            RecordOutcome::Skipped(_) => DedupDecision::Unchanged,
         }
     }
 
@@ -260,7 +261,7 @@ impl L0Stage {
         body: &[u8],
         near: NearPolicy,
         now: Timestamp,
-    ) -> Option<L0Outcome> {
+    ) -> Option<DedupDecision> {
         if body.len() < near.min_body_bytes {
             return None;
         }
@@ -281,7 +282,7 @@ impl L0Stage {
             return None;
         }
         let id = self.ids.peek_next();
-        let text = format!("{}\n{delta}", near_hint(base, id));
+        let text = format!("{}\n{delta}", hints::near_reference(base, id));
         // Worth it only if it is much shorter than the body.
         if text.len().saturating_mul(2) > body.len() {
             return None;
@@ -290,7 +291,7 @@ impl L0Stage {
         if self.store.insert(id, body) == StoreOutcome::TooLarge {
             return None;
         }
-        Some(L0Outcome::NearRepeat {
+        Some(DedupDecision::NearRepeat {
             base,
             id,
             changes: changes.len(),
@@ -364,23 +365,6 @@ impl L0Stage {
     }
 }
 
-/// The line appended to a fresh body.
-pub fn id_line(id: ReferenceId) -> String {
-    format!("> [id: {id}]")
-}
-
-/// The line that stands in for a repeated body.
-pub fn reference_hint(id: ReferenceId) -> String {
-    format!("> [ref: {id}, unchanged; devboy_expand {id}]")
-}
-
-/// The line that starts a near-duplicate: the earlier delivery the change
-/// lines below it apply to, and the id of the whole new body (19 o200k
-/// tokens, pinned in `tokens.rs`).
-pub fn near_hint(base: ReferenceId, id: ReferenceId) -> String {
-    format!("> [near-ref: {base}, changed below; devboy_expand {id}]")
-}
-
 /// The paths named in a call's arguments (see [`PATH_ARGUMENTS`]), in
 /// order, without duplicates. Nested objects are not searched: a path deep
 /// inside a payload is data, not the call's target.
@@ -409,8 +393,8 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn stage() -> L0Stage {
-        L0Stage::new(L0Config::default(), IdAllocator::new(SessionTag::FIXED))
+    fn stage() -> DedupStage {
+        DedupStage::new(DedupStageConfig::default(), IdAllocator::new(SessionTag::FIXED))
     }
 
     fn fs_read() -> EndpointKey {
@@ -432,7 +416,7 @@ mod tests {
             t(0),
             &ResultPolicy::default(),
         );
-        let L0Outcome::Fresh { id, id_line } = first else {
+        let DedupDecision::Fresh { id, id_line } = first else {
             panic!("expected fresh, got {first:?}");
         };
         assert_eq!(id_line, format!("> [id: {id}]"));
@@ -443,7 +427,7 @@ mod tests {
             t(10),
             &ResultPolicy::default(),
         );
-        let L0Outcome::Repeat { id: again, hint } = second else {
+        let DedupDecision::Repeat { id: again, hint } = second else {
             panic!("expected repeat, got {second:?}");
         };
         assert_eq!(again, id);
@@ -457,7 +441,7 @@ mod tests {
         let mut stage = stage();
         assert_eq!(
             stage.on_result(fs_read(), b"short", vec![], t(0), &ResultPolicy::default()),
-            L0Outcome::Unchanged
+            DedupDecision::Unchanged
         );
         assert_eq!(
             stage.expand("tagfix1"),
@@ -489,7 +473,7 @@ mod tests {
                 t(1),
                 &ResultPolicy::default()
             ),
-            L0Outcome::Repeat { .. }
+            DedupDecision::Repeat { .. }
         ));
         assert_eq!(
             stage.on_call(SideEffect::MayMutate, &["/r/a.txt".into()], |_| false),
@@ -503,7 +487,7 @@ mod tests {
                 t(2),
                 &ResultPolicy::default()
             ),
-            L0Outcome::Fresh { .. }
+            DedupDecision::Fresh { .. }
         ));
     }
 
@@ -531,7 +515,7 @@ mod tests {
                 t(1),
                 &ResultPolicy::default()
             ),
-            L0Outcome::Fresh { .. }
+            DedupDecision::Fresh { .. }
         ));
     }
 
@@ -539,7 +523,7 @@ mod tests {
     fn compaction_makes_everything_full_again_but_ids_still_expand() {
         let mut stage = stage();
         let body = "z".repeat(2000);
-        let L0Outcome::Fresh { id, .. } = stage.on_result(
+        let DedupDecision::Fresh { id, .. } = stage.on_result(
             fs_read(),
             body.as_bytes(),
             vec![],
@@ -557,7 +541,7 @@ mod tests {
             &ResultPolicy::default(),
         );
         assert!(
-            matches!(next, L0Outcome::Fresh { id: new, .. } if new != id),
+            matches!(next, DedupDecision::Fresh { id: new, .. } if new != id),
             "{next:?}"
         );
         assert_eq!(stage.expand(&id.to_string()), Ok(body.as_bytes()));
@@ -577,18 +561,18 @@ mod tests {
     #[test]
     fn an_id_from_another_session_is_stale_even_where_the_number_was_issued() {
         let body = "x".repeat(2000);
-        let fresh = |stage: &mut L0Stage| match stage.on_result(
+        let fresh = |stage: &mut DedupStage| match stage.on_result(
             fs_read(),
             body.as_bytes(),
             vec![],
             t(0),
             &ResultPolicy::default(),
         ) {
-            L0Outcome::Fresh { id, .. } => id,
+            DedupDecision::Fresh { id, .. } => id,
             other => panic!("fresh expected, got {other:?}"),
         };
-        let mut earlier = L0Stage::new(L0Config::default(), IdAllocator::seeded(1));
-        let mut now = L0Stage::new(L0Config::default(), IdAllocator::seeded(2));
+        let mut earlier = DedupStage::new(DedupStageConfig::default(), IdAllocator::seeded(1));
+        let mut now = DedupStage::new(DedupStageConfig::default(), IdAllocator::seeded(2));
         let old = fresh(&mut earlier);
         let new = fresh(&mut now);
         assert_eq!(old.sequence(), new.sequence());
@@ -640,13 +624,13 @@ mod tests {
 
     #[test]
     fn a_tool_freshness_bounds_its_references_and_the_session_ttl_can_change() {
-        let mut stage = L0Stage::new(
-            L0Config {
+        let mut stage = DedupStage::new(
+            DedupStageConfig {
                 dedup: DedupConfig {
                     ttl: std::time::Duration::from_secs(60),
                     ..DedupConfig::default()
                 },
-                ..L0Config::default()
+                ..DedupStageConfig::default()
             },
             IdAllocator::new(SessionTag::FIXED),
         );
@@ -656,31 +640,31 @@ mod tests {
         };
         let (a, b) = ("a".repeat(2000), "b".repeat(2000));
         let ep = fs_read();
-        let send = |stage: &mut L0Stage, body: &str, ms, policy: &ResultPolicy| {
+        let send = |stage: &mut DedupStage, body: &str, ms, policy: &ResultPolicy| {
             stage.on_result(ep.clone(), body.as_bytes(), vec![], t(ms), policy)
         };
         assert!(matches!(
             send(&mut stage, &a, 0, &short),
-            L0Outcome::Fresh { .. }
+            DedupDecision::Fresh { .. }
         ));
         assert!(matches!(
             send(&mut stage, &b, 0, &ResultPolicy::default()),
-            L0Outcome::Fresh { .. }
+            DedupDecision::Fresh { .. }
         ));
         // 6 s later: the short-lived result is fresh again, the other a repeat.
         assert!(matches!(
             send(&mut stage, &a, 6_000, &short),
-            L0Outcome::Fresh { .. }
+            DedupDecision::Fresh { .. }
         ));
         assert!(matches!(
             send(&mut stage, &b, 6_000, &ResultPolicy::default()),
-            L0Outcome::Repeat { .. }
+            DedupDecision::Repeat { .. }
         ));
         // The session's TTL drops to 10 s: b, delivered at 6 s, is stale at 20 s.
         stage.set_ttl(std::time::Duration::from_secs(10));
         assert!(matches!(
             send(&mut stage, &b, 20_000, &ResultPolicy::default()),
-            L0Outcome::Fresh { .. }
+            DedupDecision::Fresh { .. }
         ));
     }
 
@@ -696,14 +680,14 @@ mod tests {
         let mut stage = stage();
         let ci = EndpointKey::new("ci", "status");
         let first = status_body("running", 1);
-        let L0Outcome::Fresh { id: base, .. } =
+        let DedupDecision::Fresh { id: base, .. } =
             stage.on_result(ci.clone(), first.as_bytes(), vec![], t(0), &polling("p7"))
         else {
             panic!("fresh expected");
         };
         let second = status_body("success", 2);
         let outcome = stage.on_result(ci.clone(), second.as_bytes(), vec![], t(1), &polling("p7"));
-        let L0Outcome::NearRepeat {
+        let DedupDecision::NearRepeat {
             base: b,
             id,
             changes,
@@ -730,7 +714,7 @@ mod tests {
         // referenced later; the next poll is again a delta against `base`.
         let again = stage.on_result(ci.clone(), second.as_bytes(), vec![], t(2), &polling("p7"));
         assert!(
-            matches!(again, L0Outcome::NearRepeat { base: b, .. } if b == base),
+            matches!(again, DedupDecision::NearRepeat { base: b, .. } if b == base),
             "{again:?}"
         );
     }
@@ -744,12 +728,12 @@ mod tests {
         let mut stage = stage();
         stage.on_result(ci.clone(), first.as_bytes(), vec![], t(0), &polling("p7"));
         let other = stage.on_result(ci.clone(), second.as_bytes(), vec![], t(1), &polling("p8"));
-        assert!(matches!(other, L0Outcome::Fresh { .. }), "{other:?}");
+        assert!(matches!(other, DedupDecision::Fresh { .. }), "{other:?}");
         // After compaction the base is gone from the context: full.
         let mut stage = stage_with_base(&ci, &first);
         stage.advance_partition();
         let after = stage.on_result(ci.clone(), second.as_bytes(), vec![], t(1), &polling("p7"));
-        assert!(matches!(after, L0Outcome::Fresh { .. }), "{after:?}");
+        assert!(matches!(after, DedupDecision::Fresh { .. }), "{after:?}");
         // Too many changes: full.
         let mut stage = stage_with_base(&ci, &first);
         let mut policy = polling("p7");
@@ -758,7 +742,7 @@ mod tests {
             min_body_bytes: 256,
         });
         let many = stage.on_result(ci.clone(), second.as_bytes(), vec![], t(1), &policy);
-        assert!(matches!(many, L0Outcome::Fresh { .. }), "{many:?}");
+        assert!(matches!(many, DedupDecision::Fresh { .. }), "{many:?}");
         // Not enabled for the endpoint: full.
         let mut stage = stage_with_base(&ci, &first);
         let plain = ResultPolicy {
@@ -766,10 +750,10 @@ mod tests {
             ..polling("p7")
         };
         let off = stage.on_result(ci, second.as_bytes(), vec![], t(1), &plain);
-        assert!(matches!(off, L0Outcome::Fresh { .. }), "{off:?}");
+        assert!(matches!(off, DedupDecision::Fresh { .. }), "{off:?}");
     }
 
-    fn stage_with_base(ci: &EndpointKey, body: &str) -> L0Stage {
+    fn stage_with_base(ci: &EndpointKey, body: &str) -> DedupStage {
         let mut stage = stage();
         stage.on_result(ci.clone(), body.as_bytes(), vec![], t(0), &polling("p7"));
         stage
@@ -791,11 +775,11 @@ mod tests {
                 t(0),
                 &ResultPolicy::default()
             ),
-            L0Outcome::Unchanged
+            DedupDecision::Unchanged
         );
         assert!(matches!(
             stage.on_result(fs_read(), body.as_bytes(), vec![], t(1), &small),
-            L0Outcome::Fresh { .. }
+            DedupDecision::Fresh { .. }
         ));
     }
 }

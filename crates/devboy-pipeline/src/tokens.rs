@@ -149,7 +149,7 @@ mod tests {
 
     use super::*;
     use crate::ids::{ReferenceId, SessionTag};
-    use crate::stage::{id_line, reference_hint};
+    use crate::hints::{id_line, near_reference, reference as reference_hint};
 
     fn id(n: u64) -> ReferenceId {
         ReferenceId::new(SessionTag::FIXED, NonZeroU64::new(n).unwrap())
@@ -325,7 +325,7 @@ mod tests {
     /// follow it, which are the content).
     #[test]
     fn near_hint_cost_is_pinned() {
-        let hint = crate::stage::near_hint(id(3), id(4));
+        let hint = near_reference(id(3), id(4));
         assert_eq!(Tokenizer::O200k.count(&hint), PIN_NEAR, "{hint:?}");
     }
 }

@@ -15,14 +15,14 @@
 //!
 //! A cell's JSON ends where the JSON value ends; a line's JSON must fill the
 //! line, or the line is read as text. Line text (unquoted) may also be a
-//! [template](super::template) when it names a column in braces.
+//! [pattern](super::pattern) when it names a column in braces.
 //!
 //! The encoder writes a string bare only when that reads back as the same
 //! string and reads as plain text to a person: never empty, no control
 //! characters, no leading or trailing whitespace, not starting with `"`, `{`
 //! or `[`, nothing a float parser would take for a number (`1e5`, `inf`,
 //! `007`), not `null`/`true`/`false` in any case, in a cell no `,` or `"`,
-//! on a line nothing that reads as a template. Every other string is quoted.
+//! on a line nothing that reads as a pattern. Every other string is quoted.
 //!
 //! Keys: a *bare* key is one or more segments joined by `.`, a path into
 //! nested objects (`user.login`); a segment is a non-empty run of characters
@@ -34,8 +34,8 @@ use std::fmt::Write as _;
 use serde_json::{Number, Value};
 
 use super::scan::Scanner;
-use super::template::Names;
-use super::DecodeError;
+use super::pattern::Names;
+use super::FormatDecodeError;
 
 /// Where a value is written.
 #[derive(Clone, Copy, Debug)]
@@ -43,8 +43,8 @@ pub(super) enum Slot<'a> {
     /// A CSV cell: ends at `,` or the end of the line.
     Cell,
     /// The line of a key whose parent path is the `&str` (`""` at the top),
-    /// in a scope where templates may reference these names: ends at the
-    /// end of the line, and a string that would read as a template there is
+    /// in a scope where patterns may reference these names: ends at the
+    /// end of the line, and a string that would read as a pattern there is
     /// quoted.
     Line(&'a Names, &'a str),
 }
@@ -152,7 +152,7 @@ pub(super) enum Key {
 }
 
 /// Reads a key: quoted, or bare segments joined by `.`.
-pub(super) fn parse_key(sc: &mut Scanner<'_>) -> Result<Key, DecodeError> {
+pub(super) fn parse_key(sc: &mut Scanner<'_>) -> Result<Key, FormatDecodeError> {
     if sc.peek() == Some('"') {
         return parse_quoted(sc).map(Key::Literal);
     }
@@ -180,7 +180,7 @@ pub(super) fn parse_key(sc: &mut Scanner<'_>) -> Result<Key, DecodeError> {
 }
 
 /// Reads an RFC 4180 quoted string starting at the cursor's `"`.
-pub(super) fn parse_quoted(sc: &mut Scanner<'_>) -> Result<String, DecodeError> {
+pub(super) fn parse_quoted(sc: &mut Scanner<'_>) -> Result<String, FormatDecodeError> {
     if !sc.eat("\"") {
         return Err(sc.error("expected `\"`"));
     }
@@ -202,7 +202,7 @@ pub(super) fn parse_quoted(sc: &mut Scanner<'_>) -> Result<String, DecodeError> 
 
 /// Reads one CSV cell; stops before the `,` or line end that follows it.
 /// `None` is an empty cell: the key is absent from the row.
-pub(super) fn parse_cell(sc: &mut Scanner<'_>) -> Result<Option<Value>, DecodeError> {
+pub(super) fn parse_cell(sc: &mut Scanner<'_>) -> Result<Option<Value>, FormatDecodeError> {
     match sc.peek() {
         None | Some(',') | Some('\n') => Ok(None),
         Some('"') => parse_quoted(sc).map(|s| Some(Value::String(s))),
@@ -256,8 +256,8 @@ fn bare_scalar(token: &str) -> Option<Value> {
     }
 }
 
-/// A line value before templates are known: a value, or text that is a
-/// template if it names a column in braces and a string otherwise.
+/// A line value before patterns are known: a value, or text that is a
+/// pattern if it names a column in braces and a string otherwise.
 #[derive(Clone, Debug, PartialEq)]
 pub(super) enum LineValue {
     /// A quoted string, a literal, a number or JSON.
@@ -267,7 +267,7 @@ pub(super) enum LineValue {
 }
 
 /// Reads a line value; stops before the line end.
-pub(super) fn parse_line_value(sc: &mut Scanner<'_>) -> Result<LineValue, DecodeError> {
+pub(super) fn parse_line_value(sc: &mut Scanner<'_>) -> Result<LineValue, FormatDecodeError> {
     if sc.peek() == Some('"') {
         let s = parse_quoted(sc)?;
         return Ok(LineValue::Value(Value::String(s)));

@@ -3,14 +3,14 @@
 //!
 //! ```text
 //! body   = entry *( LF entry )
-//! entry  = key ": " value                  ; a value or a template
+//! entry  = key ": " value                  ; a value or a pattern
 //!        | key "[" N "]:" LF block(N)      ; an array of N objects
 //! ```
 //!
 //! Keys are dotted paths into nested objects (`user.login: octocat`) or
 //! quoted literal keys; values follow [`super::cell`] in the line slot; a
 //! value that names another key in braces is a
-//! [template](super::template) over this object's keys (`{url}/comments`,
+//! [pattern](super::pattern) over this object's keys (`{url}/comments`,
 //! or `{user}` for a value equal to the object at `user`). `block(N)` is a
 //! [table block](super::table) of exactly N rows, whose templates reference
 //! its own columns.
@@ -21,7 +21,7 @@ use super::plan::{Mode, Plan, Role};
 use super::records::RecordShape;
 use super::scan::Scanner;
 use super::table;
-use super::DecodeError;
+use super::FormatDecodeError;
 
 /// Encodes a non-empty object; nested tables only if `tables`.
 /// The result's `declared` is about nested tables only: an object's own
@@ -53,7 +53,7 @@ pub(super) fn encode(object: &Map<String, Value>, tables: bool) -> Option<table:
 }
 
 /// Reads `key: value` lines and nested tables to the end of the text.
-pub(super) fn parse(sc: &mut Scanner<'_>) -> Result<Value, DecodeError> {
+pub(super) fn parse(sc: &mut Scanner<'_>) -> Result<Value, FormatDecodeError> {
     let mut entries = Vec::new();
     while !sc.at_end() {
         match table::parse_entry(sc, table::MAX_NESTING)? {

@@ -41,7 +41,7 @@
 //! check    = " #" 9DIGIT                          ; over the whole text
 //! word     = "csv"                                ; body = block, rows to the end
 //!          | "kv" | "doc"                         ; body = entry *( LF entry )
-//! entry    = key ": " value                       ; one field (or a template)
+//! entry    = key ": " value                       ; one field (or a pattern)
 //!          | key "[" N "]:" LF block(N)           ; an array of N objects
 //! block    = *( entry LF ) names LF row *( LF row )
 //!          | 1*( entry LF )                       ; nested only: the empty
@@ -68,7 +68,7 @@
 //!   must fill the line); an empty cell means the key is absent from that
 //!   row; any other text is a string. So `null`, `""`, `"null"` and an
 //!   absent key are four different things, and `1` and `"1"` two.
-//! - **Templates.** Unquoted line text with `{name}` in it, where `name`
+//! - **Patterns.** Unquoted line text with `{name}` in it, where `name`
 //!   resolves to a column (or a group of columns, `user` for `user.*`) of
 //!   the same block, or a key of the same object: in the line of key
 //!   `a.b.c`, `{x}` is `a.b.x` if that exists, else `a.x`, else `x`. A `{`
@@ -78,7 +78,7 @@
 //!   values; anything else is a string with each reference replaced by
 //!   its value (a string as is, a number as JSON).
 //! - **Blocks.** Entries above the header hold for every row (constants,
-//!   templates, aliases, nested tables); then each row's object is its
+//!   patterns, aliases, nested tables); then each row's object is its
 //!   cells plus those entries, nested along the keys' paths. References
 //!   must not form a cycle. Tables nest at most 6 deep.
 //!
@@ -91,10 +91,10 @@
 //!
 //! - `check`: the check on the hint line, added and verified.
 //! - `cell`: values and keys, both directions.
-//! - `template`: references and how names resolve.
+//! - `pattern`: references and how names resolve.
 //! - `table`: table blocks and entries; `lines`: `kv` and `document`.
 //! - `plan`: what the encoder does with the data: flattening, aliases,
-//!   constants, templates, nested tables.
+//!   constants, patterns, nested tables.
 //! - `records`: how the decoder rebuilds rows from a block's columns.
 //! - `scan`: the decoder's cursor.
 //!
@@ -133,7 +133,7 @@ mod plan;
 mod records;
 mod scan;
 mod table;
-mod template;
+mod pattern;
 
 use std::fmt;
 
@@ -143,8 +143,7 @@ use crate::tokens::Tokenizer;
 pub use check::CheckError;
 use scan::Scanner;
 
-/// The start of every hint line.
-const HINT_PREFIX: &str = "> [encoded: ";
+use crate::hints::ENCODED_PREFIX as HINT_PREFIX;
 
 /// A lossless encoding of a JSON value.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -211,7 +210,7 @@ impl Encoded {
 
 /// Why encoded text could not be decoded.
 #[derive(Debug, thiserror::Error)]
-pub enum DecodeError {
+pub enum FormatDecodeError {
     /// The text has no hint and is not JSON.
     #[error("not JSON and no `> [encoded: …]` hint: {0}")]
     Json(#[from] serde_json::Error),
@@ -226,7 +225,7 @@ pub enum DecodeError {
         /// What was expected.
         message: String,
     },
-    /// The body parses but does not describe a value (a template cycle, a
+    /// The body parses but does not describe a value (a pattern cycle, a
     /// reference to an absent value, a key given twice).
     #[error("{0}")]
     Invalid(String),
@@ -238,7 +237,7 @@ pub enum DecodeError {
 /// Decodes text made by any encoder here: a hint line selects the grammar,
 /// after the text has passed its [check](check); text without a hint is
 /// parsed as JSON. Never panics, whatever the input.
-pub fn decode(text: &str) -> Result<Value, DecodeError> {
+pub fn decode(text: &str) -> Result<Value, FormatDecodeError> {
     if !text.starts_with(HINT_PREFIX) {
         return Ok(serde_json::from_str(text)?);
     }
@@ -249,7 +248,7 @@ pub fn decode(text: &str) -> Result<Value, DecodeError> {
 /// [`decode`] for a text held inside a checked one (the body of a
 /// [`crate::template::json_text`] text): the outer check covers it, so its
 /// hint line, if it has one, carries none.
-pub(crate) fn decode_unchecked(text: &str) -> Result<Value, DecodeError> {
+pub(crate) fn decode_unchecked(text: &str) -> Result<Value, FormatDecodeError> {
     if !text.starts_with(HINT_PREFIX) {
         return Ok(serde_json::from_str(text)?);
     }
@@ -260,7 +259,7 @@ pub(crate) fn decode_unchecked(text: &str) -> Result<Value, DecodeError> {
 
 /// Decodes the body of `text`, which starts at `body_start`, by the
 /// grammar `hint` (a hint line without its check) names.
-fn decode_hinted(hint: &str, text: &str, body_start: Option<usize>) -> Result<Value, DecodeError> {
+fn decode_hinted(hint: &str, text: &str, body_start: Option<usize>) -> Result<Value, FormatDecodeError> {
     let words = hint.strip_prefix(HINT_PREFIX).unwrap_or(hint);
     let Some(words) = words.strip_suffix(']') else {
         return Err(Scanner::new(text, 0).error("the hint line must end with `]`"));
@@ -277,7 +276,7 @@ fn decode_hinted(hint: &str, text: &str, body_start: Option<usize>) -> Result<Va
             table::MAX_NESTING,
         )?),
         "kv" | "doc" => lines::parse(&mut sc)?,
-        other => return Err(DecodeError::UnknownFormat(other.to_owned())),
+        other => return Err(FormatDecodeError::UnknownFormat(other.to_owned())),
     };
     if !sc.at_end() {
         return Err(sc.error("unexpected text after the body"));
@@ -412,7 +411,7 @@ mod tests {
     }
 
     /// Decodes `text` with its check added, as an encoder would have.
-    fn decode_sealed(text: &str) -> Result<Value, DecodeError> {
+    fn decode_sealed(text: &str) -> Result<Value, FormatDecodeError> {
         decode(&check::seal(text).expect("a hint line to seal"))
     }
 
@@ -551,13 +550,13 @@ mod tests {
 
     #[test]
     fn decode_errors() {
-        assert!(matches!(decode("nope"), Err(DecodeError::Json(_))));
+        assert!(matches!(decode("nope"), Err(FormatDecodeError::Json(_))));
         assert!(
-            matches!(decode_sealed("> [encoded: xml]\na"), Err(DecodeError::UnknownFormat(w)) if w == "xml")
+            matches!(decode_sealed("> [encoded: xml]\na"), Err(FormatDecodeError::UnknownFormat(w)) if w == "xml")
         );
         assert!(matches!(
             decode_sealed("> [encoded: csv]"),
-            Err(DecodeError::Syntax { line: 1, .. })
+            Err(FormatDecodeError::Syntax { line: 1, .. })
         ));
         // A hint line without a check is refused, whatever follows it.
         for unchecked in [
@@ -568,22 +567,22 @@ mod tests {
             assert!(
                 matches!(
                     decode(unchecked),
-                    Err(DecodeError::Check(CheckError::Missing))
+                    Err(FormatDecodeError::Check(CheckError::Missing))
                 ),
                 "{unchecked}"
             );
         }
         assert!(matches!(
             decode_sealed("> [encoded: csv]\na,b\n1"),
-            Err(DecodeError::Syntax { line: 3, .. })
+            Err(FormatDecodeError::Syntax { line: 3, .. })
         ));
         assert!(matches!(
             decode_sealed("> [encoded: kv]\na: {b}\nb: {a}"),
-            Err(DecodeError::Invalid(_))
+            Err(FormatDecodeError::Invalid(_))
         ));
         assert!(matches!(
             decode_sealed("> [encoded: kv]\na: 1\na: 2"),
-            Err(DecodeError::Invalid(_))
+            Err(FormatDecodeError::Invalid(_))
         ));
         assert!(decode_sealed("> [encoded: doc]\na[99999999999999999999]:\nx").is_err());
         let deep = format!("> [encoded: doc]\n{}", "a[1]:\n".repeat(100));
@@ -609,7 +608,7 @@ mod tests {
         for cut in [by_row, in_number] {
             let error = decode(cut).unwrap_err();
             assert!(
-                matches!(error, DecodeError::Check(CheckError::Mismatch { .. })),
+                matches!(error, FormatDecodeError::Check(CheckError::Mismatch { .. })),
                 "{cut}"
             );
             assert!(

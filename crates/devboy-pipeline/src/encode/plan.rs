@@ -16,9 +16,9 @@
 //!    of the first row, then checked against every row.
 //! 3. **Constants** (tables of two rows or more). A column with one value in
 //!    every row is written once.
-//! 4. **Templates.** A string column that equals one template over other
-//!    columns in every row is written once as that template
-//!    (`{url}/comments`); a constant only if the template is shorter. The
+//! 4. **Patterns.** A string column that equals one pattern over other
+//!    columns in every row is written once as that pattern
+//!    (`{url}/comments`); a constant only if the pattern is shorter. The
 //!    search is bounded: a column is only tried as a reference if its
 //!    first-row text passes a 64-bit byte-pair filter and then occurs, at a
 //!    word boundary, in the candidate's first-row value; references are
@@ -42,14 +42,14 @@ use serde_json::{Map, Value};
 
 use super::cell::{self, is_bare_segment, LineValue};
 use super::table;
-use super::template::{self, Names, Part};
+use super::pattern::{self, Names, Part};
 use super::FastHash;
 
 /// How deep objects are flattened into dotted columns.
 const MAX_FLATTEN_DEPTH: usize = 8;
-/// The shortest string column worth a template.
+/// The shortest string column worth a pattern.
 const MIN_TEMPLATE_VALUE: usize = 4;
-/// At most this many references in one template.
+/// At most this many references in one pattern.
 const MAX_TEMPLATE_REFS: usize = 8;
 /// The shortest compact JSON worth an alias.
 const MIN_ALIAS_JSON: usize = 8;
@@ -77,8 +77,8 @@ pub(super) enum Role {
     /// An array written once as `[{a},{b}]`: its items are the values of
     /// earlier columns or groups.
     AliasList(Vec<usize>),
-    /// Written once as a template over other columns.
-    Template(Vec<Part<usize>>),
+    /// Written once as a pattern over other columns.
+    Pattern(Vec<Part<usize>>),
     /// Inside an alias: not written at all.
     Hidden,
     /// A nested table block with this many rows.
@@ -106,7 +106,7 @@ pub(super) struct Node<'v> {
 pub(super) struct Plan<'v> {
     pub(super) nodes: Vec<Node<'v>>,
     pub(super) rows: usize,
-    /// The names templates may reference: every written bare column and
+    /// The names patterns may reference: every written bare column and
     /// its groups. The decoder derives the same set from the text.
     pub(super) names: Names,
 }
@@ -145,7 +145,7 @@ impl<'v> Plan<'v> {
         if mode == Mode::Table && plan.rows > 1 {
             plan.find_constants();
         }
-        plan.find_templates();
+        plan.find_patterns();
         if nesting > 0 {
             plan.find_tables(nesting - 1);
         }
@@ -256,7 +256,7 @@ impl<'v> Plan<'v> {
         }
     }
 
-    /// Candidate template references: bare written leaves with a string or
+    /// Candidate pattern references: bare written leaves with a string or
     /// number in the first row, and that value's text.
     fn reference_candidates(&self) -> Vec<Candidate<'v>> {
         let mut out = Vec::new();
@@ -280,7 +280,7 @@ impl<'v> Plan<'v> {
         out
     }
 
-    fn find_templates(&mut self) {
+    fn find_patterns(&mut self) {
         let candidates = self.reference_candidates();
         // A value shorter than every candidate holds none of them.
         let Some(shortest) = candidates.iter().map(|k| k.text.len()).min() else {
@@ -306,22 +306,22 @@ impl<'v> Plan<'v> {
             {
                 continue;
             }
-            if let Some(parts) = self.template_for(c, first, &candidates) {
-                self.nodes[c].role = Role::Template(parts);
+            if let Some(parts) = self.pattern_for(c, first, &candidates) {
+                self.nodes[c].role = Role::Pattern(parts);
             }
         }
     }
 
-    /// A template for column `c` (first-row value `first`), checked against
+    /// A pattern for column `c` (first-row value `first`), checked against
     /// every row and against how the decoder will read its text.
-    fn template_for(
+    fn pattern_for(
         &self,
         c: usize,
         first: &str,
         candidates: &[Candidate<'_>],
     ) -> Option<Vec<Part<usize>>> {
         let parent = self.nodes[c].parent;
-        // A column written once anyway gains only if the template is shorter.
+        // A column written once anyway gains only if the pattern is shorter.
         let once = self.rows == 1 || self.nodes[c].role == Role::Const;
         let haystack = bigrams(first);
         let mut usable: Vec<(usize, &str)> = candidates
@@ -350,8 +350,8 @@ impl<'v> Plan<'v> {
                 d,
             )
         });
-        let mut parts = build_template(first, &usable);
-        if !self.template_holds(c, &parts) {
+        let mut parts = build_pattern(first, &usable);
+        if !self.pattern_holds(c, &parts) {
             // Keep only references that occur in every row, and retry.
             usable.retain(|&(d, _)| {
                 (0..self.rows).all(|r| match (self.cell(c, r), self.cell(d, r)) {
@@ -362,16 +362,16 @@ impl<'v> Plan<'v> {
                     _ => false,
                 })
             });
-            parts = build_template(first, &usable);
-            if !self.template_holds(c, &parts) {
+            parts = build_pattern(first, &usable);
+            if !self.pattern_holds(c, &parts) {
                 return None;
             }
         }
         // `[{a},{b}]` would read as a list of values.
-        if template::is_list(&parts) {
+        if pattern::is_list(&parts) {
             return None;
         }
-        let text = self.template_text(c, &parts);
+        let text = self.pattern_text(c, &parts);
         if once && text.len() >= first.len() {
             return None;
         }
@@ -382,15 +382,15 @@ impl<'v> Plan<'v> {
         self.nodes.get(column)?.cells.get(row).copied().flatten()
     }
 
-    /// Whether template column `d` reads column `c`, directly or through
-    /// other templates.
+    /// Whether pattern column `d` reads column `c`, directly or through
+    /// other patterns.
     fn depends_on(&self, d: usize, c: usize) -> bool {
         if d == c {
             return true;
         }
         if !matches!(
             self.nodes.get(d).map(|node| &node.role),
-            Some(Role::Template(_))
+            Some(Role::Pattern(_))
         ) {
             return false;
         }
@@ -403,7 +403,7 @@ impl<'v> Plan<'v> {
             if !visited.insert(n) {
                 continue;
             }
-            if let Some(Role::Template(parts)) = self.nodes.get(n).map(|node| &node.role) {
+            if let Some(Role::Pattern(parts)) = self.nodes.get(n).map(|node| &node.role) {
                 stack.extend(parts.iter().filter_map(|p| match p {
                     Part::Ref(r) => Some(*r),
                     Part::Lit(_) => None,
@@ -414,7 +414,7 @@ impl<'v> Plan<'v> {
     }
 
     /// Whether `parts` gives column `c`'s value in every row.
-    fn template_holds(&self, c: usize, parts: &[Part<usize>]) -> bool {
+    fn pattern_holds(&self, c: usize, parts: &[Part<usize>]) -> bool {
         if !parts.iter().any(|p| matches!(p, Part::Ref(_))) {
             return false;
         }
@@ -474,10 +474,10 @@ impl<'v> Plan<'v> {
             .find(|suffix| self.names.resolves_to(parent, suffix, full))
     }
 
-    /// Column `c`'s template as written on its line.
-    pub(super) fn template_text(&self, c: usize, parts: &[Part<usize>]) -> String {
+    /// Column `c`'s pattern as written on its line.
+    pub(super) fn pattern_text(&self, c: usize, parts: &[Part<usize>]) -> String {
         let mut out = String::new();
-        template::write(&mut out, parts, |&d| {
+        pattern::write(&mut out, parts, |&d| {
             self.ref_name(c, d).unwrap_or(&self.nodes[d].name)
         });
         out
@@ -495,7 +495,7 @@ impl<'v> Plan<'v> {
             return false;
         }
         let parent = self.parent_name(c);
-        let read = template::parse(text, |name| self.names.lookup(parent, name));
+        let read = pattern::parse(text, |name| self.names.lookup(parent, name));
         read.len() == parts.len()
             && read.iter().zip(parts).all(|(a, b)| match (a, b) {
                 (Part::Lit(x), Part::Lit(y)) => x == y,
@@ -536,12 +536,12 @@ impl<'v> Plan<'v> {
         }
     }
 
-    /// Whether any column is written as a template or an alias.
+    /// Whether any column is written as a pattern or an alias.
     pub(super) fn has_references(&self) -> bool {
         self.nodes.iter().any(|n| {
             matches!(
                 n.role,
-                Role::Template(_) | Role::Alias(_) | Role::AliasList(_)
+                Role::Pattern(_) | Role::Alias(_) | Role::AliasList(_)
             )
         })
     }
@@ -625,7 +625,7 @@ fn add_level<'v>(
     }
 }
 
-/// A column a template may reference, with its first-row text.
+/// A column a pattern may reference, with its first-row text.
 struct Candidate<'v> {
     column: usize,
     text: Cow<'v, str>,
@@ -697,7 +697,7 @@ fn occurrences<'a>(haystack: &'a str, needle: &'a str) -> impl Iterator<Item = u
 
 /// Cuts `value` into literal text and references to the candidates, taking
 /// candidates in order and every non-overlapping occurrence of each.
-fn build_template(value: &str, candidates: &[(usize, &str)]) -> Vec<Part<usize>> {
+fn build_pattern(value: &str, candidates: &[(usize, &str)]) -> Vec<Part<usize>> {
     let mut spans: Vec<(usize, usize, usize)> = Vec::new();
     for &(d, text) in candidates {
         for at in occurrences(value, text) {
@@ -828,7 +828,7 @@ mod tests {
     }
 
     #[test]
-    fn finds_templates_constants_and_aliases() {
+    fn finds_patterns_constants_and_aliases() {
         let rows = json!([
             {"login": "octocat", "url": "https://api.github.com/users/octocat",
              "followers_url": "https://api.github.com/users/octocat/followers",
@@ -839,18 +839,18 @@ mod tests {
         ]);
         let plan = Plan::new(&objects(&rows), Mode::Table, 0);
         assert_eq!(role(&plan, "type"), &Role::Const);
-        let Role::Template(parts) = role(&plan, "url") else {
+        let Role::Pattern(parts) = role(&plan, "url") else {
             panic!("{:?}", role(&plan, "url"))
         };
         let url = plan.nodes.iter().position(|n| n.name == "url").unwrap();
         assert_eq!(
-            plan.template_text(url, parts),
+            plan.pattern_text(url, parts),
             "https://api.github.com/users/{login}"
         );
-        let Role::Template(parts) = role(&plan, "followers_url") else {
+        let Role::Pattern(parts) = role(&plan, "followers_url") else {
             panic!()
         };
-        assert_eq!(plan.template_text(url + 1, parts), "{url}/followers");
+        assert_eq!(plan.pattern_text(url + 1, parts), "{url}/followers");
         assert_eq!(role(&plan, "owner"), &Role::Group);
         let owner = plan.nodes.iter().position(|n| n.name == "owner").unwrap();
         assert_eq!(role(&plan, "creator"), &Role::Alias(owner));
@@ -859,7 +859,7 @@ mod tests {
     }
 
     #[test]
-    fn template_needs_every_row() {
+    fn pattern_needs_every_row() {
         let rows = json!([
             {"a": "xx", "b": "see xx here"},
             {"a": "yy", "b": "see zz here"}
@@ -869,12 +869,12 @@ mod tests {
     }
 
     #[test]
-    fn one_row_templates_must_be_shorter() {
+    fn one_row_patterns_must_be_shorter() {
         let rows = json!([{"number": 1347, "id": 1, "url": "https://x/issues/1347"}]);
         let plan = Plan::new(&objects(&rows), Mode::Table, 0);
         assert_eq!(role(&plan, "url"), &Role::Stored);
         let rows = json!([{"url": "https://api.github.com/users/octocat", "f": "https://api.github.com/users/octocat/followers"}]);
         let plan = Plan::new(&objects(&rows), Mode::Table, 0);
-        assert!(matches!(role(&plan, "f"), Role::Template(_)));
+        assert!(matches!(role(&plan, "f"), Role::Pattern(_)));
     }
 }

@@ -2,8 +2,8 @@
 //! object) declared, and how each row's object is rebuilt from them.
 //!
 //! A column's value in a row comes from one of three sources: the row's own
-//! cell, a value written once for every row, or a template over other
-//! columns of the same row. Templates are evaluated in dependency order
+//! cell, a value written once for every row, or a pattern over other
+//! columns of the same row. Patterns are evaluated in dependency order
 //! (computed once per table, not per row); a cycle is an error. Each row's
 //! object is then assembled by inserting every present value at its key's
 //! path, creating the nested objects of dotted keys on the way.
@@ -15,10 +15,10 @@ use serde_json::map::Entry;
 use serde_json::{Map, Value};
 
 use super::cell::{Key, LineValue};
-use super::template::{self, Part};
-use super::{DecodeError, FastHash};
+use super::pattern::{self, Part};
+use super::{FormatDecodeError, FastHash};
 
-/// What a template reference points at.
+/// What a pattern reference points at.
 #[derive(Clone, Copy, Debug)]
 enum Target {
     /// One column.
@@ -34,8 +34,8 @@ enum Source {
     Stored(usize),
     /// The same value in every row.
     Value(Value),
-    /// A template over the row's other columns.
-    Template(Vec<Part<Target>>),
+    /// A pattern over the row's other columns.
+    Pattern(Vec<Part<Target>>),
 }
 
 /// The columns of one record set, ready to rebuild rows.
@@ -46,19 +46,19 @@ pub(super) struct RecordShape {
     /// For each group, its member columns and the length of the group's
     /// path (the member's key below the group starts there).
     groups: Vec<Vec<(usize, usize)>>,
-    /// Template columns in evaluation order.
+    /// Pattern columns in evaluation order.
     order: Vec<usize>,
     stored: usize,
 }
 
-fn invalid(message: impl Into<String>) -> DecodeError {
-    DecodeError::Invalid(message.into())
+fn invalid(message: impl Into<String>) -> FormatDecodeError {
+    FormatDecodeError::Invalid(message.into())
 }
 
 impl RecordShape {
     /// Columns declared once for every row (`lines`, in order) and columns
     /// stored per row (`stored`, in cell order).
-    pub(super) fn new(lines: Vec<(Key, LineValue)>, stored: Vec<Key>) -> Result<Self, DecodeError> {
+    pub(super) fn new(lines: Vec<(Key, LineValue)>, stored: Vec<Key>) -> Result<Self, FormatDecodeError> {
         let mut keys = Vec::with_capacity(lines.len() + stored.len());
         let mut raw = Vec::with_capacity(lines.len() + stored.len());
         for (key, value) in lines {
@@ -113,11 +113,11 @@ impl RecordShape {
                             .join("."),
                         Key::Literal(_) => String::new(),
                     };
-                    let parts = template::parse(&text, |name| {
-                        template::find_scoped(&parent, name, |full| index.get(full).copied())
+                    let parts = pattern::parse(&text, |name| {
+                        pattern::find_scoped(&parent, name, |full| index.get(full).copied())
                     });
                     if parts.iter().any(|p| matches!(p, Part::Ref(_))) {
-                        Source::Template(parts)
+                        Source::Pattern(parts)
                     } else {
                         Source::Value(Value::String(text))
                     }
@@ -136,21 +136,21 @@ impl RecordShape {
         Ok(shape)
     }
 
-    /// Template columns ordered so each comes after the templates it reads
+    /// Pattern columns ordered so each comes after the patterns it reads
     /// (Kahn's algorithm).
-    fn evaluation_order(&self) -> Result<Vec<usize>, DecodeError> {
-        let is_template = |c: usize| matches!(self.sources.get(c), Some(Source::Template(_)));
+    fn evaluation_order(&self) -> Result<Vec<usize>, FormatDecodeError> {
+        let is_pattern = |c: usize| matches!(self.sources.get(c), Some(Source::Pattern(_)));
         let mut pending = vec![0usize; self.sources.len()];
         let mut dependents: Vec<Vec<usize>> = vec![Vec::new(); self.sources.len()];
-        let mut templates = 0;
+        let mut patterns = 0;
         for (column, source) in self.sources.iter().enumerate() {
-            let Source::Template(parts) = source else {
+            let Source::Pattern(parts) = source else {
                 continue;
             };
-            templates += 1;
+            patterns += 1;
             for part in parts {
                 let mut depend = |on: usize| {
-                    if is_template(on) {
+                    if is_pattern(on) {
                         pending[column] += 1;
                         dependents[on].push(column);
                     }
@@ -167,10 +167,10 @@ impl RecordShape {
             }
         }
         let mut ready: Vec<usize> = (0..self.sources.len())
-            .filter(|&c| is_template(c) && pending[c] == 0)
+            .filter(|&c| is_pattern(c) && pending[c] == 0)
             .rev()
             .collect();
-        let mut order = Vec::with_capacity(templates);
+        let mut order = Vec::with_capacity(patterns);
         while let Some(column) = ready.pop() {
             order.push(column);
             for &next in &dependents[column] {
@@ -180,10 +180,10 @@ impl RecordShape {
                 }
             }
         }
-        if order.len() == templates {
+        if order.len() == patterns {
             Ok(order)
         } else {
-            Err(invalid("templates reference each other in a cycle"))
+            Err(invalid("patterns reference each other in a cycle"))
         }
     }
 
@@ -196,7 +196,7 @@ impl RecordShape {
     pub(super) fn row(
         &self,
         mut cells: Vec<Option<Value>>,
-    ) -> Result<Map<String, Value>, DecodeError> {
+    ) -> Result<Map<String, Value>, FormatDecodeError> {
         if cells.len() != self.stored {
             return Err(invalid("row has the wrong number of cells"));
         }
@@ -206,11 +206,11 @@ impl RecordShape {
             .map(|source| match source {
                 Source::Stored(i) => cells.get_mut(*i).and_then(Option::take),
                 Source::Value(v) => Some(v.clone()),
-                Source::Template(_) => None,
+                Source::Pattern(_) => None,
             })
             .collect();
         for &column in &self.order {
-            let Some(Source::Template(parts)) = self.sources.get(column) else {
+            let Some(Source::Pattern(parts)) = self.sources.get(column) else {
                 continue;
             };
             let value = self.evaluate(parts, &values)?;
@@ -229,11 +229,11 @@ impl RecordShape {
         &self,
         parts: &[Part<Target>],
         values: &[Option<Value>],
-    ) -> Result<Value, DecodeError> {
+    ) -> Result<Value, FormatDecodeError> {
         if let [Part::Ref(target)] = parts {
             return self.target_value(*target, values);
         }
-        if template::is_list(parts) {
+        if pattern::is_list(parts) {
             let mut items = Vec::with_capacity(parts.len() / 2);
             for part in parts {
                 if let Part::Ref(target) = part {
@@ -253,25 +253,25 @@ impl RecordShape {
                     }
                     _ => {
                         return Err(invalid(
-                            "a template inserts a value that is not a string or number",
+                            "a pattern inserts a value that is not a string or number",
                         ))
                     }
                 },
                 Part::Ref(Target::Group(_)) => {
-                    return Err(invalid("a template inserts a group into text"));
+                    return Err(invalid("a pattern inserts a group into text"));
                 }
             }
         }
         Ok(Value::String(out))
     }
 
-    fn target_value(&self, target: Target, values: &[Option<Value>]) -> Result<Value, DecodeError> {
+    fn target_value(&self, target: Target, values: &[Option<Value>]) -> Result<Value, FormatDecodeError> {
         match target {
             Target::Leaf(c) => values
                 .get(c)
                 .cloned()
                 .flatten()
-                .ok_or_else(|| invalid("a template references an absent value")),
+                .ok_or_else(|| invalid("a pattern references an absent value")),
             Target::Group(g) => {
                 let mut object = Map::new();
                 for &(column, depth) in self.groups.get(g).map_or(&[][..], Vec::as_slice) {
@@ -287,7 +287,7 @@ impl RecordShape {
                     )?;
                 }
                 if object.is_empty() {
-                    Err(invalid("a template references an absent group"))
+                    Err(invalid("a pattern references an absent group"))
                 } else {
                     Ok(Value::Object(object))
                 }
@@ -301,7 +301,7 @@ pub(super) fn insert(
     object: &mut Map<String, Value>,
     key: &Key,
     value: Value,
-) -> Result<(), DecodeError> {
+) -> Result<(), FormatDecodeError> {
     match key {
         Key::Literal(k) => match object.entry(k.clone()) {
             Entry::Vacant(slot) => {
@@ -318,7 +318,7 @@ fn insert_path(
     object: &mut Map<String, Value>,
     path: &[String],
     value: Value,
-) -> Result<(), DecodeError> {
+) -> Result<(), FormatDecodeError> {
     let Some((last, parents)) = path.split_last() else {
         return Err(invalid("empty key"));
     };
@@ -365,7 +365,7 @@ mod tests {
     }
 
     #[test]
-    fn rebuilds_rows_with_templates_and_groups() {
+    fn rebuilds_rows_with_patterns_and_groups() {
         let shape = RecordShape::new(
             vec![
                 (

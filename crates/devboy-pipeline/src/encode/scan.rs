@@ -4,7 +4,7 @@
 //! cursor only ever moves past whole characters or past ASCII bytes it has
 //! just matched, so slicing at `pos` cannot panic.
 
-use super::DecodeError;
+use super::FormatDecodeError;
 
 /// A position in the text being decoded.
 pub(super) struct Scanner<'a> {
@@ -81,7 +81,7 @@ impl<'a> Scanner<'a> {
     }
 
     /// Expects the end of a line: consumes a `\n`, or accepts the end of text.
-    pub(super) fn end_line(&mut self) -> Result<(), DecodeError> {
+    pub(super) fn end_line(&mut self) -> Result<(), FormatDecodeError> {
         if self.at_end() || self.eat("\n") {
             Ok(())
         } else {
@@ -90,9 +90,9 @@ impl<'a> Scanner<'a> {
     }
 
     /// A syntax error at the cursor, with its 1-based line number.
-    pub(super) fn error(&self, message: impl Into<String>) -> DecodeError {
+    pub(super) fn error(&self, message: impl Into<String>) -> FormatDecodeError {
         let before = self.text.get(..self.pos).unwrap_or(self.text);
-        DecodeError::Syntax {
+        FormatDecodeError::Syntax {
             line: before.matches('\n').count() + 1,
             message: message.into(),
         }
@@ -117,7 +117,7 @@ mod tests {
         sc.reset(at);
         assert_eq!(sc.rest(), "cd");
         match sc.error("x") {
-            DecodeError::Syntax { line, .. } => assert_eq!(line, 2),
+            FormatDecodeError::Syntax { line, .. } => assert_eq!(line, 2),
             other => panic!("{other:?}"),
         }
     }

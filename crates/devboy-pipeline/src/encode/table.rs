@@ -8,13 +8,13 @@
 //!        | 1*declaration                 ; nested only: no stored column,
 //!          ""                            ; an empty header line ends it
 //! declaration
-//!        = key ": " value LF             ; a constant, template or alias
+//!        = key ": " value LF             ; a constant, pattern or alias
 //!        | key "[" N "]:" LF block(N) LF ; an array of N objects, as a table
 //! row    = cell *( "," cell )            ; exactly one cell per name
 //! ```
 //!
 //! `key`/`name` and `value`/`cell` follow [`super::cell`]; a line value that
-//! names a column in braces is a [template](super::template). A line is a
+//! names a column in braces is a [pattern](super::pattern). A line is a
 //! declaration exactly when it begins with a key followed by `": "` or
 //! `"["`; the first line that does not is the header (names never contain
 //! `:` or `[` unquoted). A nested `block(N)` ends after its N-th row, so
@@ -35,7 +35,7 @@ use super::cell::{self, parse_cell, parse_key, parse_line_value, Key, LineValue,
 use super::plan::{Mode, Node, Plan, Role};
 use super::records::RecordShape;
 use super::scan::Scanner;
-use super::DecodeError;
+use super::FormatDecodeError;
 
 /// How deep tables may nest in one another (the encoder's limit, and the
 /// decoder's, which keeps its recursion bounded on any input).
@@ -47,7 +47,7 @@ pub(super) struct Block {
     pub(super) text: String,
     /// Some column is declared once above a header.
     pub(super) declared: bool,
-    /// Some declaration is a template or an alias.
+    /// Some declaration is a pattern or an alias.
     pub(super) references: bool,
     /// Some declaration is a nested table.
     pub(super) tables: bool,
@@ -89,7 +89,7 @@ pub(super) fn block(items: &[Value], nesting: usize, nested: bool) -> Option<Blo
             Role::Const
                 | Role::Alias(_)
                 | Role::AliasList(_)
-                | Role::Template(_)
+                | Role::Pattern(_)
                 | Role::Table { .. }
         ) {
             continue;
@@ -152,7 +152,7 @@ pub(super) fn write_key(out: &mut String, node: &Node<'_>) {
 }
 
 /// Writes the value side of the line of column `c`: its first-row value,
-/// an alias or a template.
+/// an alias or a pattern.
 pub(super) fn write_declaration(out: &mut String, plan: &Plan<'_>, c: usize) {
     let node = &plan.nodes[c];
     match &node.role {
@@ -179,7 +179,7 @@ pub(super) fn write_declaration(out: &mut String, plan: &Plan<'_>, c: usize) {
             }
             out.push(']');
         }
-        Role::Template(parts) => out.push_str(&plan.template_text(c, parts)),
+        Role::Pattern(parts) => out.push_str(&plan.pattern_text(c, parts)),
         _ => {
             if let Some(Some(value)) = node.cells.first() {
                 let slot = Slot::Line(&plan.names, plan.parent_name(c));
@@ -204,7 +204,7 @@ pub(super) enum Rows {
 pub(super) fn parse_entry(
     sc: &mut Scanner<'_>,
     nesting: usize,
-) -> Result<Option<(Key, LineValue)>, DecodeError> {
+) -> Result<Option<(Key, LineValue)>, FormatDecodeError> {
     let start = sc.pos();
     let Ok(key) = parse_key(sc) else {
         sc.reset(start);
@@ -244,7 +244,7 @@ pub(super) fn parse_block(
     sc: &mut Scanner<'_>,
     rows: Rows,
     nesting: usize,
-) -> Result<Vec<Value>, DecodeError> {
+) -> Result<Vec<Value>, FormatDecodeError> {
     let mut lines = Vec::new();
     while let Some(entry) = parse_entry(sc, nesting)? {
         lines.push(entry);
@@ -328,7 +328,7 @@ mod tests {
     }
 
     #[test]
-    fn constants_templates_and_groups() {
+    fn constants_patterns_and_groups() {
         let items = json!([
             {"id": 1, "name": "bug", "url": "https://x/labels/bug", "default": false, "user": {"login": "a"}},
             {"id": 2, "name": "docs", "url": "https://x/labels/docs", "default": false, "user": {"login": "b"}}

@@ -90,7 +90,7 @@
 
 use serde_json::{Map, Value};
 
-use super::{check, checked_body, fence_for, leading_backticks, same_json, DecodeError, Template};
+use super::{check, checked_body, fence_for, leading_backticks, same_json, TemplateDecodeError, Template};
 use crate::shape::is_hunk_header;
 
 /// The hint line of this template.
@@ -115,7 +115,7 @@ pub fn encode(value: &Value) -> Option<String> {
 }
 
 /// Decodes a text produced by [`encode`] back into the original value.
-pub fn decode(text: &str) -> Result<Value, DecodeError> {
+pub fn decode(text: &str) -> Result<Value, TemplateDecodeError> {
     let body = checked_body(text, Template::FencedFields)?;
     let mut root: Option<Value> = None;
     let mut base: Vec<Segment> = Vec::new();
@@ -126,7 +126,7 @@ pub fn decode(text: &str) -> Result<Value, DecodeError> {
             Some((line, after)) => (line, Some(after)),
             None => (rest, None),
         };
-        let malformed = move |reason| DecodeError::Malformed {
+        let malformed = move |reason| TemplateDecodeError::Malformed {
             template: Template::FencedFields,
             line: line_no,
             reason,
@@ -158,7 +158,7 @@ pub fn decode(text: &str) -> Result<Value, DecodeError> {
         rest = next;
         line_no += 1;
     }
-    root.ok_or(DecodeError::Malformed {
+    root.ok_or(TemplateDecodeError::Malformed {
         template: Template::FencedFields,
         line: line_no,
         reason: "no fields",
@@ -495,7 +495,7 @@ mod tests {
     }
 
     /// Decodes `text` with its check added, as the encoder would have.
-    fn decode_sealed(text: &str) -> Result<Value, DecodeError> {
+    fn decode_sealed(text: &str) -> Result<Value, TemplateDecodeError> {
         decode(&check::seal(text).unwrap_or_else(|| panic!("cannot seal {text}")))
     }
 
@@ -622,8 +622,8 @@ mod tests {
     #[test]
     fn decode_errors() {
         let bad = |b: &str| decode_sealed(&format!("{HINT}\n{b}"));
-        let line = |r: Result<Value, DecodeError>| match r {
-            Err(DecodeError::Malformed { line, .. }) => line,
+        let line = |r: Result<Value, TemplateDecodeError>| match r {
+            Err(TemplateDecodeError::Malformed { line, .. }) => line,
             other => panic!("{other:?}"),
         };
         assert_eq!(line(bad("a: 1\na: 2")), 3);
@@ -645,6 +645,6 @@ mod tests {
         assert_eq!(line(bad("# \nc: 1")), 2);
         assert_eq!(line(bad("#\n#")), 4);
         assert_eq!(line(bad("# a\nb: 1\n# a.b\nc: 2")), 5);
-        assert_eq!(decode("a: 1"), Err(DecodeError::NotEncoded));
+        assert_eq!(decode("a: 1"), Err(TemplateDecodeError::NotEncoded));
     }
 }

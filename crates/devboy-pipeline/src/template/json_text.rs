@@ -72,12 +72,12 @@
 
 use serde_json::{Map, Value};
 
-use super::{same_json, DecodeError, Template};
+use super::{same_json, TemplateDecodeError, Template};
 use crate::encode::{self, check};
 use crate::route::estimate_tokens;
 use crate::shape::{Classified, InnerFormat};
 
-const PREFIX: &str = "> [encoded: ";
+use crate::hints::ENCODED_PREFIX as PREFIX;
 const MIDDLE: &str = " parsed from ";
 const SUFFIX: &str = " JSON text]";
 
@@ -203,8 +203,8 @@ pub fn encode(value: &Value) -> Option<String> {
     })
 }
 
-fn malformed(line: usize, reason: &'static str) -> DecodeError {
-    DecodeError::Malformed {
+fn malformed(line: usize, reason: &'static str) -> TemplateDecodeError {
+    TemplateDecodeError::Malformed {
         template: Template::JsonText,
         line,
         reason,
@@ -230,19 +230,19 @@ fn hint_parts(line: &str) -> Option<(String, Style)> {
 }
 
 /// Decodes a text made by [`encode()`] back into the body. Never panics.
-pub fn decode(text: &str) -> Result<Value, DecodeError> {
+pub fn decode(text: &str) -> Result<Value, TemplateDecodeError> {
     let first = text.split('\n').next().unwrap_or_default();
     let Some(hint) = check::unchecked_hint(first) else {
         return Err(match is_hint(first) {
-            true => DecodeError::Check {
+            true => TemplateDecodeError::Check {
                 template: Template::JsonText,
                 error: check::CheckError::Missing,
             },
-            false => DecodeError::NotEncoded,
+            false => TemplateDecodeError::NotEncoded,
         });
     };
-    let (key, style) = hint_parts(&hint).ok_or(DecodeError::NotEncoded)?;
-    let opened = check::open(text).map_err(|error| DecodeError::Check {
+    let (key, style) = hint_parts(&hint).ok_or(TemplateDecodeError::NotEncoded)?;
+    let opened = check::open(text).map_err(|error| TemplateDecodeError::Check {
         template: Template::JsonText,
         error,
     })?;
@@ -306,7 +306,7 @@ mod tests {
     }
 
     /// Decodes `text` with its check added, as the encoder would have.
-    fn decode_sealed(text: &str) -> Result<Value, DecodeError> {
+    fn decode_sealed(text: &str) -> Result<Value, TemplateDecodeError> {
         decode(&check::seal(text).unwrap_or_else(|| panic!("cannot seal {text}")))
     }
 
@@ -474,7 +474,7 @@ mod tests {
 
     #[test]
     fn decode_refuses_broken_texts() {
-        assert_eq!(decode("plain"), Err(DecodeError::NotEncoded));
+        assert_eq!(decode("plain"), Err(TemplateDecodeError::NotEncoded));
         for hint in [
             "> [encoded: content parsed from indented JSON text]", // key not a literal
             "> [encoded: \"c\" parsed from sideways JSON text]",
@@ -487,7 +487,7 @@ mod tests {
         ] {
             assert_eq!(
                 decode(&format!("{hint}\n{{}}")),
-                Err(DecodeError::NotEncoded)
+                Err(TemplateDecodeError::NotEncoded)
             );
             assert!(!is_hint(hint), "{hint}");
         }
@@ -505,7 +505,7 @@ mod tests {
             assert!(
                 matches!(
                     decode_sealed(&format!("{hint}\n{body}")),
-                    Err(DecodeError::Malformed { line: l, .. }) if l == line
+                    Err(TemplateDecodeError::Malformed { line: l, .. }) if l == line
                 ),
                 "{body}"
             );
@@ -513,7 +513,7 @@ mod tests {
         let text = format!("{hint}\n{{\"a\":1,\"c\":{{\"k\":[]}}}}");
         assert_eq!(decode_sealed(&text), Ok(json!({"a": 1, "c": "{\"k\":[]}"})));
         // Without its check, or with a body changed after it, refused.
-        let missing = DecodeError::Check {
+        let missing = TemplateDecodeError::Check {
             template: Template::JsonText,
             error: check::CheckError::Missing,
         };
@@ -522,7 +522,7 @@ mod tests {
         let changed = check::seal(&text).unwrap().replace("\"a\":1", "\"a\":2");
         assert!(matches!(
             decode(&changed),
-            Err(DecodeError::Check {
+            Err(TemplateDecodeError::Check {
                 error: check::CheckError::Mismatch { .. },
                 ..
             })

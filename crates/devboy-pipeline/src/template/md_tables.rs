@@ -88,7 +88,7 @@ use std::ops::Range;
 
 use pulldown_cmark::{Event, Options, Parser, Tag};
 
-use super::{check, checked_body, csv, fence_for, leading_backticks, DecodeError, Template};
+use super::{check, checked_body, csv, fence_for, leading_backticks, TemplateDecodeError, Template};
 
 /// The hint line of this template.
 pub const HINT: &str = "> [encoded: md tables as csv]";
@@ -132,9 +132,9 @@ pub fn encode(doc: &str) -> Option<String> {
 }
 
 /// Decodes a text produced by [`encode`] back into the original document.
-pub fn decode(text: &str) -> Result<String, DecodeError> {
+pub fn decode(text: &str) -> Result<String, TemplateDecodeError> {
     let body = checked_body(text, Template::MdTables)?;
-    let malformed = |line: usize, reason: &'static str| DecodeError::Malformed {
+    let malformed = |line: usize, reason: &'static str| TemplateDecodeError::Malformed {
         template: Template::MdTables,
         line,
         reason,
@@ -529,7 +529,7 @@ mod tests {
     }
 
     /// Decodes `text` with its check added, as the encoder would have.
-    fn decode_sealed(text: &str) -> Result<String, DecodeError> {
+    fn decode_sealed(text: &str) -> Result<String, TemplateDecodeError> {
         decode(&check::seal(text).unwrap_or_else(|| panic!("cannot seal {text}")))
     }
 
@@ -698,20 +698,20 @@ mod tests {
         let bad = |body: &str| decode_sealed(&format!("{HINT}\n{body}"));
         assert!(matches!(
             bad("```csv\na\n"),
-            Err(DecodeError::Malformed { line: 2, .. })
+            Err(TemplateDecodeError::Malformed { line: 2, .. })
         ));
         assert!(matches!(
             bad("x\n```csv\n\"a\n```"),
-            Err(DecodeError::Malformed { line: 3, .. })
+            Err(TemplateDecodeError::Malformed { line: 3, .. })
         ));
         assert!(matches!(
             bad("```csv\n```"),
-            Err(DecodeError::Malformed { .. })
+            Err(TemplateDecodeError::Malformed { .. })
         ));
         assert!(matches!(
             bad("```csv aligned | --- |\nabcd\n```"),
-            Err(DecodeError::Malformed { .. })
+            Err(TemplateDecodeError::Malformed { .. })
         ));
-        assert_eq!(decode("no hint"), Err(DecodeError::NotEncoded));
+        assert_eq!(decode("no hint"), Err(TemplateDecodeError::NotEncoded));
     }
 }

@@ -136,7 +136,7 @@ pub enum DecodedBody {
 
 /// Why [`decode`] failed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum DecodeError {
+pub enum TemplateDecodeError {
     /// The first line is not the hint of any template: the text was not
     /// encoded by one, and another decoder may apply.
     #[error("no L1 template hint on the first line")]
@@ -165,22 +165,22 @@ pub enum DecodeError {
 /// Decodes a text encoded by any template, recognized by its hint line.
 ///
 /// ```
-/// use devboy_pipeline::template::{decode, md_tables, DecodedBody, DecodeError};
+/// use devboy_pipeline::template::{decode, md_tables, DecodedBody, TemplateDecodeError};
 ///
 /// let doc = "Issues:\n\n| # | title |\n|---|---|\n| 1 | a, b |\n";
 /// let encoded = md_tables::encode(doc).expect("a plain table");
 /// assert_eq!(encoded, "> [encoded: md tables as csv #880237068]\nIssues:\n\n```csv\n#,title\n1,\"a, b\"\n```\n");
 /// assert_eq!(decode(&encoded), Ok(DecodedBody::Text(doc.to_string())));
-/// assert_eq!(decode("plain text"), Err(DecodeError::NotEncoded));
+/// assert_eq!(decode("plain text"), Err(TemplateDecodeError::NotEncoded));
 /// // Cut short, it no longer decodes.
-/// assert!(matches!(decode(&encoded[..encoded.len() - 5]), Err(DecodeError::Check { .. })));
+/// assert!(matches!(decode(&encoded[..encoded.len() - 5]), Err(TemplateDecodeError::Check { .. })));
 /// ```
-pub fn decode(text: &str) -> Result<DecodedBody, DecodeError> {
+pub fn decode(text: &str) -> Result<DecodedBody, TemplateDecodeError> {
     match hinted(text) {
         Some(Template::MdTables) => md_tables::decode(text).map(DecodedBody::Text),
         Some(Template::FencedFields) => fenced_fields::decode(text).map(DecodedBody::Json),
         Some(Template::JsonText) => json_text::decode(text).map(DecodedBody::Json),
-        None => Err(DecodeError::NotEncoded),
+        None => Err(TemplateDecodeError::NotEncoded),
     }
 }
 
@@ -197,11 +197,11 @@ fn hinted(text: &str) -> Option<Template> {
 
 /// The body of a text that opens with `template`'s hint line and passes
 /// its check: the text after the hint line, `""` when there is none.
-fn checked_body(text: &str, template: Template) -> Result<&str, DecodeError> {
+fn checked_body(text: &str, template: Template) -> Result<&str, TemplateDecodeError> {
     if hinted(text) != Some(template) {
-        return Err(DecodeError::NotEncoded);
+        return Err(TemplateDecodeError::NotEncoded);
     }
-    let opened = check::open(text).map_err(|error| DecodeError::Check { template, error })?;
+    let opened = check::open(text).map_err(|error| TemplateDecodeError::Check { template, error })?;
     Ok(opened.body())
 }
 
@@ -280,14 +280,14 @@ mod tests {
 
     #[test]
     fn decode_needs_an_exact_hint_line() {
-        assert_eq!(decode(""), Err(DecodeError::NotEncoded));
+        assert_eq!(decode(""), Err(TemplateDecodeError::NotEncoded));
         assert_eq!(
             decode("> [encoded: other]\nx"),
-            Err(DecodeError::NotEncoded)
+            Err(TemplateDecodeError::NotEncoded)
         );
         assert_eq!(
             decode(" > [encoded: md tables as csv]\nx"),
-            Err(DecodeError::NotEncoded)
+            Err(TemplateDecodeError::NotEncoded)
         );
         let text = format!("{}\nplain", md_tables::HINT);
         assert_eq!(
@@ -299,7 +299,7 @@ mod tests {
             let text = format!("{}\nplain", t.hint());
             assert_eq!(
                 decode(&text),
-                Err(DecodeError::Check {
+                Err(TemplateDecodeError::Check {
                     template: t,
                     error: CheckError::Missing
                 })

@@ -1,4 +1,4 @@
-//! Templates: one line that stands for a column's value in every row.
+//! Patterns: one line that stands for a column's value in every row.
 //!
 //! Grammar (unquoted line text): literal text with references `{name}`,
 //! where `name` names a column of the same table (or a key of the same
@@ -10,8 +10,8 @@
 //! resolves that way; any other `{` is a literal character, so GitHub's own
 //! URL templates (`…/labels{/name}`) need no escaping.
 //!
-//! Meaning, per row: a template that is exactly one reference (`{user}`) is
-//! that column's (or group's) value, of any type. A template that is
+//! Meaning, per row: a pattern that is exactly one reference (`{user}`) is
+//! that column's (or group's) value, of any type. A pattern that is
 //! references between `[`, `,` and `]` and nothing else (`[{user}]`,
 //! `[{a},{b}]`) is the array of those values. Otherwise it is a string:
 //! the literal text with each reference replaced by the referenced value,
@@ -21,7 +21,7 @@ use std::collections::HashSet;
 
 use super::FastHash;
 
-/// The names templates may reference in one scope.
+/// The names patterns may reference in one scope.
 #[derive(Clone, Debug, Default)]
 pub(super) struct Names {
     set: HashSet<String, FastHash>,
@@ -105,7 +105,7 @@ impl Names {
     }
 
     /// True if `text`, in the line of a key under `parent`, reads as a
-    /// template that references at least one name.
+    /// pattern that references at least one name.
     pub(super) fn has_ref(&self, parent: &str, text: &str) -> bool {
         !self.set.is_empty()
             && text.contains('{')
@@ -159,7 +159,7 @@ pub(super) fn find_scoped<T>(
     }
 }
 
-/// A piece of a template.
+/// A piece of a pattern.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(super) enum Part<R> {
     /// Literal text.
@@ -168,7 +168,7 @@ pub(super) enum Part<R> {
     Ref(R),
 }
 
-/// Splits template text into literal text and references, a reference
+/// Splits pattern text into literal text and references, a reference
 /// being any `{name}` for which `resolve` answers; adjacent literal text is
 /// merged.
 pub(super) fn parse<R>(text: &str, resolve: impl Fn(&str) -> Option<R>) -> Vec<Part<R>> {
@@ -216,7 +216,7 @@ pub(super) fn is_list<R>(parts: &[Part<R>]) -> bool {
     }
 }
 
-/// Writes template text: literal text as is, references as `{name}`.
+/// Writes pattern text: literal text as is, references as `{name}`.
 pub(super) fn write<R, S: AsRef<str>>(
     out: &mut String,
     parts: &[Part<R>],

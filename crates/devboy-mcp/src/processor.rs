@@ -1,259 +1,120 @@
 //! The pipeline at the seam: MCP results in, what the model should see out.
 //!
-//! This adapter decides *what the client forwards to the model* and hands
-//! exactly that text to the pure [`SessionPipeline`] (L0 dedup, then the
-//! L1/L2 router when encoding is on):
+//! [`PipelineProcessor`] adapts a [`PipelineSession`] (devboy-session,
+//! which holds every policy) to the protocol. It decides *what the client
+//! forwards to the model* and hands exactly that to the session:
 //!
 //! - If the result carries `structuredContent` and the client forwards it
-//!   (Claude Code does, DESIGN §3), the model sees that value serialized.
-//!   To show an id with it, re-encode it or replace it, the result is
-//!   rewritten into text blocks and `structuredContent` is dropped; the
-//!   session drops the tool's `outputSchema` from the listing in that case,
-//!   so the result stays valid under the protocol.
+//!   (Claude Code does), the model sees that value serialized. To show an
+//!   id with it, re-encode it or replace it, the result is rewritten into
+//!   text blocks and `structuredContent` is dropped; the session drops the
+//!   tool's `outputSchema` from the listing in that case, so the result
+//!   stays valid under the protocol.
 //! - Otherwise, if every content block is text, the model sees the text
 //!   blocks. One block may be re-encoded; with several, only dedup applies.
 //!   The id goes into one extra text block, and a repeat becomes one text
 //!   block holding the reference.
 //! - Anything else (images, audio, resources, mixed content) passes
-//!   untouched (DESIGN §4.7).
+//!   untouched.
 //!
 //! Annotations and `_meta` on the result are kept in every case.
-//!
-//! What applies to which tool comes from `pipeline_config.toml`
-//! ([`PipelineConfig`]): per-endpoint dedup, minimum size, near-duplicate
-//! hints, encoding and template, and per-tool side-effect classes and
-//! `invalidates` lists, matched on the exposed tool name.
-//!
-//! Every result the pipeline decides on, and every error result, leaves
-//! one telemetry event ([`Telemetry`], docs/telemetry.md), recorded after
-//! the pipeline's lock is released; the session summary is written by
-//! [`ResponseProcessor::end_session`]. Results the pipeline never sees
-//! (images, resources, mixed content, endpoints with dedup and encoding
-//! both off) leave none.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Instant;
 
-use devboy_core::config::ConfigSource;
-use devboy_core::pipeline_config::{
-    HintKind, PipelineConfig, SessionContext, SessionSettings, TokenizerChoice,
-};
-use devboy_pipeline::route::RouteConfig;
-use devboy_pipeline::session::{Action, BodyPolicy, Processed, SessionPipeline, Totals};
-use devboy_pipeline::{
-    paths_in_arguments, DedupConfig, EndpointKey, ExpandConfig, Fingerprint, IdAllocator, L0Config,
-    NearPolicy, ResultPolicy, SideEffect, Template, Timestamp, Tokenizer,
-};
-use devboy_telemetry::{CallFacts, DedupOutcome, Layer, Outcome, Telemetry};
+use devboy_core::pipeline_config::{PipelineConfig, SessionSettings};
+use devboy_pipeline::session::Totals;
+use devboy_pipeline::{IdAllocator, Timestamp, Tokenizer};
+use devboy_session::capture::CaptureWriter;
+use devboy_session::{process_ids, Forwarded, PipelineSession, ToolCall};
+use devboy_telemetry::Telemetry;
 use rmcp::model::{CallToolResult, ContentBlock};
 
 use crate::seam::{ProcessError, ResponseProcessor, ToolCallInfo};
-use crate::upstream::lock;
 
 /// What the model is shown of one result, as devboy reads it.
-enum Forwarded<'a> {
+enum Shown<'a> {
     /// The serialized `structuredContent` (the client forwards that).
-    Structured(String),
+    Structured(String, &'a serde_json::Value),
     /// The text blocks, in order (the client forwards the content).
     Text(Vec<&'a str>),
 }
 
-/// The session's pipeline processor: L0 dedup, and re-encoding when
-/// encoding is on.
-pub struct DedupProcessor {
-    config: Arc<PipelineConfig>,
-    encode: bool,
-    state: Mutex<State>,
+impl Shown<'_> {
+    fn forwarded(&self) -> Forwarded<'_> {
+        match self {
+            Shown::Structured(text, value) => Forwarded::Single {
+                text,
+                json: Some(value),
+            },
+            Shown::Text(texts) if texts.len() == 1 => Forwarded::Single {
+                text: texts[0],
+                json: None,
+            },
+            Shown::Text(texts) => Forwarded::Blocks(texts),
+        }
+    }
+}
+
+/// The session's pipeline processor: dedup, and re-encoding when encoding
+/// is on, as the pipeline config says.
+pub struct PipelineProcessor {
+    session: PipelineSession,
     started: Instant,
-    telemetry: Telemetry,
 }
 
-struct State {
-    pipeline: SessionPipeline,
-    /// The exposed name of every endpoint with a remembered body, for
-    /// `invalidates` globs (which match exposed names).
-    exposed: HashMap<EndpointKey, Arc<str>>,
-    /// What the session is (model, statistics) and what that resolves to.
-    context: SessionContext,
-    session: Arc<SessionSettings>,
-    /// Hints of each kind (in [`HintKind::ALL`] order) sent so far.
-    hints_sent: [u64; 4],
-}
-
-impl State {
-    /// Re-resolves the session's settings after its context changed, and
-    /// applies what changed to the pipeline.
-    fn refresh(&mut self, config: &PipelineConfig) {
-        let next = config.resolve_session(&self.context);
-        if next == *self.session {
-            return;
-        }
-        let tokenizer = tokenizer(next.tokenizer);
-        if tokenizer != self.pipeline.tokenizer()
-            || next.budget_tokens != self.pipeline.budget_tokens()
-        {
-            if tokenizer != self.pipeline.tokenizer() {
-                let _ = std::thread::Builder::new()
-                    .name("devboy-vocabulary".into())
-                    .spawn(move || tokenizer.warm_up());
-            }
-            self.pipeline.configure(tokenizer, next.budget_tokens);
-        }
-        if next.ttl != self.session.ttl {
-            self.pipeline.stage().set_ttl(next.ttl);
-        }
-        if next.llm != self.session.llm
-            || next.agent != self.session.agent
-            || next.model != self.session.model
-        {
-            tracing::info!(
-                model = next.model.as_deref().unwrap_or("unknown"),
-                llm = next.llm.as_deref().unwrap_or("none"),
-                agent = next.agent.as_deref().unwrap_or("none"),
-                tokenizer = %tokenizer,
-                "session profile"
-            );
-        }
-        self.session = Arc::new(next);
-    }
-
-    fn hints_sent(&self, kind: HintKind) -> u64 {
-        self.hints_sent[kind.index()]
-    }
-
-    /// Counts the hints a processed result carries.
-    fn count_hints(&mut self, processed: &Processed) {
-        let mut count = |kind: HintKind| {
-            self.hints_sent[kind.index()] += 1;
-        };
-        match processed.action {
-            Action::Reference => count(HintKind::Ref),
-            Action::NearReference => count(HintKind::NearRef),
-            Action::Elided => count(HintKind::Elided),
-            _ => {}
-        }
-        let encoded = processed
-            .text
-            .as_deref()
-            .is_some_and(|t| t.starts_with("> [encoded:") || t.contains("\n> [encoded:"));
-        if encoded && matches!(processed.action, Action::Encoded | Action::Elided) {
-            count(HintKind::Encoded);
-        }
-    }
-}
-
-/// A fresh [`SessionPipeline`] with the config's dedup bounds, tokenizer
-/// and budget, naming what it shows with `ids`: what a proxy session and
-/// `devboy replay` both run.
-pub fn session_pipeline(config: &PipelineConfig, ids: IdAllocator) -> SessionPipeline {
-    let d = &config.dedup;
-    let l0 = L0Config {
-        dedup: DedupConfig {
-            max_entries: d.max_entries,
-            max_bytes: d.max_context_bytes,
-            min_body_bytes: d.min_body_bytes,
-            ttl: d.ttl,
-        },
-        expand: ExpandConfig::default(),
-    };
-    let session = config.resolve_session(&SessionContext::default());
-    let route = RouteConfig {
-        tokenizer: tokenizer(session.tokenizer),
-        budget_tokens: session.budget_tokens,
-        only: None,
-    };
-    SessionPipeline::new(l0, route, ids)
-}
-
-/// This process's ids: tagged from fresh randomness, so that no other
-/// devboy process (the one before a restart, in particular) prints the
-/// same ids. Without the OS's randomness, the process id and the time
-/// stand in, which still differ between a process and its restart.
-pub fn process_ids() -> IdAllocator {
-    let seed = getrandom::u64().unwrap_or_else(|error| {
-        tracing::warn!(%error, "no OS randomness; the id tag comes from the process id and time");
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_nanos() as u64)
-            .unwrap_or_default();
-        nanos ^ u64::from(std::process::id()).rotate_left(32)
-    });
-    IdAllocator::seeded(seed)
-}
-
-/// The pipeline's tokenizer for the configured choice.
-pub fn tokenizer(choice: TokenizerChoice) -> Tokenizer {
-    match choice {
-        TokenizerChoice::O200k => Tokenizer::O200k,
-        TokenizerChoice::Cl100k => Tokenizer::Cl100k,
-        TokenizerChoice::CharsPerToken(r) => Tokenizer::CharsPerToken(r),
-    }
-}
-
-impl DedupProcessor {
-    /// A processor with fresh state, following `config`; `encode` turns the
-    /// L1/L2 router on (`encoding.enabled` in the config can still turn it
-    /// off). Its ids carry a tag drawn for this process ([`process_ids`]).
+impl PipelineProcessor {
+    /// A processor with fresh state, following `config`; `encode` turns
+    /// re-encoding and elision on (`encoding.enabled` in the config can
+    /// still turn them off). Its ids carry a tag drawn for this process
+    /// ([`process_ids`]).
     pub fn new(config: Arc<PipelineConfig>, encode: bool) -> Self {
         Self::with_ids(config, encode, process_ids())
     }
 
     /// [`new`](Self::new), naming results with `ids` (a fixed tag in tests).
     pub fn with_ids(config: Arc<PipelineConfig>, encode: bool, ids: IdAllocator) -> Self {
-        let pipeline = session_pipeline(&config, ids);
-        // Load the vocabulary now, off the first result's path.
-        let tokenizer = pipeline.tokenizer();
-        let _ = std::thread::Builder::new()
-            .name("devboy-vocabulary".into())
-            .spawn(move || tokenizer.warm_up());
-        let context = SessionContext::default();
-        let session = Arc::new(config.resolve_session(&context));
         Self {
-            encode: encode && config.encoding.enabled,
-            config,
-            state: Mutex::new(State {
-                pipeline,
-                exposed: HashMap::new(),
-                context,
-                session,
-                hints_sent: [0; 4],
-            }),
+            session: PipelineSession::new(config, encode, ids),
             started: Instant::now(),
-            telemetry: Telemetry::disabled(),
         }
     }
 
     /// This processor recording to `telemetry` (off by default).
-    pub fn with_telemetry(mut self, telemetry: Telemetry) -> Self {
-        self.telemetry = telemetry;
-        self
+    pub fn with_telemetry(self, telemetry: Telemetry) -> Self {
+        Self {
+            session: self.session.with_telemetry(telemetry),
+            ..self
+        }
     }
 
-    /// The model the session runs with became known (Claude Code's
-    /// `SessionStart` hook reports it): the llm profile, tokenizer and
-    /// budget follow it from the next result on.
-    pub fn set_model(&self, model: Option<String>) {
-        let mut state = lock(&self.state);
-        if state.context.model != model {
-            state.context.model = model;
-            state.refresh(&self.config);
+    /// This processor writing a capture of the session `devboy replay`
+    /// reproduces it from.
+    pub fn with_capture(self, capture: CaptureWriter) -> Self {
+        Self {
+            session: self.session.with_capture(capture),
+            ..self
         }
+    }
+
+    /// The model the session runs with became known.
+    pub fn set_model(&self, model: Option<String>) {
+        self.session.set_model(model);
     }
 
     /// The session's settings now.
     pub fn session(&self) -> Arc<SessionSettings> {
-        lock(&self.state).session.clone()
+        self.session.session()
     }
 
     /// The tokenizer this processor counts in.
     pub fn tokenizer(&self) -> Tokenizer {
-        lock(&self.state).pipeline.tokenizer()
+        self.session.tokenizer()
     }
 
     /// The pipeline's totals so far.
     pub fn totals(&self) -> Totals {
-        lock(&self.state).pipeline.totals().clone()
+        self.session.totals()
     }
 
     fn now(&self) -> Timestamp {
@@ -261,49 +122,30 @@ impl DedupProcessor {
     }
 }
 
-/// A result's telemetry outcome from what the pipeline did with it.
-fn outcome(processed: &Processed, dedup_on: bool, partition: u64) -> Outcome {
-    let template = processed
-        .format
-        .filter(|f| Template::ALL.iter().any(|t| t.name() == *f));
-    let (dedup, layer) = match processed.action {
-        Action::Reference => (DedupOutcome::Hit, Layer::Dedup),
-        Action::NearReference => (DedupOutcome::Near, Layer::Dedup),
-        Action::Encoded | Action::Elided if template.is_some() => {
-            (DedupOutcome::Miss, Layer::Template)
-        }
-        Action::Encoded | Action::Elided => (DedupOutcome::Miss, Layer::Encoder),
-        Action::Unchanged | Action::Fresh => (DedupOutcome::Miss, Layer::Passthrough),
-    };
-    Outcome {
-        dedup: if dedup_on { dedup } else { DedupOutcome::Off },
-        layer,
-        action: processed.action.name(),
-        shape: processed.shape,
-        inner_formats: processed.inner_formats.clone(),
-        format: processed.format,
-        template,
-        tokens_baseline: processed.tokens_raw as u64,
-        tokens_final: processed.tokens_final as u64,
-        dedup_saved: processed.dedup_saved,
-        encoder_saved: processed.encoder_saved,
-        elided: processed.action == Action::Elided,
-        context_partition: partition,
-        is_error: false,
+fn tool_call<'a>(call: &ToolCallInfo<'a>) -> ToolCall<'a> {
+    ToolCall {
+        exposed: call.exposed,
+        upstream: call.upstream,
+        tool: call.tool,
+        arguments: call.arguments,
+        side_effect: call.side_effect,
+        client: call.client,
     }
 }
 
-fn forwarded(result: &CallToolResult, forwards_structured: bool) -> Option<Forwarded<'_>> {
+fn shown(result: &CallToolResult, forwards_structured: bool) -> Option<Shown<'_>> {
     if forwards_structured {
         if let Some(value) = &result.structured_content {
-            return serde_json::to_string(value).ok().map(Forwarded::Structured);
+            return serde_json::to_string(value)
+                .ok()
+                .map(|text| Shown::Structured(text, value));
         }
     }
     let mut texts = Vec::with_capacity(result.content.len());
     for block in &result.content {
         texts.push(block.as_text()?.text.as_str());
     }
-    (!texts.is_empty()).then_some(Forwarded::Text(texts))
+    (!texts.is_empty()).then_some(Shown::Text(texts))
 }
 
 /// `result` with its content replaced by `content`: the result's own
@@ -324,9 +166,9 @@ fn with_content(
     out
 }
 
-impl ResponseProcessor for DedupProcessor {
+impl ResponseProcessor for PipelineProcessor {
     fn name(&self) -> &'static str {
-        if self.encode {
+        if self.session.encodes() {
             "full"
         } else {
             "dedup"
@@ -338,31 +180,7 @@ impl ResponseProcessor for DedupProcessor {
     }
 
     fn before_call(&self, call: &ToolCallInfo<'_>) {
-        let class = self.config.side_effect(call.exposed, call.side_effect);
-        let effect = if class.may_mutate() {
-            SideEffect::MayMutate
-        } else {
-            SideEffect::ReadOnly
-        };
-        let paths = paths_in_arguments(call.arguments);
-        let configured = self.config.has_invalidations(call.exposed);
-        let mut state = lock(&self.state);
-        let State {
-            pipeline, exposed, ..
-        } = &mut *state;
-        let forgotten = pipeline.stage().on_call(effect, &paths, |key| {
-            configured
-                && exposed
-                    .get(key)
-                    .is_some_and(|name| self.config.invalidates(call.exposed, name))
-        });
-        if forgotten > 0 {
-            tracing::debug!(
-                tool = call.exposed,
-                forgotten,
-                "call may mutate; references forgotten"
-            );
-        }
+        self.session.before_call(&tool_call(call));
     }
 
     fn process(
@@ -370,110 +188,22 @@ impl ResponseProcessor for DedupProcessor {
         call: &ToolCallInfo<'_>,
         result: &CallToolResult,
     ) -> Result<Option<CallToolResult>, ProcessError> {
-        let (session, hints_sent) = {
-            let state = lock(&self.state);
-            (state.session.clone(), state.hints_sent)
-        };
-        let settings = self.config.endpoint_in(call.exposed, &session);
-        // A hint kind the policy does not allow here means its content goes
-        // out in full instead.
-        let model = session.model.as_deref();
-        let allows = |kind: HintKind| {
-            self.config
-                .hints
-                .rule(kind)
-                .allows(model, hints_sent[kind.index()])
-        };
-        let dedup = settings.dedup && allows(HintKind::Ref);
-        let encode = self.encode && settings.encode;
-        if !dedup && !encode {
-            return Ok(None);
-        }
-        let Some(body) = forwarded(result, call.forwards_structured) else {
+        let Some(body) = shown(result, call.forwards_structured) else {
             return Ok(None);
         };
-        // What the fingerprint and `devboy_expand` see: the forwarded text
-        // itself, or, for several text blocks, a JSON array of them (so two
-        // blocks never match one block that happens to join to the same).
-        let (bytes, json, single): (std::borrow::Cow<'_, str>, _, _) = match &body {
-            Forwarded::Structured(text) => (
-                text.as_str().into(),
-                result.structured_content.as_ref(),
-                true,
-            ),
-            Forwarded::Text(texts) if texts.len() == 1 => (texts[0].into(), None, true),
-            Forwarded::Text(texts) => (serde_json::to_string(texts)?.into(), None, false),
+        let Some(processed) = self
+            .session
+            .process(&tool_call(call), &body.forwarded(), self.now())
+        else {
+            return Ok(None);
         };
-        let near = &self.config.dedup.near_ref;
-        let near_on = settings.near_ref && allows(HintKind::NearRef);
-        let policy = BodyPolicy {
-            dedup: dedup.then(|| ResultPolicy {
-                min_body_bytes: Some(settings.min_body_bytes),
-                near: near_on.then_some(NearPolicy {
-                    max_changes: near.max_changes,
-                    min_body_bytes: near.min_body_bytes,
-                }),
-                call: serde_json::to_vec(&call.arguments)
-                    .ok()
-                    .map(|args| Fingerprint::of(&args)),
-                freshness: Some(self.config.freshness(call.exposed, &session)),
-            }),
-            // Several text blocks are not one document to re-encode.
-            encode: encode && single,
-            // Without `encoded` hints only compact JSON (which needs none)
-            // may stand in for the body.
-            only: if allows(HintKind::Encoded) {
-                settings.template.clone()
-            } else {
-                Some(
-                    devboy_pipeline::encode::Format::JsonCompact
-                        .name()
-                        .to_owned(),
-                )
-            },
-            keep_whole: !allows(HintKind::Elided),
-        };
-        let endpoint = EndpointKey::new(call.upstream, call.tool);
-        let paths = paths_in_arguments(call.arguments);
-        // Kept for telemetry only when it will be recorded.
-        let telemetry_paths = if self.telemetry.is_active() {
-            paths.clone()
-        } else {
-            Vec::new()
-        };
-        let dedup_on = policy.dedup.is_some();
-        let (processed, partition) = {
-            let mut state = lock(&self.state);
-            if !state.exposed.contains_key(&endpoint) {
-                state.exposed.insert(endpoint.clone(), call.exposed.into());
-            }
-            let now = self.now();
-            let processed = state
-                .pipeline
-                .process(endpoint, &bytes, json, paths, now, &policy);
-            state.count_hints(&processed);
-            state.context.stats.events += 1;
-            state.refresh(&self.config);
-            (processed, state.pipeline.stage_ref().cache().partition())
-        };
-        if self.telemetry.is_active() {
-            self.telemetry.set_client(call.client);
-            let facts = CallFacts {
-                tool: call.exposed,
-                upstream: call.upstream,
-                body: &bytes,
-                paths: &telemetry_paths,
-            };
-            self.telemetry
-                .record(&facts, outcome(&processed, dedup_on, partition));
-        }
-        let structured = matches!(body, Forwarded::Structured(_));
+        let structured = matches!(body, Shown::Structured(..));
         let mut content = match (processed.text, body) {
             (Some(text), _) => vec![ContentBlock::text(text)],
             (None, _) if processed.id_line.is_none() => return Ok(None),
             // Exactly the text the client would have shown.
-            (None, Forwarded::Structured(text)) => vec![ContentBlock::text(text)],
-            (None, Forwarded::Text(_)) => result.content.clone(),
+            (None, Shown::Structured(text, _)) => vec![ContentBlock::text(text)],
+            (None, Shown::Text(_)) => result.content.clone(),
         };
         content.extend(processed.id_line.map(ContentBlock::text));
         // A client that does not forward structuredContent keeps it: the
@@ -482,101 +212,32 @@ impl ResponseProcessor for DedupProcessor {
     }
 
     fn set_model(&self, model: Option<String>) {
-        DedupProcessor::set_model(self, model);
+        self.session.set_model(model);
     }
 
     fn advance_partition(&self) -> Option<u64> {
-        self.telemetry.compaction();
-        let mut state = lock(&self.state);
-        let partition = state.pipeline.stage().advance_partition();
-        state.context.stats.compactions += 1;
-        state.refresh(&self.config);
-        Some(partition)
+        Some(self.session.compaction())
     }
 
     fn on_error_result(&self, call: &ToolCallInfo<'_>, result: &CallToolResult) {
-        if !self.telemetry.is_active() {
-            return;
-        }
-        self.telemetry.set_client(call.client);
-        let body = match forwarded(result, call.forwards_structured) {
-            Some(Forwarded::Structured(text)) => text,
-            Some(Forwarded::Text(texts)) => texts.join("\n"),
+        let body = match shown(result, call.forwards_structured) {
+            Some(Shown::Structured(text, _)) => text,
+            Some(Shown::Text(texts)) => texts.join("\n"),
             None => String::new(),
         };
-        let tokens = self.tokenizer().count(&body) as u64;
-        let partition = lock(&self.state).pipeline.stage_ref().cache().partition();
-        let paths = paths_in_arguments(call.arguments);
-        let facts = CallFacts {
-            tool: call.exposed,
-            upstream: call.upstream,
-            body: &body,
-            paths: &paths,
-        };
-        self.telemetry
-            .record(&facts, Outcome::passed_through(tokens, partition, true));
+        self.session.on_error(&tool_call(call), &body);
     }
 
     fn end_session(&self) {
-        self.telemetry.finish();
+        self.session.end();
     }
 
     fn report(&self) -> Option<serde_json::Value> {
-        let state = lock(&self.state);
-        let totals = state.pipeline.totals();
-        let stage = state.pipeline.stage_ref();
-        let cache = stage.cache().stats();
-        let store = stage.store().stats();
-        let (dedup_pct, encoder_pct, combined_pct) = totals.split_pct();
-        Some(serde_json::json!({
-            "config": match &self.config.source {
-                ConfigSource::File(path) => path.display().to_string(),
-                ConfigSource::Embedded => "embedded default".to_owned(),
-            },
-            "tokenizer": state.pipeline.tokenizer().to_string(),
-            "session": {
-                "model": state.session.model,
-                "llm_profile": state.session.llm,
-                "agent_profile": state.session.agent,
-                "budget_tokens": state.session.budget_tokens,
-                "ttl_secs": state.session.ttl.as_secs(),
-                "results": state.context.stats.events,
-                "compactions": state.context.stats.compactions,
-            },
-            "hints_sent": HintKind::ALL
-                .iter()
-                .map(|k| (k.name().to_owned(), serde_json::json!(state.hints_sent(*k))))
-                .collect::<serde_json::Map<_, _>>(),
-            "baseline": "what the client would have forwarded",
-            "tokens_raw": totals.tokens_raw,
-            "tokens_final": totals.tokens_final,
-            "dedup_savings_pct": dedup_pct,
-            "encoder_savings_pct": encoder_pct,
-            "combined_savings_pct": combined_pct,
-            "references": totals.references,
-            "near_references": totals.near_references,
-            "encoded": totals.encoded,
-            "elided": totals.elided,
-            "bytes_referenced": cache.bytes_saved,
-            "ids_issued": cache.inserts + cache.refreshes,
-            "remembered": stage.cache().len(),
-            "forgotten": {
-                "capacity": cache.evictions.entries + cache.evictions.bytes,
-                "ttl": cache.evictions.ttl,
-                "compaction": cache.evictions.partition,
-                "mutating_calls": cache.evictions.invalidation,
-            },
-            "partition": stage.cache().partition(),
-            "expand": {"served": store.hits, "expired_or_unknown": store.misses},
-        }))
+        Some(self.session.report())
     }
 
     fn expand(&self, id: &str) -> Option<Result<String, String>> {
-        let mut state = lock(&self.state);
-        Some(match state.pipeline.stage().expand(id.trim()) {
-            Ok(bytes) => Ok(String::from_utf8_lossy(bytes).into_owned()),
-            Err(error) => Err(error.to_string()),
-        })
+        Some(self.session.expand(id))
     }
 }
 
@@ -584,6 +245,7 @@ impl ResponseProcessor for DedupProcessor {
 mod tests {
     use super::*;
     use devboy_core::pipeline_config::SideEffectClass;
+    use devboy_telemetry::{DedupOutcome, Layer};
     use rmcp::model::{JsonObject, MetaObject as Meta};
     use serde_json::json;
     use std::path::Path;
@@ -592,17 +254,17 @@ mod tests {
         IdAllocator::new(devboy_pipeline::SessionTag::FIXED)
     }
 
-    fn processor() -> DedupProcessor {
-        DedupProcessor::with_ids(
+    fn processor() -> PipelineProcessor {
+        PipelineProcessor::with_ids(
             Arc::new(PipelineConfig::embedded_default()),
             true,
             fixed_ids(),
         )
     }
 
-    fn configured(toml: &str) -> DedupProcessor {
+    fn configured(toml: &str) -> PipelineProcessor {
         let config = PipelineConfig::from_str(toml, Path::new("test.toml")).unwrap();
-        DedupProcessor::with_ids(Arc::new(config), true, fixed_ids())
+        PipelineProcessor::with_ids(Arc::new(config), true, fixed_ids())
     }
 
     fn named<'a>(exposed: &'a str, arguments: Option<&'a JsonObject>) -> ToolCallInfo<'a> {
@@ -672,17 +334,16 @@ mod tests {
     #[test]
     fn an_id_of_an_earlier_process_is_stale_not_other_content() {
         let config = Arc::new(PipelineConfig::embedded_default());
-        let earlier = DedupProcessor::with_ids(config.clone(), true, process_ids());
-        let later = DedupProcessor::with_ids(config, true, process_ids());
-        let shown = |processor: &DedupProcessor, text: String| {
+        let earlier = PipelineProcessor::with_ids(config.clone(), true, process_ids());
+        let later = PipelineProcessor::with_ids(config, true, process_ids());
+        let shown = |processor: &PipelineProcessor, text: String| {
             let result = CallToolResult::success(vec![ContentBlock::text(text)]);
             let out = processor
                 .process(&call(None, false), &result)
                 .unwrap()
                 .unwrap();
             let line = texts(&out).pop().unwrap_or_default();
-            line.strip_prefix("> [id: ")
-                .and_then(|l| l.strip_suffix(']'))
+            devboy_pipeline::hints::parse_id_line(&line)
                 .unwrap_or_else(|| panic!("no id line: {line}"))
                 .to_owned()
         };
@@ -961,7 +622,7 @@ mod tests {
         let config = Arc::new(PipelineConfig::embedded_default());
         let telemetry = Telemetry::start(TelemetryOptions::new(dir.clone(), "o200k_base"));
         let processor =
-            DedupProcessor::with_ids(config, true, fixed_ids()).with_telemetry(telemetry);
+            PipelineProcessor::with_ids(config, true, fixed_ids()).with_telemetry(telemetry);
         let args = json!({"path": "/p/CANARY-7f3a-SECRET.txt"});
         let read = ToolCallInfo {
             client: Some("claude-code"),

@@ -1,0 +1,506 @@
+//! [`PipelineSession`]: one session's pipeline, its policy and its
+//! bookkeeping; see the crate docs.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use devboy_core::config::ConfigSource;
+use devboy_core::pipeline_config::{
+    HintKind, PipelineConfig, SessionContext, SessionSettings, SideEffectClass,
+};
+use devboy_pipeline::encode::Format;
+use devboy_pipeline::hints;
+use devboy_pipeline::session::{Action, BodyPolicy, Processed, SessionPipeline, Totals};
+use devboy_pipeline::{
+    paths_in_arguments, EndpointKey, Fingerprint, IdAllocator, NearPolicy, ResultPolicy,
+    SessionTag, SideEffect, Template, Timestamp, Tokenizer,
+};
+use devboy_telemetry::{CallFacts, DedupOutcome, Layer, Outcome, Telemetry};
+use serde_json::{Map, Value};
+
+use crate::capture::{CaptureRecord, CaptureWriter, CapturedBody, CapturedCall};
+use crate::{session_pipeline, tokenizer};
+
+/// The plain facts of one tool call.
+#[derive(Debug, Clone, Copy)]
+pub struct ToolCall<'a> {
+    /// The name the agent called (what `[endpoints.*]` and `[tools.*]`
+    /// globs match).
+    pub exposed: &'a str,
+    /// The upstream's configured name.
+    pub upstream: &'a str,
+    /// The tool's name on the upstream.
+    pub tool: &'a str,
+    /// The call's arguments.
+    pub arguments: Option<&'a Map<String, Value>>,
+    /// What the tool's annotations say a call does; the config may
+    /// override it.
+    pub side_effect: SideEffectClass,
+    /// The client's name, if it gave one (for telemetry).
+    pub client: Option<&'a str>,
+}
+
+/// What the client forwards to the model of one result.
+#[derive(Debug, Clone, Copy)]
+pub enum Forwarded<'a> {
+    /// One text: a text block, or a structured value serialized (then
+    /// `json` is the value; it spares the pipeline a parse).
+    Single {
+        /// The text the model would see.
+        text: &'a str,
+        /// Its parsed JSON, when the caller has it.
+        json: Option<&'a Value>,
+    },
+    /// Several text blocks, in order. They are deduplicated as one JSON
+    /// array of the blocks (so they never match one block that happens to
+    /// join to the same) and never re-encoded: they are not one document.
+    Blocks(&'a [&'a str]),
+}
+
+/// One session's pipeline under the config's policy; see the crate docs.
+/// Safe to share between the calls of a session.
+pub struct PipelineSession {
+    config: Arc<PipelineConfig>,
+    encode: bool,
+    state: Mutex<State>,
+    telemetry: Telemetry,
+}
+
+struct State {
+    pipeline: SessionPipeline,
+    /// The exposed name of every endpoint with a remembered body, for
+    /// `invalidates` globs (which match exposed names).
+    exposed: HashMap<EndpointKey, Arc<str>>,
+    /// What the session is (model, statistics) and what that resolves to.
+    context: SessionContext,
+    session: Arc<SessionSettings>,
+    /// Hints of each kind (in [`HintKind::ALL`] order) sent so far.
+    hints_sent: [u64; 4],
+    capture: Option<CaptureWriter>,
+}
+
+/// The session's state even if a panic poisoned its lock: every update
+/// leaves it consistent, and the seam fails open around a panic.
+fn lock(state: &Mutex<State>) -> MutexGuard<'_, State> {
+    state.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+impl State {
+    /// Re-resolves the session's settings after its context changed, and
+    /// applies what changed to the pipeline.
+    fn refresh(&mut self, config: &PipelineConfig) {
+        let next = config.resolve_session(&self.context);
+        if next == *self.session {
+            return;
+        }
+        let tokenizer = tokenizer(next.tokenizer);
+        if tokenizer != self.pipeline.tokenizer()
+            || next.budget_tokens != self.pipeline.budget_tokens()
+        {
+            if tokenizer != self.pipeline.tokenizer() {
+                warm_up(tokenizer);
+            }
+            self.pipeline.configure(tokenizer, next.budget_tokens);
+        }
+        if next.ttl != self.session.ttl {
+            self.pipeline.stage().set_ttl(next.ttl);
+        }
+        if next.llm != self.session.llm
+            || next.agent != self.session.agent
+            || next.model != self.session.model
+        {
+            tracing::info!(
+                model = next.model.as_deref().unwrap_or("unknown"),
+                llm = next.llm.as_deref().unwrap_or("none"),
+                agent = next.agent.as_deref().unwrap_or("none"),
+                tokenizer = %tokenizer,
+                "session profile"
+            );
+        }
+        self.session = Arc::new(next);
+    }
+
+    /// Counts the hints a processed result carries (its id line is not
+    /// one the hint policy governs).
+    fn count_hints(&mut self, processed: &Processed) {
+        for emitted in processed.hints.iter() {
+            let kind = match emitted {
+                hints::HintKind::Id => continue,
+                hints::HintKind::Reference => HintKind::Ref,
+                hints::HintKind::NearReference => HintKind::NearRef,
+                hints::HintKind::Elided => HintKind::Elided,
+                hints::HintKind::Encoded => HintKind::Encoded,
+            };
+            self.hints_sent[kind.index()] += 1;
+        }
+    }
+
+    fn capture(&mut self, record: impl FnOnce() -> CaptureRecord) {
+        if let Some(capture) = &mut self.capture {
+            capture.write(&record());
+        }
+    }
+}
+
+/// Loads `tokenizer`'s vocabulary off the result path.
+fn warm_up(tokenizer: Tokenizer) {
+    let _ = std::thread::Builder::new()
+        .name("devboy-vocabulary".into())
+        .spawn(move || tokenizer.warm_up());
+}
+
+impl PipelineSession {
+    /// A session with fresh state following `config`, naming what it shows
+    /// with `ids`; `encode` turns re-encoding and elision on
+    /// (`encoding.enabled` in the config can still turn them off).
+    pub fn new(config: Arc<PipelineConfig>, encode: bool, ids: IdAllocator) -> Self {
+        let pipeline = session_pipeline(&config, ids);
+        warm_up(pipeline.tokenizer());
+        let context = SessionContext::default();
+        let session = Arc::new(config.resolve_session(&context));
+        Self {
+            encode: encode && config.encoding.enabled,
+            config,
+            state: Mutex::new(State {
+                pipeline,
+                exposed: HashMap::new(),
+                context,
+                session,
+                hints_sent: [0; 4],
+                capture: None,
+            }),
+            telemetry: Telemetry::disabled(),
+        }
+    }
+
+    /// This session recording to `telemetry` (off by default).
+    pub fn with_telemetry(mut self, telemetry: Telemetry) -> Self {
+        self.telemetry = telemetry;
+        self
+    }
+
+    /// This session writing everything `devboy replay` needs to reproduce
+    /// it to `capture`, starting with its `session` line.
+    pub fn with_capture(self, mut capture: CaptureWriter) -> Self {
+        {
+            let mut state = lock(&self.state);
+            capture.write(&CaptureRecord::Session {
+                tag: state.pipeline.stage_ref().tag().to_string(),
+                encode: self.encode,
+            });
+            state.capture = Some(capture);
+        }
+        self
+    }
+
+    /// Whether results are re-encoded (not only deduplicated).
+    pub fn encodes(&self) -> bool {
+        self.encode
+    }
+
+    /// The session's settings now.
+    pub fn session(&self) -> Arc<SessionSettings> {
+        lock(&self.state).session.clone()
+    }
+
+    /// The tokenizer the session counts in now.
+    pub fn tokenizer(&self) -> Tokenizer {
+        lock(&self.state).pipeline.tokenizer()
+    }
+
+    /// The tag of the ids the session issues.
+    pub fn tag(&self) -> SessionTag {
+        lock(&self.state).pipeline.stage_ref().tag()
+    }
+
+    /// The pipeline's totals so far.
+    pub fn totals(&self) -> Totals {
+        lock(&self.state).pipeline.totals().clone()
+    }
+
+    /// A call is about to be forwarded: if it may change things, the
+    /// session forgets what it changes (its paths, and what the config's
+    /// `invalidates` names).
+    pub fn before_call(&self, call: &ToolCall<'_>) {
+        let class = self.config.side_effect(call.exposed, call.side_effect);
+        let effect = if class.may_mutate() {
+            SideEffect::MayMutate
+        } else {
+            SideEffect::ReadOnly
+        };
+        let paths = paths_in_arguments(call.arguments);
+        let configured = self.config.has_invalidations(call.exposed);
+        let mut state = lock(&self.state);
+        state.capture(|| CaptureRecord::Call(CapturedCall::of(call)));
+        let State {
+            pipeline, exposed, ..
+        } = &mut *state;
+        let forgotten = pipeline.stage().on_call(effect, &paths, |key| {
+            configured
+                && exposed
+                    .get(key)
+                    .is_some_and(|name| self.config.invalidates(call.exposed, name))
+        });
+        if forgotten > 0 {
+            tracing::debug!(
+                tool = call.exposed,
+                forgotten,
+                "call may mutate; references forgotten"
+            );
+        }
+    }
+
+    /// Runs one result, as the client would forward it, through the
+    /// pipeline at `at` on the session clock. `None`: neither dedup nor
+    /// encoding applies to this tool (nothing was counted or recorded).
+    pub fn process(
+        &self,
+        call: &ToolCall<'_>,
+        forwarded: &Forwarded<'_>,
+        at: Timestamp,
+    ) -> Option<Processed> {
+        // What the fingerprint and `devboy_expand` see: the forwarded text
+        // itself, or, for several blocks, a JSON array of them.
+        let (text, json, single) = match forwarded {
+            Forwarded::Single { text, json } => (std::borrow::Cow::Borrowed(*text), *json, true),
+            Forwarded::Blocks(blocks) => (serde_json::to_string(blocks).ok()?.into(), None, false),
+        };
+        let call_fingerprint = serde_json::to_vec(&call.arguments)
+            .ok()
+            .map(|args| Fingerprint::of(&args));
+        let endpoint = EndpointKey::new(call.upstream, call.tool);
+        let paths = paths_in_arguments(call.arguments);
+        // Kept for telemetry only when it will be recorded.
+        let telemetry_paths = if self.telemetry.is_active() {
+            paths.clone()
+        } else {
+            Vec::new()
+        };
+        let (processed, dedup_on, partition) = {
+            let mut state = lock(&self.state);
+            let policy = self.policy(&state, call, single, call_fingerprint)?;
+            state.capture(|| CaptureRecord::Result {
+                call: CapturedCall::of(call),
+                at_ms: at.as_millis(),
+                body: CapturedBody::of(forwarded),
+            });
+            if !state.exposed.contains_key(&endpoint) {
+                state.exposed.insert(endpoint.clone(), call.exposed.into());
+            }
+            let processed = state
+                .pipeline
+                .process(endpoint, &text, json, paths, at, &policy);
+            state.count_hints(&processed);
+            state.context.stats.events += 1;
+            state.refresh(&self.config);
+            let partition = state.pipeline.stage_ref().cache().partition();
+            (processed, policy.dedup.is_some(), partition)
+        };
+        if self.telemetry.is_active() {
+            self.telemetry.set_client(call.client);
+            let facts = CallFacts {
+                tool: call.exposed,
+                upstream: call.upstream,
+                body: &text,
+                paths: &telemetry_paths,
+            };
+            self.telemetry
+                .record(&facts, outcome(&processed, dedup_on, partition));
+        }
+        Some(processed)
+    }
+
+    /// What may be done to this call's result now, or `None` if nothing.
+    fn policy(
+        &self,
+        state: &State,
+        call: &ToolCall<'_>,
+        single: bool,
+        call_fingerprint: Option<Fingerprint>,
+    ) -> Option<BodyPolicy> {
+        let session = &state.session;
+        let settings = self.config.endpoint_in(call.exposed, session);
+        // A hint kind the policy does not allow here means its content goes
+        // out in full instead.
+        let model = session.model.as_deref();
+        let allows = |kind: HintKind| {
+            self.config
+                .hints
+                .rule(kind)
+                .allows(model, state.hints_sent[kind.index()])
+        };
+        let dedup = settings.dedup && allows(HintKind::Ref);
+        let encode = self.encode && settings.encode;
+        if !dedup && !encode {
+            return None;
+        }
+        let near = &self.config.dedup.near_ref;
+        let near_on = settings.near_ref && allows(HintKind::NearRef);
+        Some(BodyPolicy {
+            dedup: dedup.then(|| ResultPolicy {
+                min_body_bytes: Some(settings.min_body_bytes),
+                near: near_on.then_some(NearPolicy {
+                    max_changes: near.max_changes,
+                    min_body_bytes: near.min_body_bytes,
+                }),
+                call: call_fingerprint,
+                freshness: Some(self.config.freshness(call.exposed, session)),
+            }),
+            encode: encode && single,
+            // Without `encoded` hints only compact JSON (which needs none)
+            // may stand in for the body.
+            only: if allows(HintKind::Encoded) {
+                settings.template.clone()
+            } else {
+                Some(Format::JsonCompact.name().to_owned())
+            },
+            keep_whole: !allows(HintKind::Elided),
+        })
+    }
+
+    /// An error result (which passes untouched), for telemetry: `body` is
+    /// what the client forwards of it.
+    pub fn on_error(&self, call: &ToolCall<'_>, body: &str) {
+        if !self.telemetry.is_active() {
+            return;
+        }
+        self.telemetry.set_client(call.client);
+        let (tokens, partition) = {
+            let state = lock(&self.state);
+            (
+                state.pipeline.tokenizer().count(body) as u64,
+                state.pipeline.stage_ref().cache().partition(),
+            )
+        };
+        let paths = paths_in_arguments(call.arguments);
+        let facts = CallFacts {
+            tool: call.exposed,
+            upstream: call.upstream,
+            body,
+            paths: &paths,
+        };
+        self.telemetry
+            .record(&facts, Outcome::passed_through(tokens, partition, true));
+    }
+
+    /// The model the session runs with became known (Claude Code's
+    /// `SessionStart` hook reports it): the llm profile, tokenizer and
+    /// budget follow it from the next result on.
+    pub fn set_model(&self, model: Option<String>) {
+        let mut state = lock(&self.state);
+        if state.context.model != model {
+            state.capture(|| CaptureRecord::Model {
+                model: model.clone(),
+            });
+            state.context.model = model;
+            state.refresh(&self.config);
+        }
+    }
+
+    /// The model's context was compacted or cleared: nothing shown before
+    /// may be referenced. Returns the new partition.
+    pub fn compaction(&self) -> u64 {
+        self.telemetry.compaction();
+        let mut state = lock(&self.state);
+        state.capture(|| CaptureRecord::Compaction);
+        let partition = state.pipeline.stage().advance_partition();
+        state.context.stats.compactions += 1;
+        state.refresh(&self.config);
+        partition
+    }
+
+    /// The session is over: writes the telemetry summary.
+    pub fn end(&self) {
+        self.telemetry.finish();
+    }
+
+    /// The exact text `id` stood for, or why not (for people).
+    pub fn expand(&self, id: &str) -> Result<String, String> {
+        let mut state = lock(&self.state);
+        match state.pipeline.stage().expand(id.trim()) {
+            Ok(bytes) => Ok(String::from_utf8_lossy(bytes).into_owned()),
+            Err(error) => Err(error.to_string()),
+        }
+    }
+
+    /// What the session has done so far, as `devboy_status` shows it.
+    pub fn report(&self) -> Value {
+        let state = lock(&self.state);
+        let totals = state.pipeline.totals();
+        let stage = state.pipeline.stage_ref();
+        let cache = stage.cache().stats();
+        let store = stage.store().stats();
+        let (dedup_pct, encoder_pct, combined_pct) = totals.split_pct();
+        serde_json::json!({
+            "config": match &self.config.source {
+                ConfigSource::File(path) => path.display().to_string(),
+                ConfigSource::Embedded => "embedded default".to_owned(),
+            },
+            "tokenizer": state.pipeline.tokenizer().to_string(),
+            "session": {
+                "model": state.session.model,
+                "llm_profile": state.session.llm,
+                "agent_profile": state.session.agent,
+                "budget_tokens": state.session.budget_tokens,
+                "ttl_secs": state.session.ttl.as_secs(),
+                "results": state.context.stats.events,
+                "compactions": state.context.stats.compactions,
+            },
+            "hints_sent": HintKind::ALL
+                .iter()
+                .map(|k| (k.name().to_owned(), serde_json::json!(state.hints_sent[k.index()])))
+                .collect::<Map<_, _>>(),
+            "baseline": "what the client would have forwarded",
+            "tokens_raw": totals.tokens_raw,
+            "tokens_final": totals.tokens_final,
+            "dedup_savings_pct": dedup_pct,
+            "encoder_savings_pct": encoder_pct,
+            "combined_savings_pct": combined_pct,
+            "references": totals.references,
+            "near_references": totals.near_references,
+            "encoded": totals.encoded,
+            "elided": totals.elided,
+            "bytes_referenced": cache.bytes_saved,
+            "ids_issued": cache.inserts + cache.refreshes,
+            "remembered": stage.cache().len(),
+            "forgotten": {
+                "capacity": cache.evictions.entries + cache.evictions.bytes,
+                "ttl": cache.evictions.ttl,
+                "compaction": cache.evictions.partition,
+                "mutating_calls": cache.evictions.invalidation,
+            },
+            "partition": stage.cache().partition(),
+            "expand": {"served": store.hits, "expired_or_unknown": store.misses},
+        })
+    }
+}
+
+/// A result's telemetry outcome from what the pipeline did with it.
+fn outcome(processed: &Processed, dedup_on: bool, partition: u64) -> Outcome {
+    let template = processed
+        .format
+        .filter(|f| Template::ALL.iter().any(|t| t.name() == *f));
+    let (dedup, layer) = match processed.action {
+        Action::Reference => (DedupOutcome::Hit, Layer::Dedup),
+        Action::NearReference => (DedupOutcome::Near, Layer::Dedup),
+        Action::Encoded | Action::Elided if template.is_some() => (DedupOutcome::Miss, Layer::Template),
+        Action::Encoded | Action::Elided => (DedupOutcome::Miss, Layer::Encoder),
+        Action::Unchanged | Action::Fresh => (DedupOutcome::Miss, Layer::Passthrough),
+    };
+    Outcome {
+        dedup: if dedup_on { dedup } else { DedupOutcome::Off },
+        layer,
+        action: processed.action.name(),
+        shape: processed.shape,
+        inner_formats: processed.inner_formats.clone(),
+        format: processed.format,
+        template,
+        tokens_baseline: processed.tokens_raw as u64,
+        tokens_final: processed.tokens_final as u64,
+        dedup_saved: processed.dedup_saved,
+        encoder_saved: processed.encoder_saved,
+        elided: processed.action == Action::Elided,
+        context_partition: partition,
+        is_error: false,
+    }
+}
