@@ -9,7 +9,7 @@
 //!                → the upstream → the seam
 //! ```
 //!
-//! Every layer is a method of its own below, and a [`ToolCall`] is all a
+//! Every layer is a method of its own below, and a [`PendingCall`] is all a
 //! layer needs: the agent's request is turned into one at the MCP edge
 //! ([`Session`]'s `call_tool`), and a built-in makes one to call an
 //! upstream tool through the same path.
@@ -33,7 +33,7 @@ use crate::upstream::{CallFailure, ProgressTarget, Upstream};
 
 /// One tool call on its way through the layers.
 #[derive(Clone)]
-pub struct ToolCall {
+pub struct PendingCall {
     /// The exposed tool name.
     pub name: String,
     /// The arguments.
@@ -52,7 +52,7 @@ pub struct ToolCall {
     pub forwards_structured: bool,
 }
 
-impl ToolCall {
+impl PendingCall {
     /// A call of `name` with `arguments`, from no client in particular:
     /// no `_meta`, no progress, never cancelled.
     pub fn new(name: impl Into<String>, arguments: Option<JsonObject>) -> Self {
@@ -130,7 +130,7 @@ impl ToolCall {
 
 impl Session {
     /// Answers `call` through the layers of the call path.
-    pub async fn call(&self, call: ToolCall) -> Result<CallToolResult, McpError> {
+    pub async fn call(&self, call: PendingCall) -> Result<CallToolResult, McpError> {
         match self.route(&call.name).await? {
             ToolRoute::Builtin(index) => self.call_builtin(index, &call).await,
             upstream => self.call_upstream(upstream, call).await,
@@ -141,7 +141,7 @@ impl Session {
     /// call: no built-in calls another).
     pub(crate) async fn call_upstream_tool(
         &self,
-        call: ToolCall,
+        call: PendingCall,
     ) -> Result<CallToolResult, McpError> {
         match self.route(&call.name).await? {
             ToolRoute::Builtin(_) => Err(McpError::invalid_params(
@@ -176,7 +176,7 @@ impl Session {
     async fn call_builtin(
         &self,
         index: usize,
-        call: &ToolCall,
+        call: &PendingCall,
     ) -> Result<CallToolResult, McpError> {
         let Some(tool) = self.proxy().builtins().get(index).cloned() else {
             return Err(unknown_tool(&call.name));
@@ -218,7 +218,7 @@ impl Session {
     async fn call_upstream(
         &self,
         route: ToolRoute,
-        call: ToolCall,
+        call: PendingCall,
     ) -> Result<CallToolResult, McpError> {
         let ToolRoute::Upstream {
             upstream: index,
@@ -285,7 +285,7 @@ enum Answer {
 async fn ask_upstream(
     upstream: &Upstream,
     tool: &str,
-    call: &ToolCall,
+    call: &PendingCall,
 ) -> Result<Answer, McpError> {
     let outcome = upstream
         .call_tool(

@@ -38,7 +38,7 @@ use rmcp::ServiceExt;
 
 pub use answers::{AnswerStore, NoAnswers};
 pub use builtin::{BuiltinRegistry, BuiltinTool};
-pub use call::ToolCall;
+pub use call::PendingCall;
 pub use partition::PartitionWatcher;
 pub use proxy::{Proxy, ProxyOptions};
 pub use seam::{Passthrough, ResponseProcessor};

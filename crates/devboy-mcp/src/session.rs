@@ -20,7 +20,7 @@ use rmcp::service::{NotificationContext, RequestContext};
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 
 use crate::answers::{AnswerStore, NoAnswers};
-use crate::call::ToolCall;
+use crate::call::PendingCall;
 use crate::catalog::Catalog;
 use crate::partition::PartitionWatcher;
 use crate::proxy::Proxy;
@@ -372,7 +372,7 @@ impl ServerHandler for Session {
     ) -> Result<CallToolResponse, McpError> {
         self.counters.calls.fetch_add(1, Ordering::Relaxed);
         let forwards_structured = self.forwards_structured(&context.peer);
-        let call = ToolCall::from_request(request, &context, forwards_structured);
+        let call = PendingCall::from_request(request, &context, forwards_structured);
         self.call(call).await.map(Into::into)
     }
 

@@ -11,8 +11,8 @@ use std::time::Duration;
 use devboy_core::config::{ConfigFormat, ProxyConfig};
 use devboy_mcp::seam::{ProcessError, ToolCallInfo};
 use devboy_mcp::{
-    AnswerStore, BuiltinRegistry, BuiltinTool, Proxy, ProxyOptions, ResponseProcessor, Session,
-    ToolCall,
+    AnswerStore, BuiltinRegistry, BuiltinTool, PendingCall, Proxy, ProxyOptions, ResponseProcessor,
+    Session,
 };
 use futures::future::BoxFuture;
 use rmcp::model::{CallToolResult, ContentBlock, JsonObject, Tool};
@@ -194,7 +194,7 @@ async fn a_builtin_is_one_type_and_one_registry_line() {
         .all(|t| t.definition().name != "devboy_echo_twice"));
 
     let result = session
-        .call(ToolCall::new(
+        .call(PendingCall::new(
             "devboy_echo_twice",
             args(json!({"text": "hi"})),
         ))
@@ -223,19 +223,19 @@ async fn shipped_builtins_are_delivered_as_they_declare() {
 
     // Status and compact: JSON reports, never rewritten.
     let status = session
-        .call(ToolCall::new("devboy_status", None))
+        .call(PendingCall::new("devboy_status", None))
         .await
         .expect("status");
     let report: serde_json::Value = serde_json::from_str(&text_of(&status)).expect("JSON");
     assert_eq!(report["upstreams"][0]["name"], "t");
     let compact = session
-        .call(ToolCall::new("devboy_compact", None))
+        .call(PendingCall::new("devboy_compact", None))
         .await
         .expect("compact");
     assert_eq!(text_of(&compact), r#"{"context_partition":1}"#);
     // Expand: the processor's exact bytes, as they are.
     let expanded = session
-        .call(ToolCall::new(
+        .call(PendingCall::new(
             "devboy_expand",
             args(json!({"id": "kafrum12"})),
         ))
@@ -287,7 +287,7 @@ async fn the_answer_store_answers_before_the_upstream_and_hears_every_call_first
         log: recorder.log.clone(),
     });
     let session = Session::new(proxy.clone(), recorder.clone()).with_answer_store(store);
-    let echo = |text: &str| ToolCall::new("t__echo", args(json!({"text": text})));
+    let echo = |text: &str| PendingCall::new("t__echo", args(json!({"text": text})));
 
     // Answered by the store, through the seam, without the upstream.
     let answered = session.call(echo("hi")).await.expect("call");
@@ -307,7 +307,7 @@ async fn the_answer_store_answers_before_the_upstream_and_hears_every_call_first
     assert_eq!(upstream_calls(&proxy), 1);
     // A call that may mutate makes the store drop its answer.
     session
-        .call(ToolCall::new("t__pid", None))
+        .call(PendingCall::new("t__pid", None))
         .await
         .expect("call");
     let again = session.call(echo("hi")).await.expect("call");
@@ -323,27 +323,27 @@ async fn without_a_store_the_upstream_answers_and_failures_map_as_before() {
     let session = Session::new(proxy.clone(), recorder.clone());
 
     let result = session
-        .call(ToolCall::new("t__echo", args(json!({"text": "up"}))))
+        .call(PendingCall::new("t__echo", args(json!({"text": "up"}))))
         .await
         .expect("call");
     assert_eq!(text_of(&result), "processed: up");
     assert_eq!(upstream_calls(&proxy), 1);
     // An isError result is heard of, never processed.
     let failed = session
-        .call(ToolCall::new("t__fail", None))
+        .call(PendingCall::new("t__fail", None))
         .await
         .expect("call");
     assert_eq!(failed.is_error, Some(true));
     assert!(recorder.entries().contains(&"error t__fail".to_owned()));
     // The upstream's own protocol error passes as it was.
     let refused = session
-        .call(ToolCall::new("t__echo", None))
+        .call(PendingCall::new("t__echo", None))
         .await
         .expect_err("echo needs text");
     assert_eq!(refused.code, rmcp::model::ErrorCode::INVALID_PARAMS);
     // A name the catalog does not have is explained.
     let unknown = session
-        .call(ToolCall::new("t__nope", None))
+        .call(PendingCall::new("t__nope", None))
         .await
         .expect_err("unknown");
     assert_eq!(
@@ -368,7 +368,7 @@ async fn a_store_that_panics_leaves_the_call_to_the_upstream() {
     let session = Session::new(proxy.clone(), Arc::new(devboy_mcp::Passthrough))
         .with_answer_store(Arc::new(Panics));
     let result = session
-        .call(ToolCall::new(
+        .call(PendingCall::new(
             "t__echo",
             args(json!({"text": "still here"})),
         ))

@@ -82,7 +82,9 @@ struct State {
 /// The session's state even if a panic poisoned its lock: every update
 /// leaves it consistent, and the seam fails open around a panic.
 fn lock(state: &Mutex<State>) -> MutexGuard<'_, State> {
-    state.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    state
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 impl State {
@@ -483,7 +485,9 @@ fn outcome(processed: &Processed, dedup_on: bool, partition: u64) -> Outcome {
     let (dedup, layer) = match processed.action {
         Action::Reference => (DedupOutcome::Hit, Layer::Dedup),
         Action::NearReference => (DedupOutcome::Near, Layer::Dedup),
-        Action::Encoded | Action::Elided if template.is_some() => (DedupOutcome::Miss, Layer::Template),
+        Action::Encoded | Action::Elided if template.is_some() => {
+            (DedupOutcome::Miss, Layer::Template)
+        }
         Action::Encoded | Action::Elided => (DedupOutcome::Miss, Layer::Encoder),
         Action::Unchanged | Action::Fresh => (DedupOutcome::Miss, Layer::Passthrough),
     };

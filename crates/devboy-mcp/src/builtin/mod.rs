@@ -22,7 +22,7 @@ use rmcp::model::{CallToolResult, JsonObject, Tool, ToolAnnotations};
 use rmcp::ErrorData as McpError;
 use tokio_util::sync::CancellationToken;
 
-use crate::call::ToolCall;
+use crate::call::PendingCall;
 use crate::seam::Delivery;
 use crate::session::Session;
 use crate::upstream::ProgressTarget;
@@ -57,7 +57,7 @@ pub struct BuiltinContext<'a> {
     pub progress: Option<&'a ProgressTarget>,
     /// Cancelled when the agent cancels the request.
     pub ct: &'a CancellationToken,
-    pub(crate) call: &'a ToolCall,
+    pub(crate) call: &'a PendingCall,
 }
 
 impl BuiltinContext<'_> {
