@@ -165,7 +165,7 @@ fn installed_compaction_hook_runs_in_claude_code() {
     assert_eq!(session.llm.as_deref(), Some("claude"), "model {model}");
 }
 
-/// Issue 3's acceptance run: inside real Claude Code, a second read of the
+/// Dedup inside real Claude Code: a second read of the
 /// same file reaches the model as a reference whose id the model finds by
 /// text in the first result it saw; `devboy_expand` gives back the exact
 /// text; after `write_file` to the path the next read is full again.
@@ -234,7 +234,7 @@ fn repeated_read_reaches_the_model_as_a_resolvable_reference() {
     );
 }
 
-/// DESIGN.md §4 invariant 3 inside one Claude Code process (one devboy):
+/// Invariant 3 (docs/invariants.md) inside one Claude Code process (one devboy):
 /// a repeat is a reference while the first result is in the model's
 /// context; after a real `/compact` in the same session (the hooks installed
 /// by `devboy hook install` signal the running devboy) the same read reaches
@@ -434,7 +434,7 @@ fn print_mode_gets_a_slow_server_with_a_longer_list_grace() {
     assert_eq!(results[0].text(), "late but here");
 }
 
-/// DESIGN §3: devboy answers the first tools/list with what is ready
+/// The client facts of docs/invariants.md: devboy answers the first tools/list with what is ready
 /// (within 2.5 s by default), and interactive Claude Code takes the tools
 /// of a server that came up later, announced by list_changed, in the same
 /// session: offered in the next model request and callable. Driven through

@@ -1,4 +1,4 @@
-//! Issue 4 end to end in the real Claude Code CLI: structured results of
+//! Re-encoding end to end in the real Claude Code CLI: structured results of
 //! real servers reach the model in fewer tokens through devboy than
 //! without it, and what the model received decodes back to exactly what it
 //! would have received without devboy.

@@ -183,7 +183,7 @@ fn replay_reports_the_octokit_fixtures_in_json() {
     let (raw, fin) = (f("tokens_raw"), f("tokens_final"));
     assert!((100.0 * (raw - fin) / raw - f("combined_savings_pct")).abs() < 0.2);
     // Real GitHub list pages: at least 30% fewer tokens than compact JSON
-    // and 45% fewer than pretty JSON (issue 4's targets).
+    // and 45% fewer than pretty JSON (the encoder's targets).
     let lists = &report["by_shape"]["array_of_objects"];
     let saved = lists["savings_pct"].as_f64().unwrap();
     assert!(saved >= 30.0, "list pages vs compact: {saved}% in {report}");

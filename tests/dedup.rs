@@ -69,7 +69,7 @@ async fn repeat_becomes_a_reference_the_model_can_resolve() {
     );
 }
 
-/// DESIGN §4.10 across a restart (Claude Code reconnecting the server, or
+/// invariant 10 (docs/invariants.md) across a restart (Claude Code reconnecting the server, or
 /// `/mcp`): the model still holds an id of the first devboy process, and
 /// the second, with the same config, has numbered other content from 1
 /// again. Asked for the old id, it says so; it never returns that content.

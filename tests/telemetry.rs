@@ -1,6 +1,6 @@
 //! Telemetry through the real binary: one event per tool result and one
 //! summary per session, in the directory `DEVBOY_TELEMETRY_DIR` names,
-//! holding no names, arguments, paths or content (DESIGN §4.6), with the
+//! holding no names, arguments, paths or content (invariant 6 in docs/invariants.md), with the
 //! hashes mapped back only in the config directory's
 //! `endpoint-names.json`; and nothing at all when telemetry is off.
 

@@ -1,6 +1,6 @@
 //! Context partitions: knowing when the model's context was compacted or
 //! cleared, so that nothing devboy sends later refers to a result the model
-//! no longer has (DESIGN.md §4, invariant 3).
+//! no longer has (invariant 3 in docs/invariants.md).
 //!
 //! A session's `context_partition` is a counter that starts at 0 and goes
 //! up by one whenever the context is known to have been replaced. Two

@@ -5,7 +5,7 @@
 //! [`ResponseProcessor`] before it reaches the agent. The processor borrows
 //! the result and returns a replacement or nothing, so the proxy always still
 //! holds the original: if the processor errors or panics, the original goes
-//! out unchanged and the failure is counted (DESIGN.md §4, fail open).
+//! out unchanged and the failure is counted (invariant 4 in docs/invariants.md: fail open).
 //! Errors (`isError`) are never processed: the processor only hears of
 //! them ([`ResponseProcessor::on_error_result`], for telemetry), and they
 //! go out untouched.
@@ -32,7 +32,7 @@ pub struct ToolCallInfo<'a> {
     /// override it.
     pub side_effect: SideEffectClass,
     /// The client shows the model `structuredContent` instead of the text
-    /// blocks when a result has it (Claude Code does, DESIGN §3).
+    /// blocks when a result has it (Claude Code does; see docs/invariants.md, "The client, as measured").
     pub forwards_structured: bool,
     /// The client's name from `initialize`, if it gave one.
     pub client: Option<&'a str>,

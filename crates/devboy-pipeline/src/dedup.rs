@@ -13,7 +13,7 @@
 //! [`DedupCache::invalidate_endpoint`]; a compaction or context reset
 //! becomes [`DedupCache::advance_partition`].
 //!
-//! Invariant (DESIGN §4.3, "no dangling references"): `lookup` returns an
+//! Invariant 3 of docs/invariants.md, "no dangling references": `lookup` returns an
 //! entry only if it was recorded in the current partition, less than
 //! [`DedupConfig::ttl`] before `now`, and no invalidation covering it ran
 //! after it was recorded. Everything else here only ever forgets.

@@ -12,7 +12,7 @@
 //! clear "expired" message that says how to get the content again (the
 //! original call), never with other bytes: [`ExpandStore::expand`] tells
 //! that apart from an id this session never issued and from another
-//! session's id (its tag differs, DESIGN §4.10). Because [`IdAllocator`]
+//! session's id (its tag differs; invariant 10 in docs/invariants.md). Because [`IdAllocator`]
 //! never reuses an id and ids carry their session's tag, no id can come to
 //! name different bytes.
 

@@ -12,7 +12,7 @@ use crate::tokens::Tokenizer;
 
 /// The letters every id of one devboy process starts with (`kafrum` in
 /// `kafrum12`), so an id never resolves in a process that did not print it
-/// (DESIGN §4.10): the model keeps its context across a restart of devboy,
+/// (invariant 10 in docs/invariants.md): the model keeps its context across a restart of devboy,
 /// and a later process counts its ids from 1 again.
 ///
 /// A tag is 1 to [`SessionTag::MAX_LEN`] lower-case ASCII letters. Drawn
@@ -134,10 +134,10 @@ impl fmt::Debug for SessionTag {
 ///
 /// Prints as the process's [`SessionTag`] followed by a sequence number
 /// (`kafrum1`, `kafrum12`), found by plain text match in what the model saw
-/// (DESIGN §4.2). Sequence numbers keep ids short and let [`IdAllocator`]
+/// (invariant 2 in docs/invariants.md). Sequence numbers keep ids short and let [`IdAllocator`]
 /// promise that an id is never reused; the tag keeps another process's ids
 /// apart, so an id from before a restart is recognised as stale instead of
-/// naming whatever the new process numbered the same (DESIGN §4.10).
+/// naming whatever the new process numbered the same (invariant 10 in docs/invariants.md).
 /// Parsing accepts exactly what [`Display`](fmt::Display) prints (plus
 /// surrounding whitespace and upper-case letters), so text and id map one to
 /// one; letters then digits split only one way, so ids of two tags never

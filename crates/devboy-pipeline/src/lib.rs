@@ -32,7 +32,7 @@
 //!   a TTL; "what exact bytes did `kafrum12` stand for?" holds for the whole
 //!   session. So the cache's byte bound approximates what a context can hold,
 //!   and the store's byte bound is a memory budget.
-//! - **A reference is only as good as the model's context** (DESIGN §4.3).
+//! - **A reference is only as good as the model's context** (invariant 3 in docs/invariants.md).
 //!   A lookup returns an entry only if it was delivered in the current
 //!   context partition ([`DedupCache::advance_partition`] on compaction or
 //!   reset), less than a TTL ago *counted from delivery* (a later hit does
@@ -43,8 +43,8 @@
 //! - **Time is a parameter.** Every call that depends on age takes a
 //!   [`Timestamp`] (milliseconds on the caller's monotonic session clock),
 //!   so tests and `devboy replay` run recorded sessions deterministically.
-//! - **Ids are resolvable by text** (DESIGN §4.2) **and mean one thing
-//!   forever** (§4.10). A [`ReferenceId`] prints as `kafrum12`, a
+//! - **Ids are resolvable by text** (invariant 2) **and mean one thing
+//!   forever** (invariant 10; docs/invariants.md). A [`ReferenceId`] prints as `kafrum12`, a
 //!   [`SessionTag`] drawn once per process and a sequence number: short,
 //!   printed with the fresh result, found by plain text match later.
 //!   [`IdAllocator`] hands them out in order and never reuses one, and the

@@ -14,7 +14,7 @@
 //!    elided is withdrawn from the dedup cache, since the model did not
 //!    receive it in full.
 //!
-//! **Accounting** (DESIGN §4.8) is in tokens of the configured tokenizer,
+//! **Accounting** (invariant 8 in docs/invariants.md) is in tokens of the configured tokenizer,
 //! against the body the client would have forwarded (`tokens_raw`). A
 //! result's saving is attributed to dedup when the dedup stage replaced it (minus, for
 //! fresh bodies, the id line dedup adds), and to the encoder when the router

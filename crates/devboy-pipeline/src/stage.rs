@@ -9,7 +9,7 @@
 //!   with (`> [ref: kafrum3, unchanged; devboy_expand kafrum3]`);
 //! - a fresh body large enough to be worth referencing later goes out in
 //!   full with its id on one extra line (`> [id: kafrum3]`), so a later
-//!   reference resolves by plain text match (DESIGN §4.2);
+//!   reference resolves by plain text match (invariant 2 in docs/invariants.md);
 //! - a body of a polling call (same endpoint, same arguments) that differs
 //!   from the last full delivery only in a few scalar fields, when the
 //!   endpoint asks for it, becomes that delivery's id plus the exact
@@ -143,7 +143,7 @@ pub enum ExpandError {
     },
     /// Another devboy process printed the id (this one was restarted, or
     /// it is another server's): its bytes are not here, and the same
-    /// number here names something else (DESIGN §4.10).
+    /// number here names something else (invariant 10 in docs/invariants.md).
     #[error("`{0}` is from an earlier devboy session; call the tool again")]
     OtherSession(ReferenceId),
     /// The id has this session's tag but was never issued.

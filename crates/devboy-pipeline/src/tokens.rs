@@ -1,11 +1,10 @@
 //! Token counting: the pipeline's cost measure.
 //!
-//! Every saving devboy claims is a difference of token counts, and DESIGN §5
-//! measures cost "in tokens of the target tokenizer (o200k is the default
-//! proxy for Claude)". Claude's own tokenizer is not public, so
+//! Every saving devboy claims is a difference of token counts, counted in
+//! the target model's tokenizer where it is public. Claude's own tokenizer is not public, so
 //! [`Tokenizer::O200k`] (OpenAI's `o200k_base`, the newest public BPE with a
 //! large, code-friendly vocabulary) is the default. A savings report must
-//! name the tokenizer it was counted with (DESIGN §4.8); use
+//! name the tokenizer it was counted with (invariant 8 in docs/invariants.md); use
 //! [`Tokenizer::name`] or the [`Display`](fmt::Display) form for that.
 //!
 //! Counts are of *ordinary* text: a tool result that happens to contain
@@ -115,7 +114,7 @@ impl Tokenizer {
 }
 
 impl Default for Tokenizer {
-    /// [`Tokenizer::O200k`], per DESIGN §5.
+    /// [`Tokenizer::O200k`], the stand-in for Claude's unpublished tokenizer.
     fn default() -> Self {
         Self::O200k
     }

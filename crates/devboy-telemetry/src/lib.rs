@@ -4,7 +4,7 @@
 //!
 //! Key design decisions:
 //!
-//! - **Nothing identifying can be written** (DESIGN §4.6). The record types
+//! - **Nothing identifying can be written** (invariant 6 in docs/invariants.md). The record types
 //!   ([`ResultEvent`], [`SessionSummary`]) hold counts, flags, fixed
 //!   vocabulary words and salted hashes ([`Hash64`], [`Hash128`]) only.
 //!   Names, paths and bodies enter through [`CallFacts`] and leave

@@ -354,7 +354,7 @@ fn claude_calls_real_mcp_tool_and_model_sees_result() {
     assert!(transcript.contains("Echo: ping-4711"));
 }
 
-/// DESIGN.md §3: when a result carries `structuredContent`, Claude Code sends
+/// What Claude Code was measured to do (docs/invariants.md): when a result carries `structuredContent`, Claude Code sends
 /// the serialized `structuredContent` to the model instead of the text
 /// blocks. server-filesystem's `read_text_file` returns both.
 #[test]

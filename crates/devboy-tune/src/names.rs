@@ -1,6 +1,6 @@
 //! Endpoint hashes back to exposed tool names, on the user's own machine.
 //!
-//! Telemetry holds `h(exposed name)` only (DESIGN §4.6). `devboy mcp`
+//! Telemetry holds `h(exposed name)` only (invariant 6 in docs/invariants.md). `devboy mcp`
 //! keeps `<config dir>/endpoint-names.json` (`{"<hash>": "<name>"}`,
 //! [`devboy_core::paths::endpoint_names_file`]) beside the config, outside
 //! the telemetry directory; the tuner reads it to write config keys people

@@ -1,7 +1,7 @@
 //! Lossless re-encodings of JSON tool results, and their one decoder.
 //!
 //! An encoder turns a [`Value`] into text a model reads with fewer tokens;
-//! [`decode`] turns that text back into the same [`Value`] (DESIGN §4.1).
+//! [`decode`] turns that text back into the same [`Value`] (invariant 1 in docs/invariants.md).
 //! Every [`Encoded`] this module hands out has been decoded and compared
 //! with its input before it is returned: an encoder that cannot reproduce
 //! an input exactly declines it, and [`candidates`] simply has one fewer

@@ -24,7 +24,7 @@
 //! a cut or altered text fails to decode. The grammar of each template is stated
 //! in its module docs; it is the decoder's specification.
 //!
-//! **Invariant (DESIGN §4.1):** an encoder returns `Some` only after it has
+//! **Invariant 1 of docs/invariants.md:** an encoder returns `Some` only after it has
 //! decoded its own output and found the original. Any input it cannot
 //! reproduce exactly it declines with `None`. Encoders never panic, and
 //! [`decode`] never panics on any text.
