@@ -288,7 +288,9 @@ fn run(command: Command) -> anyhow::Result<()> {
             capture,
         } => {
             if capture.is_some() && pipeline == PipelineArg::Passthrough {
-                anyhow::bail!("--capture records the pipeline's session; --pipeline passthrough has none");
+                anyhow::bail!(
+                    "--capture records the pipeline's session; --pipeline passthrough has none"
+                );
             }
             let mut config = ProxyConfig::resolve(config.as_deref())?;
             if let Some(parent) = std::env::var_os(devboy_mcp::NESTED_ENV) {

@@ -406,15 +406,19 @@ fn run_capture(config: &PipelineConfig, file: &Path, text: &str) -> anyhow::Resu
     let records = capture::read(text).with_context(context)?;
     let mut tally = Tally::new(default_tokenizer(config));
     let mut results = 0;
-    let session = capture::replay(Arc::new(config.clone()), &records, |call, body, processed| {
-        results += 1;
-        // Decode-checked and counted as JSON when it is JSON.
-        let recorded = match body {
-            CapturedBody::Json(value) => json_body(call.exposed.clone(), value.clone()),
-            _ => body_of(&call.exposed, body.text()),
-        };
-        tally.add(&recorded, processed);
-    })
+    let session = capture::replay(
+        Arc::new(config.clone()),
+        &records,
+        |call, body, processed| {
+            results += 1;
+            // Decode-checked and counted as JSON when it is JSON.
+            let recorded = match body {
+                CapturedBody::Json(value) => json_body(call.exposed.clone(), value.clone()),
+                _ => body_of(&call.exposed, body.text()),
+            };
+            tally.add(&recorded, processed);
+        },
+    )
     .with_context(context)?;
     let mut report = tally.report(1, results, &session.totals());
     report["status"] = session.report();

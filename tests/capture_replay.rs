@@ -66,13 +66,13 @@ async fn the_replay_of_a_capture_reports_what_the_session_reported() {
         ("encoded", 1),
         ("elided", 1),
     ] {
-        assert!(
-            live[key].as_u64().unwrap() >= least,
-            "{key} in {live:#}"
-        );
+        assert!(live[key].as_u64().unwrap() >= least, "{key} in {live:#}");
     }
     assert_eq!(live["session"]["compactions"], 1, "{live:#}");
-    assert!(live["hints_sent"]["encoded"].as_u64().unwrap() >= 1, "{live:#}");
+    assert!(
+        live["hints_sent"]["encoded"].as_u64().unwrap() >= 1,
+        "{live:#}"
+    );
 
     let out = std::process::Command::new(devboy_bin())
         .args(["replay", "--format", "json", "--pipeline-config"])
@@ -98,7 +98,11 @@ async fn the_replay_of_a_capture_reports_what_the_session_reported() {
 fn a_capture_replays_on_its_own() {
     let dir = TempDir::new("capture-mixed");
     let capture = dir.path().join("session.jsonl");
-    std::fs::write(&capture, "{\"kind\":\"session\",\"tag\":\"tagfix\",\"encode\":true}\n").unwrap();
+    std::fs::write(
+        &capture,
+        "{\"kind\":\"session\",\"tag\":\"tagfix\",\"encode\":true}\n",
+    )
+    .unwrap();
     let other = dir.path().join("body.txt");
     std::fs::write(&other, "text").unwrap();
     let out = std::process::Command::new(devboy_bin())

@@ -18,7 +18,7 @@ use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Through
 use devboy_pipeline::route::RouteConfig;
 use devboy_pipeline::session::{BodyPolicy, SessionPipeline};
 use devboy_pipeline::{
-    EndpointKey, IdAllocator, DedupStageConfig, ResultPolicy, SessionTag, Timestamp, Tokenizer,
+    DedupStageConfig, EndpointKey, IdAllocator, ResultPolicy, SessionTag, Timestamp, Tokenizer,
 };
 use serde_json::{json, Value};
 

@@ -170,7 +170,10 @@ mod tests {
             Some(("kafrum3", "kafrum4"))
         );
         let line = elided(3, 40, "items", "31-40", "kafrum3");
-        assert_eq!(line, "> [elided 3 of 40 items (31-40); all: devboy_expand kafrum3]");
+        assert_eq!(
+            line,
+            "> [elided 3 of 40 items (31-40); all: devboy_expand kafrum3]"
+        );
         assert_eq!(parse_elided(&line), Some("kafrum3"));
         assert!(is_encoded_header(&encoded_header("csv")));
         assert!(is_encoded_header("> [encoded: csv #123456789]"));

@@ -388,13 +388,7 @@ fn elide(
         }
         let elided: Vec<usize> = (0..n).filter(|i| keep.binary_search(i).is_err()).collect();
         let text = render(&units.rebuild(&keep), format)?;
-        let hint = hints::elided(
-            elided.len(),
-            n,
-            units.noun(),
-            &units.describe(&elided),
-            id,
-        );
+        let hint = hints::elided(elided.len(), n, units.noun(), &units.describe(&elided), id);
         let text = if text.ends_with('\n') {
             format!("{text}{hint}")
         } else {

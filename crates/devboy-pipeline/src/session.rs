@@ -26,7 +26,7 @@ use crate::hints::{HintKind, HintSet};
 use crate::ids::{EndpointKey, IdAllocator, ReferenceId};
 use crate::route::{route, RouteConfig};
 use crate::shape::{classify, classify_json};
-use crate::stage::{DedupStageConfig, DedupDecision, DedupStage, ResultPolicy};
+use crate::stage::{DedupDecision, DedupStage, DedupStageConfig, ResultPolicy};
 use crate::time::Timestamp;
 use crate::tokens::Tokenizer;
 
@@ -475,7 +475,9 @@ mod tests {
         let ep = |n: &str| EndpointKey::new("gh", n);
         let markdown = format!(
             "# Report\n\n| a | b |\n|---|---|\n{}",
-            (0..30).map(|i| format!("| row {i} | value {i} |\n")).collect::<String>()
+            (0..30)
+                .map(|i| format!("| row {i} | value {i} |\n"))
+                .collect::<String>()
         );
         let bodies = [
             (ep("labels"), labels(20)),
@@ -501,7 +503,12 @@ mod tests {
                 .filter(|k| out.hints.contains(*k))
                 .fold(seen, HintSet::with);
         }
-        for kind in [HintKind::Id, HintKind::Reference, HintKind::Elided, HintKind::Encoded] {
+        for kind in [
+            HintKind::Id,
+            HintKind::Reference,
+            HintKind::Elided,
+            HintKind::Encoded,
+        ] {
             assert!(seen.contains(kind), "{kind:?} never sent");
         }
     }

@@ -394,7 +394,10 @@ mod tests {
     use serde_json::json;
 
     fn stage() -> DedupStage {
-        DedupStage::new(DedupStageConfig::default(), IdAllocator::new(SessionTag::FIXED))
+        DedupStage::new(
+            DedupStageConfig::default(),
+            IdAllocator::new(SessionTag::FIXED),
+        )
     }
 
     fn fs_read() -> EndpointKey {

@@ -148,8 +148,8 @@ mod tests {
     use proptest::prelude::*;
 
     use super::*;
-    use crate::ids::{ReferenceId, SessionTag};
     use crate::hints::{id_line, near_reference, reference as reference_hint};
+    use crate::ids::{ReferenceId, SessionTag};
 
     fn id(n: u64) -> ReferenceId {
         ReferenceId::new(SessionTag::FIXED, NonZeroU64::new(n).unwrap())

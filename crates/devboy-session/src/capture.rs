@@ -15,8 +15,8 @@ use std::path::Path;
 use std::sync::Arc;
 
 use devboy_core::pipeline_config::{PipelineConfig, SideEffectClass};
-use devboy_pipeline::InvalidSessionTag;
 use devboy_pipeline::session::Processed;
+use devboy_pipeline::InvalidSessionTag;
 use devboy_pipeline::{IdAllocator, SessionTag, Timestamp};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -260,12 +260,11 @@ pub fn read(text: &str) -> Result<Vec<CaptureRecord>, CaptureError> {
         if line.trim().is_empty() {
             continue;
         }
-        let record: CaptureRecord = serde_json::from_str(line).map_err(|source| {
-            CaptureError::Record {
+        let record: CaptureRecord =
+            serde_json::from_str(line).map_err(|source| CaptureError::Record {
                 line: n + 1,
                 source,
-            }
-        })?;
+            })?;
         if records.is_empty() && !matches!(record, CaptureRecord::Session { .. }) {
             return Err(CaptureError::NoSession);
         }
@@ -432,7 +431,13 @@ mod tests {
         step(&Forwarded::Blocks(&blocks), &read);
         step(&list, &read);
         step(&list, &read);
-        step(&Forwarded::Single { text: "ok", json: None }, &write);
+        step(
+            &Forwarded::Single {
+                text: "ok",
+                json: None,
+            },
+            &write,
+        );
         step(&text, &read);
         live.compaction();
         live.set_model(Some("gpt-4-0613".into()));

@@ -29,7 +29,7 @@ mod session;
 use devboy_core::pipeline_config::{PipelineConfig, SessionContext, TokenizerChoice};
 use devboy_pipeline::route::RouteConfig;
 use devboy_pipeline::session::SessionPipeline;
-use devboy_pipeline::{DedupConfig, ExpandConfig, IdAllocator, DedupStageConfig, Tokenizer};
+use devboy_pipeline::{DedupConfig, DedupStageConfig, ExpandConfig, IdAllocator, Tokenizer};
 
 pub use session::{Forwarded, PipelineSession, ToolCall};
 

@@ -82,7 +82,9 @@ struct State {
 /// The session's state even if a panic poisoned its lock: every update
 /// leaves it consistent, and the seam fails open around a panic.
 fn lock(state: &Mutex<State>) -> MutexGuard<'_, State> {
-    state.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    state
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 impl State {

@@ -33,8 +33,8 @@ use std::fmt::Write as _;
 
 use serde_json::{Number, Value};
 
-use super::scan::Scanner;
 use super::pattern::Names;
+use super::scan::Scanner;
 use super::FormatDecodeError;
 
 /// Where a value is written.

@@ -129,11 +129,11 @@
 mod cell;
 pub mod check;
 mod lines;
+mod pattern;
 mod plan;
 mod records;
 mod scan;
 mod table;
-mod pattern;
 
 use std::fmt;
 
@@ -259,7 +259,11 @@ pub(crate) fn decode_unchecked(text: &str) -> Result<Value, FormatDecodeError> {
 
 /// Decodes the body of `text`, which starts at `body_start`, by the
 /// grammar `hint` (a hint line without its check) names.
-fn decode_hinted(hint: &str, text: &str, body_start: Option<usize>) -> Result<Value, FormatDecodeError> {
+fn decode_hinted(
+    hint: &str,
+    text: &str,
+    body_start: Option<usize>,
+) -> Result<Value, FormatDecodeError> {
     let words = hint.strip_prefix(HINT_PREFIX).unwrap_or(hint);
     let Some(words) = words.strip_suffix(']') else {
         return Err(Scanner::new(text, 0).error("the hint line must end with `]`"));

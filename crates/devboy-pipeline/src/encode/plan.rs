@@ -41,8 +41,8 @@ use std::fmt::Write as _;
 use serde_json::{Map, Value};
 
 use super::cell::{self, is_bare_segment, LineValue};
-use super::table;
 use super::pattern::{self, Names, Part};
+use super::table;
 use super::FastHash;
 
 /// How deep objects are flattened into dotted columns.

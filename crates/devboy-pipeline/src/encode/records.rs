@@ -16,7 +16,7 @@ use serde_json::{Map, Value};
 
 use super::cell::{Key, LineValue};
 use super::pattern::{self, Part};
-use super::{FormatDecodeError, FastHash};
+use super::{FastHash, FormatDecodeError};
 
 /// What a pattern reference points at.
 #[derive(Clone, Copy, Debug)]
@@ -58,7 +58,10 @@ fn invalid(message: impl Into<String>) -> FormatDecodeError {
 impl RecordShape {
     /// Columns declared once for every row (`lines`, in order) and columns
     /// stored per row (`stored`, in cell order).
-    pub(super) fn new(lines: Vec<(Key, LineValue)>, stored: Vec<Key>) -> Result<Self, FormatDecodeError> {
+    pub(super) fn new(
+        lines: Vec<(Key, LineValue)>,
+        stored: Vec<Key>,
+    ) -> Result<Self, FormatDecodeError> {
         let mut keys = Vec::with_capacity(lines.len() + stored.len());
         let mut raw = Vec::with_capacity(lines.len() + stored.len());
         for (key, value) in lines {
@@ -265,7 +268,11 @@ impl RecordShape {
         Ok(Value::String(out))
     }
 
-    fn target_value(&self, target: Target, values: &[Option<Value>]) -> Result<Value, FormatDecodeError> {
+    fn target_value(
+        &self,
+        target: Target,
+        values: &[Option<Value>],
+    ) -> Result<Value, FormatDecodeError> {
         match target {
             Target::Leaf(c) => values
                 .get(c)

@@ -90,7 +90,9 @@
 
 use serde_json::{Map, Value};
 
-use super::{check, checked_body, fence_for, leading_backticks, same_json, TemplateDecodeError, Template};
+use super::{
+    check, checked_body, fence_for, leading_backticks, same_json, Template, TemplateDecodeError,
+};
 use crate::shape::is_hunk_header;
 
 /// The hint line of this template.

@@ -72,7 +72,7 @@
 
 use serde_json::{Map, Value};
 
-use super::{same_json, TemplateDecodeError, Template};
+use super::{same_json, Template, TemplateDecodeError};
 use crate::encode::{self, check};
 use crate::route::estimate_tokens;
 use crate::shape::{Classified, InnerFormat};

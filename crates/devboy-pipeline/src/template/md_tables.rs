@@ -88,7 +88,9 @@ use std::ops::Range;
 
 use pulldown_cmark::{Event, Options, Parser, Tag};
 
-use super::{check, checked_body, csv, fence_for, leading_backticks, TemplateDecodeError, Template};
+use super::{
+    check, checked_body, csv, fence_for, leading_backticks, Template, TemplateDecodeError,
+};
 
 /// The hint line of this template.
 pub const HINT: &str = "> [encoded: md tables as csv]";

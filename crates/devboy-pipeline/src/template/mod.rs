@@ -201,7 +201,8 @@ fn checked_body(text: &str, template: Template) -> Result<&str, TemplateDecodeEr
     if hinted(text) != Some(template) {
         return Err(TemplateDecodeError::NotEncoded);
     }
-    let opened = check::open(text).map_err(|error| TemplateDecodeError::Check { template, error })?;
+    let opened =
+        check::open(text).map_err(|error| TemplateDecodeError::Check { template, error })?;
     Ok(opened.body())
 }
 
