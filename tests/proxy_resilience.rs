@@ -186,6 +186,8 @@ command = "{server}"
 timeout_ms = 400
 "#;
     let devboy = Devboy::start(config).await;
+    // Timed from an upstream that is up (its first start is not the point).
+    devboy.call("t__sleep", json!({"ms": 0})).await;
     let started = Instant::now();
     let result = devboy.call("t__sleep", json!({"ms": 10000})).await;
     assert_eq!(result.is_error, Some(true));
@@ -349,6 +351,11 @@ env = { DEVBOY_TEST_STARTUP_DELAY_MS = "800" }
 #[tokio::test(flavor = "multi_thread")]
 async fn concurrent_calls_run_concurrently() {
     let devboy = Devboy::start(ONE).await;
+    // The clock starts once the upstream is up: its first start is not
+    // what this test measures, and it takes seconds on a loaded machine.
+    let mut warm = CallToolRequestParams::new("t__sleep");
+    warm.arguments = json!({"ms": 0}).as_object().cloned();
+    devboy.client.peer().call_tool(warm).await.unwrap();
     let started = Instant::now();
     let mut calls = Vec::new();
     for _ in 0..8 {
