@@ -401,12 +401,12 @@ pub fn needs_v3(target: &Target) -> bool {
 /// (`None` for a key unset by default, such as `profiles.model`: any
 /// model written by hand holds).
 fn default_of(section: &str, key: &str, defaults: &PipelineConfig) -> Option<Value> {
-    Some(match defaults.setting(&format!("{section}.{key}"), 0)? {
-        schema::Setting::Bool(b) => Value::from(b),
-        schema::Setting::Count(n) => Value::from(i64::try_from(n).ok()?),
-        schema::Setting::Fraction(x) => Value::from(x),
-        schema::Setting::Text(s) => Value::from(s),
-        schema::Setting::Globs(_) | schema::Setting::FollowUps(_) => return None,
+    Some(match defaults.key_value(&format!("{section}.{key}"), 0)? {
+        schema::KeyValue::Bool(b) => Value::from(b),
+        schema::KeyValue::Count(n) => Value::from(i64::try_from(n).ok()?),
+        schema::KeyValue::Fraction(x) => Value::from(x),
+        schema::KeyValue::Text(s) => Value::from(s),
+        schema::KeyValue::Globs(_) | schema::KeyValue::FollowUps(_) => return None,
         // A name: `auto`, `o200k`, `read_only`, …
         name => Value::from(name.to_string()),
     })

@@ -263,7 +263,7 @@ fn print_section(
             continue;
         }
         let value = config
-            .setting(key.path, 0)
+            .key_value(key.path, 0)
             .map_or("(unset)".to_owned(), |v| v.to_string());
         let target = Target::Global {
             section: key.parent(),
@@ -310,7 +310,7 @@ fn rule_keys(
 ) -> Vec<String> {
     schema::children(table)
         .filter_map(|key| {
-            let value = config.setting(key.path, at)?;
+            let value = config.key_value(key.path, at)?;
             let mark = mark(&target(key.name()));
             Some(format!("{} = {value}{mark}", key.name()))
         })

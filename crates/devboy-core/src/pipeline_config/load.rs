@@ -3,7 +3,7 @@
 //! the migration from schema version 1.
 //!
 //! The walk checks every table's keys against the description, reads each
-//! value by its [`KeyKind`] into a [`Setting`], and
+//! value by its [`KeyKind`] into a [`KeyValue`], and
 //! [`PipelineConfig::store`] puts it in its field.
 
 use std::path::Path;
@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use globset::{Glob, GlobMatcher};
 
-use super::schema::{self, KeyKind, KeySpec, Setting, FOLLOW_UP_KEYS};
+use super::schema::{self, KeyKind, KeySpec, KeyValue, FOLLOW_UP_KEYS};
 use super::{
     AgentProfile, ClientProfile, DedupSettings, EncodingSettings, EndpointRule, EnrichmentSettings,
     HintKind, HintsPolicy, LlmProfile, NearRefSettings, PipelineConfig, Profiles, Selection,
@@ -38,21 +38,21 @@ pub(super) fn defaults() -> PipelineConfig {
         };
         // A test reads every default; a literal that did not read would
         // leave the blank value.
-        if let Ok(Some(value)) = default_setting(key, literal, origin, &config) {
+        if let Ok(Some(value)) = read_literal(key, literal, origin, &config) {
             config.store(key.path, 0, value);
         }
     }
     config
 }
 
-/// A default literal of the description read as the loader reads the key
-/// (`None` for `schema_version`, which is not stored).
-pub(super) fn default_setting(
+/// A TOML literal (a default of the description) read as the loader reads
+/// the key (`None` for `schema_version`, which is not stored).
+pub(super) fn read_literal(
     key: &KeySpec,
     literal: &str,
     origin: &Path,
     config: &PipelineConfig,
-) -> Result<Option<Setting>> {
+) -> Result<Option<KeyValue>> {
     let root = tree::parse_toml(&format!("v = {literal}")).map_err(|e| {
         ConfigError::new(
             origin,
@@ -73,7 +73,7 @@ pub(super) fn default_setting(
         return Ok(None);
     };
     match key.kind {
-        KeyKind::Selection => Ok(Some(Setting::Selection(reader.selection(
+        KeyKind::Selection => Ok(Some(KeyValue::Selection(reader.selection(
             key,
             &entry.node,
             &path,
@@ -432,7 +432,7 @@ impl Reader<'_> {
         }
         for (key, n, p) in selections {
             let selection = self.selection(key, n, &p)?;
-            self.store(key.path, at, Setting::Selection(selection), &p);
+            self.store(key.path, at, KeyValue::Selection(selection), &p);
         }
         Ok(())
     }
@@ -516,24 +516,24 @@ impl Reader<'_> {
     }
 
     /// A value read by its kind.
-    fn value(&mut self, kind: KeyKind, n: &Node, p: &KeyPath) -> Result<Setting> {
+    fn value(&mut self, kind: KeyKind, n: &Node, p: &KeyPath) -> Result<KeyValue> {
         Ok(match kind {
-            KeyKind::Bool => Setting::Bool(self.boolean(n, p)?),
-            KeyKind::Count { min } => Setting::Count(self.count(n, p, min)?),
+            KeyKind::Bool => KeyValue::Bool(self.boolean(n, p)?),
+            KeyKind::Count { min } => KeyValue::Count(self.count(n, p, min)?),
             KeyKind::Days => {
                 let days = self.count(n, p, 1)?;
                 u32::try_from(days)
                     .map_err(|_| self.invalid(p, n, "a number of days below 2^32"))?;
-                Setting::Count(days)
+                KeyValue::Count(days)
             }
-            KeyKind::Fraction => Setting::Fraction(self.fraction(n, p)?),
-            KeyKind::Text => Setting::Text(self.string(n, p)?.to_owned()),
-            KeyKind::Globs => Setting::Globs(self.globs(n, p)?),
-            KeyKind::Tokenizer => Setting::Tokenizer(self.tokenizer(n, p)?),
-            KeyKind::Client => Setting::Client(self.client(n, p)?),
-            KeyKind::SideEffect => Setting::SideEffect(self.side_effect(n, p)?),
-            KeyKind::ValueClass => Setting::ValueClass(self.value_class(n, p)?),
-            KeyKind::FollowUps => Setting::FollowUps(self.follow_up(n, p)?),
+            KeyKind::Fraction => KeyValue::Fraction(self.fraction(n, p)?),
+            KeyKind::Text => KeyValue::Text(self.string(n, p)?.to_owned()),
+            KeyKind::Globs => KeyValue::Globs(self.globs(n, p)?),
+            KeyKind::Tokenizer => KeyValue::Tokenizer(self.tokenizer(n, p)?),
+            KeyKind::Client => KeyValue::Client(self.client(n, p)?),
+            KeyKind::SideEffect => KeyValue::SideEffect(self.side_effect(n, p)?),
+            KeyKind::ValueClass => KeyValue::ValueClass(self.value_class(n, p)?),
+            KeyKind::FollowUps => KeyValue::FollowUps(self.follow_up(n, p)?),
             KeyKind::Version
             | KeyKind::Section
             | KeyKind::Patterns
@@ -570,7 +570,7 @@ impl Reader<'_> {
 
     /// Stores a value read at `p`; what a stored value is worth telling
     /// the user is said here.
-    fn store(&mut self, spec: &str, at: usize, value: Setting, p: &KeyPath) {
+    fn store(&mut self, spec: &str, at: usize, value: KeyValue, p: &KeyPath) {
         let bound = self.config.store(spec, at, value);
         debug_assert!(bound, "{spec} is described but bound to no field");
         if spec == "enrichment.enabled" && self.config.enrichment.enabled {

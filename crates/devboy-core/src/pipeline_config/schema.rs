@@ -8,11 +8,11 @@
 //! asks it which keys a version 2 file may hold and what a key's default
 //! is, and `devboy tune show` prints the sections in its order. The
 //! typed structs stay the result: a key's value is read from its field by
-//! path with [`PipelineConfig::setting`] and stored by the reverse,
+//! path with [`PipelineConfig::key_value`] and stored by the reverse,
 //! `PipelineConfig::store`, both below.
 //!
 //! Adding a key: its row in [`KEYS`], its struct field, an arm in each of
-//! `setting` and `store`, and its documented line in the embedded
+//! `key_value` and `store`, and its documented line in the embedded
 //! `config/pipeline_config.toml`. Tests fail when the embedded file and
 //! [`KEYS`] disagree (a described default missing or different, a key
 //! not described) or when a described key is not bound both ways.
@@ -284,7 +284,7 @@ pub fn children(parent: &str) -> impl Iterator<Item = &'static KeySpec> + '_ {
 /// the loader reads before it stores a value. Displays as `tune show`
 /// prints it (strings quoted, as in the file).
 #[derive(Clone, Debug)]
-pub enum Setting {
+pub enum KeyValue {
     /// [`KeyKind::Bool`].
     Bool(bool),
     /// [`KeyKind::Count`] and [`KeyKind::Days`].
@@ -309,23 +309,23 @@ pub enum Setting {
     FollowUps(Vec<FollowUp>),
 }
 
-impl fmt::Display for Setting {
+impl fmt::Display for KeyValue {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Setting::Bool(b) => write!(f, "{b}"),
-            Setting::Count(n) => write!(f, "{n}"),
-            Setting::Fraction(x) => write!(f, "{x}"),
-            Setting::Text(s) => write!(f, "\"{s}\""),
-            Setting::Globs(globs) => {
+            KeyValue::Bool(b) => write!(f, "{b}"),
+            KeyValue::Count(n) => write!(f, "{n}"),
+            KeyValue::Fraction(x) => write!(f, "{x}"),
+            KeyValue::Text(s) => write!(f, "\"{s}\""),
+            KeyValue::Globs(globs) => {
                 let list: Vec<&str> = globs.iter().map(|(p, _)| p.as_str()).collect();
                 write!(f, "[{}]", list.join(", "))
             }
-            Setting::Tokenizer(t) => f.write_str(&t.map_or("auto".to_owned(), |t| t.name())),
-            Setting::Client(c) => f.write_str(c.name()),
-            Setting::Selection(s) => f.write_str(s.name()),
-            Setting::SideEffect(s) => f.write_str(s.name()),
-            Setting::ValueClass(c) => f.write_str(c.name()),
-            Setting::FollowUps(links) => {
+            KeyValue::Tokenizer(t) => f.write_str(&t.map_or("auto".to_owned(), |t| t.name())),
+            KeyValue::Client(c) => f.write_str(c.name()),
+            KeyValue::Selection(s) => f.write_str(s.name()),
+            KeyValue::SideEffect(s) => f.write_str(s.name()),
+            KeyValue::ValueClass(c) => f.write_str(c.name()),
+            KeyValue::FollowUps(links) => {
                 let items: Vec<String> = links.iter().map(follow_up_text).collect();
                 write!(f, "[{}]", items.join(", "))
             }
@@ -352,11 +352,11 @@ fn follow_up_text(l: &FollowUp) -> String {
     )
 }
 
-impl Setting {
+impl KeyValue {
     /// `None` for an empty glob list (a list that sets nothing).
     fn non_empty(self) -> Option<Self> {
         match &self {
-            Setting::Globs(g) if g.is_empty() => None,
+            KeyValue::Globs(g) if g.is_empty() => None,
             _ => Some(self),
         }
     }
@@ -368,8 +368,8 @@ impl PipelineConfig {
     /// `[endpoints.*]` rule or profile; [`HintKind::index`] for
     /// `hints.*`); `at` is ignored otherwise. `None`: the key is not set,
     /// or names no value.
-    pub fn setting(&self, path: &str, at: usize) -> Option<Setting> {
-        use Setting as S;
+    pub fn key_value(&self, path: &str, at: usize) -> Option<KeyValue> {
+        use KeyValue as S;
         let d = &self.dedup;
         let secs = |t: Duration| S::Count(t.as_secs() as usize);
         let hint = || HintKind::ALL.get(at).map(|k| self.hints.rule(*k));
@@ -435,12 +435,12 @@ impl PipelineConfig {
     }
 
     /// Stores `value` in the field of the key at `path`, in the `at`-th
-    /// named table where the path has one (as for [`Self::setting`], its
+    /// named table where the path has one (as for [`Self::key_value`], its
     /// reverse); `false` when the path and kind name no field (a test
     /// keeps every described key bound both ways). The loader calls it
     /// with values it has checked.
-    pub(super) fn store(&mut self, path: &str, at: usize, value: Setting) -> bool {
-        use Setting as S;
+    pub(super) fn store(&mut self, path: &str, at: usize, value: KeyValue) -> bool {
+        use KeyValue as S;
         let c = self;
         let secs = |n: usize| Duration::from_secs(n as u64);
         let hint = HintKind::ALL.get(at).copied().unwrap_or(HintKind::Ref);

@@ -757,12 +757,12 @@ fn described_keys(
     }
 }
 
-use super::schema::{self, KeyKind, Setting};
+use super::schema::{self, KeyKind, KeyValue};
 
 /// A described key's default, read as the loader reads the key.
-fn default_of(key: &schema::KeySpec) -> Option<Setting> {
+fn default_of(key: &schema::KeySpec) -> Option<KeyValue> {
     let literal = key.default?;
-    load::default_setting(key, literal, Path::new("<test>"), &load::defaults())
+    load::read_literal(key, literal, Path::new("<test>"), &load::defaults())
         .unwrap_or_else(|e| panic!("{}: default {literal} does not read: {e}", key.path))
 }
 
@@ -802,7 +802,7 @@ fn the_embedded_file_holds_every_described_default_and_nothing_undescribed() {
             1
         };
         for at in 0..instances {
-            let shown = |c: &PipelineConfig| c.setting(key.path, at).map(|s| s.to_string());
+            let shown = |c: &PipelineConfig| c.key_value(key.path, at).map(|s| s.to_string());
             assert_eq!(
                 shown(&parsed),
                 Some(default.to_string()),
@@ -863,14 +863,14 @@ fn every_described_key_is_read_into_a_field_and_reported_back() {
             Some("hints") => HintKind::Elided.index(),
             _ => 0,
         };
-        let expected = load::default_setting(key, &literal, Path::new("<test>"), &config)
+        let expected = load::read_literal(key, &literal, Path::new("<test>"), &config)
             .unwrap()
             .unwrap()
             .to_string();
-        let got = config.setting(key.path, at).map(|s| s.to_string());
+        let got = config.key_value(key.path, at).map(|s| s.to_string());
         assert_eq!(got, Some(expected.clone()), "{text}");
         let before = load::defaults()
-            .setting(key.path, at)
+            .key_value(key.path, at)
             .map(|s| s.to_string());
         assert_ne!(
             before,

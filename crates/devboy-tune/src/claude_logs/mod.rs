@@ -52,13 +52,13 @@
 //!   `fs__read_text_file`) gets `[tools."<name>"] side_effect` **when the
 //!   verb in its name makes it evident** (a heuristic on the name, not
 //!   knowledge of the tool): the first word of the name in devboy's verb
-//!   list ([`devboy_core::tool_verb::VerbClass`], the same list telemetry classifies endpoints
-//!   by) decides: reading, listing, searching and getting (`read`,
-//!   `list`, `search`, `get`, `status`, …) → `read_only`; writing,
-//!   creating and changing (`write`, `create`, `update`, `close`, `push`,
-//!   `download`, …) → `mutating`; deleting (`delete`, `remove`,
-//!   `truncate`, …) → `destructive`; running (`run`, `exec`, …) says
-//!   nothing.
+//!   list ([`devboy_core::tool_verb::VerbClass`], by which telemetry also
+//!   classifies endpoints) decides: reading, listing, searching and
+//!   getting (`read`, `list`, `search`, `get`, `status`, …) →
+//!   `read_only`; writing, creating and changing (`write`, `create`,
+//!   `update`, `close`, `push`, `download`, …) → `mutating`; deleting
+//!   (`delete`, `remove`, `truncate`, …) → `destructive`; running (`run`,
+//!   `exec`, …) says nothing.
 //!   Other names are listed and left to the server's annotations. devboy's
 //!   built-in tools (no `__` in the exposed name) are skipped.
 //!
