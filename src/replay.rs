@@ -27,7 +27,6 @@ use anyhow::Context;
 use std::sync::Arc;
 
 use devboy_core::pipeline_config::{PipelineConfig, SideEffectClass};
-use devboy_pipeline::hints::HintSet;
 use devboy_pipeline::session::{Action, Processed, Totals};
 use devboy_pipeline::{IdAllocator, SessionTag, Timestamp, Tokenizer};
 use devboy_session::capture::{self, CapturedBody};
@@ -280,20 +279,7 @@ impl Tally {
             u.results += 1;
             u.tokens_raw += n as u64;
             u.tokens_final += n as u64;
-            Processed {
-                action: Action::Unchanged,
-                text: None,
-                id_line: None,
-                id: None,
-                shape: None,
-                inner_formats: Vec::new(),
-                format: None,
-                hints: HintSet::EMPTY,
-                tokens_raw: n,
-                tokens_final: n,
-                dedup_saved: 0,
-                encoder_saved: 0,
-            }
+            Processed::unchanged(n)
         });
         *self.actions.entry(processed.action.name()).or_default() += 1;
         // Every result lands in one row, so the table adds up to the total:

@@ -6,10 +6,14 @@
 //! it ([`VerbClass::side_effect`]) when the server's annotations say
 //! nothing.
 
+use serde::{Deserialize, Serialize};
+
 use crate::pipeline_config::SideEffectClass;
 
-/// A coarse verb class of a tool, from its name alone.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+/// A coarse verb class of a tool, from its name alone. Telemetry writes it
+/// as the result's `endpoint_class`, in snake case (`get`, `other`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum VerbClass {
     /// Reads one thing's content (`read_file`, `cat`).
     Read,
@@ -31,6 +35,7 @@ pub enum VerbClass {
     /// Runs something (`run_tests`, `exec`).
     Run,
     /// None of the above.
+    #[serde(other)]
     Other,
 }
 
@@ -88,6 +93,29 @@ const CLASS_WORDS: &[(VerbClass, &[&str])] = &[
 ];
 
 impl VerbClass {
+    /// The class of the tool exposed as `name` (`<prefix>__<tool>`): the
+    /// class of its tool part ([`of_tool`](Self::of_tool)).
+    pub fn of_exposed(name: &str) -> Self {
+        let tool = name.rsplit("__").next().unwrap_or(name);
+        Self::of_tool(tool).0
+    }
+
+    /// The name written to telemetry files.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Read => "read",
+            Self::List => "list",
+            Self::Search => "search",
+            Self::Get => "get",
+            Self::Write => "write",
+            Self::Create => "create",
+            Self::Update => "update",
+            Self::Delete => "delete",
+            Self::Run => "run",
+            Self::Other => "other",
+        }
+    }
+
     /// The class of a tool named `tool` (without the exposed name's
     /// `<prefix>__`), and the word that decided it: the name is split into
     /// words at `_`, `-`, `.`, `/`, spaces and lower-to-upper case changes,

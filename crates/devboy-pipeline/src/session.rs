@@ -107,6 +107,26 @@ pub struct Processed {
     pub encoder_saved: i64,
 }
 
+impl Processed {
+    /// A body of `tokens` tokens that goes out as it came.
+    pub fn unchanged(tokens: usize) -> Self {
+        Self {
+            action: Action::Unchanged,
+            text: None,
+            id_line: None,
+            id: None,
+            shape: None,
+            inner_formats: Vec::new(),
+            format: None,
+            hints: HintSet::EMPTY,
+            tokens_raw: tokens,
+            tokens_final: tokens,
+            dedup_saved: 0,
+            encoder_saved: 0,
+        }
+    }
+}
+
 /// Running totals of a session.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Totals {
@@ -215,20 +235,7 @@ impl SessionPipeline {
     ) -> Processed {
         let tokenizer = self.route.tokenizer;
         let tokens_raw = tokenizer.count(body);
-        let mut out = Processed {
-            action: Action::Unchanged,
-            text: None,
-            id_line: None,
-            id: None,
-            shape: None,
-            inner_formats: Vec::new(),
-            format: None,
-            hints: HintSet::EMPTY,
-            tokens_raw,
-            tokens_final: tokens_raw,
-            dedup_saved: 0,
-            encoder_saved: 0,
-        };
+        let mut out = Processed::unchanged(tokens_raw);
         let mut fresh = None;
         if let Some(dedup) = &policy.dedup {
             match self

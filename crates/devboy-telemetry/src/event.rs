@@ -13,7 +13,6 @@
 
 use std::borrow::Cow;
 
-use devboy_core::tool_verb::VerbClass;
 use serde::{Deserialize, Serialize};
 
 use crate::hash::{Hash128, Hash64};
@@ -195,70 +194,9 @@ pub enum Layer {
     Passthrough,
 }
 
-/// A coarse verb class of a tool, from its name alone.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum EndpointClass {
-    /// Reads one thing's content (`read_file`, `cat`).
-    Read,
-    /// Lists things (`list_issues`, `ls`).
-    List,
-    /// Searches (`search_code`, `grep`, `find`).
-    Search,
-    /// Gets one thing's record or status (`get_issue`, `git_status`).
-    Get,
-    /// Writes content (`write_file`, `edit`).
-    Write,
-    /// Creates a thing (`create_issue`, `add_label`).
-    Create,
-    /// Changes a thing (`update_issue`, `move_file`).
-    Update,
-    /// Deletes a thing (`delete_branch`, `remove`).
-    Delete,
-    /// Runs something (`run_tests`, `exec`).
-    Run,
-    /// None of the above.
-    #[serde(other)]
-    Other,
-}
-
-impl EndpointClass {
-    /// The class of the tool exposed as `name` (`<prefix>__<tool>`): the
-    /// verb class of its tool part ([`VerbClass::of_tool`], the one word
-    /// list the tuner's side-effect guess also uses). Pure: the same name,
-    /// the same class.
-    pub fn of(name: &str) -> Self {
-        let tool = name.rsplit("__").next().unwrap_or(name);
-        match VerbClass::of_tool(tool).0 {
-            VerbClass::Read => Self::Read,
-            VerbClass::List => Self::List,
-            VerbClass::Search => Self::Search,
-            VerbClass::Get => Self::Get,
-            VerbClass::Write => Self::Write,
-            VerbClass::Create => Self::Create,
-            VerbClass::Update => Self::Update,
-            VerbClass::Delete => Self::Delete,
-            VerbClass::Run => Self::Run,
-            VerbClass::Other => Self::Other,
-        }
-    }
-
-    /// The name written to files.
-    pub fn name(self) -> &'static str {
-        match self {
-            Self::Read => "read",
-            Self::List => "list",
-            Self::Search => "search",
-            Self::Get => "get",
-            Self::Write => "write",
-            Self::Create => "create",
-            Self::Update => "update",
-            Self::Delete => "delete",
-            Self::Run => "run",
-            Self::Other => "other",
-        }
-    }
-}
+/// The verb class of a result's tool: devboy-core's one classifier of
+/// tool names, written as `endpoint_class`.
+pub use devboy_core::tool_verb::VerbClass as EndpointClass;
 
 #[cfg(test)]
 mod tests {
@@ -290,7 +228,7 @@ mod tests {
             // The prefix is not the tool: `list__echo` is no listing.
             ("list__echo", Other),
         ] {
-            assert_eq!(EndpointClass::of(name), class, "{name}");
+            assert_eq!(EndpointClass::of_exposed(name), class, "{name}");
         }
     }
 

@@ -409,7 +409,7 @@ impl Active {
             call,
             tool,
             upstream,
-            endpoint_class: EndpointClass::of(facts.tool),
+            endpoint_class: EndpointClass::of_exposed(facts.tool),
             response_chars: facts.body.chars().count() as u64,
             shape: outcome.shape.map(Into::into),
             inner_formats: outcome.inner_formats.into_iter().map(Into::into).collect(),

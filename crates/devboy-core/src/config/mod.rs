@@ -236,16 +236,7 @@ impl ProxyConfig {
             ConfigFormat::Toml => tree::parse_toml(text).map(|root| (root, Vec::new())),
             ConfigFormat::McpJson => tree::parse_json(text),
         }
-        .map_err(|e| {
-            ConfigError::new(
-                origin,
-                e.pos.map(|p| (p.line, p.column)),
-                ConfigErrorKind::Syntax {
-                    format,
-                    message: e.message,
-                },
-            )
-        })?;
+        .map_err(|e| e.in_file(origin, format))?;
         let resolved = schema::resolve(&root, format, origin, env)?;
         let mut warnings: Vec<String> = duplicates
             .iter()

@@ -280,6 +280,24 @@ pub(crate) struct SyntaxError {
     pub(crate) message: String,
 }
 
+impl SyntaxError {
+    /// The config error this is in the file `origin`, written in `format`.
+    pub(crate) fn in_file(
+        self,
+        origin: &std::path::Path,
+        format: super::ConfigFormat,
+    ) -> super::ConfigError {
+        super::ConfigError::new(
+            origin,
+            self.pos.map(|p| (p.line, p.column)),
+            super::ConfigErrorKind::Syntax {
+                format,
+                message: self.message,
+            },
+        )
+    }
+}
+
 /// Parses JSON text into a tree, with the keys written more than once in
 /// the order they were found (each kept last, see [`DuplicateKey`]).
 pub(crate) fn parse_json(text: &str) -> Result<(Node, Vec<DuplicateKey>), SyntaxError> {

@@ -53,16 +53,9 @@ pub(super) fn read_literal(
     origin: &Path,
     config: &PipelineConfig,
 ) -> Result<Option<KeyValue>> {
-    let root = tree::parse_toml(&format!("v = {literal}")).map_err(|e| {
-        ConfigError::new(
-            origin,
-            None,
-            ConfigErrorKind::Syntax {
-                format: ConfigFormat::Toml,
-                message: e.message,
-            },
-        )
-    })?;
+    // A position in the made-up line would point nowhere in the file.
+    let root = tree::parse_toml(&format!("v = {literal}"))
+        .map_err(|e| tree::SyntaxError { pos: None, ..e }.in_file(origin, ConfigFormat::Toml))?;
     let mut reader = Reader {
         origin,
         config: config.clone(),
@@ -189,16 +182,7 @@ fn builtin_agents() -> Vec<AgentProfile> {
 
 pub(super) fn parse(text: &str, origin: &Path) -> Result<PipelineConfig> {
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
-    let root = tree::parse_toml(text).map_err(|e| {
-        ConfigError::new(
-            origin,
-            e.pos.map(|p| (p.line, p.column)),
-            ConfigErrorKind::Syntax {
-                format: ConfigFormat::Toml,
-                message: e.message,
-            },
-        )
-    })?;
+    let root = tree::parse_toml(text).map_err(|e| e.in_file(origin, ConfigFormat::Toml))?;
     let mut reader = Reader {
         origin,
         config: defaults(),
