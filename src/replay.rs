@@ -373,6 +373,7 @@ fn run(config: &PipelineConfig, files: usize, bodies: &[Body]) -> Value {
             arguments: None,
             side_effect: SideEffectClass::ReadOnly,
             client: None,
+            served: Default::default(),
         };
         let forwarded = Forwarded::Single {
             text: &body.text,

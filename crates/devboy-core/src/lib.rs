@@ -21,6 +21,8 @@
 //! - [`pipeline_config`]: `pipeline_config.toml`, the pipeline's knobs,
 //!   described once ([`pipeline_config::schema`]), and their resolution
 //!   against one session.
+//! - [`speculation`]: the words of read-only speculation (where a result
+//!   came from, why a follow-up was declined, how a prefetch ended).
 //! - [`tool_verb`]: [`tool_verb::VerbClass`], the verb a tool's name
 //!   carries (telemetry's endpoint class, the tuner's side-effect guess).
 //! - [`value_model`]: [`value_model::ToolValueModel`], what a tool is worth.
@@ -33,5 +35,6 @@ pub mod hooks;
 pub mod naming;
 pub mod paths;
 pub mod pipeline_config;
+pub mod speculation;
 pub mod tool_verb;
 pub mod value_model;

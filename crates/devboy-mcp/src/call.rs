@@ -124,6 +124,7 @@ impl PendingCall {
             side_effect,
             forwards_structured: self.forwards_structured,
             client: self.client.as_deref(),
+            served: devboy_core::speculation::Served::Upstream,
         }
     }
 }

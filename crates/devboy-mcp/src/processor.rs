@@ -130,6 +130,7 @@ fn tool_call<'a>(call: &ToolCallInfo<'a>) -> ToolCall<'a> {
         arguments: call.arguments,
         side_effect: call.side_effect,
         client: call.client,
+        served: call.served,
     }
 }
 
@@ -283,6 +284,7 @@ mod tests {
             side_effect: SideEffectClass::ReadOnly,
             forwards_structured,
             client: None,
+            served: Default::default(),
         }
     }
 

@@ -14,6 +14,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use devboy_core::pipeline_config::SideEffectClass;
+use devboy_core::speculation::{Served, SpeculationEvent};
 use rmcp::model::{CallToolResult, JsonObject};
 
 /// What the processor knows about the call that produced a result.
@@ -36,6 +37,8 @@ pub struct ToolCallInfo<'a> {
     pub forwards_structured: bool,
     /// The client's name from `initialize`, if it gave one.
     pub client: Option<&'a str>,
+    /// Where the result comes from: the upstream, or a prefetch.
+    pub served: Served,
 }
 
 /// Error type a processor may return; the result then passes unchanged.
@@ -70,6 +73,20 @@ pub trait ResponseProcessor: Send + Sync + 'static {
     /// stopping): write what must outlive it. Called once, from a thread
     /// that may block briefly.
     fn end_session(&self) {}
+
+    /// Speculation did something for `call` (a follow-up the planner
+    /// weighed, a prefetch sent or ended): for telemetry and status.
+    /// `result` is the prefetch's result when one ended after landing.
+    /// Prefetched results themselves never pass through
+    /// [`process`](Self::process) until the agent's own call is answered
+    /// with them.
+    fn on_speculation(
+        &self,
+        _call: &ToolCallInfo<'_>,
+        _event: SpeculationEvent,
+        _result: Option<&CallToolResult>,
+    ) {
+    }
 
     /// The model the session runs with became known (or changed).
     fn set_model(&self, _model: Option<String>) {}
@@ -272,6 +289,7 @@ mod tests {
             side_effect: SideEffectClass::Unknown,
             forwards_structured: false,
             client: None,
+            served: Served::Upstream,
         }
     }
 

@@ -132,6 +132,7 @@ impl CapturedCall {
             arguments: self.arguments.as_ref(),
             side_effect: side_effect_named(&self.side_effect)?,
             client: None,
+            served: Default::default(),
         })
     }
 }
@@ -333,6 +334,7 @@ mod tests {
             arguments: args.as_object(),
             side_effect: SideEffectClass::ReadOnly,
             client: Some("claude-code"),
+            served: Default::default(),
         };
         let value = json!({"b": 1, "a": [1.5, "x"]});
         let blocks = ["one", "two"];
@@ -400,6 +402,7 @@ mod tests {
             arguments: args.as_object(),
             side_effect,
             client: None,
+            served: Default::default(),
         };
         let read_args: &'static Value = Box::leak(Box::new(read_args));
         let read = call("fs__read", SideEffectClass::ReadOnly, read_args);

@@ -38,6 +38,8 @@ pub struct ToolCall<'a> {
     pub side_effect: SideEffectClass,
     /// The client's name, if it gave one (for telemetry).
     pub client: Option<&'a str>,
+    /// Where the result comes from: the upstream, or a prefetch.
+    pub served: devboy_core::speculation::Served,
 }
 
 /// What the client forwards to the model of one result.
