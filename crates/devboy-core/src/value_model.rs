@@ -9,16 +9,22 @@
 //! (`typical_tokens` from telemetry, `follow_up` from Claude Code session
 //! logs); users write the rest.
 //!
-//! Who reads what today: `side_effect` and `invalidates` drive dedup
+//! Who reads what: `side_effect` and `invalidates` drive dedup
 //! invalidation, `freshness_secs` bounds how long a result may be
 //! referenced. The planning fields (`value_class`, `typical_tokens`,
 //! `latency_ms`, `follow_up`, `fail_fast_after_n`, `speculate`,
 //! `rate_limit_host`) are the input of read-only speculation
-//! (`[enrichment]`), which this version of devboy does not run yet; they
-//! are validated, resolved and shown by `devboy tune show` so a file
-//! written now keeps its meaning when it does.
+//! (`[enrichment]`, planned by the `devboy-enrichment` crate).
+//!
+//! A `follow_up` item's `args` say where each argument of the predicted
+//! call comes from ([`ArgSource`]); the sources are parsed (and their
+//! regexes compiled) when the file is loaded, so a bad one is an error
+//! naming its key, never a surprise in the middle of a session.
 
+use std::fmt;
 use std::time::Duration;
+
+use regex::Regex;
 
 use crate::pipeline_config::SideEffectClass;
 
@@ -68,9 +74,104 @@ pub struct FollowUp {
     pub tool: String,
     /// How often it was the next call (0 to 1).
     pub probability: f64,
-    /// Where the follow-up's arguments come from: argument name → RFC 6901
-    /// pointer into this tool's result.
-    pub args: Vec<(String, String)>,
+    /// Where the follow-up's arguments come from, by argument name. Empty:
+    /// the arguments of a shipped edge to the same tool, if there is one.
+    pub args: Vec<(String, ArgSource)>,
+    /// At most this many predicted calls from one answered call (at least
+    /// 1).
+    pub limit: usize,
+}
+
+impl FollowUp {
+    /// The `limit` of an item that sets none.
+    pub const DEFAULT_LIMIT: usize = 3;
+
+    /// An edge to `tool` with no arguments of its own and the default
+    /// limit (what the tuner writes).
+    pub fn new(tool: impl Into<String>, probability: f64) -> Self {
+        Self {
+            tool: tool.into(),
+            probability,
+            args: Vec::new(),
+            limit: Self::DEFAULT_LIMIT,
+        }
+    }
+}
+
+/// Where one argument of a predicted call comes from, as written in a
+/// `follow_up` item's `args`.
+#[derive(Clone, Debug)]
+pub enum ArgSource {
+    /// `"/items/*/path"`: an RFC 6901 pointer into the answered call's
+    /// result (its `structuredContent`, else its text parsed as JSON); a
+    /// `*` segment takes every element of an array. Holds the pointer.
+    Result(String),
+    /// `"$args/repo_path"`: a pointer into the answered call's own
+    /// arguments. Holds the pointer (`/repo_path`).
+    Args(String),
+    /// `"$lines"`: every non-empty line of the result's text, trimmed.
+    Lines,
+    /// `"$match:REGEX"`: of every match of the regex in the result's text,
+    /// the first capture group, else the whole match.
+    Match(Regex),
+    /// A TOML number or boolean, passed as it is.
+    Literal(serde_json::Value),
+}
+
+impl ArgSource {
+    /// The source a string of the file stands for; the error says what
+    /// was expected.
+    pub fn parse(text: &str) -> Result<Self, String> {
+        if let Some(pointer) = text.strip_prefix("$args") {
+            return if pointer.starts_with('/') {
+                Ok(Self::Args(pointer.to_owned()))
+            } else {
+                Err("\"$args/NAME\": a JSON pointer into the call's arguments".to_owned())
+            };
+        }
+        if text == "$lines" {
+            return Ok(Self::Lines);
+        }
+        if let Some(pattern) = text.strip_prefix("$match:") {
+            return Regex::new(pattern)
+                .map(Self::Match)
+                .map_err(|e| format!("\"$match:REGEX\" with a valid regex ({e})"));
+        }
+        if text.starts_with('/') {
+            return Ok(Self::Result(text.to_owned()));
+        }
+        Err("a JSON pointer into the result (\"/items/*/path\"), \"$args/NAME\", \"$lines\", \"$match:REGEX\", or a number or boolean".to_owned())
+    }
+
+    /// Whether the source gives one value whatever the result holds (a
+    /// literal, or an argument without `*`).
+    pub fn is_single(&self) -> bool {
+        match self {
+            Self::Literal(_) => true,
+            Self::Args(p) => !p.split('/').any(|s| s == "*"),
+            _ => false,
+        }
+    }
+}
+
+/// As written in the file: `"/0/number"`, `"$lines"`, `3`.
+impl fmt::Display for ArgSource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Result(p) => write!(f, "{p:?}"),
+            Self::Args(p) => write!(f, "\"$args{}\"", p.escape_debug()),
+            Self::Lines => f.write_str("\"$lines\""),
+            Self::Match(r) => write!(f, "{:?}", format!("$match:{}", r.as_str())),
+            Self::Literal(v) => write!(f, "{v}"),
+        }
+    }
+}
+
+/// Two sources are equal when they are written the same.
+impl PartialEq for ArgSource {
+    fn eq(&self, other: &Self) -> bool {
+        self.to_string() == other.to_string()
+    }
 }
 
 /// Everything `[tools."GLOB"]` tables say about one tool, merged.

@@ -13,7 +13,7 @@
 //! selections with the session they resolve to when the client reports
 //! no model ([`PipelineConfig::resolve_session`], the same function
 //! `devboy mcp` calls), the llm and agent profiles, the hint policy, and
-//! `[enrichment]`, which this devboy validates but does not run.
+//! `[enrichment]`, read-only speculation.
 //!
 //! Sections and keys come in the order of the file's description
 //! ([`schema::KEYS`]), each value as the config holds it
@@ -249,7 +249,7 @@ fn print_section(
     mark: &dyn Fn(&Target) -> &'static str,
 ) {
     let note = match section.path {
-        "enrichment" => " (speculation: this devboy does not run it yet; the settings are checked and kept for the version that does)",
+        "enrichment" => " (speculation: calling likely next read-only tools ahead of the agent)",
         _ => "",
     };
     let _ = writeln!(
@@ -557,7 +557,7 @@ follow_up = [{ tool = "gh__get_issue", probability = 0.45, args = { number = "/0
             "4000",
             "  ref               = on, at most 50 per session, only for models claude-*\n",
             "  elided            = off\n",
-            "[enrichment] (speculation: this devboy does not run it yet;",
+            "[enrichment] (speculation: calling likely next read-only tools",
             "  min_probability   = 0.3\n",
             "  \"gh__*\": side_effect = read_only, value_class = critical, latency_ms = 400\n",
             "  \"gh__list_issues\": typical_tokens = 1800 (tune), follow_up = [{ tool = \"gh__get_issue\", probability = 0.45, args = { number = \"/0/number\" } }]\n",

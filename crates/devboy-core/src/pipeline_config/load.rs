@@ -13,14 +13,15 @@ use globset::{Glob, GlobMatcher};
 
 use super::schema::{self, KeyKind, KeySpec, KeyValue, FOLLOW_UP_KEYS};
 use super::{
-    AgentProfile, ClientProfile, DedupSettings, EncodingSettings, EndpointRule, EnrichmentSettings,
+    AgentProfile, ClientProfile, DedupSettings, EncodingSettings, EndpointRule, EnrichmentMode,
+    EnrichmentSettings,
     HintKind, HintsPolicy, LlmProfile, NearRefSettings, PipelineConfig, Profiles, Selection,
     SideEffectClass, TelemetrySettings, TokenizerChoice, ToolRule, SCHEMA_VERSION,
 };
 use crate::config::keypath::{closest, KeyPath};
 use crate::config::tree::{self, describe, Entry, Node, Value};
 use crate::config::{ConfigError, ConfigErrorKind, ConfigFormat, ConfigSource};
-use crate::value_model::{FollowUp, ValueClass};
+use crate::value_model::{ArgSource, FollowUp, ValueClass};
 
 type Result<T> = std::result::Result<T, ConfigError>;
 
@@ -109,10 +110,14 @@ fn blank() -> PipelineConfig {
         hints: HintsPolicy::default(),
         enrichment: EnrichmentSettings {
             enabled: false,
+            remote: false,
+            mode: EnrichmentMode::Prefetch,
             prefetch_timeout: Duration::ZERO,
             max_parallel: 0,
+            per_host: 0,
             budget_tokens: 0,
             min_probability: 0.0,
+            ttl: Duration::ZERO,
         },
         telemetry: TelemetrySettings {
             enabled: false,
@@ -410,13 +415,13 @@ impl Reader<'_> {
                 KeyKind::Selection => selections.push((key, n, p)),
                 kind => {
                     let value = self.value(kind, n, &p)?;
-                    self.store(key.path, at, value, &p);
+                    self.store(key.path, at, value);
                 }
             }
         }
         for (key, n, p) in selections {
             let selection = self.selection(key, n, &p)?;
-            self.store(key.path, at, KeyValue::Selection(selection), &p);
+            self.store(key.path, at, KeyValue::Selection(selection));
         }
         Ok(())
     }
@@ -518,6 +523,7 @@ impl Reader<'_> {
             KeyKind::SideEffect => KeyValue::SideEffect(self.side_effect(n, p)?),
             KeyKind::ValueClass => KeyValue::ValueClass(self.value_class(n, p)?),
             KeyKind::FollowUps => KeyValue::FollowUps(self.follow_up(n, p)?),
+            KeyKind::EnrichmentMode => KeyValue::EnrichmentMode(self.mode(n, p)?),
             KeyKind::Version
             | KeyKind::Section
             | KeyKind::Patterns
@@ -552,17 +558,10 @@ impl Reader<'_> {
         }
     }
 
-    /// Stores a value read at `p`; what a stored value is worth telling
-    /// the user is said here.
-    fn store(&mut self, spec: &str, at: usize, value: KeyValue, p: &KeyPath) {
+    /// Stores a value read from the file.
+    fn store(&mut self, spec: &str, at: usize, value: KeyValue) {
         let bound = self.config.store(spec, at, value);
         debug_assert!(bound, "{spec} is described but bound to no field");
-        if spec == "enrichment.enabled" && self.config.enrichment.enabled {
-            self.warn(
-                p,
-                "this devboy does not speculate yet; the [enrichment] settings are kept for the version that does",
-            );
-        }
     }
 
     /// Reads a table whose keys must be among `allowed`, handing each
@@ -635,7 +634,16 @@ impl Reader<'_> {
         .ok_or_else(|| self.invalid(path, node, &format!("one of {}", quoted_list(&names))))
     }
 
-    /// `follow_up = [{ tool = "…", probability = 0.4, args = { … } }, …]`.
+    fn mode(&self, node: &Node, path: &KeyPath) -> Result<EnrichmentMode> {
+        let names: Vec<&str> = EnrichmentMode::ALL.iter().map(|m| m.name()).collect();
+        match &node.value {
+            Value::String(s) => EnrichmentMode::from_name(s),
+            _ => None,
+        }
+        .ok_or_else(|| self.invalid(path, node, &format!("one of {}", quoted_list(&names))))
+    }
+
+    /// `follow_up = [{ tool = "…", probability = 0.4, args = { … }, limit = 3 }, …]`.
     fn follow_up(&mut self, node: &Node, path: &KeyPath) -> Result<Vec<FollowUp>> {
         let Value::Array(items) = &node.value else {
             return Err(self.invalid(
@@ -647,26 +655,15 @@ impl Reader<'_> {
         let mut out = Vec::with_capacity(items.len());
         for (i, item) in items.iter().enumerate() {
             let ip = path.index(i);
-            let mut link = FollowUp {
-                tool: String::new(),
-                probability: f64::NAN,
-                args: Vec::new(),
-            };
+            let mut link = FollowUp::new(String::new(), f64::NAN);
             self.fields(item, &ip, FOLLOW_UP_KEYS, |r, key, n, p| {
                 match key {
                     "tool" => link.tool = r.string(n, p)?.to_owned(),
                     "probability" => link.probability = r.fraction(n, p)?,
+                    "limit" => link.limit = r.count(n, p, 1)?,
                     "args" => {
                         for (arg, v, vp) in r.pairs(n, p)? {
-                            let pointer = r.string(v, &vp).ok().filter(|s| s.starts_with('/'));
-                            let pointer = pointer.ok_or_else(|| {
-                                r.invalid(
-                                    &vp,
-                                    v,
-                                    "a JSON pointer into the result, like \"/items/0/path\"",
-                                )
-                            })?;
-                            link.args.push((arg.to_owned(), pointer.to_owned()));
+                            link.args.push((arg.to_owned(), r.arg_source(v, &vp)?));
                         }
                     }
                     _ => {}
@@ -679,6 +676,28 @@ impl Reader<'_> {
             out.push(link);
         }
         Ok(out)
+    }
+
+    /// One value of a `follow_up` item's `args`: a source string, or a
+    /// number or boolean passed as it is.
+    fn arg_source(&self, node: &Node, path: &KeyPath) -> Result<ArgSource> {
+        let literal = match &node.value {
+            Value::String(s) => {
+                return ArgSource::parse(s).map_err(|expected| self.invalid(path, node, &expected))
+            }
+            Value::Bool(b) => serde_json::Value::from(*b),
+            Value::Integer(n) => i64::try_from(*n).map(serde_json::Value::from).map_err(|_| {
+                self.invalid(path, node, "an integer that fits in 64 bits")
+            })?,
+            Value::Float(x) => serde_json::Number::from_f64(*x)
+                .map(serde_json::Value::Number)
+                .ok_or_else(|| self.invalid(path, node, "a finite number"))?,
+            _ => {
+                let expected = ArgSource::parse("").err().unwrap_or_default();
+                return Err(self.invalid(path, node, &expected));
+            }
+        };
+        Ok(ArgSource::Literal(literal))
     }
 
     fn side_effect(&self, node: &Node, path: &KeyPath) -> Result<SideEffectClass> {
@@ -729,14 +748,14 @@ impl Reader<'_> {
                         let value = self.value(item_key.kind, item, &ip)?;
                         let at = self.v1_endpoint(pattern, item, &ip)?;
                         if let Some(to) = item_key.to {
-                            self.store(to, at, value, &ip);
+                            self.store(to, at, value);
                         }
                     }
                 }
                 kind => {
                     let value = self.value(kind, n, &p)?;
                     if let Some(to) = key.to {
-                        self.store(to, 0, value, &p);
+                        self.store(to, 0, value);
                     }
                 }
             }

@@ -37,7 +37,7 @@ pub mod schema;
 mod tests;
 
 pub use profiles::{
-    AgentProfile, EnrichmentSettings, HintKind, HintRule, HintsPolicy, LlmProfile, Profiles,
+    AgentProfile, EnrichmentMode, EnrichmentSettings, HintKind, HintRule, HintsPolicy, LlmProfile, Profiles,
     Selection, SessionContext, SessionSettings, SessionStats,
 };
 
@@ -78,7 +78,7 @@ pub struct PipelineConfig {
     pub profiles: Profiles,
     /// Which hints may stand in for content.
     pub hints: HintsPolicy,
-    /// Read-only speculation (not run by this version).
+    /// Read-only speculation.
     pub enrichment: EnrichmentSettings,
     /// Where and how much telemetry is written.
     pub telemetry: TelemetrySettings,
@@ -339,7 +339,7 @@ impl ToolRule {
     }
 }
 
-/// What a tool call may do, for dedup invalidation and (later) speculation.
+/// What a tool call may do, for dedup invalidation and speculation.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SideEffectClass {
     /// No side effects and the same answer for the same arguments.

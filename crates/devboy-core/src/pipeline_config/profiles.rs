@@ -205,20 +205,57 @@ impl HintsPolicy {
 }
 
 /// `[enrichment]`: read-only speculation (calling likely next tools ahead
-/// of the agent). This devboy does not speculate yet; the settings are
-/// validated and kept so a file keeps its meaning when it does.
+/// of the agent), planned by the `devboy-enrichment` crate.
 #[derive(Clone, Debug, PartialEq)]
 pub struct EnrichmentSettings {
-    /// Speculate at all (off by default).
+    /// Speculate at all (on local tools).
     pub enabled: bool,
-    /// How long a response may wait for its prefetches.
+    /// Also speculate on tools that reach a remote service (an HTTP
+    /// upstream, `openWorldHint`, a `rate_limit_host`).
+    pub remote: bool,
+    /// What a landed prefetch is for.
+    pub mode: EnrichmentMode,
+    /// How long a prefetch may take before it is dropped.
     pub prefetch_timeout: Duration,
     /// At most this many prefetches in flight.
     pub max_parallel: usize,
-    /// Tokens of prefetched results per turn.
+    /// At most this many prefetches in flight per upstream or rate-limit
+    /// host.
+    pub per_host: usize,
+    /// Tokens of prefetched results per answered call.
     pub budget_tokens: usize,
     /// Only follow-ups at least this likely.
     pub min_probability: f64,
+    /// How long a landed prefetch may answer the agent's call (a tool's
+    /// `freshness_secs` overrides it).
+    pub ttl: Duration,
+}
+
+/// What a landed prefetch is for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EnrichmentMode {
+    /// It answers the agent's own matching call when it comes.
+    Prefetch,
+    /// It is attached to the result that predicted it.
+    Inline,
+}
+
+impl EnrichmentMode {
+    /// Every mode, in the order of the names in the file.
+    pub const ALL: [EnrichmentMode; 2] = [Self::Prefetch, Self::Inline];
+
+    /// The name used in the file.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Prefetch => "prefetch",
+            Self::Inline => "inline",
+        }
+    }
+
+    /// The mode a name stands for.
+    pub fn from_name(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|m| m.name() == name)
+    }
 }
 
 /// What one session is, as far as resolution needs to know.

@@ -26,7 +26,10 @@ use std::time::Duration;
 
 use globset::GlobMatcher;
 
-use super::{ClientProfile, HintKind, PipelineConfig, Selection, SideEffectClass, TokenizerChoice};
+use super::{
+    ClientProfile, EnrichmentMode, HintKind, PipelineConfig, Selection, SideEffectClass,
+    TokenizerChoice,
+};
 use crate::value_model::{FollowUp, ValueClass};
 
 /// What a key holds, which is also how the loader reads and checks it.
@@ -70,8 +73,10 @@ pub enum KeyKind {
     SideEffect,
     /// A [`ValueClass`] name.
     ValueClass,
-    /// An array of `{ tool, probability, args }` tables.
+    /// An array of `{ tool, probability, args, limit }` tables.
     FollowUps,
+    /// An [`EnrichmentMode`] name.
+    EnrichmentMode,
 }
 
 impl KeyKind {
@@ -132,7 +137,7 @@ const fn key(
 pub const MIN_TELEMETRY_FILE_BYTES: usize = 1024;
 
 /// The keys of one `follow_up` item (an inline table read as a whole).
-pub const FOLLOW_UP_KEYS: &[&str] = &["tool", "probability", "args"];
+pub const FOLLOW_UP_KEYS: &[&str] = &["tool", "probability", "args", "limit"];
 
 use KeyKind as K;
 
@@ -174,12 +179,16 @@ pub const KEYS: &[KeySpec] = &[
     key("hints.*.enabled", K::Bool, Some("true"), 3, "emit this kind at all"),
     key("hints.*.max_per_session", K::Count { min: 0 }, None, 3, "at most this many per session"),
     key("hints.*.models", K::Globs, None, 3, "only for these model ids"),
-    key("enrichment", K::Section, None, 3, "read-only speculation (checked, not run yet)"),
-    key("enrichment.enabled", K::Bool, Some("false"), 3, "speculate at all"),
-    key("enrichment.prefetch_timeout_ms", K::Count { min: 1 }, Some("1000"), 3, "how long a prefetch may take"),
+    key("enrichment", K::Section, None, 3, "read-only speculation: calling the likely next tool ahead of the agent"),
+    key("enrichment.enabled", K::Bool, Some("true"), 3, "speculate at all (on local tools)"),
+    key("enrichment.remote", K::Bool, Some("false"), 3, "also on tools that reach a remote service"),
+    key("enrichment.mode", K::EnrichmentMode, Some("\"prefetch\""), 3, "prefetch: answer the agent's own call; inline: attach to the result"),
+    key("enrichment.prefetch_timeout_ms", K::Count { min: 1 }, Some("2000"), 3, "how long a prefetch may take"),
     key("enrichment.max_parallel", K::Count { min: 1 }, Some("3"), 3, "prefetches at once"),
+    key("enrichment.per_host", K::Count { min: 1 }, Some("2"), 3, "prefetches at once per upstream or rate-limit host"),
     key("enrichment.budget_tokens", K::Count { min: 0 }, Some("8000"), 3, "tokens prefetched results may cost"),
     key("enrichment.min_probability", K::Fraction, Some("0.3"), 3, "only follow-ups at least this likely"),
+    key("enrichment.ttl_secs", K::Count { min: 1 }, Some("60"), 3, "how long a landed prefetch may answer"),
     key("telemetry", K::Section, None, 1, "the anonymous events devboy tune learns from"),
     key("telemetry.enabled", K::Bool, Some("true"), 1, "write events at all"),
     key("telemetry.sample_rate", K::Fraction, Some("1.0"), 1, "the fraction of result events kept"),
@@ -307,6 +316,8 @@ pub enum KeyValue {
     ValueClass(ValueClass),
     /// [`KeyKind::FollowUps`].
     FollowUps(Vec<FollowUp>),
+    /// [`KeyKind::EnrichmentMode`].
+    EnrichmentMode(EnrichmentMode),
 }
 
 impl fmt::Display for KeyValue {
@@ -325,6 +336,7 @@ impl fmt::Display for KeyValue {
             KeyValue::Selection(s) => f.write_str(s.name()),
             KeyValue::SideEffect(s) => f.write_str(s.name()),
             KeyValue::ValueClass(c) => f.write_str(c.name()),
+            KeyValue::EnrichmentMode(m) => write!(f, "\"{}\"", m.name()),
             KeyValue::FollowUps(links) => {
                 let items: Vec<String> = links.iter().map(follow_up_text).collect();
                 write!(f, "[{}]", items.join(", "))
@@ -338,17 +350,21 @@ fn follow_up_text(l: &FollowUp) -> String {
     let args: Vec<String> = l
         .args
         .iter()
-        .map(|(a, p)| format!("{a} = \"{p}\""))
+        .map(|(a, source)| format!("{a} = {source}"))
         .collect();
+    let args = if args.is_empty() {
+        String::new()
+    } else {
+        format!(", args = {{ {} }}", args.join(", "))
+    };
+    let limit = if l.limit == FollowUp::DEFAULT_LIMIT {
+        String::new()
+    } else {
+        format!(", limit = {}", l.limit)
+    };
     format!(
-        "{{ tool = \"{}\", probability = {:?}{} }}",
-        l.tool,
-        l.probability,
-        if args.is_empty() {
-            String::new()
-        } else {
-            format!(", args = {{ {} }}", args.join(", "))
-        }
+        "{{ tool = \"{}\", probability = {:?}{args}{limit} }}",
+        l.tool, l.probability
     )
 }
 
@@ -405,6 +421,10 @@ impl PipelineConfig {
             "hints.*.max_per_session" => S::Count(hint()?.max_per_session? as usize),
             "hints.*.models" => S::Globs(hint()?.models.clone()).non_empty()?,
             "enrichment.enabled" => S::Bool(self.enrichment.enabled),
+            "enrichment.remote" => S::Bool(self.enrichment.remote),
+            "enrichment.mode" => S::EnrichmentMode(self.enrichment.mode),
+            "enrichment.per_host" => S::Count(self.enrichment.per_host),
+            "enrichment.ttl_secs" => secs(self.enrichment.ttl),
             "enrichment.prefetch_timeout_ms" => {
                 S::Count(self.enrichment.prefetch_timeout.as_millis() as usize)
             }
@@ -484,6 +504,10 @@ impl PipelineConfig {
             }
             ("hints.*.models", S::Globs(g)) => c.hints.rule_mut(hint).models = g,
             ("enrichment.enabled", S::Bool(v)) => c.enrichment.enabled = v,
+            ("enrichment.remote", S::Bool(v)) => c.enrichment.remote = v,
+            ("enrichment.mode", S::EnrichmentMode(m)) => c.enrichment.mode = m,
+            ("enrichment.per_host", S::Count(n)) => c.enrichment.per_host = n,
+            ("enrichment.ttl_secs", S::Count(n)) => c.enrichment.ttl = secs(n),
             ("enrichment.prefetch_timeout_ms", S::Count(n)) => {
                 c.enrichment.prefetch_timeout = Duration::from_millis(n as u64);
             }

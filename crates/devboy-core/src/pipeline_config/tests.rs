@@ -585,7 +585,7 @@ models = ["claude-*"]
 
 #[test]
 fn tool_value_models_merge_in_file_order() {
-    use crate::value_model::{FollowUp, ValueClass};
+    use crate::value_model::{ArgSource, FollowUp, ValueClass};
     let config = parse(
         r#"
 [tools."gh__*"]
@@ -628,7 +628,8 @@ min_probability = 0.5
         vec![FollowUp {
             tool: "gh__get_issue".into(),
             probability: 0.45,
-            args: vec![("number".into(), "/0/number".into())],
+            args: vec![("number".into(), ArgSource::Result("/0/number".into()))],
+            limit: FollowUp::DEFAULT_LIMIT,
         }]
     );
     assert_eq!(m.invalidates, vec!["gh__list_*".to_owned()]);
@@ -647,14 +648,7 @@ min_probability = 0.5
     );
     let e = &config.enrichment;
     assert!(e.enabled);
-    assert!(
-        config
-            .warnings
-            .iter()
-            .any(|w| w.contains("enrichment.enabled: this devboy does not speculate yet")),
-        "{:?}",
-        config.warnings
-    );
+    assert!(config.warnings.is_empty(), "{:?}", config.warnings);
     assert_eq!(
         (
             e.prefetch_timeout,
@@ -680,7 +674,27 @@ min_probability = 0.5
         ),
         (
             "[tools.a]\nfollow_up = [{ tool = \"b\", probability = 0.5, args = { n = \"number\" } }]\n",
-            "tools.a.follow_up[0].args.n: expected a JSON pointer",
+            "tools.a.follow_up[0].args.n: expected a JSON pointer into the result",
+        ),
+        (
+            "[tools.\"fs__*\"]\nfollow_up = [{ tool = \"b\", probability = 0.5, args = { path = \"$match:(unclosed\" } }]\n",
+            "tools.\"fs__*\".follow_up[0].args.path: expected \"$match:REGEX\" with a valid regex",
+        ),
+        (
+            "[tools.a]\nfollow_up = [{ tool = \"b\", probability = 0.5, args = { r = \"$args\" } }]\n",
+            "tools.a.follow_up[0].args.r: expected \"$args/NAME\"",
+        ),
+        (
+            "[tools.a]\nfollow_up = [{ tool = \"b\", probability = 0.5, args = { r = [1] } }]\n",
+            "tools.a.follow_up[0].args.r: expected a JSON pointer into the result",
+        ),
+        (
+            "[tools.a]\nfollow_up = [{ tool = \"b\", probability = 0.5, limit = 0 }]\n",
+            "tools.a.follow_up[0].limit: expected an integer of at least 1",
+        ),
+        (
+            "[enrichment]\nmode = \"eager\"\n",
+            "enrichment.mode: expected one of \"prefetch\", \"inline\"",
         ),
         (
             "[tools.a]\nfollow_up = [{ tool = \"b\", probability = 0.5, chance = 1 }]\n",
@@ -690,6 +704,57 @@ min_probability = 0.5
         let e = error(text);
         assert!(e.contains(want), "{e}\nwanted: {want}");
     }
+}
+
+#[test]
+fn follow_up_sources_parse_and_print_back_as_written() {
+    use super::schema::KeyValue;
+    use crate::value_model::ArgSource;
+    let config = parse(
+        r#"
+[tools."git__git_log"]
+follow_up = [{ tool = "git__git_show", probability = 0.5, args = { repo_path = "$args/repo_path", revision = "$match:Commit: '?([0-9a-f]{40})" }, limit = 1 }]
+[tools."fs__search_files"]
+follow_up = [{ tool = "fs__read_text_file", probability = 0.6, args = { path = "$lines", head = 40, raw = true, p = "/items/*/path" } }, { tool = "fs__x", probability = 0.3 }]
+"#,
+    )
+    .unwrap();
+    let git = config.tool_model("git__git_log").follow_up;
+    assert_eq!(git[0].limit, 1);
+    assert_eq!(git[0].args[0].1, ArgSource::Args("/repo_path".into()));
+    let ArgSource::Match(re) = &git[0].args[1].1 else {
+        panic!("{:?}", git[0].args[1]);
+    };
+    let sha = "a".repeat(40);
+    assert_eq!(
+        re.captures(&format!("Commit: '{sha}'")).map(|c| c[1].to_owned()),
+        Some(sha)
+    );
+    let fs = config.tool_model("fs__search_files").follow_up;
+    assert_eq!(fs[0].args[0].1, ArgSource::Lines);
+    assert_eq!(fs[0].args[1].1, ArgSource::Literal(40.into()));
+    assert_eq!(fs[0].args[2].1, ArgSource::Literal(true.into()));
+    assert_eq!(fs[1], crate::value_model::FollowUp::new("fs__x", 0.3));
+    let shown = |at| config.key_value("tools.*.follow_up", at).unwrap().to_string();
+    assert_eq!(
+        shown(0),
+        r#"[{ tool = "git__git_show", probability = 0.5, args = { repo_path = "$args/repo_path", revision = "$match:Commit: '?([0-9a-f]{40})" }, limit = 1 }]"#
+    );
+    assert_eq!(
+        shown(1),
+        r#"[{ tool = "fs__read_text_file", probability = 0.6, args = { path = "$lines", head = 40, raw = true, p = "/items/*/path" } }, { tool = "fs__x", probability = 0.3 }]"#
+    );
+    // What `tune show` prints reads back as the same items.
+    let again = parse(&format!(
+        "[tools.\"git__git_log\"]\nfollow_up = {}\n",
+        shown(0)
+    ))
+    .unwrap();
+    assert_eq!(again.tool_model("git__git_log").follow_up, git);
+    assert!(matches!(
+        config.key_value("enrichment.mode", 0),
+        Some(KeyValue::EnrichmentMode(super::EnrichmentMode::Prefetch))
+    ));
 }
 
 #[test]
@@ -835,7 +900,8 @@ fn sample(key: &schema::KeySpec) -> String {
         KeyKind::Selection => "\"marathon\"".into(),
         KeyKind::SideEffect => "\"mutating\"".into(),
         KeyKind::ValueClass => "\"audit_only\"".into(),
-        KeyKind::FollowUps => "[{ tool = \"t\", probability = 0.5 }]".into(),
+        KeyKind::FollowUps => "[{ tool = \"t\", probability = 0.5, args = { p = \"$lines\" }, limit = 2 }]".into(),
+        KeyKind::EnrichmentMode => "\"inline\"".into(),
         other => panic!("{}: no sample for {other:?}", key.path),
     }
 }
