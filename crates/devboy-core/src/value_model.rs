@@ -143,13 +143,13 @@ impl ArgSource {
         Err("a JSON pointer into the result (\"/items/*/path\"), \"$args/NAME\", \"$lines\", \"$match:REGEX\", or a number or boolean".to_owned())
     }
 
-    /// Whether the source gives one value whatever the result holds (a
-    /// literal, or an argument without `*`).
+    /// Whether the source gives at most one value (a literal, or a
+    /// pointer without `*`); the others give a list.
     pub fn is_single(&self) -> bool {
         match self {
             Self::Literal(_) => true,
-            Self::Args(p) => !p.split('/').any(|s| s == "*"),
-            _ => false,
+            Self::Args(p) | Self::Result(p) => !p.split('/').any(|s| s == "*"),
+            Self::Lines | Self::Match(_) => false,
         }
     }
 }
