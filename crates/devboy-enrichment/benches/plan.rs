@@ -67,6 +67,8 @@ fn catalog() -> Vec<ToolFacts> {
 }
 
 const USER_CONFIG: &str = r#"
+[enrichment]
+per_host = 3
 [tools."fs__search_files"]
 follow_up = [
   { tool = "fs__read_text_file", probability = 0.7 },
@@ -80,8 +82,8 @@ value_class = "optional"
 "#;
 
 fn bench(c: &mut Criterion) {
-    let config = PipelineConfig::from_str(USER_CONFIG, Path::new("bench.toml"))
-        .unwrap_or_else(|_| PipelineConfig::embedded_default());
+    let config =
+        PipelineConfig::from_str(USER_CONFIG, Path::new("bench.toml")).expect("the bench config");
     let tools = catalog();
     let planner = Planner::new(tools.clone(), &config);
     let text: String = (0..50)

@@ -44,8 +44,9 @@ impl<'a> Answer<'a> {
             .get_or_init(|| Value::Object(self.call.arguments.cloned().unwrap_or_default()))
     }
 
-    /// Every value `source` gives.
-    fn values(&self, source: &ArgSource) -> Vec<Value> {
+    /// The first `cap` values `source` gives (text sources stop reading
+    /// there; a 50-line answer need not be scanned for three paths).
+    fn values(&self, source: &ArgSource, cap: usize) -> Vec<Value> {
         let mut out = Vec::new();
         match source {
             ArgSource::Result(p) => {
@@ -60,12 +61,17 @@ impl<'a> Answer<'a> {
                     .lines()
                     .map(str::trim)
                     .filter(|l| !l.is_empty())
+                    .take(cap)
                     .map(|l| Value::String(l.to_owned())),
             ),
-            ArgSource::Match(re) => out.extend(re.captures_iter(self.call.text).filter_map(|c| {
-                let m = c.get(1).or_else(|| c.get(0))?;
-                Some(Value::String(m.as_str().to_owned()))
-            })),
+            ArgSource::Match(re) => out.extend(
+                re.captures_iter(self.call.text)
+                    .filter_map(|c| {
+                        let m = c.get(1).or_else(|| c.get(0))?;
+                        Some(Value::String(m.as_str().to_owned()))
+                    })
+                    .take(cap),
+            ),
             ArgSource::Literal(v) => out.push(v.clone()),
         }
         out
@@ -120,12 +126,13 @@ pub(crate) fn project(
 ) -> Vec<Map<String, Value>> {
     let mut columns: Vec<(&str, Vec<Value>, bool)> = Vec::with_capacity(args.len());
     for (name, source) in args {
-        let values = answer.values(source);
+        let list = !source.is_single();
+        let collect = list && declared_type(target_schema, name) == Some("array");
+        let values = answer.values(source, if collect { usize::MAX } else { limit });
         if values.is_empty() {
             return Vec::new();
         }
-        let list = !source.is_single();
-        if list && declared_type(target_schema, name) == Some("array") {
+        if collect {
             columns.push((name, vec![Value::Array(values)], false));
         } else {
             columns.push((name, values, list));
@@ -211,12 +218,13 @@ mod tests {
             text,
         };
         let answer = Answer::new(&call);
-        let lines = answer.values(&source("$lines"));
+        let lines = answer.values(&source("$lines"), 9);
         assert_eq!(lines.len(), 3);
         assert_eq!(lines[1], json!("/tmp/b.txt"));
-        let sha = answer.values(&source("$match:Commit: '?([0-9a-f]{40})"));
+        assert_eq!(answer.values(&source("$lines"), 2).len(), 2);
+        let sha = answer.values(&source("$match:Commit: '?([0-9a-f]{40})"), 9);
         assert_eq!(sha, vec![json!("0123456789abcdef0123456789abcdef01234567")]);
-        let whole = answer.values(&source("$match:/tmp/[a-z]"));
+        let whole = answer.values(&source("$match:/tmp/[a-z]"), 9);
         assert_eq!(whole, vec![json!("/tmp/a"), json!("/tmp/b")]);
 
         let json_text = r#"[{"number": 7}, {"number": 9}]"#;
@@ -226,7 +234,7 @@ mod tests {
         };
         let answer = Answer::new(&call);
         assert_eq!(
-            answer.values(&source("/*/number")),
+            answer.values(&source("/*/number"), 9),
             vec![json!(7), json!(9)]
         );
         let escaped = json!({"a/b": {"c~d": 1}});
