@@ -56,7 +56,12 @@ fn catalog() -> Vec<ToolFacts> {
     for name in ["search_nodes", "open_nodes", "read_graph"] {
         tools.push(tool("memory", name, &[]));
     }
-    for name in ["list_issues", "get_issue", "get_file_contents", "search_code"] {
+    for name in [
+        "list_issues",
+        "get_issue",
+        "get_file_contents",
+        "search_code",
+    ] {
         tools.push(tool("gh", name, &["owner", "repo"]));
     }
     while tools.len() < 60 {

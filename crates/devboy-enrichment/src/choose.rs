@@ -227,12 +227,30 @@ mod tests {
         // fill the budget exactly; a big, less dense one lures the best
         // single item.
         let items = [
-            Item { value: 1.0, cost: 0 },
-            Item { value: 1.0, cost: 0 },
-            Item { value: 10.0, cost: 10 },
-            Item { value: 10.0, cost: 10 },
-            Item { value: 10.0, cost: 10 },
-            Item { value: 11.0, cost: 21 },
+            Item {
+                value: 1.0,
+                cost: 0,
+            },
+            Item {
+                value: 1.0,
+                cost: 0,
+            },
+            Item {
+                value: 10.0,
+                cost: 10,
+            },
+            Item {
+                value: 10.0,
+                cost: 10,
+            },
+            Item {
+                value: 10.0,
+                cost: 10,
+            },
+            Item {
+                value: 11.0,
+                cost: 21,
+            },
         ];
         let opt = optimum(&items, 30, 3);
         assert_eq!(opt, 30.0);

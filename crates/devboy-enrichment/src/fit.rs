@@ -47,16 +47,17 @@ fn coerce(value: Value, ty: Option<&str>) -> Option<Value> {
         (Some("boolean"), Value::Bool(b)) => Value::Bool(b),
         (Some("array"), Value::Array(a)) => Value::Array(a),
         (Some("object"), Value::Object(o)) => Value::Object(o),
-        (Some("string" | "integer" | "number" | "boolean" | "array" | "object"), _) => {
-            return None
-        }
+        (Some("string" | "integer" | "number" | "boolean" | "array" | "object"), _) => return None,
         (Some(_), v) => v,
     })
 }
 
 /// The arguments as the schema wants them, or `None` when it would refuse
 /// them.
-pub(crate) fn fit(args: Map<String, Value>, schema: &Map<String, Value>) -> Option<Map<String, Value>> {
+pub(crate) fn fit(
+    args: Map<String, Value>,
+    schema: &Map<String, Value>,
+) -> Option<Map<String, Value>> {
     let names: Vec<&str> = args.keys().map(String::as_str).collect();
     if !names_fit(&names, schema) {
         return None;
@@ -103,7 +104,11 @@ mod tests {
             Some(args(json!({"path": "/a", "n": 7})))
         );
         assert_eq!(fit(args(json!({"n": 1})), &s), None, "path is required");
-        assert_eq!(fit(args(json!({"path": "/a", "x": 1})), &s), None, "x unknown");
+        assert_eq!(
+            fit(args(json!({"path": "/a", "x": 1})), &s),
+            None,
+            "x unknown"
+        );
         assert_eq!(fit(args(json!({"path": "/a", "n": "seven"})), &s), None);
         assert_eq!(fit(args(json!({"path": ["/a"]})), &s), None);
         assert_eq!(

@@ -210,7 +210,8 @@ mod tests {
 
     #[test]
     fn text_sources_read_lines_and_matches_and_json_text() {
-        let text = "/tmp/a.txt\n\n  /tmp/b.txt  \nCommit: 0123456789abcdef0123456789abcdef01234567\n";
+        let text =
+            "/tmp/a.txt\n\n  /tmp/b.txt  \nCommit: 0123456789abcdef0123456789abcdef01234567\n";
         let call = Answered {
             exposed: "t",
             arguments: None,

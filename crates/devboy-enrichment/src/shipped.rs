@@ -69,7 +69,10 @@ pub(crate) const SERVERS: &[ShippedServer] = &[
                 from: "search_files",
                 to: "read_text_file",
                 probability: 0.5,
-                args: &[("path", r"$match:(?m)^((?:/|[A-Za-z]:[\\/])[^\r\n]*[^\s])\s*$")],
+                args: &[(
+                    "path",
+                    r"$match:(?m)^((?:/|[A-Za-z]:[\\/])[^\r\n]*[^\s])\s*$",
+                )],
                 limit: 3,
             },
         ],

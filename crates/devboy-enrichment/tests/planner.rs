@@ -83,12 +83,20 @@ fn shipped_edges_apply_to_a_recognised_server_and_skip_lines_that_are_not_paths(
     let read = planner.tool("fs__read_text_file").unwrap();
     assert_eq!(read.side_effect, SideEffectClass::ReadOnly);
     assert_eq!(read.value_class, ValueClass::Critical);
-    assert_eq!(read.freshness, Duration::from_secs(60), "enrichment.ttl_secs");
+    assert_eq!(
+        read.freshness,
+        Duration::from_secs(60),
+        "enrichment.ttl_secs"
+    );
     assert!(planner.tool("fs__write_file").unwrap().writes);
 
     let text = "/r/a.rs\n/r/b.rs\n/r/c.rs\n/r/d.rs\n";
     let plan = plan_with(&planner, &search_answer(text), 0);
-    assert_eq!(plan.chosen.len(), 2, "enrichment.per_host = 2 on one upstream");
+    assert_eq!(
+        plan.chosen.len(),
+        2,
+        "enrichment.per_host = 2 on one upstream"
+    );
     assert_eq!(
         reasons(&plan),
         [("fs__read_text_file".to_owned(), DeclineReason::HostBusy)]
@@ -96,8 +104,14 @@ fn shipped_edges_apply_to_a_recognised_server_and_skip_lines_that_are_not_paths(
     let planner = Planner::new(fs_catalog(), &config("[enrichment]\nper_host = 5\n"));
     let plan = plan_with(&planner, &search_answer(text), 0);
     let paths: Vec<&Value> = plan.chosen.iter().map(|p| &p.arguments["path"]).collect();
-    assert_eq!(paths, [&json!("/r/a.rs"), &json!("/r/b.rs"), &json!("/r/c.rs")]);
-    assert!(plan.chosen.iter().all(|p| p.exposed == "fs__read_text_file"));
+    assert_eq!(
+        paths,
+        [&json!("/r/a.rs"), &json!("/r/b.rs"), &json!("/r/c.rs")]
+    );
+    assert!(plan
+        .chosen
+        .iter()
+        .all(|p| p.exposed == "fs__read_text_file"));
 
     let none = plan_with(&planner, &search_answer("No matches found"), 0);
     assert!(none.chosen.is_empty());
@@ -141,7 +155,10 @@ value_class = "optional"
     assert_eq!(edges[0].limit, 3, "the shipped edge's limit");
     let plan = plan_with(&planner, &search_answer("/r/a.rs\n"), 0);
     let p = &plan.chosen[0];
-    assert_eq!((p.predicted_tokens, p.freshness), (100, Duration::from_secs(5)));
+    assert_eq!(
+        (p.predicted_tokens, p.freshness),
+        (100, Duration::from_secs(5))
+    );
     assert!((p.value - 0.3 * 0.9).abs() < 1e-12, "{}", p.value);
 }
 
@@ -283,12 +300,18 @@ max_parallel = 3
     let plan = planner.plan(&search_answer(text), &ctx);
     assert_eq!(plan.chosen.len(), 1);
     assert_eq!(
-        plan.declined.iter().filter(|d| d.reason == DeclineReason::HostBusy).count(),
+        plan.declined
+            .iter()
+            .filter(|d| d.reason == DeclineReason::HostBusy)
+            .count(),
         2
     );
 
     // Budget: 2500 tokens hold two results of 1000.
-    let planner = Planner::new(fs_catalog(), &config("[enrichment]\nbudget_tokens = 2500\nper_host = 5\n"));
+    let planner = Planner::new(
+        fs_catalog(),
+        &config("[enrichment]\nbudget_tokens = 2500\nper_host = 5\n"),
+    );
     let ctx = PlanContext {
         in_flight_on: &|_| 0,
         ..ctx
@@ -301,7 +324,10 @@ max_parallel = 3
     );
 
     // Slots: two in flight of three.
-    let ctx = PlanContext { in_flight: 2, ..ctx };
+    let ctx = PlanContext {
+        in_flight: 2,
+        ..ctx
+    };
     let plan = planner.plan(&search_answer(text), &ctx);
     assert_eq!(plan.chosen.len(), 1);
     assert!(plan
@@ -334,5 +360,9 @@ fn recent_words_raise_the_value_of_matching_calls() {
             .value
     };
     assert!((value("/r/parser.rs") / value("/r/lexer.rs") - 1.25).abs() < 1e-12);
-    assert_eq!(plan.chosen[0].arguments["path"], json!("/r/parser.rs"), "densest first");
+    assert_eq!(
+        plan.chosen[0].arguments["path"],
+        json!("/r/parser.rs"),
+        "densest first"
+    );
 }

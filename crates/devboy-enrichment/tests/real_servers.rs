@@ -171,10 +171,15 @@ fn filesystem_search_is_followed_by_reading_the_files_it_found() {
         std::fs::write(root.join(name), body).unwrap();
     }
     let mut server = Server::start(peers::server_filesystem(&root));
-    let planner = Planner::new(server.catalog("fs"), &config("[enrichment]\nper_host = 5\n"));
+    let planner = Planner::new(
+        server.catalog("fs"),
+        &config("[enrichment]\nper_host = 5\n"),
+    );
     let read = planner.tool("fs__read_text_file").expect("listed");
-    assert!(read.side_effect == devboy_core::pipeline_config::SideEffectClass::Pure
-        || read.side_effect == devboy_core::pipeline_config::SideEffectClass::ReadOnly);
+    assert!(
+        read.side_effect == devboy_core::pipeline_config::SideEffectClass::Pure
+            || read.side_effect == devboy_core::pipeline_config::SideEffectClass::ReadOnly
+    );
 
     let args = json!({"path": root, "pattern": "**/*.rs"});
     let result = server.call("search_files", &args);
@@ -197,7 +202,10 @@ fn filesystem_search_is_followed_by_reading_the_files_it_found() {
         assert_eq!(body, std::fs::read_to_string(path).unwrap(), "{path}");
     }
     assert!(paths.iter().any(|p| p.ends_with("src/a.rs")), "{paths:?}");
-    assert!(paths.iter().any(|p| p.ends_with("src/sub/b.rs")), "{paths:?}");
+    assert!(
+        paths.iter().any(|p| p.ends_with("src/sub/b.rs")),
+        "{paths:?}"
+    );
 
     let nothing = json!({"path": root, "pattern": "*.none"});
     let result = server.call("search_files", &nothing);
@@ -252,7 +260,10 @@ fn git_log_is_followed_by_the_newest_commit_and_status_by_the_diff() {
     assert_eq!(show.exposed, "git__git_show");
     assert_eq!(show.arguments["revision"], json!(newest));
     let shown = make(&mut server, "git", show);
-    assert!(shown.contains(&newest) && shown.contains("second commit"), "{shown}");
+    assert!(
+        shown.contains(&newest) && shown.contains("second commit"),
+        "{shown}"
+    );
 
     std::fs::write(repo.join("notes.txt"), "one\ntwo\nthree\n").unwrap();
     let result = server.call("git_status", &args);
@@ -307,7 +318,11 @@ fn github_catalog() -> Vec<ToolFacts> {
         let properties: Map<String, Value> = props
             .iter()
             .map(|p| {
-                let ty = if p.ends_with("umber") { "number" } else { "string" };
+                let ty = if p.ends_with("umber") {
+                    "number"
+                } else {
+                    "string"
+                };
                 ((*p).to_owned(), json!({"type": ty}))
             })
             .collect();
@@ -343,16 +358,22 @@ fn github_catalog() -> Vec<ToolFacts> {
 fn github_list_issues_projects_issue_numbers_from_a_recorded_real_body() {
     let fixture = peers::node_package_dir("@octokit/fixtures")
         .join("scenarios/api.github.com/paginate-issues/raw-fixture.json");
-    let recorded: Value =
-        serde_json::from_str(&std::fs::read_to_string(fixture).unwrap()).unwrap();
+    let recorded: Value = serde_json::from_str(&std::fs::read_to_string(fixture).unwrap()).unwrap();
     let body = recorded
         .as_array()
         .unwrap()
         .iter()
-        .find(|r| r["method"] == "get" && r["path"].as_str().unwrap().contains("/issues?per_page=3"))
+        .find(|r| {
+            r["method"] == "get" && r["path"].as_str().unwrap().contains("/issues?per_page=3")
+        })
         .map(|r| r["response"].clone())
         .expect("the recorded list of issues");
-    let numbers: Vec<Value> = body.as_array().unwrap().iter().map(|i| i["number"].clone()).collect();
+    let numbers: Vec<Value> = body
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["number"].clone())
+        .collect();
     // The server answers with the REST body as JSON text.
     let text = body.to_string();
     let args = json!({"owner": "octokit-fixture-org", "repo": "tmp-scenario-paginate-issues"});
@@ -373,7 +394,9 @@ fn github_list_issues_projects_issue_numbers_from_a_recorded_real_body() {
     let on = Planner::new(github_catalog(), &config("[enrichment]\nremote = true\n"));
     let edges = &on.tool("gh__list_pull_requests").unwrap().edges;
     assert!(
-        edges.iter().all(|e| e.args.iter().any(|(n, _)| n == "pullNumber")),
+        edges
+            .iter()
+            .all(|e| e.args.iter().any(|(n, _)| n == "pullNumber")),
         "the schema picks the pullNumber spelling: {edges:?}"
     );
     let plan = answered(&on);

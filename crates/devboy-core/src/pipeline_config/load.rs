@@ -14,9 +14,9 @@ use globset::{Glob, GlobMatcher};
 use super::schema::{self, KeyKind, KeySpec, KeyValue, FOLLOW_UP_KEYS};
 use super::{
     AgentProfile, ClientProfile, DedupSettings, EncodingSettings, EndpointRule, EnrichmentMode,
-    EnrichmentSettings,
-    HintKind, HintsPolicy, LlmProfile, NearRefSettings, PipelineConfig, Profiles, Selection,
-    SideEffectClass, TelemetrySettings, TokenizerChoice, ToolRule, SCHEMA_VERSION,
+    EnrichmentSettings, HintKind, HintsPolicy, LlmProfile, NearRefSettings, PipelineConfig,
+    Profiles, Selection, SideEffectClass, TelemetrySettings, TokenizerChoice, ToolRule,
+    SCHEMA_VERSION,
 };
 use crate::config::keypath::{closest, KeyPath};
 use crate::config::tree::{self, describe, Entry, Node, Value};
@@ -686,9 +686,9 @@ impl Reader<'_> {
                 return ArgSource::parse(s).map_err(|expected| self.invalid(path, node, &expected))
             }
             Value::Bool(b) => serde_json::Value::from(*b),
-            Value::Integer(n) => i64::try_from(*n).map(serde_json::Value::from).map_err(|_| {
-                self.invalid(path, node, "an integer that fits in 64 bits")
-            })?,
+            Value::Integer(n) => i64::try_from(*n)
+                .map(serde_json::Value::from)
+                .map_err(|_| self.invalid(path, node, "an integer that fits in 64 bits"))?,
             Value::Float(x) => serde_json::Number::from_f64(*x)
                 .map(serde_json::Value::Number)
                 .ok_or_else(|| self.invalid(path, node, "a finite number"))?,

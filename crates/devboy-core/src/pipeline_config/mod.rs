@@ -37,8 +37,8 @@ pub mod schema;
 mod tests;
 
 pub use profiles::{
-    AgentProfile, EnrichmentMode, EnrichmentSettings, HintKind, HintRule, HintsPolicy, LlmProfile, Profiles,
-    Selection, SessionContext, SessionSettings, SessionStats,
+    AgentProfile, EnrichmentMode, EnrichmentSettings, HintKind, HintRule, HintsPolicy, LlmProfile,
+    Profiles, Selection, SessionContext, SessionSettings, SessionStats,
 };
 
 use std::ffi::OsString;

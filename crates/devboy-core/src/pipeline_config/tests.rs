@@ -727,7 +727,8 @@ follow_up = [{ tool = "fs__read_text_file", probability = 0.6, args = { path = "
     };
     let sha = "a".repeat(40);
     assert_eq!(
-        re.captures(&format!("Commit: '{sha}'")).map(|c| c[1].to_owned()),
+        re.captures(&format!("Commit: '{sha}'"))
+            .map(|c| c[1].to_owned()),
         Some(sha)
     );
     let fs = config.tool_model("fs__search_files").follow_up;
@@ -735,7 +736,12 @@ follow_up = [{ tool = "fs__read_text_file", probability = 0.6, args = { path = "
     assert_eq!(fs[0].args[1].1, ArgSource::Literal(40.into()));
     assert_eq!(fs[0].args[2].1, ArgSource::Literal(true.into()));
     assert_eq!(fs[1], crate::value_model::FollowUp::new("fs__x", 0.3));
-    let shown = |at| config.key_value("tools.*.follow_up", at).unwrap().to_string();
+    let shown = |at| {
+        config
+            .key_value("tools.*.follow_up", at)
+            .unwrap()
+            .to_string()
+    };
     assert_eq!(
         shown(0),
         r#"[{ tool = "git__git_show", probability = 0.5, args = { repo_path = "$args/repo_path", revision = "$match:Commit: '?([0-9a-f]{40})" }, limit = 1 }]"#
@@ -900,7 +906,9 @@ fn sample(key: &schema::KeySpec) -> String {
         KeyKind::Selection => "\"marathon\"".into(),
         KeyKind::SideEffect => "\"mutating\"".into(),
         KeyKind::ValueClass => "\"audit_only\"".into(),
-        KeyKind::FollowUps => "[{ tool = \"t\", probability = 0.5, args = { p = \"$lines\" }, limit = 2 }]".into(),
+        KeyKind::FollowUps => {
+            "[{ tool = \"t\", probability = 0.5, args = { p = \"$lines\" }, limit = 2 }]".into()
+        }
         KeyKind::EnrichmentMode => "\"inline\"".into(),
         other => panic!("{}: no sample for {other:?}", key.path),
     }
