@@ -40,7 +40,9 @@ pub struct Answered<'a> {
     pub arguments: Option<&'a Map<String, Value>>,
     /// Its `structuredContent`, if any.
     pub structured: Option<&'a Value>,
-    /// Its text content, joined.
+    /// Its text content blocks, joined with newlines (what `$lines` and
+    /// `$match` read, and what is parsed as JSON when there is no
+    /// `structuredContent`).
     pub text: &'a str,
 }
 
