@@ -5,7 +5,7 @@
 
 use std::path::Path;
 
-use criterion::{criterion_group, criterion_main, Criterion};
+use criterion::{criterion_group, criterion_main, BatchSize, Criterion};
 use devboy_core::pipeline_config::PipelineConfig;
 use devboy_enrichment::{Annotations, Answered, PlanContext, Planner, ToolFacts};
 use serde_json::{json, Map, Value};
@@ -114,7 +114,11 @@ fn bench(c: &mut Criterion) {
         b.iter(|| planner.plan(std::hint::black_box(&answered), &ctx))
     });
     c.bench_function("planner_new/60_tools", |b| {
-        b.iter(|| Planner::new(std::hint::black_box(tools.clone()), &config))
+        b.iter_batched(
+            || tools.clone(),
+            |tools| Planner::new(tools, &config),
+            BatchSize::SmallInput,
+        )
     });
 }
 

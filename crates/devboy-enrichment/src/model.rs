@@ -98,24 +98,31 @@ fn recognised(tools: &[ToolFacts]) -> HashMap<&str, &'static ShippedServer> {
 
 /// Every tool of the catalog, merged.
 pub(crate) fn resolve_all(
-    tools: &[ToolFacts],
+    tools: Vec<ToolFacts>,
     config: &PipelineConfig,
 ) -> HashMap<String, ResolvedTool> {
-    let servers = recognised(tools);
+    let servers = recognised(&tools);
     let exposed_of = |upstream: &str, tool: &str| {
         tools
             .iter()
             .find(|t| t.upstream == upstream && t.tool == tool)
     };
-    tools
+    let shipped: Vec<(Option<&'static ShippedServer>, Vec<Edge>)> = tools
         .iter()
         .map(|facts| {
             let server = servers.get(facts.upstream.as_str()).copied();
-            let shipped_edges = server
+            let edges = server
                 .map(|s| shipped_edges(s, facts, &exposed_of))
                 .unwrap_or_default();
-            let resolved = resolve(facts, server, shipped_edges, config);
-            (facts.exposed.clone(), resolved)
+            (server, edges)
+        })
+        .collect();
+    tools
+        .into_iter()
+        .zip(shipped)
+        .map(|(facts, (server, edges))| {
+            let resolved = resolve(facts, server, edges, config);
+            (resolved.exposed.clone(), resolved)
         })
         .collect()
 }
@@ -153,7 +160,7 @@ fn shipped_edges<'t>(
 }
 
 fn resolve(
-    facts: &ToolFacts,
+    facts: ToolFacts,
     server: Option<&ShippedServer>,
     shipped: Vec<Edge>,
     config: &PipelineConfig,
@@ -161,7 +168,7 @@ fn resolve(
     let model = config.tool_model(&facts.exposed);
     let known = server.and_then(|s| s.tools.iter().find(|t| t.0 == facts.tool));
     let mut side_effect = known.map_or(SideEffectClass::Unknown, |t| t.1);
-    let annotated = annotated_class(facts);
+    let annotated = annotated_class(&facts);
     if annotated != SideEffectClass::Unknown {
         side_effect = annotated;
     }
@@ -171,7 +178,7 @@ fn resolve(
         || facts.annotations.open_world == Some(true)
         || model.rate_limit_host.is_some();
     ResolvedTool {
-        exposed: facts.exposed.clone(),
+        exposed: facts.exposed,
         side_effect,
         writes,
         speculate: model.speculate,
@@ -183,12 +190,9 @@ fn resolve(
             .unwrap_or(ValueClass::Supporting),
         typical_tokens: model.typical_tokens,
         fail_fast_after_n: model.fail_fast_after_n,
-        host: model
-            .rate_limit_host
-            .clone()
-            .unwrap_or_else(|| facts.upstream.clone()),
+        host: model.rate_limit_host.clone().unwrap_or(facts.upstream),
         edges: merge_edges(shipped, &model.follow_up),
-        input_schema: facts.input_schema.clone(),
+        input_schema: facts.input_schema,
     }
 }
 

@@ -112,7 +112,7 @@ impl Planner {
     /// The planner for a catalog and config: every tool's model merged.
     pub fn new(tools: Vec<ToolFacts>, config: &PipelineConfig) -> Planner {
         Planner {
-            tools: resolve_all(&tools, config),
+            tools: resolve_all(tools, config),
             settings: config.enrichment.clone(),
         }
     }
