@@ -185,7 +185,7 @@ pub const KEYS: &[KeySpec] = &[
     key("enrichment.mode", K::EnrichmentMode, Some("\"prefetch\""), 3, "prefetch: answer the agent's own call; inline: attach to the result"),
     key("enrichment.prefetch_timeout_ms", K::Count { min: 1 }, Some("2000"), 3, "how long a prefetch may take"),
     key("enrichment.max_parallel", K::Count { min: 1 }, Some("3"), 3, "prefetches at once"),
-    key("enrichment.per_host", K::Count { min: 1 }, Some("2"), 3, "prefetches at once per upstream or rate-limit host"),
+    key("enrichment.per_host", K::Count { min: 1 }, Some("3"), 3, "prefetches at once per upstream or rate-limit host"),
     key("enrichment.budget_tokens", K::Count { min: 0 }, Some("8000"), 3, "tokens prefetched results may cost"),
     key("enrichment.min_probability", K::Fraction, Some("0.3"), 3, "only follow-ups at least this likely"),
     key("enrichment.ttl_secs", K::Count { min: 1 }, Some("60"), 3, "how long a landed prefetch may answer"),
