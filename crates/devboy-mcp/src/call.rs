@@ -268,11 +268,12 @@ impl Session {
         cancel: &CancellationToken,
     ) -> Option<StoredAnswer> {
         let store = self.answer_store();
-        let answered = match catch_unwind(AssertUnwindSafe(|| store.on_call(info))) {
-            Ok(()) => AssertUnwindSafe(store.answer(info, cancel))
-                .catch_unwind()
-                .await
-                .ok(),
+        let asked = catch_unwind(AssertUnwindSafe(|| {
+            store.on_call(info);
+            store.answer(info, cancel)
+        }));
+        let answered = match asked {
+            Ok(answer) => AssertUnwindSafe(answer).catch_unwind().await.ok(),
             Err(_) => None,
         };
         answered.unwrap_or_else(|| {
