@@ -269,6 +269,7 @@ async fn a_call_joins_a_prefetch_in_flight_without_a_second_upstream_call() {
         .call(PendingCall::new("t__echo", args(json!({"text": "go"}))))
         .await
         .expect("echo");
+    tokio::time::sleep(Duration::from_millis(250)).await;
     let started = Instant::now();
     let slept = session
         .call(PendingCall::new("t__sleep", args(json!({"ms": 700}))))
@@ -276,7 +277,7 @@ async fn a_call_joins_a_prefetch_in_flight_without_a_second_upstream_call() {
         .expect("sleep");
     assert_ne!(slept.is_error, Some(true), "{slept:?}");
     assert!(
-        started.elapsed() < Duration::from_millis(700),
+        started.elapsed() < Duration::from_millis(650),
         "joined the prefetch, which had a head start: {:?}",
         started.elapsed()
     );

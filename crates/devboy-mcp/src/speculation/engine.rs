@@ -185,8 +185,9 @@ struct Store {
     bytes: usize,
     in_flight: usize,
     in_flight_on: HashMap<String, usize>,
-    /// Identical empty answers per call in this context.
-    empties: HashMap<CallKey, usize>,
+    /// Identical empty answers per call in this context, and the paths
+    /// the call names.
+    empties: HashMap<CallKey, (usize, Vec<String>)>,
     closed: bool,
 }
 
@@ -318,7 +319,7 @@ impl SpeculationEngine {
     /// Forgets what `call` may change: when its effective class may
     /// mutate, every entry read from a path its arguments name (or below
     /// it) and every entry of a tool its `invalidates` list names, exactly
-    /// as the dedup cache forgets; and every fail-fast count.
+    /// as the dedup cache forgets; fail-fast counts by the same rule.
     pub fn forget_for(&self, call: &ToolCallInfo<'_>) {
         let class = self.planner.side_effect(call.exposed, call.side_effect);
         if !class.may_mutate() {
@@ -328,14 +329,18 @@ impl SpeculationEngine {
         let mut reports = Vec::new();
         {
             let mut store = lock(&self.store);
-            store.empties.clear();
-            store.remove_where(PrefetchEnd::Invalidated, &mut reports, |entry| {
-                let prefetch = &entry.prefetch;
-                prefetch.paths.iter().any(|read| {
+            let changed = |exposed: &str, paths: &[String]| {
+                paths.iter().any(|read| {
                     written
                         .iter()
                         .any(|w| devboy_pipeline::write_covers(w, read))
-                }) || self.planner.invalidates(call.exposed, &prefetch.exposed)
+                }) || self.planner.invalidates(call.exposed, exposed)
+            };
+            store
+                .empties
+                .retain(|key, (_, paths)| !changed(key.exposed(), paths));
+            store.remove_where(PrefetchEnd::Invalidated, &mut reports, |entry| {
+                changed(&entry.prefetch.exposed, &entry.prefetch.paths)
             });
         }
         self.emit(reports);
@@ -354,7 +359,7 @@ impl SpeculationEngine {
             let mut store = lock(&self.store);
             store.sweep_expired(Instant::now(), &mut reports);
             let fail_after = self.planner.fail_fast_after(call.exposed);
-            let empties = store.empties.get(&key).copied().unwrap_or(0);
+            let empties = store.empties.get(&key).map_or(0, |(n, _)| *n);
             if let Some(n) = fail_after.filter(|n| *n > 0 && empties >= *n) {
                 drop(store);
                 self.emit(reports);
@@ -422,7 +427,11 @@ impl SpeculationEngine {
         {
             let mut store = lock(&self.store);
             if is_empty(result) {
-                *store.empties.entry(key.clone()).or_default() += 1;
+                store
+                    .empties
+                    .entry(key.clone())
+                    .or_insert_with(|| (0, devboy_pipeline::paths_in_arguments(call.arguments)))
+                    .0 += 1;
             } else {
                 store.empties.remove(&key);
             }
