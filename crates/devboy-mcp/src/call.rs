@@ -292,7 +292,10 @@ impl Session {
             return;
         };
         if catch_unwind(AssertUnwindSafe(|| engine.after_answer(info, result))).is_err() {
-            tracing::error!(tool = info.exposed, "speculation panicked; nothing prefetched");
+            tracing::error!(
+                tool = info.exposed,
+                "speculation panicked; nothing prefetched"
+            );
         }
     }
 }

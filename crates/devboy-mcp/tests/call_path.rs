@@ -9,15 +9,15 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use devboy_core::config::{ConfigFormat, ProxyConfig};
+use devboy_core::speculation::Served;
 use devboy_mcp::seam::{ProcessError, ToolCallInfo};
 use devboy_mcp::{
-    AnswerStore, StoredAnswer, BuiltinRegistry, BuiltinTool, PendingCall, Proxy, ProxyOptions, ResponseProcessor,
-    Session,
+    AnswerStore, BuiltinRegistry, BuiltinTool, PendingCall, Proxy, ProxyOptions, ResponseProcessor,
+    Session, StoredAnswer,
 };
 use futures::future::BoxFuture;
 use rmcp::model::{CallToolResult, ContentBlock, JsonObject, Tool};
 use rmcp::ErrorData as McpError;
-use devboy_core::speculation::Served;
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 

@@ -49,12 +49,9 @@ fn test_server() -> PathBuf {
 }
 
 fn start(toml: &str) -> Arc<Proxy> {
-    let config = ProxyConfig::from_str(
-        toml,
-        ConfigFormat::Toml,
-        Path::new("devboy.toml"),
-        &|_| None,
-    )
+    let config = ProxyConfig::from_str(toml, ConfigFormat::Toml, Path::new("devboy.toml"), &|_| {
+        None
+    })
     .expect("config");
     let options = ProxyOptions {
         list_grace: Duration::from_secs(30),
@@ -181,10 +178,8 @@ async fn a_hit_is_the_upstream_result_byte_for_byte_and_the_upstream_is_called_o
     files(&root);
     let proxy = fs_proxy(&root);
     let watcher = Arc::new(Watcher::default());
-    let planner = FixedEdges::new().edge(
-        "fs__search_files",
-        each_line("fs__read_text_file", "path"),
-    );
+    let planner =
+        FixedEdges::new().edge("fs__search_files", each_line("fs__read_text_file", "path"));
     let session = Session::new(proxy.clone(), watcher.clone()).with_speculation(Arc::new(planner));
     let engine = session.speculation().expect("engine").clone();
 
@@ -232,7 +227,10 @@ async fn a_hit_is_the_upstream_result_byte_for_byte_and_the_upstream_is_called_o
     assert_eq!(engine.held(), (0, 0), "a used entry leaves the store");
     // The next identical call is the dedup cache's job, not the store's.
     session
-        .call(PendingCall::new("fs__read_text_file", args(json!({"path": hits[0]}))))
+        .call(PendingCall::new(
+            "fs__read_text_file",
+            args(json!({"path": hits[0]})),
+        ))
         .await
         .expect("read again");
     assert_eq!(upstream_calls(&proxy), 4);
@@ -282,7 +280,11 @@ async fn a_call_joins_a_prefetch_in_flight_without_a_second_upstream_call() {
         started.elapsed()
     );
     assert_eq!(upstream_calls(&proxy), 2, "echo and one sleep");
-    assert!(watcher.has("t__sleep served joined"), "{:?}", watcher.entries());
+    assert!(
+        watcher.has("t__sleep served joined"),
+        "{:?}",
+        watcher.entries()
+    );
     assert!(watcher.has("t__sleep ended joined with result"));
     session.end_speculation().await;
     proxy.shutdown().await;
@@ -296,15 +298,15 @@ async fn a_write_between_prefetch_and_call_sends_the_call_upstream() {
     let file = root.join("a.txt").display().to_string();
     let proxy = fs_proxy(&root);
     let watcher = Arc::new(Watcher::default());
-    let planner = FixedEdges::new().edge(
-        "fs__list_directory",
-        always_read(file.clone()),
-    );
+    let planner = FixedEdges::new().edge("fs__list_directory", always_read(file.clone()));
     let session = Session::new(proxy.clone(), watcher.clone()).with_speculation(Arc::new(planner));
     let engine = session.speculation().expect("engine").clone();
 
     session
-        .call(PendingCall::new("fs__list_directory", args(json!({"path": root}))))
+        .call(PendingCall::new(
+            "fs__list_directory",
+            args(json!({"path": root})),
+        ))
         .await
         .expect("list");
     until("the read lands", || {
@@ -320,7 +322,10 @@ async fn a_write_between_prefetch_and_call_sends_the_call_upstream() {
         .expect("write");
     assert_ne!(wrote.is_error, Some(true), "{wrote:?}");
     let read = session
-        .call(PendingCall::new("fs__read_text_file", args(json!({"path": file}))))
+        .call(PendingCall::new(
+            "fs__read_text_file",
+            args(json!({"path": file})),
+        ))
         .await
         .expect("read");
     assert_eq!(text_of(&read), "changed");
@@ -366,7 +371,11 @@ async fn the_end_of_the_session_cancels_prefetches_in_flight_upstream() {
     session.end_speculation().await;
     assert!(started.elapsed() < Duration::from_secs(5));
     assert_eq!(engine.in_flight(), 0, "no orphan work");
-    assert!(watcher.has("t__sleep ended session_ended"), "{:?}", watcher.entries());
+    assert!(
+        watcher.has("t__sleep ended session_ended"),
+        "{:?}",
+        watcher.entries()
+    );
     until("the server logs the cancellation", || {
         std::fs::read_to_string(log.path()).is_ok_and(|l| l.contains("sleep ms=20000"))
     })
@@ -402,7 +411,11 @@ async fn an_upstream_crash_during_a_prefetch_still_answers_the_agent() {
         .expect("sleep answered");
     assert_ne!(slept.is_error, Some(true), "{slept:?}");
     let _ = crash.await;
-    assert!(watcher.has("t__sleep served upstream"), "{:?}", watcher.entries());
+    assert!(
+        watcher.has("t__sleep served upstream"),
+        "{:?}",
+        watcher.entries()
+    );
     assert!(
         watcher.has("t__sleep ended failed") || watcher.has("t__sleep ended upstream_restarted"),
         "{:?}",
@@ -442,7 +455,11 @@ async fn prefetch_errors_and_timeouts_never_reach_the_agent() {
         .await
         .expect("fail");
     assert_eq!(failed.is_error, Some(true), "the upstream's own answer");
-    assert_eq!(upstream_calls(&proxy), 3, "length, the prefetch, the agent's call");
+    assert_eq!(
+        upstream_calls(&proxy),
+        3,
+        "length, the prefetch, the agent's call"
+    );
 
     // A prefetch past its timeout is cancelled upstream and dropped.
     session
@@ -463,7 +480,10 @@ async fn prefetch_errors_and_timeouts_never_reach_the_agent() {
         .expect("sleep");
     assert_ne!(slept.is_error, Some(true));
     assert!(watcher.has("t__sleep served upstream"));
-    assert!(!watcher.entries().iter().any(|e| e.contains("served prefetch")));
+    assert!(!watcher
+        .entries()
+        .iter()
+        .any(|e| e.contains("served prefetch")));
     session.end_speculation().await;
     proxy.shutdown().await;
 }
@@ -557,7 +577,10 @@ async fn the_engine_never_prefetches_a_tool_that_may_write() {
     );
     let session = Session::new(proxy.clone(), watcher.clone()).with_speculation(Arc::new(planner));
     session
-        .call(PendingCall::new("fs__list_directory", args(json!({"path": root}))))
+        .call(PendingCall::new(
+            "fs__list_directory",
+            args(json!({"path": root})),
+        ))
         .await
         .expect("list");
     assert!(watcher.has("fs__write_file declined not_read_only"));

@@ -39,7 +39,10 @@ pub async fn run(args: &[String]) -> i32 {
     {
         Ok(child) => child,
         Err(error) => {
-            eprintln!("devboy-test-server relay: cannot start {:?}: {error}", command[0]);
+            eprintln!(
+                "devboy-test-server relay: cannot start {:?}: {error}",
+                command[0]
+            );
             return 1;
         }
     };
@@ -64,7 +67,11 @@ pub async fn run(args: &[String]) -> i32 {
         tokio::spawn(async move {
             let mut out = tokio::io::stdout();
             loop {
-                let next = queue.0.lock().unwrap_or_else(|e| e.into_inner()).pop_front();
+                let next = queue
+                    .0
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .pop_front();
                 match next {
                     Some(Some((due, line))) => {
                         tokio::time::sleep_until(due).await;
@@ -93,7 +100,11 @@ pub async fn run(args: &[String]) -> i32 {
             .push_back(Some((due, std::mem::take(&mut line))));
         queue.1.notify_one();
     }
-    queue.0.lock().unwrap_or_else(|e| e.into_inner()).push_back(None);
+    queue
+        .0
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .push_back(None);
     queue.1.notify_one();
     let _ = writer.await;
     match child.wait().await {
@@ -145,9 +156,15 @@ mod tests {
     #[test]
     fn only_responses_wait() {
         assert!(is_response(br#"{"jsonrpc":"2.0","id":1,"result":{}}"#));
-        assert!(is_response(br#"{"jsonrpc":"2.0","id":"a","error":{"code":1,"message":"x"}}"#));
-        assert!(!is_response(br#"{"jsonrpc":"2.0","method":"notifications/progress","params":{}}"#));
-        assert!(!is_response(br#"{"jsonrpc":"2.0","id":2,"method":"roots/list"}"#));
+        assert!(is_response(
+            br#"{"jsonrpc":"2.0","id":"a","error":{"code":1,"message":"x"}}"#
+        ));
+        assert!(!is_response(
+            br#"{"jsonrpc":"2.0","method":"notifications/progress","params":{}}"#
+        ));
+        assert!(!is_response(
+            br#"{"jsonrpc":"2.0","id":2,"method":"roots/list"}"#
+        ));
         assert!(!is_response(b"not json"));
     }
 

@@ -621,7 +621,9 @@ async fn the_relay_delays_each_response_and_passes_it_unchanged() {
         .await
         .expect("initialize through the relay");
     let started = Instant::now();
-    let echoed = call(&client, "echo", json!({"text": "through"})).await.unwrap();
+    let echoed = call(&client, "echo", json!({"text": "through"}))
+        .await
+        .unwrap();
     let one = started.elapsed();
     assert_eq!(text(&echoed), "through");
     assert!(one >= Duration::from_millis(300), "{one:?}");

@@ -165,7 +165,11 @@ struct Report {
 }
 
 impl Report {
-    fn ended(prefetch: &Arc<Prefetch>, end: PrefetchEnd, result: Option<Arc<CallToolResult>>) -> Self {
+    fn ended(
+        prefetch: &Arc<Prefetch>,
+        end: PrefetchEnd,
+        result: Option<Arc<CallToolResult>>,
+    ) -> Self {
         Self {
             prefetch: prefetch.clone(),
             event: SpeculationEvent::Ended {
@@ -229,9 +233,11 @@ impl Store {
     }
 
     fn sweep_expired(&mut self, now: Instant, reports: &mut Vec<Report>) {
-        self.remove_where(PrefetchEnd::Expired, reports, |e| {
-            matches!(e.slot, Slot::Landed { deadline, .. } if deadline <= now)
-        });
+        self.remove_where(
+            PrefetchEnd::Expired,
+            reports,
+            |e| matches!(e.slot, Slot::Landed { deadline, .. } if deadline <= now),
+        );
     }
 
     /// Evicts the oldest landed results until `entries` (counting one
@@ -449,8 +455,7 @@ impl SpeculationEngine {
             drop(store);
             self.emit(reports);
             let store = lock(&self.store);
-            let held: std::collections::HashSet<CallKey> =
-                store.entries.keys().cloned().collect();
+            let held: std::collections::HashSet<CallKey> = store.entries.keys().cloned().collect();
             (held, store.in_flight, store.in_flight_on.clone())
         };
         let catalog = self.proxy.catalog();
@@ -468,7 +473,10 @@ impl SpeculationEngine {
         };
         let planned = catch_unwind(AssertUnwindSafe(|| self.planner.plan(&answered)));
         let Ok(plan) = planned else {
-            tracing::error!(tool = call.exposed, "the prefetch planner panicked; nothing prefetched");
+            tracing::error!(
+                tool = call.exposed,
+                "the prefetch planner panicked; nothing prefetched"
+            );
             return;
         };
         for (exposed, reason) in plan.declined {
@@ -482,7 +490,11 @@ impl SpeculationEngine {
     }
 
     /// Sends one planned prefetch, unless the engine's own limits say no.
-    fn dispatch(self: &Arc<Self>, answered: &CallKey, planned: PlannedPrefetch) -> Result<(), DeclineReason> {
+    fn dispatch(
+        self: &Arc<Self>,
+        answered: &CallKey,
+        planned: PlannedPrefetch,
+    ) -> Result<(), DeclineReason> {
         let settings = self.planner.settings();
         let catalog = self.proxy.catalog();
         let Some(ToolRoute::Upstream {
@@ -689,7 +701,12 @@ impl SpeculationEngine {
         }
     }
 
-    fn report(&self, prefetch: &Prefetch, event: SpeculationEvent, result: Option<&CallToolResult>) {
+    fn report(
+        &self,
+        prefetch: &Prefetch,
+        event: SpeculationEvent,
+        result: Option<&CallToolResult>,
+    ) {
         if let SpeculationEvent::Ended { end, .. } = event {
             self.stats.count_end(end);
         }
@@ -697,7 +714,12 @@ impl SpeculationEngine {
     }
 
     /// Tells the processor, failing open like the seam.
-    fn tell(&self, call: &ToolCallInfo<'_>, event: SpeculationEvent, result: Option<&CallToolResult>) {
+    fn tell(
+        &self,
+        call: &ToolCallInfo<'_>,
+        event: SpeculationEvent,
+        result: Option<&CallToolResult>,
+    ) {
         let told = catch_unwind(AssertUnwindSafe(|| {
             self.processor.on_speculation(call, event, result)
         }));

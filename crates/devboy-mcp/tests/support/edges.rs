@@ -3,17 +3,23 @@
 //! model. It exists so the engine's behaviour can be pinned down without
 //! one (the tests and `benches/speculation.rs` share it).
 
+// Each includer uses a part of it.
+#![allow(dead_code)]
+
 use std::time::Duration;
 
 use devboy_core::pipeline_config::SideEffectClass;
 use devboy_core::speculation::DeclineReason;
-use devboy_mcp::{AnsweredCall, PlannedPrefetch, PrefetchPlan, PrefetchPlanner, SpeculationSettings};
+use devboy_mcp::{
+    AnsweredCall, PlannedPrefetch, PrefetchPlan, PrefetchPlanner, SpeculationSettings,
+};
 use rmcp::model::{CallToolResult, JsonObject};
 use serde_json::Value;
 
 /// What an edge derives from an answer: follow-up calls (exposed name,
 /// arguments).
-pub type Follow = Box<dyn Fn(&CallToolResult, Option<&JsonObject>) -> Vec<(String, JsonObject)> + Send + Sync>;
+pub type Follow =
+    Box<dyn Fn(&CallToolResult, Option<&JsonObject>) -> Vec<(String, JsonObject)> + Send + Sync>;
 
 /// Fixed follow-up edges from a tool's answers.
 pub struct FixedEdges {
