@@ -8,13 +8,11 @@
 //! queue): ten responses written at once all arrive N ms later.
 //! Notifications and requests from the server pass at once.
 
-use std::collections::VecDeque;
 use std::process::Stdio;
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _, BufReader};
-use tokio::sync::Notify;
+use tokio::sync::mpsc;
 use tokio::time::Instant;
 
 /// Usage, for a wrong command line.
@@ -61,30 +59,16 @@ pub async fn run(args: &[String]) -> i32 {
         }
     });
     // Server → client: responses after the delay, in order.
-    let queue: Arc<(Mutex<VecDeque<Option<(Instant, Vec<u8>)>>>, Notify)> = Arc::default();
-    let writer = {
-        let queue = queue.clone();
-        tokio::spawn(async move {
-            let mut out = tokio::io::stdout();
-            loop {
-                let next = queue
-                    .0
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .pop_front();
-                match next {
-                    Some(Some((due, line))) => {
-                        tokio::time::sleep_until(due).await;
-                        if out.write_all(&line).await.is_err() || out.flush().await.is_err() {
-                            return;
-                        }
-                    }
-                    Some(None) => return,
-                    None => queue.1.notified().await,
-                }
+    let (lines_out, mut due_lines) = mpsc::unbounded_channel::<(Instant, Vec<u8>)>();
+    let writer = tokio::spawn(async move {
+        let mut out = tokio::io::stdout();
+        while let Some((due, line)) = due_lines.recv().await {
+            tokio::time::sleep_until(due).await;
+            if out.write_all(&line).await.is_err() || out.flush().await.is_err() {
+                return;
             }
-        })
-    };
+        }
+    });
     let mut lines = BufReader::new(from_server);
     let mut line = Vec::new();
     while matches!(lines.read_until(b'\n', &mut line).await, Ok(n) if n > 0) {
@@ -93,19 +77,11 @@ pub async fn run(args: &[String]) -> i32 {
         } else {
             Instant::now()
         };
-        queue
-            .0
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .push_back(Some((due, std::mem::take(&mut line))));
-        queue.1.notify_one();
+        if lines_out.send((due, std::mem::take(&mut line))).is_err() {
+            break;
+        }
     }
-    queue
-        .0
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .push_back(None);
-    queue.1.notify_one();
+    drop(lines_out);
     let _ = writer.await;
     match child.wait().await {
         Ok(status) => status.code().unwrap_or(1),

@@ -375,36 +375,35 @@ impl SpeculationEngine {
                     served: Served::FailFast,
                 });
             }
-            match store.entries.get(&key).map(|e| &e.slot) {
+            // A used entry leaves the store: the next identical call is the
+            // dedup cache's job.
+            let entry = store.entries.remove(&key);
+            match entry {
                 None => None,
-                Some(Slot::Landed { .. }) => {
-                    let Some(entry) = store.entries.remove(&key) else {
-                        return None;
-                    };
-                    let Slot::Landed { result, bytes, .. } = entry.slot else {
-                        return None;
-                    };
+                Some(Entry {
+                    prefetch,
+                    slot: Slot::Landed { result, bytes, .. },
+                    ..
+                }) => {
                     store.bytes -= bytes;
                     drop(store);
-                    let restarted =
-                        entry.prefetch.upstream.generation() != entry.prefetch.generation;
+                    let restarted = prefetch.upstream.generation() != prefetch.generation;
                     let end = if restarted {
                         PrefetchEnd::UpstreamRestarted
                     } else {
                         PrefetchEnd::Used
                     };
-                    reports.push(Report::ended(&entry.prefetch, end, Some(result.clone())));
+                    reports.push(Report::ended(&prefetch, end, Some(result.clone())));
                     self.emit(reports);
                     return (!restarted).then(|| StoredAnswer {
                         result: Arc::unwrap_or_clone(result),
                         served: Served::Prefetch,
                     });
                 }
-                Some(Slot::InFlight(_)) => {
-                    let entry = store.entries.remove(&key)?;
-                    let Slot::InFlight(flight) = entry.slot else {
-                        return None;
-                    };
+                Some(Entry {
+                    slot: Slot::InFlight(flight),
+                    ..
+                }) => {
                     flight.set_fate(Fate::Joined);
                     Some(flight)
                 }
