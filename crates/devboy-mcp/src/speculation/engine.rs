@@ -122,8 +122,8 @@ enum Fate {
 /// A prefetch in flight.
 struct Flight {
     cancel: CancellationToken,
-    /// `None` while in flight; then `Some(result)` (landed) or `Some(None)`.
-    outcome: watch::Sender<Option<Option<Arc<CallToolResult>>>>,
+    /// `None` while in flight; then the result, or how it ended without.
+    outcome: watch::Sender<Option<Result<Arc<CallToolResult>, PrefetchEnd>>>,
     fate: AtomicU8,
 }
 
@@ -401,24 +401,35 @@ impl SpeculationEngine {
                     });
                 }
                 Some(Entry {
+                    prefetch,
                     slot: Slot::InFlight(flight),
                     ..
                 }) => {
                     flight.set_fate(Fate::Joined);
-                    Some(flight)
+                    Some((flight, prefetch))
                 }
             }
         };
         self.emit(reports);
-        let mut outcome = flight?.outcome.subscribe();
+        let (flight, prefetch) = flight?;
+        let mut outcome = flight.outcome.subscribe();
         let landed = tokio::select! {
-            waited = outcome.wait_for(Option::is_some) => waited.ok().and_then(|o| o.clone()).flatten(),
+            waited = outcome.wait_for(Option::is_some) => waited.ok().and_then(|o| o.clone()),
             _ = cancel.cancelled() => None,
         };
-        landed.map(|result| StoredAnswer {
-            result: Arc::unwrap_or_clone(result),
-            served: Served::Joined,
-        })
+        match landed? {
+            Ok(result) => Some(StoredAnswer {
+                result: Arc::unwrap_or_clone(result),
+                served: Served::Joined,
+            }),
+            Err(PrefetchEnd::UpstreamRestarted) => {
+                // The agent's own call would meet the same dying connection:
+                // it goes upstream once the upstream is back.
+                wait_for_restart(&prefetch, cancel).await;
+                None
+            }
+            Err(_) => None,
+        }
     }
 
     /// After the agent got `result` for `call`: counts an empty answer
@@ -613,10 +624,11 @@ impl SpeculationEngine {
                 }
             }
             Err(CallFailure::Cancelled) if store.closed => Err(PrefetchEnd::SessionEnded),
+            Err(CallFailure::ConnectionLost { .. }) => Err(PrefetchEnd::UpstreamRestarted),
             _ if timed_out => Err(PrefetchEnd::TimedOut),
             _ => Err(PrefetchEnd::Failed),
         };
-        let delivered = result.as_ref().ok().cloned();
+        let delivered = result.clone();
         match (flight.fate(), result) {
             (Fate::Ended, _) => {}
             (Fate::Joined, Ok(result)) => {
@@ -791,6 +803,24 @@ async fn run(
     }
     flight.cancel.cancel();
     (call.await, true)
+}
+
+/// Waits until `prefetch`'s upstream has connected again (a new
+/// generation), at most its call timeout or until `cancel`.
+async fn wait_for_restart(prefetch: &Prefetch, cancel: &CancellationToken) {
+    let upstream = &prefetch.upstream;
+    let deadline = tokio::time::Instant::now() + upstream.config().timeout;
+    let mut phase = upstream.watch_phase();
+    while upstream.generation() == prefetch.generation {
+        tokio::select! {
+            changed = tokio::time::timeout_at(deadline, phase.changed()) => {
+                if !matches!(changed, Ok(Ok(()))) {
+                    return;
+                }
+            }
+            _ = cancel.cancelled() => return,
+        }
+    }
 }
 
 /// Whether a result says nothing: no content, or only blank text, `[]`,
