@@ -589,3 +589,55 @@ async fn the_engine_never_prefetches_a_tool_that_may_write() {
     session.end_speculation().await;
     proxy.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_store_is_bounded_and_stale_results_expire() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let root = dir.path().canonicalize().expect("root");
+    files(&root);
+    std::fs::write(root.join("c.txt"), "charlie\n").expect("write");
+    let proxy = fs_proxy(&root);
+    let watcher = Arc::new(Watcher::default());
+    let planner = FixedEdges {
+        settings: settings(|s| {
+            s.per_host = 3;
+            s.max_entries = 2;
+            s.ttl = Duration::from_millis(300);
+        }),
+        ..FixedEdges::new().edge("fs__search_files", each_line("fs__read_text_file", "path"))
+    };
+    let session = Session::new(proxy.clone(), watcher.clone()).with_speculation(Arc::new(planner));
+    let engine = session.speculation().expect("engine").clone();
+
+    session
+        .call(PendingCall::new(
+            "fs__search_files",
+            args(json!({"path": root, "pattern": "*.txt"})),
+        ))
+        .await
+        .expect("search");
+    until("three prefetches land", || {
+        engine.stats().dispatched.load(Ordering::Relaxed) == 3 && engine.in_flight() == 0
+    })
+    .await;
+    assert_eq!(engine.held().0, 2, "at most two entries");
+    assert_eq!(engine.stats().ended(PrefetchEnd::Evicted), 1);
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    let read = session
+        .call(PendingCall::new(
+            "fs__read_text_file",
+            args(json!({"path": root.join("c.txt")})),
+        ))
+        .await
+        .expect("read");
+    assert_eq!(text_of(&read), "charlie\n");
+    assert!(watcher.has("fs__read_text_file served upstream"));
+    assert_eq!(
+        engine.stats().ended(PrefetchEnd::Expired),
+        2,
+        "swept on access"
+    );
+    assert_eq!(engine.held(), (0, 0));
+    session.end_speculation().await;
+    proxy.shutdown().await;
+}
