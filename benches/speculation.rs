@@ -18,7 +18,12 @@
 //!    host-busy and goes upstream), and on with `per_host = 3`. Reported:
 //!    the on/off ratio (target ≤ 0.6), upstream calls per round, and wasted
 //!    prefetches (dispatched and not used).
-//! 2. **Memory**: 10,000 calls on the same server without the relay, each
+//! 2. **Planning cost**: what the step after an answer costs the call
+//!    path (the planner, the engine's checks and bookkeeping), timed over
+//!    10,000 runs on a search's result whose three follow-ups are already
+//!    held (so nothing is sent). With the fixed-edge planner this is the
+//!    engine's own cost; a real planner adds its scoring.
+//! 3. **Memory**: 10,000 calls on the same server without the relay, each
 //!    search on a different pattern so prefetches keep coming and most are
 //!    never read (the store fills, evicts and expires): the store's entries
 //!    and bytes and this process's `VmRSS` after 1,000 and 10,000 calls.
@@ -146,7 +151,52 @@ async fn run() -> Result<()> {
             if ratio <= 0.6 { "MET" } else { "NOT MET" }
         );
     }
+    planning(&root, &filesystem).await?;
     memory(&root, &filesystem).await?;
+    Ok(())
+}
+
+async fn planning(root: &Path, filesystem: &devboy_testkit::peers::PeerCommand) -> Result<()> {
+    const RUNS: u32 = 10_000;
+    let config = format!(
+        "[servers.fs]\ncommand = {:?}\nargs = [{:?}]\n",
+        filesystem.program_str(),
+        root.display().to_string()
+    );
+    let proxy = start(&config)?;
+    let session = session(&proxy, Mode::On { per_host: 3 });
+    let engine = session.speculation().context("engine")?.clone();
+    let arguments = json!({"path": root, "pattern": "hit*.rs"});
+    let found = call(&session, "fs__search_files", arguments.clone()).await?;
+    let arguments = arguments.as_object().cloned();
+    let info = devboy_mcp::seam::ToolCallInfo {
+        upstream: "fs",
+        tool: "search_files",
+        exposed: "fs__search_files",
+        arguments: arguments.as_ref(),
+        side_effect: devboy_core::pipeline_config::SideEffectClass::ReadOnly,
+        forwards_structured: false,
+        client: None,
+        served: devboy_core::speculation::Served::Upstream,
+    };
+    let started = Instant::now();
+    for _ in 0..RUNS {
+        engine.after_answer(&info, &found);
+    }
+    let per_call = started.elapsed() / RUNS;
+    let declined = engine
+        .stats()
+        .declined(devboy_core::speculation::DeclineReason::AlreadyHeld);
+    ensure!(
+        declined >= 3 * RUNS as u64,
+        "the follow-ups were not all held: {declined}"
+    );
+    println!(
+        "\nplanning: {:.1} µs per answer (3 follow-ups, all held; {RUNS} runs)",
+        per_call.as_secs_f64() * 1e6
+    );
+    session.end_speculation().await;
+    proxy.shutdown().await;
     Ok(())
 }
 

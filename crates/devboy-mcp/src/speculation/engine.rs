@@ -455,24 +455,33 @@ impl SpeculationEngine {
         if call.served != Served::Upstream || !self.planner.settings().enabled {
             return;
         }
-        let (held, in_flight, on_host) = {
+        let in_flight = {
             let mut store = lock(&self.store);
             if store.closed {
                 return;
             }
             let mut reports = Vec::new();
             store.sweep_expired(Instant::now(), &mut reports);
+            let in_flight = store.in_flight;
             drop(store);
             self.emit(reports);
-            let store = lock(&self.store);
-            let held: std::collections::HashSet<CallKey> = store.entries.keys().cloned().collect();
-            (held, store.in_flight, store.in_flight_on.clone())
+            in_flight
         };
         let catalog = self.proxy.catalog();
+        // The planner runs without the store's lock held: each question
+        // takes it briefly.
         let is_held = |exposed: &str, arguments: &JsonObject| {
-            held.contains(&CallKey::new(exposed, Some(arguments)))
+            lock(&self.store)
+                .entries
+                .contains_key(&CallKey::new(exposed, Some(arguments)))
         };
-        let on = |host: &str| on_host.get(host).copied().unwrap_or(0);
+        let on = |host: &str| {
+            lock(&self.store)
+                .in_flight_on
+                .get(host)
+                .copied()
+                .unwrap_or(0)
+        };
         let answered = AnsweredCall {
             info: call,
             result,
