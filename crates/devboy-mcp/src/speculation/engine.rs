@@ -663,8 +663,9 @@ impl SpeculationEngine {
         }
         flight.set_fate(Fate::Ended);
         drop(store);
-        flight.outcome.send_replace(Some(delivered));
+        // Reported before the joined call wakes: its end is told first.
         self.emit(reports);
+        flight.outcome.send_replace(Some(delivered));
     }
 
     /// Ends speculation for the session: nothing new is sent, everything
