@@ -3,15 +3,30 @@
 //!
 //! A store holds results obtained ahead of time (a prefetch), keyed by the
 //! exposed tool name and the arguments, and decides itself how long one
-//! stays fresh. An answer it gives goes through the response seam exactly
-//! like the upstream's result would have. Every call is shown to the store
-//! first ([`AnswerStore::on_call`]), after the processor has forgotten what
-//! the call may change, so a call that may mutate can make the store drop
-//! what it held. The session's default store, [`NoAnswers`], holds nothing.
+//! stays fresh. Answering is asynchronous: the agent's call may join a
+//! prefetch still in flight and wait for it. An answer it gives goes
+//! through the response seam exactly like the upstream's result would
+//! have, marked with where it came from ([`Served`]). Every call is shown
+//! to the store first ([`AnswerStore::on_call`]), after the processor has
+//! forgotten what the call may change, so a call that may mutate can make
+//! the store drop what it held. The session's default store,
+//! [`NoAnswers`], holds nothing.
 
+use devboy_core::speculation::Served;
+use futures::future::BoxFuture;
 use rmcp::model::CallToolResult;
+use tokio_util::sync::CancellationToken;
 
 use crate::seam::ToolCallInfo;
+
+/// A result the store gave for a call, and where it came from.
+#[derive(Debug, Clone)]
+pub struct StoredAnswer {
+    /// The result, as the upstream sent it.
+    pub result: CallToolResult,
+    /// How it was obtained (never [`Served::Upstream`]).
+    pub served: Served,
+}
 
 /// Results that may stand in for an upstream's answer.
 pub trait AnswerStore: Send + Sync + 'static {
@@ -20,7 +35,12 @@ pub trait AnswerStore: Send + Sync + 'static {
     fn on_call(&self, _call: &ToolCallInfo<'_>) {}
 
     /// A fresh answer to `call`, or `None` to let the upstream answer.
-    fn answer(&self, call: &ToolCallInfo<'_>) -> Option<CallToolResult>;
+    /// Waiting (for a prefetch in flight) ends when `cancel` fires.
+    fn answer<'a>(
+        &'a self,
+        call: &'a ToolCallInfo<'a>,
+        cancel: &'a CancellationToken,
+    ) -> BoxFuture<'a, Option<StoredAnswer>>;
 }
 
 /// The store that never answers: every call goes to the upstream.
@@ -28,7 +48,11 @@ pub trait AnswerStore: Send + Sync + 'static {
 pub struct NoAnswers;
 
 impl AnswerStore for NoAnswers {
-    fn answer(&self, _call: &ToolCallInfo<'_>) -> Option<CallToolResult> {
-        None
+    fn answer<'a>(
+        &'a self,
+        _call: &'a ToolCallInfo<'a>,
+        _cancel: &'a CancellationToken,
+    ) -> BoxFuture<'a, Option<StoredAnswer>> {
+        Box::pin(async { None })
     }
 }

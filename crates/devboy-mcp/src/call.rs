@@ -5,8 +5,9 @@
 //!              first listing and a server's first start, else saying why
 //!              the name is unknown)
 //!  ├─ built-in   BuiltinTool::call → the seam, as the tool's Delivery says
-//!  └─ upstream   processor.before_call → answer store (on_call, answer)
-//!                → the upstream → the seam
+//!  └─ upstream   processor.before_call → answer store (on_call, answer:
+//!                fail-fast, a prefetch landed or joined in flight)
+//!                → the upstream → speculation (plan, prefetch) → the seam
 //! ```
 //!
 //! Every layer is a method of its own below, and a [`PendingCall`] is all a
@@ -25,6 +26,9 @@ use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer};
 use tokio_util::sync::CancellationToken;
 
+use futures::FutureExt as _;
+
+use crate::answers::StoredAnswer;
 use crate::builtin::BuiltinContext;
 use crate::catalog::ToolRoute;
 use crate::seam::{apply, before_call, deliver, Delivery, ToolCallInfo};
@@ -232,18 +236,22 @@ impl Session {
         let Some(upstream) = self.proxy().upstreams().get(index).cloned() else {
             return Err(unknown_tool(&call.name));
         };
-        let info = call.info(&upstream.config().name, &tool, side_effect);
+        let mut info = call.info(&upstream.config().name, &tool, side_effect);
         self.sync_partition();
         self.sync_model();
         let processor = self.processor().as_ref();
         let seam = &self.counters().seam;
         before_call(processor, seam, &info);
-        if let Some(answer) = self.stored_answer(&info) {
-            return Ok(apply(processor, seam, &info, answer));
+        if let Some(answer) = self.stored_answer(&info, &call.ct).await {
+            info.served = answer.served;
+            self.after_answer(&info, &answer.result);
+            return Ok(apply(processor, seam, &info, answer.result));
         }
         match ask_upstream(&upstream, &tool, &call).await? {
             Answer::Result(result) => {
                 self.sync_partition();
+                // Planned on the original: the pipeline has not rewritten it.
+                self.after_answer(&info, &result);
                 Ok(apply(processor, seam, &info, result))
             }
             // An error result: the seam passes it untouched and tells the
@@ -254,19 +262,41 @@ impl Session {
 
     /// The answer-store layer. A store that panics answers nothing (the
     /// upstream then does), like a failing pipeline stage.
-    fn stored_answer(&self, info: &ToolCallInfo<'_>) -> Option<CallToolResult> {
+    async fn stored_answer(
+        &self,
+        info: &ToolCallInfo<'_>,
+        cancel: &CancellationToken,
+    ) -> Option<StoredAnswer> {
         let store = self.answer_store();
-        let answered = catch_unwind(AssertUnwindSafe(|| {
+        let asked = catch_unwind(AssertUnwindSafe(|| {
             store.on_call(info);
-            store.answer(info)
+            store.answer(info, cancel)
         }));
-        answered.unwrap_or_else(|_| {
+        let answered = match asked {
+            Ok(answer) => AssertUnwindSafe(answer).catch_unwind().await.ok(),
+            Err(_) => None,
+        };
+        answered.unwrap_or_else(|| {
             tracing::error!(
                 tool = info.exposed,
                 "answer store panicked; the upstream answers"
             );
             None
         })
+    }
+
+    /// The speculation step after a result reached the seam: fail-fast
+    /// counts, and follow-ups of an upstream's answer. Fails open.
+    fn after_answer(&self, info: &ToolCallInfo<'_>, result: &CallToolResult) {
+        let Some(engine) = self.speculation() else {
+            return;
+        };
+        if catch_unwind(AssertUnwindSafe(|| engine.after_answer(info, result))).is_err() {
+            tracing::error!(
+                tool = info.exposed,
+                "speculation panicked; nothing prefetched"
+            );
+        }
     }
 }
 

@@ -25,6 +25,7 @@ pub mod processor;
 pub mod proxy;
 pub mod seam;
 pub mod session;
+pub mod speculation;
 pub mod tap;
 pub mod upstream;
 pub mod wire;
@@ -36,13 +37,17 @@ use devboy_core::config::ProxyConfig;
 use devboy_core::pipeline_config::{ClientProfile, PipelineConfig};
 use rmcp::ServiceExt;
 
-pub use answers::{AnswerStore, NoAnswers};
+pub use answers::{AnswerStore, NoAnswers, StoredAnswer};
 pub use builtin::{BuiltinRegistry, BuiltinTool};
 pub use call::PendingCall;
 pub use partition::PartitionWatcher;
 pub use proxy::{Proxy, ProxyOptions};
 pub use seam::{Passthrough, ResponseProcessor};
 pub use session::Session;
+pub use speculation::{
+    AnsweredCall, PlannedPrefetch, PrefetchPlan, PrefetchPlanner, SpeculationEngine,
+    SpeculationSettings,
+};
 
 /// The environment variable devboy sets for the stdio upstreams it starts
 /// (`<pid> <upstream name>`). A `devboy mcp` that finds it set was started
@@ -96,7 +101,8 @@ pub fn install_tls_provider() {
 }
 
 /// Serves MCP on this process's stdin/stdout until the client disconnects
-/// or the process gets SIGTERM/SIGINT, then ends the session (the
+/// or the process gets SIGTERM/SIGINT, then ends the session (speculation
+/// in flight is cancelled and awaited, the
 /// processor writes its telemetry summary, [`ResponseProcessor::end_session`])
 /// and stops every upstream (upstreams run in their own process groups, so
 /// nothing else would stop them).
@@ -161,6 +167,7 @@ pub async fn serve_stdio(
         wire::MAX_MESSAGE_BYTES,
         "the client",
     );
+    let ending = session.clone();
     let outcome = match session.serve(transport).await {
         Ok(running) => {
             let stop = running.cancellation_token();
@@ -179,6 +186,9 @@ pub async fn serve_stdio(
         }
         Err(e) => Err(ServeError::Handshake(e.to_string())),
     };
+    // No orphan work: prefetches in flight are cancelled upstream and
+    // awaited while the upstreams still run and before the summary.
+    ending.end_speculation().await;
     // Before the upstreams stop: a client that kills devboy soon after
     // closing its stdin should still find the session summary written.
     if tokio::task::spawn_blocking(move || processor.end_session())

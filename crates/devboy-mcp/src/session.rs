@@ -25,6 +25,7 @@ use crate::catalog::Catalog;
 use crate::partition::PartitionWatcher;
 use crate::proxy::Proxy;
 use crate::seam::{ResponseProcessor, SeamStats};
+use crate::speculation::{PrefetchPlanner, SpeculationEngine};
 use crate::upstream::CallFailure;
 
 /// Counters for one agent session.
@@ -43,6 +44,8 @@ pub struct Session {
     processor: Arc<dyn ResponseProcessor>,
     counters: Arc<SessionCounters>,
     answers: Arc<dyn AnswerStore>,
+    /// The prefetch engine, when the session speculates.
+    speculation: Option<Arc<SpeculationEngine>>,
     partition: PartitionWatcher,
     /// The partition the processor was last told about.
     processor_partition: Arc<AtomicU64>,
@@ -66,6 +69,7 @@ impl Session {
             processor,
             counters: Arc::default(),
             answers: Arc::new(NoAnswers),
+            speculation: None,
             partition: PartitionWatcher::manual(),
             processor_partition: Arc::default(),
             processor_model: Arc::default(),
@@ -120,6 +124,31 @@ impl Session {
     pub fn with_answer_store(mut self, store: Arc<dyn AnswerStore>) -> Self {
         self.answers = store;
         self
+    }
+
+    /// This session speculating as `planner` says: after an upstream's
+    /// answer the planned read-only follow-ups are prefetched, and the
+    /// engine becomes the session's answer store (replacing any other).
+    /// Without it nothing is prefetched.
+    pub fn with_speculation(mut self, planner: Arc<dyn PrefetchPlanner>) -> Self {
+        let engine = SpeculationEngine::new(planner, self.proxy.clone(), self.processor.clone());
+        self.answers = engine.clone();
+        self.speculation = Some(engine);
+        self
+    }
+
+    /// The session's speculation engine, if it speculates.
+    pub fn speculation(&self) -> Option<&Arc<SpeculationEngine>> {
+        self.speculation.as_ref()
+    }
+
+    /// Ends the session's speculation: prefetches in flight are cancelled
+    /// upstream and awaited, what was held is reported as ended. Call
+    /// before the processor's `end_session` and before the upstreams stop.
+    pub async fn end_speculation(&self) {
+        if let Some(engine) = &self.speculation {
+            engine.end_session().await;
+        }
     }
 
     /// This session's counters.
@@ -177,6 +206,9 @@ impl Session {
             ) {
                 Ok(_) => {
                     self.processor.advance_partition();
+                    if let Some(engine) = &self.speculation {
+                        engine.advance_partition();
+                    }
                     return;
                 }
                 Err(now) => seen = now,

@@ -192,6 +192,9 @@ pub struct Upstream {
     /// Called (synchronously) whenever the catalog changes, before the
     /// phase says Ready, so a ready upstream's tools are always routable.
     on_change: ChangeHook,
+    /// Counts the connections made: a result obtained under an earlier
+    /// one may describe a server state that is gone.
+    generation: AtomicU64,
     /// Counters for status.
     pub stats: UpstreamStats,
 }
@@ -216,6 +219,7 @@ impl Upstream {
             stderr_tail: Arc::new(Mutex::new(VecDeque::new())),
             progress: Arc::new(Mutex::new(HashMap::new())),
             on_change,
+            generation: AtomicU64::new(0),
             stats: UpstreamStats::default(),
         })
     }
@@ -223,6 +227,12 @@ impl Upstream {
     /// The configuration this upstream runs from.
     pub fn config(&self) -> &UpstreamConfig {
         &self.config
+    }
+
+    /// How many times the upstream has connected (0 before the first):
+    /// it changes on every restart.
+    pub fn generation(&self) -> u64 {
+        self.generation.load(Ordering::SeqCst)
     }
 
     /// The current phase.
@@ -321,6 +331,7 @@ impl Upstream {
                     *lock(&self.down_since) = None;
                     last_logged = None;
                     let peer = running.peer().clone();
+                    self.generation.fetch_add(1, Ordering::SeqCst);
                     *write(&self.peer) = Some(peer.clone());
                     tracing::info!(upstream = %name, tools = self.catalog().tools.len(), "upstream ready");
                     self.set_phase(Phase::Ready);

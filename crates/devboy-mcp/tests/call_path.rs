@@ -9,15 +9,17 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use devboy_core::config::{ConfigFormat, ProxyConfig};
+use devboy_core::speculation::Served;
 use devboy_mcp::seam::{ProcessError, ToolCallInfo};
 use devboy_mcp::{
     AnswerStore, BuiltinRegistry, BuiltinTool, PendingCall, Proxy, ProxyOptions, ResponseProcessor,
-    Session,
+    Session, StoredAnswer,
 };
 use futures::future::BoxFuture;
 use rmcp::model::{CallToolResult, ContentBlock, JsonObject, Tool};
 use rmcp::ErrorData as McpError;
 use serde_json::json;
+use tokio_util::sync::CancellationToken;
 
 /// The test server binary, built on first use.
 fn test_server() -> PathBuf {
@@ -267,10 +269,19 @@ impl AnswerStore for OneAnswer {
         }
     }
 
-    fn answer(&self, call: &ToolCallInfo<'_>) -> Option<CallToolResult> {
+    fn answer<'a>(
+        &'a self,
+        call: &'a ToolCallInfo<'a>,
+        _cancel: &'a CancellationToken,
+    ) -> BoxFuture<'a, Option<StoredAnswer>> {
         let held = self.held.lock().unwrap();
-        let (name, arguments, result) = held.as_ref()?;
-        (name == call.exposed && arguments.as_ref() == call.arguments).then(|| result.clone())
+        let answer = held.as_ref().and_then(|(name, arguments, result)| {
+            (name == call.exposed && arguments.as_ref() == call.arguments).then(|| StoredAnswer {
+                result: result.clone(),
+                served: Served::Prefetch,
+            })
+        });
+        Box::pin(async move { answer })
     }
 }
 
@@ -357,8 +368,16 @@ async fn without_a_store_the_upstream_answers_and_failures_map_as_before() {
 struct Panics;
 
 impl AnswerStore for Panics {
-    fn answer(&self, _call: &ToolCallInfo<'_>) -> Option<CallToolResult> {
-        panic!("store bug")
+    fn answer<'a>(
+        &'a self,
+        call: &'a ToolCallInfo<'a>,
+        _cancel: &'a CancellationToken,
+    ) -> BoxFuture<'a, Option<StoredAnswer>> {
+        // A panic while answering; one while asked is caught the same way.
+        if call.exposed == "t__pid" {
+            panic!("store bug, sync")
+        }
+        Box::pin(async { panic!("store bug, async") })
     }
 }
 
@@ -376,5 +395,11 @@ async fn a_store_that_panics_leaves_the_call_to_the_upstream() {
         .expect("call");
     assert_eq!(text_of(&result), "still here");
     assert_eq!(upstream_calls(&proxy), 1);
+    let pid = session
+        .call(PendingCall::new("t__pid", None))
+        .await
+        .expect("call");
+    assert_ne!(pid.is_error, Some(true));
+    assert_eq!(upstream_calls(&proxy), 2);
     proxy.shutdown().await;
 }

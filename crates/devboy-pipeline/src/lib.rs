@@ -132,8 +132,8 @@ pub use ids::{
 };
 pub use shape::{classify, Classified, InnerFormat, InnerFormats, Shape};
 pub use stage::{
-    paths_in_arguments, DedupDecision, DedupStage, DedupStageConfig, ExpandError, NearPolicy,
-    ResultPolicy, SideEffect,
+    paths_in_arguments, write_covers, DedupDecision, DedupStage, DedupStageConfig, ExpandError,
+    NearPolicy, ResultPolicy, SideEffect,
 };
 pub use template::{DecodedBody, Template};
 pub use time::Timestamp;

@@ -365,6 +365,18 @@ impl DedupStage {
     }
 }
 
+/// Whether a call that may mutate and names `written` can have changed
+/// what was read from `read`: the rule [`DedupCache::invalidate_path`]
+/// forgets by, for other holders of results (the prefetch store).
+///
+/// [`DedupCache::invalidate_path`]: crate::DedupCache::invalidate_path
+pub fn write_covers(written: &str, read: &str) -> bool {
+    crate::paths::covers(
+        &crate::paths::normalize(written),
+        &crate::paths::normalize(read),
+    )
+}
+
 /// The paths named in a call's arguments (see [`PATH_ARGUMENTS`]), in
 /// order, without duplicates. Nested objects are not searched: a path deep
 /// inside a payload is data, not the call's target.

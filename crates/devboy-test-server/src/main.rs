@@ -33,7 +33,13 @@
 //!   cursor is the decimal offset of the next page.
 //! * `DEVBOY_TEST_CANCEL_LOG` – when `sleep` is cancelled, append a line to this file.
 //!
+//! `devboy-test-server relay --delay-ms N -- CMD ARGS…` serves nothing
+//! itself: it runs another stdio server and delays its responses by N ms
+//! (see `relay.rs`), to measure what waiting on a slow server costs.
+//!
 //! stdout carries the protocol only; all logging goes to stderr.
+
+mod relay;
 
 use std::{
     borrow::Cow,
@@ -722,6 +728,10 @@ fn optional_i64(args: &JsonObject, key: &str) -> Result<Option<i64>, McpError> {
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.first().map(String::as_str) == Some("relay") {
+        std::process::exit(relay::run(&args[1..]).await);
+    }
     if std::env::var_os("DEVBOY_TEST_FAIL_START").is_some() {
         log!("DEVBOY_TEST_FAIL_START is set: failing on purpose before serving");
         std::process::exit(1);

@@ -612,3 +612,29 @@ async fn resources_and_prompts() {
         other => panic!("unexpected prompt content {other:?}"),
     }
 }
+
+#[tokio::test]
+async fn the_relay_delays_each_response_and_passes_it_unchanged() {
+    let mut relay = Command::new(BIN);
+    relay.args(["relay", "--delay-ms", "300", "--", BIN]);
+    let client = within(Recorder::default().serve(TokioChildProcess::new(relay).unwrap()))
+        .await
+        .expect("initialize through the relay");
+    let started = Instant::now();
+    let echoed = call(&client, "echo", json!({"text": "through"}))
+        .await
+        .unwrap();
+    let one = started.elapsed();
+    assert_eq!(text(&echoed), "through");
+    assert!(one >= Duration::from_millis(300), "{one:?}");
+    // Three at once overlap: latency, not a queue.
+    let started = Instant::now();
+    let calls = (0..3).map(|i| call(&client, "echo", json!({"text": i.to_string()})));
+    let results = futures::future::join_all(calls).await;
+    let three = started.elapsed();
+    for (i, result) in results.into_iter().enumerate() {
+        assert_eq!(text(&result.unwrap()), i.to_string());
+    }
+    assert!(three < Duration::from_millis(800), "{three:?}");
+    client.cancel().await.unwrap();
+}

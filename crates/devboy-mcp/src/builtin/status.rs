@@ -1,5 +1,6 @@
 //! `devboy_status`: each upstream's state, tool count, calls served and
-//! last error; the session's counters, pipeline and context partition.
+//! last error; the session's counters, pipeline, context partition and
+//! what speculation did.
 
 use std::sync::atomic::Ordering;
 
@@ -53,6 +54,9 @@ fn report(session: &Session) -> String {
         .map(|rule| json!({"table": rule.table, "pattern": rule.pattern, "matches": rule.matches}))
         .collect();
     let pipeline_report = session.pipeline_report();
+    let speculation = session
+        .speculation()
+        .map_or_else(|| json!({"enabled": false}), |engine| engine.report_json());
     let session = session.counters();
     let catalog = proxy.catalog();
     let upstreams: Vec<Value> = proxy
@@ -109,6 +113,7 @@ fn report(session: &Session) -> String {
             "context_partition": partition.current(),
             "compaction_signals": partition.signals(),
             "partition_file": partition.file().map(|f| f.display().to_string()),
+            "speculation": speculation,
         },
         "upstreams": upstreams,
         "pipeline_rules": session_rules,

@@ -1,0 +1,894 @@
+//! The engine: dispatches the planner's prefetches, keeps what lands, and
+//! answers the agent's matching call from it.
+//!
+//! Each prefetch is an entry keyed by its [`CallKey`]: first in flight (a
+//! [`Flight`] the agent's call can join), then landed (the result, until
+//! its freshness runs out). Exactly one party reports how an entry ended:
+//! whoever removes it from the store (a hit, an invalidation, eviction,
+//! expiry, the session's end), or the prefetch's own task when it fails
+//! or when a joined call is waiting for it. Fates change only under the
+//! store's lock, so the two never race.
+
+use std::collections::HashMap;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use devboy_core::pipeline_config::SideEffectClass;
+use devboy_core::speculation::{DeclineReason, PrefetchEnd, Served, SpeculationEvent};
+use futures::future::BoxFuture;
+use rmcp::model::{CallToolResult, ContentBlock, JsonObject, RequestMetaObject};
+use serde_json::{json, Value};
+use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use super::{AnsweredCall, CallKey, PlannedPrefetch, PrefetchPlanner};
+use crate::answers::{AnswerStore, StoredAnswer};
+use crate::catalog::ToolRoute;
+use crate::proxy::Proxy;
+use crate::seam::{ResponseProcessor, ToolCallInfo};
+use crate::upstream::{lock, CallFailure, Upstream};
+
+/// What speculation did this session, for `devboy_status`.
+#[derive(Debug, Default)]
+pub struct SpeculationStats {
+    /// Prefetches sent.
+    pub dispatched: AtomicU64,
+    /// Prefetches ended, by [`PrefetchEnd::ALL`] order.
+    pub ended: [AtomicU64; PrefetchEnd::ALL.len()],
+    /// Follow-ups declined, by [`DeclineReason::ALL`] order.
+    pub declined: [AtomicU64; DeclineReason::ALL.len()],
+    /// Calls answered with the fail-fast hint.
+    pub fail_fast: AtomicU64,
+    /// Reports to the processor that panicked (the engine went on).
+    pub report_failures: AtomicU64,
+}
+
+impl SpeculationStats {
+    fn count_end(&self, end: PrefetchEnd) {
+        if let Some(i) = PrefetchEnd::ALL.iter().position(|e| *e == end) {
+            self.ended[i].fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    fn count_decline(&self, reason: DeclineReason) {
+        if let Some(i) = DeclineReason::ALL.iter().position(|r| *r == reason) {
+            self.declined[i].fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// How many prefetches ended as `end`.
+    pub fn ended(&self, end: PrefetchEnd) -> u64 {
+        PrefetchEnd::ALL
+            .iter()
+            .position(|e| *e == end)
+            .map_or(0, |i| self.ended[i].load(Ordering::Relaxed))
+    }
+
+    /// How many follow-ups were declined for `reason`.
+    pub fn declined(&self, reason: DeclineReason) -> u64 {
+        DeclineReason::ALL
+            .iter()
+            .position(|r| *r == reason)
+            .map_or(0, |i| self.declined[i].load(Ordering::Relaxed))
+    }
+}
+
+/// One prefetch: the call and what the planner said of it.
+struct Prefetch {
+    upstream: Arc<Upstream>,
+    tool: String,
+    exposed: String,
+    arguments: JsonObject,
+    side_effect: SideEffectClass,
+    /// The paths its arguments name: a write to one of them forgets it.
+    paths: Vec<String>,
+    predicted_tokens: usize,
+    host: String,
+    freshness: Duration,
+    /// The upstream's connection it was sent on.
+    generation: u64,
+}
+
+impl Prefetch {
+    fn info(&self) -> ToolCallInfo<'_> {
+        ToolCallInfo {
+            upstream: &self.upstream.config().name,
+            tool: &self.tool,
+            exposed: &self.exposed,
+            arguments: Some(&self.arguments),
+            side_effect: self.side_effect,
+            forwards_structured: false,
+            client: None,
+            served: Served::Upstream,
+        }
+    }
+}
+
+/// Who will report how a flight ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+enum Fate {
+    /// It is in the store: its task lands it or reports its failure.
+    Stored = 0,
+    /// An agent's call took it from the store and waits: its task reports.
+    Joined = 1,
+    /// Someone removed it and reported; its result is discarded.
+    Ended = 2,
+}
+
+/// A prefetch in flight.
+struct Flight {
+    cancel: CancellationToken,
+    /// `None` while in flight; then the result, or how it ended without.
+    outcome: watch::Sender<Option<Result<Arc<CallToolResult>, PrefetchEnd>>>,
+    fate: AtomicU8,
+}
+
+impl Flight {
+    fn fate(&self) -> Fate {
+        match self.fate.load(Ordering::SeqCst) {
+            0 => Fate::Stored,
+            1 => Fate::Joined,
+            _ => Fate::Ended,
+        }
+    }
+
+    fn set_fate(&self, fate: Fate) {
+        self.fate.store(fate as u8, Ordering::SeqCst);
+    }
+}
+
+enum Slot {
+    InFlight(Arc<Flight>),
+    Landed {
+        result: Arc<CallToolResult>,
+        bytes: usize,
+        deadline: Instant,
+    },
+}
+
+struct Entry {
+    /// Dispatch order: the oldest goes first when the store is full.
+    id: u64,
+    prefetch: Arc<Prefetch>,
+    slot: Slot,
+}
+
+/// A report to make once the store's lock is released.
+struct Report {
+    prefetch: Arc<Prefetch>,
+    event: SpeculationEvent,
+    result: Option<Arc<CallToolResult>>,
+}
+
+impl Report {
+    fn ended(
+        prefetch: &Arc<Prefetch>,
+        end: PrefetchEnd,
+        result: Option<Arc<CallToolResult>>,
+    ) -> Self {
+        Self {
+            prefetch: prefetch.clone(),
+            event: SpeculationEvent::Ended {
+                end,
+                predicted_tokens: prefetch.predicted_tokens,
+            },
+            result,
+        }
+    }
+}
+
+#[derive(Default)]
+struct Store {
+    entries: HashMap<CallKey, Entry>,
+    next_id: u64,
+    /// Bytes of landed results.
+    bytes: usize,
+    in_flight: usize,
+    in_flight_on: HashMap<String, usize>,
+    /// Identical empty answers per call in this context, and the paths
+    /// the call names.
+    empties: HashMap<CallKey, (usize, Vec<String>)>,
+    closed: bool,
+}
+
+impl Store {
+    /// Removes `key`, reporting `end` (in flight: cancelled, its result
+    /// discarded when it lands).
+    fn remove(&mut self, key: &CallKey, end: PrefetchEnd, reports: &mut Vec<Report>) {
+        let Some(entry) = self.entries.remove(key) else {
+            return;
+        };
+        match entry.slot {
+            Slot::InFlight(flight) => {
+                flight.set_fate(Fate::Ended);
+                flight.cancel.cancel();
+                reports.push(Report::ended(&entry.prefetch, end, None));
+            }
+            Slot::Landed { result, bytes, .. } => {
+                self.bytes -= bytes;
+                reports.push(Report::ended(&entry.prefetch, end, Some(result)));
+            }
+        }
+    }
+
+    fn remove_where(
+        &mut self,
+        end: PrefetchEnd,
+        reports: &mut Vec<Report>,
+        doomed: impl Fn(&Entry) -> bool,
+    ) {
+        let keys: Vec<CallKey> = self
+            .entries
+            .iter()
+            .filter(|(_, e)| doomed(e))
+            .map(|(k, _)| k.clone())
+            .collect();
+        for key in keys {
+            self.remove(&key, end, reports);
+        }
+    }
+
+    fn sweep_expired(&mut self, now: Instant, reports: &mut Vec<Report>) {
+        self.remove_where(
+            PrefetchEnd::Expired,
+            reports,
+            |e| matches!(e.slot, Slot::Landed { deadline, .. } if deadline <= now),
+        );
+    }
+
+    /// Evicts the oldest landed results until `entries` (counting one
+    /// about to be added when `adding`) and bytes fit.
+    fn make_room(&mut self, max_entries: usize, max_bytes: usize, reports: &mut Vec<Report>) {
+        while self.entries.len() > max_entries || self.bytes > max_bytes {
+            let oldest = self
+                .entries
+                .iter()
+                .filter(|(_, e)| matches!(e.slot, Slot::Landed { .. }))
+                .min_by_key(|(_, e)| e.id)
+                .map(|(k, _)| k.clone());
+            match oldest {
+                Some(key) => self.remove(&key, PrefetchEnd::Evicted, reports),
+                None => break,
+            }
+        }
+    }
+
+    fn finish_flight(&mut self, host: &str) {
+        self.in_flight = self.in_flight.saturating_sub(1);
+        if let Some(n) = self.in_flight_on.get_mut(host) {
+            *n = n.saturating_sub(1);
+            if *n == 0 {
+                self.in_flight_on.remove(host);
+            }
+        }
+    }
+}
+
+/// The speculation engine of one session: the prefetch store and its
+/// dispatcher. It is the session's [`AnswerStore`].
+pub struct SpeculationEngine {
+    planner: Arc<dyn PrefetchPlanner>,
+    proxy: Arc<Proxy>,
+    processor: Arc<dyn ResponseProcessor>,
+    store: Mutex<Store>,
+    tasks: TaskTracker,
+    /// Parent of every prefetch's cancellation.
+    stop: CancellationToken,
+    stats: SpeculationStats,
+}
+
+impl SpeculationEngine {
+    /// An engine dispatching to `proxy`'s upstreams as `planner` says and
+    /// reporting to `processor`.
+    pub fn new(
+        planner: Arc<dyn PrefetchPlanner>,
+        proxy: Arc<Proxy>,
+        processor: Arc<dyn ResponseProcessor>,
+    ) -> Arc<Self> {
+        Arc::new(Self {
+            planner,
+            proxy,
+            processor,
+            store: Mutex::default(),
+            tasks: TaskTracker::new(),
+            stop: CancellationToken::new(),
+            stats: SpeculationStats::default(),
+        })
+    }
+
+    /// What the engine did so far.
+    pub fn stats(&self) -> &SpeculationStats {
+        &self.stats
+    }
+
+    /// Prefetches in flight now.
+    pub fn in_flight(&self) -> usize {
+        lock(&self.store).in_flight
+    }
+
+    /// Entries the store holds now (in flight and landed), and the bytes
+    /// of the landed ones.
+    pub fn held(&self) -> (usize, usize) {
+        let store = lock(&self.store);
+        (store.entries.len(), store.bytes)
+    }
+
+    /// The context was compacted: fail-fast counts start over.
+    pub fn advance_partition(&self) {
+        lock(&self.store).empties.clear();
+    }
+
+    /// Forgets what `call` may change: when its effective class may
+    /// mutate, every entry read from a path its arguments name (or below
+    /// it) and every entry of a tool its `invalidates` list names, exactly
+    /// as the dedup cache forgets; fail-fast counts by the same rule.
+    pub fn forget_for(&self, call: &ToolCallInfo<'_>) {
+        let class = self.planner.side_effect(call.exposed, call.side_effect);
+        if !class.may_mutate() {
+            return;
+        }
+        let written = devboy_pipeline::paths_in_arguments(call.arguments);
+        let mut reports = Vec::new();
+        {
+            let mut store = lock(&self.store);
+            let changed = |exposed: &str, paths: &[String]| {
+                paths.iter().any(|read| {
+                    written
+                        .iter()
+                        .any(|w| devboy_pipeline::write_covers(w, read))
+                }) || self.planner.invalidates(call.exposed, exposed)
+            };
+            store
+                .empties
+                .retain(|key, (_, paths)| !changed(key.exposed(), paths));
+            store.remove_where(PrefetchEnd::Invalidated, &mut reports, |entry| {
+                changed(&entry.prefetch.exposed, &entry.prefetch.paths)
+            });
+        }
+        self.emit(reports);
+    }
+
+    /// The answer to `call` the engine has: the fail-fast hint, a landed
+    /// prefetch, or a prefetch in flight it waits for (until `cancel`).
+    pub async fn answer_call(
+        &self,
+        call: &ToolCallInfo<'_>,
+        cancel: &CancellationToken,
+    ) -> Option<StoredAnswer> {
+        let key = CallKey::new(call.exposed, call.arguments);
+        let mut reports = Vec::new();
+        let flight = {
+            let mut store = lock(&self.store);
+            store.sweep_expired(Instant::now(), &mut reports);
+            let fail_after = self.planner.fail_fast_after(call.exposed);
+            let empties = store.empties.get(&key).map_or(0, |(n, _)| *n);
+            if let Some(n) = fail_after.filter(|n| *n > 0 && empties >= *n) {
+                drop(store);
+                self.emit(reports);
+                self.stats.fail_fast.fetch_add(1, Ordering::Relaxed);
+                return Some(StoredAnswer {
+                    result: fail_fast_hint(n),
+                    served: Served::FailFast,
+                });
+            }
+            // A used entry leaves the store: the next identical call is the
+            // dedup cache's job.
+            let entry = store.entries.remove(&key);
+            match entry {
+                None => None,
+                Some(Entry {
+                    prefetch,
+                    slot: Slot::Landed { result, bytes, .. },
+                    ..
+                }) => {
+                    store.bytes -= bytes;
+                    drop(store);
+                    let restarted = prefetch.upstream.generation() != prefetch.generation;
+                    let end = if restarted {
+                        PrefetchEnd::UpstreamRestarted
+                    } else {
+                        PrefetchEnd::Used
+                    };
+                    reports.push(Report::ended(&prefetch, end, Some(result.clone())));
+                    self.emit(reports);
+                    return (!restarted).then(|| StoredAnswer {
+                        result: Arc::unwrap_or_clone(result),
+                        served: Served::Prefetch,
+                    });
+                }
+                Some(Entry {
+                    prefetch,
+                    slot: Slot::InFlight(flight),
+                    ..
+                }) => {
+                    flight.set_fate(Fate::Joined);
+                    Some((flight, prefetch))
+                }
+            }
+        };
+        self.emit(reports);
+        let (flight, prefetch) = flight?;
+        let mut outcome = flight.outcome.subscribe();
+        let landed = tokio::select! {
+            waited = outcome.wait_for(Option::is_some) => waited.ok().and_then(|o| o.clone()),
+            _ = cancel.cancelled() => None,
+        };
+        match landed? {
+            Ok(result) => Some(StoredAnswer {
+                result: Arc::unwrap_or_clone(result),
+                served: Served::Joined,
+            }),
+            Err(PrefetchEnd::UpstreamRestarted) => {
+                // The agent's own call would meet the same dying connection:
+                // it goes upstream once the upstream is back.
+                wait_for_restart(&prefetch, cancel).await;
+                None
+            }
+            Err(_) => None,
+        }
+    }
+
+    /// After the agent got `result` for `call`: counts an empty answer
+    /// for fail-fast, and, for an upstream's successful result, plans and
+    /// fires the follow-ups.
+    pub fn after_answer(self: &Arc<Self>, call: &ToolCallInfo<'_>, result: &CallToolResult) {
+        if result.is_error == Some(true) || call.served == Served::FailFast {
+            return;
+        }
+        let key = CallKey::new(call.exposed, call.arguments);
+        {
+            let mut store = lock(&self.store);
+            if is_empty(result) {
+                store
+                    .empties
+                    .entry(key.clone())
+                    .or_insert_with(|| (0, devboy_pipeline::paths_in_arguments(call.arguments)))
+                    .0 += 1;
+            } else {
+                store.empties.remove(&key);
+            }
+        }
+        if call.served != Served::Upstream || !self.planner.settings().enabled {
+            return;
+        }
+        let in_flight = {
+            let mut store = lock(&self.store);
+            if store.closed {
+                return;
+            }
+            let mut reports = Vec::new();
+            store.sweep_expired(Instant::now(), &mut reports);
+            let in_flight = store.in_flight;
+            drop(store);
+            self.emit(reports);
+            in_flight
+        };
+        let catalog = self.proxy.catalog();
+        // The planner runs without the store's lock held: each question
+        // takes it briefly.
+        let is_held = |exposed: &str, arguments: &JsonObject| {
+            lock(&self.store)
+                .entries
+                .contains_key(&CallKey::new(exposed, Some(arguments)))
+        };
+        let on = |host: &str| {
+            lock(&self.store)
+                .in_flight_on
+                .get(host)
+                .copied()
+                .unwrap_or(0)
+        };
+        let answered = AnsweredCall {
+            info: call,
+            result,
+            catalog: &catalog,
+            held: &is_held,
+            in_flight,
+            in_flight_on: &on,
+        };
+        let planned = catch_unwind(AssertUnwindSafe(|| self.planner.plan(&answered)));
+        let Ok(plan) = planned else {
+            tracing::error!(
+                tool = call.exposed,
+                "the prefetch planner panicked; nothing prefetched"
+            );
+            return;
+        };
+        for (exposed, reason) in plan.declined {
+            self.decline(&exposed, reason);
+        }
+        for planned in plan.chosen {
+            if let Err(reason) = self.dispatch(&key, planned.clone()) {
+                self.decline(&planned.exposed, reason);
+            }
+        }
+    }
+
+    /// Sends one planned prefetch, unless the engine's own limits say no.
+    fn dispatch(
+        self: &Arc<Self>,
+        answered: &CallKey,
+        planned: PlannedPrefetch,
+    ) -> Result<(), DeclineReason> {
+        let settings = self.planner.settings();
+        let catalog = self.proxy.catalog();
+        let Some(ToolRoute::Upstream {
+            upstream,
+            tool,
+            side_effect,
+        }) = catalog.tool_route(&planned.exposed).cloned()
+        else {
+            return Err(DeclineReason::UnknownTool);
+        };
+        let Some(upstream) = self.proxy.upstreams().get(upstream).cloned() else {
+            return Err(DeclineReason::UnknownTool);
+        };
+        // Never speculate with side effects, whatever the plan says.
+        let side_effect = self.planner.side_effect(&planned.exposed, side_effect);
+        if side_effect.may_mutate() {
+            return Err(DeclineReason::NotReadOnly);
+        }
+        let key = CallKey::new(&planned.exposed, Some(&planned.arguments));
+        if key == *answered {
+            return Err(DeclineReason::SelfLoop);
+        }
+        let host = if planned.host.is_empty() {
+            upstream.config().name.clone()
+        } else {
+            planned.host.clone()
+        };
+        let freshness = if planned.freshness.is_zero() {
+            settings.ttl
+        } else {
+            planned.freshness
+        };
+        let prefetch = Arc::new(Prefetch {
+            paths: devboy_pipeline::paths_in_arguments(Some(&planned.arguments)),
+            generation: upstream.generation(),
+            upstream,
+            tool,
+            exposed: planned.exposed,
+            arguments: planned.arguments,
+            side_effect,
+            predicted_tokens: planned.predicted_tokens,
+            host: host.clone(),
+            freshness,
+        });
+        let flight = Arc::new(Flight {
+            cancel: self.stop.child_token(),
+            outcome: watch::Sender::new(None),
+            fate: AtomicU8::new(Fate::Stored as u8),
+        });
+        let mut reports = Vec::new();
+        {
+            let mut store = lock(&self.store);
+            if store.closed {
+                return Ok(());
+            }
+            if store.entries.contains_key(&key) {
+                return Err(DeclineReason::AlreadyHeld);
+            }
+            if store.in_flight >= settings.max_parallel {
+                return Err(DeclineReason::OverParallel);
+            }
+            if store.in_flight_on.get(&host).copied().unwrap_or(0) >= settings.per_host {
+                return Err(DeclineReason::HostBusy);
+            }
+            store.in_flight += 1;
+            *store.in_flight_on.entry(host).or_default() += 1;
+            let id = store.next_id;
+            store.next_id += 1;
+            store.entries.insert(
+                key.clone(),
+                Entry {
+                    id,
+                    prefetch: prefetch.clone(),
+                    slot: Slot::InFlight(flight.clone()),
+                },
+            );
+            store.make_room(settings.max_entries, settings.max_bytes, &mut reports);
+        }
+        self.stats.dispatched.fetch_add(1, Ordering::Relaxed);
+        self.report(
+            &prefetch,
+            SpeculationEvent::Dispatched {
+                predicted_tokens: prefetch.predicted_tokens,
+            },
+            None,
+        );
+        self.emit(reports);
+        let engine = self.clone();
+        let timeout = settings.prefetch_timeout;
+        self.tasks.spawn(async move {
+            let (outcome, timed_out) = run(&prefetch, &flight, timeout).await;
+            engine.land(key, prefetch, flight, outcome, timed_out);
+        });
+        Ok(())
+    }
+
+    /// A prefetch's call came back: store it, hand it to the call that
+    /// joined it, or drop it.
+    fn land(
+        &self,
+        key: CallKey,
+        prefetch: Arc<Prefetch>,
+        flight: Arc<Flight>,
+        outcome: Result<CallToolResult, CallFailure>,
+        timed_out: bool,
+    ) {
+        let settings = self.planner.settings();
+        let mut reports = Vec::new();
+        let mut store = lock(&self.store);
+        store.finish_flight(&prefetch.host);
+        let result = match outcome {
+            Ok(result) if result.is_error != Some(true) => {
+                if prefetch.upstream.generation() == prefetch.generation {
+                    Ok(Arc::new(result))
+                } else {
+                    Err(PrefetchEnd::UpstreamRestarted)
+                }
+            }
+            Err(CallFailure::Cancelled) if store.closed => Err(PrefetchEnd::SessionEnded),
+            Err(CallFailure::ConnectionLost { .. }) => Err(PrefetchEnd::UpstreamRestarted),
+            _ if timed_out => Err(PrefetchEnd::TimedOut),
+            _ => Err(PrefetchEnd::Failed),
+        };
+        let delivered = result.clone();
+        match (flight.fate(), result) {
+            (Fate::Ended, _) => {}
+            (Fate::Joined, Ok(result)) => {
+                reports.push(Report::ended(&prefetch, PrefetchEnd::Joined, Some(result)));
+            }
+            (Fate::Joined, Err(end)) => reports.push(Report::ended(&prefetch, end, None)),
+            (Fate::Stored, Ok(result)) => {
+                let bytes = serde_json::to_vec(&*result).map_or(0, |b| b.len());
+                if let Some(entry) = store.entries.get_mut(&key) {
+                    entry.slot = Slot::Landed {
+                        result,
+                        bytes,
+                        deadline: Instant::now() + prefetch.freshness,
+                    };
+                    store.bytes += bytes;
+                    store.make_room(settings.max_entries, settings.max_bytes, &mut reports);
+                }
+            }
+            (Fate::Stored, Err(end)) => {
+                store.entries.remove(&key);
+                reports.push(Report::ended(&prefetch, end, None));
+            }
+        }
+        flight.set_fate(Fate::Ended);
+        drop(store);
+        // Reported before the joined call wakes: its end is told first.
+        self.emit(reports);
+        flight.outcome.send_replace(Some(delivered));
+    }
+
+    /// Ends speculation for the session: nothing new is sent, everything
+    /// in flight is cancelled (upstreams hear `notifications/cancelled`)
+    /// and awaited, and what was still held is reported as ended.
+    pub async fn end_session(&self) {
+        let mut reports = Vec::new();
+        {
+            let mut store = lock(&self.store);
+            store.closed = true;
+            store.remove_where(PrefetchEnd::SessionEnded, &mut reports, |_| true);
+        }
+        self.emit(reports);
+        self.stop.cancel();
+        self.tasks.close();
+        self.tasks.wait().await;
+    }
+
+    fn decline(&self, exposed: &str, reason: DeclineReason) {
+        self.stats.count_decline(reason);
+        let catalog = self.proxy.catalog();
+        let (upstream, tool, side_effect) = match catalog.tool_route(exposed) {
+            Some(ToolRoute::Upstream {
+                upstream,
+                tool,
+                side_effect,
+            }) => (
+                self.proxy
+                    .upstreams()
+                    .get(*upstream)
+                    .map(|u| u.config().name.clone())
+                    .unwrap_or_default(),
+                tool.clone(),
+                *side_effect,
+            ),
+            _ => (String::new(), exposed.to_owned(), SideEffectClass::Unknown),
+        };
+        let info = ToolCallInfo {
+            upstream: &upstream,
+            tool: &tool,
+            exposed,
+            arguments: None,
+            side_effect,
+            forwards_structured: false,
+            client: None,
+            served: Served::Upstream,
+        };
+        self.tell(&info, SpeculationEvent::Declined { reason }, None);
+    }
+
+    fn emit(&self, reports: Vec<Report>) {
+        for report in reports {
+            self.report(&report.prefetch, report.event, report.result.as_deref());
+        }
+    }
+
+    fn report(
+        &self,
+        prefetch: &Prefetch,
+        event: SpeculationEvent,
+        result: Option<&CallToolResult>,
+    ) {
+        if let SpeculationEvent::Ended { end, .. } = event {
+            self.stats.count_end(end);
+        }
+        self.tell(&prefetch.info(), event, result);
+    }
+
+    /// Tells the processor, failing open like the seam.
+    fn tell(
+        &self,
+        call: &ToolCallInfo<'_>,
+        event: SpeculationEvent,
+        result: Option<&CallToolResult>,
+    ) {
+        let told = catch_unwind(AssertUnwindSafe(|| {
+            self.processor.on_speculation(call, event, result)
+        }));
+        if told.is_err() {
+            self.stats.report_failures.fetch_add(1, Ordering::Relaxed);
+            tracing::error!(
+                processor = self.processor.name(),
+                tool = call.exposed,
+                "on_speculation panicked"
+            );
+        }
+    }
+
+    /// The `speculation` object of `devboy_status`.
+    pub fn report_json(&self) -> Value {
+        let settings = self.planner.settings();
+        let stats = &self.stats;
+        let hits = stats.ended(PrefetchEnd::Used) + stats.ended(PrefetchEnd::Joined);
+        let wasted: serde_json::Map<String, Value> = PrefetchEnd::ALL
+            .iter()
+            .filter(|e| !e.is_hit())
+            .map(|e| (e.name().to_owned(), json!(stats.ended(*e))))
+            .collect();
+        let declined: serde_json::Map<String, Value> = DeclineReason::ALL
+            .iter()
+            .filter(|r| stats.declined(**r) > 0)
+            .map(|r| (r.name().to_owned(), json!(stats.declined(*r))))
+            .collect();
+        let (held, bytes) = self.held();
+        json!({
+            "enabled": settings.enabled,
+            "mode": settings.mode.name(),
+            "dispatched": stats.dispatched.load(Ordering::Relaxed),
+            "hits": hits,
+            "used": stats.ended(PrefetchEnd::Used),
+            "joined": stats.ended(PrefetchEnd::Joined),
+            "wasted": wasted,
+            "in_flight": self.in_flight(),
+            "held": held,
+            "held_bytes": bytes,
+            "declined": declined,
+            "fail_fast": stats.fail_fast.load(Ordering::Relaxed),
+        })
+    }
+}
+
+/// Runs a prefetch's call: no `_meta`, no progress, its own cancellation,
+/// cancelled at `timeout` unless an agent's call has joined it (the
+/// upstream's own timeout then applies, as to the agent's call). Returns
+/// the outcome and whether the timeout cancelled it.
+async fn run(
+    prefetch: &Prefetch,
+    flight: &Flight,
+    timeout: Duration,
+) -> (Result<CallToolResult, CallFailure>, bool) {
+    let call = prefetch.upstream.call_tool(
+        &prefetch.tool,
+        Some(prefetch.arguments.clone()),
+        RequestMetaObject::default(),
+        None,
+        flight.cancel.clone(),
+    );
+    tokio::pin!(call);
+    tokio::select! {
+        outcome = &mut call => return (outcome, false),
+        _ = tokio::time::sleep(timeout) => {}
+    }
+    if flight.fate() == Fate::Joined {
+        return (call.await, false);
+    }
+    flight.cancel.cancel();
+    (call.await, true)
+}
+
+/// Waits until `prefetch`'s upstream has connected again (a new
+/// generation), at most its call timeout or until `cancel`.
+async fn wait_for_restart(prefetch: &Prefetch, cancel: &CancellationToken) {
+    let upstream = &prefetch.upstream;
+    let deadline = tokio::time::Instant::now() + upstream.config().timeout;
+    let mut phase = upstream.watch_phase();
+    while upstream.generation() == prefetch.generation {
+        tokio::select! {
+            changed = tokio::time::timeout_at(deadline, phase.changed()) => {
+                if !matches!(changed, Ok(Ok(()))) {
+                    return;
+                }
+            }
+            _ = cancel.cancelled() => return,
+        }
+    }
+}
+
+/// Whether a result says nothing: no content, or only blank text, `[]`,
+/// `{}` or `null`, and no structured content beyond those.
+fn is_empty(result: &CallToolResult) -> bool {
+    fn blank(text: &str) -> bool {
+        matches!(text.trim(), "" | "[]" | "{}" | "null")
+    }
+    let structured_blank = match &result.structured_content {
+        None | Some(Value::Null) => true,
+        Some(Value::Array(items)) => items.is_empty(),
+        Some(Value::Object(map)) => map.is_empty(),
+        Some(_) => false,
+    };
+    structured_blank
+        && result
+            .content
+            .iter()
+            .all(|block| block.as_text().is_some_and(|t| blank(&t.text)))
+}
+
+/// The one-line answer that stands in for a call that keeps coming back
+/// empty.
+fn fail_fast_hint(n: usize) -> CallToolResult {
+    CallToolResult::success(vec![ContentBlock::text(format!(
+        "> [fail-fast: the last {n} identical calls came back empty; change the arguments]"
+    ))])
+}
+
+impl AnswerStore for SpeculationEngine {
+    fn on_call(&self, call: &ToolCallInfo<'_>) {
+        self.forget_for(call);
+    }
+
+    fn answer<'a>(
+        &'a self,
+        call: &'a ToolCallInfo<'a>,
+        cancel: &'a CancellationToken,
+    ) -> BoxFuture<'a, Option<StoredAnswer>> {
+        Box::pin(self.answer_call(call, cancel))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn empty_answers_are_blank_text_or_nothing() {
+        let text = |t: &str| CallToolResult::success(vec![ContentBlock::text(t)]);
+        assert!(is_empty(&CallToolResult::success(vec![])));
+        for blank in ["", "  \n", "[]", "{}", " null "] {
+            assert!(is_empty(&text(blank)), "{blank:?} is empty");
+        }
+        for full in ["0", "[1]", "no matches", "\"\""] {
+            assert!(!is_empty(&text(full)), "{full:?} is not empty");
+        }
+        let structured = CallToolResult::structured(json!({"items": []}));
+        assert!(!is_empty(&structured));
+    }
+}
