@@ -329,15 +329,21 @@ fn run(command: Command) -> anyhow::Result<()> {
             for warning in &pipeline_config.warnings {
                 tracing::warn!("{warning}");
             }
+            let pipeline_config = Arc::new(pipeline_config);
             let pipeline = match pipeline {
                 PipelineArg::Passthrough => devboy_mcp::Pipeline::Passthrough,
                 PipelineArg::Full | PipelineArg::Dedup => devboy_mcp::Pipeline::Configured {
-                    config: Arc::new(pipeline_config),
+                    config: pipeline_config.clone(),
                     encode: pipeline == PipelineArg::Full,
                     capture,
                 },
             };
-            runtime.block_on(devboy_mcp::serve_stdio(&config, options, pipeline))?;
+            runtime.block_on(devboy_mcp::serve_stdio(
+                &config,
+                options,
+                pipeline,
+                pipeline_config,
+            ))?;
             // Upstream children are already stopped; do not wait for stray tasks.
             runtime.shutdown_timeout(Duration::from_millis(200));
             Ok(())

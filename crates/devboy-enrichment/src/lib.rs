@@ -52,9 +52,13 @@ use serde_json::{Map, Value};
 /// empty object), so two calls that mean the same have one key whatever
 /// order their arguments were written in.
 pub fn call_key(exposed: &str, arguments: Option<&Map<String, Value>>) -> String {
-    let mut out = String::with_capacity(exposed.len() + 64);
-    out.push_str(exposed);
-    out.push(' ');
+    format!("{exposed} {}", canonical_arguments(arguments))
+}
+
+/// A call's arguments as JSON with object keys sorted at every depth;
+/// absent arguments are `{}`.
+pub fn canonical_arguments(arguments: Option<&Map<String, Value>>) -> String {
+    let mut out = String::with_capacity(64);
     match arguments {
         Some(map) => write_object(map, &mut out),
         None => out.push_str("{}"),

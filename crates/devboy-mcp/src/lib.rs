@@ -110,10 +110,16 @@ pub fn install_tls_provider() {
 /// The configured pipelines record telemetry as the pipeline config's
 /// `[telemetry]` section says (`DEVBOY_TELEMETRY=off` turns it off), to
 /// [`devboy_core::paths::telemetry_dir`].
+///
+/// `planning` is the pipeline config whose value models and
+/// `[enrichment]` settings drive read-only speculation, whatever the
+/// pipeline (a passthrough session still prefetches; `enrichment.enabled
+/// = false` turns it off).
 pub async fn serve_stdio(
     config: &ProxyConfig,
     options: ProxyOptions,
     pipeline: Pipeline,
+    planning: Arc<PipelineConfig>,
 ) -> Result<(), ServeError> {
     install_tls_provider();
     let proxy = Proxy::start(config, options);
@@ -156,6 +162,10 @@ pub async fn serve_stdio(
         .with_client(client);
     if let Pipeline::Configured { config, .. } = &pipeline {
         session = session.with_rules(config.clone());
+    }
+    if planning.enrichment.enabled || has_fail_fast(&planning) {
+        let planner = speculation::ConfiguredPlanner::new(planning, proxy.clone());
+        session = session.with_speculation(Arc::new(planner));
     }
     // Non-blocking pipes when stdin/stdout are pipes (as under Claude Code):
     // no hand-off to the blocking pool per message. Falls back to stdio().
@@ -222,4 +232,10 @@ async fn termination() -> &'static str {
         let _ = tokio::signal::ctrl_c().await;
         "ctrl-c"
     }
+}
+
+/// Whether any `[tools."GLOB"]` table asks for `fail_fast_after_n` (which
+/// the speculation engine serves even with prefetching off).
+fn has_fail_fast(config: &PipelineConfig) -> bool {
+    config.tools.iter().any(|rule| rule.fail_fast_after_n.is_some())
 }

@@ -2,7 +2,6 @@
 //! however the client ordered the keys of its objects.
 
 use rmcp::model::JsonObject;
-use serde_json::Value;
 
 /// A call's identity: the exposed name and the arguments with object keys
 /// sorted at every depth (no arguments and `{}` are the same call).
@@ -15,15 +14,9 @@ pub struct CallKey {
 impl CallKey {
     /// The key of a call of `exposed` with `arguments`.
     pub fn new(exposed: &str, arguments: Option<&JsonObject>) -> Self {
-        let mut text = String::new();
-        if let Some(arguments) = arguments {
-            write_object(arguments, &mut text);
-        } else {
-            text.push_str("{}");
-        }
         Self {
             exposed: exposed.to_owned(),
-            arguments: text,
+            arguments: devboy_enrichment::canonical_arguments(arguments),
         }
     }
 
@@ -33,42 +26,10 @@ impl CallKey {
     }
 }
 
-fn write_object(object: &JsonObject, out: &mut String) {
-    let mut keys: Vec<&String> = object.keys().collect();
-    keys.sort();
-    out.push('{');
-    for (i, key) in keys.into_iter().enumerate() {
-        if i > 0 {
-            out.push(',');
-        }
-        out.push_str(&Value::String(key.clone()).to_string());
-        out.push(':');
-        write_value(&object[key], out);
-    }
-    out.push('}');
-}
-
-fn write_value(value: &Value, out: &mut String) {
-    match value {
-        Value::Object(object) => write_object(object, out),
-        Value::Array(items) => {
-            out.push('[');
-            for (i, item) in items.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                write_value(item, out);
-            }
-            out.push(']');
-        }
-        scalar => out.push_str(&scalar.to_string()),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use serde_json::{json, Value};
 
     fn object(value: Value) -> JsonObject {
         value.as_object().cloned().unwrap_or_default()

@@ -17,6 +17,7 @@
 
 mod engine;
 mod key;
+mod planner;
 
 use std::time::Duration;
 
@@ -29,6 +30,7 @@ use crate::seam::ToolCallInfo;
 
 pub use engine::{SpeculationEngine, SpeculationStats};
 pub use key::CallKey;
+pub use planner::ConfiguredPlanner;
 
 /// Whether prefetched results wait in the store or ride along with the
 /// answer that triggered them.
