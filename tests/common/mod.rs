@@ -149,7 +149,7 @@ impl Devboy {
         Self::start_full(config, "devboy.toml", &[], Some(pipeline), &[]).await
     }
 
-    async fn start_full(
+    pub async fn start_full(
         config: &str,
         file_name: &str,
         extra_args: &[&str],

@@ -1,0 +1,232 @@
+//! Read-only speculation through the devboy binary, against the real
+//! `@modelcontextprotocol/server-filesystem` and the planner's shipped
+//! edges: after a `search_files`, the first hits are read ahead, and the
+//! agent's own reads of them are answered from what landed — byte for
+//! byte what the server answers directly. Writes are never prefetched,
+//! and a write between a prefetch and the agent's read sends the read
+//! upstream.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use common::{test_server_bin, text_of, toml_str, Devboy, TempDir};
+use devboy_testkit::peers::{self, PeerCommand};
+use rmcp::model::CallToolRequestParams;
+use rmcp::ServiceExt as _;
+use serde_json::{json, Value};
+
+fn server_toml(name: &str, peer: &PeerCommand) -> String {
+    let args: Vec<String> = peer.args.iter().map(|a| toml_str(a)).collect();
+    format!(
+        "[servers.{name}]\ncommand = {}\nargs = [{}]\n",
+        toml_str(&peer.program_str()),
+        args.join(", ")
+    )
+}
+
+/// A project with three source files a search finds.
+fn project(tag: &str) -> (TempDir, PathBuf) {
+    let dir = TempDir::new(tag);
+    let root = dir.path().canonicalize().unwrap();
+    std::fs::create_dir_all(root.join("src")).unwrap();
+    for (name, body) in [
+        ("src/alpha.rs", "pub fn alpha() -> u32 { 1 }\n"),
+        ("src/beta.rs", "pub fn beta() -> u32 { 2 }\n"),
+        ("src/gamma.rs", "pub fn gamma() -> u32 { 3 }\n"),
+    ] {
+        std::fs::write(root.join(name), body.repeat(40)).unwrap();
+    }
+    (dir, root)
+}
+
+/// devboy over server-filesystem at `root`, the results untouched by the
+/// token pipeline (so they can be compared with the server's own), with
+/// `pipeline` as its pipeline config.
+async fn devboy(root: &Path, pipeline: &str) -> Devboy {
+    let peer = peers::server_filesystem(root);
+    devboy_with(&server_toml("fs", &peer), pipeline).await
+}
+
+/// devboy over the servers of `config`, passthrough, with `pipeline`.
+async fn devboy_with(config: &str, pipeline: &str) -> Devboy {
+    Devboy::start_full(
+        config,
+        "devboy.toml",
+        &["--list-grace-ms", "30000", "--pipeline", "passthrough"],
+        Some(pipeline),
+        &[],
+    )
+    .await
+}
+
+/// The server's own answer to `tool(args)`.
+async fn direct_call(root: &Path, tool: &str, args: Value) -> Value {
+    let peer = peers::server_filesystem(root);
+    let mut cmd = tokio::process::Command::new(&peer.program);
+    cmd.args(&peer.args);
+    let transport = rmcp::transport::TokioChildProcess::new(cmd).unwrap();
+    let client = ().serve(transport).await.unwrap();
+    let mut params = CallToolRequestParams::new(tool.to_owned());
+    params.arguments = args.as_object().cloned();
+    let result = client.peer().call_tool(params).await.unwrap();
+    let _ = client.cancel().await;
+    serde_json::to_value(result).unwrap()
+}
+
+/// Polls `devboy_status` until `pred` holds for its `speculation` object.
+async fn wait_speculation(devboy: &Devboy, what: &str, pred: impl Fn(&Value) -> bool) -> Value {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        let status = devboy.status().await;
+        let speculation = status["session"]["speculation"].clone();
+        if pred(&speculation) {
+            return speculation;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "waited 20 s for {what}; speculation: {speculation}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+fn search_args(root: &Path) -> Value {
+    json!({"path": root.display().to_string(), "pattern": "**/*.rs"})
+}
+
+fn read_args(root: &Path, name: &str) -> Value {
+    json!({"path": root.join(name).display().to_string()})
+}
+
+const FILES: [&str; 3] = ["src/alpha.rs", "src/beta.rs", "src/gamma.rs"];
+
+/// The calls devboy forwarded to upstream `name`, prefetches included.
+async fn upstream_calls(devboy: &Devboy, name: &str) -> u64 {
+    let status = devboy.status().await;
+    status["upstreams"]
+        .as_array()
+        .and_then(|a| a.iter().find(|u| u["name"] == name))
+        .and_then(|u| u["calls"].as_u64())
+        .unwrap_or_else(|| panic!("no upstream {name} in {status}"))
+}
+
+/// Every prefetch sent has landed or ended.
+fn settled(dispatched: u64) -> impl Fn(&Value) -> bool {
+    move |s: &Value| s["dispatched"] == dispatched && s["in_flight"] == 0
+}
+
+#[tokio::test]
+async fn the_hits_of_a_search_are_read_ahead_and_served_byte_for_byte() {
+    let (_dir, root) = project("spec-hits");
+    let devboy = devboy(&root, "").await;
+    let search = devboy.call("fs__search_files", search_args(&root)).await;
+    assert_eq!(
+        serde_json::to_value(&search).unwrap(),
+        direct_call(&root, "search_files", search_args(&root)).await
+    );
+    // The shipped edge search_files → read_text_file, with the default
+    // caps, sends all three reads; they land before the agent asks.
+    wait_speculation(&devboy, "three prefetches to land", settled(3)).await;
+    assert_eq!(upstream_calls(&devboy, "fs").await, 4);
+    for name in FILES {
+        let via = devboy.call("fs__read_text_file", read_args(&root, name)).await;
+        let direct = direct_call(&root, "read_text_file", read_args(&root, name)).await;
+        assert_eq!(serde_json::to_value(&via).unwrap(), direct, "{name}");
+        assert!(text_of(&via).contains("pub fn"), "{name}: {}", text_of(&via));
+    }
+    // Answered from the store: no read went upstream again.
+    assert_eq!(upstream_calls(&devboy, "fs").await, 4);
+    let speculation = devboy.status().await["session"]["speculation"].clone();
+    assert_eq!(speculation["used"], 3, "{speculation}");
+    assert_eq!(speculation["hits"], 3, "{speculation}");
+    assert_eq!(speculation["held"], 0, "{speculation}");
+}
+
+#[tokio::test]
+async fn with_enrichment_off_nothing_is_read_ahead() {
+    let (_dir, root) = project("spec-off");
+    let devboy = devboy(&root, "[enrichment]\nenabled = false\n").await;
+    devboy.call("fs__search_files", search_args(&root)).await;
+    let read = devboy
+        .call("fs__read_text_file", read_args(&root, FILES[0]))
+        .await;
+    assert_eq!(
+        serde_json::to_value(&read).unwrap(),
+        direct_call(&root, "read_text_file", read_args(&root, FILES[0])).await
+    );
+    // One search, one read: nothing else reached the server.
+    assert_eq!(upstream_calls(&devboy, "fs").await, 2);
+    assert_eq!(
+        devboy.status().await["session"]["speculation"]["enabled"],
+        false
+    );
+}
+
+#[tokio::test]
+async fn a_write_after_the_prefetch_sends_the_read_upstream() {
+    let (_dir, root) = project("spec-write");
+    let devboy = devboy(&root, "").await;
+    devboy.call("fs__search_files", search_args(&root)).await;
+    wait_speculation(&devboy, "three prefetches to land", settled(3)).await;
+    let path = root.join(FILES[0]).display().to_string();
+    let written = devboy
+        .call(
+            "fs__write_file",
+            json!({"path": path, "content": "pub fn alpha() -> u32 { 42 }\n"}),
+        )
+        .await;
+    assert_ne!(written.is_error, Some(true), "{}", text_of(&written));
+    let read = devboy
+        .call("fs__read_text_file", read_args(&root, FILES[0]))
+        .await;
+    assert!(text_of(&read).contains("{ 42 }"), "{}", text_of(&read));
+    assert_eq!(
+        serde_json::to_value(&read).unwrap(),
+        direct_call(&root, "read_text_file", read_args(&root, FILES[0])).await
+    );
+    // The other two are still answered from the store.
+    for name in &FILES[1..] {
+        devboy.call("fs__read_text_file", read_args(&root, name)).await;
+    }
+    let speculation = devboy.status().await["session"]["speculation"].clone();
+    assert_eq!(speculation["wasted"]["invalidated"], 1, "{speculation}");
+    assert_eq!(speculation["used"], 2, "{speculation}");
+    // search + 3 prefetches + write + the read after it.
+    assert_eq!(upstream_calls(&devboy, "fs").await, 6);
+}
+
+#[tokio::test]
+async fn configured_edges_to_writing_or_unannotated_tools_are_never_followed() {
+    let (_dir, root) = project("spec-never");
+    let fs = peers::server_filesystem(&root);
+    let config = format!(
+        "{}\n[servers.test]\ncommand = {}\n",
+        server_toml("fs", &fs),
+        toml_str(&test_server_bin().display().to_string())
+    );
+    // Edges a user (or a bad tuner run) might write: to a tool whose name
+    // and annotations say it writes, and to a tool with no annotations.
+    let pipeline = r#"
+[tools."fs__search_files"]
+follow_up = [
+  { tool = "fs__create_directory", probability = 0.9, args = { path = "$match:(.+)\\.rs" } },
+  { tool = "test__echo", probability = 0.9, args = { text = "$lines" } },
+]
+[tools."fs__create_directory"]
+side_effect = "read_only"
+speculate = true
+"#;
+    let devboy = devboy_with(&config, pipeline).await;
+    devboy.call("fs__search_files", search_args(&root)).await;
+    let speculation = wait_speculation(&devboy, "the declines", |s| {
+        s["declined"]["writes"].as_u64().unwrap_or(0) >= 1
+            && s["declined"]["not_read_only"].as_u64().unwrap_or(0) >= 1
+    })
+    .await;
+    assert!(!root.join("src/alpha").exists(), "a directory was created");
+    assert_eq!(upstream_calls(&devboy, "test").await, 0, "{speculation}");
+    // The shipped reads still went out.
+    assert!(speculation["dispatched"].as_u64().unwrap() >= 1, "{speculation}");
+}
