@@ -246,7 +246,10 @@ impl ResponseProcessor for PipelineProcessor {
             );
         }));
         if recorded.is_err() {
-            tracing::warn!(tool = call.exposed, "recording a speculation event panicked; skipped");
+            tracing::warn!(
+                tool = call.exposed,
+                "recording a speculation event panicked; skipped"
+            );
         }
     }
 
@@ -785,12 +788,17 @@ mod tests {
         let landed = CallToolResult::success(vec![ContentBlock::text(big())]);
         processor.on_speculation(
             &prefetch,
-            SpeculationEvent::Dispatched { predicted_tokens: 100 },
+            SpeculationEvent::Dispatched {
+                predicted_tokens: 100,
+            },
             None,
         );
         processor.on_speculation(
             &prefetch,
-            SpeculationEvent::Ended { end: PrefetchEnd::Used, predicted_tokens: 100 },
+            SpeculationEvent::Ended {
+                end: PrefetchEnd::Used,
+                predicted_tokens: 100,
+            },
             Some(&landed),
         );
         let own = ToolCallInfo {
@@ -800,7 +808,9 @@ mod tests {
         processor.process(&own, &landed).unwrap();
         processor.on_speculation(
             &named("fs__write", None),
-            SpeculationEvent::Declined { reason: DeclineReason::Writes },
+            SpeculationEvent::Declined {
+                reason: DeclineReason::Writes,
+            },
             None,
         );
         processor.end_session();
@@ -819,7 +829,11 @@ mod tests {
         let kinds: Vec<_> = speculation.iter().map(|s| s.event).collect();
         assert_eq!(
             kinds,
-            [SpeculationKind::Dispatched, SpeculationKind::Ended, SpeculationKind::Declined]
+            [
+                SpeculationKind::Dispatched,
+                SpeculationKind::Ended,
+                SpeculationKind::Declined
+            ]
         );
         // The landed body counted in the session's tokenizer.
         let expected = processor.tokenizer().count(&big()) as u64;

@@ -8,6 +8,7 @@ use devboy_core::config::ConfigSource;
 use devboy_core::pipeline_config::{
     HintKind, PipelineConfig, SessionContext, SessionSettings, SideEffectClass,
 };
+use devboy_core::speculation::SpeculationEvent;
 use devboy_pipeline::encode::Format;
 use devboy_pipeline::hints;
 use devboy_pipeline::session::{Action, BodyPolicy, Processed, SessionPipeline, Totals};
@@ -15,7 +16,6 @@ use devboy_pipeline::{
     paths_in_arguments, EndpointKey, Fingerprint, IdAllocator, NearPolicy, ResultPolicy,
     SessionTag, SideEffect, Template, Timestamp, Tokenizer,
 };
-use devboy_core::speculation::SpeculationEvent;
 use devboy_telemetry::{CallFacts, CallOrigin, DedupOutcome, Layer, Outcome, Telemetry};
 use serde_json::{Map, Value};
 

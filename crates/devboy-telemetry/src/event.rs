@@ -434,7 +434,12 @@ mod tests {
             ..SpeculationSummary::default()
         };
         let value = serde_json::to_value(&summary).unwrap();
-        let keys: Vec<&str> = value.as_object().unwrap().keys().map(String::as_str).collect();
+        let keys: Vec<&str> = value
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(String::as_str)
+            .collect();
         assert_eq!(
             keys,
             [
@@ -451,7 +456,10 @@ mod tests {
                 "tokens_wasted"
             ]
         );
-        assert_eq!(value["calls_saved"], serde_json::json!({"prefetch": 1, "dedup": 2, "fail_fast": 3}));
+        assert_eq!(
+            value["calls_saved"],
+            serde_json::json!({"prefetch": 1, "dedup": 2, "fail_fast": 3})
+        );
         assert!(SpeculationSummary::overran(100, 130));
         assert!(!SpeculationSummary::overran(100, 129));
         assert!(!SpeculationSummary::overran(0, 5));
@@ -465,7 +473,10 @@ mod tests {
         let Event::Result(r) = Event::parse_line(old).unwrap() else {
             panic!("a result")
         };
-        assert_eq!((&r.served, r.predicted_tokens, r.call_key), (&None, None, None));
+        assert_eq!(
+            (&r.served, r.predicted_tokens, r.call_key),
+            (&None, None, None)
+        );
         // And written back the same, with no new field.
         assert_eq!(serde_json::to_string(&Event::Result(r)).unwrap(), old);
     }

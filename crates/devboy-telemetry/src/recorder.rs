@@ -304,12 +304,7 @@ struct SpeculationState {
 impl SpeculationState {
     /// Notes the agent's call with `key` served by `served`; returns the
     /// predicted tokens when a prefetch served it.
-    fn on_result(
-        &mut self,
-        key: Option<Hash64>,
-        served: Served,
-        saved: i64,
-    ) -> Option<u64> {
+    fn on_result(&mut self, key: Option<Hash64>, served: Served, saved: i64) -> Option<u64> {
         let key = key?;
         if let Some(reason) = self.declined.remove(&key) {
             *self
@@ -576,8 +571,7 @@ impl Active {
         // Every event is matched by key in the session; only declines
         // carry theirs (to match the agent's later call in the tuner).
         let key = self.call_key(tool, arguments);
-        self.speculation()
-            .on_event(Some(key), event, actual_tokens);
+        self.speculation().on_event(Some(key), event, actual_tokens);
         let (kind, predicted, reason, end, actual) = match event {
             SpeculationEvent::Dispatched { predicted_tokens } => (
                 SpeculationKind::Dispatched,

@@ -456,46 +456,69 @@ fn speculation_is_recorded_summarised_and_matched_by_call_key() {
     assert!(telemetry.record_speculation(
         tool,
         Some(&issue),
-        SpeculationEvent::Dispatched { predicted_tokens: 600 },
+        SpeculationEvent::Dispatched {
+            predicted_tokens: 600
+        },
         0
     ));
     telemetry.record_speculation(
         tool,
         Some(&issue),
-        SpeculationEvent::Ended { end: PrefetchEnd::Used, predicted_tokens: 600 },
+        SpeculationEvent::Ended {
+            end: PrefetchEnd::Used,
+            predicted_tokens: 600,
+        },
         900,
     );
-    let served = CallOrigin { arguments: Some(&issue_reordered), served: Served::Prefetch };
+    let served = CallOrigin {
+        arguments: Some(&issue_reordered),
+        served: Served::Prefetch,
+    };
     assert!(telemetry.record_call(&facts, &served, outcome(100)));
     // Issue 8 is declined for capacity, then the agent calls it itself.
     telemetry.record_speculation(
         tool,
         Some(&comments),
-        SpeculationEvent::Declined { reason: DeclineReason::OverBudget },
+        SpeculationEvent::Declined {
+            reason: DeclineReason::OverBudget,
+        },
         0,
     );
     telemetry.record_speculation(
         "gh__create_issue",
         None,
-        SpeculationEvent::Declined { reason: DeclineReason::Writes },
+        SpeculationEvent::Declined {
+            reason: DeclineReason::Writes,
+        },
         0,
     );
-    let own = CallOrigin { arguments: Some(&comments), served: Served::Upstream };
+    let own = CallOrigin {
+        arguments: Some(&comments),
+        served: Served::Upstream,
+    };
     assert!(telemetry.record_call(&facts, &own, outcome(40)));
     // A prefetch that expires unused after landing.
     telemetry.record_speculation(
         tool,
         Some(&args(json!({"number": 9}))),
-        SpeculationEvent::Dispatched { predicted_tokens: 50 },
+        SpeculationEvent::Dispatched {
+            predicted_tokens: 50,
+        },
         0,
     );
     telemetry.record_speculation(
         tool,
         Some(&args(json!({"number": 9}))),
-        SpeculationEvent::Ended { end: PrefetchEnd::Expired, predicted_tokens: 50 },
+        SpeculationEvent::Ended {
+            end: PrefetchEnd::Expired,
+            predicted_tokens: 50,
+        },
         40,
     );
-    let fail_fast = CallOrigin { arguments: Some(&issue), served: Served::FailFast };
+    let fail_fast = CallOrigin {
+        arguments: Some(&issue),
+        served: Served::FailFast,
+    };
     assert!(telemetry.record_call(&facts, &fail_fast, outcome(10)));
     telemetry.finish();
 
@@ -504,12 +527,18 @@ fn speculation_is_recorded_summarised_and_matched_by_call_key() {
     let (results, sessions) = split(events);
     let kinds: Vec<_> = speculation.iter().map(|s| s.event).collect();
     use SpeculationKind::*;
-    assert_eq!(kinds, [Dispatched, Ended, Declined, Declined, Dispatched, Ended]);
+    assert_eq!(
+        kinds,
+        [Dispatched, Ended, Declined, Declined, Dispatched, Ended]
+    );
     assert_eq!(speculation[0].predicted_tokens, Some(600));
     assert_eq!(speculation[1].end.as_deref(), Some("used"));
     assert_eq!(speculation[1].actual_tokens, Some(900));
     assert_eq!(speculation[2].reason.as_deref(), Some("over_budget"));
-    assert!(speculation[0].call_key.is_none(), "only declines carry the key");
+    assert!(
+        speculation[0].call_key.is_none(),
+        "only declines carry the key"
+    );
 
     // The decline and the agent's own later call carry the same key; the
     // reordered arguments gave the prefetched call's key.
@@ -522,7 +551,10 @@ fn speculation_is_recorded_summarised_and_matched_by_call_key() {
     assert_eq!(results[1].predicted_tokens, None);
     assert_eq!(results[2].served.as_deref(), Some("fail_fast"));
 
-    let summary = sessions[0].speculation.clone().expect("speculation summary");
+    let summary = sessions[0]
+        .speculation
+        .clone()
+        .expect("speculation summary");
     assert_eq!(summary.dispatched, 2);
     assert_eq!(summary.used, 1);
     assert_eq!(summary.wasted.get("expired"), Some(&1));
@@ -533,7 +565,11 @@ fn speculation_is_recorded_summarised_and_matched_by_call_key() {
     assert_eq!((summary.predictions, summary.overruns), (2, 1));
     assert_eq!(
         summary.calls_saved,
-        CallsSaved { prefetch: 1, dedup: 0, fail_fast: 1 }
+        CallsSaved {
+            prefetch: 1,
+            dedup: 0,
+            fail_fast: 1
+        }
     );
     // outcome(t) sends t/2: 50 + 5 saved on the speculated results.
     assert_eq!(summary.tokens_saved, 55);

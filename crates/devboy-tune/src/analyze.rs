@@ -572,10 +572,9 @@ side_effect = "mutating"
             reason: "r".into(),
         };
         let mut notes = Vec::new();
-        assert_eq!(
-            guarded_switches(false, vec![switch.clone()], &mut notes),
-            [switch.clone()]
-        );
+        let kept = guarded_switches(false, vec![switch.clone()], &mut notes);
+        assert_eq!(kept.len(), 1);
+        assert_eq!(kept[0], switch);
         assert!(notes.is_empty());
         assert!(guarded_switches(true, vec![switch], &mut notes).is_empty());
         assert_eq!(

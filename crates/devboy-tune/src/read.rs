@@ -446,7 +446,9 @@ mod tests {
         {
             use devboy_core::speculation::{DeclineReason, PrefetchEnd, SpeculationEvent};
             let e = [
-                SpeculationEvent::Dispatched { predicted_tokens: 40 },
+                SpeculationEvent::Dispatched {
+                    predicted_tokens: 40,
+                },
                 SpeculationEvent::Ended {
                     end: PrefetchEnd::TimedOut,
                     predicted_tokens: 40,
@@ -671,7 +673,10 @@ mod tests {
         assert_eq!(i64::from(read_encoder_saved), *encoder_saved);
         assert_eq!((read.elided(), read.is_error()), (*elided, *is_error));
         assert_eq!(u64::from(partition), *context_partition);
-        assert_eq!(read.served().name(), served.as_deref().unwrap_or("upstream"));
+        assert_eq!(
+            read.served().name(),
+            served.as_deref().unwrap_or("upstream")
+        );
     }
 
     fn assert_speculation_read(

@@ -101,7 +101,10 @@ impl SpeculationFigures {
 
     /// Whether any speculation happened in the window.
     pub fn any(&self) -> bool {
-        self.dispatched > 0 || !self.declined.is_empty() || self.total.ended > 0 || self.sessions > 0
+        self.dispatched > 0
+            || !self.declined.is_empty()
+            || self.total.ended > 0
+            || self.sessions > 0
     }
 
     /// Of the declines for capacity (budget, parallelism, a busy host),
@@ -110,7 +113,9 @@ impl SpeculationFigures {
     pub fn recall_lost(&self) -> (u64, u64) {
         let capacity = |m: &BTreeMap<String, u64>| -> u64 {
             m.iter()
-                .filter(|(r, _)| DeclineReason::from_name(r).is_some_and(DeclineReason::is_capacity))
+                .filter(|(r, _)| {
+                    DeclineReason::from_name(r).is_some_and(DeclineReason::is_capacity)
+                })
                 .map(|(_, n)| n)
                 .sum()
         };
@@ -516,7 +521,10 @@ follow_up = [{ tool = "gh__search", probability = 0.9 }]   # mine
         let text = std::fs::read_to_string(&options.output).unwrap();
         assert!(text.contains("enabled = true  # tune: R7"), "{text}");
         let rendered = report.to_string();
-        assert!(rendered.contains("calls saved: prefetch 0, dedup 10, fail_fast 0"), "{rendered}");
+        assert!(
+            rendered.contains("calls saved: prefetch 0, dedup 10, fail_fast 0"),
+            "{rendered}"
+        );
 
         // Written by hand, it holds.
         let hand = "schema_version = 3\n\n[enrichment]\nenabled = false\n";
@@ -530,11 +538,21 @@ follow_up = [{ tool = "gh__search", probability = 0.9 }]   # mine
     fn without_speculation_the_report_has_no_enrichment_line() {
         let dir = tempfile::tempdir().unwrap();
         let names = dir.path().join("names.json");
-        session(&dir.path().join("telemetry"), &names, "session-three", |t| {
-            for i in 0..6 {
-                call(t, "gh__list_issues", &args(json!({"page": i})), Served::Upstream);
-            }
-        });
+        session(
+            &dir.path().join("telemetry"),
+            &names,
+            "session-three",
+            |t| {
+                for i in 0..6 {
+                    call(
+                        t,
+                        "gh__list_issues",
+                        &args(json!({"page": i})),
+                        Served::Upstream,
+                    );
+                }
+            },
+        );
         let options = AnalyzeOptions {
             dry_run: true,
             ..options(dir.path(), "schema_version = 3\n")
