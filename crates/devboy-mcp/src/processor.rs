@@ -23,6 +23,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use devboy_core::pipeline_config::{PipelineConfig, SessionSettings};
+use devboy_core::speculation::SpeculationEvent;
 use devboy_pipeline::session::Totals;
 use devboy_pipeline::{IdAllocator, Timestamp, Tokenizer};
 use devboy_session::capture::CaptureWriter;
@@ -227,6 +228,29 @@ impl ResponseProcessor for PipelineProcessor {
             None => String::new(),
         };
         self.session.on_error(&tool_call(call), &body);
+    }
+
+    fn on_speculation(
+        &self,
+        call: &ToolCallInfo<'_>,
+        event: SpeculationEvent,
+        result: Option<&CallToolResult>,
+    ) {
+        // Telemetry only: a panic here must not reach the call path.
+        let recorded = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let body = result.and_then(|r| shown(r, call.forwards_structured));
+            self.session.record_speculation(
+                &tool_call(call),
+                event,
+                body.as_ref().map(Shown::forwarded).as_ref(),
+            );
+        }));
+        if recorded.is_err() {
+            tracing::warn!(
+                tool = call.exposed,
+                "recording a speculation event panicked; skipped"
+            );
+        }
     }
 
     fn end_session(&self) {
@@ -658,14 +682,14 @@ mod tests {
             .iter()
             .filter_map(|e| match e {
                 Event::Result(r) => Some(r),
-                Event::Session(_) => None,
+                _ => None,
             })
             .collect();
         let summary = events
             .iter()
             .find_map(|e| match e {
                 Event::Session(s) => Some(s),
-                Event::Result(_) => None,
+                _ => None,
             })
             .expect("a summary");
         let what: Vec<_> = results
@@ -748,5 +772,92 @@ mod tests {
             Some(Ok(body("success").to_string()))
         );
         assert_eq!(processor.report().unwrap()["near_references"], 1);
+    }
+
+    #[test]
+    fn speculation_events_reach_telemetry_with_the_landed_size() {
+        use devboy_core::speculation::{DeclineReason, PrefetchEnd, Served};
+        use devboy_telemetry::{Event, SpeculationKind, TelemetryOptions};
+        let dir =
+            std::env::temp_dir().join(format!("devboy-mcp-speculation-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let telemetry = Telemetry::start(TelemetryOptions::new(dir.clone(), "o200k_base"));
+        let processor = processor().with_telemetry(telemetry);
+        let args = json!({"path": "/p/a.txt"});
+        let prefetch = call(args.as_object(), false);
+        let landed = CallToolResult::success(vec![ContentBlock::text(big())]);
+        processor.on_speculation(
+            &prefetch,
+            SpeculationEvent::Dispatched {
+                predicted_tokens: 100,
+            },
+            None,
+        );
+        processor.on_speculation(
+            &prefetch,
+            SpeculationEvent::Ended {
+                end: PrefetchEnd::Used,
+                predicted_tokens: 100,
+            },
+            Some(&landed),
+        );
+        let own = ToolCallInfo {
+            served: Served::Prefetch,
+            ..prefetch
+        };
+        processor.process(&own, &landed).unwrap();
+        processor.on_speculation(
+            &named("fs__write", None),
+            SpeculationEvent::Declined {
+                reason: DeclineReason::Writes,
+            },
+            None,
+        );
+        processor.end_session();
+        let mut events = Vec::new();
+        for file in devboy_telemetry::events_files(&dir).unwrap() {
+            let text = std::fs::read_to_string(&file).unwrap();
+            events.extend(text.lines().map(|l| Event::parse_line(l).unwrap()));
+        }
+        let speculation: Vec<_> = events
+            .iter()
+            .filter_map(|e| match e {
+                Event::Speculation(s) => Some(s),
+                _ => None,
+            })
+            .collect();
+        let kinds: Vec<_> = speculation.iter().map(|s| s.event).collect();
+        assert_eq!(
+            kinds,
+            [
+                SpeculationKind::Dispatched,
+                SpeculationKind::Ended,
+                SpeculationKind::Declined
+            ]
+        );
+        // The landed body counted in the session's tokenizer.
+        let expected = processor.tokenizer().count(&big()) as u64;
+        assert!(expected > 0);
+        assert_eq!(speculation[1].actual_tokens, Some(expected));
+        let result = events
+            .iter()
+            .find_map(|e| match e {
+                Event::Result(r) => Some(r),
+                _ => None,
+            })
+            .unwrap();
+        assert_eq!(result.served.as_deref(), Some("prefetch"));
+        assert_eq!(result.predicted_tokens, Some(100));
+        let summary = events
+            .iter()
+            .find_map(|e| match e {
+                Event::Session(s) => s.speculation.clone(),
+                _ => None,
+            })
+            .unwrap();
+        assert_eq!((summary.dispatched, summary.used), (1, 1));
+        assert_eq!(summary.calls_saved.prefetch, 1);
+        assert_eq!(summary.declined.get("writes"), Some(&1));
+        assert_eq!((summary.predictions, summary.overruns), (1, 1));
     }
 }

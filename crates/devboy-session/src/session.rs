@@ -8,6 +8,7 @@ use devboy_core::config::ConfigSource;
 use devboy_core::pipeline_config::{
     HintKind, PipelineConfig, SessionContext, SessionSettings, SideEffectClass,
 };
+use devboy_core::speculation::SpeculationEvent;
 use devboy_pipeline::encode::Format;
 use devboy_pipeline::hints;
 use devboy_pipeline::session::{Action, BodyPolicy, Processed, SessionPipeline, Totals};
@@ -15,7 +16,7 @@ use devboy_pipeline::{
     paths_in_arguments, EndpointKey, Fingerprint, IdAllocator, NearPolicy, ResultPolicy,
     SessionTag, SideEffect, Template, Timestamp, Tokenizer,
 };
-use devboy_telemetry::{CallFacts, DedupOutcome, Layer, Outcome, Telemetry};
+use devboy_telemetry::{CallFacts, CallOrigin, DedupOutcome, Layer, Outcome, Telemetry};
 use serde_json::{Map, Value};
 
 use crate::capture::{CaptureRecord, CaptureWriter, CapturedBody, CapturedCall};
@@ -308,10 +309,43 @@ impl PipelineSession {
                 body: &text,
                 paths: &telemetry_paths,
             };
-            self.telemetry
-                .record(&facts, outcome(&processed, dedup_on, partition));
+            self.telemetry.record_call(
+                &facts,
+                &origin(call),
+                outcome(&processed, dedup_on, partition),
+            );
         }
         Some(processed)
+    }
+
+    /// Speculation did something about a call of `call`'s tool (see
+    /// [`SpeculationEvent`]); `result` is what the client would forward of
+    /// the prefetch's result when one ended after landing, counted with
+    /// the session's tokenizer. For telemetry: the result itself goes
+    /// nowhere.
+    pub fn record_speculation(
+        &self,
+        call: &ToolCall<'_>,
+        event: SpeculationEvent,
+        result: Option<&Forwarded<'_>>,
+    ) {
+        if !self.telemetry.is_active() {
+            return;
+        }
+        let actual = match result {
+            None => 0,
+            Some(forwarded) => {
+                let tokenizer = lock(&self.state).pipeline.tokenizer();
+                match forwarded {
+                    Forwarded::Single { text, .. } => tokenizer.count(text) as u64,
+                    Forwarded::Blocks(blocks) => {
+                        blocks.iter().map(|b| tokenizer.count(b) as u64).sum()
+                    }
+                }
+            }
+        };
+        self.telemetry
+            .record_speculation(call.exposed, call.arguments, event, actual);
     }
 
     /// What may be done to this call's result now, or `None` if nothing.
@@ -383,8 +417,11 @@ impl PipelineSession {
             body,
             paths: &paths,
         };
-        self.telemetry
-            .record(&facts, Outcome::passed_through(tokens, partition, true));
+        self.telemetry.record_call(
+            &facts,
+            &origin(call),
+            Outcome::passed_through(tokens, partition, true),
+        );
     }
 
     /// The model the session runs with became known (Claude Code's
@@ -476,6 +513,14 @@ impl PipelineSession {
             "partition": stage.cache().partition(),
             "expand": {"served": store.hits, "expired_or_unknown": store.misses},
         })
+    }
+}
+
+/// Where a call came from, for telemetry.
+fn origin<'a>(call: &ToolCall<'a>) -> CallOrigin<'a> {
+    CallOrigin {
+        arguments: call.arguments,
+        served: call.served,
     }
 }
 

@@ -12,6 +12,7 @@
 //! through [`crate::Telemetry`] and reads every field back.
 
 use std::borrow::Cow;
+use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
@@ -28,6 +29,9 @@ pub enum Event {
     Result(ResultEvent),
     /// One session, written when it ends.
     Session(SessionSummary),
+    /// One thing read-only speculation did (a prefetch sent, a candidate
+    /// declined, a prefetch ended).
+    Speculation(SpeculationRecord),
 }
 
 impl Event {
@@ -96,6 +100,128 @@ pub struct ResultEvent {
     pub prefetched: Option<bool>,
     /// Enrichment: a prefetch was used (null until speculation exists).
     pub prefetch_hit: Option<bool>,
+    /// Where the result came from ([`Served::name`](devboy_core::speculation::Served::name): `prefetch`, `joined`,
+    /// `fail_fast`); omitted when the upstream answered the agent's call.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub served: Option<Cow<'static, str>>,
+    /// Served from a prefetch: the tokens the planner predicted for it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub predicted_tokens: Option<u64>,
+    /// `hs(tool ‖ canonical arguments)` with the session's own salt (see
+    /// [`SpeculationRecord::call_key`]), when the call's arguments were
+    /// known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub call_key: Option<Hash64>,
+}
+
+/// What a [`SpeculationRecord`] reports.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SpeculationKind {
+    /// A prefetch was sent (`predicted_tokens`).
+    Dispatched,
+    /// The planner did not prefetch a candidate (`reason`).
+    Declined,
+    /// A dispatched prefetch ended (`end`, `predicted_tokens`,
+    /// `actual_tokens`).
+    Ended,
+}
+
+/// One speculation event (`"kind": "speculation"`). Never sampled: there
+/// are a few per call at most.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SpeculationRecord {
+    /// Schema version, [`SCHEMA_VERSION`].
+    pub v: u32,
+    /// Unix milliseconds.
+    pub ts_ms: u64,
+    /// `h(session id)`.
+    pub session: Hash64,
+    /// `h(exposed tool name)` of the follow-up's tool.
+    pub tool: Hash64,
+    /// What happened.
+    pub event: SpeculationKind,
+    /// `dispatched`, `ended`: the tokens the planner predicted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub predicted_tokens: Option<u64>,
+    /// `declined`: the [`DeclineReason::name`](devboy_core::speculation::DeclineReason::name).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<Cow<'static, str>>,
+    /// `ended`: the [`PrefetchEnd::name`](devboy_core::speculation::PrefetchEnd::name).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub end: Option<Cow<'static, str>>,
+    /// `ended`: tokens of the landed result as the session counts them; 0
+    /// if it never landed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub actual_tokens: Option<u64>,
+    /// `declined`: `hs(tool ‖ canonical arguments)`, where `hs` is SHA-256
+    /// under a salt made at random for the session and never written. It
+    /// matches a decline with a later result event of the same session
+    /// carrying the same key (the agent made that very call), and with
+    /// nothing else.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub call_key: Option<Hash64>,
+}
+
+/// One session's speculation, in its summary: what was prefetched and what
+/// became of it, what was declined, and what the agent got from it.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct SpeculationSummary {
+    /// Prefetches sent.
+    pub dispatched: u64,
+    /// Prefetches that answered the agent's call after landing.
+    pub used: u64,
+    /// Prefetches the agent's call joined in flight.
+    pub joined: u64,
+    /// Prefetches that ended unused, by [`PrefetchEnd::name`](devboy_core::speculation::PrefetchEnd::name).
+    pub wasted: BTreeMap<String, u64>,
+    /// Candidates declined, by [`DeclineReason::name`](devboy_core::speculation::DeclineReason::name).
+    pub declined: BTreeMap<String, u64>,
+    /// Declines whose very call (same tool, same arguments) the agent
+    /// made later in the session, by reason.
+    pub late_invoked: BTreeMap<String, u64>,
+    /// Prefetches that landed with a predicted cost, so the prediction
+    /// could be checked.
+    pub predictions: u64,
+    /// Of those, the ones whose result came to at least 130% of the
+    /// prediction.
+    pub overruns: u64,
+    /// Agent calls served without an upstream call of their own, by how:
+    /// from a landed prefetch, by joining one in flight, or by fail-fast.
+    pub calls_saved: CallsSaved,
+    /// Tokens the pipeline saved (baseline − final) on the results served
+    /// from speculation.
+    pub tokens_saved: i64,
+    /// Tokens of prefetches that landed and were never used (upstream
+    /// work, never shown to the model).
+    pub tokens_wasted: u64,
+}
+
+/// Agent calls speculation answered, by bucket.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct CallsSaved {
+    /// Answered at once by a landed prefetch (`served: prefetch`).
+    pub prefetch: u64,
+    /// Joined a prefetch in flight: one upstream call served both
+    /// (`served: joined`).
+    pub dedup: u64,
+    /// Answered by devboy without a call (`served: fail_fast`).
+    pub fail_fast: u64,
+}
+
+impl SpeculationSummary {
+    /// Whether anything happened.
+    pub fn is_empty(&self) -> bool {
+        *self == Self::default()
+    }
+
+    /// Whether a landed result of `actual` tokens overran a prediction of
+    /// `predicted` (at least 130% of it).
+    pub fn overran(predicted: u64, actual: u64) -> bool {
+        predicted > 0 && actual.saturating_mul(10) >= predicted.saturating_mul(13)
+    }
 }
 
 /// One session (`"kind": "session"`), written when it ends.
@@ -132,6 +258,9 @@ pub struct SessionSummary {
     pub compactions: u64,
     /// Which client the session served.
     pub client: ClientKind,
+    /// What speculation did; omitted when it did nothing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub speculation: Option<SpeculationSummary>,
 }
 
 /// The client of a session, coarsely.
@@ -250,6 +379,7 @@ mod tests {
             encoder_saved: 10,
             compactions: 1,
             client: ClientKind::ClaudeCode,
+            speculation: None,
         });
         let line = serde_json::to_string(&summary).unwrap();
         assert!(line.starts_with(r#"{"kind":"session","v":1,"#), "{line}");
@@ -265,6 +395,90 @@ mod tests {
         assert_eq!(ClientKind::of(Some("claude-code")), ClientKind::ClaudeCode);
         assert_eq!(ClientKind::of(Some("inspector")), ClientKind::Other);
         assert_eq!(ClientKind::of(None), ClientKind::Other);
+    }
+
+    #[test]
+    fn speculation_wire_names_are_pinned() {
+        let record = Event::Speculation(SpeculationRecord {
+            v: SCHEMA_VERSION,
+            ts_ms: 1,
+            session: Hash64(2),
+            tool: Hash64(3),
+            event: SpeculationKind::Ended,
+            predicted_tokens: Some(10),
+            reason: None,
+            end: Some("timed_out".into()),
+            actual_tokens: Some(0),
+            call_key: None,
+        });
+        let line = serde_json::to_string(&record).unwrap();
+        assert_eq!(
+            line,
+            r#"{"kind":"speculation","v":1,"ts_ms":1,"session":"0000000000000002","tool":"0000000000000003","event":"ended","predicted_tokens":10,"end":"timed_out","actual_tokens":0}"#
+        );
+        assert_eq!(Event::parse_line(&line).unwrap(), record);
+        for (kind, wire) in [
+            (SpeculationKind::Dispatched, "dispatched"),
+            (SpeculationKind::Declined, "declined"),
+            (SpeculationKind::Ended, "ended"),
+        ] {
+            assert_eq!(serde_json::to_string(&kind).unwrap(), format!("\"{wire}\""));
+        }
+        let summary = SpeculationSummary {
+            dispatched: 1,
+            calls_saved: CallsSaved {
+                prefetch: 1,
+                dedup: 2,
+                fail_fast: 3,
+            },
+            ..SpeculationSummary::default()
+        };
+        let value = serde_json::to_value(&summary).unwrap();
+        let keys: Vec<&str> = value
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(String::as_str)
+            .collect();
+        assert_eq!(
+            keys,
+            [
+                "dispatched",
+                "used",
+                "joined",
+                "wasted",
+                "declined",
+                "late_invoked",
+                "predictions",
+                "overruns",
+                "calls_saved",
+                "tokens_saved",
+                "tokens_wasted"
+            ]
+        );
+        assert_eq!(
+            value["calls_saved"],
+            serde_json::json!({"prefetch": 1, "dedup": 2, "fail_fast": 3})
+        );
+        assert!(SpeculationSummary::overran(100, 130));
+        assert!(!SpeculationSummary::overran(100, 129));
+        assert!(!SpeculationSummary::overran(0, 5));
+    }
+
+    #[test]
+    fn result_lines_of_before_speculation_still_read() {
+        // A result line as written before `served`, `predicted_tokens`
+        // and `call_key` existed.
+        let old = r#"{"kind":"result","v":1,"ts_ms":1,"session":"0000000000000001","call":"0000000000000002","tool":"0000000000000003","upstream":"0000000000000004","endpoint_class":"read","response_chars":3,"shape":null,"inner_formats":[],"fingerprint":"00000000000000000000000000000005","path_hashes":[],"dedup":"miss","layer":"L3","action":"unchanged","format":null,"template":null,"tokenizer":"o200k_base","tokens_baseline":1,"tokens_final":1,"dedup_saved":0,"encoder_saved":0,"elided":false,"context_partition":0,"is_error":false,"prefetched":null,"prefetch_hit":null}"#;
+        let Event::Result(r) = Event::parse_line(old).unwrap() else {
+            panic!("a result")
+        };
+        assert_eq!(
+            (&r.served, r.predicted_tokens, r.call_key),
+            (&None, None, None)
+        );
+        // And written back the same, with no new field.
+        assert_eq!(serde_json::to_string(&Event::Result(r)).unwrap(), old);
     }
 
     #[test]

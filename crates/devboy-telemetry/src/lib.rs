@@ -48,11 +48,14 @@ pub mod sink;
 mod tests;
 
 pub use event::{
-    ClientKind, DedupOutcome, EndpointClass, Event, Layer, ResultEvent, SessionSummary,
-    SCHEMA_VERSION,
+    CallsSaved, ClientKind, DedupOutcome, EndpointClass, Event, Layer, ResultEvent, SessionSummary,
+    SpeculationKind, SpeculationRecord, SpeculationSummary, SCHEMA_VERSION,
 };
 pub use hash::{Hash128, Hash64, Salt};
 pub use names::EndpointNames;
 pub use read::{events_files, parse_events, read_events_file, FileEvents};
-pub use recorder::{CallFacts, Outcome, Sampler, Telemetry, TelemetryOptions, SALT_FILE};
+pub use recorder::{
+    canonical_call_key, CallFacts, CallOrigin, Outcome, Sampler, Telemetry, TelemetryOptions,
+    SALT_FILE,
+};
 pub use sink::{JsonlSink, SinkLimits, EVENTS_DIR};

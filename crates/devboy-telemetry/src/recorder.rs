@@ -24,10 +24,12 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime};
 
 use devboy_core::pipeline_config::TelemetrySettings;
+use devboy_core::speculation::{Served, SpeculationEvent};
+use serde_json::{Map, Value};
 
 use crate::event::{
     ClientKind, DedupOutcome, EndpointClass, Event, Layer, ResultEvent, SessionSummary,
-    SCHEMA_VERSION,
+    SpeculationKind, SpeculationRecord, SpeculationSummary, SCHEMA_VERSION,
 };
 use crate::hash::{hex, random_bytes, Hash64, Salt};
 use crate::names::EndpointNames;
@@ -144,6 +146,64 @@ pub struct CallFacts<'a> {
     pub paths: &'a [String],
 }
 
+/// Where a result's call came from, for speculation's figures: its
+/// arguments (hashed into the call key, never written) and what served it.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct CallOrigin<'a> {
+    /// The call's arguments, if known.
+    pub arguments: Option<&'a Map<String, Value>>,
+    /// What answered the agent's call.
+    pub served: Served,
+}
+
+/// The bytes a call key hashes: the tool name, a NUL, and the arguments as
+/// compact JSON with every object's keys sorted, so that the same call
+/// gives the same bytes whatever order its arguments came in.
+pub fn canonical_call_key(tool: &str, arguments: Option<&Map<String, Value>>) -> Vec<u8> {
+    let mut out = Vec::with_capacity(tool.len() + 64);
+    out.extend_from_slice(tool.as_bytes());
+    out.push(0);
+    match arguments {
+        Some(map) => write_canonical_object(map, &mut out),
+        None => out.extend_from_slice(b"null"),
+    }
+    out
+}
+
+fn write_canonical_object(map: &Map<String, Value>, out: &mut Vec<u8>) {
+    let mut keys: Vec<&String> = map.keys().collect();
+    keys.sort();
+    out.push(b'{');
+    for (i, key) in keys.into_iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        let _ = serde_json::to_writer(&mut *out, key);
+        out.push(b':');
+        write_canonical(&map[key], out);
+    }
+    out.push(b'}');
+}
+
+fn write_canonical(value: &Value, out: &mut Vec<u8>) {
+    match value {
+        Value::Object(map) => write_canonical_object(map, out),
+        Value::Array(items) => {
+            out.push(b'[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                write_canonical(item, out);
+            }
+            out.push(b']');
+        }
+        scalar => {
+            let _ = serde_json::to_writer(&mut *out, scalar);
+        }
+    }
+}
+
 /// What the pipeline did with a result: no names, no content.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Outcome {
@@ -222,6 +282,99 @@ struct Active {
     failed: Arc<AtomicBool>,
     finished: AtomicBool,
     writer: Mutex<Option<JoinHandle<()>>>,
+    /// The session's own salt for call keys: random, never written, so a
+    /// key matches only within its session.
+    key_salt: Salt,
+    speculation: Mutex<SpeculationState>,
+}
+
+/// How many call keys the session remembers of each kind; past it the
+/// oldest knowledge is dropped (a late invocation then goes uncounted).
+const MAX_PENDING_KEYS: usize = 4096;
+
+/// Speculation's running summary and what matches later events to earlier
+/// ones: declines awaiting the agent's own call, prefetches awaiting it.
+#[derive(Debug, Default)]
+struct SpeculationState {
+    summary: SpeculationSummary,
+    declined: HashMap<Hash64, &'static str>,
+    dispatched: HashMap<Hash64, u64>,
+}
+
+impl SpeculationState {
+    /// Notes the agent's call with `key` served by `served`; returns the
+    /// predicted tokens when a prefetch served it.
+    fn on_result(&mut self, key: Option<Hash64>, served: Served, saved: i64) -> Option<u64> {
+        let key = key?;
+        if let Some(reason) = self.declined.remove(&key) {
+            *self
+                .summary
+                .late_invoked
+                .entry(reason.to_owned())
+                .or_default() += 1;
+        }
+        let s = &mut self.summary;
+        match served {
+            Served::Upstream => return None,
+            Served::Prefetch => s.calls_saved.prefetch += 1,
+            Served::Joined => s.calls_saved.dedup += 1,
+            Served::FailFast => s.calls_saved.fail_fast += 1,
+        }
+        s.tokens_saved += saved;
+        if served.from_prefetch() {
+            self.dispatched.remove(&key)
+        } else {
+            None
+        }
+    }
+
+    fn on_event(&mut self, key: Option<Hash64>, event: SpeculationEvent, actual: u64) {
+        let s = &mut self.summary;
+        match event {
+            SpeculationEvent::Dispatched { predicted_tokens } => {
+                s.dispatched += 1;
+                if let Some(key) = key {
+                    bounded_insert(&mut self.dispatched, key, predicted_tokens as u64);
+                }
+            }
+            SpeculationEvent::Declined { reason } => {
+                *s.declined.entry(reason.name().to_owned()).or_default() += 1;
+                if let Some(key) = key {
+                    bounded_insert(&mut self.declined, key, reason.name());
+                }
+            }
+            SpeculationEvent::Ended {
+                end,
+                predicted_tokens,
+            } => {
+                match end {
+                    devboy_core::speculation::PrefetchEnd::Used => s.used += 1,
+                    devboy_core::speculation::PrefetchEnd::Joined => s.joined += 1,
+                    other => {
+                        *s.wasted.entry(other.name().to_owned()).or_default() += 1;
+                        s.tokens_wasted += actual;
+                        // No call of the agent's will be served by it.
+                        if let Some(key) = key {
+                            self.dispatched.remove(&key);
+                        }
+                    }
+                }
+                if actual > 0 && predicted_tokens > 0 {
+                    s.predictions += 1;
+                    if SpeculationSummary::overran(predicted_tokens as u64, actual) {
+                        s.overruns += 1;
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn bounded_insert<V>(map: &mut HashMap<Hash64, V>, key: Hash64, value: V) {
+    if map.len() >= MAX_PENDING_KEYS {
+        map.clear();
+    }
+    map.insert(key, value);
 }
 
 #[derive(Debug, Default)]
@@ -306,8 +459,40 @@ impl Telemetry {
     /// Records one result. Returns whether its event was kept by sampling
     /// and queued for writing.
     pub fn record(&self, facts: &CallFacts<'_>, outcome: Outcome) -> bool {
+        self.record_call(facts, &CallOrigin::default(), outcome)
+    }
+
+    /// [`record`](Self::record) with where the call came from: its event
+    /// then carries the call key (when `origin` has the arguments) and,
+    /// when speculation served it, `served` and the predicted tokens.
+    pub fn record_call(
+        &self,
+        facts: &CallFacts<'_>,
+        origin: &CallOrigin<'_>,
+        outcome: Outcome,
+    ) -> bool {
         match &self.active {
-            Some(active) if active.live() => active.record(facts, outcome),
+            Some(active) if active.live() => active.record(facts, origin, outcome),
+            _ => false,
+        }
+    }
+
+    /// Records one speculation event about a call of `tool` with
+    /// `arguments` (a declined candidate's, for its call key).
+    /// `actual_tokens` is the landed result's size for
+    /// [`SpeculationEvent::Ended`] (0 if it never landed). Never sampled.
+    /// Returns whether the event was queued.
+    pub fn record_speculation(
+        &self,
+        tool: &str,
+        arguments: Option<&Map<String, Value>>,
+        event: SpeculationEvent,
+        actual_tokens: u64,
+    ) -> bool {
+        match &self.active {
+            Some(active) if active.live() => {
+                active.record_speculation(tool, arguments, event, actual_tokens)
+            }
             _ => false,
         }
     }
@@ -362,7 +547,72 @@ impl Active {
             failed,
             finished: AtomicBool::new(false),
             writer: Mutex::new(Some(writer)),
+            key_salt: Salt::random()?,
+            speculation: Mutex::new(SpeculationState::default()),
         })
+    }
+
+    fn call_key(&self, tool: &str, arguments: Option<&Map<String, Value>>) -> Hash64 {
+        self.key_salt.h(&[&canonical_call_key(tool, arguments)])
+    }
+
+    fn speculation(&self) -> std::sync::MutexGuard<'_, SpeculationState> {
+        self.speculation.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn record_speculation(
+        &self,
+        tool: &str,
+        arguments: Option<&Map<String, Value>>,
+        event: SpeculationEvent,
+        actual_tokens: u64,
+    ) -> bool {
+        let declined = matches!(event, SpeculationEvent::Declined { .. });
+        // Every event is matched by key in the session; only declines
+        // carry theirs (to match the agent's later call in the tuner).
+        let key = self.call_key(tool, arguments);
+        self.speculation().on_event(Some(key), event, actual_tokens);
+        let (kind, predicted, reason, end, actual) = match event {
+            SpeculationEvent::Dispatched { predicted_tokens } => (
+                SpeculationKind::Dispatched,
+                Some(predicted_tokens as u64),
+                None,
+                None,
+                None,
+            ),
+            SpeculationEvent::Declined { reason } => (
+                SpeculationKind::Declined,
+                None,
+                Some(reason.name()),
+                None,
+                None,
+            ),
+            SpeculationEvent::Ended {
+                end,
+                predicted_tokens,
+            } => (
+                SpeculationKind::Ended,
+                Some(predicted_tokens as u64),
+                None,
+                Some(end.name()),
+                Some(actual_tokens),
+            ),
+        };
+        let record = SpeculationRecord {
+            v: SCHEMA_VERSION,
+            ts_ms: unix_ms(SystemTime::now()),
+            session: self.session,
+            tool: self.name_hash(tool),
+            event: kind,
+            predicted_tokens: predicted,
+            reason: reason.map(Into::into),
+            end: end.map(Into::into),
+            actual_tokens: actual,
+            call_key: declined.then_some(key),
+        };
+        self.tx
+            .try_send(Message::Event(Box::new(Event::Speculation(record))))
+            .is_ok()
     }
 
     fn live(&self) -> bool {
@@ -384,7 +634,15 @@ impl Active {
         hash
     }
 
-    fn record(&self, facts: &CallFacts<'_>, outcome: Outcome) -> bool {
+    fn record(&self, facts: &CallFacts<'_>, origin: &CallOrigin<'_>, outcome: Outcome) -> bool {
+        let key = origin
+            .arguments
+            .map(|args| self.call_key(facts.tool, Some(args)));
+        let predicted = self.speculation().on_result(
+            key,
+            origin.served,
+            outcome.tokens_baseline as i64 - outcome.tokens_final as i64,
+        );
         let seq = self.seq.fetch_add(1, Ordering::Relaxed) + 1;
         let t = &self.totals;
         t.results.fetch_add(1, Ordering::Relaxed);
@@ -434,6 +692,9 @@ impl Active {
             is_error: outcome.is_error,
             prefetched: None,
             prefetch_hit: None,
+            served: (origin.served != Served::Upstream).then(|| origin.served.name().into()),
+            predicted_tokens: predicted,
+            call_key: key,
         };
         match self
             .tx
@@ -465,7 +726,9 @@ impl Active {
         let t = &self.totals;
         let results = t.results.load(Ordering::SeqCst);
         let deadline = Instant::now() + FINISH_WAIT;
-        if results > 0 && !self.failed.load(Ordering::SeqCst) {
+        let speculation = std::mem::take(&mut self.speculation().summary);
+        let speculated = !speculation.is_empty();
+        if (results > 0 || speculated) && !self.failed.load(Ordering::SeqCst) {
             let now = unix_ms(SystemTime::now());
             let summary = SessionSummary {
                 v: SCHEMA_VERSION,
@@ -483,6 +746,7 @@ impl Active {
                 encoder_saved: t.encoder_saved.load(Ordering::SeqCst),
                 compactions: t.compactions.load(Ordering::SeqCst),
                 client: self.client.get().copied().unwrap_or(ClientKind::Other),
+                speculation: speculated.then_some(speculation),
             };
             let message = Message::Event(Box::new(Event::Session(summary)));
             self.send_until(message, deadline);

@@ -45,9 +45,20 @@ fn split(events: Vec<Event>) -> (Vec<ResultEvent>, Vec<SessionSummary>) {
         match event {
             Event::Result(r) => results.push(r),
             Event::Session(s) => sessions.push(s),
+            Event::Speculation(_) => {}
         }
     }
     (results, sessions)
+}
+
+fn speculation_records(events: &[Event]) -> Vec<SpeculationRecord> {
+    events
+        .iter()
+        .filter_map(|e| match e {
+            Event::Speculation(s) => Some(s.clone()),
+            _ => None,
+        })
+        .collect()
 }
 
 /// Every byte of every file under `dir`, as lossy text.
@@ -418,4 +429,187 @@ fn a_kill_9_mid_stream_leaves_whole_lines() {
         }
     }
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn speculation_is_recorded_summarised_and_matched_by_call_key() {
+    use devboy_core::speculation::{DeclineReason, PrefetchEnd, Served, SpeculationEvent};
+    use serde_json::json;
+
+    let dir = temp_dir("speculation");
+    let telemetry = Telemetry::start(options(&dir));
+    let args = |v: serde_json::Value| v.as_object().unwrap().clone();
+    // The same arguments in another key order are the same call.
+    let issue = args(json!({"repo": CANARY, "number": 7}));
+    let issue_reordered = args(json!({"number": 7, "repo": CANARY}));
+    let comments = args(json!({"repo": CANARY, "number": 8}));
+    let tool = "gh__get_issue";
+    let facts = CallFacts {
+        tool,
+        upstream: "gh",
+        body: "{}",
+        paths: &[],
+    };
+
+    // A prefetch of issue 7 lands (900 tokens against 600 predicted: an
+    // overrun) and answers the agent's call.
+    assert!(telemetry.record_speculation(
+        tool,
+        Some(&issue),
+        SpeculationEvent::Dispatched {
+            predicted_tokens: 600
+        },
+        0
+    ));
+    telemetry.record_speculation(
+        tool,
+        Some(&issue),
+        SpeculationEvent::Ended {
+            end: PrefetchEnd::Used,
+            predicted_tokens: 600,
+        },
+        900,
+    );
+    let served = CallOrigin {
+        arguments: Some(&issue_reordered),
+        served: Served::Prefetch,
+    };
+    assert!(telemetry.record_call(&facts, &served, outcome(100)));
+    // Issue 8 is declined for capacity, then the agent calls it itself.
+    telemetry.record_speculation(
+        tool,
+        Some(&comments),
+        SpeculationEvent::Declined {
+            reason: DeclineReason::OverBudget,
+        },
+        0,
+    );
+    telemetry.record_speculation(
+        "gh__create_issue",
+        None,
+        SpeculationEvent::Declined {
+            reason: DeclineReason::Writes,
+        },
+        0,
+    );
+    let own = CallOrigin {
+        arguments: Some(&comments),
+        served: Served::Upstream,
+    };
+    assert!(telemetry.record_call(&facts, &own, outcome(40)));
+    // A prefetch that expires unused after landing.
+    telemetry.record_speculation(
+        tool,
+        Some(&args(json!({"number": 9}))),
+        SpeculationEvent::Dispatched {
+            predicted_tokens: 50,
+        },
+        0,
+    );
+    telemetry.record_speculation(
+        tool,
+        Some(&args(json!({"number": 9}))),
+        SpeculationEvent::Ended {
+            end: PrefetchEnd::Expired,
+            predicted_tokens: 50,
+        },
+        40,
+    );
+    let fail_fast = CallOrigin {
+        arguments: Some(&issue),
+        served: Served::FailFast,
+    };
+    assert!(telemetry.record_call(&facts, &fail_fast, outcome(10)));
+    telemetry.finish();
+
+    let events = all_events(&dir);
+    let speculation = speculation_records(&events);
+    let (results, sessions) = split(events);
+    let kinds: Vec<_> = speculation.iter().map(|s| s.event).collect();
+    use SpeculationKind::*;
+    assert_eq!(
+        kinds,
+        [Dispatched, Ended, Declined, Declined, Dispatched, Ended]
+    );
+    assert_eq!(speculation[0].predicted_tokens, Some(600));
+    assert_eq!(speculation[1].end.as_deref(), Some("used"));
+    assert_eq!(speculation[1].actual_tokens, Some(900));
+    assert_eq!(speculation[2].reason.as_deref(), Some("over_budget"));
+    assert!(
+        speculation[0].call_key.is_none(),
+        "only declines carry the key"
+    );
+
+    // The decline and the agent's own later call carry the same key; the
+    // reordered arguments gave the prefetched call's key.
+    assert_eq!(results[1].call_key, speculation[2].call_key);
+    assert!(results[1].call_key.is_some());
+    assert_ne!(results[0].call_key, results[1].call_key);
+    assert_eq!(results[0].served.as_deref(), Some("prefetch"));
+    assert_eq!(results[0].predicted_tokens, Some(600));
+    assert_eq!(results[1].served, None);
+    assert_eq!(results[1].predicted_tokens, None);
+    assert_eq!(results[2].served.as_deref(), Some("fail_fast"));
+
+    let summary = sessions[0]
+        .speculation
+        .clone()
+        .expect("speculation summary");
+    assert_eq!(summary.dispatched, 2);
+    assert_eq!(summary.used, 1);
+    assert_eq!(summary.wasted.get("expired"), Some(&1));
+    assert_eq!(summary.declined.get("over_budget"), Some(&1));
+    assert_eq!(summary.declined.get("writes"), Some(&1));
+    assert_eq!(summary.late_invoked.get("over_budget"), Some(&1));
+    assert_eq!(summary.late_invoked.len(), 1);
+    assert_eq!((summary.predictions, summary.overruns), (2, 1));
+    assert_eq!(
+        summary.calls_saved,
+        CallsSaved {
+            prefetch: 1,
+            dedup: 0,
+            fail_fast: 1
+        }
+    );
+    // outcome(t) sends t/2: 50 + 5 saved on the speculated results.
+    assert_eq!(summary.tokens_saved, 55);
+    assert_eq!(summary.tokens_wasted, 40);
+
+    // No name, argument or salt of the call key reaches the files.
+    let text = everything_under(&dir);
+    assert!(!text.contains(CANARY));
+    assert!(!text.contains("gh__get_issue\""), "names are hashed");
+}
+
+#[test]
+fn sessions_without_speculation_write_no_speculation_field() {
+    let dir = temp_dir("no-speculation");
+    let telemetry = Telemetry::start(options(&dir));
+    let facts = CallFacts {
+        tool: "fs__read",
+        upstream: "fs",
+        body: "x",
+        paths: &[],
+    };
+    assert!(telemetry.record(&facts, outcome(10)));
+    telemetry.finish();
+    let text = everything_under(&dir.join(EVENTS_DIR));
+    assert!(!text.contains("\"speculation\""), "{text}");
+    assert!(!text.contains("\"served\""), "{text}");
+    assert!(!text.contains("call_key"), "{text}");
+}
+
+#[test]
+fn canonical_call_keys_sort_keys_at_every_depth() {
+    use serde_json::json;
+    let a = json!({"b": {"y": 1, "x": [ {"q": 1, "p": 2} ]}, "a": "s"});
+    let b = json!({"a": "s", "b": {"x": [ {"p": 2, "q": 1} ], "y": 1}});
+    let key = |v: &serde_json::Value| canonical_call_key("t", v.as_object());
+    assert_eq!(key(&a), key(&b));
+    assert_eq!(
+        String::from_utf8(key(&a)).unwrap(),
+        "t\0{\"a\":\"s\",\"b\":{\"x\":[{\"p\":2,\"q\":1}],\"y\":1}}"
+    );
+    assert_ne!(key(&a), canonical_call_key("u", a.as_object()));
+    assert_eq!(canonical_call_key("t", None), b"t\0null");
 }

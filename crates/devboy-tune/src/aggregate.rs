@@ -699,6 +699,7 @@ mod tests {
                 compactions: 2,
                 dropped: 0,
                 client: ClientKind::ClaudeCode,
+                speculation: None,
             },
         );
         let a = analyze(&t, PARAMS);
@@ -716,6 +717,7 @@ mod tests {
             compactions: 0,
             dropped: 0,
             client: ClientKind::Other,
+            speculation: None,
         }
     }
 

@@ -96,8 +96,13 @@ pub struct AnalyzeReport {
     pub names: ExposedNames,
     /// The verdicts, top-level changes first.
     pub decisions: Vec<Decision>,
-    /// Value-model priors written without simulation (V1).
+    /// Value-model priors written without simulation (V1, E1).
     pub priors: Vec<Change>,
+    /// Speculation switches (R7), written when the simulation kept the
+    /// proposal.
+    pub speculation: Vec<Change>,
+    /// What speculation did in the window, when it did anything.
+    pub enrichment: Option<crate::speculation::SpeculationFigures>,
     /// Rules held off by hand edits.
     pub held: Vec<Held>,
     /// Other things worth telling.
@@ -164,6 +169,7 @@ pub fn run(options: &AnalyzeOptions) -> Result<AnalyzeReport, TuneError> {
         &mut proposal.global,
         &mut proposal.endpoints,
         &mut proposal.priors,
+        &mut proposal.speculation,
     ] {
         list.retain(|c| {
             let ok = applicable(c);
@@ -259,6 +265,13 @@ pub fn run(options: &AnalyzeOptions) -> Result<AnalyzeReport, TuneError> {
         }
         kept.clear();
     }
+    // R7 rides on the simulation's verdict: when the whole proposal would
+    // save less, nothing the tuner proposes this run is switched.
+    let speculation = guarded_switches(
+        kept_old_config,
+        std::mem::take(&mut proposal.speculation),
+        &mut notes,
+    );
     // The priors, on top of whatever was kept (or of the file as it is).
     let priors = std::mem::take(&mut proposal.priors);
     let mut final_file = if kept.is_empty() {
@@ -266,10 +279,15 @@ pub fn run(options: &AnalyzeOptions) -> Result<AnalyzeReport, TuneError> {
     } else {
         final_file
     };
-    for c in &priors {
+    for c in speculation.iter().chain(&priors) {
         final_file.apply(c, &date);
     }
-    let all: Vec<&Change> = kept.iter().copied().chain(&priors).collect();
+    let all: Vec<&Change> = kept
+        .iter()
+        .copied()
+        .chain(&speculation)
+        .chain(&priors)
+        .collect();
     let snippet = snippet(&all, &date);
 
     let mut written = None;
@@ -306,6 +324,8 @@ pub fn run(options: &AnalyzeOptions) -> Result<AnalyzeReport, TuneError> {
         names,
         decisions,
         priors,
+        speculation,
+        enrichment: Some(crate::speculation::SpeculationFigures::of(&table)).filter(|f| f.any()),
         held: proposal.held,
         notes,
         total: (!kept.is_empty()).then_some(total),
@@ -316,6 +336,25 @@ pub fn run(options: &AnalyzeOptions) -> Result<AnalyzeReport, TuneError> {
         excluded,
         elapsed: started.elapsed(),
     })
+}
+
+/// The speculation switches (R7) to write: none when the simulation kept
+/// the old config (said in a note), all of them otherwise.
+fn guarded_switches(
+    kept_old_config: bool,
+    switches: Vec<Change>,
+    notes: &mut Vec<String>,
+) -> Vec<Change> {
+    if !kept_old_config {
+        return switches;
+    }
+    if !switches.is_empty() {
+        notes.push(format!(
+            "R7: {} speculation switch(es) not written: the simulation kept the old config",
+            switches.len()
+        ));
+    }
+    Vec::new()
 }
 
 /// The kept changes as the TOML lines they become.
@@ -518,6 +557,30 @@ side_effect = "mutating"
         let summary = std::fs::read_to_string(s.options.summary_file.as_ref().unwrap()).unwrap();
         assert!(summary.contains(&search().hash()) && !summary.contains("gh__search_code"));
         drop(s.dir);
+    }
+
+    #[test]
+    fn speculation_switches_follow_the_simulation_verdict() {
+        let switch = Change {
+            rule: Rule::R7,
+            target: Target::Tool {
+                name: "fs__read".into(),
+                key: "speculate",
+            },
+            from: crate::rules::Setting::Unset,
+            to: crate::rules::Setting::Bool(false),
+            reason: "r".into(),
+        };
+        let mut notes = Vec::new();
+        let kept = guarded_switches(false, vec![switch.clone()], &mut notes);
+        assert_eq!(kept.len(), 1);
+        assert_eq!(kept[0], switch);
+        assert!(notes.is_empty());
+        assert!(guarded_switches(true, vec![switch], &mut notes).is_empty());
+        assert_eq!(
+            notes,
+            ["R7: 1 speculation switch(es) not written: the simulation kept the old config"]
+        );
     }
 
     #[test]

@@ -21,7 +21,9 @@ use serde::Deserialize;
 
 /// The event's fixed vocabularies are the writer's own types
 /// (`devboy_telemetry`), so the two sides cannot spell them differently.
-pub use devboy_telemetry::{ClientKind, DedupOutcome};
+pub use devboy_telemetry::{ClientKind, DedupOutcome, SpeculationKind, SpeculationSummary};
+
+use devboy_core::speculation::{DeclineReason, PrefetchEnd, Served};
 
 /// The schema version this reader understands.
 pub const SCHEMA_VERSION: u32 = 1;
@@ -73,6 +75,19 @@ pub(crate) struct Line<'a> {
     pub context_partition: Option<u64>,
     #[serde(default)]
     pub is_error: Option<bool>,
+    #[serde(borrow, default)]
+    pub served: Option<Cow<'a, str>>,
+    // ---- speculation events
+    #[serde(default)]
+    pub event: Option<SpeculationKind>,
+    #[serde(borrow, default)]
+    pub reason: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    pub end: Option<Cow<'a, str>>,
+    #[serde(default)]
+    pub predicted_tokens: Option<u64>,
+    #[serde(default)]
+    pub actual_tokens: Option<u64>,
     // ---- session summaries
     #[serde(default)]
     pub results: Option<u64>,
@@ -84,6 +99,8 @@ pub(crate) struct Line<'a> {
     pub dropped: Option<u64>,
     #[serde(default)]
     pub client: Option<ClientKind>,
+    #[serde(default)]
+    pub speculation: Option<SpeculationSummary>,
 }
 
 /// "No name" in a [`Record`]'s small name indexes.
@@ -132,6 +149,10 @@ pub struct Record {
 const ELIDED: u8 = 1;
 const ERROR: u8 = 2;
 const HAS_FINGERPRINT: u8 = 4;
+/// Two bits at this shift: what served the call (0 upstream, 1 prefetch,
+/// 2 joined, 3 fail-fast).
+const SERVED_SHIFT: u8 = 3;
+const SERVED_MASK: u8 = 3 << SERVED_SHIFT;
 
 impl Record {
     /// Parts of the body were elided (so it was not delivered in full).
@@ -149,6 +170,28 @@ impl Record {
         self.flags & HAS_FINGERPRINT != 0
     }
 
+    /// What answered the agent's call.
+    pub fn served(&self) -> Served {
+        match (self.flags & SERVED_MASK) >> SERVED_SHIFT {
+            1 => Served::Prefetch,
+            2 => Served::Joined,
+            3 => Served::FailFast,
+            _ => Served::Upstream,
+        }
+    }
+
+    /// Sets what served the call.
+    pub fn with_served(mut self, served: Served) -> Self {
+        let bits = match served {
+            Served::Upstream => 0,
+            Served::Prefetch => 1,
+            Served::Joined => 2,
+            Served::FailFast => 3,
+        };
+        self.flags = (self.flags & !SERVED_MASK) | (bits << SERVED_SHIFT);
+        self
+    }
+
     /// Tokens saved in all (`baseline - final`).
     pub fn saved(&self) -> i64 {
         i64::from(self.tokens_baseline) - i64::from(self.tokens_final)
@@ -156,7 +199,8 @@ impl Record {
 
     /// Sets the flags; for builders of synthetic tables (tests, benches).
     pub fn with_flags(mut self, elided: bool, is_error: bool, has_fingerprint: bool) -> Self {
-        self.flags = (if elided { ELIDED } else { 0 })
+        self.flags = (self.flags & SERVED_MASK)
+            | (if elided { ELIDED } else { 0 })
             | (if is_error { ERROR } else { 0 })
             | (if has_fingerprint { HAS_FINGERPRINT } else { 0 });
         self
@@ -287,6 +331,27 @@ pub struct SessionRecord {
     pub dropped: u64,
     /// Which client the session served.
     pub client: ClientKind,
+    /// What speculation did in the session, when it did anything.
+    pub speculation: Option<SpeculationSummary>,
+}
+
+/// One speculation event (`"kind": "speculation"`), compacted.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct SpeculationRecord {
+    /// `h(session id)`.
+    pub session: u64,
+    /// `h(exposed tool name)` of the follow-up's tool.
+    pub tool: u64,
+    /// What happened.
+    pub kind: SpeculationKind,
+    /// `declined`: why (`None` for a reason this reader does not know).
+    pub reason: Option<DeclineReason>,
+    /// `ended`: how (`None` for an end this reader does not know).
+    pub end: Option<PrefetchEnd>,
+    /// The planner's prediction, in tokens.
+    pub predicted_tokens: u64,
+    /// `ended`: the landed result's tokens (0: it never landed).
+    pub actual_tokens: u64,
 }
 
 impl SessionRecord {
@@ -301,6 +366,7 @@ impl SessionRecord {
 pub(crate) enum Parsed {
     Result(Record),
     Session(u64, SessionRecord),
+    Speculation(SpeculationRecord),
 }
 
 /// Parses one line. `since_ms` drops older events; `vocab` collects names;
@@ -334,8 +400,25 @@ pub(crate) fn parse_line(
                 compactions: line.compactions.unwrap_or(0),
                 dropped: line.dropped.unwrap_or(0),
                 client: line.client.unwrap_or(ClientKind::Other),
+                speculation: line.speculation.filter(|s| !s.is_empty()),
             };
             return Ok(Parsed::Session(id64(session, odd_ids), summary));
+        }
+        Some("speculation") => {
+            let tool = line.tool.as_deref().ok_or(Skip::Malformed)?;
+            let kind = line.event.ok_or(Skip::Malformed)?;
+            if ts_ms < since_ms {
+                return Err(Skip::Old);
+            }
+            return Ok(Parsed::Speculation(SpeculationRecord {
+                session: id64(session, odd_ids),
+                tool: id64(tool, odd_ids),
+                kind,
+                reason: line.reason.as_deref().and_then(DeclineReason::from_name),
+                end: line.end.as_deref().and_then(PrefetchEnd::from_name),
+                predicted_tokens: line.predicted_tokens.unwrap_or(0),
+                actual_tokens: line.actual_tokens.unwrap_or(0),
+            }));
         }
         Some(_) => return Err(Skip::OtherKind),
         None => return Err(Skip::Malformed),
@@ -378,7 +461,13 @@ pub(crate) fn parse_line(
         line.elided.unwrap_or(false),
         line.is_error.unwrap_or(false),
         fingerprint.is_some(),
-    );
+    )
+    .with_served(match line.served.as_deref() {
+        Some("prefetch") => Served::Prefetch,
+        Some("joined") => Served::Joined,
+        Some("fail_fast") => Served::FailFast,
+        _ => Served::Upstream,
+    });
     if let Some(t) = line.tokenizer.as_deref() {
         vocab.tokenizers.index(t);
     }

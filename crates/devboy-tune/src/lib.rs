@@ -43,6 +43,7 @@
 //!   table, and its sequence facts.
 //! - [`analyze`]: `devboy tune analyze`.
 //! - [`show`]: `devboy tune show`.
+//! - [`speculation`]: what speculation did, and its rules (R7, E1).
 //! - [`claude_logs`]: `devboy tune from-claude-logs`.
 //! - `synthetic` (with the `synthetic` feature, and in unit tests):
 //!   generated telemetry for benchmarks and tests.
@@ -62,6 +63,7 @@ mod report;
 pub mod rules;
 pub mod show;
 pub mod simulate;
+pub mod speculation;
 #[cfg(any(test, feature = "synthetic"))]
 pub mod synthetic;
 pub mod table;

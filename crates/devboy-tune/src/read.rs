@@ -19,7 +19,9 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, UNIX_EPOCH};
 
-use crate::event::{parse_line, Parsed, Record, SessionRecord, Skip, Vocabulary};
+use crate::event::{
+    parse_line, Parsed, Record, SessionRecord, Skip, SpeculationRecord, Vocabulary,
+};
 use crate::progress::Progress;
 
 /// What to read.
@@ -50,6 +52,8 @@ pub struct ReadStats {
     pub results: u64,
     /// Session summaries taken.
     pub sessions: u64,
+    /// Speculation events taken.
+    pub speculation: u64,
     /// Lines that are not JSON or lack a required field.
     pub malformed: u64,
     /// Lines of a newer schema version.
@@ -69,6 +73,7 @@ impl ReadStats {
         self.lines += other.lines;
         self.results += other.results;
         self.sessions += other.sessions;
+        self.speculation += other.speculation;
         self.malformed += other.malformed;
         self.unsupported += other.unsupported;
         self.other_kinds += other.other_kinds;
@@ -86,6 +91,8 @@ pub struct EventTable {
     pub vocab: Vocabulary,
     /// Session summaries by session hash.
     pub sessions: HashMap<u64, SessionRecord>,
+    /// Speculation events, in recorded order.
+    pub speculation: Vec<SpeculationRecord>,
     /// Identifiers that were not 16 hex digits, as written.
     pub odd_ids: Vec<(u64, String)>,
     /// What was read and skipped.
@@ -187,6 +194,7 @@ struct Partial {
     records: Vec<Record>,
     vocab: Vocabulary,
     sessions: Vec<(u64, SessionRecord)>,
+    speculation: Vec<SpeculationRecord>,
     odd_ids: Vec<(u64, String)>,
     stats: ReadStats,
 }
@@ -239,6 +247,10 @@ fn read_into(
                 partial.stats.sessions += 1;
                 partial.sessions.push((id, summary));
             }
+            Ok(Parsed::Speculation(event)) => {
+                partial.stats.speculation += 1;
+                partial.speculation.push(event);
+            }
             Err(Skip::Malformed) => partial.stats.malformed += 1,
             Err(Skip::Unsupported) => partial.stats.unsupported += 1,
             Err(Skip::OtherKind) => partial.stats.other_kinds += 1,
@@ -280,6 +292,7 @@ impl EventTable {
             self.records.push(r);
         }
         self.sessions.extend(partial.sessions);
+        self.speculation.extend(partial.speculation);
         for (k, s) in partial.odd_ids {
             if !self.odd_ids.iter().any(|(o, _)| *o == k) {
                 self.odd_ids.push((k, s));
@@ -430,6 +443,24 @@ mod tests {
         }
         assert_eq!(kept, 3, "sampling at 0.75 kept fewer than 3 of 64");
         let tool_hash = telemetry.hash("gh__list_issues").unwrap();
+        {
+            use devboy_core::speculation::{DeclineReason, PrefetchEnd, SpeculationEvent};
+            let e = [
+                SpeculationEvent::Dispatched {
+                    predicted_tokens: 40,
+                },
+                SpeculationEvent::Ended {
+                    end: PrefetchEnd::TimedOut,
+                    predicted_tokens: 40,
+                },
+                SpeculationEvent::Declined {
+                    reason: DeclineReason::HostBusy,
+                },
+            ];
+            for (event, actual) in e.into_iter().zip([0, 55, 0]) {
+                assert!(telemetry.record_speculation("gh__list_issues", None, event, actual));
+            }
+        }
         telemetry.finish();
 
         // What a recorder run cannot force (drops, prefetch flags, a
@@ -464,6 +495,9 @@ mod tests {
                 is_error: true,
                 prefetched: Some(true),
                 prefetch_hit: Some(false),
+                served: Some("joined".into()),
+                predicted_tokens: Some(77),
+                call_key: Some(Hash64(0x77)),
             }),
             Event::Session(SessionSummary {
                 v: devboy_telemetry::SCHEMA_VERSION,
@@ -481,6 +515,12 @@ mod tests {
                 encoder_saved: 1300,
                 compactions: 4,
                 client: ClientKind::ClaudeCode,
+                speculation: Some(devboy_telemetry::SpeculationSummary {
+                    dispatched: 3,
+                    joined: 1,
+                    late_invoked: [("host_busy".to_owned(), 2)].into(),
+                    ..Default::default()
+                }),
             }),
         ];
         let mut sink = JsonlSink::new(dir.path(), SinkLimits::new(1 << 20, 30));
@@ -512,7 +552,7 @@ mod tests {
             .iter()
             .filter_map(|e| match e {
                 Event::Result(r) => Some(r),
-                Event::Session(_) => None,
+                _ => None,
             })
             .collect();
         assert_eq!(results.len(), 4);
@@ -528,6 +568,18 @@ mod tests {
             }
         }
         assert_eq!((sessions, table.sessions.len()), (2, 2));
+        let written_speculation: Vec<&devboy_telemetry::SpeculationRecord> = written
+            .iter()
+            .filter_map(|e| match e {
+                Event::Speculation(s) => Some(s),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(s.speculation, 3);
+        assert_eq!(table.speculation.len(), written_speculation.len());
+        for (w, r) in written_speculation.iter().zip(&table.speculation) {
+            assert_speculation_read(w, r);
+        }
 
         // The names map the recorder kept names the tool's hash.
         let names = ExposedNames::load(&names_file);
@@ -568,6 +620,9 @@ mod tests {
             path_hashes: _,
             layer: _,
             action: _,
+            served,
+            predicted_tokens: _,
+            call_key: _,
             prefetched: _,
             prefetch_hit: _,
         } = written;
@@ -618,6 +673,46 @@ mod tests {
         assert_eq!(i64::from(read_encoder_saved), *encoder_saved);
         assert_eq!((read.elided(), read.is_error()), (*elided, *is_error));
         assert_eq!(u64::from(partition), *context_partition);
+        assert_eq!(
+            read.served().name(),
+            served.as_deref().unwrap_or("upstream")
+        );
+    }
+
+    fn assert_speculation_read(
+        written: &devboy_telemetry::SpeculationRecord,
+        read: &crate::event::SpeculationRecord,
+    ) {
+        let devboy_telemetry::SpeculationRecord {
+            v,
+            session,
+            tool,
+            event,
+            predicted_tokens,
+            reason,
+            end,
+            actual_tokens,
+            // Matched within the session by the recorder; its summary
+            // carries the result.
+            call_key: _,
+            ts_ms: _,
+        } = written;
+        let crate::event::SpeculationRecord {
+            session: read_session,
+            tool: read_tool,
+            kind,
+            reason: read_reason,
+            end: read_end,
+            predicted_tokens: read_predicted,
+            actual_tokens: read_actual,
+        } = *read;
+        assert_eq!(*v, crate::event::SCHEMA_VERSION);
+        assert_eq!((read_session, read_tool), (session.0, tool.0));
+        assert_eq!(kind, *event);
+        assert_eq!(read_reason.map(|r| r.name()), reason.as_deref());
+        assert_eq!(read_end.map(|e| e.name()), end.as_deref());
+        assert_eq!(read_predicted, predicted_tokens.unwrap_or(0));
+        assert_eq!(read_actual, actual_tokens.unwrap_or(0));
     }
 
     fn assert_session_read(written: &devboy_telemetry::SessionSummary, read: &SessionRecord) {
@@ -639,6 +734,7 @@ mod tests {
             tokens_final: _,
             dedup_saved: _,
             encoder_saved: _,
+            speculation,
         } = written;
         let SessionRecord {
             results: read_results,
@@ -646,7 +742,9 @@ mod tests {
             compactions: read_compactions,
             dropped: read_dropped,
             client: read_client,
+            speculation: read_speculation,
         } = read;
+        assert_eq!(read_speculation, speculation);
         assert_eq!(*v, crate::event::SCHEMA_VERSION);
         assert_eq!(read_results, results);
         assert_eq!(read_rate, sample_rate);

@@ -119,6 +119,9 @@ impl fmt::Display for AnalyzeReport {
             f,
             "dup %: results dedup replaced; fp dup %: results whose body was already in the context (from fingerprints); sizes in characters; tokens: the baseline, sent: what the model got"
         )?;
+        if let Some(figures) = &self.enrichment {
+            writeln!(f, "{}", figures.line())?;
+        }
         self.decisions_text(f)?;
         self.outcome(f)
     }
@@ -225,7 +228,11 @@ impl AnalyzeReport {
     }
 
     fn decisions_text(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.decisions.is_empty() && self.held.is_empty() && self.priors.is_empty() {
+        if self.decisions.is_empty()
+            && self.held.is_empty()
+            && self.priors.is_empty()
+            && self.speculation.is_empty()
+        {
             writeln!(
                 f,
                 "\nno rule fired: the current settings fit these events (rules need ≥ {} results per endpoint)",
@@ -273,6 +280,20 @@ impl AnalyzeReport {
                     "; saves less, the current value stays"
                 }
             )?;
+        }
+        if !self.speculation.is_empty() {
+            writeln!(
+                f,
+                "\nspeculation switches (they change no token sent; written because the simulation kept the proposal):"
+            )?;
+            for c in &self.speculation {
+                writeln!(
+                    f,
+                    "  set     {}: {} -> {}  ({})",
+                    c.target, c.from, c.to, c.rule
+                )?;
+                writeln!(f, "          why: {}", c.reason)?;
+            }
         }
         if !self.priors.is_empty() {
             writeln!(

@@ -27,6 +27,7 @@
 //! | C1 | `[dedup] max_entries` | the replay loses at least [`CACHE_MIN_LOST`] of the references an unbounded cache would make to entry evictions |
 //! | C2 | `[dedup] ttl_secs` | the same, lost to the TTL, and compactions are being signalled |
 //! | S1 | `[dedup] min_body_bytes` | another size threshold gives a higher expected saving on the endpoints that repeat: a body above it pays an id line every time and saves its tokens minus a reference when it repeats |
+//! | R7, E1 | `[tools.T] speculate`, `[enrichment] enabled`, `[tools.A] follow_up` | see [`crate::speculation`] |
 //! | V1 | `[tools.E] typical_tokens` | E's median `tokens_baseline` (to 2 significant digits) is not set, or differs from the value set by more than [`TYPICAL_TOKENS_TOLERANCE`] |
 //!
 //! V1 is a **value-model prior**, not a pipeline knob: `typical_tokens`
@@ -100,6 +101,12 @@ pub enum Rule {
     S1,
     /// A tool's typical result size (a value-model prior).
     V1,
+    /// Speculation off for a tool whose prefetches go unused, or on
+    /// where they are used ([`crate::speculation`]).
+    R7,
+    /// The calls that follow a tool's in the recorded sessions, as
+    /// `follow_up` edges (a value-model prior, [`crate::speculation`]).
+    E1,
     /// From Claude Code logs: the model to assume, when one dominates.
     P1,
     /// From Claude Code logs: the agent profile, when most long sessions
@@ -260,9 +267,13 @@ pub struct Proposal {
     pub global: Vec<Change>,
     /// Changes to endpoint tables.
     pub endpoints: Vec<Change>,
-    /// Value-model priors (V1): written without simulation, see the
+    /// Value-model priors (V1, E1): written without simulation, see the
     /// module docs.
     pub priors: Vec<Change>,
+    /// Speculation switches (R7): they change no token sent, so they are
+    /// not simulated, but are written only when the simulation keeps the
+    /// proposal (see [`crate::analyze`]).
+    pub speculation: Vec<Change>,
     /// Rules that fired on keys held by hand edits.
     pub held: Vec<Held>,
     /// Rules that looked and decided not to fire, worth telling.
@@ -270,7 +281,7 @@ pub struct Proposal {
 }
 
 impl Proposal {
-    fn offer(&mut self, input: &RuleInput<'_>, change: Change) {
+    pub(crate) fn offer(&mut self, input: &RuleInput<'_>, change: Change) {
         if change.from == change.to {
             return;
         }
@@ -284,7 +295,8 @@ impl Proposal {
             return;
         }
         match change.target {
-            _ if change.rule == Rule::V1 => self.priors.push(change),
+            _ if matches!(change.rule, Rule::V1 | Rule::E1) => self.priors.push(change),
+            _ if change.rule == Rule::R7 => self.speculation.push(change),
             Target::Global { .. } => self.global.push(change),
             Target::Endpoint { .. } | Target::Tool { .. } => self.endpoints.push(change),
         }
@@ -307,6 +319,8 @@ pub fn propose(input: &RuleInput<'_>) -> Proposal {
     cache_entries(input, &mut proposal);
     cache_ttl(input, &mut proposal);
     min_body(input, &mut proposal);
+    crate::speculation::speculation_rule(input, &mut proposal);
+    crate::speculation::follow_up_rule(input, &mut proposal);
     proposal
 }
 

@@ -810,6 +810,7 @@ mod tests {
                     compactions: 0,
                     dropped: 0,
                     client: ClientKind::ClaudeCode,
+                    speculation: None,
                 },
             );
         }
