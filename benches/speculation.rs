@@ -6,30 +6,27 @@
 //! speculation off and on.
 //!
 //! Run with `cargo bench --bench speculation`. The proxy and session run in
-//! process (as `devboy mcp` would run them), with a planner of fixed edges
-//! (a search's hits become reads; `crates/devboy-mcp/tests/support/edges.rs`)
-//! in place of the real planner, so this measures the engine.
+//! process as `devboy mcp` runs them, with the planner it runs
+//! (`ConfiguredPlanner`: devboy-enrichment's planner and its shipped edge
+//! `search_files` → `read_text_file` of the first hits).
 //!
 //! Measured:
 //!
 //! 1. **Wall time** of the four calls, median of `ROUNDS` rounds per mode
 //!    (modes alternate round by round, so drift hits all alike): off, on
-//!    with the default caps (`per_host = 2`: the third read is declined as
-//!    host-busy and goes upstream), and on with `per_host = 3`. Reported:
+//!    with the default caps (`per_host = 3`), and on with `per_host = 2`
+//!    (the third read is declined as host-busy and goes upstream). Reported:
 //!    the on/off ratio (target ≤ 0.6), upstream calls per round, and wasted
 //!    prefetches (dispatched and not used).
 //! 2. **Planning cost**: what the step after an answer costs the call
 //!    path (the planner, the engine's checks and bookkeeping), timed over
 //!    10,000 runs on a search's result whose three follow-ups are already
-//!    held (so nothing is sent). With the fixed-edge planner this is the
-//!    engine's own cost; a real planner adds its scoring.
+//!    held (so nothing is sent): the planner's projection and scoring and
+//!    the engine's own checks.
 //! 3. **Memory**: 10,000 calls on the same server without the relay, each
 //!    search on a different pattern so prefetches keep coming and most are
 //!    never read (the store fills, evicts and expires): the store's entries
 //!    and bytes and this process's `VmRSS` after 1,000 and 10,000 calls.
-
-#[path = "../crates/devboy-mcp/tests/support/edges.rs"]
-mod edges;
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
@@ -38,11 +35,10 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, ensure, Context as _, Result};
 use devboy_core::config::{ConfigFormat, ProxyConfig};
+use devboy_core::pipeline_config::PipelineConfig;
 use devboy_core::speculation::PrefetchEnd;
-use devboy_mcp::{
-    BuiltinRegistry, Passthrough, PendingCall, Proxy, ProxyOptions, Session, SpeculationSettings,
-};
-use edges::{each_line, FixedEdges};
+use devboy_mcp::speculation::ConfiguredPlanner;
+use devboy_mcp::{BuiltinRegistry, Passthrough, PendingCall, Proxy, ProxyOptions, Session};
 use rmcp::model::CallToolResult;
 use serde_json::json;
 
@@ -98,8 +94,8 @@ async fn run() -> Result<()> {
 
     let modes = [
         Mode::Off,
-        Mode::On { per_host: 2 },
         Mode::On { per_host: 3 },
+        Mode::On { per_host: 2 },
     ];
     let mut rounds: Vec<Vec<Round>> = modes.iter().map(|_| Vec::new()).collect();
     println!(
@@ -164,7 +160,7 @@ async fn planning(root: &Path, filesystem: &devboy_testkit::peers::PeerCommand) 
         root.display().to_string()
     );
     let proxy = start(&config)?;
-    let session = session(&proxy, Mode::On { per_host: 3 });
+    let session = session(&proxy, Mode::On { per_host: 3 })?;
     let engine = session.speculation().context("engine")?.clone();
     let arguments = json!({"path": root, "pattern": "hit*.rs"});
     let found = call(&session, "fs__search_files", arguments.clone()).await?;
@@ -218,22 +214,20 @@ fn start(config: &str) -> Result<Arc<Proxy>> {
     ))
 }
 
-fn session(proxy: &Arc<Proxy>, mode: Mode) -> Session {
+fn session(proxy: &Arc<Proxy>, mode: Mode) -> Result<Session> {
     let session = Session::new(proxy.clone(), Arc::new(Passthrough));
-    match mode {
+    Ok(match mode {
         Mode::Off => session,
         Mode::On { per_host } => {
-            let planner = FixedEdges {
-                settings: SpeculationSettings {
-                    per_host,
-                    ..SpeculationSettings::default()
-                },
-                ..FixedEdges::new()
-                    .edge("fs__search_files", each_line("fs__read_text_file", "path"))
-            };
+            let config = PipelineConfig::from_str(
+                &format!("[enrichment]\nper_host = {per_host}\n"),
+                Path::new("pipeline_config.toml"),
+            )
+            .map_err(|e| anyhow::anyhow!("{e}"))?;
+            let planner = ConfiguredPlanner::new(Arc::new(config), proxy.clone());
             session.with_speculation(Arc::new(planner))
         }
-    }
+    })
 }
 
 async fn call(
@@ -261,7 +255,7 @@ fn lines(result: &CallToolResult) -> Vec<String> {
 
 async fn one_round(config: &str, root: &Path, mode: Mode) -> Result<Round> {
     let proxy = start(config)?;
-    let session = session(&proxy, mode);
+    let session = session(&proxy, mode)?;
     // Started and listed before the clock runs.
     call(&session, "fs__list_allowed_directories", json!({})).await?;
     let before = proxy.upstreams()[0].stats.calls.load(Ordering::Relaxed);
@@ -311,7 +305,7 @@ async fn memory(root: &Path, filesystem: &devboy_testkit::peers::PeerCommand) ->
         root.display().to_string()
     );
     let proxy = start(&config)?;
-    let session = session(&proxy, Mode::On { per_host: 2 });
+    let session = session(&proxy, Mode::On { per_host: 2 })?;
     let engine = session.speculation().context("engine")?.clone();
     call(&session, "fs__list_allowed_directories", json!({})).await?;
     let warm = rss_kib()?;

@@ -479,3 +479,83 @@ fn late_upstream_tools_reach_interactive_claude_code() {
     assert!(!results[0].is_error, "{:?}", results[0]);
     assert_eq!(results[0].text(), "late but here");
 }
+
+/// What the model sees in one scripted Claude Code session over
+/// server-filesystem — a search, reads of its three hits, then
+/// `devboy_status` — with `pipeline` as devboy's pipeline config. Returns
+/// the tool results the model received (ids with the process's tag made
+/// `TAG`, the project's directory `ROOT`) and the status's `speculation`
+/// object.
+fn search_and_read_session(pipeline: &str) -> (Vec<String>, Value) {
+    let claude = ClaudeCode::new().unwrap();
+    let src = claude.project().join("src");
+    std::fs::create_dir_all(&src).unwrap();
+    for name in ["alpha", "beta", "gamma"] {
+        std::fs::write(
+            src.join(format!("{name}.rs")),
+            format!("pub fn {name}() -> u32 {{ 7 }}\n").repeat(60),
+        )
+        .unwrap();
+    }
+    let config_dir = claude.scratch_dir().join("devboy-config");
+    std::fs::create_dir_all(&config_dir).unwrap();
+    std::fs::write(config_dir.join("pipeline_config.toml"), pipeline).unwrap();
+    let root = claude.project().canonicalize().unwrap();
+    let search = "mcp__devboy__fs__search_files";
+    let read = "mcp__devboy__fs__read_text_file";
+    let status = "mcp__devboy__devboy_status";
+    let mut script = Script::new().tool_use(
+        search,
+        json!({"path": root.display().to_string(), "pattern": "**/*.rs"}),
+    );
+    for name in ["alpha", "beta", "gamma"] {
+        let path = root.join(format!("src/{name}.rs"));
+        script = script.tool_use(read, json!({"path": path.display().to_string()}));
+    }
+    let model =
+        ScriptedModel::start(script.tool_use(status, json!({})).final_text("done")).unwrap();
+    let claude = claude.model(&model);
+    add_devboy_with_fs_and_env(
+        &claude,
+        claude.project(),
+        &[("DEVBOY_CONFIG_DIR", config_dir.to_str().unwrap())],
+    );
+    claude
+        .run_print(
+            "Find the Rust files and read them.",
+            &[search, read, status],
+        )
+        .unwrap()
+        .assert_success();
+    let results = model.tool_results();
+    assert_eq!(results.len(), 5, "{results:#?}");
+    let mut seen: Vec<String> = results.iter().map(|r| r.text()).collect();
+    for (r, s) in results.iter().zip(&seen) {
+        assert!(!r.is_error, "{s}");
+    }
+    let status: Value = serde_json::from_str(&seen.pop().unwrap()).expect("status is JSON");
+    let tag = result_id(&seen[1]);
+    let tag = tag
+        .trim_end_matches(|c: char| c.is_ascii_digit())
+        .to_owned();
+    let root = root.display().to_string();
+    let seen = seen
+        .iter()
+        .map(|s| s.replace(&tag, "TAG").replace(&root, "ROOT"))
+        .collect();
+    (seen, status["session"]["speculation"].clone())
+}
+
+/// Prefetch mode changes when a result is fetched, never what the model
+/// is shown: the same scripted session gives the model exactly the same
+/// tool results with speculation on (the default) and off, and with it on
+/// the three reads were answered from prefetches.
+#[test]
+fn the_model_sees_the_same_results_with_speculation_on_and_off() {
+    let (on, speculation) = search_and_read_session("");
+    let (off, off_speculation) = search_and_read_session("[enrichment]\nenabled = false\n");
+    assert_eq!(on, off);
+    assert!(on[1].contains("pub fn alpha()"), "{}", on[1]);
+    assert_eq!(speculation["hits"], 3, "{speculation}");
+    assert_eq!(off_speculation["enabled"], false, "{off_speculation}");
+}

@@ -131,10 +131,16 @@ async fn the_hits_of_a_search_are_read_ahead_and_served_byte_for_byte() {
     wait_speculation(&devboy, "three prefetches to land", settled(3)).await;
     assert_eq!(upstream_calls(&devboy, "fs").await, 4);
     for name in FILES {
-        let via = devboy.call("fs__read_text_file", read_args(&root, name)).await;
+        let via = devboy
+            .call("fs__read_text_file", read_args(&root, name))
+            .await;
         let direct = direct_call(&root, "read_text_file", read_args(&root, name)).await;
         assert_eq!(serde_json::to_value(&via).unwrap(), direct, "{name}");
-        assert!(text_of(&via).contains("pub fn"), "{name}: {}", text_of(&via));
+        assert!(
+            text_of(&via).contains("pub fn"),
+            "{name}: {}",
+            text_of(&via)
+        );
     }
     // Answered from the store: no read went upstream again.
     assert_eq!(upstream_calls(&devboy, "fs").await, 4);
@@ -188,7 +194,9 @@ async fn a_write_after_the_prefetch_sends_the_read_upstream() {
     );
     // The other two are still answered from the store.
     for name in &FILES[1..] {
-        devboy.call("fs__read_text_file", read_args(&root, name)).await;
+        devboy
+            .call("fs__read_text_file", read_args(&root, name))
+            .await;
     }
     let speculation = devboy.status().await["session"]["speculation"].clone();
     assert_eq!(speculation["wasted"]["invalidated"], 1, "{speculation}");
@@ -228,5 +236,8 @@ speculate = true
     assert!(!root.join("src/alpha").exists(), "a directory was created");
     assert_eq!(upstream_calls(&devboy, "test").await, 0, "{speculation}");
     // The shipped reads still went out.
-    assert!(speculation["dispatched"].as_u64().unwrap() >= 1, "{speculation}");
+    assert!(
+        speculation["dispatched"].as_u64().unwrap() >= 1,
+        "{speculation}"
+    );
 }

@@ -91,6 +91,11 @@ fn shipped_edges_apply_to_a_recognised_server_and_skip_lines_that_are_not_paths(
     assert!(planner.tool("fs__write_file").unwrap().writes);
 
     let text = "/r/a.rs\n/r/b.rs\n/r/c.rs\n/r/d.rs\n";
+    // The default caps take the edge's limit of three reads.
+    let plan = plan_with(&planner, &search_answer(text), 0);
+    assert_eq!(plan.chosen.len(), 3, "{plan:?}");
+    assert!(plan.declined.is_empty(), "{plan:?}");
+    let planner = Planner::new(fs_catalog(), &config("[enrichment]\nper_host = 2\n"));
     let plan = plan_with(&planner, &search_answer(text), 0);
     assert_eq!(
         plan.chosen.len(),

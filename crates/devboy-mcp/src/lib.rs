@@ -237,5 +237,8 @@ async fn termination() -> &'static str {
 /// Whether any `[tools."GLOB"]` table asks for `fail_fast_after_n` (which
 /// the speculation engine serves even with prefetching off).
 fn has_fail_fast(config: &PipelineConfig) -> bool {
-    config.tools.iter().any(|rule| rule.fail_fast_after_n.is_some())
+    config
+        .tools
+        .iter()
+        .any(|rule| rule.fail_fast_after_n.is_some())
 }

@@ -88,7 +88,9 @@ impl ConfiguredPlanner {
             .iter()
             .filter_map(|tool| {
                 let Some(ToolRoute::Upstream {
-                    upstream, tool: original, ..
+                    upstream,
+                    tool: original,
+                    ..
                 }) = catalog.tool_route(&tool.name)
                 else {
                     return None;
@@ -232,9 +234,10 @@ impl PrefetchPlanner for ConfiguredPlanner {
     /// planner knows) does not count as a write that forgets prefetches.
     fn side_effect(&self, exposed: &str, annotated: SideEffectClass) -> SideEffectClass {
         let planner = self.planner_for(&self.proxy.catalog());
-        planner
-            .tool(exposed)
-            .map_or_else(|| self.config.side_effect(exposed, annotated), |t| t.side_effect)
+        planner.tool(exposed).map_or_else(
+            || self.config.side_effect(exposed, annotated),
+            |t| t.side_effect,
+        )
     }
 
     fn invalidates(&self, caller: &str, exposed: &str) -> bool {
