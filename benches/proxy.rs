@@ -42,18 +42,21 @@
 //! Ratios are only meaningful within one run; compare the printed figures,
 //! not numbers from different machines or runs.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Stdio;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use anyhow::{anyhow, bail, ensure, Context as _, Result};
+use anyhow::{anyhow, ensure, Context as _, Result};
 use rmcp::model::CallToolRequestParams;
 use rmcp::service::{Peer, RunningService};
 use rmcp::transport::TokioChildProcess;
 use rmcp::{RoleClient, ServiceExt};
 use serde_json::json;
+
+mod support;
+use support::{test_server_bin, WorkDir};
 
 /// The small result size the latency target is about.
 const SMALL: usize = 4 * 1024;
@@ -94,7 +97,7 @@ fn main() -> Result<()> {
 async fn run(calls: usize) -> Result<()> {
     let started = Instant::now();
     let server = test_server_bin()?;
-    let work = WorkDir::new()?;
+    let work = WorkDir::new("bench")?;
     let config = work.0.join("devboy.toml");
     std::fs::write(
         &config,
@@ -588,47 +591,4 @@ fn rss_kib(pid: u32, field: &str) -> Result<u64> {
 
 fn devboy_bin() -> &'static Path {
     Path::new(env!("CARGO_BIN_EXE_devboy"))
-}
-
-/// The test server next to the devboy binary, built (same profile) if missing.
-fn test_server_bin() -> Result<PathBuf> {
-    let dir = devboy_bin()
-        .parent()
-        .context("devboy binary has no directory")?;
-    let path = dir.join("devboy-test-server");
-    if !path.exists() {
-        let profile = match dir.file_name().and_then(|name| name.to_str()) {
-            Some("debug") => "dev",
-            Some(name) => name,
-            None => "release",
-        };
-        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-        let status = std::process::Command::new(cargo)
-            .args(["build", "--profile", profile, "-p", "devboy-test-server"])
-            .current_dir(env!("CARGO_MANIFEST_DIR"))
-            .status()
-            .context("running cargo build")?;
-        if !status.success() {
-            bail!("building devboy-test-server failed: {status}");
-        }
-    }
-    ensure!(path.exists(), "{} missing", path.display());
-    Ok(path)
-}
-
-/// A temporary directory for the config, removed on drop.
-struct WorkDir(PathBuf);
-
-impl WorkDir {
-    fn new() -> Result<Self> {
-        let path = std::env::temp_dir().join(format!("devboy-bench-{}", std::process::id()));
-        std::fs::create_dir_all(&path).with_context(|| format!("creating {}", path.display()))?;
-        Ok(Self(path))
-    }
-}
-
-impl Drop for WorkDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
 }

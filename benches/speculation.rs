@@ -28,12 +28,12 @@
 //!    never read (the store fills, evicts and expires): the store's entries
 //!    and bytes and this process's `VmRSS` after 1,000 and 10,000 calls.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use anyhow::{bail, ensure, Context as _, Result};
+use anyhow::{ensure, Context as _, Result};
 use devboy_core::config::{ConfigFormat, ProxyConfig};
 use devboy_core::pipeline_config::PipelineConfig;
 use devboy_core::speculation::PrefetchEnd;
@@ -41,6 +41,9 @@ use devboy_mcp::speculation::ConfiguredPlanner;
 use devboy_mcp::{BuiltinRegistry, Passthrough, PendingCall, Proxy, ProxyOptions, Session};
 use rmcp::model::CallToolResult;
 use serde_json::json;
+
+mod support;
+use support::{test_server_bin, WorkDir};
 
 const DELAY_MS: u64 = 300;
 const ROUNDS: usize = 5;
@@ -76,7 +79,7 @@ fn main() -> Result<()> {
 }
 
 async fn run() -> Result<()> {
-    let work = WorkDir::new()?;
+    let work = WorkDir::new("spec-bench")?;
     let root = work.0.join("repo");
     std::fs::create_dir_all(&root)?;
     for i in 0..3 {
@@ -381,47 +384,4 @@ fn rss_kib() -> Result<u64> {
         .trim()
         .parse()
         .context("VmRSS is not a number")
-}
-
-/// The test server next to the devboy binary, built (same profile) if missing.
-fn test_server_bin() -> Result<PathBuf> {
-    let dir = Path::new(env!("CARGO_BIN_EXE_devboy"))
-        .parent()
-        .context("devboy binary has no directory")?;
-    let path = dir.join("devboy-test-server");
-    if !path.exists() {
-        let profile = match dir.file_name().and_then(|name| name.to_str()) {
-            Some("debug") => "dev",
-            Some(name) => name,
-            None => "release",
-        };
-        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-        let status = std::process::Command::new(cargo)
-            .args(["build", "--profile", profile, "-p", "devboy-test-server"])
-            .current_dir(env!("CARGO_MANIFEST_DIR"))
-            .status()
-            .context("running cargo build")?;
-        if !status.success() {
-            bail!("building devboy-test-server failed: {status}");
-        }
-    }
-    ensure!(path.exists(), "{} missing", path.display());
-    Ok(path)
-}
-
-/// A temporary directory, removed on drop.
-struct WorkDir(PathBuf);
-
-impl WorkDir {
-    fn new() -> Result<Self> {
-        let path = std::env::temp_dir().join(format!("devboy-spec-bench-{}", std::process::id()));
-        std::fs::create_dir_all(&path).with_context(|| format!("creating {}", path.display()))?;
-        Ok(Self(path))
-    }
-}
-
-impl Drop for WorkDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
 }
