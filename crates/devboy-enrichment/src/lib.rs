@@ -45,6 +45,7 @@ pub use facts::{Annotations, ToolFacts};
 pub use model::{Edge, ResolvedTool};
 pub use plan::{Answered, Declined, Plan, PlanContext, Planner, Prefetch};
 
+use devboy_core::speculation::canonical_object;
 use serde_json::{Map, Value};
 
 /// The canonical key of a call: the exposed name and the arguments as
@@ -58,44 +59,7 @@ pub fn call_key(exposed: &str, arguments: Option<&Map<String, Value>>) -> String
 /// A call's arguments as JSON with object keys sorted at every depth;
 /// absent arguments are `{}`.
 pub fn canonical_arguments(arguments: Option<&Map<String, Value>>) -> String {
-    let mut out = String::with_capacity(64);
-    match arguments {
-        Some(map) => write_object(map, &mut out),
-        None => out.push_str("{}"),
-    }
-    out
-}
-
-fn write_canonical(value: &Value, out: &mut String) {
-    match value {
-        Value::Object(map) => write_object(map, out),
-        Value::Array(items) => {
-            out.push('[');
-            for (i, item) in items.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                write_canonical(item, out);
-            }
-            out.push(']');
-        }
-        scalar => out.push_str(&scalar.to_string()),
-    }
-}
-
-fn write_object(map: &Map<String, Value>, out: &mut String) {
-    let mut entries: Vec<(&String, &Value)> = map.iter().collect();
-    entries.sort_by(|a, b| a.0.cmp(b.0));
-    out.push('{');
-    for (i, (k, v)) in entries.into_iter().enumerate() {
-        if i > 0 {
-            out.push(',');
-        }
-        out.push_str(&Value::String(k.clone()).to_string());
-        out.push(':');
-        write_canonical(v, out);
-    }
-    out.push('}');
+    arguments.map_or_else(|| "{}".to_owned(), canonical_object)
 }
 
 #[cfg(test)]

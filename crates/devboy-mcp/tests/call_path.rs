@@ -3,49 +3,24 @@
 //! tools from a registry, the answer store, the upstream, and the seam
 //! after each.
 
-use std::path::PathBuf;
-use std::sync::atomic::Ordering;
-use std::sync::{Arc, Mutex, OnceLock};
-use std::time::Duration;
+#[path = "support/proxy.rs"]
+mod support_proxy;
 
-use devboy_core::config::{ConfigFormat, ProxyConfig};
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
+
 use devboy_core::speculation::Served;
 use devboy_mcp::seam::{ProcessError, ToolCallInfo};
 use devboy_mcp::{
-    AnswerStore, BuiltinRegistry, BuiltinTool, PendingCall, Proxy, ProxyOptions, ResponseProcessor,
-    Session, StoredAnswer,
+    AnswerStore, BuiltinRegistry, BuiltinTool, PendingCall, Proxy, ResponseProcessor, Session,
+    StoredAnswer,
 };
 use futures::future::BoxFuture;
 use rmcp::model::{CallToolResult, ContentBlock, JsonObject, Tool};
 use rmcp::ErrorData as McpError;
 use serde_json::json;
+use support_proxy::{start_proxy, test_server};
 use tokio_util::sync::CancellationToken;
-
-/// The test server binary, built on first use.
-fn test_server() -> PathBuf {
-    static BUILT: OnceLock<PathBuf> = OnceLock::new();
-    BUILT
-        .get_or_init(|| {
-            // target/<profile>/deps/<this test> → target/<profile>/devboy-test-server
-            let exe = std::env::current_exe().expect("test binary path");
-            let path = exe
-                .parent()
-                .and_then(|deps| deps.parent())
-                .expect("target dir")
-                .join("devboy-test-server");
-            if !path.exists() {
-                let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-                let status = std::process::Command::new(cargo)
-                    .args(["build", "-q", "-p", "devboy-test-server"])
-                    .current_dir(env!("CARGO_MANIFEST_DIR"))
-                    .status()
-                    .expect("run cargo build");
-                assert!(status.success(), "building devboy-test-server failed");
-            }
-            path
-        })
-        .clone()
-}
 
 /// A proxy with the test server as upstream `t`, serving `builtins`.
 fn proxy(builtins: BuiltinRegistry) -> Arc<Proxy> {
@@ -53,17 +28,7 @@ fn proxy(builtins: BuiltinRegistry) -> Arc<Proxy> {
         "[servers.t]\ncommand = {:?}\n",
         test_server().display().to_string()
     );
-    let config = ProxyConfig::from_str(
-        &text,
-        ConfigFormat::Toml,
-        std::path::Path::new("devboy.toml"),
-        &|_| None,
-    )
-    .expect("config");
-    let options = ProxyOptions {
-        list_grace: Duration::from_secs(30),
-    };
-    Proxy::start_with(&config, options, builtins)
+    start_proxy(&text, builtins)
 }
 
 /// A processor that writes down what it is shown and marks what it

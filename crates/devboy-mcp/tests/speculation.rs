@@ -6,76 +6,47 @@
 
 #[path = "support/edges.rs"]
 mod edges;
+#[path = "support/proxy.rs"]
+mod support_proxy;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::atomic::Ordering;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use devboy_core::config::{ConfigFormat, ProxyConfig};
 use devboy_core::speculation::{PrefetchEnd, SpeculationEvent};
 use devboy_mcp::seam::{ProcessError, ToolCallInfo};
 use devboy_mcp::{
-    BuiltinRegistry, PendingCall, Proxy, ProxyOptions, ResponseProcessor, Session,
-    SpeculationSettings,
+    BuiltinRegistry, PendingCall, Proxy, ResponseProcessor, Session, SpeculationSettings,
 };
 use edges::{always, each_line, FixedEdges};
 use rmcp::model::{CallToolResult, JsonObject};
 use serde_json::{json, Value};
-
-/// The test server binary, built on first use.
-fn test_server() -> PathBuf {
-    static BUILT: OnceLock<PathBuf> = OnceLock::new();
-    BUILT
-        .get_or_init(|| {
-            let exe = std::env::current_exe().expect("test binary path");
-            let path = exe
-                .parent()
-                .and_then(|deps| deps.parent())
-                .expect("target dir")
-                .join("devboy-test-server");
-            if !path.exists() {
-                let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-                let status = std::process::Command::new(cargo)
-                    .args(["build", "-q", "-p", "devboy-test-server"])
-                    .current_dir(env!("CARGO_MANIFEST_DIR"))
-                    .status()
-                    .expect("run cargo build");
-                assert!(status.success(), "building devboy-test-server failed");
-            }
-            path
-        })
-        .clone()
-}
-
-fn start(toml: &str) -> Arc<Proxy> {
-    let config = ProxyConfig::from_str(toml, ConfigFormat::Toml, Path::new("devboy.toml"), &|_| {
-        None
-    })
-    .expect("config");
-    let options = ProxyOptions {
-        list_grace: Duration::from_secs(30),
-    };
-    Proxy::start_with(&config, options, BuiltinRegistry::shipped())
-}
+use support_proxy::{start_proxy, test_server};
 
 /// The test server as upstream `t`, logging cancellations to `cancel_log`.
 fn test_proxy(cancel_log: &Path) -> Arc<Proxy> {
-    start(&format!(
-        "[servers.t]\ncommand = {:?}\nenv = {{ DEVBOY_TEST_CANCEL_LOG = {:?} }}\n",
-        test_server().display().to_string(),
-        cancel_log.display().to_string()
-    ))
+    start_proxy(
+        &format!(
+            "[servers.t]\ncommand = {:?}\nenv = {{ DEVBOY_TEST_CANCEL_LOG = {:?} }}\n",
+            test_server().display().to_string(),
+            cancel_log.display().to_string()
+        ),
+        BuiltinRegistry::shipped(),
+    )
 }
 
 /// server-filesystem over `root` as upstream `fs`.
 fn fs_proxy(root: &Path) -> Arc<Proxy> {
     let peer = devboy_testkit::peers::server_filesystem(root);
-    start(&format!(
-        "[servers.fs]\ncommand = {:?}\nargs = [{:?}]\n",
-        peer.program_str(),
-        root.display().to_string()
-    ))
+    start_proxy(
+        &format!(
+            "[servers.fs]\ncommand = {:?}\nargs = [{:?}]\n",
+            peer.program_str(),
+            root.display().to_string()
+        ),
+        BuiltinRegistry::shipped(),
+    )
 }
 
 /// A processor that passes every result unchanged and writes down where

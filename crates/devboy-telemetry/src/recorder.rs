@@ -24,7 +24,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime};
 
 use devboy_core::pipeline_config::TelemetrySettings;
-use devboy_core::speculation::{Served, SpeculationEvent};
+use devboy_core::speculation::{canonical_object, Served, SpeculationEvent};
 use serde_json::{Map, Value};
 
 use crate::event::{
@@ -160,48 +160,8 @@ pub struct CallOrigin<'a> {
 /// compact JSON with every object's keys sorted, so that the same call
 /// gives the same bytes whatever order its arguments came in.
 pub fn canonical_call_key(tool: &str, arguments: Option<&Map<String, Value>>) -> Vec<u8> {
-    let mut out = Vec::with_capacity(tool.len() + 64);
-    out.extend_from_slice(tool.as_bytes());
-    out.push(0);
-    match arguments {
-        Some(map) => write_canonical_object(map, &mut out),
-        None => out.extend_from_slice(b"null"),
-    }
-    out
-}
-
-fn write_canonical_object(map: &Map<String, Value>, out: &mut Vec<u8>) {
-    let mut keys: Vec<&String> = map.keys().collect();
-    keys.sort();
-    out.push(b'{');
-    for (i, key) in keys.into_iter().enumerate() {
-        if i > 0 {
-            out.push(b',');
-        }
-        let _ = serde_json::to_writer(&mut *out, key);
-        out.push(b':');
-        write_canonical(&map[key], out);
-    }
-    out.push(b'}');
-}
-
-fn write_canonical(value: &Value, out: &mut Vec<u8>) {
-    match value {
-        Value::Object(map) => write_canonical_object(map, out),
-        Value::Array(items) => {
-            out.push(b'[');
-            for (i, item) in items.iter().enumerate() {
-                if i > 0 {
-                    out.push(b',');
-                }
-                write_canonical(item, out);
-            }
-            out.push(b']');
-        }
-        scalar => {
-            let _ = serde_json::to_writer(&mut *out, scalar);
-        }
-    }
+    let arguments = arguments.map_or_else(|| "null".to_owned(), canonical_object);
+    format!("{tool}\0{arguments}").into_bytes()
 }
 
 /// What the pipeline did with a result: no names, no content.

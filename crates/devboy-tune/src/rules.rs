@@ -191,6 +191,50 @@ impl Setting {
     }
 }
 
+/// The follow-ups worth writing for a tool called `observed` times (with a
+/// next call): of `next` (tool, times it came next), those at least
+/// `min_p` likely, most likely first (equal counts by name), at most `max`.
+pub(crate) fn likely_follow_ups<'a>(
+    next: impl IntoIterator<Item = (&'a str, u64)>,
+    observed: u64,
+    min_p: f64,
+    max: usize,
+) -> Vec<(&'a str, u64)> {
+    let mut links: Vec<(&str, u64)> = next
+        .into_iter()
+        .filter(|(_, n)| *n as f64 / observed as f64 >= min_p)
+        .collect();
+    links.sort_by(|x, y| y.1.cmp(&x.1).then(x.0.cmp(y.0)));
+    links.truncate(max);
+    links
+}
+
+/// The change of `tool`'s `follow_up` from what `config` says now to
+/// `links` (tool, times it came next) out of `observed`: `(from, to)`.
+pub(crate) fn follow_up_settings(
+    config: &devboy_core::pipeline_config::PipelineConfig,
+    tool: &str,
+    links: &[(&str, u64)],
+    observed: u64,
+) -> (Setting, Setting) {
+    let to = Setting::FollowUps(
+        links
+            .iter()
+            .map(|(b, n)| {
+                let p = (*n as f64 * 100.0 / observed as f64).round() as u32;
+                ((*b).to_owned(), p)
+            })
+            .collect(),
+    );
+    let model = config.tool_model(tool);
+    let from = if model.follow_up.is_empty() {
+        Setting::Unset
+    } else {
+        Setting::follow_ups(&model.follow_up)
+    };
+    (from, to)
+}
+
 /// A probability in hundredths as written: `0.45`, `1.0`.
 pub fn hundredths(p: u32) -> String {
     format!("{:?}", f64::from(p) / 100.0)

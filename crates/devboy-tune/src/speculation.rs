@@ -20,7 +20,9 @@ use devboy_core::speculation::DeclineReason;
 
 use crate::event::{SessionRecord, SpeculationKind, SpeculationSummary};
 use crate::read::EventTable;
-use crate::rules::{Change, Proposal, Rule, RuleInput, Setting, Target};
+use crate::rules::{
+    follow_up_settings, likely_follow_ups, Change, Proposal, Rule, RuleInput, Setting, Target,
+};
 use crate::table::int;
 
 /// R7: ended prefetches a tool (or the corpus) needs before R7 judges it.
@@ -284,33 +286,18 @@ pub(crate) fn follow_up_rule(input: &RuleInput<'_>, out: &mut Proposal) {
         if observed < E1_MIN_SUPPORT {
             continue;
         }
-        let mut links: Vec<(&str, u64)> = next
-            .iter()
-            .filter(|(b, _)| **b != a)
-            .filter_map(|(b, n)| Some((input.names.get(*b)?, *n)))
-            .filter(|(_, n)| *n as f64 / observed as f64 >= min_p)
-            .collect();
-        // Most likely first; equal counts by name.
-        links.sort_by(|x, y| y.1.cmp(&x.1).then(x.0.cmp(y.0)));
-        links.truncate(E1_MAX_FOLLOW_UPS);
+        let links = likely_follow_ups(
+            next.iter()
+                .filter(|(b, _)| **b != a)
+                .filter_map(|(b, n)| Some((input.names.get(*b)?, *n))),
+            observed,
+            min_p,
+            E1_MAX_FOLLOW_UPS,
+        );
         if links.is_empty() {
             continue;
         }
-        let to = Setting::FollowUps(
-            links
-                .iter()
-                .map(|(b, n)| {
-                    let p = (*n as f64 * 100.0 / observed as f64).round() as u32;
-                    ((*b).to_owned(), p)
-                })
-                .collect(),
-        );
-        let model = input.config.tool_model(a_name);
-        let from = if model.follow_up.is_empty() {
-            Setting::Unset
-        } else {
-            Setting::follow_ups(&model.follow_up)
-        };
+        let (from, to) = follow_up_settings(input.config, a_name, &links, observed);
         let counts: Vec<String> = links.iter().map(|(b, n)| format!("{b} {n}")).collect();
         out.offer(
             input,

@@ -8,7 +8,7 @@ use devboy_core::tool_verb::VerbClass;
 use super::LogStats;
 use crate::edit::ConfigFile;
 use crate::error::TuneError;
-use crate::rules::{Change, Rule, Setting, Target};
+use crate::rules::{follow_up_settings, likely_follow_ups, Change, Rule, Setting, Target};
 
 /// P1: the share of messages one model must answer to be pinned.
 pub const DOMINANT_SHARE: f64 = 0.8;
@@ -256,35 +256,21 @@ pub(super) fn follow_up_rule(
             thin.push(format!("{a} ({observed})"));
             continue;
         }
-        let mut links: Vec<(&str, u64)> = next
-            .iter()
-            .filter_map(|(b, n)| Some((exposed_name(b, prefix)?, *n)))
-            .filter(|(b, n)| *b != a && *n as f64 / observed as f64 >= min_p)
-            .collect();
-        // Most likely first; equal counts (equal probabilities) by name.
-        links.sort_by(|x, y| y.1.cmp(&x.1).then(x.0.cmp(y.0)));
-        links.truncate(MAX_FOLLOW_UPS);
+        let links = likely_follow_ups(
+            next.iter()
+                .filter_map(|(b, n)| Some((exposed_name(b, prefix)?, *n)))
+                .filter(|(b, _)| *b != a),
+            observed,
+            min_p,
+            MAX_FOLLOW_UPS,
+        );
         if links.is_empty() {
             notes.push(format!(
                 "P3: after {a} ({observed} observations) no other devboy tool follows at least {min_p} of the time; no follow_up"
             ));
             continue;
         }
-        let to = Setting::FollowUps(
-            links
-                .iter()
-                .map(|(b, n)| {
-                    let p = (*n as f64 * 100.0 / observed as f64).round() as u32;
-                    ((*b).to_owned(), p)
-                })
-                .collect(),
-        );
-        let model = config.tool_model(a);
-        let from = if model.follow_up.is_empty() {
-            Setting::Unset
-        } else {
-            Setting::follow_ups(&model.follow_up)
-        };
+        let (from, to) = follow_up_settings(config, a, &links, observed);
         if from == to {
             continue;
         }
