@@ -17,7 +17,9 @@
 //!    with the default caps (`per_host = 3`), and on with `per_host = 2`
 //!    (the third read is declined as host-busy and goes upstream). Reported:
 //!    the on/off ratio (target ≤ 0.6), upstream calls per round, and wasted
-//!    prefetches (dispatched and not used).
+//!    prefetches (dispatched and not used). And inline mode: the reads
+//!    come with the search's answer, so the agent makes one call (in a
+//!    real session, one model turn instead of four).
 //! 2. **Planning cost**: what the step after an answer costs the call
 //!    path (the planner, the engine's checks and bookkeeping), timed over
 //!    10,000 runs on a search's result whose three follow-ups are already
@@ -52,7 +54,12 @@ const MEMORY_MARKS: [usize; 2] = [1_000, 10_000];
 #[derive(Clone, Copy, Debug, PartialEq)]
 enum Mode {
     Off,
-    On { per_host: usize },
+    On {
+        per_host: usize,
+    },
+    /// `mode = "inline"`: the reads come with the search's answer, and the
+    /// agent reads only what it was not shown.
+    Inline,
 }
 
 impl Mode {
@@ -60,12 +67,15 @@ impl Mode {
         match self {
             Mode::Off => "off".into(),
             Mode::On { per_host } => format!("on, per_host={per_host}"),
+            Mode::Inline => "inline".into(),
         }
     }
 }
 
 struct Round {
     wall: Duration,
+    /// Calls the agent made (each one a model turn in a real session).
+    agent_calls: u64,
     upstream_calls: u64,
     wasted: u64,
     hits: u64,
@@ -99,6 +109,7 @@ async fn run() -> Result<()> {
         Mode::Off,
         Mode::On { per_host: 3 },
         Mode::On { per_host: 2 },
+        Mode::Inline,
     ];
     let mut rounds: Vec<Vec<Round>> = modes.iter().map(|_| Vec::new()).collect();
     println!(
@@ -131,11 +142,12 @@ async fn run() -> Result<()> {
         let wall = median(rs);
         let last = rs.last().context("no rounds")?;
         println!(
-            "  {:<18} wall p50 {:>5} ms (of {ROUNDS}: {:?} ms)  ratio {:.2}  upstream calls {}  hits {}  wasted {}",
+            "  {:<18} wall p50 {:>5} ms (of {ROUNDS}: {:?} ms)  ratio {:.2}  agent calls {}  upstream calls {}  hits {}  wasted {}",
             mode.label(),
             wall.as_millis(),
             rs.iter().map(|r| r.wall.as_millis()).collect::<Vec<_>>(),
             wall.as_secs_f64() / off.as_secs_f64(),
+            last.agent_calls,
             last.upstream_calls,
             last.hits,
             last.wasted,
@@ -221,9 +233,13 @@ fn session(proxy: &Arc<Proxy>, mode: Mode) -> Result<Session> {
     let session = Session::new(proxy.clone(), Arc::new(Passthrough));
     Ok(match mode {
         Mode::Off => session,
-        Mode::On { per_host } => {
+        Mode::On { .. } | Mode::Inline => {
+            let enrichment = match mode {
+                Mode::On { per_host } => format!("per_host = {per_host}"),
+                _ => "mode = \"inline\"\nper_host = 3".into(),
+            };
             let config = PipelineConfig::from_str(
-                &format!("[enrichment]\nper_host = {per_host}\n"),
+                &format!("[enrichment]\n{enrichment}\n"),
                 Path::new("pipeline_config.toml"),
             )
             .map_err(|e| anyhow::anyhow!("{e}"))?;
@@ -271,17 +287,37 @@ async fn one_round(config: &str, root: &Path, mode: Mode) -> Result<Round> {
     .await?;
     let hits = lines(&found);
     ensure!(hits.len() == 3, "expected 3 hits, got {hits:?}");
+    let shown: String = found
+        .content
+        .iter()
+        .filter_map(|c| c.as_text().map(|t| t.text.as_str()))
+        .collect();
+    let mut agent_calls = 1;
     for hit in &hits {
+        if shown.contains(&format!(
+            "> [inlined: fs__read_text_file {{\"path\":{hit:?}}}"
+        )) {
+            continue;
+        }
         let read = call(&session, "fs__read_text_file", json!({"path": hit})).await?;
         ensure!(!read.content.is_empty(), "empty read of {hit}");
+        agent_calls += 1;
     }
     let wall = started.elapsed();
+    if mode == Mode::Inline {
+        ensure!(
+            agent_calls == 1,
+            "inline mode showed not all reads: {shown}"
+        );
+    }
     let upstream_calls = proxy.upstreams()[0].stats.calls.load(Ordering::Relaxed) - before;
     session.end_speculation().await;
     let (hits, wasted) = match session.speculation() {
         Some(engine) => {
             let stats = engine.stats();
-            let hits = stats.ended(PrefetchEnd::Used) + stats.ended(PrefetchEnd::Joined);
+            let hits = stats.ended(PrefetchEnd::Used)
+                + stats.ended(PrefetchEnd::Joined)
+                + stats.ended(PrefetchEnd::Inlined);
             (hits, stats.dispatched.load(Ordering::Relaxed) - hits)
         }
         None => (0, 0),
@@ -289,6 +325,7 @@ async fn one_round(config: &str, root: &Path, mode: Mode) -> Result<Round> {
     proxy.shutdown().await;
     Ok(Round {
         wall,
+        agent_calls,
         upstream_calls,
         wasted,
         hits,

@@ -534,7 +534,14 @@ fn search_and_read_session(pipeline: &str) -> (Vec<String>, Value) {
         assert!(!r.is_error, "{s}");
     }
     let status: Value = serde_json::from_str(&seen.pop().unwrap()).expect("status is JSON");
-    let tag = result_id(&seen[1]);
+    // The first id shown (a read's, or in inline mode an inlined read's).
+    let tag = seen
+        .iter()
+        .find_map(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("> [id: ")?.strip_suffix(']'))
+        })
+        .unwrap_or_else(|| panic!("no `> [id: …]` line in {seen:#?}"));
     let tag = tag
         .trim_end_matches(|c: char| c.is_ascii_digit())
         .to_owned();
@@ -558,4 +565,42 @@ fn the_model_sees_the_same_results_with_speculation_on_and_off() {
     assert!(on[1].contains("pub fn alpha()"), "{}", on[1]);
     assert_eq!(speculation["hits"], 3, "{speculation}");
     assert_eq!(off_speculation["enabled"], false, "{off_speculation}");
+}
+
+/// Inline mode shows the model the three reads along with the search's
+/// answer, each under its hint line and as the model would see it read
+/// itself; the reads the agent then makes anyway are references to what
+/// it was shown.
+#[test]
+fn inline_mode_shows_the_reads_with_the_search_and_later_reads_are_references() {
+    let (inline, speculation) = search_and_read_session("[enrichment]\nmode = \"inline\"\n");
+    let (off, _) = search_and_read_session("[enrichment]\nenabled = false\n");
+    let listing = off[0].trim_end();
+    assert!(inline[0].starts_with(listing), "{}", inline[0]);
+    for (i, name) in ["alpha", "beta", "gamma"].into_iter().enumerate() {
+        let hint = format!(
+            "> [inlined: fs__read_text_file {{\"path\":\"ROOT/src/{name}.rs\"}} returned:]"
+        );
+        let at = inline[0]
+            .find(&hint)
+            .unwrap_or_else(|| panic!("no {hint} in {}", inline[0]));
+        // The body as the agent's own read shows it (its id aside).
+        let body: String = off[i + 1]
+            .lines()
+            .filter(|l| !l.starts_with("> [id: "))
+            .collect::<Vec<_>>()
+            .join("\n");
+        assert!(
+            inline[0][at..].contains(body.trim_end()),
+            "{name}: {}",
+            inline[0]
+        );
+        assert!(
+            inline[i + 1].starts_with("> [ref: "),
+            "a reference: {}",
+            inline[i + 1]
+        );
+    }
+    assert_eq!(speculation["inlined"], 3, "{speculation}");
+    assert_eq!(speculation["mode"], "inline", "{speculation}");
 }

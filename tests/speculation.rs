@@ -241,3 +241,87 @@ speculate = true
         "{speculation}"
     );
 }
+
+/// devboy over server-filesystem at `root` with the default token pipeline
+/// (references on) and `pipeline` as its pipeline config.
+async fn devboy_piped(root: &Path, pipeline: &str) -> Devboy {
+    let peer = peers::server_filesystem(root);
+    Devboy::start_full(
+        &server_toml("fs", &peer),
+        "devboy.toml",
+        &["--list-grace-ms", "30000"],
+        Some(pipeline),
+        &[],
+    )
+    .await
+}
+
+#[tokio::test]
+async fn inline_mode_appends_the_reads_and_a_later_read_is_a_reference_to_them() {
+    let (_dir, root) = project("spec-inline");
+    let devboy = devboy_piped(&root, "[enrichment]\nmode = \"inline\"\n").await;
+    let search = devboy.call("fs__search_files", search_args(&root)).await;
+    let shown = text_of(&search);
+    // The search's own answer first, then each read under its hint line,
+    // its body as the server sends it.
+    let direct_search = direct_call(&root, "search_files", search_args(&root)).await;
+    let listing = direct_search["content"][0]["text"].as_str().unwrap();
+    assert!(shown.starts_with(listing), "{shown}");
+    let mut at = listing.len();
+    for name in FILES {
+        let path = root.join(name).display().to_string();
+        let hint = format!(
+            "> [inlined: fs__read_text_file {} returned:]",
+            json!({"path": path})
+        );
+        let found = shown[at..]
+            .find(&hint)
+            .unwrap_or_else(|| panic!("no {hint} after byte {at} in {shown}"));
+        at += found + hint.len();
+        let body = std::fs::read_to_string(root.join(name)).unwrap();
+        assert!(
+            shown[at..].contains(body.trim_end()),
+            "{name}'s body follows its hint: {shown}"
+        );
+    }
+    // The three reads were sent once each, and shown: nothing is held.
+    let speculation = wait_speculation(&devboy, "three inlined", |s| s["inlined"] == 3).await;
+    assert_eq!(speculation["held"], 0, "{speculation}");
+    assert_eq!(speculation["wasted"]["expired"], 0, "{speculation}");
+    assert_eq!(upstream_calls(&devboy, "fs").await, 4);
+    // The agent reads one anyway: the model holds it, so it is a
+    // reference to what it was shown (fetched fresh: the file may have
+    // changed since).
+    let again = devboy
+        .call("fs__read_text_file", read_args(&root, FILES[1]))
+        .await;
+    assert!(
+        text_of(&again).starts_with("> [ref: "),
+        "a reference: {}",
+        text_of(&again)
+    );
+    assert_eq!(upstream_calls(&devboy, "fs").await, 5);
+}
+
+#[tokio::test]
+async fn inline_mode_appends_only_what_fits_the_budget() {
+    let (_dir, root) = project("spec-inline-budget");
+    // alpha and beta cost ~300 tokens each, gamma ~3,100: any two of the
+    // three fit a budget of 3,500, all three do not.
+    std::fs::write(
+        root.join(FILES[2]),
+        "pub fn gamma() -> u32 { 3 }\n".repeat(430),
+    )
+    .unwrap();
+    let devboy = devboy_piped(
+        &root,
+        "[enrichment]\nmode = \"inline\"\nbudget_tokens = 3500\n",
+    )
+    .await;
+    let search = devboy.call("fs__search_files", search_args(&root)).await;
+    let shown = text_of(&search);
+    assert_eq!(shown.matches("> [inlined: ").count(), 2, "{shown}");
+    // The third stays in the store and answers the agent's own read.
+    let speculation = wait_speculation(&devboy, "two inlined", |s| s["inlined"] == 2).await;
+    assert_eq!(speculation["held"], 1, "{speculation}");
+}

@@ -63,6 +63,9 @@ pub enum Served {
     /// devboy answered without calling (`fail_fast_after_n`: the same
     /// call came back empty that many times in this context).
     FailFast,
+    /// Not the agent's call: a prefetch's result appended to the answer
+    /// that planned it (`enrichment.mode = "inline"`).
+    Inline,
 }
 
 /// Why the planner did not prefetch a follow-up.
@@ -157,7 +160,14 @@ impl Served {
             Self::Prefetch => "prefetch",
             Self::Joined => "joined",
             Self::FailFast => "fail_fast",
+            Self::Inline => "inline",
         }
+    }
+
+    /// Whether the agent made the call itself (everything but an inlined
+    /// follow-up): what call-order mining may count.
+    pub fn agent_called(self) -> bool {
+        self != Self::Inline
     }
 
     /// Whether a prefetch answered the call (landed or joined).
@@ -188,11 +198,14 @@ pub enum PrefetchEnd {
     SessionEnded,
     /// The store made room for newer prefetches.
     Evicted,
+    /// It was appended to the answer that planned it (inline mode): the
+    /// model saw it without a call of its own.
+    Inlined,
 }
 
 impl PrefetchEnd {
     /// Every end, in report order.
-    pub const ALL: [PrefetchEnd; 9] = [
+    pub const ALL: [PrefetchEnd; 10] = [
         Self::Used,
         Self::Joined,
         Self::Expired,
@@ -202,6 +215,7 @@ impl PrefetchEnd {
         Self::UpstreamRestarted,
         Self::SessionEnded,
         Self::Evicted,
+        Self::Inlined,
     ];
 
     /// The stable name.
@@ -216,6 +230,7 @@ impl PrefetchEnd {
             Self::UpstreamRestarted => "upstream_restarted",
             Self::SessionEnded => "session_ended",
             Self::Evicted => "evicted",
+            Self::Inlined => "inlined",
         }
     }
 
@@ -224,9 +239,15 @@ impl PrefetchEnd {
         Self::ALL.into_iter().find(|e| e.name() == name)
     }
 
-    /// Whether the agent got the prefetched result (a hit).
+    /// Whether the agent's own call got the prefetched result (a hit).
     pub fn is_hit(self) -> bool {
         matches!(self, Self::Used | Self::Joined)
+    }
+
+    /// Whether the model saw the prefetched result: a hit, or inlined
+    /// into an answer. The others are waste.
+    pub fn is_delivered(self) -> bool {
+        self.is_hit() || self == Self::Inlined
     }
 }
 

@@ -33,7 +33,9 @@ use crate::builtin::BuiltinContext;
 use crate::catalog::ToolRoute;
 use crate::seam::{apply, before_call, deliver, Delivery, ToolCallInfo};
 use crate::session::{explain_unknown_tool, unknown_tool, Session};
+use crate::speculation::{CallKey, SpeculationMode};
 use crate::upstream::{CallFailure, ProgressTarget, Upstream};
+use devboy_core::speculation::Served;
 
 /// One tool call on its way through the layers.
 #[derive(Clone)]
@@ -251,8 +253,11 @@ impl Session {
             Answer::Result(result) => {
                 self.sync_partition();
                 // Planned on the original: the pipeline has not rewritten it.
-                self.after_answer(&info, &result);
-                Ok(apply(processor, seam, &info, result))
+                let sent = self.after_answer(&info, &result);
+                let answered = apply(processor, seam, &info, result);
+                Ok(self
+                    .inline_follow_ups(&info, answered, &sent, &call.ct)
+                    .await)
             }
             // An error result: the seam passes it untouched and tells the
             // processor (telemetry counts it like an upstream error).
@@ -286,18 +291,115 @@ impl Session {
     }
 
     /// The speculation step after a result reached the seam: fail-fast
-    /// counts, and follow-ups of an upstream's answer. Fails open.
-    fn after_answer(&self, info: &ToolCallInfo<'_>, result: &CallToolResult) {
+    /// counts, and follow-ups of an upstream's answer. Fails open. Returns
+    /// the prefetches it sent.
+    fn after_answer(&self, info: &ToolCallInfo<'_>, result: &CallToolResult) -> Vec<CallKey> {
         let Some(engine) = self.speculation() else {
-            return;
+            return Vec::new();
         };
-        if catch_unwind(AssertUnwindSafe(|| engine.after_answer(info, result))).is_err() {
+        catch_unwind(AssertUnwindSafe(|| engine.after_answer(info, result))).unwrap_or_else(|_| {
             tracing::error!(
                 tool = info.exposed,
                 "speculation panicked; nothing prefetched"
             );
-        }
+            Vec::new()
+        })
     }
+
+    /// Inline mode: appends to `answered` the prefetches of `sent` that
+    /// landed in time and fit the budget, each through the seam as the
+    /// result of its own call (so the processor holds it as delivered, and
+    /// the agent's later identical call may be a reference to it), under a
+    /// one-line hint naming the call. Nothing is appended to an error. A
+    /// client that shows `structuredContent` instead of the text is given
+    /// the text it would have shown, without the structured copy, when
+    /// the processor may do that (it then declares no `outputSchema`);
+    /// else nothing is appended.
+    async fn inline_follow_ups(
+        &self,
+        info: &ToolCallInfo<'_>,
+        mut answered: CallToolResult,
+        sent: &[CallKey],
+        cancel: &CancellationToken,
+    ) -> CallToolResult {
+        let Some(engine) = self.speculation() else {
+            return answered;
+        };
+        let hidden = info.forwards_structured && answered.structured_content.is_some();
+        if sent.is_empty()
+            || engine.settings().mode != SpeculationMode::Inline
+            || answered.is_error == Some(true)
+            || (hidden && !self.processor().rewrites_structured())
+        {
+            return answered;
+        }
+        let taken = AssertUnwindSafe(engine.take_inline(sent, cancel))
+            .catch_unwind()
+            .await
+            .unwrap_or_else(|_| {
+                tracing::error!(tool = info.exposed, "inlining panicked; nothing inlined");
+                Vec::new()
+            });
+        if taken.is_empty() {
+            return answered;
+        }
+        if hidden {
+            answered.content = shown_blocks(&answered, true);
+            answered.structured_content = None;
+        }
+        let processor = self.processor().as_ref();
+        let seam = &self.counters().seam;
+        for follow_up in taken {
+            let call = ToolCallInfo {
+                upstream: &follow_up.upstream,
+                tool: &follow_up.tool,
+                exposed: &follow_up.exposed,
+                arguments: Some(&follow_up.arguments),
+                side_effect: follow_up.side_effect,
+                // Processed as the agent's own call of it would be, so its
+                // later call is the same body: a reference.
+                forwards_structured: info.forwards_structured,
+                client: info.client,
+                served: Served::Inline,
+            };
+            let shown = apply(processor, seam, &call, follow_up.result);
+            answered.content.push(ContentBlock::text(inline_hint(
+                &follow_up.exposed,
+                &follow_up.arguments,
+            )));
+            answered
+                .content
+                .extend(shown_blocks(&shown, info.forwards_structured));
+        }
+        answered
+    }
+}
+
+/// The blocks of `result` the client shows the model: its
+/// `structuredContent` as JSON text for a client that shows that instead
+/// of the text, else its content.
+fn shown_blocks(result: &CallToolResult, forwards_structured: bool) -> Vec<ContentBlock> {
+    match &result.structured_content {
+        Some(structured) if forwards_structured => vec![ContentBlock::text(structured.to_string())],
+        _ => result.content.clone(),
+    }
+}
+
+/// The line before an inlined result: which call it answers, so the
+/// agent need not make it. Long arguments are cut (the call stays
+/// recognisable; the agent's own call with them is then a reference).
+fn inline_hint(exposed: &str, arguments: &JsonObject) -> String {
+    const MAX_ARGS: usize = 160;
+    let mut args = devboy_core::speculation::canonical_object(arguments);
+    if args.len() > MAX_ARGS {
+        let mut cut = MAX_ARGS;
+        while !args.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        args.truncate(cut);
+        args.push('…');
+    }
+    format!("> [inlined: {exposed} {args} returned:]")
 }
 
 /// What the upstream layer got back.

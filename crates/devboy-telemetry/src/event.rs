@@ -174,6 +174,8 @@ pub struct SpeculationSummary {
     pub used: u64,
     /// Prefetches the agent's call joined in flight.
     pub joined: u64,
+    /// Prefetches appended to the answer that planned them (inline mode).
+    pub inlined: u64,
     /// Prefetches that ended unused, by [`PrefetchEnd::name`](devboy_core::speculation::PrefetchEnd::name).
     pub wasted: BTreeMap<String, u64>,
     /// Candidates declined, by [`DeclineReason::name`](devboy_core::speculation::DeclineReason::name).
@@ -446,6 +448,7 @@ mod tests {
                 "dispatched",
                 "used",
                 "joined",
+                "inlined",
                 "wasted",
                 "declined",
                 "late_invoked",

@@ -266,6 +266,10 @@ impl SpeculationState {
     /// predicted tokens when a prefetch served it.
     fn on_result(&mut self, key: Option<Hash64>, served: Served, saved: i64) -> Option<u64> {
         let key = key?;
+        if !served.agent_called() {
+            // An inlined follow-up: counted when its prefetch ended.
+            return None;
+        }
         if let Some(reason) = self.declined.remove(&key) {
             *self
                 .summary
@@ -275,7 +279,7 @@ impl SpeculationState {
         }
         let s = &mut self.summary;
         match served {
-            Served::Upstream => return None,
+            Served::Upstream | Served::Inline => return None,
             Served::Prefetch => s.calls_saved.prefetch += 1,
             Served::Joined => s.calls_saved.dedup += 1,
             Served::FailFast => s.calls_saved.fail_fast += 1,
@@ -310,6 +314,7 @@ impl SpeculationState {
                 match end {
                     devboy_core::speculation::PrefetchEnd::Used => s.used += 1,
                     devboy_core::speculation::PrefetchEnd::Joined => s.joined += 1,
+                    devboy_core::speculation::PrefetchEnd::Inlined => s.inlined += 1,
                     other => {
                         *s.wasted.entry(other.name().to_owned()).or_default() += 1;
                         s.tokens_wasted += actual;

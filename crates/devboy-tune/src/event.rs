@@ -149,10 +149,10 @@ pub struct Record {
 const ELIDED: u8 = 1;
 const ERROR: u8 = 2;
 const HAS_FINGERPRINT: u8 = 4;
-/// Two bits at this shift: what served the call (0 upstream, 1 prefetch,
-/// 2 joined, 3 fail-fast).
+/// Three bits at this shift: what served the call (0 upstream, 1 prefetch,
+/// 2 joined, 3 fail-fast, 4 an inlined follow-up).
 const SERVED_SHIFT: u8 = 3;
-const SERVED_MASK: u8 = 3 << SERVED_SHIFT;
+const SERVED_MASK: u8 = 7 << SERVED_SHIFT;
 
 impl Record {
     /// Parts of the body were elided (so it was not delivered in full).
@@ -176,6 +176,7 @@ impl Record {
             1 => Served::Prefetch,
             2 => Served::Joined,
             3 => Served::FailFast,
+            4 => Served::Inline,
             _ => Served::Upstream,
         }
     }
@@ -187,6 +188,7 @@ impl Record {
             Served::Prefetch => 1,
             Served::Joined => 2,
             Served::FailFast => 3,
+            Served::Inline => 4,
         };
         self.flags = (self.flags & !SERVED_MASK) | (bits << SERVED_SHIFT);
         self
@@ -466,6 +468,7 @@ pub(crate) fn parse_line(
         Some("prefetch") => Served::Prefetch,
         Some("joined") => Served::Joined,
         Some("fail_fast") => Served::FailFast,
+        Some("inline") => Served::Inline,
         _ => Served::Upstream,
     });
     if let Some(t) = line.tokenizer.as_deref() {

@@ -16,7 +16,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use devboy_core::speculation::DeclineReason;
+use devboy_core::speculation::{DeclineReason, PrefetchEnd};
 
 use crate::event::{SessionRecord, SpeculationKind, SpeculationSummary};
 use crate::read::EventTable;
@@ -83,6 +83,9 @@ impl SpeculationFigures {
                     let reason = e.reason.map_or("other", DeclineReason::name);
                     *f.declined.entry(reason).or_default() += 1;
                 }
+                // An inlined prefetch was shown without being asked for:
+                // it says nothing of whether the agent would have called.
+                SpeculationKind::Ended if e.end == Some(PrefetchEnd::Inlined) => {}
                 SpeculationKind::Ended => {
                     let hit = e.end.is_some_and(|end| end.is_hit());
                     for p in [f.tools.entry(e.tool).or_default(), &mut f.total] {
@@ -166,7 +169,11 @@ impl SpeculationFigures {
             } else {
                 format!(" ({})", declined.join(", "))
             }
-        )
+        ) + &if s.inlined > 0 {
+            format!("; inlined {}", int(s.inlined as i64))
+        } else {
+            String::new()
+        }
     }
 }
 
@@ -174,6 +181,7 @@ fn add(to: &mut SpeculationSummary, s: &SpeculationSummary) {
     to.dispatched += s.dispatched;
     to.used += s.used;
     to.joined += s.joined;
+    to.inlined += s.inlined;
     for (into, from) in [
         (&mut to.wasted, &s.wasted),
         (&mut to.declined, &s.declined),
@@ -262,7 +270,8 @@ pub fn call_edges(table: &EventTable) -> HashMap<u64, (u64, HashMap<u64, u64>)> 
     let mut last: HashMap<u64, u64> = HashMap::new();
     let mut edges: HashMap<u64, (u64, HashMap<u64, u64>)> = HashMap::new();
     for r in &table.records {
-        if !complete(r.session) {
+        // An inlined follow-up is devboy's doing, not a call of the agent's.
+        if !complete(r.session) || !r.served().agent_called() {
             continue;
         }
         if let Some(a) = last.insert(r.session, r.tool) {
@@ -547,5 +556,40 @@ follow_up = [{ tool = "gh__search", probability = 0.9 }]   # mine
         let report = run(&options).unwrap();
         assert!(report.enrichment.is_none());
         assert!(!report.to_string().contains("# enrichment:"));
+    }
+
+    /// Inline mode: twelve searches, each with two reads appended that the
+    /// agent then never asks for. Inlined prefetches say nothing of the
+    /// hit rate (R7 stays quiet), and the appended reads are not calls of
+    /// the agent's, so they mine no edge (E1 stays quiet).
+    #[test]
+    fn inlined_prefetches_are_neither_misses_nor_the_agents_calls() {
+        let dir = tempfile::tempdir().unwrap();
+        let names = dir.path().join("names.json");
+        session(&dir.path().join("telemetry"), &names, "session-four", |t| {
+            for i in 0..12 {
+                call(t, "fs__search", &args(json!({"q": i})), Served::Upstream);
+                for j in 0..2 {
+                    let file = args(json!({"path": format!("f{i}-{j}")}));
+                    prefetch(t, "fs__read", &file, PrefetchEnd::Inlined);
+                    call(t, "fs__read", &file, Served::Inline);
+                }
+            }
+        });
+        let options = options(dir.path(), "schema_version = 3\n");
+        let report = run(&options).unwrap();
+        let text = std::fs::read_to_string(&options.output).unwrap();
+        let rendered = report.to_string();
+        assert!(!text.contains("speculate"), "{text}");
+        assert!(!text.contains("follow_up"), "{text}");
+        let line = rendered
+            .lines()
+            .find(|l| l.starts_with("# enrichment:"))
+            .unwrap_or_else(|| panic!("{rendered}"));
+        assert!(
+            line.starts_with("# enrichment: prefetch hit rate - (0 of 0 ended)"),
+            "{line}"
+        );
+        assert!(line.ends_with("; inlined 24"), "{line}");
     }
 }

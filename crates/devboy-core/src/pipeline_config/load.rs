@@ -636,18 +636,11 @@ impl Reader<'_> {
 
     fn mode(&mut self, node: &Node, path: &KeyPath) -> Result<EnrichmentMode> {
         let names: Vec<&str> = EnrichmentMode::ALL.iter().map(|m| m.name()).collect();
-        let mode = match &node.value {
+        match &node.value {
             Value::String(s) => EnrichmentMode::from_name(s),
             _ => None,
         }
-        .ok_or_else(|| self.invalid(path, node, &format!("one of {}", quoted_list(&names))))?;
-        if mode == EnrichmentMode::Inline {
-            self.warn(
-                path,
-                "inline enrichment is not built yet; prefetches answer the agent's own calls (prefetch mode)",
-            );
-        }
-        Ok(mode)
+        .ok_or_else(|| self.invalid(path, node, &format!("one of {}", quoted_list(&names))))
     }
 
     /// `follow_up = [{ tool = "…", probability = 0.4, args = { … }, limit = 3 }, …]`.

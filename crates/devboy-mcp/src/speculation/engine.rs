@@ -24,7 +24,7 @@ use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use super::{AnsweredCall, CallKey, PlannedPrefetch, PrefetchPlanner};
+use super::{AnsweredCall, CallKey, PlannedPrefetch, PrefetchPlanner, SpeculationSettings};
 use crate::answers::{AnswerStore, StoredAnswer};
 use crate::catalog::ToolRoute;
 use crate::proxy::Proxy;
@@ -74,6 +74,23 @@ impl SpeculationStats {
             .position(|r| *r == reason)
             .map_or(0, |i| self.declined[i].load(Ordering::Relaxed))
     }
+}
+
+/// A prefetched result taken for inlining, with the call it answers.
+#[derive(Debug, Clone)]
+pub struct InlinedResult {
+    /// The upstream's name.
+    pub upstream: String,
+    /// The upstream's own tool name.
+    pub tool: String,
+    /// The exposed tool name.
+    pub exposed: String,
+    /// The arguments it was called with.
+    pub arguments: JsonObject,
+    /// Its effective side-effect class.
+    pub side_effect: SideEffectClass,
+    /// The result, as the upstream sent it.
+    pub result: CallToolResult,
 }
 
 /// One prefetch: the call and what the planner said of it.
@@ -305,6 +322,11 @@ impl SpeculationEngine {
         &self.stats
     }
 
+    /// The settings it runs with.
+    pub fn settings(&self) -> &SpeculationSettings {
+        self.planner.settings()
+    }
+
     /// Prefetches in flight now.
     pub fn in_flight(&self) -> usize {
         lock(&self.store).in_flight
@@ -434,10 +456,16 @@ impl SpeculationEngine {
 
     /// After the agent got `result` for `call`: counts an empty answer
     /// for fail-fast, and, for an upstream's successful result, plans and
-    /// fires the follow-ups.
-    pub fn after_answer(self: &Arc<Self>, call: &ToolCallInfo<'_>, result: &CallToolResult) {
-        if result.is_error == Some(true) || call.served == Served::FailFast {
-            return;
+    /// fires the follow-ups. Returns the keys of the prefetches it sent,
+    /// best first (what [`take_inline`](Self::take_inline) waits for).
+    pub fn after_answer(
+        self: &Arc<Self>,
+        call: &ToolCallInfo<'_>,
+        result: &CallToolResult,
+    ) -> Vec<CallKey> {
+        if result.is_error == Some(true) || matches!(call.served, Served::FailFast | Served::Inline)
+        {
+            return Vec::new();
         }
         let key = CallKey::new(call.exposed, call.arguments);
         {
@@ -453,12 +481,12 @@ impl SpeculationEngine {
             }
         }
         if call.served != Served::Upstream || !self.planner.settings().enabled {
-            return;
+            return Vec::new();
         }
         let in_flight = {
             let mut store = lock(&self.store);
             if store.closed {
-                return;
+                return Vec::new();
             }
             let mut reports = Vec::new();
             store.sweep_expired(Instant::now(), &mut reports);
@@ -496,16 +524,93 @@ impl SpeculationEngine {
                 tool = call.exposed,
                 "the prefetch planner panicked; nothing prefetched"
             );
-            return;
+            return Vec::new();
         };
         for (exposed, reason) in plan.declined {
             self.decline(&exposed, reason);
         }
+        let mut sent = Vec::with_capacity(plan.chosen.len());
         for planned in plan.chosen {
-            if let Err(reason) = self.dispatch(&key, planned.clone()) {
-                self.decline(&planned.exposed, reason);
+            match self.dispatch(&key, planned.clone()) {
+                Ok(Some(key)) => sent.push(key),
+                Ok(None) => {}
+                Err(reason) => self.decline(&planned.exposed, reason),
             }
         }
+        sent
+    }
+
+    /// Inline mode: waits until the prefetches of `keys` have landed (at
+    /// most the prefetch timeout, or until `cancel`), then takes from the
+    /// store, best first, the landed results that fit the inline budget
+    /// together. Each taken one ends as [`PrefetchEnd::Inlined`]; the rest
+    /// stay in the store for the agent's own call, as in prefetch mode.
+    pub async fn take_inline(
+        &self,
+        keys: &[CallKey],
+        cancel: &CancellationToken,
+    ) -> Vec<InlinedResult> {
+        let settings = self.planner.settings();
+        let flights: Vec<Arc<Flight>> = {
+            let store = lock(&self.store);
+            keys.iter()
+                .filter_map(|key| match &store.entries.get(key)?.slot {
+                    Slot::InFlight(flight) => Some(flight.clone()),
+                    Slot::Landed { .. } => None,
+                })
+                .collect()
+        };
+        let landed = futures::future::join_all(flights.iter().map(|flight| async move {
+            let mut outcome = flight.outcome.subscribe();
+            let _ = outcome.wait_for(Option::is_some).await;
+        }));
+        tokio::select! {
+            _ = tokio::time::timeout(settings.prefetch_timeout, landed) => {}
+            _ = cancel.cancelled() => {}
+        }
+        let mut taken = Vec::new();
+        let mut reports = Vec::new();
+        {
+            let mut store = lock(&self.store);
+            let mut spent = 0usize;
+            for key in keys {
+                let Some(Entry {
+                    prefetch,
+                    slot: Slot::Landed { result, bytes, .. },
+                    ..
+                }) = store.entries.get(key)
+                else {
+                    continue;
+                };
+                if prefetch.upstream.generation() != prefetch.generation {
+                    continue;
+                }
+                let tokens = bytes.div_ceil(4);
+                if spent + tokens > settings.budget_tokens {
+                    continue;
+                }
+                spent += tokens;
+                let (prefetch, result) = (prefetch.clone(), result.clone());
+                let bytes = *bytes;
+                store.entries.remove(key);
+                store.bytes -= bytes;
+                reports.push(Report::ended(
+                    &prefetch,
+                    PrefetchEnd::Inlined,
+                    Some(result.clone()),
+                ));
+                taken.push(InlinedResult {
+                    upstream: prefetch.upstream.config().name.clone(),
+                    tool: prefetch.tool.clone(),
+                    exposed: prefetch.exposed.clone(),
+                    arguments: prefetch.arguments.clone(),
+                    side_effect: prefetch.side_effect,
+                    result: Arc::unwrap_or_clone(result),
+                });
+            }
+        }
+        self.emit(reports);
+        taken
     }
 
     /// Sends one planned prefetch, unless the engine's own limits say no.
@@ -513,7 +618,7 @@ impl SpeculationEngine {
         self: &Arc<Self>,
         answered: &CallKey,
         planned: PlannedPrefetch,
-    ) -> Result<(), DeclineReason> {
+    ) -> Result<Option<CallKey>, DeclineReason> {
         let settings = self.planner.settings();
         let catalog = self.proxy.catalog();
         let Some(ToolRoute::Upstream {
@@ -567,7 +672,7 @@ impl SpeculationEngine {
         {
             let mut store = lock(&self.store);
             if store.closed {
-                return Ok(());
+                return Ok(None);
             }
             if store.entries.contains_key(&key) {
                 return Err(DeclineReason::AlreadyHeld);
@@ -603,11 +708,12 @@ impl SpeculationEngine {
         self.emit(reports);
         let engine = self.clone();
         let timeout = settings.prefetch_timeout;
+        let sent = key.clone();
         self.tasks.spawn(async move {
             let (outcome, timed_out) = run(&prefetch, &flight, timeout).await;
             engine.land(key, prefetch, flight, outcome, timed_out);
         });
-        Ok(())
+        Ok(Some(sent))
     }
 
     /// A prefetch's call came back: store it, hand it to the call that
@@ -761,7 +867,7 @@ impl SpeculationEngine {
         let hits = stats.ended(PrefetchEnd::Used) + stats.ended(PrefetchEnd::Joined);
         let wasted: serde_json::Map<String, Value> = PrefetchEnd::ALL
             .iter()
-            .filter(|e| !e.is_hit())
+            .filter(|e| !e.is_delivered())
             .map(|e| (e.name().to_owned(), json!(stats.ended(*e))))
             .collect();
         let declined: serde_json::Map<String, Value> = DeclineReason::ALL
@@ -777,6 +883,7 @@ impl SpeculationEngine {
             "hits": hits,
             "used": stats.ended(PrefetchEnd::Used),
             "joined": stats.ended(PrefetchEnd::Joined),
+            "inlined": stats.ended(PrefetchEnd::Inlined),
             "wasted": wasted,
             "in_flight": self.in_flight(),
             "held": held,

@@ -28,7 +28,7 @@ use rmcp::model::{CallToolResult, JsonObject};
 use crate::catalog::Catalog;
 use crate::seam::ToolCallInfo;
 
-pub use engine::{SpeculationEngine, SpeculationStats};
+pub use engine::{InlinedResult, SpeculationEngine, SpeculationStats};
 pub use key::CallKey;
 pub use planner::ConfiguredPlanner;
 
@@ -40,8 +40,8 @@ pub enum SpeculationMode {
     /// from the store.
     #[default]
     Prefetch,
-    /// Append small follow-ups to the answer itself. Not built yet: the
-    /// engine treats it as [`Prefetch`](Self::Prefetch).
+    /// Wait up to the prefetch timeout and append the follow-ups that
+    /// landed and fit the budget to the answer that planned them.
     Inline,
 }
 
@@ -76,6 +76,9 @@ pub struct SpeculationSettings {
     pub max_entries: usize,
     /// Bytes of landed results (serialized) the store holds at most.
     pub max_bytes: usize,
+    /// Tokens (estimated at 4 bytes each) the results inlined into one
+    /// answer may cost together.
+    pub budget_tokens: usize,
 }
 
 impl Default for SpeculationSettings {
@@ -89,6 +92,7 @@ impl Default for SpeculationSettings {
             ttl: Duration::from_secs(60),
             max_entries: 64,
             max_bytes: 8 * 1024 * 1024,
+            budget_tokens: 8000,
         }
     }
 }

@@ -58,6 +58,7 @@ impl ConfiguredPlanner {
             max_parallel: e.max_parallel,
             per_host: e.per_host,
             ttl: e.ttl,
+            budget_tokens: e.budget_tokens,
             ..SpeculationSettings::default()
         };
         Self {
