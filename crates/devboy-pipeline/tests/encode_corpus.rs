@@ -174,6 +174,67 @@ fn every_candidate_round_trips() {
     );
 }
 
+/// Verbatim text (invariant 9): what the model may copy back is never
+/// shown with CSV's doubled `""`, and a string with line breaks (code, a
+/// diff, a file) is shown raw or as a JSON string literal. (A one-line
+/// string may be written as a pattern, `{x}` standing for another field:
+/// the hint says so.)
+#[cfg(test)]
+fn shows_verbatim(text: &str, s: &str) -> bool {
+    text.contains(s) || text.contains(&serde_json::to_string(s).unwrap())
+}
+
+#[cfg(test)]
+fn strings_with<'a>(value: &'a Value, chars: &[char], out: &mut Vec<&'a str>) {
+    match value {
+        Value::String(s) if s.contains(chars) => out.push(s),
+        Value::Array(items) => items.iter().for_each(|v| strings_with(v, chars, out)),
+        Value::Object(map) => map.values().for_each(|v| strings_with(v, chars, out)),
+        _ => {}
+    }
+}
+
+#[test]
+fn every_candidate_shows_strings_verbatim() {
+    let bodies = load().unwrap_or_else(|e| panic!("{e}"));
+    let (mut quoted, mut multi_line) = (0, 0);
+    let mut failures = Vec::new();
+    for body in &bodies {
+        let mut with_quotes = Vec::new();
+        strings_with(&body.value, &['"'], &mut with_quotes);
+        let mut with_lines = Vec::new();
+        strings_with(&body.value, &['\n'], &mut with_lines);
+        for candidate in devboy_pipeline::encode::candidates(&body.value) {
+            let text = candidate.text();
+            for s in &with_quotes {
+                quoted += 1;
+                if text.contains(&format!("\"{}\"", s.replace('"', "\"\""))) {
+                    failures.push(format!(
+                        "{} as {}: doubled quotes",
+                        body.source,
+                        candidate.format()
+                    ));
+                }
+            }
+            for s in &with_lines {
+                multi_line += 1;
+                if !shows_verbatim(text, s) {
+                    failures.push(format!(
+                        "{} as {}: not verbatim",
+                        body.source,
+                        candidate.format()
+                    ));
+                }
+            }
+        }
+    }
+    assert!(
+        quoted >= 20 && multi_line >= 20,
+        "{quoted} quoted, {multi_line} multi-line strings"
+    );
+    assert!(failures.is_empty(), "{failures:#?}");
+}
+
 /// devboy's own o200k count (`tokens::fast`) is tiktoken-rs's on every
 /// real body and every encoding of it.
 #[test]

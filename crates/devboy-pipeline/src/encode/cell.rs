@@ -6,7 +6,7 @@
 //!
 //! | text                              | value                              |
 //! |-----------------------------------|------------------------------------|
-//! | `"…"` (RFC 4180: `""` is one `"`) | that string, even `"null"`, `"1"`  |
+//! | `"…"` (a JSON string, RFC 8259)   | that string, even `"null"`, `"1"`  |
 //! | `null`, `true`, `false`           | those literals                     |
 //! | an RFC 8259 JSON number           | that number                        |
 //! | text starting with `{` or `[`     | one JSON object or array           |
@@ -22,12 +22,15 @@
 //! characters, no leading or trailing whitespace, not starting with `"`, `{`
 //! or `[`, nothing a float parser would take for a number (`1e5`, `inf`,
 //! `007`), not `null`/`true`/`false` in any case, in a cell no `,` or `"`,
-//! on a line nothing that reads as a pattern. Every other string is quoted.
+//! on a line nothing that reads as a pattern. Every other string is quoted,
+//! as a JSON string: the model knows that escaping and copies text out of
+//! it correctly (`\"`, `\n`), where CSV's doubled `""` would be copied as
+//! is. So a quoted string never spans lines.
 //!
 //! Keys: a *bare* key is one or more segments joined by `.`, a path into
 //! nested objects (`user.login`); a segment is a non-empty run of characters
 //! other than `, " : . { } [ ]` and control characters. A *quoted* key
-//! (`"a.b"`, RFC 4180 quoting) is one literal key, never split.
+//! (`"a.b"`, a JSON string) is one literal key, never split.
 
 use std::fmt::Write as _;
 
@@ -74,16 +77,10 @@ pub(super) fn write_string(out: &mut String, s: &str, slot: Slot<'_>) {
     }
 }
 
-/// RFC 4180 quoting: the string between `"`, each `"` doubled.
+/// The string as a JSON string literal.
 pub(super) fn write_quoted(out: &mut String, s: &str) {
-    out.push('"');
-    for (i, part) in s.split('"').enumerate() {
-        if i > 0 {
-            out.push_str("\"\"");
-        }
-        out.push_str(part);
-    }
-    out.push('"');
+    // Serializing a str cannot fail.
+    out.push_str(&serde_json::to_string(s).unwrap_or_default());
 }
 
 /// True when `s` may be written without quotes in `slot` (see the module
@@ -179,24 +176,20 @@ pub(super) fn parse_key(sc: &mut Scanner<'_>) -> Result<Key, FormatDecodeError> 
     }
 }
 
-/// Reads an RFC 4180 quoted string starting at the cursor's `"`.
+/// Reads a JSON string literal starting at the cursor's `"`.
 pub(super) fn parse_quoted(sc: &mut Scanner<'_>) -> Result<String, FormatDecodeError> {
-    if !sc.eat("\"") {
+    if sc.peek() != Some('"') {
         return Err(sc.error("expected `\"`"));
     }
-    let mut out = String::new();
-    loop {
-        let rest = sc.rest();
-        let Some(at) = rest.find('"') else {
-            return Err(sc.error("unterminated quoted string"));
-        };
-        out.push_str(&rest[..at]);
-        sc.advance(at + 1);
-        if sc.eat("\"") {
-            out.push('"');
-        } else {
-            return Ok(out);
+    let mut stream = serde_json::Deserializer::from_str(sc.rest()).into_iter::<String>();
+    match stream.next() {
+        Some(Ok(s)) => {
+            let used = stream.byte_offset();
+            sc.advance(used);
+            Ok(s)
         }
+        Some(Err(e)) => Err(sc.error(format!("bad quoted string: {e}"))),
+        None => Err(sc.error("unterminated quoted string")),
     }
 }
 
@@ -358,7 +351,8 @@ mod tests {
         assert_eq!(cell(&json!("null")), "\"null\"");
         assert_eq!(cell(&json!("12")), "\"12\"");
         assert_eq!(cell(&json!("a,b")), "\"a,b\"");
-        assert_eq!(cell(&json!("a\"b")), "\"a\"\"b\"");
+        assert_eq!(cell(&json!("a\"b")), r#""a\"b""#);
+        assert_eq!(cell(&json!("x\ny")), r#""x\ny""#);
     }
 
     #[test]
@@ -390,7 +384,7 @@ mod tests {
             Key::Path(vec!["user".into(), "login".into()])
         );
         assert!(sc.eat(": "));
-        let mut sc = Scanner::new("\"a.b\"\"\": x", 0);
+        let mut sc = Scanner::new(r#""a.b\"": x"#, 0);
         assert_eq!(parse_key(&mut sc).unwrap(), Key::Literal("a.b\"".into()));
         let deep = "a.".repeat(64) + "a";
         for bad in ["", ".a", "a.", "a..b", ",", ":", deep.as_str()] {

@@ -58,11 +58,12 @@
 //! - **Keys.** A bare key is segments joined by `.`, a path into nested
 //!   objects (`user.login`); a segment is a non-empty run of characters
 //!   other than `, " : . { } [ ]` and line breaks. A quoted key (`"a.b"`,
-//!   RFC 4180 quoting) is one literal key. So a line is an entry exactly
+//!   a JSON string) is one literal key. So a line is an entry exactly
 //!   when a key is followed by `": "` or `"["`, and the first line of a
 //!   block that is not an entry is its header.
 //! - **Values** (a `cell` ends at `,` or the line end, a `value` at the
-//!   line end): `"…"` with `""` for `"` (RFC 4180; may span lines) is a
+//!   line end): `"…"`, a JSON string (RFC 8259 escapes, never spanning
+//!   lines: what the model copies out of it is the string), is a
 //!   string; `null`, `true`, `false` and RFC 8259 numbers are themselves;
 //!   text starting with `{` or `[` is one JSON object or array (a line's
 //!   must fill the line); an empty cell means the key is absent from that

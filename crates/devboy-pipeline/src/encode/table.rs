@@ -350,7 +350,7 @@ mod tests {
         let items = json!([{"": 1, "a.b": 2, "c:d": 3, "x y": 4, "q\"": 5}]);
         assert_eq!(
             round_trip(&items),
-            "\"\",\"a.b\",\"c:d\",x y,\"q\"\"\"\n1,2,3,4,5"
+            "\"\",\"a.b\",\"c:d\",x y,\"q\\\"\"\n1,2,3,4,5"
         );
     }
 

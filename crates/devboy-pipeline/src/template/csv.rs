@@ -1,4 +1,4 @@
-//! One CSV record on one line, RFC 4180 quoting.
+//! One CSV record on one line, fields quoted as JSON strings.
 //!
 //! Only what the Markdown-table template needs: a table row is one line,
 //! so a record never spans lines. Written by hand because the rule is a
@@ -10,13 +10,15 @@
 //! ```text
 //! record = field *( "," field )
 //! field  = quoted / bare
-//! quoted = DQUOTE *( any char except DQUOTE / 2DQUOTE ) DQUOTE
+//! quoted = JSON-string                     ; RFC 8259
 //! bare   = *( any char except "," DQUOTE LF )
 //! ```
 //!
 //! The writer quotes a field iff it contains `,`, `"`, CR or LF, or it is
 //! the only field of the record and empty (so an empty line never stands
-//! for a record).
+//! for a record). Quoting is JSON's, not RFC 4180's doubled `""`: a table
+//! cell may hold code the model copies back, and JSON escaping is the one
+//! it reads correctly (invariant 9, verbatim text).
 
 /// Appends `fields` as one record (no line break) to `out`.
 pub(crate) fn write_record<S: AsRef<str>>(fields: &[S], out: &mut String) {
@@ -27,9 +29,8 @@ pub(crate) fn write_record<S: AsRef<str>>(fields: &[S], out: &mut String) {
         }
         let lone_empty = fields.len() == 1 && field.is_empty();
         if lone_empty || field.contains([',', '"', '\r', '\n']) {
-            out.push('"');
-            out.push_str(&field.replace('"', "\"\""));
-            out.push('"');
+            // Serializing a str cannot fail.
+            out.push_str(&serde_json::to_string(field).unwrap_or_default());
         } else {
             out.push_str(field);
         }
@@ -45,24 +46,10 @@ pub(crate) fn read_record(line: &str) -> Option<Vec<String>> {
     let mut fields = Vec::new();
     let mut rest = line;
     loop {
-        let (field, after) = if let Some(quoted) = rest.strip_prefix('"') {
-            let mut field = String::new();
-            let mut chars = quoted.char_indices();
-            let end = loop {
-                match chars.next() {
-                    Some((i, '"')) => {
-                        if quoted[i + 1..].starts_with('"') {
-                            field.push('"');
-                            chars.next();
-                        } else {
-                            break i + 1;
-                        }
-                    }
-                    Some((_, c)) => field.push(c),
-                    None => return None,
-                }
-            };
-            (field, &quoted[end..])
+        let (field, after) = if rest.starts_with('"') {
+            let mut stream = serde_json::Deserializer::from_str(rest).into_iter::<String>();
+            let field = stream.next()?.ok()?;
+            (field, &rest[stream.byte_offset()..])
         } else {
             let end = rest.find(',').unwrap_or(rest.len());
             let bare = &rest[..end];
@@ -93,7 +80,7 @@ mod tests {
     #[test]
     fn quoting() {
         assert_eq!(write(&["a", "b c", ""]), "a,b c,");
-        assert_eq!(write(&["a,b", "say \"hi\""]), "\"a,b\",\"say \"\"hi\"\"\"");
+        assert_eq!(write(&["a,b", "say \"hi\""]), r#""a,b","say \"hi\"""#);
         assert_eq!(write(&[""]), "\"\"");
         assert_eq!(write(&["", ""]), ",");
         assert_eq!(write(&[" x "]), " x ");
@@ -108,10 +95,10 @@ mod tests {
         assert_eq!(read_record("\"\""), Some(vec![String::new()]));
         assert_eq!(read_record(","), Some(vec![String::new(), String::new()]));
         assert_eq!(
-            read_record("\"a,b\",\"say \"\"hi\"\"\""),
+            read_record(r#""a,b","say \"hi\"""#),
             Some(vec!["a,b".into(), "say \"hi\"".into()])
         );
-        for bad in ["", "\"a", "\"a\"b", "a\"b", "\"a\"\"", "a\nb"] {
+        for bad in ["", "\"a", "\"a\"b", "a\"b", "\"a\"\"", "a\nb", " \"a\""] {
             assert_eq!(read_record(bad), None, "{bad:?}");
         }
     }

@@ -32,7 +32,7 @@
 //! PAD      = "tight" / "aligned"          ; absent: spaced
 //! DELIM    = the table's delimiter row verbatim (only `|`, `:`, `-`, SP, TAB;
 //!            never starts with a letter, so it cannot be mistaken for PAD)
-//! record   = one CSV record (RFC 4180 quoting, see below)
+//! record   = one CSV record (fields quoted as JSON strings, see below)
 //! ```
 //!
 //! A block stands for the table's lines: the first record is the header
@@ -64,8 +64,9 @@
 //!   extra space on the right), so the cell is exactly as long as the
 //!   delimiter cell above it.
 //!
-//! **CSV records.** Fields separated by `,`; a field is quoted (`"…"` with
-//! `"` doubled) iff it contains `,`, `"` or a line break, or is the only
+//! **CSV records.** Fields separated by `,`; a field is quoted (as a JSON
+//! string, `\"` for `"`: a cell may hold code the model copies back, see
+//! invariant 9) iff it contains `,`, `"` or a line break, or is the only
 //! field of the record and empty. A row's field count is its own (GFM
 //! allows body rows shorter or longer than the header).
 //!
@@ -599,7 +600,7 @@ mod tests {
         let doc = "| expr | note |\n|---|---|\n| a \\| b | say \"hi\", twice |\n|  | x |\n";
         assert_eq!(
             body(&round_trip(doc)),
-            "```csv\nexpr,note\na | b,\"say \"\"hi\"\", twice\"\n,x\n```\n"
+            "```csv\nexpr,note\na | b,\"say \\\"hi\\\", twice\"\n,x\n```\n"
         );
     }
 
