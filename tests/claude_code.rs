@@ -604,3 +604,57 @@ fn inline_mode_shows_the_reads_with_the_search_and_later_reads_are_references() 
     assert_eq!(speculation["inlined"], 3, "{speculation}");
     assert_eq!(speculation["mode"], "inline", "{speculation}");
 }
+
+/// Claude Code shows server-filesystem's `structuredContent`
+/// (`{"content": FILE}`): after the agent's one-line `edit_file`, its
+/// re-read reaches the model as the first read's id and a diff of the
+/// `content` text, which turns the file it was shown into the new one.
+#[test]
+fn a_re_read_after_an_edit_reaches_the_model_as_a_diff() {
+    let claude = ClaudeCode::new().unwrap();
+    let root = claude.project().canonicalize().unwrap();
+    let source: String = (0..200)
+        .map(|i| format!("def step_{i}(x):\n    return x + {i}\n"))
+        .collect();
+    let file = root.join("steps.py");
+    std::fs::write(&file, &source).unwrap();
+    let path = file.display().to_string();
+    let read = "mcp__devboy__fs__read_text_file";
+    let edit = "mcp__devboy__fs__edit_file";
+    let model = ScriptedModel::start(
+        Script::new()
+            .tool_use(read, json!({"path": path}))
+            .tool_use(
+                edit,
+                json!({"path": path, "edits": [{"oldText": "    return x + 100\n", "newText": "    return x * 100\n"}]}),
+            )
+            .tool_use(read, json!({"path": path}))
+            .final_text("done"),
+    )
+    .unwrap();
+    let claude = claude.model(&model);
+    add_devboy_with_fs_and_env(&claude, claude.project(), &[]);
+    claude
+        .run_print("Change step 100 to multiply.", &[read, edit])
+        .unwrap()
+        .assert_success();
+    let results = model.tool_results();
+    assert_eq!(results.len(), 3, "{results:#?}");
+    let (first, again) = (results[0].text(), results[2].text());
+    let base = result_id(&first);
+    let (hint, diff) = again.split_once('\n').unwrap();
+    assert_eq!(
+        devboy_pipeline::hints::parse_near_reference(hint).map(|(b, _)| b),
+        Some(base.as_str()),
+        "{again}"
+    );
+    let hunks = diff
+        .strip_prefix("--- /content\n")
+        .unwrap_or_else(|| panic!("a diff of the content: {again}"));
+    let edited = std::fs::read_to_string(&file).unwrap();
+    assert_eq!(
+        devboy_pipeline::textdiff::apply(&source, hunks).as_deref(),
+        Some(edited.as_str())
+    );
+    assert!(again.len() * 20 < first.len(), "{again}");
+}

@@ -151,6 +151,76 @@ async fn a_write_to_the_file_makes_the_next_read_full() {
     assert!(is_reference_to(&read().await, &id_of(&after)));
 }
 
+/// The agent reads a source file, edits one line through the server's
+/// own `edit_file`, and reads it again: the second read is the first's id
+/// and a unified diff, a few percent of the file, that rebuilds the new
+/// file exactly; `devboy_expand` gives the whole new file.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_re_read_after_a_one_line_edit_is_a_diff() {
+    let data = common::TempDir::new("dedup-diff");
+    let root = data.path().canonicalize().unwrap();
+    let file = root.join("call.rs");
+    // A real source file of this repository, 400-odd lines.
+    let source = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("crates/devboy-mcp/src/call.rs"),
+    )
+    .unwrap();
+    std::fs::write(&file, &source).unwrap();
+    let fs = peers::server_filesystem(&root);
+    let args: Vec<String> = fs.args.iter().map(|a| common::toml_str(a)).collect();
+    let config = format!(
+        "[servers.fs]\ncommand = {}\nargs = [{}]\n",
+        common::toml_str(&fs.program_str()),
+        args.join(", ")
+    );
+    let devboy = Devboy::start_with(&config, "devboy.toml", &[]).await;
+    let path = file.to_str().unwrap();
+    let read = || devboy.call("fs__read_text_file", json!({"path": path}));
+    let first = read().await;
+    let base = id_of(&first);
+    let shown_first = text_of(&first);
+    assert!(
+        shown_first.contains("async fn call_upstream("),
+        "{shown_first}"
+    );
+
+    let (old_line, new_line) = (
+        "        let Some(engine) = self.speculation() else {\n            return answered;",
+        "        let Some(engine) = self.speculation().cloned() else {\n            return answered;",
+    );
+    assert!(source.contains(old_line));
+    let edit = devboy
+        .call(
+            "fs__edit_file",
+            json!({"path": path, "edits": [{"oldText": old_line, "newText": new_line}]}),
+        )
+        .await;
+    assert_ne!(edit.is_error, Some(true), "{edit:?}");
+    let edited = std::fs::read_to_string(&file).unwrap();
+    assert_ne!(edited, source);
+
+    let again = read().await;
+    let shown = text_of(&again);
+    let (hint, diff) = shown.split_once('\n').unwrap();
+    let (named_base, new_id) =
+        hints::parse_near_reference(hint).unwrap_or_else(|| panic!("a near-reference: {shown}"));
+    assert_eq!(named_base, base);
+    assert!(
+        diff.contains("-        let Some(engine) = self.speculation() else {\n+        let Some(engine) = self.speculation().cloned() else {"),
+        "{diff}"
+    );
+    // Exact: the diff turns the file the model was shown into the new one.
+    assert_eq!(
+        devboy_pipeline::textdiff::apply(&source, diff).as_deref(),
+        Some(edited.as_str())
+    );
+    let tokens = devboy_pipeline::Tokenizer::O200k;
+    let (full, sent) = (tokens.count(&shown_first), tokens.count(&shown));
+    assert!(sent * 20 <= full, "{sent} tokens of {full}: {shown}");
+    let expanded = devboy.call("devboy_expand", json!({"id": new_id})).await;
+    assert!(text_of(&expanded).contains(&edited), "{expanded:?}");
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn status_reports_the_pipeline() {
     let devboy = Devboy::start(ONE).await;

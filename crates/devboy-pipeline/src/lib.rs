@@ -119,6 +119,7 @@ pub mod session;
 pub mod shape;
 pub mod stage;
 pub mod template;
+pub mod textdiff;
 pub mod time;
 pub mod tokens;
 
@@ -133,7 +134,7 @@ pub use ids::{
 pub use shape::{classify, Classified, InnerFormat, InnerFormats, Shape};
 pub use stage::{
     paths_in_arguments, write_covers, DedupDecision, DedupStage, DedupStageConfig, ExpandError,
-    NearPolicy, ResultPolicy, SideEffect,
+    NearPolicy, ResultPolicy, SideEffect, TextDiffPolicy,
 };
 pub use template::{DecodedBody, Template};
 pub use time::Timestamp;

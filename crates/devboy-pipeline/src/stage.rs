@@ -14,6 +14,11 @@
 //!   from the last full delivery only in a few scalar fields, when the
 //!   endpoint asks for it, becomes that delivery's id plus the exact
 //!   changes ([`crate::near`]), with its own id for `devboy_expand`;
+//! - a re-read whose text changed in a few lines since the version the
+//!   model holds (the same call, or a read of the same path, delivered in
+//!   full in this context) becomes that version's id plus a unified diff
+//!   ([`crate::textdiff`]), when the endpoint allows it; the agent's own
+//!   write of the path does not stop this (it stops plain references);
 //! - anything else passes unchanged.
 //!
 //! Calls that may change what a tool would return invalidate by path and by
@@ -81,6 +86,35 @@ pub struct ResultPolicy {
     /// How long this result may be referenced, if its tool says (else the
     /// cache's TTL).
     pub freshness: Option<std::time::Duration>,
+    /// Re-reads said as diffs against the version the model holds, if
+    /// enabled for this endpoint.
+    pub text_diff: Option<TextDiffPolicy>,
+}
+
+/// Re-read diff settings of an endpoint.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct TextDiffPolicy {
+    /// A diff is sent only when it is at most this share of the body.
+    pub max_share: f64,
+}
+
+/// What a diff base is found by: the call that read it, or a path it was
+/// read from.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+enum BaseKey {
+    Call(EndpointKey, Fingerprint),
+    Path(String),
+}
+
+/// A body delivered in full that a later re-read may be a diff against,
+/// while it is still in the model's context.
+#[derive(Debug, Clone, Copy)]
+struct TextBase {
+    id: ReferenceId,
+    fp: Fingerprint,
+    partition: u64,
+    delivered_at: Timestamp,
+    ttl: std::time::Duration,
 }
 
 /// Near-duplicate settings of an endpoint.
@@ -94,6 +128,9 @@ pub struct NearPolicy {
 
 /// How many calls' last full deliveries are kept as near-duplicate bases.
 const NEAR_BASES: usize = 64;
+
+/// How many calls' and paths' last full deliveries are kept as diff bases.
+const TEXT_BASES: usize = 256;
 
 /// What to do with one body.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -165,6 +202,9 @@ pub struct DedupStage {
     min_body_bytes: usize,
     /// Per call (endpoint and arguments): the last body delivered in full.
     near_bases: LruCache<(EndpointKey, Fingerprint), (ReferenceId, Fingerprint)>,
+    /// Per call and per path read: the last body delivered in full, kept
+    /// through writes (never as a reference, only as a diff base).
+    text_bases: LruCache<BaseKey, TextBase>,
 }
 
 impl DedupStage {
@@ -179,6 +219,7 @@ impl DedupStage {
             ids,
             min_body_bytes,
             near_bases: LruCache::new(NonZeroUsize::new(NEAR_BASES).unwrap_or(NonZeroUsize::MIN)),
+            text_bases: LruCache::new(NonZeroUsize::new(TEXT_BASES).unwrap_or(NonZeroUsize::MIN)),
         }
     }
 
@@ -226,6 +267,12 @@ impl DedupStage {
                 return outcome;
             }
         }
+        if let Some(diff) = policy.text_diff {
+            if let Some(outcome) = self.text_repeat(&endpoint, policy.call, &paths, body, diff, now)
+            {
+                return outcome;
+            }
+        }
         // Claim an id only for a body the cache will remember and the store
         // can give back: an id that can be neither referenced nor expanded
         // would be noise in the model's context.
@@ -233,6 +280,14 @@ impl DedupStage {
         if self.store.insert(id, body) == StoreOutcome::TooLarge {
             return DedupDecision::Unchanged;
         }
+        let bases: Vec<BaseKey> = if policy.text_diff.is_some() {
+            call.iter()
+                .map(|(endpoint, call)| BaseKey::Call(endpoint.clone(), *call))
+                .chain(paths.iter().map(|p| BaseKey::Path(p.clone())))
+                .collect()
+        } else {
+            Vec::new()
+        };
         match self.cache.record_delivered(
             fp,
             Delivered::new(id, endpoint, paths).with_ttl(policy.freshness),
@@ -242,6 +297,16 @@ impl DedupStage {
             RecordOutcome::Inserted | RecordOutcome::Refreshed => {
                 if let Some(key) = call {
                     self.near_bases.put(key, (id, fp));
+                }
+                let base = TextBase {
+                    id,
+                    fp,
+                    partition: self.cache.partition(),
+                    delivered_at: now,
+                    ttl: policy.freshness.unwrap_or(self.cache.config().ttl),
+                };
+                for key in bases {
+                    self.text_bases.put(key, base);
                 }
                 DedupDecision::Fresh {
                     id,
@@ -299,6 +364,59 @@ impl DedupStage {
         })
     }
 
+    /// The diff answer for `body`: against the last full delivery of the
+    /// same call, else of a path it reads, if that is still in the
+    /// context (this partition, within its TTL: a write of the path since
+    /// does not matter), the change is text, and the hint with the hunks
+    /// costs at most `policy.max_share` of the body.
+    fn text_repeat(
+        &mut self,
+        endpoint: &EndpointKey,
+        call: Option<Fingerprint>,
+        paths: &[String],
+        body: &[u8],
+        policy: TextDiffPolicy,
+        now: Timestamp,
+    ) -> Option<DedupDecision> {
+        let keys = call
+            .map(|c| BaseKey::Call(endpoint.clone(), c))
+            .into_iter()
+            .chain(paths.iter().map(|p| BaseKey::Path(p.clone())));
+        for key in keys {
+            let Some(base) = self.text_bases.get(&key).copied() else {
+                continue;
+            };
+            if base.partition != self.cache.partition()
+                || now.saturating_since(base.delivered_at) >= base.ttl
+            {
+                self.text_bases.pop(&key);
+                continue;
+            }
+            let Some(old) = self.store.get(base.id) else {
+                continue;
+            };
+            let Some(delta) = crate::textdiff::delta(old, body) else {
+                continue;
+            };
+            let id = self.ids.peek_next();
+            let text = format!("{}\n{}", hints::near_reference(base.id, id), delta.text);
+            if text.len() as f64 > policy.max_share * body.len() as f64 {
+                continue;
+            }
+            let id = self.ids.next();
+            if self.store.insert(id, body) == StoreOutcome::TooLarge {
+                return None;
+            }
+            return Some(DedupDecision::NearRepeat {
+                base: base.id,
+                id,
+                changes: delta.changed,
+                text,
+            });
+        }
+        None
+    }
+
     /// Records a call before it is forwarded: a call that may mutate forgets
     /// every body read from the paths in its arguments and every body of
     /// the endpoints `invalidates` picks (those configured for the tool).
@@ -331,7 +449,18 @@ impl DedupStage {
     /// elided): no later result may be a reference to it. Its id still
     /// expands.
     pub fn withdraw(&mut self, body: &[u8]) -> bool {
-        self.cache.withdraw(Fingerprint::of(body))
+        let fp = Fingerprint::of(body);
+        // Nor a diff against it: the model never saw it whole.
+        let doomed: Vec<BaseKey> = self
+            .text_bases
+            .iter()
+            .filter(|(_, base)| base.fp == fp)
+            .map(|(key, _)| key.clone())
+            .collect();
+        for key in doomed {
+            self.text_bases.pop(&key);
+        }
+        self.cache.withdraw(fp)
     }
 
     /// The model's context was compacted or cleared: nothing delivered
@@ -418,6 +547,79 @@ mod tests {
 
     fn t(ms: u64) -> Timestamp {
         Timestamp::from_millis(ms)
+    }
+
+    #[test]
+    fn a_re_read_after_a_write_is_a_diff_until_the_context_moves_on() {
+        let mut stage = stage();
+        let policy = ResultPolicy {
+            call: Some(Fingerprint::of(b"a.rs")),
+            text_diff: Some(TextDiffPolicy { max_share: 0.25 }),
+            ..ResultPolicy::default()
+        };
+        let file: String = (0..200).map(|i| format!("line {i}\n")).collect();
+        let edited = file.replace("line 7\n", "line seven\n");
+        let path = || vec!["/r/a.rs".to_string()];
+        let send = |stage: &mut DedupStage, body: &str, ms| {
+            stage.on_result(fs_read(), body.as_bytes(), path(), t(ms), &policy)
+        };
+        let DedupDecision::Fresh { id: base, .. } = send(&mut stage, &file, 0) else {
+            panic!("first read is fresh");
+        };
+        // The agent's write forgets the path for references, not as a base.
+        stage.on_call(SideEffect::MayMutate, &path(), |_| false);
+        let DedupDecision::NearRepeat {
+            base: named,
+            id,
+            changes,
+            text,
+        } = send(&mut stage, &edited, 10)
+        else {
+            panic!("a diff");
+        };
+        assert_eq!((named, changes), (base, 2));
+        let (_, diff) = text.split_once('\n').unwrap();
+        assert_eq!(
+            crate::textdiff::apply(&file, diff).as_deref(),
+            Some(edited.as_str())
+        );
+        assert_eq!(stage.expand(&id.to_string()), Ok(edited.as_bytes()));
+        // A rewrite of most lines is sent in full.
+        let rewritten = file.replace("line", "row");
+        assert!(matches!(
+            send(&mut stage, &rewritten, 20),
+            DedupDecision::Fresh { .. }
+        ));
+        // After a compaction the model holds no version: full again.
+        let mut stage2 = self::stage();
+        assert!(matches!(
+            send(&mut stage2, &file, 0),
+            DedupDecision::Fresh { .. }
+        ));
+        stage2.advance_partition();
+        assert!(matches!(
+            send(&mut stage2, &edited, 10),
+            DedupDecision::Fresh { .. }
+        ));
+        // A body withdrawn (elided after all) is no base.
+        let mut stage4 = self::stage();
+        assert!(matches!(
+            send(&mut stage4, &file, 0),
+            DedupDecision::Fresh { .. }
+        ));
+        stage4.withdraw(file.as_bytes());
+        assert!(matches!(
+            send(&mut stage4, &edited, 10),
+            DedupDecision::Fresh { .. }
+        ));
+        // Without the policy, no diff.
+        let mut stage3 = self::stage();
+        let plain = ResultPolicy::default();
+        stage3.on_result(fs_read(), file.as_bytes(), path(), t(0), &plain);
+        assert!(matches!(
+            stage3.on_result(fs_read(), edited.as_bytes(), path(), t(1), &plain),
+            DedupDecision::Fresh { .. }
+        ));
     }
 
     #[test]
@@ -634,6 +836,7 @@ mod tests {
             }),
             call: Some(Fingerprint::of(call.as_bytes())),
             freshness: None,
+            text_diff: None,
         }
     }
 

@@ -14,7 +14,7 @@ use devboy_pipeline::hints;
 use devboy_pipeline::session::{Action, BodyPolicy, Processed, SessionPipeline, Totals};
 use devboy_pipeline::{
     paths_in_arguments, EndpointKey, Fingerprint, IdAllocator, NearPolicy, ResultPolicy,
-    SessionTag, SideEffect, Template, Timestamp, Tokenizer,
+    SessionTag, SideEffect, Template, TextDiffPolicy, Timestamp, Tokenizer,
 };
 use devboy_telemetry::{CallFacts, CallOrigin, DedupOutcome, Layer, Outcome, Telemetry};
 use serde_json::{Map, Value};
@@ -383,6 +383,10 @@ impl PipelineSession {
                 }),
                 call: call_fingerprint,
                 freshness: Some(self.config.freshness(call.exposed, session)),
+                text_diff: (self.config.dedup.text_diff.enabled && allows(HintKind::NearRef))
+                    .then_some(TextDiffPolicy {
+                        max_share: self.config.dedup.text_diff.max_share,
+                    }),
             }),
             encode: encode && single,
             // Without `encoded` hints only compact JSON (which needs none)

@@ -15,8 +15,8 @@ use super::schema::{self, KeyKind, KeySpec, KeyValue, FOLLOW_UP_KEYS};
 use super::{
     AgentProfile, ClientProfile, DedupSettings, EncodingSettings, EndpointRule, EnrichmentMode,
     EnrichmentSettings, HintKind, HintsPolicy, LlmProfile, NearRefSettings, PipelineConfig,
-    Profiles, Selection, SideEffectClass, TelemetrySettings, TokenizerChoice, ToolRule,
-    SCHEMA_VERSION,
+    Profiles, Selection, SideEffectClass, TelemetrySettings, TextDiffSettings, TokenizerChoice,
+    ToolRule, SCHEMA_VERSION,
 };
 use crate::config::keypath::{closest, KeyPath};
 use crate::config::tree::{self, describe, Entry, Node, Value};
@@ -92,6 +92,10 @@ fn blank() -> PipelineConfig {
                 enabled: false,
                 max_changes: 0,
                 min_body_bytes: 0,
+            },
+            text_diff: TextDiffSettings {
+                enabled: false,
+                max_share: 0.0,
             },
         },
         encoding: EncodingSettings {

@@ -108,6 +108,20 @@ pub struct DedupSettings {
     pub max_context_bytes: usize,
     /// Near-duplicate hints for polling endpoints.
     pub near_ref: NearRefSettings,
+    /// Re-reads said as diffs.
+    pub text_diff: TextDiffSettings,
+}
+
+/// Re-read diffs: a result whose text changed in a few lines since the
+/// version the model holds (the same call, or a read of the same path,
+/// delivered in full in this context, even if the agent wrote the path
+/// since) is sent as that version's id plus a unified diff.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TextDiffSettings {
+    /// On by default.
+    pub enabled: bool,
+    /// Only when the hint and diff cost at most this share of the body.
+    pub max_share: f64,
 }
 
 /// Near-duplicate hints: a repeat of the same call whose body differs from

@@ -897,7 +897,7 @@ fn sample(key: &schema::KeySpec) -> String {
         KeyKind::Bool => "true".into(),
         KeyKind::Count { min } => (min + 11).to_string(),
         KeyKind::Days => "9".into(),
-        KeyKind::Fraction => "0.25".into(),
+        KeyKind::Fraction => "0.35".into(),
         KeyKind::Text => "\"sample\"".into(),
         KeyKind::Globs => "[\"s*\", \"t?\"]".into(),
         KeyKind::Tokenizer => "\"cl100k\"".into(),
