@@ -296,6 +296,7 @@ impl Tally {
             Action::Encoded | Action::Elided => processed.format.unwrap_or("original"),
             Action::Reference => "reference",
             Action::NearReference => "near_reference",
+            Action::PartReferences => "part_references",
             Action::Unchanged | Action::Fresh => "unchanged",
         };
         self.formats

@@ -658,3 +658,51 @@ fn a_re_read_after_an_edit_reaches_the_model_as_a_diff() {
     );
     assert!(again.len() * 20 < first.len(), "{again}");
 }
+
+/// In Claude Code (which shows `structuredContent`), a file the model read
+/// in full reaches it inside `read_multiple_files` as a reference to that
+/// read; the other file is shown.
+#[test]
+fn a_held_file_inside_read_multiple_files_reaches_the_model_as_a_reference() {
+    let claude = ClaudeCode::new().unwrap();
+    let root = claude.project().canonicalize().unwrap();
+    let module = |name: &str| -> String {
+        (0..60)
+            .map(|i| format!("def {name}_{i}(x):\n    return x + {i}\n"))
+            .collect()
+    };
+    std::fs::write(root.join("a.py"), module("alpha")).unwrap();
+    std::fs::write(root.join("b.py"), module("beta")).unwrap();
+    let (a, b) = (
+        root.join("a.py").display().to_string(),
+        root.join("b.py").display().to_string(),
+    );
+    let read = "mcp__devboy__fs__read_text_file";
+    let many = "mcp__devboy__fs__read_multiple_files";
+    let model = ScriptedModel::start(
+        Script::new()
+            .tool_use(read, json!({"path": a}))
+            .tool_use(many, json!({"paths": [a, b]}))
+            .final_text("done"),
+    )
+    .unwrap();
+    let claude = claude.model(&model);
+    add_devboy_with_fs_and_env(&claude, claude.project(), &[]);
+    claude
+        .run_print("Read both modules.", &[read, many])
+        .unwrap()
+        .assert_success();
+    let results = model.tool_results();
+    assert_eq!(results.len(), 2, "{results:#?}");
+    let held = result_id(&results[0].text());
+    let shown = results[1].text();
+    assert!(
+        shown.contains(&devboy_pipeline::hints::reference(&held)),
+        "{shown}"
+    );
+    assert!(
+        shown.contains("def beta_7(x):") && !shown.contains("def alpha_7(x):"),
+        "{shown}"
+    );
+    assert!(shown.contains("> [whole result: devboy_expand "), "{shown}");
+}

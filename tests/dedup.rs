@@ -221,6 +221,60 @@ async fn a_re_read_after_a_one_line_edit_is_a_diff() {
     assert!(text_of(&expanded).contains(&edited), "{expanded:?}");
 }
 
+/// A file the model read in full comes back inside `read_multiple_files`:
+/// there it is a reference to that read, the other file is shown, and
+/// `devboy_expand` gives the whole result as the server sent it.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_held_file_inside_read_multiple_files_is_a_reference() {
+    let data = common::TempDir::new("dedup-parts");
+    let root = data.path().canonicalize().unwrap();
+    let module = |name: &str| -> String {
+        (0..60)
+            .map(|i| format!("def {name}_{i}(x):\n    return x + {i}\n"))
+            .collect()
+    };
+    let (a, b) = (root.join("a.py"), root.join("b.py"));
+    std::fs::write(&a, module("alpha")).unwrap();
+    std::fs::write(&b, module("beta")).unwrap();
+    let fs = peers::server_filesystem(&root);
+    let args: Vec<String> = fs.args.iter().map(|a| common::toml_str(a)).collect();
+    let config = format!(
+        "[servers.fs]\ncommand = {}\nargs = [{}]\n",
+        common::toml_str(&fs.program_str()),
+        args.join(", ")
+    );
+    let devboy = Devboy::start_with(&config, "devboy.toml", &[]).await;
+    let (a, b) = (a.to_str().unwrap(), b.to_str().unwrap());
+    let first = devboy.call("fs__read_text_file", json!({"path": a})).await;
+    let held = id_of(&first);
+    let both = devboy
+        .call("fs__read_multiple_files", json!({"paths": [a, b]}))
+        .await;
+    let shown = text_of(&both);
+    assert!(
+        shown.contains(&hints::reference(&held)),
+        "a reference to the held read: {shown}"
+    );
+    assert!(!shown.contains("alpha_7"), "{shown}");
+    assert!(shown.contains("def beta_7(x):"), "{shown}");
+    let whole = shown
+        .lines()
+        .last()
+        .and_then(|l| l.strip_prefix("> [whole result: devboy_expand "))
+        .and_then(|l| l.strip_suffix(']'))
+        .unwrap_or_else(|| panic!("a whole-result line: {shown}"));
+    let expanded = text_of(&devboy.call("devboy_expand", json!({"id": whole})).await);
+    assert!(
+        expanded.contains("def alpha_7(x):") && expanded.contains("def beta_7(x):"),
+        "{expanded}"
+    );
+    let tokens = devboy_pipeline::Tokenizer::O200k;
+    assert!(
+        tokens.count(&shown) * 10 < tokens.count(&expanded) * 6,
+        "{shown}"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn status_reports_the_pipeline() {
     let devboy = Devboy::start(ONE).await;

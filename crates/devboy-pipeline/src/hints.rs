@@ -116,6 +116,12 @@ pub fn parse_near_reference(line: &str) -> Option<(&str, &str)> {
     Some((base, rest.strip_suffix(']')?))
 }
 
+/// The line after a result whose parts are references: the id of the
+/// whole result as the tool returned it.
+pub fn whole(id: impl Display) -> String {
+    format!("> [whole result: devboy_expand {id}]")
+}
+
 /// The line after an elided body: how many of how many units (`noun`)
 /// are left out, which (`which`), and the id of the whole.
 pub fn elided(count: usize, of: usize, noun: &str, which: &str, id: impl Display) -> String {

@@ -113,6 +113,7 @@ pub mod fingerprint;
 pub mod hints;
 pub mod ids;
 pub mod near;
+pub mod parts;
 mod paths;
 pub mod route;
 pub mod session;

@@ -60,6 +60,9 @@ pub enum Action {
     Encoded,
     /// Re-encoded or not, with parts elided to fit the budget.
     Elided,
+    /// Texts the model holds replaced by references, the rest kept (and
+    /// re-encoded when that is cheaper).
+    PartReferences,
 }
 
 impl Action {
@@ -72,6 +75,7 @@ impl Action {
             Action::NearReference => "near_reference",
             Action::Encoded => "encoded",
             Action::Elided => "elided",
+            Action::PartReferences => "part_references",
         }
     }
 }
@@ -144,6 +148,8 @@ pub struct Totals {
     pub references: u64,
     /// Results answered with changes.
     pub near_references: u64,
+    /// Results with parts replaced by references.
+    pub part_references: u64,
     /// Results re-encoded.
     pub encoded: u64,
     /// Results with parts elided.
@@ -237,6 +243,9 @@ impl SessionPipeline {
         let tokens_raw = tokenizer.count(body);
         let mut out = Processed::unchanged(tokens_raw);
         let mut fresh = None;
+        // A body with parts the model holds replaced by references: what
+        // the encoder works on from here.
+        let mut rewritten: Option<String> = None;
         if let Some(dedup) = &policy.dedup {
             match self
                 .stage
@@ -252,6 +261,17 @@ impl SessionPipeline {
                     self.replaced(&mut out, Action::NearReference, Some(id), text);
                     return self.finish(out);
                 }
+                DedupDecision::Parts { id, body, .. } => {
+                    let line = crate::hints::whole(id);
+                    out.action = Action::PartReferences;
+                    out.id = Some(id);
+                    out.tokens_final = tokenizer.count(&body) + tokenizer.count(&line);
+                    out.dedup_saved = tokens_raw as i64 - out.tokens_final as i64;
+                    out.id_line = Some(line);
+                    out.hints = out.hints.with(HintKind::Reference);
+                    out.text = Some(body.clone());
+                    rewritten = Some(body);
+                }
                 DedupDecision::Fresh { id, id_line } => {
                     let cost = tokenizer.count(&id_line) as i64;
                     out.action = Action::Fresh;
@@ -266,6 +286,11 @@ impl SessionPipeline {
             }
         }
         if policy.encode {
+            let tokens_in = rewritten
+                .as_deref()
+                .map_or(tokens_raw, |b| tokenizer.count(b));
+            let json = if rewritten.is_some() { None } else { json };
+            let body: &str = rewritten.as_deref().unwrap_or(body);
             let classified = match json {
                 Some(value) => classify_json(value.clone()),
                 None => classify(body),
@@ -274,24 +299,28 @@ impl SessionPipeline {
             out.inner_formats = classified.inner.iter().map(|f| f.name()).collect();
             let config = RouteConfig {
                 only: policy.only.clone(),
-                budget_tokens: if policy.keep_whole {
+                // A body with parts referenced is already short; its hint
+                // names the whole, so nothing else may be elided from it.
+                budget_tokens: if policy.keep_whole || rewritten.is_some() {
                     usize::MAX
                 } else {
                     self.route.budget_tokens
                 },
                 ..self.route.clone()
             };
-            let over = tokens_raw > config.budget_tokens;
+            let over = tokens_in > config.budget_tokens;
             let recover = match fresh {
                 Some(id) => Some(id),
                 None if over => self.stage.store_only(body.as_bytes()),
                 None => None,
             };
-            if let Some(routed) = route(body, &classified, tokens_raw, &config, recover) {
+            if let Some(routed) = route(body, &classified, tokens_in, &config, recover) {
                 if routed.has_encoded_header() {
                     out.hints = out.hints.with(HintKind::Encoded);
                 }
-                out.action = if routed.elided > 0 {
+                out.action = if rewritten.is_some() {
+                    Action::PartReferences
+                } else if routed.elided > 0 {
                     if fresh.is_some() {
                         self.stage.withdraw(body.as_bytes());
                     }
@@ -308,8 +337,8 @@ impl SessionPipeline {
                     Action::Encoded
                 };
                 out.format = Some(routed.format);
-                out.encoder_saved = tokens_raw as i64 - routed.tokens as i64;
-                out.tokens_final = out.tokens_final - tokens_raw + routed.tokens;
+                out.encoder_saved = tokens_in as i64 - routed.tokens as i64;
+                out.tokens_final = out.tokens_final - tokens_in + routed.tokens;
                 out.text = Some(routed.text);
             }
         }
@@ -337,6 +366,7 @@ impl SessionPipeline {
             Action::NearReference => t.near_references += 1,
             Action::Encoded => t.encoded += 1,
             Action::Elided => t.elided += 1,
+            Action::PartReferences => t.part_references += 1,
             Action::Unchanged | Action::Fresh => {}
         }
         out

@@ -89,6 +89,22 @@ pub struct ResultPolicy {
     /// Re-reads said as diffs against the version the model holds, if
     /// enabled for this endpoint.
     pub text_diff: Option<TextDiffPolicy>,
+    /// Texts the model holds in full, found inside this result, become
+    /// references ([`crate::parts`]); and this result's texts are
+    /// remembered for later results.
+    pub parts: bool,
+}
+
+/// A text of a body delivered in full, for references to parts.
+#[derive(Debug, Clone)]
+struct HeldPart {
+    /// The delivery it belongs to.
+    id: ReferenceId,
+    body_fp: Fingerprint,
+    /// Where the text is in that body.
+    pointer: Option<String>,
+    /// Its first bytes, searched for before the whole is compared.
+    anchor: String,
 }
 
 /// Re-read diff settings of an endpoint.
@@ -158,6 +174,17 @@ pub enum DedupDecision {
         /// Hint line and changes, to send instead of the body.
         text: String,
     },
+    /// Send `body` instead of the original: texts the model holds in full
+    /// replaced by reference lines. The original is stored as `id` for
+    /// `devboy_expand`, not remembered as delivered.
+    Parts {
+        /// The id `devboy_expand` returns the original under.
+        id: ReferenceId,
+        /// The deliveries referenced, in order of first use.
+        refs: Vec<ReferenceId>,
+        /// The body with the reference lines (JSON stays JSON).
+        body: String,
+    },
     /// Send `hint` instead of the body: the model holds it already.
     Repeat {
         /// The id the model was shown with the earlier delivery.
@@ -205,6 +232,8 @@ pub struct DedupStage {
     /// Per call and per path read: the last body delivered in full, kept
     /// through writes (never as a reference, only as a diff base).
     text_bases: LruCache<BaseKey, TextBase>,
+    /// Texts of bodies delivered in full, by the fingerprint of the text.
+    held_parts: LruCache<Fingerprint, HeldPart>,
 }
 
 impl DedupStage {
@@ -220,6 +249,7 @@ impl DedupStage {
             min_body_bytes,
             near_bases: LruCache::new(NonZeroUsize::new(NEAR_BASES).unwrap_or(NonZeroUsize::MIN)),
             text_bases: LruCache::new(NonZeroUsize::new(TEXT_BASES).unwrap_or(NonZeroUsize::MIN)),
+            held_parts: LruCache::new(NonZeroUsize::new(TEXT_BASES).unwrap_or(NonZeroUsize::MIN)),
         }
     }
 
@@ -273,6 +303,11 @@ impl DedupStage {
                 return outcome;
             }
         }
+        if policy.parts && !self.held_parts.is_empty() {
+            if let Some(outcome) = self.part_references(body, now) {
+                return outcome;
+            }
+        }
         // Claim an id only for a body the cache will remember and the store
         // can give back: an id that can be neither referenced nor expanded
         // would be noise in the model's context.
@@ -307,6 +342,17 @@ impl DedupStage {
                 };
                 for key in bases {
                     self.text_bases.put(key, base);
+                }
+                if policy.parts {
+                    for (pointer, text) in crate::parts::texts(body, crate::parts::MIN_PART) {
+                        let held = HeldPart {
+                            id,
+                            body_fp: fp,
+                            anchor: crate::parts::anchor(&text).to_owned(),
+                            pointer,
+                        };
+                        self.held_parts.put(Fingerprint::of(text.as_bytes()), held);
+                    }
                 }
                 DedupDecision::Fresh {
                     id,
@@ -415,6 +461,65 @@ impl DedupStage {
             });
         }
         None
+    }
+
+    /// `body` with every text the model holds in full (a text of a body
+    /// still delivered in this context, at least [`crate::parts::MIN_PART`]
+    /// bytes) replaced by a reference line where it occurs inside one of
+    /// `body`'s texts; `None` when there is none.
+    fn part_references(&mut self, body: &[u8], now: Timestamp) -> Option<DedupDecision> {
+        use crate::parts;
+        let mut texts = parts::texts(body, parts::MIN_PART);
+        let held: Vec<HeldPart> = self.held_parts.iter().map(|(_, h)| h.clone()).collect();
+        let mut refs = Vec::new();
+        let mut changed = Vec::new();
+        for (at, (_, text)) in texts.iter_mut().enumerate() {
+            for part in &held {
+                if !text.contains(&part.anchor)
+                    || self.cache.still_delivered(part.body_fp, now) != Some(part.id)
+                {
+                    continue;
+                }
+                let Some(whole) = self
+                    .store
+                    .get(part.id)
+                    .and_then(|b| parts::text_at(b, part.pointer.as_deref()))
+                else {
+                    continue;
+                };
+                // The whole of this text is the body's: dedup's case, or
+                // the result is that text with other fields.
+                if whole.len() < parts::MIN_PART || *text == whole || !text.contains(&whole) {
+                    continue;
+                }
+                *text = text.replace(&whole, &hints::reference(part.id));
+                if !refs.contains(&part.id) {
+                    refs.push(part.id);
+                }
+                if !changed.contains(&at) {
+                    changed.push(at);
+                }
+            }
+        }
+        if refs.is_empty() {
+            return None;
+        }
+        let mut rewritten: Option<String> = None;
+        for at in changed {
+            let (pointer, text) = &texts[at];
+            let current = rewritten.as_deref().map_or(body, str::as_bytes);
+            rewritten = Some(parts::with_text(current, pointer.as_deref(), text.clone())?);
+        }
+        let rewritten = rewritten?;
+        let id = self.ids.next();
+        if self.store.insert(id, body) == StoreOutcome::TooLarge {
+            return None;
+        }
+        Some(DedupDecision::Parts {
+            id,
+            refs,
+            body: rewritten,
+        })
     }
 
     /// Records a call before it is forwarded: a call that may mutate forgets
@@ -547,6 +652,63 @@ mod tests {
 
     fn t(ms: u64) -> Timestamp {
         Timestamp::from_millis(ms)
+    }
+
+    #[test]
+    fn a_text_the_model_holds_becomes_a_reference_inside_a_longer_result() {
+        let mut stage = stage();
+        let policy = ResultPolicy {
+            parts: true,
+            ..ResultPolicy::default()
+        };
+        let a: String = (0..80)
+            .map(|i| format!("def a{i}(): return {i}\n"))
+            .collect();
+        let b: String = (0..80)
+            .map(|i| format!("def b{i}(): return {i}\n"))
+            .collect();
+        let read_a = json!({ "content": a }).to_string();
+        let DedupDecision::Fresh { id: held, .. } = stage.on_result(
+            fs_read(),
+            read_a.as_bytes(),
+            vec!["/r/a.py".into()],
+            t(0),
+            &policy,
+        ) else {
+            panic!("fresh");
+        };
+        let both = json!({ "content": format!("/r/a.py:\n{a}\n---\n/r/b.py:\n{b}") }).to_string();
+        let many = EndpointKey::new("fs", "read_multiple_files");
+        let paths = || vec!["/r/a.py".to_string(), "/r/b.py".into()];
+        let DedupDecision::Parts { id, refs, body } =
+            stage.on_result(many.clone(), both.as_bytes(), paths(), t(1), &policy)
+        else {
+            panic!("parts");
+        };
+        assert_eq!(refs, vec![held]);
+        let shown: Value = serde_json::from_str(&body).unwrap();
+        assert_eq!(
+            shown["content"],
+            format!("/r/a.py:\n{}\n---\n/r/b.py:\n{b}", hints::reference(held))
+        );
+        assert_eq!(stage.expand(&id.to_string()), Ok(both.as_bytes()));
+        // Plain text holds too.
+        let text = format!("== a ==\n{a}== b ==\n{b}");
+        let DedupDecision::Parts { body, .. } =
+            stage.on_result(many.clone(), text.as_bytes(), paths(), t(2), &policy)
+        else {
+            panic!("parts of text");
+        };
+        assert_eq!(
+            body,
+            format!("== a ==\n{}== b ==\n{b}", hints::reference(held))
+        );
+        // A write of a.py: the model's copy may be stale, no reference.
+        stage.on_call(SideEffect::MayMutate, &["/r/a.py".to_string()], |_| false);
+        assert!(matches!(
+            stage.on_result(many, both.as_bytes(), paths(), t(3), &policy),
+            DedupDecision::Fresh { .. }
+        ));
     }
 
     #[test]
@@ -837,6 +999,7 @@ mod tests {
             call: Some(Fingerprint::of(call.as_bytes())),
             freshness: None,
             text_diff: None,
+            parts: false,
         }
     }
 

@@ -383,6 +383,7 @@ impl PipelineSession {
                 }),
                 call: call_fingerprint,
                 freshness: Some(self.config.freshness(call.exposed, session)),
+                parts: true,
                 text_diff: (self.config.dedup.text_diff.enabled && allows(HintKind::NearRef))
                     .then_some(TextDiffPolicy {
                         max_share: self.config.dedup.text_diff.max_share,
@@ -503,6 +504,7 @@ impl PipelineSession {
             "combined_savings_pct": combined_pct,
             "references": totals.references,
             "near_references": totals.near_references,
+            "part_references": totals.part_references,
             "encoded": totals.encoded,
             "elided": totals.elided,
             "bytes_referenced": cache.bytes_saved,
@@ -535,7 +537,7 @@ fn outcome(processed: &Processed, dedup_on: bool, partition: u64) -> Outcome {
         .filter(|f| Template::ALL.iter().any(|t| t.name() == *f));
     let (dedup, layer) = match processed.action {
         Action::Reference => (DedupOutcome::Hit, Layer::Dedup),
-        Action::NearReference => (DedupOutcome::Near, Layer::Dedup),
+        Action::NearReference | Action::PartReferences => (DedupOutcome::Near, Layer::Dedup),
         Action::Encoded | Action::Elided if template.is_some() => {
             (DedupOutcome::Miss, Layer::Template)
         }
