@@ -176,7 +176,8 @@ pub enum DedupDecision {
     },
     /// Send `body` instead of the original: texts the model holds in full
     /// replaced by reference lines. The original is stored as `id` for
-    /// `devboy_expand`, not remembered as delivered.
+    /// `devboy_expand` and remembered as delivered under it (the model was
+    /// shown all of it, partly by reference).
     Parts {
         /// The id `devboy_expand` returns the original under.
         id: ReferenceId,
@@ -304,7 +305,7 @@ impl DedupStage {
             }
         }
         if policy.parts && !self.held_parts.is_empty() {
-            if let Some(outcome) = self.part_references(body, now) {
+            if let Some(outcome) = self.part_references(&endpoint, &paths, body, now, policy) {
                 return outcome;
             }
         }
@@ -467,17 +468,38 @@ impl DedupStage {
     /// still delivered in this context, at least [`crate::parts::MIN_PART`]
     /// bytes) replaced by a reference line where it occurs inside one of
     /// `body`'s texts; `None` when there is none.
-    fn part_references(&mut self, body: &[u8], now: Timestamp) -> Option<DedupDecision> {
+    ///
+    /// The result is then remembered as delivered under its new id (the
+    /// line after it names that id): an identical later result is a
+    /// reference to what the model was shown, references and all.
+    fn part_references(
+        &mut self,
+        endpoint: &EndpointKey,
+        paths: &[String],
+        body: &[u8],
+        now: Timestamp,
+        policy: &ResultPolicy,
+    ) -> Option<DedupDecision> {
         use crate::parts;
         let mut texts = parts::texts(body, parts::MIN_PART);
+        if texts.is_empty() {
+            return None;
+        }
         let held: Vec<HeldPart> = self.held_parts.iter().map(|(_, h)| h.clone()).collect();
+        // One pass per text finds which held texts may be in it.
+        let anchors =
+            aho_corasick::AhoCorasick::new(held.iter().map(|h| h.anchor.as_str())).ok()?;
         let mut refs = Vec::new();
         let mut changed = Vec::new();
         for (at, (_, text)) in texts.iter_mut().enumerate() {
-            for part in &held {
-                if !text.contains(&part.anchor)
-                    || self.cache.still_delivered(part.body_fp, now) != Some(part.id)
-                {
+            let mut found: Vec<usize> = anchors
+                .find_overlapping_iter(text.as_str())
+                .map(|m| m.pattern().as_usize())
+                .collect();
+            found.sort_unstable();
+            found.dedup();
+            for part in found.iter().map(|&i| &held[i]) {
+                if self.cache.still_delivered(part.body_fp, now) != Some(part.id) {
                     continue;
                 }
                 let Some(whole) = self
@@ -515,6 +537,12 @@ impl DedupStage {
         if self.store.insert(id, body) == StoreOutcome::TooLarge {
             return None;
         }
+        self.cache.record_delivered(
+            Fingerprint::of(body),
+            Delivered::new(id, endpoint.clone(), paths.to_vec()).with_ttl(policy.freshness),
+            body.len(),
+            now,
+        );
         Some(DedupDecision::Parts {
             id,
             refs,
@@ -692,6 +720,11 @@ mod tests {
             format!("/r/a.py:\n{}\n---\n/r/b.py:\n{b}", hints::reference(held))
         );
         assert_eq!(stage.expand(&id.to_string()), Ok(both.as_bytes()));
+        // The same result again: a reference to what was shown.
+        assert!(matches!(
+            stage.on_result(many.clone(), both.as_bytes(), paths(), t(1), &policy),
+            DedupDecision::Repeat { id: again, .. } if again == id
+        ));
         // Plain text holds too.
         let text = format!("== a ==\n{a}== b ==\n{b}");
         let DedupDecision::Parts { body, .. } =
