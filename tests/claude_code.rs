@@ -548,9 +548,33 @@ fn search_and_read_session(pipeline: &str) -> (Vec<String>, Value) {
     let root = root.display().to_string();
     let seen = seen
         .iter()
-        .map(|s| s.replace(&tag, "TAG").replace(&root, "ROOT"))
+        .map(|s| without_checks(&s.replace(&tag, "TAG").replace(&root, "ROOT")))
         .collect();
     (seen, status["session"]["speculation"].clone())
+}
+
+/// `text` with every encoded hint's check (` #` and nine digits before
+/// `]`) made ` #CHECK`: it covers the text, which names the session's own
+/// temporary directory.
+fn without_checks(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find(" #") {
+        let digits = &rest[at + 2..];
+        let is_check = digits.len() > 9
+            && digits.as_bytes()[..9].iter().all(u8::is_ascii_digit)
+            && digits.as_bytes()[9] == b']';
+        out.push_str(&rest[..at]);
+        if is_check {
+            out.push_str(" #CHECK");
+            rest = &digits[9..];
+        } else {
+            out.push_str(" #");
+            rest = digits;
+        }
+    }
+    out.push_str(rest);
+    out
 }
 
 /// Prefetch mode changes when a result is fetched, never what the model

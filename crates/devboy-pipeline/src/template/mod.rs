@@ -16,6 +16,8 @@
 //!   serde_json or `JSON.stringify` write it, indented or compact) has that
 //!   field parsed, and the object shown in its cheapest lossless encoding
 //!   under a line naming the field and the layout of its text.
+//! - [`line_prefix`]: lines that all start with the same directory (a
+//!   search's paths, a listing) have that start written once, in the hint.
 //!
 //! Every encoded text opens with a one-line hint, `> [encoded: …]`, that
 //! tells the model what it is reading and tells [`decode`] which template
@@ -43,6 +45,7 @@ use crate::shape::{Classified, Shape};
 mod csv;
 pub mod fenced_fields;
 pub mod json_text;
+pub mod line_prefix;
 pub mod md_tables;
 
 /// One of the L1 templates.
@@ -56,14 +59,18 @@ pub enum Template {
     /// A JSON document held as text in an object's string field, shown
     /// parsed: [`json_text`].
     JsonText,
+    /// Lines sharing a directory prefix, the prefix written once:
+    /// [`line_prefix`].
+    LinePrefix,
 }
 
 impl Template {
     /// Every template.
-    pub const ALL: [Template; 3] = [
+    pub const ALL: [Template; 4] = [
         Template::MdTables,
         Template::FencedFields,
         Template::JsonText,
+        Template::LinePrefix,
     ];
 
     /// A short, stable name for telemetry and configuration.
@@ -72,6 +79,7 @@ impl Template {
             Self::MdTables => "md_tables_csv",
             Self::FencedFields => "fenced_fields",
             Self::JsonText => "json_text",
+            Self::LinePrefix => "line_prefix",
         }
     }
 
@@ -85,6 +93,7 @@ impl Template {
             Self::MdTables => md_tables::HINT,
             Self::FencedFields => fenced_fields::HINT,
             Self::JsonText => json_text::HINT,
+            Self::LinePrefix => line_prefix::HINT,
         }
     }
 
@@ -92,6 +101,9 @@ impl Template {
     pub fn from_hint(line: &str) -> Option<Template> {
         if json_text::is_hint(line) {
             return Some(Template::JsonText);
+        }
+        if line_prefix::is_hint(line) {
+            return Some(Template::LinePrefix);
         }
         Self::ALL.into_iter().find(|t| t.hint() == line)
     }
@@ -105,6 +117,7 @@ impl Template {
                 matches!(classified.json, Some(Value::Object(_) | Value::Array(_)))
             }
             Self::JsonText => json_text::may_apply(classified),
+            Self::LinePrefix => line_prefix::may_apply(classified),
         }
     }
 
@@ -115,6 +128,7 @@ impl Template {
             Self::MdTables => md_tables::encode(body),
             Self::FencedFields => json.and_then(fenced_fields::encode),
             Self::JsonText => json.and_then(json_text::encode),
+            Self::LinePrefix => line_prefix::encode(body, json),
         }
     }
 }
@@ -180,6 +194,7 @@ pub fn decode(text: &str) -> Result<DecodedBody, TemplateDecodeError> {
         Some(Template::MdTables) => md_tables::decode(text).map(DecodedBody::Text),
         Some(Template::FencedFields) => fenced_fields::decode(text).map(DecodedBody::Json),
         Some(Template::JsonText) => json_text::decode(text).map(DecodedBody::Json),
+        Some(Template::LinePrefix) => line_prefix::decode(text),
         None => Err(TemplateDecodeError::NotEncoded),
     }
 }
