@@ -247,6 +247,10 @@ impl SessionPipeline {
         // the encoder works on from here.
         let mut rewritten: Option<String> = None;
         if let Some(dedup) = &policy.dedup {
+            let dedup = &ResultPolicy {
+                body_tokens: dedup.ids_by_saving.then_some(tokens_raw),
+                ..dedup.clone()
+            };
             match self
                 .stage
                 .on_result(endpoint, body.as_bytes(), paths, now, dedup)

@@ -93,6 +93,39 @@ pub struct ResultPolicy {
     /// references ([`crate::parts`]); and this result's texts are
     /// remembered for later results.
     pub parts: bool,
+    /// Ids by expected saving ([`id_pays`]) rather than by size alone;
+    /// off where an endpoint sets its own `min_body_bytes` (whoever set it
+    /// wants ids down to that size).
+    pub ids_by_saving: bool,
+    /// What this body costs the model in tokens, when known (the pipeline
+    /// fills it in when `ids_by_saving`): a fresh body then gets an id only
+    /// where a later reference is expected to save more than the id line
+    /// costs.
+    pub body_tokens: Option<usize>,
+}
+
+/// What an id line (`> [id: kafrum3]`) costs in o200k tokens at most (7
+/// or 8 by the session's tag); pinned in `tokens.rs`.
+pub const ID_LINE_TOKENS: usize = 8;
+
+/// What a reference line costs in o200k tokens at most for the first 99
+/// ids of a session; pinned in `tokens.rs`.
+pub const REFERENCE_TOKENS: usize = 17;
+
+/// The prior of the repeat rate: as if each endpoint had been seen
+/// `PRIOR_RESULTS` times with one repeat among them.
+const PRIOR_RESULTS: u32 = 6;
+
+/// Whether an id line for a body of `tokens` pays, at an endpoint that
+/// has given `results` bodies large enough for an id, `repeats` of them
+/// repeats: the expected saving of a later reference, the repeat rate
+/// (with a prior of one in [`PRIOR_RESULTS`]) times what a reference
+/// saves, must exceed the id line's cost. A new endpoint gets an id for
+/// any body over about 65 tokens; one whose bodies never repeat needs
+/// ever larger bodies (over 300 tokens after 30 results).
+pub fn id_pays(tokens: usize, results: u32, repeats: u32) -> bool {
+    let p = f64::from(repeats + 1) / f64::from(results + PRIOR_RESULTS);
+    p * tokens.saturating_sub(REFERENCE_TOKENS) as f64 > ID_LINE_TOKENS as f64
 }
 
 /// A text of a body delivered in full, for references to parts.
@@ -235,6 +268,13 @@ pub struct DedupStage {
     text_bases: LruCache<BaseKey, TextBase>,
     /// Texts of bodies delivered in full, by the fingerprint of the text.
     held_parts: LruCache<Fingerprint, HeldPart>,
+    /// Per endpoint: bodies large enough for an id, and repeats among
+    /// them (references, near-references, diffs, parts, and repeats of
+    /// bodies sent without an id).
+    repeat_rates: LruCache<EndpointKey, (u32, u32)>,
+    /// Bodies sent without an id because it did not pay: a repeat of one
+    /// still counts as a repeat.
+    unlisted: LruCache<Fingerprint, ()>,
 }
 
 impl DedupStage {
@@ -251,6 +291,8 @@ impl DedupStage {
             near_bases: LruCache::new(NonZeroUsize::new(NEAR_BASES).unwrap_or(NonZeroUsize::MIN)),
             text_bases: LruCache::new(NonZeroUsize::new(TEXT_BASES).unwrap_or(NonZeroUsize::MIN)),
             held_parts: LruCache::new(NonZeroUsize::new(TEXT_BASES).unwrap_or(NonZeroUsize::MIN)),
+            repeat_rates: LruCache::new(NonZeroUsize::new(TEXT_BASES).unwrap_or(NonZeroUsize::MIN)),
+            unlisted: LruCache::new(NonZeroUsize::new(2 * TEXT_BASES).unwrap_or(NonZeroUsize::MIN)),
         }
     }
 
@@ -285,6 +327,31 @@ impl DedupStage {
             return DedupDecision::Unchanged;
         }
         let fp = Fingerprint::of(body);
+        let unlisted = self.unlisted.contains(&fp);
+        let decision = self.decide(endpoint.clone(), body, fp, paths, now, policy);
+        let repeat = unlisted
+            || matches!(
+                decision,
+                DedupDecision::Repeat { .. }
+                    | DedupDecision::NearRepeat { .. }
+                    | DedupDecision::Parts { .. }
+            );
+        let rate = self.repeat_rates.get_or_insert_mut(endpoint, || (0, 0));
+        rate.0 = rate.0.saturating_add(1);
+        rate.1 = rate.1.saturating_add(u32::from(repeat));
+        decision
+    }
+
+    /// [`on_result`](Self::on_result) for a body of a size dedup handles.
+    fn decide(
+        &mut self,
+        endpoint: EndpointKey,
+        body: &[u8],
+        fp: Fingerprint,
+        paths: Vec<String>,
+        now: Timestamp,
+        policy: &ResultPolicy,
+    ) -> DedupDecision {
         if let Some(delivered) = self.cache.lookup(fp, now) {
             let id = delivered.id;
             return DedupDecision::Repeat {
@@ -307,6 +374,19 @@ impl DedupStage {
         if policy.parts && !self.held_parts.is_empty() {
             if let Some(outcome) = self.part_references(&endpoint, &paths, body, now, policy) {
                 return outcome;
+            }
+        }
+        if let Some(tokens) = policy.body_tokens {
+            let (results, repeats) = self
+                .repeat_rates
+                .peek(&endpoint)
+                .copied()
+                .unwrap_or_default();
+            let repeats = repeats + u32::from(self.unlisted.contains(&fp));
+            if !id_pays(tokens, results, repeats) {
+                // Remembered only to count it, should it come again.
+                self.unlisted.put(fp, ());
+                return DedupDecision::Unchanged;
             }
         }
         // Claim an id only for a body the cache will remember and the store
@@ -683,6 +763,46 @@ mod tests {
     }
 
     #[test]
+    fn an_id_is_printed_where_a_reference_is_expected_to_pay() {
+        // A new endpoint: any body worth more than about 60 tokens.
+        assert!(id_pays(70, 0, 0) && !id_pays(55, 0, 0));
+        // Thirty bodies, no repeat: only large ones.
+        assert!(!id_pays(250, 30, 0) && id_pays(320, 30, 0));
+        // Thirty bodies, ten repeats: small ones again.
+        assert!(id_pays(60, 30, 10));
+
+        let mut stage = stage();
+        let sized = |tokens| ResultPolicy {
+            body_tokens: Some(tokens),
+            ..ResultPolicy::default()
+        };
+        let ep = EndpointKey::new("fs", "search_files");
+        let bodies: Vec<String> = (0..40).map(|i| format!("{i:04}").repeat(200)).collect();
+        let mut ids = 0;
+        for (i, body) in bodies.iter().enumerate() {
+            let d = stage.on_result(
+                ep.clone(),
+                body.as_bytes(),
+                vec![],
+                t(i as u64),
+                &sized(200),
+            );
+            ids += usize::from(matches!(d, DedupDecision::Fresh { .. }));
+        }
+        // Ids stop once the endpoint shows its bodies do not repeat.
+        assert!((5..30).contains(&ids), "{ids} ids");
+        // A repeat of a body sent without an id counts, and ids return.
+        let last = &bodies[39];
+        for i in 0..12 {
+            stage.on_result(ep.clone(), last.as_bytes(), vec![], t(100 + i), &sized(200));
+        }
+        assert!(matches!(
+            stage.on_result(ep.clone(), last.as_bytes(), vec![], t(200), &sized(200)),
+            DedupDecision::Repeat { .. }
+        ));
+    }
+
+    #[test]
     fn a_text_the_model_holds_becomes_a_reference_inside_a_longer_result() {
         let mut stage = stage();
         let policy = ResultPolicy {
@@ -1033,6 +1153,8 @@ mod tests {
             freshness: None,
             text_diff: None,
             parts: false,
+            ids_by_saving: false,
+            body_tokens: None,
         }
     }
 

@@ -320,6 +320,27 @@ mod tests {
         }
     }
 
+    /// Pins what an id line (at most) and a reference line cost for the
+    /// first 99 ids of a session: the figures the id rule
+    /// ([`crate::stage::id_pays`]) weighs.
+    #[test]
+    fn id_line_cost_is_pinned() {
+        for tag in tags() {
+            for n in [1, 99] {
+                let id = ReferenceId::new(tag, NonZeroU64::new(n).unwrap());
+                let line = Tokenizer::O200k.count(&crate::hints::id_line(id));
+                assert!(
+                    (7..=crate::stage::ID_LINE_TOKENS).contains(&line),
+                    "{id}: {line}"
+                );
+                assert_eq!(
+                    Tokenizer::O200k.count(&reference_hint(id)),
+                    crate::stage::REFERENCE_TOKENS
+                );
+            }
+        }
+    }
+
     /// Pins the near-reference hint's cost (without the change lines that
     /// follow it, which are the content).
     #[test]

@@ -384,6 +384,9 @@ impl PipelineSession {
                 call: call_fingerprint,
                 freshness: Some(self.config.freshness(call.exposed, session)),
                 parts: true,
+                ids_by_saving: settings.min_body_bytes == self.config.dedup.min_body_bytes,
+                // Filled in by the pipeline, which counts the body.
+                body_tokens: None,
                 text_diff: (self.config.dedup.text_diff.enabled && allows(HintKind::NearRef))
                     .then_some(TextDiffPolicy {
                         max_share: self.config.dedup.text_diff.max_share,
