@@ -111,20 +111,25 @@ async fn compaction_makes_the_next_result_full() {
     assert!(is_reference_to(&again, &id_of(&after)), "{again:?}");
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn a_write_to_the_file_makes_the_next_read_full() {
-    let data = common::TempDir::new("dedup-fs");
-    let root = data.path().canonicalize().unwrap();
-    let file = root.join("notes.txt");
-    std::fs::write(&file, "line of notes\n".repeat(100)).unwrap();
-    let fs = peers::server_filesystem(&root);
+/// devboy over the real server-filesystem serving `root`.
+async fn devboy_over_fs(root: &std::path::Path) -> Devboy {
+    let fs = peers::server_filesystem(root);
     let args: Vec<String> = fs.args.iter().map(|a| common::toml_str(a)).collect();
     let config = format!(
         "[servers.fs]\ncommand = {}\nargs = [{}]\n",
         common::toml_str(&fs.program_str()),
         args.join(", ")
     );
-    let devboy = Devboy::start_with(&config, "devboy.toml", &[]).await;
+    Devboy::start_with(&config, "devboy.toml", &[]).await
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_write_to_the_file_makes_the_next_read_full() {
+    let data = common::TempDir::new("dedup-fs");
+    let root = data.path().canonicalize().unwrap();
+    let file = root.join("notes.txt");
+    std::fs::write(&file, "line of notes\n".repeat(100)).unwrap();
+    let devboy = devboy_over_fs(&root).await;
     let path = file.to_str().unwrap();
     let read = || devboy.call("fs__read_text_file", json!({"path": path}));
     let first = read().await;
@@ -166,14 +171,7 @@ async fn a_re_read_after_a_one_line_edit_is_a_diff() {
     )
     .unwrap();
     std::fs::write(&file, &source).unwrap();
-    let fs = peers::server_filesystem(&root);
-    let args: Vec<String> = fs.args.iter().map(|a| common::toml_str(a)).collect();
-    let config = format!(
-        "[servers.fs]\ncommand = {}\nargs = [{}]\n",
-        common::toml_str(&fs.program_str()),
-        args.join(", ")
-    );
-    let devboy = Devboy::start_with(&config, "devboy.toml", &[]).await;
+    let devboy = devboy_over_fs(&root).await;
     let path = file.to_str().unwrap();
     let read = || devboy.call("fs__read_text_file", json!({"path": path}));
     let first = read().await;
@@ -236,14 +234,7 @@ async fn a_held_file_inside_read_multiple_files_is_a_reference() {
     let (a, b) = (root.join("a.py"), root.join("b.py"));
     std::fs::write(&a, module("alpha")).unwrap();
     std::fs::write(&b, module("beta")).unwrap();
-    let fs = peers::server_filesystem(&root);
-    let args: Vec<String> = fs.args.iter().map(|a| common::toml_str(a)).collect();
-    let config = format!(
-        "[servers.fs]\ncommand = {}\nargs = [{}]\n",
-        common::toml_str(&fs.program_str()),
-        args.join(", ")
-    );
-    let devboy = Devboy::start_with(&config, "devboy.toml", &[]).await;
+    let devboy = devboy_over_fs(&root).await;
     let (a, b) = (a.to_str().unwrap(), b.to_str().unwrap());
     let first = devboy.call("fs__read_text_file", json!({"path": a})).await;
     let held = id_of(&first);
