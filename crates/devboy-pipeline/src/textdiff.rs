@@ -34,6 +34,18 @@ use crate::near::scalar_changes;
 /// Lines of context around each change.
 const CONTEXT: usize = 1;
 
+/// The most lines (old and new together, between the common first and
+/// last lines) the diff algorithm is run on: Myers' time grows with their
+/// number times the number of changes, and a re-read worth a diff changed
+/// little. Beyond it, or when more lines differ than `MAX_CHANGED_SHARE`
+/// of them even by count, there is no delta.
+const MAX_DIFF_LINES: usize = 20_000;
+
+/// A lower bound of the changed lines (lines of one side the other lacks,
+/// counted) above this share of all lines means no delta: such a diff would
+/// cost more than the body anyway.
+const MAX_CHANGED_SHARE: f64 = 0.5;
+
 const NO_NEWLINE: &str = "\\ No newline at end of file";
 
 /// A change said as diff hunks.
@@ -62,7 +74,7 @@ pub fn delta(old: &[u8], new: &[u8]) -> Option<TextDelta> {
                 std::str::from_utf8(old).ok()?,
                 std::str::from_utf8(new).ok()?,
             );
-            let (hunks, changed) = hunks(old, new);
+            let (hunks, changed) = hunks_if_few(old, new)?;
             (apply(old, &hunks).as_deref() == Some(new)).then_some(TextDelta {
                 text: hunks,
                 changed,
@@ -80,7 +92,7 @@ fn leaf_delta(old: &Value, new: &Value) -> Option<TextDelta> {
     };
     let before = old.pointer(&change.pointer)?.as_str()?;
     let after = change.value.as_str()?;
-    let (hunks, changed) = hunks(before, after);
+    let (hunks, changed) = hunks_if_few(before, after)?;
     // Exact or nothing: the leaf rebuilt from the hunks, in the old value,
     // must give the new value.
     let mut rebuilt = old.clone();
@@ -94,6 +106,37 @@ fn leaf_delta(old: &Value, new: &Value) -> Option<TextDelta> {
 /// `text`'s lines, each with its line break (the last may have none).
 fn lines(text: &str) -> Vec<&str> {
     text.split_inclusive('\n').collect()
+}
+
+/// [`hunks`], unless the two differ in too many lines for a delta to pay,
+/// or their differing middle is too long to diff cheaply.
+fn hunks_if_few(old: &str, new: &str) -> Option<(String, usize)> {
+    let (a, b) = (lines(old), lines(new));
+    let head = a.iter().zip(&b).take_while(|(x, y)| x == y).count();
+    let tail = a[head..]
+        .iter()
+        .rev()
+        .zip(b[head..].iter().rev())
+        .take_while(|(x, y)| x == y)
+        .count();
+    let (middle_a, middle_b) = (&a[head..a.len() - tail], &b[head..b.len() - tail]);
+    if middle_a.len() + middle_b.len() > MAX_DIFF_LINES {
+        return None;
+    }
+    // Lines of one side missing from the other, counted: every diff
+    // removes and adds at least these.
+    let mut counts: std::collections::HashMap<&str, i64> = std::collections::HashMap::new();
+    for line in middle_a {
+        *counts.entry(line).or_default() += 1;
+    }
+    for line in middle_b {
+        *counts.entry(line).or_default() -= 1;
+    }
+    let unmatched: i64 = counts.values().map(|n| n.abs()).sum();
+    if unmatched as f64 > MAX_CHANGED_SHARE * (a.len() + b.len()) as f64 {
+        return None;
+    }
+    Some(hunks(old, new))
 }
 
 /// The hunks that turn `old` into `new`, and how many lines they remove
@@ -297,6 +340,17 @@ mod tests {
         );
         assert_eq!(delta(b"{\"a\":1}", b"text\n"), None);
         assert_eq!(delta(b"same\n", b"same\n"), None);
+    }
+
+    #[test]
+    fn wholesale_changes_are_not_diffed() {
+        let old = file(400);
+        let rewritten: String = (0..400).map(|i| format!("row {i}\n")).collect();
+        assert_eq!(delta(old.as_bytes(), rewritten.as_bytes()), None);
+        // A huge differing middle is not even diffed.
+        let big_old = file(30_000);
+        let big_new: String = (0..30_000).rev().map(|i| format!("line {i}\n")).collect();
+        assert_eq!(hunks_if_few(&big_old, &big_new), None);
     }
 
     #[test]
