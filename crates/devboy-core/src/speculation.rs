@@ -201,11 +201,14 @@ pub enum PrefetchEnd {
     /// It was appended to the answer that planned it (inline mode): the
     /// model saw it without a call of its own.
     Inlined,
+    /// The agent's call that joined it was cancelled: it was cancelled
+    /// upstream too, as the agent's own call would have been.
+    Cancelled,
 }
 
 impl PrefetchEnd {
     /// Every end, in report order.
-    pub const ALL: [PrefetchEnd; 10] = [
+    pub const ALL: [PrefetchEnd; 11] = [
         Self::Used,
         Self::Joined,
         Self::Expired,
@@ -216,6 +219,7 @@ impl PrefetchEnd {
         Self::SessionEnded,
         Self::Evicted,
         Self::Inlined,
+        Self::Cancelled,
     ];
 
     /// The stable name.
@@ -231,6 +235,7 @@ impl PrefetchEnd {
             Self::SessionEnded => "session_ended",
             Self::Evicted => "evicted",
             Self::Inlined => "inlined",
+            Self::Cancelled => "cancelled",
         }
     }
 

@@ -249,6 +249,10 @@ impl Session {
             self.after_answer(&info, &answer.result);
             return Ok(apply(processor, seam, &info, answer.result));
         }
+        if call.ct.is_cancelled() {
+            // Cancelled while a store answer was awaited: nothing to ask.
+            return Err(cancelled());
+        }
         match ask_upstream(&upstream, &tool, &call).await? {
             Answer::Result(result) => {
                 self.sync_partition();
@@ -402,6 +406,11 @@ fn inline_hint(exposed: &str, arguments: &JsonObject) -> String {
     format!("> [inlined: {exposed} {args} returned:]")
 }
 
+/// The error of a request the agent cancelled.
+fn cancelled() -> McpError {
+    McpError::new(ErrorCode::INTERNAL_ERROR, "request cancelled", None)
+}
+
 /// What the upstream layer got back.
 #[derive(Debug)]
 enum Answer {
@@ -432,11 +441,7 @@ async fn ask_upstream(
     match outcome {
         Ok(result) => Ok(Answer::Result(result)),
         Err(CallFailure::Protocol(error)) => Err(error),
-        Err(CallFailure::Cancelled) => Err(McpError::new(
-            ErrorCode::INTERNAL_ERROR,
-            "request cancelled",
-            None,
-        )),
+        Err(CallFailure::Cancelled) => Err(cancelled()),
         Err(failure) => {
             tracing::warn!(tool = %call.name, %failure, "tool call failed");
             Ok(Answer::Failure(CallToolResult::error(vec![

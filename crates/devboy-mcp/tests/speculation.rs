@@ -355,6 +355,53 @@ async fn the_end_of_the_session_cancels_prefetches_in_flight_upstream() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn an_agent_call_cancelled_while_joined_cancels_the_prefetch_upstream() {
+    let log = tempfile::NamedTempFile::new().expect("log");
+    let proxy = test_proxy(log.path());
+    let watcher = Arc::new(Watcher::default());
+    let planner = FixedEdges {
+        settings: settings(|s| s.prefetch_timeout = Duration::from_secs(30)),
+        ..FixedEdges::new()
+            .edge("t__echo", always("t__sleep", json!({"ms": 20_000})))
+            .read_only("t__sleep")
+    };
+    let session = Session::new(proxy.clone(), watcher.clone()).with_speculation(Arc::new(planner));
+    let engine = session.speculation().expect("engine").clone();
+    session
+        .call(PendingCall::new("t__echo", args(json!({"text": "go"}))))
+        .await
+        .expect("echo");
+    until("the server got the sleep", || upstream_calls(&proxy) == 2).await;
+    let call = PendingCall::new("t__sleep", args(json!({"ms": 20_000})));
+    let cancel = call.ct.clone();
+    let joined = tokio::spawn({
+        let session = session.clone();
+        async move { session.call(call).await }
+    });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    cancel.cancel();
+    let answered = tokio::time::timeout(Duration::from_secs(5), joined)
+        .await
+        .expect("answered at once")
+        .expect("task");
+    assert!(answered.is_err(), "a cancelled request: {answered:?}");
+    assert!(
+        watcher.has("t__sleep ended cancelled"),
+        "{:?}",
+        watcher.entries()
+    );
+    until("the server logs the cancellation", || {
+        std::fs::read_to_string(log.path()).is_ok_and(|l| l.contains("sleep ms=20000"))
+    })
+    .await;
+    until("nothing in flight", || engine.in_flight() == 0).await;
+    assert_eq!(upstream_calls(&proxy), 2, "no second sleep");
+    assert_eq!(engine.stats().ended(PrefetchEnd::Joined), 0);
+    session.end_speculation().await;
+    proxy.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn an_upstream_crash_during_a_prefetch_still_answers_the_agent() {
     let log = tempfile::NamedTempFile::new().expect("log");
     let proxy = test_proxy(log.path());

@@ -437,7 +437,10 @@ impl SpeculationEngine {
         let mut outcome = flight.outcome.subscribe();
         let landed = tokio::select! {
             waited = outcome.wait_for(Option::is_some) => waited.ok().and_then(|o| o.clone()),
-            _ = cancel.cancelled() => None,
+            _ = cancel.cancelled() => {
+                self.abandon(&flight, &prefetch);
+                return None;
+            }
         };
         match landed? {
             Ok(result) => Some(StoredAnswer {
@@ -452,6 +455,23 @@ impl SpeculationEngine {
             }
             Err(_) => None,
         }
+    }
+
+    /// The agent cancelled the call that joined `flight`: the prefetch is
+    /// cancelled upstream too (as the agent's own call would have been)
+    /// and ends as [`PrefetchEnd::Cancelled`], unless it has landed
+    /// already (then its task reported it).
+    fn abandon(&self, flight: &Flight, prefetch: &Arc<Prefetch>) {
+        let report = {
+            let _store = lock(&self.store);
+            if flight.fate() != Fate::Joined {
+                return;
+            }
+            flight.set_fate(Fate::Ended);
+            flight.cancel.cancel();
+            Report::ended(prefetch, PrefetchEnd::Cancelled, None)
+        };
+        self.emit(vec![report]);
     }
 
     /// After the agent got `result` for `call`: counts an empty answer
