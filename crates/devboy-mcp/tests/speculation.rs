@@ -316,8 +316,19 @@ fn always_read(path: String) -> edges::Follow {
     })
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn the_end_of_the_session_cancels_prefetches_in_flight_upstream() {
+/// A session whose `t__echo` is followed by a 20-second `t__sleep`
+/// prefetch (allowed 30 s), the server logging cancellations: the echo is
+/// called, and the prefetch has reached the server (so it can be cancelled
+/// there).
+struct Slow {
+    log: tempfile::NamedTempFile,
+    proxy: Arc<Proxy>,
+    watcher: Arc<Watcher>,
+    session: Session,
+    engine: Arc<devboy_mcp::speculation::SpeculationEngine>,
+}
+
+async fn slow_prefetch() -> Slow {
     let log = tempfile::NamedTempFile::new().expect("log");
     let proxy = test_proxy(log.path());
     let watcher = Arc::new(Watcher::default());
@@ -329,14 +340,38 @@ async fn the_end_of_the_session_cancels_prefetches_in_flight_upstream() {
     };
     let session = Session::new(proxy.clone(), watcher.clone()).with_speculation(Arc::new(planner));
     let engine = session.speculation().expect("engine").clone();
-
     session
         .call(PendingCall::new("t__echo", args(json!({"text": "go"}))))
         .await
         .expect("echo");
-    assert_eq!(engine.in_flight(), 1);
-    // The request must have reached the server to be cancelled there.
     until("the server got the sleep", || upstream_calls(&proxy) == 2).await;
+    Slow {
+        log,
+        proxy,
+        watcher,
+        session,
+        engine,
+    }
+}
+
+/// Waits until the test server has logged the cancelled 20-second sleep.
+async fn server_logs_the_cancellation(log: &tempfile::NamedTempFile) {
+    until("the server logs the cancellation", || {
+        std::fs::read_to_string(log.path()).is_ok_and(|l| l.contains("sleep ms=20000"))
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_end_of_the_session_cancels_prefetches_in_flight_upstream() {
+    let Slow {
+        log,
+        proxy,
+        watcher,
+        session,
+        engine,
+    } = slow_prefetch().await;
+    assert_eq!(engine.in_flight(), 1);
     tokio::time::sleep(Duration::from_millis(200)).await;
     let started = Instant::now();
     session.end_speculation().await;
@@ -347,31 +382,19 @@ async fn the_end_of_the_session_cancels_prefetches_in_flight_upstream() {
         "{:?}",
         watcher.entries()
     );
-    until("the server logs the cancellation", || {
-        std::fs::read_to_string(log.path()).is_ok_and(|l| l.contains("sleep ms=20000"))
-    })
-    .await;
+    server_logs_the_cancellation(&log).await;
     proxy.shutdown().await;
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn an_agent_call_cancelled_while_joined_cancels_the_prefetch_upstream() {
-    let log = tempfile::NamedTempFile::new().expect("log");
-    let proxy = test_proxy(log.path());
-    let watcher = Arc::new(Watcher::default());
-    let planner = FixedEdges {
-        settings: settings(|s| s.prefetch_timeout = Duration::from_secs(30)),
-        ..FixedEdges::new()
-            .edge("t__echo", always("t__sleep", json!({"ms": 20_000})))
-            .read_only("t__sleep")
-    };
-    let session = Session::new(proxy.clone(), watcher.clone()).with_speculation(Arc::new(planner));
-    let engine = session.speculation().expect("engine").clone();
-    session
-        .call(PendingCall::new("t__echo", args(json!({"text": "go"}))))
-        .await
-        .expect("echo");
-    until("the server got the sleep", || upstream_calls(&proxy) == 2).await;
+    let Slow {
+        log,
+        proxy,
+        watcher,
+        session,
+        engine,
+    } = slow_prefetch().await;
     let call = PendingCall::new("t__sleep", args(json!({"ms": 20_000})));
     let cancel = call.ct.clone();
     let joined = tokio::spawn({
@@ -390,10 +413,7 @@ async fn an_agent_call_cancelled_while_joined_cancels_the_prefetch_upstream() {
         "{:?}",
         watcher.entries()
     );
-    until("the server logs the cancellation", || {
-        std::fs::read_to_string(log.path()).is_ok_and(|l| l.contains("sleep ms=20000"))
-    })
-    .await;
+    server_logs_the_cancellation(&log).await;
     until("nothing in flight", || engine.in_flight() == 0).await;
     assert_eq!(upstream_calls(&proxy), 2, "no second sleep");
     assert_eq!(engine.stats().ended(PrefetchEnd::Joined), 0);

@@ -82,17 +82,22 @@ pub fn text_at(body: &[u8], pointer: Option<&str>) -> Option<String> {
     }
 }
 
-/// `body` with the text at `pointer` replaced by `text` (compact JSON, key
-/// order kept; the text itself for `None`).
-pub fn with_text(body: &[u8], pointer: Option<&str>, text: String) -> Option<String> {
-    match pointer {
-        None => Some(text),
-        Some(p) => {
-            let mut value: Value = serde_json::from_slice(body).ok()?;
-            *value.pointer_mut(p)? = Value::String(text);
-            serde_json::to_string(&value).ok()
+/// `body` with the text at each pointer replaced (compact JSON, key order
+/// kept, parsed once; for a `None` pointer, the whole body is that text).
+pub fn with_texts(body: &[u8], texts: Vec<(Option<&str>, String)>) -> Option<String> {
+    let mut value: Option<Value> = None;
+    for (pointer, text) in texts {
+        match pointer {
+            None => return Some(text),
+            Some(p) => {
+                if value.is_none() {
+                    value = Some(serde_json::from_slice(body).ok()?);
+                }
+                *value.as_mut()?.pointer_mut(p)? = Value::String(text);
+            }
         }
     }
+    serde_json::to_string(&value?).ok()
 }
 
 /// The first `ANCHOR` bytes of `text`, cut at a character boundary.
@@ -130,7 +135,7 @@ mod tests {
             vec![(None, "plain text here".into())]
         );
         assert!(texts(b"tiny", 5).is_empty());
-        let replaced = with_text(body.as_bytes(), Some("/a"), "y".into()).unwrap();
+        let replaced = with_texts(body.as_bytes(), vec![(Some("/a"), "y".into())]).unwrap();
         assert!(replaced.starts_with(r#"{"a":"y","b""#), "{replaced}");
         assert_eq!(anchor("é".repeat(40).as_str()).len(), 64);
     }

@@ -371,8 +371,16 @@ impl DedupStage {
                 return outcome;
             }
         }
-        if policy.parts && !self.held_parts.is_empty() {
-            if let Some(outcome) = self.part_references(&endpoint, &paths, body, now, policy) {
+        // A body's texts, read once: searched for held ones, then held.
+        let texts = if policy.parts {
+            crate::parts::texts(body, crate::parts::MIN_PART)
+        } else {
+            Vec::new()
+        };
+        if !texts.is_empty() && !self.held_parts.is_empty() {
+            if let Some(outcome) =
+                self.part_references(&endpoint, &paths, body, &texts, now, policy)
+            {
                 return outcome;
             }
         }
@@ -424,16 +432,14 @@ impl DedupStage {
                 for key in bases {
                     self.text_bases.put(key, base);
                 }
-                if policy.parts {
-                    for (pointer, text) in crate::parts::texts(body, crate::parts::MIN_PART) {
-                        let held = HeldPart {
-                            id,
-                            body_fp: fp,
-                            anchor: crate::parts::anchor(&text).to_owned(),
-                            pointer,
-                        };
-                        self.held_parts.put(Fingerprint::of(text.as_bytes()), held);
-                    }
+                for (pointer, text) in texts {
+                    let held = HeldPart {
+                        id,
+                        body_fp: fp,
+                        anchor: crate::parts::anchor(&text).to_owned(),
+                        pointer,
+                    };
+                    self.held_parts.put(Fingerprint::of(text.as_bytes()), held);
                 }
                 DedupDecision::Fresh {
                     id,
@@ -557,23 +563,22 @@ impl DedupStage {
         endpoint: &EndpointKey,
         paths: &[String],
         body: &[u8],
+        texts: &[(Option<String>, String)],
         now: Timestamp,
         policy: &ResultPolicy,
     ) -> Option<DedupDecision> {
         use crate::parts;
-        let mut texts = parts::texts(body, parts::MIN_PART);
-        if texts.is_empty() {
-            return None;
-        }
         let held: Vec<HeldPart> = self.held_parts.iter().map(|(_, h)| h.clone()).collect();
         // One pass per text finds which held texts may be in it.
         let anchors =
             aho_corasick::AhoCorasick::new(held.iter().map(|h| h.anchor.as_str())).ok()?;
         let mut refs = Vec::new();
-        let mut changed = Vec::new();
-        for (at, (_, text)) in texts.iter_mut().enumerate() {
+        // The texts that got references: (pointer, new text).
+        let mut changed: Vec<(Option<&str>, String)> = Vec::new();
+        for (pointer, original) in texts {
+            let mut text = std::borrow::Cow::Borrowed(original.as_str());
             let mut found: Vec<usize> = anchors
-                .find_overlapping_iter(text.as_str())
+                .find_overlapping_iter(original.as_str())
                 .map(|m| m.pattern().as_usize())
                 .collect();
             found.sort_unstable();
@@ -594,25 +599,19 @@ impl DedupStage {
                 if whole.len() < parts::MIN_PART || *text == whole || !text.contains(&whole) {
                     continue;
                 }
-                *text = text.replace(&whole, &hints::reference(part.id));
+                text = std::borrow::Cow::Owned(text.replace(&whole, &hints::reference(part.id)));
                 if !refs.contains(&part.id) {
                     refs.push(part.id);
                 }
-                if !changed.contains(&at) {
-                    changed.push(at);
-                }
+            }
+            if let std::borrow::Cow::Owned(text) = text {
+                changed.push((pointer.as_deref(), text));
             }
         }
         if refs.is_empty() {
             return None;
         }
-        let mut rewritten: Option<String> = None;
-        for at in changed {
-            let (pointer, text) = &texts[at];
-            let current = rewritten.as_deref().map_or(body, str::as_bytes);
-            rewritten = Some(parts::with_text(current, pointer.as_deref(), text.clone())?);
-        }
-        let rewritten = rewritten?;
+        let rewritten = parts::with_texts(body, changed)?;
         let id = self.ids.next();
         if self.store.insert(id, body) == StoreOutcome::TooLarge {
             return None;
