@@ -221,3 +221,81 @@ async fn rewritten_results_of_real_servers_decode_to_the_originals() {
     // The pipeline really did rewrite results (tables, documents, csv).
     assert!(rewritten >= 6, "only {rewritten} results were rewritten");
 }
+
+/// Runs git in `repo` as `author` on day `day` of November 2026, with no
+/// user or system config.
+fn git_as(repo: &std::path::Path, author: &str, day: usize, args: &[&str]) {
+    let date = format!("2026-11-{:02}T10:{:02}:00+00:00", day % 28 + 1, day % 60);
+    let output = std::process::Command::new("git")
+        .args(["-c", &format!("user.name={author}")])
+        .args(["-c", "user.email=dev@example.invalid"])
+        .args(["-c", "commit.gpgsign=false", "-c", "init.defaultBranch=main"])
+        .args(args)
+        .current_dir(repo)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("HOME", repo)
+        .env("GIT_AUTHOR_DATE", &date)
+        .env("GIT_COMMITTER_DATE", &date)
+        .output()
+        .expect("git runs");
+    assert!(output.status.success(), "git {args:?}: {output:?}");
+}
+
+/// `mcp-server-git`'s logs are repeated `Commit: / Author: / Date: /
+/// Message:` blocks: through devboy they become one table with the keys
+/// written once, which decodes to exactly what the server wrote — on a
+/// history with multi-line messages, trailers, quotes and commas (one
+/// author, so the author is written once too, and two authors), and on
+/// this repository's own history.
+#[tokio::test(flavor = "multi_thread")]
+async fn git_logs_become_record_tables_that_decode_to_the_originals() {
+    let root = common::TempDir::new("lossless-git");
+    let messages = [
+        "Initial commit",
+        "Reader: parse \"quoted\" keys, and commas\n\nA longer body\nover two lines.",
+        "Fix: Commit: lines inside a message stay in it\n\nSigned-off-by: Ann Lee <ann@example.invalid>",
+        "Docs",
+        "Bump version to 0.2.0",
+        "Tests: one per \"record\" form",
+    ];
+    let mut repos = Vec::new();
+    for (name, authors) in [("one", &["Ann Lee"][..]), ("two", &["Ann Lee", "Bo Chen"])] {
+        let repo = root.path().join(name);
+        std::fs::create_dir_all(&repo).unwrap();
+        let repo = repo.canonicalize().unwrap();
+        git_as(&repo, authors[0], 0, &["init", "-q"]);
+        for (i, message) in messages.iter().enumerate() {
+            let author = authors[i % authors.len()];
+            std::fs::write(repo.join("notes.txt"), format!("{i}\n")).unwrap();
+            git_as(&repo, author, i, &["add", "notes.txt"]);
+            git_as(&repo, author, i, &["commit", "-q", "-m", message]);
+        }
+        repos.push(repo);
+    }
+    let own = devboy_testkit::peers::workspace_root().canonicalize().unwrap();
+    for repo in repos.iter().chain([&own]) {
+        let git = peers::server_git(repo);
+        let devboy = Devboy::start(&server_toml("git", &git)).await;
+        let straight = direct(&git).await;
+        let args = json!({"repo_path": repo.display().to_string(), "max_count": 30});
+        let direct_log = call_direct(&straight, "git_log", &args).await;
+        let via = devboy.call("git__git_log", args.clone()).await;
+        let rewritten = check("git_log", &direct_log, &via, false);
+        if repo != &own {
+            // The made-up histories are surely records; this repository's
+            // own may be a shallow clone of one commit, so only checked.
+            assert!(rewritten, "{}: not rewritten: {via:?}", repo.display());
+            let shown = via.content[0].as_text().unwrap().text.as_str();
+            assert!(
+                shown.starts_with("> [encoded: records as csv"),
+                "{shown}"
+            );
+            let header = shown.lines().nth(3).unwrap();
+            if repo.ends_with("one") {
+                assert_eq!(header, "Commit,Author=Ann Lee,Date,Message", "{shown}");
+            } else {
+                assert_eq!(header, "Commit,Author,Date,Message", "{shown}");
+            }
+        }
+    }
+}

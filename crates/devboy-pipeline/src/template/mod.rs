@@ -3,7 +3,7 @@
 //! A template rewrites a body into a form that costs the model fewer tokens
 //! and reads naturally, and that [`decode`] turns back into the original:
 //! byte for byte for text, as an equal [`Value`] (same keys in the same
-//! order) for JSON. Three exist:
+//! order) for JSON. Five exist:
 //!
 //! - [`md_tables`]: every top-level Markdown (GFM) table of a document
 //!   becomes a fenced CSV block; all other text stays as it was.
@@ -18,6 +18,8 @@
 //!   under a line naming the field and the layout of its text.
 //! - [`line_prefix`]: lines that all start with the same directory (a
 //!   search's paths, a listing) have that start written once, in the hint.
+//! - [`records`]: repeated blocks of `Key: value` lines (a git log) become
+//!   one CSV table with the keys, and any value all blocks share, once.
 //!
 //! Every encoded text opens with a one-line hint, `> [encoded: …]`, that
 //! tells the model what it is reading and tells [`decode`] which template
@@ -47,6 +49,7 @@ pub mod fenced_fields;
 pub mod json_text;
 pub mod line_prefix;
 pub mod md_tables;
+pub mod records;
 
 /// One of the L1 templates.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -62,15 +65,18 @@ pub enum Template {
     /// Lines sharing a directory prefix, the prefix written once:
     /// [`line_prefix`].
     LinePrefix,
+    /// Repeated `Key: value` blocks as one table: [`records`].
+    Records,
 }
 
 impl Template {
     /// Every template.
-    pub const ALL: [Template; 4] = [
+    pub const ALL: [Template; 5] = [
         Template::MdTables,
         Template::FencedFields,
         Template::JsonText,
         Template::LinePrefix,
+        Template::Records,
     ];
 
     /// A short, stable name for telemetry and configuration.
@@ -80,6 +86,7 @@ impl Template {
             Self::FencedFields => "fenced_fields",
             Self::JsonText => "json_text",
             Self::LinePrefix => "line_prefix",
+            Self::Records => "records_csv",
         }
     }
 
@@ -94,6 +101,7 @@ impl Template {
             Self::FencedFields => fenced_fields::HINT,
             Self::JsonText => json_text::HINT,
             Self::LinePrefix => line_prefix::HINT,
+            Self::Records => records::HINT,
         }
     }
 
@@ -118,6 +126,7 @@ impl Template {
             }
             Self::JsonText => json_text::may_apply(classified),
             Self::LinePrefix => line_prefix::may_apply(classified),
+            Self::Records => records::may_apply(classified),
         }
     }
 
@@ -129,6 +138,7 @@ impl Template {
             Self::FencedFields => json.and_then(fenced_fields::encode),
             Self::JsonText => json.and_then(json_text::encode),
             Self::LinePrefix => line_prefix::encode(body, json),
+            Self::Records => json.is_none().then(|| records::encode(body)).flatten(),
         }
     }
 }
@@ -195,6 +205,7 @@ pub fn decode(text: &str) -> Result<DecodedBody, TemplateDecodeError> {
         Some(Template::FencedFields) => fenced_fields::decode(text).map(DecodedBody::Json),
         Some(Template::JsonText) => json_text::decode(text).map(DecodedBody::Json),
         Some(Template::LinePrefix) => line_prefix::decode(text),
+        Some(Template::Records) => records::decode(text).map(DecodedBody::Text),
         None => Err(TemplateDecodeError::NotEncoded),
     }
 }
