@@ -229,7 +229,12 @@ fn git_as(repo: &std::path::Path, author: &str, day: usize, args: &[&str]) {
     let output = std::process::Command::new("git")
         .args(["-c", &format!("user.name={author}")])
         .args(["-c", "user.email=dev@example.invalid"])
-        .args(["-c", "commit.gpgsign=false", "-c", "init.defaultBranch=main"])
+        .args([
+            "-c",
+            "commit.gpgsign=false",
+            "-c",
+            "init.defaultBranch=main",
+        ])
         .args(args)
         .current_dir(repo)
         .env("GIT_CONFIG_NOSYSTEM", "1")
@@ -272,7 +277,9 @@ async fn git_logs_become_record_tables_that_decode_to_the_originals() {
         }
         repos.push(repo);
     }
-    let own = devboy_testkit::peers::workspace_root().canonicalize().unwrap();
+    let own = devboy_testkit::peers::workspace_root()
+        .canonicalize()
+        .unwrap();
     for repo in repos.iter().chain([&own]) {
         let git = peers::server_git(repo);
         let devboy = Devboy::start(&server_toml("git", &git)).await;
@@ -286,10 +293,7 @@ async fn git_logs_become_record_tables_that_decode_to_the_originals() {
             // own may be a shallow clone of one commit, so only checked.
             assert!(rewritten, "{}: not rewritten: {via:?}", repo.display());
             let shown = via.content[0].as_text().unwrap().text.as_str();
-            assert!(
-                shown.starts_with("> [encoded: records as csv"),
-                "{shown}"
-            );
+            assert!(shown.starts_with("> [encoded: records as csv"), "{shown}");
             let header = shown.lines().nth(3).unwrap();
             if repo.ends_with("one") {
                 assert_eq!(header, "Commit,Author=Ann Lee,Date,Message", "{shown}");

@@ -102,6 +102,10 @@ pub struct ResultPolicy {
     /// where a later reference is expected to save more than the id line
     /// costs.
     pub body_tokens: Option<usize>,
+    /// The call changed something (a write, an edit, a create): its result
+    /// answers that one change and is not expected to come again, so its
+    /// repeat rate has no prior ([`id_pays`] with `prior = false`).
+    pub mutating: bool,
 }
 
 /// What an id line (`> [id: kafrum3]`) costs in o200k tokens at most (7
@@ -119,12 +123,13 @@ const PRIOR_RESULTS: u32 = 6;
 /// Whether an id line for a body of `tokens` pays, at an endpoint that
 /// has given `results` bodies large enough for an id, `repeats` of them
 /// repeats: the expected saving of a later reference, the repeat rate
-/// (with a prior of one in [`PRIOR_RESULTS`]) times what a reference
-/// saves, must exceed the id line's cost. A new endpoint gets an id for
+/// (with a prior of one in [`PRIOR_RESULTS`], if `prior`) times what a
+/// reference saves, must exceed the id line's cost. Without the prior an
+/// endpoint gets ids only once it has repeated. A new endpoint gets an id for
 /// any body over about 65 tokens; one whose bodies never repeat needs
 /// ever larger bodies (over 300 tokens after 30 results).
-pub fn id_pays(tokens: usize, results: u32, repeats: u32) -> bool {
-    let p = f64::from(repeats + 1) / f64::from(results + PRIOR_RESULTS);
+pub fn id_pays(tokens: usize, results: u32, repeats: u32, prior: bool) -> bool {
+    let p = f64::from(repeats + u32::from(prior)) / f64::from(results + PRIOR_RESULTS);
     p * tokens.saturating_sub(REFERENCE_TOKENS) as f64 > ID_LINE_TOKENS as f64
 }
 
@@ -391,7 +396,7 @@ impl DedupStage {
                 .copied()
                 .unwrap_or_default();
             let repeats = repeats + u32::from(self.unlisted.contains(&fp));
-            if !id_pays(tokens, results, repeats) {
+            if !id_pays(tokens, results, repeats, !policy.mutating) {
                 // Remembered only to count it, should it come again.
                 self.unlisted.put(fp, ());
                 return DedupDecision::Unchanged;
@@ -764,11 +769,13 @@ mod tests {
     #[test]
     fn an_id_is_printed_where_a_reference_is_expected_to_pay() {
         // A new endpoint: any body worth more than about 60 tokens.
-        assert!(id_pays(70, 0, 0) && !id_pays(55, 0, 0));
+        assert!(id_pays(70, 0, 0, true) && !id_pays(55, 0, 0, true));
         // Thirty bodies, no repeat: only large ones.
-        assert!(!id_pays(250, 30, 0) && id_pays(320, 30, 0));
+        assert!(!id_pays(250, 30, 0, true) && id_pays(320, 30, 0, true));
         // Thirty bodies, ten repeats: small ones again.
-        assert!(id_pays(60, 30, 10));
+        assert!(id_pays(60, 30, 10, true));
+        // A mutating call's result: none until its endpoint repeats.
+        assert!(!id_pays(5_000, 0, 0, false) && id_pays(100, 3, 1, false));
 
         let mut stage = stage();
         let sized = |tokens| ResultPolicy {
@@ -1154,6 +1161,7 @@ mod tests {
             parts: false,
             ids_by_saving: false,
             body_tokens: None,
+            mutating: false,
         }
     }
 

@@ -387,6 +387,10 @@ impl PipelineSession {
                 ids_by_saving: settings.min_body_bytes == self.config.dedup.min_body_bytes,
                 // Filled in by the pipeline, which counts the body.
                 body_tokens: None,
+                mutating: changes_something(
+                    self.config.side_effect(call.exposed, call.side_effect),
+                    call.tool,
+                ),
                 text_diff: (self.config.dedup.text_diff.enabled && allows(HintKind::NearRef))
                     .then_some(TextDiffPolicy {
                         max_share: self.config.dedup.text_diff.max_share,
@@ -563,4 +567,22 @@ fn outcome(processed: &Processed, dedup_on: bool, partition: u64) -> Outcome {
         context_partition: partition,
         is_error: false,
     }
+}
+
+/// Whether a call surely changes something: its configured or annotated
+/// class says so, or, with neither, the verb of its name does (`edit_file`,
+/// `create_entities`). A tool that may do anything (`run`, no known verb)
+/// does not count.
+fn changes_something(class: SideEffectClass, tool: &str) -> bool {
+    let class = match class {
+        SideEffectClass::Unknown => devboy_core::tool_verb::VerbClass::of_tool(tool)
+            .0
+            .side_effect()
+            .unwrap_or(SideEffectClass::Unknown),
+        known => known,
+    };
+    matches!(
+        class,
+        SideEffectClass::Mutating | SideEffectClass::Destructive
+    )
 }

@@ -38,6 +38,7 @@ pub(super) fn encode(object: &Map<String, Value>, tables: bool) -> Option<table:
         declared: false,
         references: plan.has_references(),
         tables: false,
+        lists: false,
     };
     for (c, node) in plan.nodes.iter().enumerate() {
         if matches!(node.role, Role::Group | Role::Hidden) {

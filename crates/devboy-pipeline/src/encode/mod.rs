@@ -301,6 +301,9 @@ fn push_notes(text: &mut String, block: &table::Block) {
     if block.references {
         text.push_str("; {x} = field x");
     }
+    if block.lists {
+        text.push_str("; k[]: list to row end");
+    }
     text.push_str("]\n");
 }
 

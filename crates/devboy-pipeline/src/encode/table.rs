@@ -3,14 +3,15 @@
 //!
 //! ```text
 //! block  = *declaration
-//!          name *( "," name ) LF         ; the columns stored per row
+//!          name *( "," name ) [ "[]" ] LF ; the columns stored per row
 //!          row *( LF row )               ; one per object, in order
 //!        | 1*declaration                 ; nested only: no stored column,
 //!          ""                            ; an empty header line ends it
 //! declaration
 //!        = key ": " value LF             ; a constant, pattern or alias
 //!        | key "[" N "]:" LF block(N) LF ; an array of N objects, as a table
-//! row    = cell *( "," cell )            ; exactly one cell per name
+//! row    = cell *( "," cell )            ; exactly one cell per name, but
+//!                                        ; a list column holds the rest
 //! ```
 //!
 //! `key`/`name` and `value`/`cell` follow [`super::cell`]; a line value that
@@ -21,6 +22,15 @@
 //! declarations may follow it. Declared columns hold in every row; an empty
 //! cell means the key is absent from that row. Columns keep the order they
 //! were first seen in among the declared and among the stored columns.
+//!
+//! **List column.** A header whose last name is followed by `[]`
+//! (`name,observations[]`) stores that column, an array in every row, as
+//! the rest of the row: each item one more cell (`a.py,300 lines,uses os`
+//! is `{"name": "a.py", "observations": ["300 lines", "uses os"]}`). No
+//! cell of it is empty; a row that ends before it (no `,` after the last
+//! other cell) has the empty array. The encoder writes a list column when
+//! the last stored column holds an array in every row, and never so that
+//! a row would be an empty line.
 //!
 //! A nested block (`key[N]:`) whose rows are all alike, and so have nothing
 //! to store, ends with an empty line where its header would be: its N rows
@@ -51,6 +61,8 @@ pub(super) struct Block {
     pub(super) references: bool,
     /// Some declaration is a nested table.
     pub(super) tables: bool,
+    /// Some table has a list column (`name[]`, the rest of each row).
+    pub(super) lists: bool,
 }
 
 /// Encodes `items` (all objects, at least one, at least one key overall) as
@@ -82,6 +94,7 @@ pub(super) fn block(items: &[Value], nesting: usize, nested: bool) -> Option<Blo
         declared: false,
         references: plan.has_references(),
         tables: false,
+        lists: false,
     };
     for (c, node) in plan.nodes.iter().enumerate() {
         if !matches!(
@@ -103,26 +116,62 @@ pub(super) fn block(items: &[Value], nesting: usize, nested: bool) -> Option<Blo
         .iter()
         .filter(|n| n.role == Role::Stored)
         .collect();
+    let list = list_column(&stored, plan.rows);
+    out.lists |= list;
     for (i, node) in stored.iter().enumerate() {
         if i > 0 {
             text.push(',');
         }
         write_key(&mut text, node);
     }
+    if list {
+        text.push_str("[]");
+    }
     // With nothing stored, the empty header line alone ends the block.
     for row in (0..plan.rows).filter(|_| !stored.is_empty()) {
         text.push('\n');
         for (i, node) in stored.iter().enumerate() {
+            let value = node.cells.get(row).copied().flatten();
+            if list && i + 1 == stored.len() {
+                let items = value
+                    .and_then(Value::as_array)
+                    .map_or(&[][..], Vec::as_slice);
+                for (j, item) in items.iter().enumerate() {
+                    if i > 0 || j > 0 {
+                        text.push(',');
+                    }
+                    cell::write_value(&mut text, item, Slot::Cell);
+                }
+                continue;
+            }
             if i > 0 {
                 text.push(',');
             }
-            if let Some(Some(value)) = node.cells.get(row) {
+            if let Some(value) = value {
                 cell::write_value(&mut text, value, Slot::Cell);
             }
         }
     }
     out.text = text;
     Some(out)
+}
+
+/// Whether the last of the `stored` columns is written as a list column:
+/// it holds an array in every one of the `rows`, and no row would be an
+/// empty line (its other cells all absent and its array empty).
+fn list_column(stored: &[&Node<'_>], rows: usize) -> bool {
+    let Some((last, others)) = stored.split_last() else {
+        return false;
+    };
+    (0..rows).all(|row| {
+        let Some(Some(Value::Array(items))) = last.cells.get(row) else {
+            return false;
+        };
+        !items.is_empty()
+            || others
+                .iter()
+                .any(|n| matches!(n.cells.get(row), Some(Some(_))))
+    })
 }
 
 /// Writes the line of column `c` written once, `key: value` or
@@ -135,6 +184,7 @@ pub(super) fn write_entry(text: &mut String, plan: &Plan<'_>, c: usize, flags: &
         flags.tables = true;
         flags.declared |= block.declared;
         flags.references |= block.references;
+        flags.lists |= block.lists;
         let _ = write!(text, "[{rows}]:\n{}", block.text);
     } else {
         text.push_str(": ");
@@ -215,7 +265,8 @@ pub(super) fn parse_entry(
         sc.end_line()?;
         return Ok(Some((key, value)));
     }
-    if !sc.eat("[") {
+    if sc.rest().starts_with("[]") || !sc.eat("[") {
+        // `name[]` is a header's list column, not a declaration.
         sc.reset(start);
         return Ok(None);
     }
@@ -250,6 +301,7 @@ pub(super) fn parse_block(
         lines.push(entry);
     }
     let mut names: Vec<Key> = Vec::new();
+    let mut list = false;
     if matches!(sc.peek(), None | Some('\n')) {
         if lines.is_empty() || matches!(rows, Rows::ToEnd) {
             return Err(sc.error("expected a header"));
@@ -257,6 +309,10 @@ pub(super) fn parse_block(
     } else {
         loop {
             names.push(parse_key(sc)?);
+            if sc.eat("[]") {
+                list = true;
+                break;
+            }
             if !sc.eat(",") {
                 break;
             }
@@ -286,6 +342,10 @@ pub(super) fn parse_block(
         }
         let mut cells = Vec::with_capacity(shape.stored_count());
         for i in 0..shape.stored_count() {
+            if list && i + 1 == shape.stored_count() {
+                cells.push(Some(parse_list(sc, i == 0)?));
+                break;
+            }
             if i > 0 && !sc.eat(",") {
                 return Err(sc.error("row has too few cells"));
             }
@@ -298,6 +358,22 @@ pub(super) fn parse_block(
         return Err(sc.error("table without rows"));
     }
     Ok(out)
+}
+
+/// Reads the rest of a row as a list column's items; `first` when it is
+/// the row's only column (its first item has no `,` before it).
+fn parse_list(sc: &mut Scanner<'_>, first: bool) -> Result<Value, FormatDecodeError> {
+    let mut items = Vec::new();
+    if first || sc.eat(",") {
+        loop {
+            let item = parse_cell(sc)?.ok_or_else(|| sc.error("an empty item in a list column"))?;
+            items.push(item);
+            if !sc.eat(",") {
+                break;
+            }
+        }
+    }
+    Ok(Value::Array(items))
 }
 
 #[cfg(test)]
@@ -352,6 +428,55 @@ mod tests {
             round_trip(&items),
             "\"\",\"a.b\",\"c:d\",x y,\"q\\\"\"\n1,2,3,4,5"
         );
+    }
+
+    #[test]
+    fn an_array_column_last_is_the_rest_of_the_row() {
+        let items = json!([
+            {"name": "a.py", "observations": ["300 lines", "defines A, B", "uses os"]},
+            {"name": "b.py", "observations": []},
+            {"name": "c.py", "observations": [1, "1", null, "", {"k": [2]}, [3]]},
+            {"observations": ["only"]}
+        ]);
+        assert_eq!(
+            round_trip(&items),
+            "name,observations[]\na.py,300 lines,\"defines A, B\",uses os\nb.py\n\
+             c.py,1,\"1\",null,\"\",{\"k\":[2]},[3]\n,only"
+        );
+        // The only stored column.
+        let items = json!([{"tags": ["x", "y"]}, {"tags": ["z"]}]);
+        assert_eq!(round_trip(&items), "tags[]\nx,y\nz");
+    }
+
+    #[test]
+    fn no_list_column_where_a_row_would_be_empty() {
+        // The only column, an empty array: a plain cell instead.
+        let items = json!([{"tags": ["x"]}, {"tags": []}]);
+        assert_eq!(round_trip(&items), "tags\n[\"x\"]\n[]");
+        // A row without the key: no list column.
+        let items = json!([{"a": 1, "tags": ["x"]}, {"a": 2}]);
+        assert_eq!(round_trip(&items), "a,tags\n1,[\"x\"]\n2,");
+        // An absent cell before an empty array.
+        let items = json!([{"a": 1, "tags": ["x"]}, {"tags": []}]);
+        assert_eq!(round_trip(&items), "a,tags\n1,[\"x\"]\n,[]");
+    }
+
+    #[test]
+    fn list_columns_that_break_the_grammar_are_errors() {
+        for bad in ["a[],b\n1,2", "a,b[]\n1,x,,y", "a,b[]\n1,", "b[]\n"] {
+            let mut sc = Scanner::new(bad, 0);
+            assert!(
+                parse_block(&mut sc, Rows::ToEnd, MAX_NESTING).is_err(),
+                "{bad:?}"
+            );
+        }
+        // A nested block with a list column, and declarations after it.
+        let mut sc = Scanner::new("t[2]:\nk,v[]\n1,a,b\n2\nz: 3", 0);
+        let (_, value) = parse_entry(&mut sc, MAX_NESTING).unwrap().unwrap();
+        assert!(
+            matches!(value, LineValue::Value(v) if v == json!([{"k": 1, "v": ["a", "b"]}, {"k": 2, "v": []}]))
+        );
+        assert_eq!(sc.rest(), "z: 3");
     }
 
     #[test]

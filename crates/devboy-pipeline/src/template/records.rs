@@ -248,10 +248,13 @@ pub fn decode(text: &str) -> Result<String, TemplateDecodeError> {
         .iter()
         .enumerate()
         .filter_map(|(i, line)| opener_apart(line).map(|o| (i, o)))
-        .fold(None, |best: Option<(usize, (usize, usize))>, (i, o)| match best {
-            Some((_, (t, _))) if t >= o.0 => best,
-            _ => Some((i, o)),
-        })
+        .fold(
+            None,
+            |best: Option<(usize, (usize, usize))>, (i, o)| match best {
+                Some((_, (t, _))) if t >= o.0 => best,
+                _ => Some((i, o)),
+            },
+        )
         .ok_or_else(|| malformed(2, "no records block"))?;
     let mut out = String::with_capacity(body.len() * 2);
     for line in &all[..open_at] {
@@ -259,7 +262,11 @@ pub fn decode(text: &str) -> Result<String, TemplateDecodeError> {
         out.push('\n');
     }
     // Line numbers in errors count the hint line.
-    let mut lines = all.into_iter().enumerate().skip(open_at + 1).map(|(i, l)| (i + 2, l));
+    let mut lines = all
+        .into_iter()
+        .enumerate()
+        .skip(open_at + 1)
+        .map(|(i, l)| (i + 2, l));
     let fence = "`".repeat(ticks);
     let (at, header) = lines.next().ok_or_else(|| malformed(2, "no header"))?;
     let header = csv::read_record(header).ok_or_else(|| malformed(at, "bad header"))?;
@@ -279,7 +286,9 @@ pub fn decode(text: &str) -> Result<String, TemplateDecodeError> {
     }
     let mut records = 0usize;
     let tail = loop {
-        let (at, line) = lines.next().ok_or_else(|| malformed(at, "unclosed block"))?;
+        let (at, line) = lines
+            .next()
+            .ok_or_else(|| malformed(at, "unclosed block"))?;
         if line == fence {
             break lines.try_fold(0usize, |n, (at, l)| {
                 if l.is_empty() {
@@ -359,13 +368,18 @@ mod tests {
         assert_eq!(lines[3], "Commit,Author=Ann Lee,Date,Message");
         assert!(lines[4].ends_with(",,2026-11-01 10:00:00+00:00,Fix the reader"));
         assert!(
-            lines[5].ends_with(r#","Speculation: cancel, then join\n\nA longer body, with \"quotes\".""#),
+            lines[5].ends_with(
+                r#","Speculation: cancel, then join\n\nA longer body, with \"quotes\".""#
+            ),
             "{}",
             lines[5]
         );
         assert!(encoded.ends_with("```\n\n"), "{encoded:?}");
         assert_eq!(decode(&encoded), Ok(log.clone()));
-        let (before, after) = (Tokenizer::O200k.count(&log), Tokenizer::O200k.count(&encoded));
+        let (before, after) = (
+            Tokenizer::O200k.count(&log),
+            Tokenizer::O200k.count(&encoded),
+        );
         assert!(after < before, "{after} of {before}");
     }
 
@@ -373,13 +387,20 @@ mod tests {
     fn records_without_a_preamble_or_a_shared_value() {
         let text = "Name: a\nSize: 1\nName: b\nSize: 22\nName: c\nSize: 3";
         let encoded = encode(text).unwrap();
-        assert!(encoded.contains("\n```csv records\nName,Size\na,1\nb,22\nc,3\n```"), "{encoded}");
+        assert!(
+            encoded.contains("\n```csv records\nName,Size\na,1\nb,22\nc,3\n```"),
+            "{encoded}"
+        );
         assert_eq!(decode(&encoded), Ok(text.to_string()));
     }
 
     #[test]
     fn declines_what_is_not_records() {
-        assert_eq!(encode("Name: a\nSize: 1\nName: b\nSize: 2"), None, "two records");
+        assert_eq!(
+            encode("Name: a\nSize: 1\nName: b\nSize: 2"),
+            None,
+            "two records"
+        );
         assert_eq!(encode("Name: a\nName: b\nName: c\n"), None, "one key");
         assert_eq!(
             encode("Name: a\nSize: 1\nName: b\nKind: x\nName: c\nSize: 3"),
