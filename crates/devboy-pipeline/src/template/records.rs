@@ -51,7 +51,10 @@
 //! same [`MIN_KEYS`] or more keys, each on its own line. The last common
 //! key's value runs to the end of the record, line breaks and all (so a
 //! commit message with a body, or a trailer such as `Signed-off-by:`, stays
-//! in it). Anything the encoder cannot restore byte for byte it declines.
+//! in it); so the last record may be at most twice as long as the longest
+//! other (and [`TRAILING_SLACK`] bytes), or the text is taken to go on past
+//! its records and declined. Anything the encoder cannot restore byte for
+//! byte it declines.
 
 use super::{csv, fence_for, leading_backticks, Template, TemplateDecodeError};
 use crate::encode::check;
@@ -68,6 +71,9 @@ pub const MIN_KEYS: usize = 2;
 
 /// The longest key recognized.
 const MAX_KEY: usize = 40;
+
+/// How much longer than twice the longest other record the last may be.
+const TRAILING_SLACK: usize = 200;
 
 /// The lines looked at for the key that opens every record.
 const FIRST_KEY_SCAN: usize = 8;
@@ -132,6 +138,13 @@ pub fn encode(body: &str) -> Option<String> {
         .enumerate()
         .map(|(n, &from)| &body[from..record_starts.get(n + 1).copied().unwrap_or(body.len())])
         .collect();
+    // The last record's last value runs to the end of the text: a text
+    // that goes on well past its records (a document with a few header
+    // blocks on top) is not a table of records.
+    let longest_inner = chunks[..chunks.len() - 1].iter().map(|c| c.len()).max()?;
+    if chunks[chunks.len() - 1].len() > 2 * longest_inner + TRAILING_SLACK {
+        return None;
+    }
     // The keys every record opens with, each on its own line.
     let mut keys: Vec<&str> = chunks[0].split('\n').map_while(key_of).collect();
     for chunk in &chunks[1..] {
@@ -408,6 +421,8 @@ mod tests {
             "records differ in their second key"
         );
         assert_eq!(encode("plain\ntext\n"), None);
+        let long_tail = format!("Name: a\nSize: 1\nName: b\nSize: 2\nName: c\nSize: 3\n{}", "text\n".repeat(100));
+        assert_eq!(encode(&long_tail), None, "a document that goes on past its records");
     }
 
     #[test]
