@@ -44,6 +44,11 @@ pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
 /// Time allowed to connect and initialize, unless a server sets
 /// `startup_timeout_ms`.
 pub const DEFAULT_STARTUP_TIMEOUT: Duration = Duration::from_secs(30);
+/// The same for a server started through a package runner (`npx -y pkg`,
+/// `uvx pkg`): its first start downloads and installs the package, which
+/// takes longer than 30 s on a slow network, and a runner stopped halfway
+/// may leave a broken install behind that fails every later start.
+pub const DEFAULT_RUNNER_STARTUP_TIMEOUT: Duration = Duration::from_secs(180);
 /// The prefix of devboy's built-in tools (`devboy_expand`, …); no upstream
 /// may use it (compared ignoring case).
 pub const RESERVED_PREFIX: &str = "devboy";
@@ -151,6 +156,31 @@ impl UpstreamTransport {
             UpstreamTransport::Http { .. } => "http",
             UpstreamTransport::Unsupported { kind } => kind,
             UpstreamTransport::Invalid { .. } => "invalid",
+        }
+    }
+
+    /// Whether this starts a package runner that may first download the
+    /// server (`npx`, `bunx`, `pnpx`, `uvx`, `pipx run`, `npm exec`,
+    /// `pnpm dlx`, `yarn dlx`, `uv tool run`), judged by the program's
+    /// file name and first argument.
+    pub fn runs_a_package_runner(&self) -> bool {
+        let UpstreamTransport::Stdio { command, args, .. } = self else {
+            return false;
+        };
+        // The file name, on any platform's separators, without `.cmd`/`.exe`.
+        let name = command.rsplit(['/', '\\']).next().unwrap_or_default();
+        let program = name
+            .split_once('.')
+            .map_or(name, |(stem, _)| stem)
+            .to_ascii_lowercase();
+        let first = args.first().map(String::as_str).unwrap_or_default();
+        match program.as_str() {
+            "npx" | "bunx" | "pnpx" | "uvx" => true,
+            "pipx" => first == "run",
+            "npm" => first == "exec",
+            "pnpm" | "yarn" => first == "dlx",
+            "uv" => first == "tool" && args.get(1).is_some_and(|a| a == "run"),
+            _ => false,
         }
     }
 

@@ -17,8 +17,9 @@ use super::expand::{expand, ExpandError};
 use super::keypath::{closest, KeyPath};
 use super::tree::{describe, quote_short, Entry, Node, Pos, Value};
 use super::{
-    ConfigFormat, ToolFilter, UpstreamConfig, UpstreamTransport, DEFAULT_SERVER_NAME,
-    DEFAULT_STARTUP_TIMEOUT, DEFAULT_TIMEOUT, DERIVED_PREFIX_MAX, RESERVED_PREFIX,
+    ConfigFormat, ToolFilter, UpstreamConfig, UpstreamTransport, DEFAULT_RUNNER_STARTUP_TIMEOUT,
+    DEFAULT_SERVER_NAME, DEFAULT_STARTUP_TIMEOUT, DEFAULT_TIMEOUT, DERIVED_PREFIX_MAX,
+    RESERVED_PREFIX,
 };
 use crate::naming::sanitize_component;
 
@@ -488,7 +489,11 @@ impl Loader<'_> {
         let startup_timeout = get("startup_timeout_ms")
             .map(|n| self.millis(n, &path.key("startup_timeout_ms")))
             .transpose()?
-            .unwrap_or(DEFAULT_STARTUP_TIMEOUT);
+            .unwrap_or(if transport.runs_a_package_runner() {
+                DEFAULT_RUNNER_STARTUP_TIMEOUT
+            } else {
+                DEFAULT_STARTUP_TIMEOUT
+            });
 
         let allow = get("allow")
             .map(|n| self.globs(n, &path.key("allow")))

@@ -198,7 +198,8 @@ fn real_mcp_json_loads_unedited_from_disk() {
     assert_eq!(cwd, None);
     assert_eq!(github.prefix, "github");
     assert_eq!(github.timeout, DEFAULT_TIMEOUT);
-    assert_eq!(github.startup_timeout, DEFAULT_STARTUP_TIMEOUT);
+    // `npx -y …` may download the server first: a longer start.
+    assert_eq!(github.startup_timeout, DEFAULT_RUNNER_STARTUP_TIMEOUT);
     assert!(github.enabled);
     assert!(github.tools.is_allow_all());
 
@@ -1091,4 +1092,41 @@ fn explicit_prefix_must_already_be_valid() {
             .map(|u| u.name.as_str()),
         Some("a")
     );
+}
+
+#[test]
+fn package_runners_get_time_to_download() {
+    let runner = |command: &str, args: &[&str]| {
+        UpstreamTransport::Stdio {
+            command: command.into(),
+            args: args.iter().map(|a| a.to_string()).collect(),
+            env: BTreeMap::new(),
+            cwd: None,
+        }
+        .runs_a_package_runner()
+    };
+    assert!(runner(
+        "npx",
+        &["-y", "@modelcontextprotocol/server-memory"]
+    ));
+    assert!(runner("/usr/local/bin/npx", &["pkg"]));
+    assert!(runner("C:\\nodejs\\npx.cmd", &["pkg"]));
+    assert!(runner("uvx", &["mcp-server-git"]));
+    assert!(runner("pipx", &["run", "mcp-server-time"]));
+    assert!(runner("pnpm", &["dlx", "pkg"]));
+    assert!(runner("uv", &["tool", "run", "pkg"]));
+    assert!(!runner("node", &["server.js"]));
+    assert!(!runner("npm", &["start"]));
+    assert!(!runner("uv", &["run", "server.py"]));
+    assert!(!runner("mcp-server-git", &[]));
+    // An explicit startup_timeout_ms wins.
+    let config =
+        toml("[servers.a]\ncommand = \"npx\"\nargs = [\"pkg\"]\nstartup_timeout_ms = 1500\n")
+            .unwrap();
+    assert_eq!(
+        config.upstreams[0].startup_timeout,
+        Duration::from_millis(1500)
+    );
+    let config = toml("[servers.a]\ncommand = \"node\"\n").unwrap();
+    assert_eq!(config.upstreams[0].startup_timeout, DEFAULT_STARTUP_TIMEOUT);
 }

@@ -421,8 +421,15 @@ mod tests {
             "records differ in their second key"
         );
         assert_eq!(encode("plain\ntext\n"), None);
-        let long_tail = format!("Name: a\nSize: 1\nName: b\nSize: 2\nName: c\nSize: 3\n{}", "text\n".repeat(100));
-        assert_eq!(encode(&long_tail), None, "a document that goes on past its records");
+        let long_tail = format!(
+            "Name: a\nSize: 1\nName: b\nSize: 2\nName: c\nSize: 3\n{}",
+            "text\n".repeat(100)
+        );
+        assert_eq!(
+            encode(&long_tail),
+            None,
+            "a document that goes on past its records"
+        );
     }
 
     #[test]
