@@ -116,6 +116,22 @@ enum Command {
     /// Turn an encoded body on stdin back into the original (JSON as
     /// compact JSON, Markdown and text byte for byte).
     Decode,
+    /// Answer "how does X work" from the source: the files that matter,
+    /// sized to a character budget. The index is kept under the cache
+    /// directory and refreshed incrementally.
+    Explore {
+        /// The question, or the names of the symbols it is about.
+        query: String,
+        /// The source tree (default: the current directory).
+        #[arg(long, value_name = "DIR", default_value = ".")]
+        root: PathBuf,
+        /// The size to aim for, in characters (a target, not a ceiling).
+        #[arg(long, value_name = "N", default_value_t = 16_000)]
+        budget_chars: usize,
+        /// `text` (what the model sees) or `json` (it and what it is made of).
+        #[arg(long, value_enum, default_value_t = ExploreFormat::Text)]
+        format: ExploreFormat,
+    },
     /// Run recorded responses through the whole pipeline in one session and
     /// report tokens: raw, json_compact, json_pretty, final; the dedup /
     /// encoder / combined split; decode failures. PATHs: directories, nock
@@ -278,6 +294,37 @@ fn main() -> ExitCode {
     }
 }
 
+/// How `devboy explore` prints its answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum ExploreFormat {
+    Text,
+    Json,
+}
+
+fn explore_cmd(
+    query: &str,
+    root: &std::path::Path,
+    budget_chars: usize,
+    format: ExploreFormat,
+) -> anyhow::Result<()> {
+    use std::io::Write as _;
+    let index = devboy_explore::Index::open(root, &devboy_explore::cache_dir())?;
+    let options = devboy_explore::Options {
+        budget_chars,
+        ..Default::default()
+    };
+    let answer = devboy_explore::explore(&index, query, &options);
+    let mut out = std::io::stdout().lock();
+    match format {
+        ExploreFormat::Text => out.write_all(answer.text.as_bytes())?,
+        ExploreFormat::Json => {
+            serde_json::to_writer(&mut out, &answer)?;
+            out.write_all(b"\n")?;
+        }
+    }
+    Ok(())
+}
+
 fn run(command: Command) -> anyhow::Result<()> {
     match command {
         Command::Mcp {
@@ -356,6 +403,12 @@ fn run(command: Command) -> anyhow::Result<()> {
             codec::encode_cmd(&config, tool.as_deref())
         }
         Command::Decode => codec::decode_cmd(),
+        Command::Explore {
+            query,
+            root,
+            budget_chars,
+            format,
+        } => explore_cmd(&query, &root, budget_chars, format),
         Command::Init {
             project: Some(dir), ..
         } => setup::init_project(&dir),

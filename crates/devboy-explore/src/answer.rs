@@ -1,0 +1,784 @@
+//! Answering "how does X work": entry symbols from the query, the flow
+//! spine that links them, files ranked, and a rendering that fills a
+//! character budget (a target, not a ceiling).
+//!
+//! **Entry symbols.** Identifiers in the query (`RealCall`,
+//! `get_response`, `Session.send`) match symbol names exactly; the other
+//! words match the words of symbol names (split at case changes and
+//! underscores), weighted by how rare the word is among names, and less
+//! so file paths and doc comments. Test files count for less unless the
+//! query is about tests.
+//!
+//! **Spine.** The call paths (up to [`MAX_HOPS`] calls long) from one entry
+//! symbol to another: the mechanism the question is about.
+//!
+//! **Rendering.** Files in order of relevance until the budget is met. A
+//! file with a symbol on the spine is shown in full (a long one as its
+//! relevant symbols in full and the rest as signature lines). A file off
+//! the spine whose type implements a supertype with at least
+//! [`MIN_SIBLINGS`] implementers is one of a family of interchangeable
+//! implementations: it is shown as a skeleton, its symbols' signature
+//! lines under a header that lists them and says how to get a body. Other
+//! files are shown in full when short, as excerpts when long. Adaptive
+//! sizing (the skeletons) is off with `adaptive = false`
+//! (`DEVBOY_ADAPTIVE_EXPLORE=0`); without a spine nothing is a skeleton.
+
+use std::collections::{HashMap, HashSet, VecDeque};
+
+use serde::Serialize;
+
+use crate::extract::{Kind, Symbol};
+use crate::graph::{Graph, SymbolId};
+use crate::index::Index;
+
+/// Implementers a supertype needs for its implementations to count as
+/// interchangeable siblings.
+pub const MIN_SIBLINGS: usize = 3;
+
+/// The longest call path the spine follows.
+pub const MAX_HOPS: usize = 4;
+
+/// The longest from a method of an entry type (not itself named).
+const TYPE_METHOD_HOPS: usize = 1;
+
+/// Files up to this many lines are shown whole; longer ones as excerpts.
+pub const WHOLE_FILE_LINES: u32 = 220;
+
+/// Files less relevant than this share of the most relevant one are left
+/// out, however much budget is left.
+const RELEVANCE_FLOOR: f64 = 0.25;
+
+/// The most flow lines shown.
+const MAX_FLOW_LINES: usize = 6;
+
+/// The most entry symbols taken from a query.
+const MAX_ENTRIES: usize = 12;
+
+/// Lines of context kept around an excerpted symbol.
+const CONTEXT_LINES: u32 = 1;
+
+/// The most signature lines a skeleton shows.
+const MAX_SKELETON_LINES: usize = 30;
+
+/// The most lines of a type's declaration an excerpt keeps.
+const MAX_TYPE_HEAD: u32 = 30;
+
+/// What to answer and how.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// The size to aim for, in characters.
+    pub budget_chars: usize,
+    /// Skeletons for off-spine family members.
+    pub adaptive: bool,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            budget_chars: 16_000,
+            adaptive: std::env::var("DEVBOY_ADAPTIVE_EXPLORE").map_or(true, |v| v != "0"),
+        }
+    }
+}
+
+/// How a file was rendered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Render {
+    Full,
+    Skeleton,
+    Excerpt,
+}
+
+/// One file of an answer.
+#[derive(Debug, Clone, Serialize)]
+pub struct FileAnswer {
+    pub path: String,
+    pub render: Render,
+    pub chars: usize,
+}
+
+/// The index's size, for the answer's JSON.
+#[derive(Debug, Clone, Serialize)]
+pub struct IndexFacts {
+    pub files: usize,
+    pub symbols: usize,
+    pub edges: usize,
+    pub seconds: f64,
+}
+
+/// An answer: what the model sees, and what it is made of.
+#[derive(Debug, Clone, Serialize)]
+pub struct Answer {
+    pub text: String,
+    pub files: Vec<FileAnswer>,
+    /// The spine's symbols, `Owner.name`, in flow order.
+    pub spine: Vec<String>,
+    pub index: IndexFacts,
+}
+
+const STOPWORDS: &[&str] = &[
+    "a", "an", "the", "how", "does", "do", "did", "is", "are", "was", "were", "what", "which",
+    "where", "when", "why", "who", "its", "it", "of", "in", "on", "to", "for", "from", "by",
+    "with", "through", "and", "or", "not", "this", "that", "these", "those", "be", "can", "could",
+    "should", "would", "will", "i", "we", "you", "my", "our", "me", "there", "get", "work",
+    "works", "handle", "handles", "use", "uses", "used", "using", "into", "via", "as", "at", "if",
+    "then", "than", "so", "some", "any", "all", "when", "after", "before", "about", "code", "file",
+    "files", "function", "class", "method", "explain", "show",
+];
+
+/// The words of an identifier, lowercase: `getResponseWithInterceptorChain`
+/// → get, response, with, interceptor, chain; `HTTP_client2` → http,
+/// client, 2.
+pub fn words(name: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut cur = String::new();
+    let chars: Vec<char> = name.chars().collect();
+    for (i, &c) in chars.iter().enumerate() {
+        if !c.is_alphanumeric() {
+            if !cur.is_empty() {
+                out.push(std::mem::take(&mut cur));
+            }
+            continue;
+        }
+        let boundary = !cur.is_empty()
+            && ((c.is_uppercase()
+                && (chars[i - 1].is_lowercase()
+                    || chars.get(i + 1).is_some_and(|n| n.is_lowercase())
+                        && chars[i - 1].is_uppercase()))
+                || (c.is_ascii_digit() != chars[i - 1].is_ascii_digit()));
+        if boundary {
+            out.push(std::mem::take(&mut cur));
+        }
+        cur.extend(c.to_lowercase());
+    }
+    if !cur.is_empty() {
+        out.push(cur);
+    }
+    out
+}
+
+/// A light stem, so `requests`, `request` and `requested` meet.
+fn stem(word: &str) -> String {
+    let w = word;
+    for suffix in ["ies", "ing", "ed", "es", "s"] {
+        if w.len() > suffix.len() + 3 && w.ends_with(suffix) && !w.ends_with("ss") {
+            let base = &w[..w.len() - suffix.len()];
+            return if suffix == "ies" {
+                format!("{base}y")
+            } else {
+                base.to_owned()
+            };
+        }
+    }
+    w.to_owned()
+}
+
+/// What a query asks about.
+#[derive(Debug, Default)]
+struct Query {
+    /// Identifiers written as such (a case change inside, `_`, `.`).
+    identifiers: Vec<String>,
+    /// Stemmed words.
+    terms: Vec<String>,
+    /// Whether it is about tests.
+    tests: bool,
+}
+
+/// The query's identifiers and words; a word that is the project's name
+/// (`project`, lowercase without `-` and `_`) is left out.
+fn parse_query(text: &str, project: Option<&str>) -> Query {
+    let mut q = Query::default();
+    for raw in text.split(|c: char| !(c.is_alphanumeric() || c == '_' || c == '.')) {
+        let raw = raw.trim_matches('.');
+        if raw.is_empty()
+            || project.is_some_and(|p| raw.to_ascii_lowercase().replace(['-', '_'], "") == p)
+        {
+            continue;
+        }
+        let inner_case = raw.chars().skip(1).any(char::is_uppercase);
+        if inner_case || raw.contains('_') || raw.contains('.') {
+            for part in raw.split('.').filter(|p| !p.is_empty()) {
+                q.identifiers.push(part.to_owned());
+            }
+        }
+        for w in words(raw) {
+            if w.len() < 2 || STOPWORDS.contains(&w.as_str()) {
+                continue;
+            }
+            if w == "test" || w == "tests" {
+                q.tests = true;
+            }
+            let s = stem(&w);
+            if !q.terms.contains(&s) {
+                q.terms.push(s);
+            }
+        }
+    }
+    q
+}
+
+/// Tests, test support, samples and benchmarks: what a question about how
+/// something works is rarely about.
+fn is_test_path(path: &str) -> bool {
+    let p = path.to_ascii_lowercase();
+    p.contains("mock")
+        || p.contains("fake")
+        || p.contains("sample")
+        || p.contains("example")
+        || p.contains("benchmark")
+        || p.contains("testing")
+        || p.contains("/test/")
+        || p.contains("/tests/")
+        || p.starts_with("test/")
+        || p.starts_with("tests/")
+        || p.contains("/testing/")
+        || p.contains("_test.")
+        || p.contains("test_")
+        || p.contains("tests.")
+        || p.contains("test.")
+        || p.contains("/spec/")
+        || p.contains(".spec.")
+}
+
+/// Scores of every symbol with any match.
+fn score_symbols(graph: &Graph<'_>, q: &Query) -> HashMap<SymbolId, f64> {
+    // How rare each stemmed word is among symbol names.
+    let mut df: HashMap<String, usize> = HashMap::new();
+    for &id in &graph.symbols {
+        let mut seen = HashSet::new();
+        for w in words(&graph.symbol(id).name) {
+            let s = stem(&w);
+            if seen.insert(s.clone()) {
+                *df.entry(s).or_default() += 1;
+            }
+        }
+    }
+    let n = graph.symbols.len().max(1) as f64;
+    let idf = |t: &str| (1.0 + n / (1.0 + *df.get(t).unwrap_or(&0) as f64)).ln();
+    let mut out = HashMap::new();
+    for &id in &graph.symbols {
+        let sym = graph.symbol(id);
+        let path = graph.path(id).to_ascii_lowercase();
+        let name_words: Vec<String> = words(&sym.name).iter().map(|w| stem(w)).collect();
+        let mut score = 0.0;
+        if q.identifiers.contains(&sym.name) {
+            score += 12.0;
+        }
+        let mut matched = 0usize;
+        for (i, t) in q.terms.iter().enumerate() {
+            if let Some(at) = name_words.iter().position(|w| w == t) {
+                score += 3.0 * idf(t);
+                matched += 1;
+                // Two words the query puts together, together in the name
+                // ("interceptor chain" in `RealInterceptorChain`).
+                if q.terms
+                    .get(i + 1)
+                    .is_some_and(|next| name_words.get(at + 1) == Some(next))
+                {
+                    score += 1.5 * (idf(t) + idf(&q.terms[i + 1]));
+                }
+            }
+            if !sym.doc.is_empty() && sym.doc.to_ascii_lowercase().contains(t.as_str()) {
+                score += 0.4 * idf(t);
+            }
+        }
+        if score <= 0.0 {
+            continue;
+        }
+        if matched > 0 {
+            // Names the query covers entirely are what it is about.
+            let coverage = matched as f64 / name_words.len().max(1) as f64;
+            score *= 0.25 + 0.75 * coverage;
+        }
+        if !q.tests && is_test_path(&path) {
+            score *= 0.2;
+        }
+        out.insert(id, score);
+    }
+    out
+}
+
+/// The entry symbols: the best scored, down to a third of the best.
+fn entries(scores: &HashMap<SymbolId, f64>) -> Vec<SymbolId> {
+    let mut ranked: Vec<(SymbolId, f64)> = scores.iter().map(|(&id, &s)| (id, s)).collect();
+    ranked.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    let Some(&(_, best)) = ranked.first() else {
+        return Vec::new();
+    };
+    ranked
+        .into_iter()
+        .take_while(|&(_, s)| s >= best / 3.0)
+        .take(MAX_ENTRIES)
+        .map(|(id, _)| id)
+        .collect()
+}
+
+/// The spine: symbols on call paths from one entry to another, in the
+/// order the paths were found (callers before callees). A type among the
+/// entries stands for its methods too: a path may start at one and ends
+/// when it reaches a method of another entry type.
+fn spine(graph: &Graph<'_>, entries: &[SymbolId]) -> (Vec<SymbolId>, Vec<Vec<SymbolId>>) {
+    // Each target, and the entry it stands for.
+    let mut targets: HashMap<SymbolId, SymbolId> = HashMap::new();
+    // (start, the entry it stands for, how many calls a path may take)
+    let mut starts: Vec<(SymbolId, SymbolId, usize)> = Vec::new();
+    // One of many interchangeable implementations is not where a flow
+    // starts or ends (the contract it implements is): such a type is no
+    // target, and does not stand for its methods. A method the query
+    // names itself still counts.
+    let sibling_type = |id: SymbolId| {
+        let s = graph.symbol(id);
+        s.kind.is_type() && !graph.families_of(&s.name, MIN_SIBLINGS).is_empty()
+    };
+    for &e in entries.iter().filter(|&&e| !sibling_type(e)) {
+        targets.insert(e, e);
+        starts.push((e, e, MAX_HOPS));
+        if graph.symbol(e).kind.is_type() {
+            // A type's methods: short paths only, or every helper of a
+            // large class would join the spine.
+            for m in graph.methods_of(&graph.symbol(e).name) {
+                targets.entry(m).or_insert(e);
+                starts.push((m, e, TYPE_METHOD_HOPS));
+            }
+        }
+    }
+    let mut out: Vec<SymbolId> = Vec::new();
+    let mut paths: Vec<Vec<SymbolId>> = Vec::new();
+    for &(start, entry, hops) in &starts {
+        let mut parent: HashMap<SymbolId, SymbolId> = HashMap::new();
+        let mut queue = VecDeque::from([(start, 0usize)]);
+        let mut seen = HashSet::from([start]);
+        while let Some((at, depth)) = queue.pop_front() {
+            if depth == hops {
+                continue;
+            }
+            for &next in graph.calls.get(&at).map(Vec::as_slice).unwrap_or_default() {
+                if !seen.insert(next) {
+                    continue;
+                }
+                parent.insert(next, at);
+                if targets.get(&next).is_some_and(|&t| t != entry) {
+                    let mut path = vec![next];
+                    let mut cur = next;
+                    while let Some(&p) = parent.get(&cur) {
+                        path.push(p);
+                        cur = p;
+                    }
+                    path.reverse();
+                    for &id in &path {
+                        if !out.contains(&id) {
+                            out.push(id);
+                        }
+                    }
+                    paths.push(path);
+                }
+                queue.push_back((next, depth + 1));
+            }
+        }
+    }
+    (out, paths)
+}
+
+/// The spine's paths as lines to show: each path once, none that is part
+/// of a longer one, callers' paths before their callees'.
+fn flow_lines(paths: &[Vec<SymbolId>]) -> Vec<Vec<SymbolId>> {
+    let contains = |long: &[SymbolId], short: &[SymbolId]| {
+        long.len() > short.len() && long.windows(short.len()).any(|w| w == short)
+    };
+    let mut lines: Vec<Vec<SymbolId>> = Vec::new();
+    for p in paths {
+        if !lines.contains(p) && !paths.iter().any(|q| contains(q, p)) {
+            lines.push(p.clone());
+        }
+    }
+    // A path that starts where another path goes comes after it.
+    let mut ordered: Vec<Vec<SymbolId>> = Vec::new();
+    while !lines.is_empty() {
+        let pick = (0..lines.len())
+            .find(|&i| {
+                !lines
+                    .iter()
+                    .enumerate()
+                    .any(|(j, other)| j != i && other[1..].contains(&lines[i][0]))
+            })
+            .unwrap_or(0);
+        ordered.push(lines.remove(pick));
+    }
+    ordered
+}
+
+/// The line a symbol's signature is on, as shown in a skeleton.
+fn signature_line(lines: &[&str], sym: &Symbol) -> String {
+    let line = lines.get(sym.sig as usize).copied().unwrap_or_default();
+    let text = line.trim_end();
+    let text: String = text.chars().take(200).collect();
+    format!("{:>5}  {text}", sym.sig + 1)
+}
+
+/// Symbols listed in a file header: its types and functions, top level
+/// first, at most a dozen.
+fn header_symbols(symbols: &[Symbol]) -> String {
+    let mut names: Vec<&str> = Vec::new();
+    for s in symbols
+        .iter()
+        .filter(|s| !(s.kind == Kind::Type && s.owner.is_some()))
+    {
+        if !names.contains(&s.name.as_str()) {
+            names.push(&s.name);
+        }
+    }
+    let more = names.len().saturating_sub(12);
+    let mut text = names.into_iter().take(12).collect::<Vec<_>>().join(", ");
+    if more > 0 {
+        text.push_str(&format!(", … {more} more"));
+    }
+    text
+}
+
+fn fenced(lang: &str, body: &str) -> String {
+    let fence = if body.contains("```") { "````" } else { "```" };
+    let mut out = format!("{fence}{lang}\n{body}");
+    if !body.ends_with('\n') {
+        out.push('\n');
+    }
+    out.push_str(fence);
+    out.push('\n');
+    out
+}
+
+/// Renders one file.
+fn render_file(
+    path: &str,
+    lang: &str,
+    text: &str,
+    symbols: &[Symbol],
+    render: Render,
+    relevant: &HashSet<u32>,
+) -> String {
+    let lines: Vec<&str> = text.lines().collect();
+    let listed = header_symbols(symbols);
+    match render {
+        Render::Full => format!("#### {path} — {listed} · full\n{}", fenced(lang, text)),
+        Render::Skeleton => {
+            let listed_symbols: Vec<&Symbol> = symbols
+                .iter()
+                .filter(|s| !(s.kind == Kind::Type && s.owner.is_some()))
+                .collect();
+            let mut body: Vec<String> = listed_symbols
+                .iter()
+                .take(MAX_SKELETON_LINES)
+                .map(|s| signature_line(&lines, s))
+                .collect();
+            if listed_symbols.len() > MAX_SKELETON_LINES {
+                body.push(format!(
+                    "      … {} more",
+                    listed_symbols.len() - MAX_SKELETON_LINES
+                ));
+            }
+            format!(
+                "#### {path} — {listed} · skeleton (signatures only; read the file for a body)\n{}",
+                fenced(lang, &body.join("\n"))
+            )
+        }
+        Render::Excerpt => {
+            // Relevant symbols in full; every other symbol's signature line.
+            // A type is its declaration, up to its first member (its
+            // relevant members are kept on their own).
+            let head_end = |i: usize, s: &Symbol| -> u32 {
+                if !s.kind.is_type() {
+                    return s.end;
+                }
+                let first_member = symbols
+                    .iter()
+                    .filter(|m| m.parent == Some(i as u32))
+                    .map(|m| m.start)
+                    .min();
+                match first_member {
+                    Some(line) => line.saturating_sub(1).min(s.sig + MAX_TYPE_HEAD),
+                    None => s.end.min(s.sig + MAX_TYPE_HEAD),
+                }
+            };
+            let mut keep: Vec<(u32, u32)> = symbols
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| relevant.contains(&(*i as u32)))
+                .map(|(i, s)| {
+                    (
+                        s.start.saturating_sub(CONTEXT_LINES),
+                        head_end(i, s) + CONTEXT_LINES,
+                    )
+                })
+                .collect();
+            // Types' signature lines, for orientation (the header names
+            // the rest).
+            for s in symbols
+                .iter()
+                .filter(|s| s.kind.is_type() && s.owner.is_none())
+            {
+                keep.push((s.sig, s.sig));
+            }
+            keep.sort();
+            let mut merged: Vec<(u32, u32)> = Vec::new();
+            for (a, b) in keep {
+                match merged.last_mut() {
+                    Some(last) if a <= last.1 + 1 => last.1 = last.1.max(b),
+                    _ => merged.push((a, b)),
+                }
+            }
+            let mut body = String::new();
+            let mut next = 0u32;
+            for (a, b) in merged {
+                let b = b.min(lines.len().saturating_sub(1) as u32);
+                if a > next {
+                    body.push_str("      …\n");
+                }
+                for n in a..=b {
+                    let line = lines.get(n as usize).copied().unwrap_or_default();
+                    body.push_str(&format!("{:>5}  {line}\n", n + 1));
+                }
+                next = b + 1;
+            }
+            if (next as usize) < lines.len() {
+                body.push_str("      …\n");
+            }
+            format!(
+                "#### {path} — {listed} · excerpt (the relevant symbols; read the file for the rest)\n{}",
+                fenced(lang, &body)
+            )
+        }
+    }
+}
+
+/// Answers `query` from `index`.
+pub fn explore(index: &Index, query: &str, options: &Options) -> Answer {
+    let graph = Graph::new(index);
+    // The project's own name says nothing about where to look.
+    let project = index
+        .root
+        .file_name()
+        .and_then(|n| n.to_str())
+        .map(|n| n.to_ascii_lowercase().replace(['-', '_'], ""));
+    let q = parse_query(query, project.as_deref());
+    let scores = score_symbols(&graph, &q);
+    let entry = entries(&scores);
+    let (spine, paths) = spine(&graph, &entry);
+    let on_spine: HashSet<u32> = spine.iter().map(|id| id.file).collect();
+
+    // File relevance: its best symbol, a share of the others, the spine.
+    let mut by_file: HashMap<u32, Vec<(u32, f64)>> = HashMap::new();
+    for (&id, &s) in &scores {
+        by_file.entry(id.file).or_default().push((id.symbol, s));
+    }
+    for id in &spine {
+        by_file.entry(id.file).or_default();
+    }
+    let best = scores.values().copied().fold(0.0, f64::max);
+    // The types the flow goes through: their implementations are what it
+    // dispatches to, and rank next to it (shown as skeletons when many).
+    let flow_types: HashSet<&str> = spine
+        .iter()
+        .filter_map(|&id| {
+            let s = graph.symbol(id);
+            if s.kind.is_type() {
+                Some(s.name.as_str())
+            } else {
+                graph.owner_name(id)
+            }
+        })
+        .collect();
+    for (f, file) in index.files.iter().enumerate() {
+        let implements_flow =
+            file.facts.symbols.iter().any(|s| {
+                s.kind.is_type() && s.supers.iter().any(|t| flow_types.contains(t.as_str()))
+            });
+        if implements_flow && !is_test_path(&file.path) {
+            by_file.entry(f as u32).or_default();
+        }
+    }
+    let implements_flow =
+        |f: u32| {
+            index.files[f as usize].facts.symbols.iter().any(|s| {
+                s.kind.is_type() && s.supers.iter().any(|t| flow_types.contains(t.as_str()))
+            })
+        };
+    let mut ranked: Vec<(u32, f64)> = by_file
+        .iter()
+        .map(|(&f, list)| {
+            let mut s: Vec<f64> = list.iter().map(|x| x.1).collect();
+            s.sort_by(|a, b| b.total_cmp(a));
+            let top = s.first().copied().unwrap_or(0.0);
+            let rest: f64 = s.iter().skip(1).sum::<f64>().min(top / 2.0);
+            let bonus = if on_spine.contains(&f) {
+                best
+            } else if implements_flow(f) && !is_test_path(&index.files[f as usize].path) {
+                best / 2.0
+            } else {
+                0.0
+            };
+            (f, top + 0.3 * rest + bonus)
+        })
+        .collect();
+    ranked.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+
+    // Which symbols of a file are relevant: scored or on the spine.
+    let mut relevant: HashMap<u32, HashSet<u32>> = HashMap::new();
+    for (&f, list) in &by_file {
+        let min = best / 4.0;
+        relevant
+            .entry(f)
+            .or_default()
+            .extend(list.iter().filter(|x| x.1 >= min).map(|x| x.0));
+    }
+    for id in &spine {
+        relevant.entry(id.file).or_default().insert(id.symbol);
+    }
+
+    let mut text = String::new();
+    let spine_names: Vec<String> = spine.iter().map(|&id| graph.qualified(id)).collect();
+    text.push_str(&format!("# explore: {}\n", query.trim()));
+    for path in flow_lines(&paths).iter().take(MAX_FLOW_LINES) {
+        let names: Vec<String> = path.iter().map(|&id| graph.qualified(id)).collect();
+        text.push_str(&format!("Flow: {}\n", names.join(" → ")));
+    }
+    let mut files = Vec::new();
+    let mut body = String::new();
+    let floor = ranked.first().map_or(0.0, |r| r.1) * RELEVANCE_FLOOR;
+    for (f, relevance) in ranked {
+        // Sized to the answer: what is barely related is not filler.
+        if body.len() >= options.budget_chars || relevance < floor {
+            break;
+        }
+        let file = &index.files[f as usize];
+        let Some(source) = index.read(&file.path) else {
+            continue;
+        };
+        let symbols = &file.facts.symbols;
+        let sibling = options.adaptive
+            && !spine.is_empty()
+            && !on_spine.contains(&f)
+            && symbols
+                .iter()
+                .any(|s| s.kind.is_type() && !graph.families_of(&s.name, MIN_SIBLINGS).is_empty());
+        let rel = relevant.remove(&f).unwrap_or_default();
+        let mut render = if sibling {
+            Render::Skeleton
+        } else if file.facts.lines <= WHOLE_FILE_LINES {
+            Render::Full
+        } else {
+            Render::Excerpt
+        };
+        let mut shown = render_file(
+            &file.path,
+            file.facts.lang.fence(),
+            &source,
+            symbols,
+            render,
+            &rel,
+        );
+        // A file that would overshoot the budget by half again is shown
+        // smaller, unless nothing has been shown yet.
+        if !body.is_empty() && body.len() + shown.len() > options.budget_chars * 3 / 2 {
+            let smaller = if render == Render::Full && file.facts.lines > 40 {
+                Render::Excerpt
+            } else if on_spine.contains(&f) {
+                render
+            } else {
+                Render::Skeleton
+            };
+            if smaller != render {
+                render = smaller;
+                shown = render_file(
+                    &file.path,
+                    file.facts.lang.fence(),
+                    &source,
+                    symbols,
+                    render,
+                    &rel,
+                );
+            }
+        }
+        // Off the spine, a file that would overshoot the budget by half
+        // again waits for a smaller one.
+        if !on_spine.contains(&f)
+            && !body.is_empty()
+            && body.len() + shown.len() > options.budget_chars * 3 / 2
+        {
+            continue;
+        }
+        files.push(FileAnswer {
+            path: file.path.clone(),
+            render,
+            chars: shown.len(),
+        });
+        body.push('\n');
+        body.push_str(&shown);
+    }
+    if files.is_empty() {
+        text.push_str("\nNothing in the code matches the question's words. Try the names of types or functions.\n");
+    } else {
+        let count = |r: Render| files.iter().filter(|f| f.render == r).count();
+        text.push_str(&format!(
+            "{} files: {} full, {} excerpts, {} skeletons\n",
+            files.len(),
+            count(Render::Full),
+            count(Render::Excerpt),
+            count(Render::Skeleton)
+        ));
+        text.push_str(&body);
+    }
+    let edges = graph.calls.values().map(Vec::len).sum::<usize>()
+        + graph.implementers.values().map(Vec::len).sum::<usize>();
+    Answer {
+        text,
+        files,
+        spine: spine_names,
+        index: IndexFacts {
+            files: index.files.len(),
+            symbols: graph.symbols.len(),
+            edges,
+            seconds: index.stats.seconds,
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn words_split_identifiers() {
+        assert_eq!(
+            words("getResponseWithInterceptorChain"),
+            ["get", "response", "with", "interceptor", "chain"]
+        );
+        assert_eq!(words("HTTPClient_v2"), ["http", "client", "v", "2"]);
+        assert_eq!(words("RealCall"), ["real", "call"]);
+    }
+
+    #[test]
+    fn queries_give_identifiers_and_terms() {
+        let text =
+            "How does OkHttp process a request through RealCall.execute and its interceptors?";
+        let q = parse_query(text, None);
+        assert_eq!(q.identifiers, ["OkHttp", "RealCall", "execute"]);
+        assert_eq!(
+            q.terms,
+            [
+                "ok",
+                "http",
+                "process",
+                "request",
+                "real",
+                "call",
+                "execute",
+                "interceptor"
+            ]
+        );
+        assert!(!q.tests);
+        // The project's own name is left out.
+        let q = parse_query(text, Some("okhttp"));
+        assert_eq!(q.identifiers, ["RealCall", "execute"]);
+        assert_eq!(q.terms[0], "process");
+    }
+}
