@@ -28,7 +28,12 @@ async fn no_config_serves_the_builtin_tools() {
         .collect();
     assert_eq!(
         names,
-        ["devboy_status", "devboy_compact", "devboy_expand"],
+        [
+            "devboy_status",
+            "devboy_compact",
+            "devboy_expand",
+            "devboy_explore"
+        ],
         "{list}"
     );
     client

@@ -343,6 +343,19 @@ fn spine(graph: &Graph<'_>, entries: &[SymbolId]) -> (Vec<SymbolId>, Vec<Vec<Sym
             }
         }
     }
+    // A method of an interface many types implement is where the flow
+    // dispatches to them: the contract, an end worth showing whether or
+    // not the query named it.
+    let dispatch = |id: SymbolId| {
+        graph.symbol(id).kind == Kind::Method
+            && graph.owner_name(id).is_some_and(|o| {
+                graph.is_interface(o)
+                    && graph
+                        .implementers
+                        .get(o)
+                        .is_some_and(|i| i.len() >= MIN_SIBLINGS)
+            })
+    };
     let mut out: Vec<SymbolId> = Vec::new();
     let mut paths: Vec<Vec<SymbolId>> = Vec::new();
     for &(start, entry, hops) in &starts {
@@ -358,7 +371,7 @@ fn spine(graph: &Graph<'_>, entries: &[SymbolId]) -> (Vec<SymbolId>, Vec<Vec<Sym
                     continue;
                 }
                 parent.insert(next, at);
-                if targets.get(&next).is_some_and(|&t| t != entry) {
+                if targets.get(&next).is_some_and(|&t| t != entry) || dispatch(next) {
                     let mut path = vec![next];
                     let mut cur = next;
                     while let Some(&p) = parent.get(&cur) {
@@ -392,6 +405,19 @@ fn flow_lines(paths: &[Vec<SymbolId>]) -> Vec<Vec<SymbolId>> {
             lines.push(p.clone());
         }
     }
+    // A path that starts where another ends continues it.
+    while let Some((i, j)) = (0..lines.len())
+        .flat_map(|i| (0..lines.len()).map(move |j| (i, j)))
+        .find(|&(i, j)| {
+            i != j && lines[i].last() == lines[j].first() && !lines[i].contains(&lines[j][1])
+        })
+    {
+        let tail = lines.remove(j);
+        let i = if j < i { i - 1 } else { i };
+        lines[i].extend_from_slice(&tail[1..]);
+    }
+    let snapshot = lines.clone();
+    lines.retain(|p| !snapshot.iter().any(|q| contains(q, p)));
     // A path that starts where another path goes comes after it.
     let mut ordered: Vec<Vec<SymbolId>> = Vec::new();
     while !lines.is_empty() {
@@ -562,6 +588,11 @@ pub fn explore(index: &Index, query: &str, options: &Options) -> Answer {
     let q = parse_query(query, project.as_deref());
     let scores = score_symbols(&graph, &q);
     let entry = entries(&scores);
+    if std::env::var_os("DEVBOY_EXPLORE_DEBUG").is_some() {
+        for e in &entry {
+            eprintln!("entry {} {:.2}", graph.qualified(*e), scores[e]);
+        }
+    }
     let (spine, paths) = spine(&graph, &entry);
     let on_spine: HashSet<u32> = spine.iter().map(|id| id.file).collect();
 

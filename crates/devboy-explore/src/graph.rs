@@ -77,7 +77,7 @@ impl<'i> Graph<'i> {
     }
 
     /// Whether `name` is a type declared as an interface somewhere.
-    fn is_interface(&self, name: &str) -> bool {
+    pub fn is_interface(&self, name: &str) -> bool {
         self.by_name.get(name).is_some_and(|ids| {
             ids.iter()
                 .any(|&id| self.symbol(id).kind == Kind::Interface)

@@ -13,6 +13,7 @@
 
 mod compact;
 mod expand;
+mod explore;
 mod status;
 
 use std::sync::Arc;
@@ -93,6 +94,7 @@ impl BuiltinRegistry {
             .with(status::Status)
             .with(compact::Compact)
             .with(expand::Expand)
+            .with(explore::Explore)
     }
 
     /// No built-in tools.

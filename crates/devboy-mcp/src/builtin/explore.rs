@@ -1,0 +1,88 @@
+//! `devboy_explore`: "how does X work", answered from the source of the
+//! project devboy runs in (or `root`), sized to the answer
+//! ([`devboy_explore::explore`]). Its result goes through the pipeline like
+//! any other.
+
+use futures::future::BoxFuture;
+use rmcp::model::{CallToolResult, ContentBlock, Tool};
+use rmcp::ErrorData as McpError;
+use serde_json::json;
+
+use super::{annotations, definition, BuiltinContext, BuiltinTool};
+
+/// The `devboy_explore` tool.
+pub struct Explore;
+
+/// The largest budget an agent may ask for.
+const MAX_BUDGET: u64 = 200_000;
+
+fn failure(message: String) -> CallToolResult {
+    CallToolResult::error(vec![ContentBlock::text(message)])
+}
+
+impl BuiltinTool for Explore {
+    fn definition(&self) -> Tool {
+        definition(
+            "devboy_explore",
+            "Answer a question about how the code works (\"how does a request go through the interceptor chain?\", or the names of the types and functions involved) with the source that matters: the call path between the symbols it names in full, interchangeable implementations of a shared interface as signatures only, sized to about budget_chars. Cheaper than searching and reading files one by one. Covers Rust, Python, TypeScript, JavaScript, Go, Java and Kotlin.",
+            json!({
+                "type": "object",
+                "properties": {
+                    "query": {"type": "string", "description": "The question, or the names of the symbols it is about."},
+                    "root": {"type": "string", "description": "The source tree (default: the project devboy runs in)."},
+                    "budget_chars": {"type": "integer", "minimum": 1000, "description": "About how many characters to answer in (default 16000)."}
+                },
+                "required": ["query"]
+            }),
+        )
+        .with_annotations(annotations("devboy explore", true))
+    }
+
+    fn call<'a>(
+        &'a self,
+        context: BuiltinContext<'a>,
+    ) -> BoxFuture<'a, Result<CallToolResult, McpError>> {
+        let query = context.str_argument("query").map(str::to_owned);
+        let root = context.str_argument("root").map(std::path::PathBuf::from);
+        let budget = context
+            .arguments
+            .and_then(|a| a.get("budget_chars"))
+            .and_then(serde_json::Value::as_u64);
+        Box::pin(async move {
+            let Some(query) = query.filter(|q| !q.trim().is_empty()) else {
+                return Ok(failure("devboy_explore: `query` is required: the question, or the names of the symbols it is about".into()));
+            };
+            let root = match root {
+                Some(root) => root,
+                None => match std::env::current_dir() {
+                    Ok(dir) => dir,
+                    Err(e) => {
+                        return Ok(failure(format!(
+                            "devboy_explore: no working directory ({e}); give `root`"
+                        )))
+                    }
+                },
+            };
+            if !root.is_dir() {
+                return Ok(failure(format!(
+                    "devboy_explore: {} is not a directory",
+                    root.display()
+                )));
+            }
+            let mut options = devboy_explore::Options::default();
+            if let Some(budget) = budget {
+                options.budget_chars = budget.clamp(1_000, MAX_BUDGET) as usize;
+            }
+            let answered = tokio::task::spawn_blocking(move || {
+                devboy_explore::Index::open(&root, &devboy_explore::cache_dir())
+                    .map(|index| devboy_explore::explore(&index, &query, &options))
+            })
+            .await;
+            Ok(match answered {
+                Ok(Ok(answer)) => CallToolResult::success(vec![ContentBlock::text(answer.text)]),
+                Ok(Err(e)) => failure(format!("devboy_explore: {e}")),
+                Err(e) => failure(format!("devboy_explore: the index could not be built: {e}")),
+            })
+        })
+    }
+}

@@ -1,0 +1,239 @@
+//! `devboy explore` and `devboy_explore` on a generated fixture repository:
+//! a flow (a pipeline running stages through a chain) whose stages are
+//! four interchangeable implementations of one interface, plus a distinct
+//! class the question names that implements nothing.
+//!
+//! Adaptive sizing (the regression test the design note never had): the
+//! off-spine stages are skeletons, the spine and the distinct class are
+//! in full, the answer is smaller than without it; `DEVBOY_ADAPTIVE_EXPLORE=0`
+//! turns it off. Also: the index is kept under `DEVBOY_CACHE_DIR` and only
+//! changed files are parsed again; the built-in tool answers through
+//! `devboy mcp`.
+
+mod common;
+
+use std::path::Path;
+use std::process::Command;
+
+use serde_json::{json, Value};
+
+const DEVBOY: &str = env!("CARGO_BIN_EXE_devboy");
+
+fn write(root: &Path, path: &str, text: &str) {
+    let path = root.join(path);
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, text).unwrap();
+}
+
+/// A stage implementation with a body of some length.
+fn stage(name: &str, verb: &str) -> String {
+    let steps: String = (0..25)
+        .map(|i| format!("        ctx.note(\"{verb} step {i}\")\n"))
+        .collect();
+    format!(
+        "package demo.stages\n\nimport demo.Context\nimport demo.Stage\n\n/** {name}: {verb}s the document. */\nclass {name} : Stage {{\n    @Throws(IllegalStateException::class)\n    override fun run(ctx: Context): Context {{\n{steps}        return ctx\n    }}\n\n    private fun describe(): String = \"{verb}\"\n}}\n"
+    )
+}
+
+fn fixture(root: &Path) {
+    write(
+        root,
+        "src/demo/Stage.kt",
+        "package demo\n\n/** One step of the pipeline. */\nfun interface Stage {\n    fun run(ctx: Context): Context\n}\n\nclass Context {\n    fun note(text: String) {}\n}\n",
+    );
+    write(
+        root,
+        "src/demo/Pipeline.kt",
+        "package demo\n\n/** Runs its stages in order over a document. */\nclass Pipeline(private val stages: List<Stage>) {\n    fun execute(ctx: Context): Context {\n        val chain = StageChain(stages, 0)\n        return chain.proceed(ctx)\n    }\n}\n",
+    );
+    write(
+        root,
+        "src/demo/StageChain.kt",
+        "package demo\n\n/** Hands the context to one stage after another. */\nclass StageChain(private val stages: List<Stage>, private val index: Int) {\n    fun proceed(ctx: Context): Context {\n        if (index == stages.size) return ctx\n        val stage = stages[index]\n        return StageChain(stages, index + 1).proceed(stage.run(ctx))\n    }\n}\n",
+    );
+    write(
+        root,
+        "src/demo/StageRegistry.kt",
+        "package demo\n\n/** Where the pipeline's stages are registered by name. */\nclass StageRegistry {\n    private val byName = mutableMapOf<String, Stage>()\n\n    fun register(name: String, stage: Stage) {\n        byName[name] = stage\n    }\n\n    fun pipeline(names: List<String>): Pipeline = Pipeline(names.map { byName.getValue(it) })\n}\n",
+    );
+    for (name, verb) in [
+        ("ParseStage", "parse"),
+        ("ValidateStage", "validate"),
+        ("TransformStage", "transform"),
+        ("EmitStage", "emit"),
+    ] {
+        write(
+            root,
+            &format!("src/demo/stages/{name}.kt"),
+            &stage(name, verb),
+        );
+    }
+    // Not source: ignored, vendored, or another language's noise.
+    write(root, "node_modules/x/index.js", "function Stage() {}\n");
+    write(root, "README.md", "# demo\n");
+}
+
+fn explore(root: &Path, cache: &Path, adaptive: bool, query: &str) -> Value {
+    let out = Command::new(DEVBOY)
+        .args(["explore", query, "--format", "json", "--root"])
+        .arg(root)
+        .env("DEVBOY_CACHE_DIR", cache)
+        .env("DEVBOY_ADAPTIVE_EXPLORE", if adaptive { "1" } else { "0" })
+        .output()
+        .expect("devboy runs");
+    assert!(out.status.success(), "{out:?}");
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {out:?}"))
+}
+
+fn render_of<'a>(answer: &'a Value, file: &str) -> Option<&'a str> {
+    answer["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["path"].as_str().is_some_and(|p| p.ends_with(file)))
+        .and_then(|f| f["render"].as_str())
+}
+
+const QUERY: &str = "How does the pipeline run its stages through the stage chain, and where are stages registered?";
+
+#[test]
+fn off_spine_siblings_are_skeletons_and_the_flow_is_in_full() {
+    let dir = common::TempDir::new("explore");
+    let (root, cache) = (dir.path().join("repo"), dir.path().join("cache"));
+    fixture(&root);
+
+    let on = explore(&root, &cache, true, QUERY);
+    let text = on["text"].as_str().unwrap();
+    let spine: Vec<&str> = on["spine"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    assert!(spine.contains(&"Pipeline.execute"), "{spine:?}");
+    assert!(spine.contains(&"StageChain.proceed"), "{spine:?}");
+    assert!(spine.contains(&"Stage.run"), "the contract: {spine:?}");
+    assert!(
+        text.contains("Flow: Pipeline.execute → StageChain.proceed → Stage.run"),
+        "{text}"
+    );
+    // The spine and the distinct class: in full.
+    for file in [
+        "Pipeline.kt",
+        "StageChain.kt",
+        "Stage.kt",
+        "StageRegistry.kt",
+    ] {
+        assert_eq!(render_of(&on, file), Some("full"), "{file}: {text}");
+    }
+    // The four interchangeable stages: skeletons, with their signature
+    // lines (past the annotation) and no bodies.
+    for stage in ["ParseStage", "ValidateStage", "TransformStage", "EmitStage"] {
+        assert_eq!(
+            render_of(&on, &format!("{stage}.kt")),
+            Some("skeleton"),
+            "{stage}: {text}"
+        );
+        assert!(
+            text.contains(&format!("class {stage} : Stage {{")),
+            "{text}"
+        );
+    }
+    assert!(
+        text.contains("    9      override fun run(ctx: Context): Context {"),
+        "{text}"
+    );
+    assert!(!text.contains("parse step 3"), "no stage body: {text}");
+    assert!(
+        text.contains("skeleton (signatures only; read the file for a body)"),
+        "{text}"
+    );
+    assert_eq!(on["index"]["files"], 8, "{on}");
+
+    // The escape hatch: no skeletons, the stages in full, a larger answer.
+    let off = explore(&root, &cache, false, QUERY);
+    for stage in ["ParseStage", "ValidateStage", "TransformStage", "EmitStage"] {
+        assert_eq!(
+            render_of(&off, &format!("{stage}.kt")),
+            Some("full"),
+            "{off}"
+        );
+    }
+    let size = |a: &Value| a["text"].as_str().unwrap().len();
+    assert!(
+        size(&on) * 2 < size(&off),
+        "{} vs {}",
+        size(&on),
+        size(&off)
+    );
+
+    // Without a spine (a question naming one stage), nothing is a skeleton.
+    let one = explore(&root, &cache, true, "What does the TransformStage do?");
+    assert_eq!(render_of(&one, "TransformStage.kt"), Some("full"), "{one}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_index_is_kept_and_refreshed_and_the_tool_answers_over_mcp() {
+    let dir = common::TempDir::new("explore-mcp");
+    let (root, cache) = (dir.path().join("repo"), dir.path().join("cache"));
+    fixture(&root);
+    explore(&root, &cache, true, QUERY);
+    let stored: Vec<_> = std::fs::read_dir(cache.join("explore")).unwrap().collect();
+    assert_eq!(stored.len(), 1, "one index file per root");
+
+    // A changed file is seen at once.
+    write(
+        &root,
+        "src/demo/StageRegistry.kt",
+        "package demo\n\nclass StageRegistry {\n    fun registerAll() {}\n}\n",
+    );
+    let after = explore(
+        &root,
+        &cache,
+        true,
+        "Where does the registry registerAll stages?",
+    );
+    assert!(
+        after["text"]
+            .as_str()
+            .unwrap()
+            .contains("fun registerAll()"),
+        "{after}"
+    );
+
+    // Through `devboy mcp`: the built-in tool, with `root`.
+    let empty = common::TempDir::new("explore-mcp-config");
+    {
+        let mut client = common::RawClient::start_command(
+            &["mcp"],
+            &[
+                ("DEVBOY_CONFIG_DIR", empty.path().to_str().unwrap()),
+                ("DEVBOY_CACHE_DIR", cache.to_str().unwrap()),
+            ],
+        )
+        .await;
+        client
+            .send(json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                "params": {"name": "devboy_explore", "arguments": {"query": QUERY, "root": root}}}))
+            .await;
+        let answer = client.recv_response(1).await;
+        let text = answer["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap_or_default();
+        assert!(
+            text.contains("Flow: Pipeline.execute → StageChain.proceed"),
+            "{answer}"
+        );
+        assert!(text.contains("class EmitStage : Stage {"), "{answer}");
+        client
+            .send(json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                "params": {"name": "devboy_explore", "arguments": {"root": root}}}))
+            .await;
+        let missing = client.recv_response(2).await;
+        assert_eq!(missing["result"]["isError"], true, "{missing}");
+        assert!(missing["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("`query` is required"));
+    }
+}
