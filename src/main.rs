@@ -3,6 +3,7 @@
 //! command line, logging setup and process exit codes.
 
 mod codec;
+mod eval;
 mod replay;
 mod setup;
 
@@ -116,6 +117,11 @@ enum Command {
     /// Turn an encoded body on stdin back into the original (JSON as
     /// compact JSON, Markdown and text byte for byte).
     Decode,
+    /// Evaluate a built-in tool over a SWE-bench-style dataset.
+    Eval {
+        #[command(subcommand)]
+        what: EvalCommand,
+    },
     /// Answer "how does X work" from the source: the files that matter,
     /// sized to a character budget. The index is kept under the cache
     /// directory and refreshed incrementally.
@@ -294,6 +300,26 @@ fn main() -> ExitCode {
     }
 }
 
+#[derive(Debug, clap::Subcommand)]
+enum EvalCommand {
+    /// Gold-file recall and answer size of `explore`. DATASET: JSON lines
+    /// `{instance_id, repo, base_commit, problem_statement, gold_files}`;
+    /// each row's tree is exported at `base_commit` from the git repository
+    /// at `REPOS/<owner>+<name>` (bare or not, or its `repo/` subfolder).
+    Explore {
+        dataset: PathBuf,
+        /// Where the repositories are.
+        #[arg(long, value_name = "DIR")]
+        repos: PathBuf,
+        /// The size each answer aims for, in characters.
+        #[arg(long, value_name = "N", default_value_t = 16_000)]
+        budget_chars: usize,
+        /// `json` prints one JSON object (with every instance) instead of the table.
+        #[arg(long, value_enum, default_value_t = ExploreFormat::Text)]
+        format: ExploreFormat,
+    },
+}
+
 /// How `devboy explore` prints its answer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 enum ExploreFormat {
@@ -403,6 +429,20 @@ fn run(command: Command) -> anyhow::Result<()> {
             codec::encode_cmd(&config, tool.as_deref())
         }
         Command::Decode => codec::decode_cmd(),
+        Command::Eval {
+            what:
+                EvalCommand::Explore {
+                    dataset,
+                    repos,
+                    budget_chars,
+                    format,
+                },
+        } => eval::eval_explore(
+            &dataset,
+            &repos,
+            budget_chars,
+            format == ExploreFormat::Json,
+        ),
         Command::Explore {
             query,
             root,

@@ -19,9 +19,16 @@
 //! [`MIN_SIBLINGS`] implementers is one of a family of interchangeable
 //! implementations: it is shown as a skeleton, its symbols' signature
 //! lines under a header that lists them and says how to get a body. Other
-//! files are shown in full when short, as excerpts when long. Adaptive
-//! sizing (the skeletons) is off with `adaptive = false`
-//! (`DEVBOY_ADAPTIVE_EXPLORE=0`); without a spine nothing is a skeleton.
+//! files are shown in full when short, as excerpts (their most relevant
+//! symbols) when long; once [`SOURCE_SHARE`] of the budget is used, further
+//! relevant files are skeletons, so that more of them fit. Adaptive sizing
+//! (every skeleton) is off with `adaptive = false`
+//! (`DEVBOY_ADAPTIVE_EXPLORE=0`); without a spine no family member is a
+//! skeleton.
+//!
+//! **Mentions.** Paths the query names (`requests/models.py`, a
+//! traceback's `…/_pytest/python.py`, a module `_pytest.python`) rank
+//! their files with the spine.
 
 use std::collections::{HashMap, HashSet, VecDeque};
 
@@ -56,6 +63,13 @@ const MAX_ENTRIES: usize = 12;
 
 /// Lines of context kept around an excerpted symbol.
 const CONTEXT_LINES: u32 = 1;
+
+/// The share of the budget (percent) for sources in full or as excerpts;
+/// past it, further files are skeletons.
+const SOURCE_SHARE: usize = 70;
+
+/// The most symbols an excerpt keeps in full.
+const MAX_EXCERPT_SYMBOLS: usize = 4;
 
 /// The most signature lines a skeleton shows.
 const MAX_SKELETON_LINES: usize = 30;
@@ -183,12 +197,77 @@ struct Query {
     terms: Vec<String>,
     /// Whether it is about tests.
     tests: bool,
+    /// File paths it mentions (`requests/models.py`, a traceback's
+    /// `File "…/_pytest/python.py"`), and the files dotted module names
+    /// may be (`_pytest.python` → `_pytest/python.py`).
+    paths: Vec<String>,
+}
+
+/// Whether `path` (`/`-separated, relative) is what `mention` names: one
+/// ends with the other at a `/`, or they end with the same two segments
+/// (a traceback's path from another checkout, `…/_pytest/python.py`).
+fn mentions_path(path: &str, mention: &str) -> bool {
+    let (a, b): (Vec<&str>, Vec<&str>) = (path.split('/').collect(), mention.split('/').collect());
+    let same = a
+        .iter()
+        .rev()
+        .zip(b.iter().rev())
+        .take_while(|(x, y)| x == y)
+        .count();
+    same > 0 && (same == a.len().min(b.len()) || same >= 2)
+}
+
+/// The paths a query's text mentions, as [`Query::paths`].
+fn path_mentions(text: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    let mut add = |p: String| {
+        if !out.contains(&p) {
+            out.push(p);
+        }
+    };
+    for raw in text.split(|c: char| c.is_whitespace() || "\"'`()[]{}<>,;:=".contains(c)) {
+        let raw = raw
+            .trim_end_matches(['.', '!', '?'])
+            .trim_start_matches("./");
+        if raw.len() < 4 || raw.contains("://") {
+            continue;
+        }
+        if raw.contains('/') && crate::lang::Lang::of_path(raw).is_some() {
+            add(raw.trim_start_matches('/').to_owned());
+            continue;
+        }
+        let segments: Vec<&str> = raw.split('.').collect();
+        let identifier = |s: &&str| {
+            !s.is_empty()
+                && s.chars().all(|c| c.is_alphanumeric() || c == '_')
+                && !s.chars().next().is_some_and(|c| c.is_ascii_digit())
+        };
+        let module_like = segments[0]
+            .chars()
+            .next()
+            .is_some_and(|c| c.is_lowercase() || c == '_');
+        if segments.len() >= 2 && module_like && segments.iter().all(identifier) {
+            if crate::lang::Lang::of_path(raw).is_some() && segments.len() == 2 {
+                add(raw.to_owned());
+                continue;
+            }
+            for k in (2..=segments.len()).rev() {
+                let base = segments[..k].join("/");
+                add(format!("{base}.py"));
+                add(format!("{base}/__init__.py"));
+            }
+        }
+    }
+    out
 }
 
 /// The query's identifiers and words; a word that is the project's name
 /// (`project`, lowercase without `-` and `_`) is left out.
 fn parse_query(text: &str, project: Option<&str>) -> Query {
-    let mut q = Query::default();
+    let mut q = Query {
+        paths: path_mentions(text),
+        ..Query::default()
+    };
     for raw in text.split(|c: char| !(c.is_alphanumeric() || c == '_' || c == '.')) {
         let raw = raw.trim_matches('.');
         if raw.is_empty()
@@ -640,7 +719,9 @@ pub fn explore(index: &Index, query: &str, options: &Options) -> Answer {
             s.sort_by(|a, b| b.total_cmp(a));
             let top = s.first().copied().unwrap_or(0.0);
             let rest: f64 = s.iter().skip(1).sum::<f64>().min(top / 2.0);
-            let bonus = if on_spine.contains(&f) {
+            let path = &index.files[f as usize].path;
+            let mentioned = q.paths.iter().any(|m| mentions_path(path, m));
+            let bonus = if on_spine.contains(&f) || mentioned {
                 best
             } else if implements_flow(f) && !is_test_path(&index.files[f as usize].path) {
                 best / 2.0
@@ -691,50 +772,57 @@ pub fn explore(index: &Index, query: &str, options: &Options) -> Answer {
             && symbols
                 .iter()
                 .any(|s| s.kind.is_type() && !graph.families_of(&s.name, MIN_SIBLINGS).is_empty());
-        let rel = relevant.remove(&f).unwrap_or_default();
-        let mut render = if sibling {
+        // The file's relevant symbols, best first (spine first), at most
+        // a few: an excerpt of a large module stays an excerpt.
+        let mut rel: Vec<(u32, f64)> = relevant
+            .remove(&f)
+            .unwrap_or_default()
+            .into_iter()
+            .map(|i| {
+                let id = SymbolId { file: f, symbol: i };
+                let spine_first = if spine.contains(&id) {
+                    best * 10.0
+                } else {
+                    0.0
+                };
+                (i, scores.get(&id).copied().unwrap_or(0.0) + spine_first)
+            })
+            .collect();
+        rel.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+        let first = body.is_empty();
+        // Past the share of the budget for sources, files are listed as
+        // skeletons: more of the files that matter, each cheaply.
+        let late = options.adaptive && body.len() >= options.budget_chars * SOURCE_SHARE / 100;
+        let mut render = if sibling || (late && !on_spine.contains(&f)) {
             Render::Skeleton
         } else if file.facts.lines <= WHOLE_FILE_LINES {
             Render::Full
         } else {
             Render::Excerpt
         };
-        let mut shown = render_file(
-            &file.path,
-            file.facts.lang.fence(),
-            &source,
-            symbols,
-            render,
-            &rel,
-        );
-        // A file that would overshoot the budget by half again is shown
-        // smaller, unless nothing has been shown yet.
-        if !body.is_empty() && body.len() + shown.len() > options.budget_chars * 3 / 2 {
-            let smaller = if render == Render::Full && file.facts.lines > 40 {
-                Render::Excerpt
-            } else if on_spine.contains(&f) {
-                render
-            } else {
-                Render::Skeleton
-            };
-            if smaller != render {
-                render = smaller;
-                shown = render_file(
-                    &file.path,
-                    file.facts.lang.fence(),
-                    &source,
-                    symbols,
-                    render,
-                    &rel,
-                );
+        let fence = file.facts.lang.fence();
+        let room = options.budget_chars.saturating_sub(body.len());
+        let mut keep = rel.len().min(MAX_EXCERPT_SYMBOLS);
+        let mut shown;
+        loop {
+            let kept: HashSet<u32> = rel.iter().take(keep).map(|r| r.0).collect();
+            shown = render_file(&file.path, fence, &source, symbols, render, &kept);
+            if first || shown.len() <= room {
+                break;
+            }
+            // Too big for what is left: fewer symbols, then smaller forms.
+            match render {
+                Render::Full if file.facts.lines > 40 => render = Render::Excerpt,
+                Render::Excerpt if keep > 1 => keep -= 1,
+                Render::Excerpt | Render::Full if options.adaptive && !on_spine.contains(&f) => {
+                    render = Render::Skeleton
+                }
+                _ => break,
             }
         }
-        // Off the spine, a file that would overshoot the budget by half
-        // again waits for a smaller one.
-        if !on_spine.contains(&f)
-            && !body.is_empty()
-            && body.len() + shown.len() > options.budget_chars * 3 / 2
-        {
+        // Nothing shown may overshoot the budget by more than a quarter
+        // (the first file excepted: an answer shows something).
+        if !first && body.len() + shown.len() > options.budget_chars * 5 / 4 {
             continue;
         }
         files.push(FileAnswer {
@@ -807,6 +895,35 @@ mod tests {
             ]
         );
         assert!(!q.tests);
+        assert!(q.paths.is_empty(), "{:?}", q.paths);
+        let q = parse_query(
+            "File \"/usr/lib/site-packages/_pytest/python.py\", line 3, in f; see requests/models.py and sphinx.ext.autodoc",
+            None,
+        );
+        assert!(
+            q.paths
+                .contains(&"usr/lib/site-packages/_pytest/python.py".to_string()),
+            "{:?}",
+            q.paths
+        );
+        assert!(
+            q.paths.contains(&"requests/models.py".to_string()),
+            "{:?}",
+            q.paths
+        );
+        assert!(
+            q.paths
+                .contains(&"sphinx/ext/autodoc/__init__.py".to_string()),
+            "{:?}",
+            q.paths
+        );
+        assert!(mentions_path(
+            "src/_pytest/python.py",
+            "usr/lib/site-packages/_pytest/python.py"
+        ));
+        assert!(mentions_path("src/_pytest/python.py", "_pytest/python.py"));
+        assert!(!mentions_path("src/_pytest/python.py", "test/python.py"));
+        assert!(!mentions_path("src/my_python.py", "python.py"));
         // The project's own name is left out.
         let q = parse_query(text, Some("okhttp"));
         assert_eq!(q.identifiers, ["RealCall", "execute"]);

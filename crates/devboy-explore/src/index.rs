@@ -402,7 +402,9 @@ mod tests {
         let rebuilt = Index::open(&root, &cache).unwrap();
         assert_eq!((rebuilt.stats.parsed, rebuilt.stats.reused), (3, false));
         let text = std::fs::read_to_string(&file).unwrap();
-        std::fs::write(&file, text.replacen("\"version\":1", "\"version\":0", 1)).unwrap();
+        let current = format!("\"version\":{VERSION}");
+        assert!(text.contains(&current));
+        std::fs::write(&file, text.replacen(&current, "\"version\":0", 1)).unwrap();
         assert!(!Index::open(&root, &cache).unwrap().stats.reused);
         let _ = std::fs::remove_dir_all(&dir);
     }

@@ -1,0 +1,262 @@
+//! `devboy eval explore`: how much of what an issue needs `explore` puts in
+//! front of the model, and at what cost, over a SWE-bench-style dataset.
+//!
+//! Each row of DATASET (JSON lines) is `{instance_id, repo, base_commit,
+//! problem_statement, gold_files}`. The tree at `base_commit` is exported
+//! from the git repository at `REPOS/<owner>+<name>` (bare or not, or its
+//! `repo/` subfolder) into a temporary directory and indexed cold; explore
+//! answers the problem statement; the gold files present in the answer (in
+//! full, as an excerpt or as a skeleton) give its recall. The report gives
+//! per repository and overall: instances, mean gold-file recall, mean o200k
+//! tokens and characters of the answer, mean seconds (index and answer).
+
+use std::io::{BufRead, IsTerminal, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Instant;
+
+use anyhow::{bail, Context};
+use serde::{Deserialize, Serialize};
+
+/// One row of the dataset.
+#[derive(Debug, Deserialize)]
+pub struct Row {
+    pub instance_id: String,
+    pub repo: String,
+    pub base_commit: String,
+    pub problem_statement: String,
+    pub gold_files: Vec<String>,
+}
+
+/// What one instance gave.
+#[derive(Debug, Serialize)]
+pub struct Outcome {
+    pub instance_id: String,
+    pub repo: String,
+    pub recall: f64,
+    pub tokens: usize,
+    pub chars: usize,
+    pub seconds: f64,
+    pub files: usize,
+    pub found: Vec<String>,
+    pub missed: Vec<String>,
+}
+
+/// Figures over a set of instances.
+#[derive(Debug, Serialize)]
+pub struct Summary {
+    pub instances: usize,
+    pub gold_file_recall: f64,
+    pub avg_tokens: f64,
+    pub avg_chars: f64,
+    pub avg_seconds: f64,
+}
+
+fn summarize(outcomes: &[&Outcome]) -> Summary {
+    let n = outcomes.len().max(1) as f64;
+    let mean = |f: &dyn Fn(&Outcome) -> f64| outcomes.iter().map(|o| f(o)).sum::<f64>() / n;
+    Summary {
+        instances: outcomes.len(),
+        gold_file_recall: mean(&|o| o.recall),
+        avg_tokens: mean(&|o| o.tokens as f64),
+        avg_chars: mean(&|o| o.chars as f64),
+        avg_seconds: mean(&|o| o.seconds),
+    }
+}
+
+/// Reads the dataset; a bad line is an error naming the file and line.
+pub fn read_dataset(path: &Path) -> anyhow::Result<Vec<Row>> {
+    let file = std::fs::File::open(path).with_context(|| format!("{}", path.display()))?;
+    let mut rows = Vec::new();
+    for (n, line) in std::io::BufReader::new(file).lines().enumerate() {
+        let line = line.with_context(|| format!("{}: line {}", path.display(), n + 1))?;
+        if line.trim().is_empty() {
+            continue;
+        }
+        let row: Row = serde_json::from_str(&line)
+            .with_context(|| format!("{}: line {}", path.display(), n + 1))?;
+        rows.push(row);
+    }
+    Ok(rows)
+}
+
+/// The git repository of `repo` (`owner/name`) under `repos`.
+fn repository(repos: &Path, repo: &str) -> anyhow::Result<PathBuf> {
+    let dir = repos.join(repo.replace('/', "+"));
+    for candidate in [dir.join("repo"), dir.clone()] {
+        if candidate.is_dir() {
+            return Ok(candidate);
+        }
+    }
+    bail!("{}: no git repository for {repo}", dir.display())
+}
+
+/// Exports the tree of `commit` in `repo` into `into`.
+fn export(repo: &Path, commit: &str, into: &Path) -> anyhow::Result<()> {
+    std::fs::create_dir_all(into)?;
+    let mut archive = Command::new("git")
+        .arg("-C")
+        .arg(repo)
+        .args(["archive", "--format=tar", commit])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .context("git archive")?;
+    let stdout = archive.stdout.take().context("git archive's output")?;
+    let untar = Command::new("tar")
+        .arg("-x")
+        .arg("-C")
+        .arg(into)
+        .stdin(stdout)
+        .stderr(Stdio::piped())
+        .output()
+        .context("tar")?;
+    let archived = archive.wait_with_output()?;
+    if !archived.status.success() {
+        bail!(
+            "git archive {commit} in {}: {}",
+            repo.display(),
+            String::from_utf8_lossy(&archived.stderr).trim()
+        );
+    }
+    if !untar.status.success() {
+        bail!("tar: {}", String::from_utf8_lossy(&untar.stderr).trim());
+    }
+    Ok(())
+}
+
+/// Runs one instance.
+fn run_one(
+    row: &Row,
+    repos: &Path,
+    scratch: &Path,
+    options: &devboy_explore::Options,
+    tokenizer: &devboy_pipeline::Tokenizer,
+) -> anyhow::Result<Outcome> {
+    let repo = repository(repos, &row.repo)?;
+    let tree = scratch.join(&row.instance_id);
+    let cache = scratch.join("cache");
+    let _ = std::fs::remove_dir_all(&tree);
+    export(&repo, &row.base_commit, &tree)?;
+    let started = Instant::now();
+    let index = devboy_explore::Index::open(&tree, &cache)?;
+    let answer = devboy_explore::explore(&index, &row.problem_statement, options);
+    let seconds = started.elapsed().as_secs_f64();
+    let shown: Vec<&str> = answer.files.iter().map(|f| f.path.as_str()).collect();
+    let (found, missed): (Vec<String>, Vec<String>) = row
+        .gold_files
+        .iter()
+        .cloned()
+        .partition(|g| shown.contains(&g.as_str()));
+    let _ = std::fs::remove_dir_all(&tree);
+    let _ = std::fs::remove_dir_all(&cache);
+    Ok(Outcome {
+        instance_id: row.instance_id.clone(),
+        repo: row.repo.clone(),
+        recall: found.len() as f64 / row.gold_files.len().max(1) as f64,
+        tokens: tokenizer.count(&answer.text),
+        chars: answer.text.len(),
+        seconds,
+        files: answer.files.len(),
+        found,
+        missed,
+    })
+}
+
+/// `devboy eval explore`.
+pub fn eval_explore(
+    dataset: &Path,
+    repos: &Path,
+    budget_chars: usize,
+    json: bool,
+) -> anyhow::Result<()> {
+    let rows = read_dataset(dataset)?;
+    if rows.is_empty() {
+        bail!("{}: no rows", dataset.display());
+    }
+    let scratch = std::env::temp_dir().join(format!("devboy-eval-{}", std::process::id()));
+    let options = devboy_explore::Options {
+        budget_chars,
+        ..Default::default()
+    };
+    let tokenizer = devboy_pipeline::Tokenizer::O200k;
+    let tty = std::io::stderr().is_terminal();
+    let mut outcomes = Vec::with_capacity(rows.len());
+    let mut failures = 0usize;
+    for (n, row) in rows.iter().enumerate() {
+        match run_one(row, repos, &scratch, &options, &tokenizer) {
+            Ok(outcome) => {
+                let line = format!(
+                    "[{}/{}] {} recall {:.2} · {} tokens · {:.1} s",
+                    n + 1,
+                    rows.len(),
+                    outcome.instance_id,
+                    outcome.recall,
+                    outcome.tokens,
+                    outcome.seconds
+                );
+                if tty {
+                    eprint!("\r\x1b[2K{line}");
+                } else {
+                    eprintln!("{line}");
+                }
+                outcomes.push(outcome);
+            }
+            Err(e) => {
+                failures += 1;
+                if tty {
+                    eprintln!();
+                }
+                eprintln!("[{}/{}] {}: {e:#}", n + 1, rows.len(), row.instance_id);
+            }
+        }
+    }
+    if tty {
+        eprintln!();
+    }
+    let _ = std::fs::remove_dir_all(&scratch);
+    let mut repos_seen: Vec<&str> = outcomes.iter().map(|o| o.repo.as_str()).collect();
+    repos_seen.sort();
+    repos_seen.dedup();
+    let per_repo: Vec<(String, Summary)> = repos_seen
+        .iter()
+        .map(|r| {
+            let of: Vec<&Outcome> = outcomes.iter().filter(|o| o.repo == *r).collect();
+            (r.to_string(), summarize(&of))
+        })
+        .collect();
+    let overall = summarize(&outcomes.iter().collect::<Vec<_>>());
+    let mut out = std::io::stdout().lock();
+    if json {
+        let report = serde_json::json!({
+            "overall": overall,
+            "repos": per_repo.iter().map(|(r, s)| (r.clone(), serde_json::to_value(s).unwrap_or_default())).collect::<serde_json::Map<_, _>>(),
+            "failures": failures,
+            "instances": outcomes,
+        });
+        serde_json::to_writer(&mut out, &report)?;
+        writeln!(out)?;
+    } else {
+        writeln!(out, "devboy eval explore: {} instances ({failures} failed), budget {budget_chars} chars, tokens in o200k", outcomes.len())?;
+        writeln!(out)?;
+        writeln!(
+            out,
+            "{:<24} {:>9} {:>8} {:>10} {:>10} {:>8}",
+            "repo", "instances", "recall", "avg tokens", "avg chars", "avg s"
+        )?;
+        for (repo, s) in per_repo
+            .iter()
+            .chain(std::iter::once(&("overall".to_string(), overall)))
+        {
+            writeln!(
+                out,
+                "{:<24} {:>9} {:>8.3} {:>10.0} {:>10.0} {:>8.2}",
+                repo, s.instances, s.gold_file_recall, s.avg_tokens, s.avg_chars, s.avg_seconds
+            )?;
+        }
+    }
+    if outcomes.is_empty() {
+        bail!("every instance failed");
+    }
+    Ok(())
+}
