@@ -237,3 +237,115 @@ async fn the_index_is_kept_and_refreshed_and_the_tool_answers_over_mcp() {
             .contains("`query` is required"));
     }
 }
+
+fn git(dir: &Path, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .args([
+            "-c",
+            "user.name=Eval",
+            "-c",
+            "user.email=eval@example.invalid",
+        ])
+        .args([
+            "-c",
+            "commit.gpgsign=false",
+            "-c",
+            "init.defaultBranch=main",
+        ])
+        .args(args)
+        .current_dir(dir)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("HOME", dir)
+        .output()
+        .expect("git runs");
+    assert!(out.status.success(), "git {args:?}: {out:?}");
+    String::from_utf8_lossy(&out.stdout).trim().to_owned()
+}
+
+/// `devboy eval explore` on a dataset of two rows over two repositories
+/// (one a working tree, one bare in a `repo/` folder), each tree exported
+/// at its base commit — the registry exists only at the first commit.
+#[test]
+fn eval_explore_reports_gold_file_recall_per_repository() {
+    let dir = common::TempDir::new("explore-eval");
+    let repos = dir.path().join("repos");
+    let work = repos.join("demo+pipeline");
+    fixture(&work);
+    git(&work, &["init", "-q"]);
+    git(&work, &["add", "."]);
+    git(&work, &["commit", "-q", "-m", "pipeline"]);
+    let base = git(&work, &["rev-parse", "HEAD"]);
+    std::fs::remove_file(work.join("src/demo/StageRegistry.kt")).unwrap();
+    git(&work, &["commit", "-q", "-am", "no registry"]);
+    std::fs::create_dir_all(repos.join("demo+bare")).unwrap();
+    git(
+        &repos,
+        &["clone", "-q", "--bare", "demo+pipeline", "demo+bare/repo"],
+    );
+    let rows = [
+        json!({"instance_id": "demo__pipeline-1", "repo": "demo/pipeline", "base_commit": base,
+               "problem_statement": "StageRegistry.pipeline builds a Pipeline whose StageChain skips the last stage",
+               "gold_files": ["src/demo/StageRegistry.kt", "src/demo/StageChain.kt"]}),
+        json!({"instance_id": "demo__bare-1", "repo": "demo/bare", "base_commit": "HEAD",
+               "problem_statement": "The EmitStage does not emit anything",
+               "gold_files": ["src/demo/stages/EmitStage.kt", "src/demo/Missing.kt"]}),
+    ];
+    let dataset = dir.path().join("dataset.jsonl");
+    std::fs::write(
+        &dataset,
+        rows.iter().map(|r| format!("{r}\n")).collect::<String>(),
+    )
+    .unwrap();
+    let out = Command::new(DEVBOY)
+        .args(["eval", "explore"])
+        .arg(&dataset)
+        .arg("--repos")
+        .arg(&repos)
+        .args(["--format", "json"])
+        .output()
+        .expect("devboy runs");
+    assert!(out.status.success(), "{out:?}");
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["overall"]["instances"], 2, "{report}");
+    assert_eq!(
+        report["repos"]["demo/pipeline"]["gold_file_recall"], 1.0,
+        "{report}"
+    );
+    assert_eq!(
+        report["repos"]["demo/bare"]["gold_file_recall"], 0.5,
+        "{report}"
+    );
+    assert_eq!(report["overall"]["gold_file_recall"], 0.75, "{report}");
+    assert!(
+        report["overall"]["avg_tokens"].as_f64().unwrap() > 50.0,
+        "{report}"
+    );
+    let progress = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        progress.contains("[2/2] demo__bare-1 recall 0.50"),
+        "{progress}"
+    );
+
+    // A row whose repository is missing fails alone, named.
+    std::fs::write(
+        &dataset,
+        format!("{}\n{{\"instance_id\": \"x\", \"repo\": \"no/where\", \"base_commit\": \"HEAD\", \"problem_statement\": \"q\", \"gold_files\": []}}\n", rows[0]),
+    )
+    .unwrap();
+    let out = Command::new(DEVBOY)
+        .args(["eval", "explore"])
+        .arg(&dataset)
+        .arg("--repos")
+        .arg(&repos)
+        .output()
+        .expect("devboy runs");
+    assert!(out.status.success(), "{out:?}");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("no git repository for no/where"),
+        "{out:?}"
+    );
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("demo/pipeline"),
+        "{out:?}"
+    );
+}

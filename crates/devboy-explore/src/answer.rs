@@ -807,14 +807,23 @@ pub fn explore(index: &Index, query: &str, options: &Options) -> Answer {
         loop {
             let kept: HashSet<u32> = rel.iter().take(keep).map(|r| r.0).collect();
             shown = render_file(&file.path, fence, &source, symbols, render, &kept);
-            if first || shown.len() <= room {
+            // The first file may take the budget and a quarter; the others
+            // what is left.
+            let limit = if first {
+                options.budget_chars * 5 / 4
+            } else {
+                room
+            };
+            if shown.len() <= limit {
                 break;
             }
-            // Too big for what is left: fewer symbols, then smaller forms.
+            // Too big: fewer symbols, then smaller forms.
             match render {
                 Render::Full if file.facts.lines > 40 => render = Render::Excerpt,
                 Render::Excerpt if keep > 1 => keep -= 1,
-                Render::Excerpt | Render::Full if options.adaptive && !on_spine.contains(&f) => {
+                Render::Excerpt | Render::Full
+                    if !first && options.adaptive && !on_spine.contains(&f) =>
+                {
                     render = Render::Skeleton
                 }
                 _ => break,
