@@ -131,9 +131,14 @@ enum Command {
         /// The source tree (default: the current directory).
         #[arg(long, value_name = "DIR", default_value = ".")]
         root: PathBuf,
-        /// The size to aim for, in characters (a target, not a ceiling).
-        #[arg(long, value_name = "N", default_value_t = 16_000)]
-        budget_chars: usize,
+        /// The size to aim for, in characters (a target, not a ceiling;
+        /// default: the pipeline config's `explore.budget_chars`, 16000).
+        #[arg(long, value_name = "N")]
+        budget_chars: Option<usize>,
+        /// The pipeline config whose `[explore]` applies (default as for
+        /// `devboy mcp`).
+        #[arg(long, value_name = "FILE")]
+        pipeline_config: Option<PathBuf>,
         /// `text` (what the model sees) or `json` (it and what it is made of).
         #[arg(long, value_enum, default_value_t = ExploreFormat::Text)]
         format: ExploreFormat,
@@ -330,16 +335,12 @@ enum ExploreFormat {
 fn explore_cmd(
     query: &str,
     root: &std::path::Path,
-    budget_chars: usize,
+    options: &devboy_explore::Options,
     format: ExploreFormat,
 ) -> anyhow::Result<()> {
     use std::io::Write as _;
     let index = devboy_explore::Index::open(root, &devboy_explore::cache_dir())?;
-    let options = devboy_explore::Options {
-        budget_chars,
-        ..Default::default()
-    };
-    let answer = devboy_explore::explore(&index, query, &options);
+    let answer = devboy_explore::explore(&index, query, options);
     let mut out = std::io::stdout().lock();
     match format {
         ExploreFormat::Text => out.write_all(answer.text.as_bytes())?,
@@ -447,8 +448,15 @@ fn run(command: Command) -> anyhow::Result<()> {
             query,
             root,
             budget_chars,
+            pipeline_config,
             format,
-        } => explore_cmd(&query, &root, budget_chars, format),
+        } => {
+            let config = PipelineConfig::resolve(pipeline_config.as_deref())?;
+            let mut options = devboy_explore::Options::default();
+            options.adaptive &= config.explore.adaptive;
+            options.budget_chars = budget_chars.unwrap_or(config.explore.budget_chars);
+            explore_cmd(&query, &root, &options, format)
+        }
         Command::Init {
             project: Some(dir), ..
         } => setup::init_project(&dir),

@@ -167,6 +167,26 @@ fn off_spine_siblings_are_skeletons_and_the_flow_is_in_full() {
         size(&off)
     );
 
+    // The config key does the same as the variable.
+    let config = dir.path().join("pipeline_config.toml");
+    std::fs::write(&config, "schema_version = 3\n[explore]\nadaptive = false\n").unwrap();
+    let out = Command::new(DEVBOY)
+        .args(["explore", QUERY, "--format", "json", "--root"])
+        .arg(&root)
+        .arg("--pipeline-config")
+        .arg(&config)
+        .env("DEVBOY_CACHE_DIR", &cache)
+        .env_remove("DEVBOY_ADAPTIVE_EXPLORE")
+        .output()
+        .expect("devboy runs");
+    assert!(out.status.success(), "{out:?}");
+    let configured: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        render_of(&configured, "EmitStage.kt"),
+        Some("full"),
+        "{configured}"
+    );
+
     // Without a spine (a question naming one stage), nothing is a skeleton.
     let one = explore(&root, &cache, true, "What does the TransformStage do?");
     assert_eq!(render_of(&one, "TransformStage.kt"), Some("full"), "{one}");

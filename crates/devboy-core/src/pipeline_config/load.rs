@@ -14,9 +14,9 @@ use globset::{Glob, GlobMatcher};
 use super::schema::{self, KeyKind, KeySpec, KeyValue, FOLLOW_UP_KEYS};
 use super::{
     AgentProfile, ClientProfile, DedupSettings, EncodingSettings, EndpointRule, EnrichmentMode,
-    EnrichmentSettings, HintKind, HintsPolicy, LlmProfile, NearRefSettings, PipelineConfig,
-    Profiles, Selection, SideEffectClass, TelemetrySettings, TextDiffSettings, TokenizerChoice,
-    ToolRule, SCHEMA_VERSION,
+    EnrichmentSettings, ExploreSettings, HintKind, HintsPolicy, LlmProfile, NearRefSettings,
+    PipelineConfig, Profiles, Selection, SideEffectClass, TelemetrySettings, TextDiffSettings,
+    TokenizerChoice, ToolRule, SCHEMA_VERSION,
 };
 use crate::config::keypath::{closest, KeyPath};
 use crate::config::tree::{self, describe, Entry, Node, Value};
@@ -122,6 +122,10 @@ fn blank() -> PipelineConfig {
             budget_tokens: 0,
             min_probability: 0.0,
             ttl: Duration::ZERO,
+        },
+        explore: ExploreSettings {
+            adaptive: false,
+            budget_chars: 0,
         },
         telemetry: TelemetrySettings {
             enabled: false,

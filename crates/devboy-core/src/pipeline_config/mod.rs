@@ -37,8 +37,8 @@ pub mod schema;
 mod tests;
 
 pub use profiles::{
-    AgentProfile, EnrichmentMode, EnrichmentSettings, HintKind, HintRule, HintsPolicy, LlmProfile,
-    Profiles, Selection, SessionContext, SessionSettings, SessionStats,
+    AgentProfile, EnrichmentMode, EnrichmentSettings, ExploreSettings, HintKind, HintRule,
+    HintsPolicy, LlmProfile, Profiles, Selection, SessionContext, SessionSettings, SessionStats,
 };
 
 use std::ffi::OsString;
@@ -80,6 +80,8 @@ pub struct PipelineConfig {
     pub hints: HintsPolicy,
     /// Read-only speculation.
     pub enrichment: EnrichmentSettings,
+    /// The built-in `devboy_explore` tool.
+    pub explore: ExploreSettings,
     /// Where and how much telemetry is written.
     pub telemetry: TelemetrySettings,
     /// Per-endpoint overrides, in file order.

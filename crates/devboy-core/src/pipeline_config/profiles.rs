@@ -231,6 +231,16 @@ pub struct EnrichmentSettings {
     pub ttl: Duration,
 }
 
+/// `[explore]`: the built-in `devboy_explore` tool.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ExploreSettings {
+    /// Interchangeable implementations off the flow as skeletons
+    /// (`DEVBOY_ADAPTIVE_EXPLORE=0` turns it off whatever this says).
+    pub adaptive: bool,
+    /// The size an answer aims for, in characters, unless the call says.
+    pub budget_chars: usize,
+}
+
 /// What a landed prefetch is for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum EnrichmentMode {

@@ -10,8 +10,21 @@ use serde_json::json;
 
 use super::{annotations, definition, BuiltinContext, BuiltinTool};
 
-/// The `devboy_explore` tool.
-pub struct Explore;
+/// The `devboy_explore` tool, with the pipeline config's `[explore]`
+/// settings.
+pub struct Explore {
+    adaptive: bool,
+    budget_chars: usize,
+}
+
+impl Explore {
+    pub fn new(settings: &devboy_core::pipeline_config::ExploreSettings) -> Self {
+        Explore {
+            adaptive: settings.adaptive,
+            budget_chars: settings.budget_chars,
+        }
+    }
+}
 
 /// The largest budget an agent may ask for.
 const MAX_BUDGET: u64 = 200_000;
@@ -44,6 +57,7 @@ impl BuiltinTool for Explore {
     ) -> BoxFuture<'a, Result<CallToolResult, McpError>> {
         let query = context.str_argument("query").map(str::to_owned);
         let root = context.str_argument("root").map(std::path::PathBuf::from);
+        let (adaptive, default_budget) = (self.adaptive, self.budget_chars);
         let budget = context
             .arguments
             .and_then(|a| a.get("budget_chars"))
@@ -69,10 +83,13 @@ impl BuiltinTool for Explore {
                     root.display()
                 )));
             }
+            // The environment's escape hatch wins over the config.
             let mut options = devboy_explore::Options::default();
-            if let Some(budget) = budget {
-                options.budget_chars = budget.clamp(1_000, MAX_BUDGET) as usize;
-            }
+            options.adaptive &= adaptive;
+            options.budget_chars = match budget {
+                Some(budget) => budget.clamp(1_000, MAX_BUDGET) as usize,
+                None => default_budget,
+            };
             let answered = tokio::task::spawn_blocking(move || {
                 devboy_explore::Index::open(&root, &devboy_explore::cache_dir())
                     .map(|index| devboy_explore::explore(&index, &query, &options))

@@ -90,11 +90,16 @@ pub struct BuiltinRegistry {
 impl BuiltinRegistry {
     /// The tools devboy ships: one line per tool.
     pub fn shipped() -> Self {
+        Self::shipped_for(&devboy_core::pipeline_config::PipelineConfig::embedded_default())
+    }
+
+    /// The shipped tools, configured by the pipeline config (`[explore]`).
+    pub fn shipped_for(config: &devboy_core::pipeline_config::PipelineConfig) -> Self {
         Self::empty()
             .with(status::Status)
             .with(compact::Compact)
             .with(expand::Expand)
-            .with(explore::Explore)
+            .with(explore::Explore::new(&config.explore))
     }
 
     /// No built-in tools.
