@@ -730,3 +730,72 @@ fn a_held_file_inside_read_multiple_files_reaches_the_model_as_a_reference() {
     );
     assert!(shown.contains("> [whole result: devboy_expand "), "{shown}");
 }
+
+/// `devboy_explore` in real Claude Code, as a new user has it: devboy
+/// registered with no `root` given, so the project Claude Code runs in is
+/// explored. A Python project whose request flow dispatches to one of three
+/// handler classes: the model sees the flow and the handlers as skeletons.
+#[test]
+fn explore_answers_in_claude_code_from_the_project_it_runs_in() {
+    let claude = ClaudeCode::new().unwrap();
+    let root = claude.project().canonicalize().unwrap();
+    let w = |path: &str, text: &str| {
+        let path = root.join(path);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    };
+    w(
+        "shop/app.py",
+        "from shop.router import Router\n\n\nclass App:\n    \"\"\"The application.\"\"\"\n\n    def handle(self, request):\n        router = Router()\n        return router.dispatch(request)\n",
+    );
+    w(
+        "shop/router.py",
+        "from shop.handlers import Handler\n\n\nclass Router:\n    def dispatch(self, request):\n        handler = self.route(request)\n        return handler.serve(request)\n\n    def route(self, request):\n        return Handler.for_path(request.path)\n",
+    );
+    let body: String = (0..20)
+        .map(|i| format!("        out.append({i})\n"))
+        .collect();
+    let mut handlers = String::from("from abc import ABC, abstractmethod\n\n\nclass Handler(ABC):\n    @abstractmethod\n    def serve(self, request):\n        ...\n");
+    for name in ["JsonHandler", "HtmlHandler", "TextHandler"] {
+        handlers.push_str(&format!(
+            "\n\nclass {name}(Handler):\n    def serve(self, request):\n        out = []\n{body}        return out\n"
+        ));
+    }
+    w("shop/handlers.py", &handlers);
+    let tool = "mcp__devboy__devboy_explore";
+    let model = ScriptedModel::start(
+        Script::new()
+            .tool_use(
+                tool,
+                json!({"query": "How does the App handle a request through the Router dispatch?"}),
+            )
+            .final_text("done"),
+    )
+    .unwrap();
+    let claude = claude.model(&model);
+    let cache = claude.scratch_dir().join("cache");
+    claude
+        .mcp_add_with_env(
+            "devboy",
+            DEVBOY,
+            &["mcp"],
+            &[("DEVBOY_CACHE_DIR", cache.to_str().unwrap())],
+        )
+        .unwrap();
+    claude
+        .run_print("How does a request get handled?", &[tool])
+        .unwrap()
+        .assert_success();
+    let results = model.tool_results();
+    assert_eq!(results.len(), 1, "{results:?}");
+    assert!(!results[0].is_error, "{results:?}");
+    let seen = results[0].text();
+    assert!(
+        seen.contains("Flow: App.handle → Router.dispatch → Handler.serve"),
+        "{seen}"
+    );
+    assert!(seen.contains("#### shop/app.py"), "{seen}");
+    assert!(seen.contains("def dispatch(self, request):"), "{seen}");
+    // The index went where the environment said.
+    assert!(cache.join("explore").is_dir());
+}

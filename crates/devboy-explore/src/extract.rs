@@ -413,6 +413,14 @@ pub fn extract(lang: Lang, text: &str) -> Option<FileFacts> {
                     }
                 }
                 supers.retain(|s| s != "object" && s != "Object");
+                // A Python abstract base class or protocol is a contract.
+                if lang == Lang::Python
+                    && supers
+                        .iter()
+                        .any(|s| matches!(s.as_str(), "ABC" | "Protocol" | "ABCMeta"))
+                {
+                    kind = Kind::Interface;
+                }
                 facts.symbols.push(Symbol {
                     name,
                     kind,

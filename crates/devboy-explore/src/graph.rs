@@ -4,8 +4,9 @@
 //!
 //! Calls are resolved by name, best effort: a definition in the caller's
 //! own file wins; otherwise every definition of the name when there are
-//! at most [`MAX_TARGETS`]; otherwise, when one of them is declared in an
-//! interface (the contract the others implement), that one alone; otherwise
+//! at most [`MAX_TARGETS`]; otherwise, when one of them is declared in a
+//! contract (an interface, or a type others extend), that one alone, with
+//! the implementation of the type the caller constructs; otherwise
 //! none — a call that could reach anything says nothing about the flow.
 
 use std::collections::HashMap;
@@ -74,6 +75,12 @@ impl<'i> Graph<'i> {
     /// The methods of the types named `name`.
     pub fn methods_of(&self, name: &str) -> Vec<SymbolId> {
         self.methods.get(name).cloned().unwrap_or_default()
+    }
+
+    /// Whether `name` is a contract others implement: an interface, or a
+    /// type at least two others extend.
+    pub fn is_contract(&self, name: &str) -> bool {
+        self.is_interface(name) || self.implementers.get(name).is_some_and(|i| i.len() >= 2)
     }
 
     /// Whether `name` is a type declared as an interface somewhere.
@@ -201,12 +208,14 @@ impl<'i> Graph<'i> {
         if all.len() <= MAX_TARGETS {
             return all.clone();
         }
+        // The contract: the method of a type the others' types implement
+        // or extend (an interface, a trait, an abstract base class).
         let contract: Vec<SymbolId> = all
             .iter()
             .copied()
             .filter(|&t| {
                 self.symbol(t).kind == Kind::Method
-                    && self.owner_name(t).is_some_and(|o| self.is_interface(o))
+                    && self.owner_name(t).is_some_and(|o| self.is_contract(o))
             })
             .collect();
         let [contract] = contract[..] else {
