@@ -147,11 +147,12 @@ async fn a_builtin_is_one_type_and_one_registry_line() {
         .map(|t| t.name.to_string())
         .collect();
     assert_eq!(
-        names[..4],
+        names[..5],
         [
             "devboy_status",
             "devboy_compact",
             "devboy_expand",
+            "devboy_explore",
             "devboy_echo_twice"
         ]
     );
