@@ -18,7 +18,10 @@
 //! the spine whose type implements a supertype with at least
 //! [`MIN_SIBLINGS`] implementers is one of a family of interchangeable
 //! implementations: it is shown as a skeleton, its symbols' signature
-//! lines under a header that lists them and says how to get a body. Other
+//! lines under a header that lists them and says how to get a body — all
+//! but one: a family none of whose members is on the spine keeps its
+//! member whose contract methods are shortest whole (or those methods in
+//! full), as an exemplar of what the others do. Other
 //! files are shown in full when short, as excerpts (their most relevant
 //! symbols) when long; once [`SOURCE_SHARE`] of the budget is used, further
 //! relevant files are skeletons, so that more of them fit. Adaptive sizing
@@ -755,7 +758,46 @@ pub fn explore(index: &Index, query: &str, options: &Options) -> Answer {
     }
     let mut files = Vec::new();
     let mut body = String::new();
+    // Families with a member on the spine already have their exemplar.
+    let spine_families: HashSet<&str> = spine
+        .iter()
+        .filter_map(|&id| {
+            let s = graph.symbol(id);
+            if s.kind.is_type() {
+                Some(s.name.as_str())
+            } else {
+                graph.owner_name(id)
+            }
+        })
+        .flat_map(|t| graph.families_of(t, MIN_SIBLINGS))
+        .collect();
     let floor = ranked.first().map_or(0.0, |r| r.1) * RELEVANCE_FLOOR;
+    // Each family's exemplar: of its members among the relevant files, the
+    // one whose contract methods are shortest (the plainest example).
+    let mut exemplars: HashMap<&str, u32> = HashMap::new();
+    let mut exemplar_size: HashMap<&str, u32> = HashMap::new();
+    for &(f, relevance) in ranked.iter().filter(|r| r.1 >= floor) {
+        let _ = relevance;
+        let symbols = &index.files[f as usize].facts.symbols;
+        for s in symbols.iter().filter(|s| s.kind.is_type()) {
+            for family in graph.families_of(&s.name, MIN_SIBLINGS) {
+                let contract: HashSet<&str> = graph
+                    .methods_of(family)
+                    .into_iter()
+                    .map(|m| graph.symbol(m).name.as_str())
+                    .collect();
+                let size: u32 = symbols
+                    .iter()
+                    .filter(|m| m.kind == Kind::Method && contract.contains(m.name.as_str()))
+                    .map(|m| m.end - m.start + 1)
+                    .sum();
+                if size > 0 && exemplar_size.get(family).is_none_or(|&best| size < best) {
+                    exemplar_size.insert(family, size);
+                    exemplars.insert(family, f);
+                }
+            }
+        }
+    }
     for (f, relevance) in ranked {
         // Sized to the answer: what is barely related is not filler.
         if body.len() >= options.budget_chars || relevance < floor {
@@ -766,12 +808,25 @@ pub fn explore(index: &Index, query: &str, options: &Options) -> Answer {
             continue;
         };
         let symbols = &file.facts.symbols;
-        let sibling = options.adaptive
-            && !spine.is_empty()
-            && !on_spine.contains(&f)
-            && symbols
+        let families: Vec<&str> = symbols
+            .iter()
+            .filter(|s| s.kind.is_type())
+            .flat_map(|s| graph.families_of(&s.name, MIN_SIBLINGS))
+            .collect();
+        let mut sibling =
+            options.adaptive && !spine.is_empty() && !on_spine.contains(&f) && !families.is_empty();
+        // A family none of whose members is on the spine keeps one member,
+        // its first, in full: an exemplar of what the others do.
+        let mut exemplar_of: Option<&str> = None;
+        if sibling {
+            if let Some(family) = families
                 .iter()
-                .any(|s| s.kind.is_type() && !graph.families_of(&s.name, MIN_SIBLINGS).is_empty());
+                .find(|fam| exemplars.get(*fam) == Some(&f) && !spine_families.contains(*fam))
+            {
+                exemplar_of = Some(family);
+                sibling = false;
+            }
+        }
         // The file's relevant symbols, best first (spine first), at most
         // a few: an excerpt of a large module stays an excerpt.
         let mut rel: Vec<(u32, f64)> = relevant
@@ -788,7 +843,22 @@ pub fn explore(index: &Index, query: &str, options: &Options) -> Answer {
                 (i, scores.get(&id).copied().unwrap_or(0.0) + spine_first)
             })
             .collect();
+        if let Some(family) = exemplar_of {
+            // What the exemplar does for the contract: its methods that
+            // the family's supertype declares.
+            let contract: HashSet<&str> = graph
+                .methods_of(family)
+                .into_iter()
+                .map(|m| graph.symbol(m).name.as_str())
+                .collect();
+            for (i, s) in symbols.iter().enumerate() {
+                if s.kind == Kind::Method && contract.contains(s.name.as_str()) {
+                    rel.push((i as u32, best * 20.0));
+                }
+            }
+        }
         rel.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+        rel.dedup_by_key(|r| r.0);
         let first = body.is_empty();
         // Past the share of the budget for sources, files are listed as
         // skeletons: more of the files that matter, each cheaply.
