@@ -302,7 +302,7 @@ fn push_notes(text: &mut String, block: &table::Block) {
         text.push_str("; {x} = field x");
     }
     if block.lists {
-        text.push_str("; k[]: list to row end");
+        text.push_str("; k[]: rest of row");
     }
     text.push_str("]\n");
 }
@@ -646,6 +646,10 @@ mod tests {
                 24,
             ),
             ("> [encoded: doc; k[N]: N-row CSV]", 13),
+            (
+                "> [encoded: doc; k[N]: N-row CSV; shared fields first; k[]: rest of row]",
+                24,
+            ),
         ] {
             assert_eq!(tok.count(hint), cost, "{hint}");
             for digits in ["000000000", "991468368", "100200300", "012345678"] {
