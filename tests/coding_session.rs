@@ -16,9 +16,7 @@
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
-use common::toml_str;
 use devboy_pipeline::Tokenizer;
 use devboy_testkit::peers::{self, PeerCommand};
 use devboy_testkit::{ClaudeCode, Script, ScriptedModel, ToolResultSeen};
@@ -30,7 +28,7 @@ const DEVBOY: &str = env!("CARGO_BIN_EXE_devboy");
 /// share of what it receives directly (issue 13 asks for 0.55).
 const TARGET: f64 = 0.55;
 
-/// Runs git in `repo` with a fixed identity and date, and no user config.
+/// Runs git in `repo` as `author`, dated by `n` (the n-th commit).
 fn git(repo: &Path, author: &str, n: usize, args: &[&str]) -> String {
     let date = format!(
         "2026-10-{:02}T{:02}:{:02}:00+00:00",
@@ -38,28 +36,7 @@ fn git(repo: &Path, author: &str, n: usize, args: &[&str]) -> String {
         9 + n % 8,
         n % 60
     );
-    let output = Command::new("git")
-        .args(["-c", &format!("user.name={author}")])
-        .args([
-            "-c",
-            &format!("user.email={}@example.invalid", author.replace(' ', ".")),
-        ])
-        .args([
-            "-c",
-            "commit.gpgsign=false",
-            "-c",
-            "init.defaultBranch=main",
-        ])
-        .args(args)
-        .current_dir(repo)
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env("HOME", repo)
-        .env("GIT_AUTHOR_DATE", &date)
-        .env("GIT_COMMITTER_DATE", &date)
-        .output()
-        .expect("git runs");
-    assert!(output.status.success(), "git {args:?}: {output:?}");
-    String::from_utf8_lossy(&output.stdout).into_owned()
+    common::git_as(repo, author, Some(&date), args)
 }
 
 /// GitPython's package from the test virtualenv: real Python modules.
@@ -290,22 +267,9 @@ fn servers(root: &Path, memory: &Path) -> Vec<(&'static str, PeerCommand)> {
 }
 
 fn devboy_toml(servers: &[(&str, PeerCommand)]) -> String {
-    let list = |items: Vec<String>| items.join(", ");
     servers
         .iter()
-        .map(|(name, peer)| {
-            format!(
-                "[servers.{name}]\ncommand = {}\nargs = [{}]\nenv = {{ {} }}\n\n",
-                toml_str(&peer.program_str()),
-                list(peer.args.iter().map(|a| toml_str(a)).collect()),
-                list(
-                    peer.env
-                        .iter()
-                        .map(|(k, v)| format!("{} = {}", toml_str(k), toml_str(v)))
-                        .collect()
-                ),
-            )
-        })
+        .map(|(name, peer)| common::peer_toml(name, peer))
         .collect()
 }
 

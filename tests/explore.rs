@@ -274,27 +274,7 @@ async fn the_index_is_kept_and_refreshed_and_the_tool_answers_over_mcp() {
 }
 
 fn git(dir: &Path, args: &[&str]) -> String {
-    let out = Command::new("git")
-        .args([
-            "-c",
-            "user.name=Eval",
-            "-c",
-            "user.email=eval@example.invalid",
-        ])
-        .args([
-            "-c",
-            "commit.gpgsign=false",
-            "-c",
-            "init.defaultBranch=main",
-        ])
-        .args(args)
-        .current_dir(dir)
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env("HOME", dir)
-        .output()
-        .expect("git runs");
-    assert!(out.status.success(), "git {args:?}: {out:?}");
-    String::from_utf8_lossy(&out.stdout).trim().to_owned()
+    common::git_as(dir, "Eval", None, args)
 }
 
 /// `devboy eval explore` on a dataset of two rows over two repositories

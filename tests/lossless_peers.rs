@@ -7,7 +7,7 @@
 
 mod common;
 
-use common::{toml_str, Devboy, Recorder};
+use common::{Devboy, Recorder};
 use devboy_pipeline::{encode, template, DecodedBody};
 use devboy_testkit::peers::{self, PeerCommand};
 use rmcp::model::{CallToolRequestParams, CallToolResult};
@@ -19,18 +19,7 @@ use serde_json::{json, Value};
 type Client = RunningService<RoleClient, Recorder>;
 
 fn server_toml(name: &str, peer: &PeerCommand) -> String {
-    let list = |items: Vec<String>| items.join(", ");
-    format!(
-        "[servers.{name}]\ncommand = {}\nargs = [{}]\nenv = {{ {} }}\n\n",
-        toml_str(&peer.program_str()),
-        list(peer.args.iter().map(|a| toml_str(a)).collect()),
-        list(
-            peer.env
-                .iter()
-                .map(|(k, v)| format!("{} = {}", toml_str(k), toml_str(v)))
-                .collect()
-        ),
-    )
+    common::peer_toml(name, peer)
 }
 
 async fn direct(peer: &PeerCommand) -> Client {
@@ -222,28 +211,10 @@ async fn rewritten_results_of_real_servers_decode_to_the_originals() {
     assert!(rewritten >= 6, "only {rewritten} results were rewritten");
 }
 
-/// Runs git in `repo` as `author` on day `day` of November 2026, with no
-/// user or system config.
+/// Runs git in `repo` as `author` on day `day` of November 2026.
 fn git_as(repo: &std::path::Path, author: &str, day: usize, args: &[&str]) {
     let date = format!("2026-11-{:02}T10:{:02}:00+00:00", day % 28 + 1, day % 60);
-    let output = std::process::Command::new("git")
-        .args(["-c", &format!("user.name={author}")])
-        .args(["-c", "user.email=dev@example.invalid"])
-        .args([
-            "-c",
-            "commit.gpgsign=false",
-            "-c",
-            "init.defaultBranch=main",
-        ])
-        .args(args)
-        .current_dir(repo)
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env("HOME", repo)
-        .env("GIT_AUTHOR_DATE", &date)
-        .env("GIT_COMMITTER_DATE", &date)
-        .output()
-        .expect("git runs");
-    assert!(output.status.success(), "git {args:?}: {output:?}");
+    common::git_as(repo, author, Some(&date), args);
 }
 
 /// `mcp-server-git`'s logs are repeated `Commit: / Author: / Date: /

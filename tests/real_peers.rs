@@ -243,28 +243,7 @@ impl Drop for KillOnDrop {
 
 /// Runs `git` in `repo`, failing the test on error.
 fn git(repo: &Path, args: &[&str]) {
-    let output = std::process::Command::new("git")
-        .args([
-            "-c",
-            "user.name=Devboy Test",
-            "-c",
-            "user.email=devboy@example.invalid",
-            "-c",
-            "commit.gpgsign=false",
-            "-c",
-            "init.defaultBranch=main",
-        ])
-        .args(args)
-        .current_dir(repo)
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env("HOME", repo)
-        .output()
-        .expect("run git");
-    assert!(
-        output.status.success(),
-        "git {args:?} failed: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    common::git_as(repo, "Devboy Test", None, args);
 }
 
 /// The text of a result, parsed as JSON.

@@ -46,6 +46,57 @@ pub fn test_server_bin() -> PathBuf {
 }
 
 /// A TOML basic string (JSON string escapes are valid TOML escapes).
+/// Runs `git ARGS` in `dir` as `author` (email derived from it), dated
+/// `date` when given (author and committer), with no user or system
+/// config; fails the test on error; returns stdout, trimmed.
+#[allow(dead_code)]
+pub fn git_as(dir: &Path, author: &str, date: Option<&str>, args: &[&str]) -> String {
+    let mut cmd = std::process::Command::new("git");
+    cmd.args(["-c", &format!("user.name={author}")])
+        .args([
+            "-c",
+            &format!("user.email={}@example.invalid", author.replace(' ', ".")),
+        ])
+        .args([
+            "-c",
+            "commit.gpgsign=false",
+            "-c",
+            "init.defaultBranch=main",
+        ])
+        .args(args)
+        .current_dir(dir)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("HOME", dir);
+    if let Some(date) = date {
+        cmd.env("GIT_AUTHOR_DATE", date)
+            .env("GIT_COMMITTER_DATE", date);
+    }
+    let output = cmd.output().expect("run git");
+    assert!(
+        output.status.success(),
+        "git {args:?} failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8_lossy(&output.stdout).trim().to_owned()
+}
+
+/// A `[servers.NAME]` table of devboy.toml that starts `peer`.
+#[allow(dead_code)]
+pub fn peer_toml(name: &str, peer: &devboy_testkit::peers::PeerCommand) -> String {
+    let list = |items: Vec<String>| items.join(", ");
+    format!(
+        "[servers.{name}]\ncommand = {}\nargs = [{}]\nenv = {{ {} }}\n\n",
+        toml_str(&peer.program_str()),
+        list(peer.args.iter().map(|a| toml_str(a)).collect()),
+        list(
+            peer.env
+                .iter()
+                .map(|(k, v)| format!("{} = {}", toml_str(k), toml_str(v)))
+                .collect()
+        ),
+    )
+}
+
 pub fn toml_str(s: &str) -> String {
     serde_json::to_string(s).expect("a string serializes")
 }

@@ -689,17 +689,7 @@ pub fn explore(index: &Index, query: &str, options: &Options) -> Answer {
     let best = scores.values().copied().fold(0.0, f64::max);
     // The types the flow goes through: their implementations are what it
     // dispatches to, and rank next to it (shown as skeletons when many).
-    let flow_types: HashSet<&str> = spine
-        .iter()
-        .filter_map(|&id| {
-            let s = graph.symbol(id);
-            if s.kind.is_type() {
-                Some(s.name.as_str())
-            } else {
-                graph.owner_name(id)
-            }
-        })
-        .collect();
+    let flow_types: HashSet<&str> = spine.iter().filter_map(|&id| graph.type_of(id)).collect();
     for (f, file) in index.files.iter().enumerate() {
         let implements_flow =
             file.facts.symbols.iter().any(|s| {
@@ -761,14 +751,7 @@ pub fn explore(index: &Index, query: &str, options: &Options) -> Answer {
     // Families with a member on the spine already have their exemplar.
     let spine_families: HashSet<&str> = spine
         .iter()
-        .filter_map(|&id| {
-            let s = graph.symbol(id);
-            if s.kind.is_type() {
-                Some(s.name.as_str())
-            } else {
-                graph.owner_name(id)
-            }
-        })
+        .filter_map(|&id| graph.type_of(id))
         .flat_map(|t| graph.families_of(t, MIN_SIBLINGS))
         .collect();
     let floor = ranked.first().map_or(0.0, |r| r.1) * RELEVANCE_FLOOR;

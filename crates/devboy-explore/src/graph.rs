@@ -63,6 +63,16 @@ impl<'i> Graph<'i> {
         Some(&self.index.files[id.file as usize].facts.symbols[parent as usize].name)
     }
 
+    /// The type a symbol is or belongs to.
+    pub fn type_of(&self, id: SymbolId) -> Option<&'i str> {
+        let s = self.symbol(id);
+        if s.kind.is_type() {
+            Some(&s.name)
+        } else {
+            self.owner_name(id)
+        }
+    }
+
     /// `Owner.name` for a method, `name` otherwise.
     pub fn qualified(&self, id: SymbolId) -> String {
         let s = self.symbol(id);
