@@ -364,3 +364,59 @@ fn eval_explore_reports_gold_file_recall_per_repository() {
         "{out:?}"
     );
 }
+
+/// Families with no supertype (item 5 of the explore issue): handler
+/// functions gathered in a registry literal, in files of their own, off
+/// the flow. One is kept whole as the example, the others are skeletons.
+#[test]
+fn a_registry_of_handler_functions_is_a_family() {
+    let dir = common::TempDir::new("explore-registry");
+    let (root, cache) = (dir.path().join("repo"), dir.path().join("cache"));
+    write(
+        &root,
+        "app/server.py",
+        "from app.registry import HANDLERS\n\n\nclass Server:\n    \"\"\"Serves requests.\"\"\"\n\n    def serve(self, request):\n        return self.dispatch(request)\n\n    def dispatch(self, request):\n        handler = HANDLERS[request.kind]\n        return handler(request)\n",
+    );
+    let mut registry = String::from("HANDLERS = {\n");
+    for (n, kind) in ["json", "html", "text", "csv"].iter().enumerate() {
+        let body: String = (0..(12 + n * 4))
+            .map(|i| format!("    out.append(\"{kind} {i}\")\n"))
+            .collect();
+        write(
+            &root,
+            &format!("app/handlers/{kind}_out.py"),
+            &format!("def render_{kind}(request):\n    \"\"\"Renders {kind}.\"\"\"\n    out = []\n{body}    return out\n"),
+        );
+        registry.push_str(&format!("    \"{kind}\": render_{kind},\n"));
+    }
+    registry.push_str("}\n");
+    write(&root, "app/registry.py", &registry);
+    let answer = explore(
+        &root,
+        &cache,
+        true,
+        "How does the Server serve and dispatch a request to the render handlers?",
+    );
+    let text = answer["text"].as_str().unwrap();
+    assert!(
+        text.contains("Flow: Server.serve → Server.dispatch"),
+        "{text}"
+    );
+    let renders: Vec<&str> = ["json", "html", "text", "csv"]
+        .iter()
+        .filter_map(|k| render_of(&answer, &format!("{k}_out.py")))
+        .collect();
+    assert_eq!(renders.len(), 4, "{text}");
+    assert_eq!(
+        renders.iter().filter(|r| **r == "full").count(),
+        1,
+        "{renders:?}: {text}"
+    );
+    assert_eq!(
+        renders.iter().filter(|r| **r == "skeleton").count(),
+        3,
+        "{renders:?}: {text}"
+    );
+    // The example is the shortest: json's.
+    assert_eq!(render_of(&answer, "json_out.py"), Some("full"), "{text}");
+}

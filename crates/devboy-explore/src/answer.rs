@@ -75,7 +75,7 @@ const SOURCE_SHARE: usize = 70;
 const MAX_EXCERPT_SYMBOLS: usize = 4;
 
 /// The most signature lines a skeleton shows.
-const MAX_SKELETON_LINES: usize = 30;
+const MAX_SKELETON_LINES: usize = 16;
 
 /// The most lines of a type's declaration an excerpt keeps.
 const MAX_TYPE_HEAD: u32 = 30;
@@ -400,7 +400,11 @@ fn entries(scores: &HashMap<SymbolId, f64>) -> Vec<SymbolId> {
 /// order the paths were found (callers before callees). A type among the
 /// entries stands for its methods too: a path may start at one and ends
 /// when it reaches a method of another entry type.
-fn spine(graph: &Graph<'_>, entries: &[SymbolId]) -> (Vec<SymbolId>, Vec<Vec<SymbolId>>) {
+fn spine(
+    graph: &Graph<'_>,
+    entries: &[SymbolId],
+    named: &dyn Fn(SymbolId) -> bool,
+) -> (Vec<SymbolId>, Vec<Vec<SymbolId>>) {
     // Each target, and the entry it stands for.
     let mut targets: HashMap<SymbolId, SymbolId> = HashMap::new();
     // (start, the entry it stands for, how many calls a path may take)
@@ -411,7 +415,8 @@ fn spine(graph: &Graph<'_>, entries: &[SymbolId]) -> (Vec<SymbolId>, Vec<Vec<Sym
     // names itself still counts.
     let sibling_type = |id: SymbolId| {
         let s = graph.symbol(id);
-        s.kind.is_type() && !graph.families_of(&s.name, MIN_SIBLINGS).is_empty()
+        (s.kind.is_type() && !graph.families_of(&s.name, MIN_SIBLINGS).is_empty())
+            || (graph.member_of.contains_key(&id) && !named(id))
     };
     for &e in entries.iter().filter(|&&e| !sibling_type(e)) {
         targets.insert(e, e);
@@ -569,20 +574,37 @@ fn render_file(
     match render {
         Render::Full => format!("#### {path} — {listed} · full\n{}", fenced(lang, text)),
         Render::Skeleton => {
-            let listed_symbols: Vec<&Symbol> = symbols
+            // Types, the relevant symbols and their type's members first,
+            // in file order; the rest only while lines are left.
+            let candidates: Vec<(usize, &Symbol)> = symbols
                 .iter()
-                .filter(|s| !(s.kind == Kind::Type && s.owner.is_some()))
+                .enumerate()
+                .filter(|(_, s)| !(s.kind == Kind::Type && s.owner.is_some()))
                 .collect();
-            let mut body: Vec<String> = listed_symbols
+            let first = |i: usize, s: &Symbol| {
+                s.kind.is_type()
+                    || relevant.contains(&(i as u32))
+                    || s.parent.is_some_and(|p| relevant.contains(&p))
+            };
+            let mut chosen: Vec<usize> = candidates
                 .iter()
+                .filter(|(i, s)| first(*i, s))
+                .map(|(i, _)| *i)
                 .take(MAX_SKELETON_LINES)
-                .map(|s| signature_line(&lines, s))
                 .collect();
-            if listed_symbols.len() > MAX_SKELETON_LINES {
-                body.push(format!(
-                    "      … {} more",
-                    listed_symbols.len() - MAX_SKELETON_LINES
-                ));
+            for (i, _) in candidates.iter().filter(|(i, s)| !first(*i, s)) {
+                if chosen.len() >= MAX_SKELETON_LINES {
+                    break;
+                }
+                chosen.push(*i);
+            }
+            chosen.sort_unstable();
+            let mut body: Vec<String> = chosen
+                .iter()
+                .map(|&i| signature_line(&lines, &symbols[i]))
+                .collect();
+            if candidates.len() > chosen.len() {
+                body.push(format!("      … {} more", candidates.len() - chosen.len()));
             }
             format!(
                 "#### {path} — {listed} · skeleton (signatures only; read the file for a body)\n{}",
@@ -671,11 +693,27 @@ pub fn explore(index: &Index, query: &str, options: &Options) -> Answer {
     let scores = score_symbols(&graph, &q);
     let entry = entries(&scores);
     if std::env::var_os("DEVBOY_EXPLORE_DEBUG").is_some() {
+        let mut fams: Vec<(&String, usize)> =
+            graph.members.iter().map(|(k, v)| (k, v.len())).collect();
+        fams.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+        for (k, n) in fams.iter().take(15) {
+            eprintln!("family {k}: {n}");
+        }
         for e in &entry {
             eprintln!("entry {} {:.2}", graph.qualified(*e), scores[e]);
         }
     }
-    let (spine, paths) = spine(&graph, &entry);
+    // A family member the query names by a name it does not share with
+    // the others (`Logger`, not every plugin's `pytest_runtest_setup`).
+    let named = |id: SymbolId| {
+        let name = &graph.symbol(id).name;
+        q.identifiers.contains(name)
+            && graph
+                .by_name
+                .get(name.as_str())
+                .is_some_and(|all| all.len() < MIN_SIBLINGS)
+    };
+    let (spine, paths) = spine(&graph, &entry, &named);
     let on_spine: HashSet<u32> = spine.iter().map(|id| id.file).collect();
 
     // File relevance: its best symbol, a share of the others, the spine.
@@ -699,12 +737,28 @@ pub fn explore(index: &Index, query: &str, options: &Options) -> Answer {
             by_file.entry(f as u32).or_default();
         }
     }
-    let implements_flow =
-        |f: u32| {
-            index.files[f as usize].facts.symbols.iter().any(|s| {
-                s.kind.is_type() && s.supers.iter().any(|t| flow_types.contains(t.as_str()))
-            })
-        };
+    // Families with no supertype the question matches as a whole (at
+    // least three members scored): their members rank like implementations
+    // of the flow's types.
+    let asked_families: HashSet<&str> = graph
+        .members
+        .iter()
+        .filter(|(_, ids)| ids.iter().filter(|id| scores.contains_key(id)).count() >= MIN_SIBLINGS)
+        .map(|(k, _)| k.as_str())
+        .collect();
+    let implements_flow = |f: u32| {
+        let symbols = &index.files[f as usize].facts.symbols;
+        symbols.iter().enumerate().any(|(i, s)| {
+            (s.kind.is_type() && s.supers.iter().any(|t| flow_types.contains(t.as_str())))
+                || graph
+                    .member_of
+                    .get(&SymbolId {
+                        file: f,
+                        symbol: i as u32,
+                    })
+                    .is_some_and(|k| asked_families.contains(k.as_str()))
+        })
+    };
     let mut ranked: Vec<(u32, f64)> = by_file
         .iter()
         .map(|(&f, list)| {
@@ -749,35 +803,58 @@ pub fn explore(index: &Index, query: &str, options: &Options) -> Answer {
     let mut files = Vec::new();
     let mut body = String::new();
     // Families with a member on the spine already have their exemplar.
-    let spine_families: HashSet<&str> = spine
+    let spine_families: HashSet<String> = spine
         .iter()
-        .filter_map(|&id| graph.type_of(id))
-        .flat_map(|t| graph.families_of(t, MIN_SIBLINGS))
+        .flat_map(|&id| {
+            let mut fams: Vec<String> = graph
+                .type_of(id)
+                .map(|t| graph.families_of(t, MIN_SIBLINGS))
+                .unwrap_or_default()
+                .into_iter()
+                .map(str::to_owned)
+                .collect();
+            fams.extend(graph.member_of.get(&id).cloned());
+            fams
+        })
         .collect();
     let floor = ranked.first().map_or(0.0, |r| r.1) * RELEVANCE_FLOOR;
-    // Each family's exemplar: of its members among the relevant files, the
-    // one whose contract methods are shortest (the plainest example).
-    let mut exemplars: HashMap<&str, u32> = HashMap::new();
-    let mut exemplar_size: HashMap<&str, u32> = HashMap::new();
-    for &(f, relevance) in ranked.iter().filter(|r| r.1 >= floor) {
-        let _ = relevance;
+    // The symbols of file `f` that stand for `family`: the methods its
+    // supertype declares, or the family's own members there.
+    let family_symbols = |f: u32, family: &str| -> Vec<u32> {
         let symbols = &index.files[f as usize].facts.symbols;
-        for s in symbols.iter().filter(|s| s.kind.is_type()) {
-            for family in graph.families_of(&s.name, MIN_SIBLINGS) {
+        match graph.members.get(family) {
+            Some(ids) => ids
+                .iter()
+                .filter(|id| id.file == f)
+                .map(|id| id.symbol)
+                .collect(),
+            None => {
                 let contract: HashSet<&str> = graph
                     .methods_of(family)
                     .into_iter()
                     .map(|m| graph.symbol(m).name.as_str())
                     .collect();
-                let size: u32 = symbols
-                    .iter()
-                    .filter(|m| m.kind == Kind::Method && contract.contains(m.name.as_str()))
-                    .map(|m| m.end - m.start + 1)
-                    .sum();
-                if size > 0 && exemplar_size.get(family).is_none_or(|&best| size < best) {
-                    exemplar_size.insert(family, size);
-                    exemplars.insert(family, f);
-                }
+                (0..symbols.len() as u32)
+                    .filter(|&i| {
+                        let m = &symbols[i as usize];
+                        m.kind == Kind::Method && contract.contains(m.name.as_str())
+                    })
+                    .collect()
+            }
+        }
+    };
+    // Each family's exemplar: of its members among the relevant files, the
+    // one whose family symbols are shortest (the plainest example).
+    let mut exemplars: HashMap<String, (u32, u32)> = HashMap::new();
+    for &(f, _) in ranked.iter().filter(|r| r.1 >= floor) {
+        let symbols = &index.files[f as usize].facts.symbols;
+        for family in graph.families_in_file(f, MIN_SIBLINGS) {
+            let size: u32 = family_symbols(f, &family)
+                .iter()
+                .map(|&i| symbols[i as usize].end - symbols[i as usize].start + 1)
+                .sum();
+            if size > 0 && exemplars.get(&family).is_none_or(|&(_, best)| size < best) {
+                exemplars.insert(family, (f, size));
             }
         }
     }
@@ -791,21 +868,16 @@ pub fn explore(index: &Index, query: &str, options: &Options) -> Answer {
             continue;
         };
         let symbols = &file.facts.symbols;
-        let families: Vec<&str> = symbols
-            .iter()
-            .filter(|s| s.kind.is_type())
-            .flat_map(|s| graph.families_of(&s.name, MIN_SIBLINGS))
-            .collect();
+        let families = graph.families_in_file(f, MIN_SIBLINGS);
         let mut sibling =
             options.adaptive && !spine.is_empty() && !on_spine.contains(&f) && !families.is_empty();
-        // A family none of whose members is on the spine keeps one member,
-        // its first, in full: an exemplar of what the others do.
+        // A family none of whose members is on the spine keeps one member
+        // in full: an exemplar of what the others do.
         let mut exemplar_of: Option<&str> = None;
         if sibling {
-            if let Some(family) = families
-                .iter()
-                .find(|fam| exemplars.get(*fam) == Some(&f) && !spine_families.contains(*fam))
-            {
+            if let Some(family) = families.iter().find(|fam| {
+                exemplars.get(*fam).map(|e| e.0) == Some(f) && !spine_families.contains(*fam)
+            }) {
                 exemplar_of = Some(family);
                 sibling = false;
             }
@@ -826,18 +898,20 @@ pub fn explore(index: &Index, query: &str, options: &Options) -> Answer {
                 (i, scores.get(&id).copied().unwrap_or(0.0) + spine_first)
             })
             .collect();
+        // Several members of the family in this one file: the shortest is
+        // the example, the others stay signatures (an excerpt).
+        let mut several = false;
         if let Some(family) = exemplar_of {
-            // What the exemplar does for the contract: its methods that
-            // the family's supertype declares.
-            let contract: HashSet<&str> = graph
-                .methods_of(family)
-                .into_iter()
-                .map(|m| graph.symbol(m).name.as_str())
-                .collect();
-            for (i, s) in symbols.iter().enumerate() {
-                if s.kind == Kind::Method && contract.contains(s.name.as_str()) {
-                    rel.push((i as u32, best * 20.0));
-                }
+            // What the exemplar does for the family, in full.
+            let mut own = family_symbols(f, family);
+            several = own.len() > 1 && graph.members.contains_key(family);
+            if several {
+                own.sort_by_key(|&i| symbols[i as usize].end - symbols[i as usize].start);
+                own.truncate(1);
+                rel.clear();
+            }
+            for i in own {
+                rel.push((i, best * 20.0));
             }
         }
         rel.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
@@ -848,6 +922,8 @@ pub fn explore(index: &Index, query: &str, options: &Options) -> Answer {
         let late = options.adaptive && body.len() >= options.budget_chars * SOURCE_SHARE / 100;
         let mut render = if sibling || (late && !on_spine.contains(&f)) {
             Render::Skeleton
+        } else if several {
+            Render::Excerpt
         } else if file.facts.lines <= WHOLE_FILE_LINES {
             Render::Full
         } else {

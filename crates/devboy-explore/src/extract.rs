@@ -50,10 +50,15 @@ pub struct Symbol {
     /// Rust `impl`, a Go receiver).
     pub owner: Option<String>,
     /// Supertypes the declaration names (extends, implements, `impl Trait
-    /// for`, base classes, delegation specifiers), last name segment only.
+    /// for`, base classes, delegation specifiers), last name segment only;
+    /// for a Go function, its named result type.
     pub supers: Vec<String>,
     /// The first lines of its doc comment or docstring.
     pub doc: String,
+    /// Its decorators (Python), by last name segment (`@app.route(…)` →
+    /// `route`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub decorators: Vec<String>,
 }
 
 /// A call made inside a symbol's body, by the callee's last name segment.
@@ -73,6 +78,65 @@ pub struct FileFacts {
     pub lines: u32,
     pub symbols: Vec<Symbol>,
     pub calls: Vec<Call>,
+    /// Names gathered in one collection literal (a list, a dict's values,
+    /// a Go slice or map), at least [`MIN_GROUP`] of them: a registry of
+    /// handlers or plugins, members of one family.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub groups: Vec<Vec<String>>,
+}
+
+/// The fewest names a collection literal needs to be a registry.
+pub const MIN_GROUP: usize = 3;
+
+/// Collection literals, by language, whose elements may name members.
+fn is_collection(lang: Lang, kind: &str) -> bool {
+    match lang {
+        Lang::Python => matches!(kind, "list" | "tuple" | "set" | "dictionary"),
+        Lang::TypeScript | Lang::Tsx | Lang::JavaScript => matches!(kind, "array" | "object"),
+        Lang::Go => kind == "literal_value",
+        Lang::Java => kind == "array_initializer",
+        Lang::Rust => kind == "array_expression",
+        Lang::Kotlin => false,
+    }
+}
+
+/// The names a collection literal's elements are: bare names or member
+/// accesses (`handlers.json`), and the values of its pairs.
+fn group_names(node: Node<'_>, src: &[u8]) -> Vec<String> {
+    let mut names = Vec::new();
+    let mut cursor = node.walk();
+    for child in node.named_children(&mut cursor) {
+        let element = match child.kind() {
+            "pair" | "keyed_element" => child
+                .child_by_field_name("value")
+                .or_else(|| child.named_child(child.named_child_count().saturating_sub(1))),
+            "literal_element" => child.named_child(0),
+            _ => Some(child),
+        };
+        let Some(element) = element else { continue };
+        let element = if element.kind() == "literal_element" {
+            match element.named_child(0) {
+                Some(e) => e,
+                None => continue,
+            }
+        } else {
+            element
+        };
+        let member = matches!(
+            element.kind(),
+            "attribute"
+                | "member_expression"
+                | "selector_expression"
+                | "field_expression"
+                | "scoped_identifier"
+        );
+        if is_name(element.kind()) || member || element.kind() == "shorthand_property_identifier" {
+            if let Some(name) = last_name(element, src) {
+                names.push(name);
+            }
+        }
+    }
+    names
 }
 
 /// The longest doc kept per symbol.
@@ -315,6 +379,28 @@ fn declares_interface(node: Node<'_>) -> bool {
     found
 }
 
+/// The decorators of a Python definition (its parent
+/// `decorated_definition`'s), by last name segment.
+fn decorators_of(node: Node<'_>, src: &[u8]) -> Vec<String> {
+    let Some(parent) = node.parent().filter(|p| p.kind() == "decorated_definition") else {
+        return Vec::new();
+    };
+    let mut cursor = parent.walk();
+    parent
+        .named_children(&mut cursor)
+        .filter(|c| c.kind() == "decorator")
+        .filter_map(|d| {
+            let expr = d.named_child(0)?;
+            let callee = if expr.kind() == "call" {
+                expr.child_by_field_name("function")?
+            } else {
+                expr
+            };
+            last_name(callee, src)
+        })
+        .collect()
+}
+
 /// The type a Go method's receiver names.
 fn go_receiver(node: Node<'_>, src: &[u8]) -> Option<String> {
     let receiver = node.child_by_field_name("receiver")?;
@@ -335,6 +421,7 @@ pub fn extract(lang: Lang, text: &str) -> Option<FileFacts> {
         lines: text.lines().count() as u32,
         symbols: Vec::new(),
         calls: Vec::new(),
+        groups: Vec::new(),
     };
     // (node, enclosing type, enclosing function, impl owner and trait)
     type Frame<'t> = (
@@ -371,6 +458,7 @@ pub fn extract(lang: Lang, text: &str) -> Option<FileFacts> {
                         owner: Some(owner.clone()),
                         supers: vec![t.clone()],
                         doc: String::new(),
+                        decorators: Vec::new(),
                     });
                 }
                 in_impl = Some((owner, trait_name));
@@ -382,10 +470,12 @@ pub fn extract(lang: Lang, text: &str) -> Option<FileFacts> {
                 if lang == Lang::Kotlin && declares_interface(node) {
                     kind = Kind::Interface;
                 }
+                // A Go interface, or a named func type (`type HandlerFunc
+                // func(*Context)`): a contract functions fulfil.
                 if lang == Lang::Go
                     && node
                         .child_by_field_name("type")
-                        .is_some_and(|t| t.kind() == "interface_type")
+                        .is_some_and(|t| matches!(t.kind(), "interface_type" | "function_type"))
                 {
                     kind = Kind::Interface;
                 }
@@ -431,6 +521,7 @@ pub fn extract(lang: Lang, text: &str) -> Option<FileFacts> {
                     owner: None,
                     supers,
                     doc: doc_of(node, src, lang),
+                    decorators: decorators_of(node, src),
                 });
                 in_type = Some(facts.symbols.len() as u32 - 1);
                 in_fn = None;
@@ -444,6 +535,17 @@ pub fn extract(lang: Lang, text: &str) -> Option<FileFacts> {
                     _ => None,
                 };
                 let method = in_type.is_some() || owner.is_some();
+                // A Go function's named result type: what it produces
+                // (middleware constructors all return `HandlerFunc`).
+                let produces: Vec<String> = if lang == Lang::Go && !method {
+                    node.child_by_field_name("result")
+                        .filter(|r| matches!(r.kind(), "type_identifier" | "qualified_type"))
+                        .and_then(|r| last_name(r, src))
+                        .into_iter()
+                        .collect()
+                } else {
+                    Vec::new()
+                };
                 facts.symbols.push(Symbol {
                     name,
                     kind: if method { Kind::Method } else { Kind::Function },
@@ -452,8 +554,9 @@ pub fn extract(lang: Lang, text: &str) -> Option<FileFacts> {
                     sig: name_node.map_or(span.0, line),
                     parent: in_type,
                     owner,
-                    supers: Vec::new(),
+                    supers: produces,
                     doc: doc_of(node, src, lang),
+                    decorators: decorators_of(node, src),
                 });
                 in_fn = Some(facts.symbols.len() as u32 - 1);
             }
@@ -486,8 +589,14 @@ pub fn extract(lang: Lang, text: &str) -> Option<FileFacts> {
                     owner: None,
                     supers: Vec::new(),
                     doc: doc_of(decl, src, lang),
+                    decorators: Vec::new(),
                 });
                 in_fn = Some(facts.symbols.len() as u32 - 1);
+            }
+        } else if is_collection(lang, kind) {
+            let names = group_names(node, src);
+            if names.len() >= MIN_GROUP {
+                facts.groups.push(names);
             }
         } else if let Some((_, field)) = rules.calls.iter().find(|(k, _)| *k == kind) {
             if let Some(from) = in_fn.or(in_type) {

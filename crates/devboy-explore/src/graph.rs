@@ -41,7 +41,52 @@ pub struct Graph<'i> {
     pub supers: HashMap<&'i str, Vec<&'i str>>,
     /// Type name to its methods.
     methods: HashMap<&'i str, Vec<SymbolId>>,
+    /// Families with no supertype: each member's family key (`@register`
+    /// for classes one decorator registers, `@hookimpl pytest_runtest_setup`
+    /// for one decorated function name in several files, `registry
+    /// path#n` for the names one collection literal gathers).
+    pub member_of: HashMap<SymbolId, String>,
+    /// Those families' members.
+    pub members: HashMap<String, Vec<SymbolId>>,
 }
+
+/// Decorators that say how a function works, not that it is registered.
+const PLAIN_DECORATORS: &[&str] = &[
+    "property",
+    "staticmethod",
+    "classmethod",
+    "abstractmethod",
+    "cached_property",
+    "overload",
+    "override",
+    "wraps",
+    "setter",
+    "getter",
+    "deleter",
+    "dataclass",
+    "contextmanager",
+    "asynccontextmanager",
+    "lru_cache",
+    "cache",
+    "total_ordering",
+    "final",
+    "fixture",
+    "parametrize",
+    "mark",
+    "skip",
+    "skipif",
+    "xfail",
+    "deprecated",
+    "runtime_checkable",
+    "s",
+    "attrs",
+    "define",
+    "frozen",
+    "mutable",
+];
+
+/// The fewest members a family needs.
+const MIN_MEMBERS: usize = 3;
 
 impl<'i> Graph<'i> {
     pub fn symbol(&self, id: SymbolId) -> &'i Symbol {
@@ -125,6 +170,8 @@ impl<'i> Graph<'i> {
             implementers: HashMap::new(),
             supers: HashMap::new(),
             methods: HashMap::new(),
+            member_of: HashMap::new(),
+            members: HashMap::new(),
         };
         for (f, file) in index.files.iter().enumerate() {
             for (s, sym) in file.facts.symbols.iter().enumerate() {
@@ -179,7 +226,122 @@ impl<'i> Graph<'i> {
             list.sort();
             list.dedup();
         }
+        g.find_families();
         g
+    }
+
+    /// Families with no supertype (see [`Graph::member_of`]).
+    fn find_families(&mut self) {
+        let mut found: HashMap<String, Vec<SymbolId>> = HashMap::new();
+        for &id in &self.symbols {
+            let s = self.symbol(id);
+            for d in s
+                .decorators
+                .iter()
+                .filter(|d| !PLAIN_DECORATORS.contains(&d.as_str()))
+            {
+                let key = if s.kind.is_type() {
+                    format!("@{d}")
+                } else {
+                    format!("@{d} {}", s.name)
+                };
+                found.entry(key).or_default().push(id);
+            }
+        }
+        // Go functions that produce one func type or interface (middleware
+        // constructors returning `HandlerFunc`).
+        for &id in &self.symbols {
+            let s = self.symbol(id);
+            if s.kind == Kind::Function {
+                if let Some(produced) = s.supers.first() {
+                    if self.is_interface(produced) {
+                        found
+                            .entry(format!("returns {produced}"))
+                            .or_default()
+                            .push(id);
+                    }
+                }
+            }
+        }
+        // One decorated function name counts in different files only (its
+        // implementations by several plugins).
+        found.retain(|key, ids| {
+            if key.starts_with('@') && key.contains(' ') {
+                let mut files: Vec<u32> = ids.iter().map(|id| id.file).collect();
+                files.dedup();
+                files.len() >= MIN_MEMBERS
+            } else {
+                ids.len() >= MIN_MEMBERS
+            }
+        });
+        for (f, file) in self.index.files.iter().enumerate() {
+            for (n, group) in file.facts.groups.iter().enumerate() {
+                let mut ids: Vec<SymbolId> = Vec::new();
+                for name in group {
+                    let Some(all) = self.by_name.get(name.as_str()) else {
+                        continue;
+                    };
+                    let defs: Vec<SymbolId> = all
+                        .iter()
+                        .copied()
+                        .filter(|&t| {
+                            let k = self.symbol(t).kind;
+                            k == Kind::Function || k.is_type()
+                        })
+                        .collect();
+                    let local: Vec<SymbolId> = defs
+                        .iter()
+                        .copied()
+                        .filter(|t| t.file == f as u32)
+                        .collect();
+                    match (local.as_slice(), defs.as_slice()) {
+                        ([one], _) | ([], [one]) => ids.push(*one),
+                        _ => {}
+                    }
+                }
+                ids.sort();
+                ids.dedup();
+                if ids.len() >= MIN_MEMBERS {
+                    found.insert(format!("registry {}#{n}", file.path), ids);
+                }
+            }
+        }
+        for (key, ids) in &found {
+            for &id in ids {
+                self.member_of.entry(id).or_insert_with(|| key.clone());
+            }
+        }
+        self.members = found;
+    }
+
+    /// The families a file's types and functions belong to: supertypes
+    /// with at least `min` implementers, and families with no supertype.
+    pub fn families_in_file(&self, file: u32, min: usize) -> Vec<String> {
+        let mut out: Vec<String> = Vec::new();
+        for (i, s) in self.index.files[file as usize]
+            .facts
+            .symbols
+            .iter()
+            .enumerate()
+        {
+            if s.kind.is_type() {
+                for fam in self.families_of(&s.name, min) {
+                    if !out.iter().any(|o| o == fam) {
+                        out.push(fam.to_owned());
+                    }
+                }
+            }
+            let id = SymbolId {
+                file,
+                symbol: i as u32,
+            };
+            if let Some(key) = self.member_of.get(&id) {
+                if !out.contains(key) {
+                    out.push(key.clone());
+                }
+            }
+        }
+        out
     }
 
     fn resolve(&self, from: SymbolId, name: &str, member: bool) -> Vec<SymbolId> {
@@ -269,5 +431,98 @@ impl<'i> Graph<'i> {
             })
             .map(|c| c.name.as_str())
             .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn index_of(files: &[(&str, &str)]) -> (Index, std::path::PathBuf) {
+        let dir = std::env::temp_dir().join(format!(
+            "devboy-explore-graph-{}-{}",
+            std::process::id(),
+            files.len()
+        ));
+        let _ = std::fs::remove_dir_all(&dir);
+        for (path, text) in files {
+            let path = dir.join("repo").join(path);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, text).unwrap();
+        }
+        let index = Index::open(&dir.join("repo"), &dir.join("cache")).unwrap();
+        (index, dir)
+    }
+
+    fn family_names(g: &Graph<'_>) -> Vec<(String, Vec<String>)> {
+        let mut out: Vec<(String, Vec<String>)> = g
+            .members
+            .iter()
+            .map(|(k, ids)| {
+                let mut names: Vec<String> = ids.iter().map(|&id| g.qualified(id)).collect();
+                names.sort();
+                (k.clone(), names)
+            })
+            .collect();
+        out.sort();
+        out
+    }
+
+    #[test]
+    fn families_without_a_supertype() {
+        let handler = |name: &str| format!("def {name}(request):\n    return request\n\n");
+        let (index, dir) = index_of(&[
+            (
+                "app/handlers.py",
+                &format!(
+                    "{}{}{}HANDLERS = {{\"json\": json_handler, \"html\": html_handler, \"text\": text_handler, \"n\": 3}}\n",
+                    handler("json_handler"),
+                    handler("html_handler"),
+                    handler("text_handler")
+                ),
+            ),
+            (
+                "app/backends.py",
+                "@register\nclass Redis:\n    pass\n\n@register\nclass Memory:\n    pass\n\n@register\nclass Disk:\n    pass\n\n@property\ndef plain(): pass\n",
+            ),
+            ("plugins/a.py", "@hookimpl\ndef pytest_configure(config):\n    pass\n"),
+            ("plugins/b.py", "@hookimpl(tryfirst=True)\ndef pytest_configure(config):\n    pass\n"),
+            ("plugins/c.py", "class P:\n    @hookimpl\n    def pytest_configure(self, config):\n        pass\n"),
+            (
+                "gin/middleware.go",
+                "package gin\ntype HandlerFunc func(*Context)\nfunc Logger() HandlerFunc { return nil }\nfunc Recovery() HandlerFunc { return nil }\nfunc BasicAuth(a string) HandlerFunc { return nil }\nfunc Other() int { return 1 }\n",
+            ),
+        ]);
+        let graph = Graph::new(&index);
+        assert_eq!(
+            family_names(&graph),
+            [
+                (
+                    "@hookimpl pytest_configure".to_string(),
+                    vec![
+                        "P.pytest_configure".to_string(),
+                        "pytest_configure".into(),
+                        "pytest_configure".into()
+                    ]
+                ),
+                (
+                    "@register".to_string(),
+                    vec!["Disk".into(), "Memory".into(), "Redis".into()]
+                ),
+                (
+                    "registry app/handlers.py#0".to_string(),
+                    vec![
+                        "html_handler".into(),
+                        "json_handler".into(),
+                        "text_handler".into()
+                    ]
+                ),
+                (
+                    "returns HandlerFunc".to_string(),
+                    vec!["BasicAuth".into(), "Logger".into(), "Recovery".into()]
+                ),
+            ]
+        );
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

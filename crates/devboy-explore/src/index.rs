@@ -21,8 +21,9 @@ use serde::{Deserialize, Serialize};
 use crate::extract::{extract, FileFacts};
 use crate::lang::Lang;
 
-/// The stored index's format; any other is rebuilt.
-const VERSION: u32 = 2;
+/// The stored index's format; any other is rebuilt. Bump it with every change
+/// to what [`extract`] reads, or stale facts are trusted.
+const VERSION: u32 = 4;
 
 /// Larger files are not source worth reading (generated tables, bundles).
 pub const MAX_FILE_BYTES: u64 = 1_000_000;
@@ -312,6 +313,7 @@ fn parse_all(found: &[Found], todo: &[usize], files: &mut [Option<IndexedFile>])
                             lines: 0,
                             symbols: Vec::new(),
                             calls: Vec::new(),
+                            groups: Vec::new(),
                         })
                     } else {
                         extract(f.lang, &text)
