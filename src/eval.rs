@@ -260,3 +260,215 @@ pub fn eval_explore(
     }
     Ok(())
 }
+
+/// What `find_files` gave for one instance.
+#[derive(Debug, Serialize)]
+pub struct FindOutcome {
+    pub instance_id: String,
+    pub repo: String,
+    pub recall_at_gold: f64,
+    pub exact_at_gold: f64,
+    pub recall_at_5: f64,
+    pub recall_at_10: f64,
+    pub mrr: f64,
+    pub ndcg_at_10: f64,
+    pub files: usize,
+    pub seconds: f64,
+    pub ranked: Vec<String>,
+}
+
+/// Figures over a set of `find_files` instances.
+#[derive(Debug, Serialize)]
+pub struct FindSummary {
+    pub instances: usize,
+    pub recall_at_gold: f64,
+    pub exact_at_gold: f64,
+    pub recall_at_5: f64,
+    pub recall_at_10: f64,
+    pub mrr: f64,
+    pub ndcg_at_10: f64,
+    pub avg_files: f64,
+    pub avg_seconds: f64,
+    pub llm_calls: f64,
+    pub llm_input_tokens: f64,
+    pub llm_output_tokens: f64,
+}
+
+/// The ranking metrics of `ranked` against `gold`.
+pub fn find_metrics(ranked: &[String], gold: &[String]) -> [f64; 6] {
+    let g = gold.len().max(1) as f64;
+    let hits_in = |n: usize| ranked.iter().take(n).filter(|p| gold.contains(p)).count() as f64;
+    let at_gold = hits_in(gold.len());
+    let first = ranked.iter().position(|p| gold.contains(p));
+    let dcg: f64 = ranked
+        .iter()
+        .take(10)
+        .enumerate()
+        .filter(|(_, p)| gold.contains(p))
+        .map(|(i, _)| 1.0 / ((i + 2) as f64).log2())
+        .sum();
+    let idcg: f64 = (0..gold.len().min(10))
+        .map(|i| 1.0 / ((i + 2) as f64).log2())
+        .sum();
+    [
+        at_gold / g,
+        if at_gold as usize == gold.len() {
+            1.0
+        } else {
+            0.0
+        },
+        hits_in(5) / g,
+        hits_in(10) / g,
+        first.map_or(0.0, |r| 1.0 / (r + 1) as f64),
+        if idcg > 0.0 { dcg / idcg } else { 0.0 },
+    ]
+}
+
+fn find_summary(outcomes: &[&FindOutcome]) -> FindSummary {
+    let n = outcomes.len().max(1) as f64;
+    let mean = |f: &dyn Fn(&FindOutcome) -> f64| outcomes.iter().map(|o| f(o)).sum::<f64>() / n;
+    FindSummary {
+        instances: outcomes.len(),
+        recall_at_gold: mean(&|o| o.recall_at_gold),
+        exact_at_gold: mean(&|o| o.exact_at_gold),
+        recall_at_5: mean(&|o| o.recall_at_5),
+        recall_at_10: mean(&|o| o.recall_at_10),
+        mrr: mean(&|o| o.mrr),
+        ndcg_at_10: mean(&|o| o.ndcg_at_10),
+        avg_files: mean(&|o| o.files as f64),
+        avg_seconds: mean(&|o| o.seconds),
+        llm_calls: 0.0,
+        llm_input_tokens: 0.0,
+        llm_output_tokens: 0.0,
+    }
+}
+
+/// `devboy eval find-files` (the offline ranker; no model is configured).
+pub fn eval_find_files(dataset: &Path, repos: &Path, k: usize, json: bool) -> anyhow::Result<()> {
+    let rows = read_dataset(dataset)?;
+    if rows.is_empty() {
+        bail!("{}: no rows", dataset.display());
+    }
+    let scratch = std::env::temp_dir().join(format!("devboy-eval-find-{}", std::process::id()));
+    let tty = std::io::stderr().is_terminal();
+    let mut outcomes: Vec<FindOutcome> = Vec::with_capacity(rows.len());
+    let mut failures = 0usize;
+    for (n, row) in rows.iter().enumerate() {
+        let run = || -> anyhow::Result<FindOutcome> {
+            let repo = repository(repos, &row.repo)?;
+            let tree = scratch.join(&row.instance_id);
+            let cache = scratch.join("cache");
+            let _ = std::fs::remove_dir_all(&tree);
+            export(&repo, &row.base_commit, &tree)?;
+            let started = Instant::now();
+            let index = devboy_explore::Index::open(&tree, &cache)?;
+            let found = devboy_explore::rank_offline(&index, &row.problem_statement, k.max(10));
+            let seconds = started.elapsed().as_secs_f64();
+            let _ = std::fs::remove_dir_all(&tree);
+            let _ = std::fs::remove_dir_all(&cache);
+            let ranked: Vec<String> = found.into_iter().map(|f| f.path).collect();
+            let [recall_at_gold, exact_at_gold, recall_at_5, recall_at_10, mrr, ndcg_at_10] =
+                find_metrics(&ranked, &row.gold_files);
+            Ok(FindOutcome {
+                instance_id: row.instance_id.clone(),
+                repo: row.repo.clone(),
+                recall_at_gold,
+                exact_at_gold,
+                recall_at_5,
+                recall_at_10,
+                mrr,
+                ndcg_at_10,
+                files: ranked.len().min(k),
+                seconds,
+                ranked: ranked.into_iter().take(k.max(10)).collect(),
+            })
+        };
+        match run() {
+            Ok(outcome) => {
+                let line = format!(
+                    "[{}/{}] {} recall@gold {:.2} · recall@10 {:.2} · {:.1} s",
+                    n + 1,
+                    rows.len(),
+                    outcome.instance_id,
+                    outcome.recall_at_gold,
+                    outcome.recall_at_10,
+                    outcome.seconds
+                );
+                if tty {
+                    eprint!("\r\x1b[2K{line}");
+                } else {
+                    eprintln!("{line}");
+                }
+                outcomes.push(outcome);
+            }
+            Err(e) => {
+                failures += 1;
+                if tty {
+                    eprintln!();
+                }
+                eprintln!("[{}/{}] {}: {e:#}", n + 1, rows.len(), row.instance_id);
+            }
+        }
+    }
+    if tty {
+        eprintln!();
+    }
+    let _ = std::fs::remove_dir_all(&scratch);
+    let mut names: Vec<&str> = outcomes.iter().map(|o| o.repo.as_str()).collect();
+    names.sort();
+    names.dedup();
+    let per_repo: Vec<(String, FindSummary)> = names
+        .iter()
+        .map(|r| {
+            let of: Vec<&FindOutcome> = outcomes.iter().filter(|o| o.repo == *r).collect();
+            (r.to_string(), find_summary(&of))
+        })
+        .collect();
+    let overall = find_summary(&outcomes.iter().collect::<Vec<_>>());
+    let mut out = std::io::stdout().lock();
+    if json {
+        let report = serde_json::json!({
+            "strategy": "offline",
+            "k": k,
+            "overall": overall,
+            "repos": per_repo.iter().map(|(r, s)| (r.clone(), serde_json::to_value(s).unwrap_or_default())).collect::<serde_json::Map<_, _>>(),
+            "failures": failures,
+            "instances": outcomes,
+        });
+        serde_json::to_writer(&mut out, &report)?;
+        writeln!(out)?;
+    } else {
+        writeln!(
+            out,
+            "devboy eval find-files: {} instances ({failures} failed), strategy offline (no model), k {k}",
+            outcomes.len()
+        )?;
+        writeln!(out)?;
+        writeln!(
+            out,
+            "{:<24} {:>5} {:>9} {:>8} {:>8} {:>9} {:>6} {:>8}",
+            "repo", "n", "recall@g", "exact@g", "recall@5", "recall@10", "mrr", "ndcg@10"
+        )?;
+        for (repo, s) in per_repo
+            .iter()
+            .chain(std::iter::once(&("overall".to_string(), overall)))
+        {
+            writeln!(
+                out,
+                "{:<24} {:>5} {:>9.3} {:>8.3} {:>8.3} {:>9.3} {:>6.3} {:>8.3}",
+                repo,
+                s.instances,
+                s.recall_at_gold,
+                s.exact_at_gold,
+                s.recall_at_5,
+                s.recall_at_10,
+                s.mrr,
+                s.ndcg_at_10
+            )?;
+        }
+    }
+    if outcomes.is_empty() {
+        bail!("every instance failed");
+    }
+    Ok(())
+}

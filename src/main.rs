@@ -117,6 +117,27 @@ enum Command {
     /// Turn an encoded body on stdin back into the original (JSON as
     /// compact JSON, Markdown and text byte for byte).
     Decode,
+    /// The files a question or an issue is about, ranked. With no model
+    /// configured (the only way today), the offline ranker: the code graph
+    /// (symbols, call paths, mentioned paths), BM25 over paths, and the
+    /// query's identifiers in file text.
+    FindFiles {
+        /// The question or issue text.
+        query: String,
+        /// The source tree (default: the current directory).
+        #[arg(long, value_name = "DIR", default_value = ".")]
+        root: PathBuf,
+        /// How many files.
+        #[arg(long, value_name = "N", default_value_t = 10)]
+        k: usize,
+        /// `auto` and `offline` rank without a model; `beam` and `block`
+        /// (LLM-guided) need one.
+        #[arg(long, value_enum, default_value_t = FindStrategy::Auto)]
+        strategy: FindStrategy,
+        /// `text` (what the model sees) or `json`.
+        #[arg(long, value_enum, default_value_t = ExploreFormat::Text)]
+        format: ExploreFormat,
+    },
     /// Evaluate a built-in tool over a SWE-bench-style dataset.
     Eval {
         #[command(subcommand)]
@@ -323,6 +344,65 @@ enum EvalCommand {
         #[arg(long, value_enum, default_value_t = ExploreFormat::Text)]
         format: ExploreFormat,
     },
+    /// Ranking quality of `find-files` (recall@gold, exact@gold, recall@5,
+    /// recall@10, MRR, nDCG@10), same dataset and repository layout as
+    /// `eval explore`.
+    FindFiles {
+        dataset: PathBuf,
+        /// Where the repositories are.
+        #[arg(long, value_name = "DIR")]
+        repos: PathBuf,
+        /// Files returned per query.
+        #[arg(long, value_name = "N", default_value_t = 10)]
+        k: usize,
+        /// `json` prints one JSON object (with every instance) instead of the table.
+        #[arg(long, value_enum, default_value_t = ExploreFormat::Text)]
+        format: ExploreFormat,
+    },
+}
+
+/// How `devboy find-files` ranks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum FindStrategy {
+    Auto,
+    Offline,
+    Beam,
+    Block,
+}
+
+fn find_files_cmd(
+    query: &str,
+    root: &std::path::Path,
+    k: usize,
+    strategy: FindStrategy,
+    format: ExploreFormat,
+) -> anyhow::Result<()> {
+    use std::io::Write as _;
+    if matches!(strategy, FindStrategy::Beam | FindStrategy::Block) {
+        anyhow::bail!(
+            "--strategy {}: LLM-guided retrieval needs a model, and devboy cannot use one yet; use --strategy auto (the offline ranker)",
+            if strategy == FindStrategy::Beam { "beam" } else { "block" }
+        );
+    }
+    let index = devboy_explore::Index::open(root, &devboy_explore::cache_dir())?;
+    let found = devboy_explore::rank_offline(&index, query, k);
+    let mut out = std::io::stdout().lock();
+    match format {
+        ExploreFormat::Text => {
+            out.write_all(devboy_explore::render_found(query, &found).as_bytes())?
+        }
+        ExploreFormat::Json => {
+            let report = serde_json::json!({
+                "strategy": "offline",
+                "files": found,
+                "llm": {"calls": 0, "input_tokens": 0, "cached_input_tokens": 0, "output_tokens": 0},
+                "index": {"files": index.files.len(), "seconds": index.stats.seconds},
+            });
+            serde_json::to_writer(&mut out, &report)?;
+            out.write_all(b"\n")?;
+        }
+    }
+    Ok(())
 }
 
 /// How `devboy explore` prints its answer.
@@ -444,6 +524,22 @@ fn run(command: Command) -> anyhow::Result<()> {
             budget_chars,
             format == ExploreFormat::Json,
         ),
+        Command::Eval {
+            what:
+                EvalCommand::FindFiles {
+                    dataset,
+                    repos,
+                    k,
+                    format,
+                },
+        } => eval::eval_find_files(&dataset, &repos, k, format == ExploreFormat::Json),
+        Command::FindFiles {
+            query,
+            root,
+            k,
+            strategy,
+            format,
+        } => find_files_cmd(&query, &root, k, strategy, format),
         Command::Explore {
             query,
             root,

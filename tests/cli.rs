@@ -32,7 +32,8 @@ async fn no_config_serves_the_builtin_tools() {
             "devboy_status",
             "devboy_compact",
             "devboy_expand",
-            "devboy_explore"
+            "devboy_explore",
+            "devboy_find_files"
         ],
         "{list}"
     );

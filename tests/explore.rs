@@ -420,3 +420,113 @@ fn a_registry_of_handler_functions_is_a_family() {
     // The example is the shortest: json's.
     assert_eq!(render_of(&answer, "json_out.py"), Some("full"), "{text}");
 }
+
+/// `devboy find-files` (offline: no model) on the fixture, through the
+/// command and the built-in tool; `devboy eval find-files` reports the
+/// ranking metrics per repository.
+#[tokio::test(flavor = "multi_thread")]
+async fn find_files_ranks_the_files_an_issue_is_about() {
+    let dir = common::TempDir::new("find-files");
+    let (root, cache) = (dir.path().join("repo"), dir.path().join("cache"));
+    fixture(&root);
+    let issue = "StageChain.proceed skips the last stage when the pipeline has an EmitStage";
+    let out = Command::new(DEVBOY)
+        .args([
+            "find-files",
+            issue,
+            "--k",
+            "3",
+            "--format",
+            "json",
+            "--root",
+        ])
+        .arg(&root)
+        .env("DEVBOY_CACHE_DIR", &cache)
+        .output()
+        .expect("devboy runs");
+    assert!(out.status.success(), "{out:?}");
+    let found: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let paths: Vec<&str> = found["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|f| f["path"].as_str())
+        .collect();
+    assert_eq!(paths.len(), 3, "{found}");
+    assert_eq!(paths[0], "src/demo/StageChain.kt", "{found}");
+    assert!(paths.contains(&"src/demo/stages/EmitStage.kt"), "{found}");
+    assert_eq!(found["strategy"], "offline");
+    assert_eq!(found["llm"]["calls"], 0);
+
+    // LLM strategies say what they need.
+    let out = Command::new(DEVBOY)
+        .args(["find-files", issue, "--strategy", "block", "--root"])
+        .arg(&root)
+        .env("DEVBOY_CACHE_DIR", &cache)
+        .output()
+        .expect("devboy runs");
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("needs a model"),
+        "{out:?}"
+    );
+
+    // The tool.
+    let empty = common::TempDir::new("find-files-config");
+    let mut client = common::RawClient::start_command(
+        &["mcp"],
+        &[
+            ("DEVBOY_CONFIG_DIR", empty.path().to_str().unwrap()),
+            ("DEVBOY_CACHE_DIR", cache.to_str().unwrap()),
+        ],
+    )
+    .await;
+    client
+        .send(json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+            "params": {"name": "devboy_find_files", "arguments": {"query": issue, "root": root, "k": 2}}}))
+        .await;
+    let answer = client.recv_response(1).await;
+    let text = answer["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(text.contains("1. src/demo/StageChain.kt\n"), "{answer}");
+    assert!(!text.contains("3. "), "k = 2: {answer}");
+
+    // The evaluation, on the fixture as a repository.
+    let repos = dir.path().join("repos");
+    let work = repos.join("demo+pipeline");
+    fixture(&work);
+    git(&work, &["init", "-q"]);
+    git(&work, &["add", "."]);
+    git(&work, &["commit", "-q", "-m", "pipeline"]);
+    let dataset = dir.path().join("dataset.jsonl");
+    std::fs::write(
+        &dataset,
+        format!(
+            "{}\n",
+            json!({"instance_id": "demo__pipeline-2", "repo": "demo/pipeline", "base_commit": "HEAD",
+                   "problem_statement": issue,
+                   "gold_files": ["src/demo/StageChain.kt", "src/demo/stages/EmitStage.kt"]})
+        ),
+    )
+    .unwrap();
+    let out = Command::new(DEVBOY)
+        .args(["eval", "find-files"])
+        .arg(&dataset)
+        .arg("--repos")
+        .arg(&repos)
+        .args(["--format", "json"])
+        .output()
+        .expect("devboy runs");
+    assert!(out.status.success(), "{out:?}");
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let overall = &report["overall"];
+    assert_eq!(overall["instances"], 1, "{report}");
+    assert_eq!(overall["recall_at_10"], 1.0, "{report}");
+    assert_eq!(overall["mrr"], 1.0, "{report}");
+    assert!(
+        overall["recall_at_gold"].as_f64().unwrap() >= 0.5,
+        "{report}"
+    );
+    assert_eq!(overall["llm_calls"], 0.0, "{report}");
+}

@@ -176,7 +176,7 @@ pub fn words(name: &str) -> Vec<String> {
 }
 
 /// A light stem, so `requests`, `request` and `requested` meet.
-fn stem(word: &str) -> String {
+pub(crate) fn stem(word: &str) -> String {
     let w = word;
     for suffix in ["ies", "ing", "ed", "es", "s"] {
         if w.len() > suffix.len() + 3 && w.ends_with(suffix) && !w.ends_with("ss") {
@@ -193,11 +193,11 @@ fn stem(word: &str) -> String {
 
 /// What a query asks about.
 #[derive(Debug, Default)]
-struct Query {
+pub(crate) struct Query {
     /// Identifiers written as such (a case change inside, `_`, `.`).
-    identifiers: Vec<String>,
+    pub(crate) identifiers: Vec<String>,
     /// Stemmed words.
-    terms: Vec<String>,
+    pub(crate) terms: Vec<String>,
     /// Whether it is about tests.
     tests: bool,
     /// File paths it mentions (`requests/models.py`, a traceback's
@@ -681,8 +681,29 @@ fn render_file(
 }
 
 /// Answers `query` from `index`.
-pub fn explore(index: &Index, query: &str, options: &Options) -> Answer {
-    let graph = Graph::new(index);
+/// What a question picks out of the graph: its words, the scored
+/// symbols, the spine and its paths, and the files ranked.
+pub(crate) struct Analysis {
+    pub(crate) q: Query,
+    scores: HashMap<SymbolId, f64>,
+    spine: Vec<SymbolId>,
+    paths: Vec<Vec<SymbolId>>,
+    on_spine: HashSet<u32>,
+    by_file: HashMap<u32, Vec<(u32, f64)>>,
+    best: f64,
+    /// Files (index positions) with their relevance, most relevant first.
+    pub(crate) ranked: Vec<(u32, f64)>,
+}
+
+impl Analysis {
+    /// Whether the query names `path` (by path, module or traceback).
+    pub(crate) fn mentions(&self, path: &str) -> bool {
+        self.q.paths.iter().any(|m| mentions_path(path, m))
+    }
+}
+
+/// Reads `query` against `graph`: entry symbols, spine, file ranking.
+pub(crate) fn analyze(graph: &Graph<'_>, index: &Index, query: &str) -> Analysis {
     // The project's own name says nothing about where to look.
     let project = index
         .root
@@ -779,6 +800,30 @@ pub fn explore(index: &Index, query: &str, options: &Options) -> Answer {
         })
         .collect();
     ranked.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    Analysis {
+        q,
+        scores,
+        spine,
+        paths,
+        on_spine,
+        by_file,
+        best,
+        ranked,
+    }
+}
+
+pub fn explore(index: &Index, query: &str, options: &Options) -> Answer {
+    let graph = Graph::new(index);
+    let Analysis {
+        scores,
+        spine,
+        paths,
+        on_spine,
+        by_file,
+        best,
+        ranked,
+        ..
+    } = analyze(&graph, index, query);
 
     // Which symbols of a file are relevant: scored or on the spine.
     let mut relevant: HashMap<u32, HashSet<u32>> = HashMap::new();

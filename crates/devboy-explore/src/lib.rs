@@ -13,9 +13,11 @@
 
 pub mod answer;
 pub mod extract;
+pub mod find;
 pub mod graph;
 pub mod index;
 pub mod lang;
 
 pub use answer::{explore, Answer, Options, Render};
+pub use find::{rank_offline, render as render_found, Found};
 pub use index::{cache_dir, Index};

@@ -14,6 +14,7 @@
 mod compact;
 mod expand;
 mod explore;
+mod find_files;
 mod status;
 
 use std::sync::Arc;
@@ -100,6 +101,7 @@ impl BuiltinRegistry {
             .with(compact::Compact)
             .with(expand::Expand)
             .with(explore::Explore::new(&config.explore))
+            .with(find_files::FindFiles)
     }
 
     /// No built-in tools.

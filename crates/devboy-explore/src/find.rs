@@ -1,0 +1,231 @@
+//! `find_files`: the files a question or an issue is about, ranked — the
+//! offline ranker, which needs no model.
+//!
+//! Two rankings are fused by reciprocal rank (`1 / (RRF_K + rank)`, each
+//! weighted):
+//!
+//! - **Code**: what the code graph says ([`crate::answer`]'s analysis):
+//!   symbols the query names or describes, the call paths between them,
+//!   files it mentions by path, module or traceback line, implementations
+//!   of the types on those paths.
+//! - **Paths**: fielded BM25 over each file's path, the basename weighted
+//!   [`BASENAME_WEIGHT`], the parent directory [`PARENT_WEIGHT`], the whole
+//!   path 1, with the query's words (stemmed as the code ranking stems
+//!   them).
+//! - **Text**: files whose text contains the query's identifiers, each
+//!   weighted by how rare it is across files (read at query time).
+//!
+//! A file the query names by path comes first whatever the rankings say.
+//! The weights (code 1, paths [`PATH_SHARE`], text [`TEXT_SHARE`], offset
+//! [`RRF_K`]) were chosen on SWE-bench Lite's mid-size repositories (see
+//! docs/measurements.md#find-files), the development set.
+
+use std::collections::HashMap;
+
+use serde::Serialize;
+
+use crate::answer::{analyze, stem, words};
+use crate::graph::Graph;
+use crate::index::Index;
+
+/// Weight of a path's basename words.
+pub const BASENAME_WEIGHT: f64 = 3.0;
+/// Weight of its parent directory's words.
+pub const PARENT_WEIGHT: f64 = 1.5;
+/// The rank offset of reciprocal-rank fusion.
+const RRF_K: f64 = 5.0;
+/// How much the path ranking counts next to the code ranking.
+const PATH_SHARE: f64 = 0.5;
+/// How much the file-text ranking counts.
+const TEXT_SHARE: f64 = 0.7;
+/// BM25's parameters.
+const BM25_K1: f64 = 1.2;
+const BM25_B: f64 = 0.75;
+
+/// One file found.
+#[derive(Debug, Clone, Serialize)]
+pub struct Found {
+    pub path: String,
+    pub score: f64,
+}
+
+/// The words of a path's fields: basename (without extension), parent
+/// directory, the whole path.
+fn path_fields(path: &str) -> [Vec<String>; 3] {
+    let stemmed = |s: &str| -> Vec<String> { words(s).iter().map(|w| stem(w)).collect() };
+    let (dir, file) = path.rsplit_once('/').unwrap_or(("", path));
+    let base = file.split_once('.').map_or(file, |(b, _)| b);
+    let parent = dir.rsplit('/').next().unwrap_or("");
+    [stemmed(base), stemmed(parent), stemmed(path)]
+}
+
+/// Fielded BM25 of every file's path against `terms`; files with no match
+/// are left out.
+fn path_ranking(index: &Index, terms: &[String]) -> Vec<(u32, f64)> {
+    let fields: Vec<[Vec<String>; 3]> = index.files.iter().map(|f| path_fields(&f.path)).collect();
+    let n = fields.len().max(1) as f64;
+    let weights = [BASENAME_WEIGHT, PARENT_WEIGHT, 1.0];
+    let avg: Vec<f64> = (0..3)
+        .map(|k| fields.iter().map(|f| f[k].len()).sum::<usize>() as f64 / n)
+        .collect();
+    let mut df: HashMap<&str, usize> = HashMap::new();
+    for f in &fields {
+        let mut seen: Vec<&str> = f[2].iter().map(String::as_str).collect();
+        seen.sort_unstable();
+        seen.dedup();
+        for w in seen {
+            *df.entry(w).or_default() += 1;
+        }
+    }
+    let mut out = Vec::new();
+    for (i, f) in fields.iter().enumerate() {
+        if index.files[i].generated {
+            continue;
+        }
+        let mut score = 0.0;
+        for t in terms {
+            let Some(&d) = df.get(t.as_str()) else {
+                continue;
+            };
+            let idf = (1.0 + (n - d as f64 + 0.5) / (d as f64 + 0.5)).ln();
+            // BM25F: field-weighted term frequency, length-normalized per field.
+            let tf: f64 = (0..3)
+                .map(|k| {
+                    let count = f[k].iter().filter(|w| *w == t).count() as f64;
+                    let norm = 1.0 - BM25_B + BM25_B * f[k].len() as f64 / avg[k].max(1.0);
+                    weights[k] * count / norm
+                })
+                .sum();
+            if tf > 0.0 {
+                score += idf * tf * (BM25_K1 + 1.0) / (tf + BM25_K1);
+            }
+        }
+        if score > 0.0 {
+            out.push((i as u32, score));
+        }
+    }
+    out.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    out
+}
+
+/// Files whose text contains the query's identifiers (at least
+/// [`MIN_IDENTIFIER`] characters long), scored by how rare each is across
+/// files.
+fn text_ranking(index: &Index, identifiers: &[String]) -> Vec<(u32, f64)> {
+    let mut ids: Vec<&str> = identifiers
+        .iter()
+        .map(String::as_str)
+        .filter(|i| i.len() >= MIN_IDENTIFIER)
+        .collect();
+    ids.sort_unstable();
+    ids.dedup();
+    ids.truncate(MAX_IDENTIFIERS);
+    if ids.is_empty() {
+        return Vec::new();
+    }
+    let mut hits: Vec<(u32, Vec<usize>)> = Vec::new();
+    let mut df = vec![0usize; ids.len()];
+    for (f, file) in index.files.iter().enumerate() {
+        if file.generated {
+            continue;
+        }
+        let Some(text) = index.read(&file.path) else {
+            continue;
+        };
+        let found: Vec<usize> = (0..ids.len()).filter(|&i| text.contains(ids[i])).collect();
+        for &i in &found {
+            df[i] += 1;
+        }
+        if !found.is_empty() {
+            hits.push((f as u32, found));
+        }
+    }
+    let n = index.files.len().max(1) as f64;
+    let mut out: Vec<(u32, f64)> = hits
+        .into_iter()
+        .map(|(f, found)| {
+            let score = found
+                .iter()
+                .map(|&i| (1.0 + n / (1.0 + df[i] as f64)).ln())
+                .sum();
+            (f, score)
+        })
+        .collect();
+    out.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    out
+}
+
+/// The shortest identifier looked for in file text.
+const MIN_IDENTIFIER: usize = 4;
+/// The most identifiers looked for.
+const MAX_IDENTIFIERS: usize = 24;
+
+/// The `k` files most likely to be what `query` is about, best first,
+/// with no model.
+pub fn rank_offline(index: &Index, query: &str, k: usize) -> Vec<Found> {
+    let graph = Graph::new(index);
+    let analysis = analyze(&graph, index, query);
+    let paths = path_ranking(index, &analysis.q.terms);
+    let (rrf_k, path_share, text_share) = (RRF_K, PATH_SHARE, TEXT_SHARE);
+    let mut fused: HashMap<u32, f64> = HashMap::new();
+    for (rank, &(f, _)) in analysis.ranked.iter().enumerate() {
+        *fused.entry(f).or_default() += 1.0 / (rrf_k + rank as f64 + 1.0);
+    }
+    for (rank, &(f, _)) in paths.iter().enumerate() {
+        *fused.entry(f).or_default() += path_share / (rrf_k + rank as f64 + 1.0);
+    }
+    {
+        for (rank, &(f, _)) in text_ranking(index, &analysis.q.identifiers)
+            .iter()
+            .enumerate()
+        {
+            *fused.entry(f).or_default() += text_share / (rrf_k + rank as f64 + 1.0);
+        }
+    }
+    // Named by path: first.
+    for (f, file) in index.files.iter().enumerate() {
+        if analysis.mentions(&file.path) {
+            *fused.entry(f as u32).or_default() += 1.0;
+        }
+    }
+    let mut out: Vec<(u32, f64)> = fused
+        .into_iter()
+        .filter(|(f, _)| !index.files[*f as usize].generated)
+        .collect();
+    out.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    out.into_iter()
+        .take(k)
+        .map(|(f, score)| Found {
+            path: index.files[f as usize].path.clone(),
+            score,
+        })
+        .collect()
+}
+
+/// What the model reads of a ranking.
+pub fn render(query: &str, found: &[Found]) -> String {
+    let mut text = format!(
+        "# find_files: {} (offline ranker: code graph, paths, text; no model)\n",
+        query.trim().lines().next().unwrap_or_default()
+    );
+    if found.is_empty() {
+        text.push_str("No source file matches the question's words.\n");
+    }
+    for (i, f) in found.iter().enumerate() {
+        text.push_str(&format!("{}. {}\n", i + 1, f.path));
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn path_fields_split_basename_parent_and_path() {
+        let [base, parent, all] = path_fields("src/_pytest/assertion/rewrite.py");
+        assert_eq!(base, ["rewrite"]);
+        assert_eq!(parent, ["assertion"]);
+        assert_eq!(all, ["src", "pytest", "assertion", "rewrite", "py"]);
+    }
+}
