@@ -711,7 +711,7 @@ pub(crate) fn analyze(graph: &Graph<'_>, index: &Index, query: &str) -> Analysis
         .and_then(|n| n.to_str())
         .map(|n| n.to_ascii_lowercase().replace(['-', '_'], ""));
     let q = parse_query(query, project.as_deref());
-    let scores = score_symbols(&graph, &q);
+    let scores = score_symbols(graph, &q);
     let entry = entries(&scores);
     if std::env::var_os("DEVBOY_EXPLORE_DEBUG").is_some() {
         let mut fams: Vec<(&String, usize)> =
@@ -734,7 +734,7 @@ pub(crate) fn analyze(graph: &Graph<'_>, index: &Index, query: &str) -> Analysis
                 .get(name.as_str())
                 .is_some_and(|all| all.len() < MIN_SIBLINGS)
     };
-    let (spine, paths) = spine(&graph, &entry, &named);
+    let (spine, paths) = spine(graph, &entry, &named);
     let on_spine: HashSet<u32> = spine.iter().map(|id| id.file).collect();
 
     // File relevance: its best symbol, a share of the others, the spine.
