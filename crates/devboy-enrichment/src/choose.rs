@@ -43,8 +43,15 @@ pub(crate) fn best_subset(items: &[Item], budget: usize, max_count: usize) -> Ve
     search.best.into_iter().map(|k| order[k]).collect()
 }
 
+/// Value per token; a free item comes first (the fractional bound takes
+/// items in this order and stops at the first that does not fit, so a free
+/// item ordered after it would be left out of the bound and pruned).
 fn density(item: Item) -> f64 {
-    item.value / (item.cost.max(1) as f64)
+    if item.cost == 0 {
+        f64::INFINITY
+    } else {
+        item.value / item.cost as f64
+    }
 }
 
 struct Search<'a> {
@@ -166,6 +173,34 @@ mod tests {
                     .collect();
                 (items, budget, k)
             })
+    }
+
+    /// Found by the property below in CI: a free item ordered last by a
+    /// density of value per max(cost, 1) fell outside the fractional bound
+    /// and was pruned (105 instead of 106).
+    #[test]
+    fn a_free_item_is_never_pruned() {
+        let items = [
+            Item {
+                value: 25.0,
+                cost: 6,
+            },
+            Item {
+                value: 38.0,
+                cost: 9,
+            },
+            Item {
+                value: 1.0,
+                cost: 0,
+            },
+            Item {
+                value: 67.0,
+                cost: 16,
+            },
+        ];
+        let chosen = best_subset(&items, 25, 3);
+        assert_eq!(value_of(&items, &chosen), 106.0, "{chosen:?}");
+        assert_eq!(optimum(&items, 25, 3), 106.0);
     }
 
     proptest! {
