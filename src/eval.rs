@@ -125,76 +125,42 @@ fn export(repo: &Path, commit: &str, into: &Path) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Runs one instance.
-fn run_one(
-    row: &Row,
-    repos: &Path,
-    scratch: &Path,
-    options: &devboy_explore::Options,
-    tokenizer: &devboy_pipeline::Tokenizer,
-) -> anyhow::Result<Outcome> {
-    let repo = repository(repos, &row.repo)?;
-    let tree = scratch.join(&row.instance_id);
-    let cache = scratch.join("cache");
-    let _ = std::fs::remove_dir_all(&tree);
-    export(&repo, &row.base_commit, &tree)?;
-    let started = Instant::now();
-    let index = devboy_explore::Index::open(&tree, &cache)?;
-    let answer = devboy_explore::explore(&index, &row.problem_statement, options);
-    let seconds = started.elapsed().as_secs_f64();
-    let shown: Vec<&str> = answer.files.iter().map(|f| f.path.as_str()).collect();
-    let (found, missed): (Vec<String>, Vec<String>) = row
-        .gold_files
-        .iter()
-        .cloned()
-        .partition(|g| shown.contains(&g.as_str()));
-    let _ = std::fs::remove_dir_all(&tree);
-    let _ = std::fs::remove_dir_all(&cache);
-    Ok(Outcome {
-        instance_id: row.instance_id.clone(),
-        repo: row.repo.clone(),
-        recall: found.len() as f64 / row.gold_files.len().max(1) as f64,
-        tokens: tokenizer.count(&answer.text),
-        chars: answer.text.len(),
-        seconds,
-        files: answer.files.len(),
-        found,
-        missed,
-    })
-}
-
-/// `devboy eval explore`.
-pub fn eval_explore(
+/// Runs `answer` on every row of `dataset`: the row's tree exported at
+/// its base commit into a scratch directory and indexed cold (`answer`
+/// gets the row, the index and when indexing started), with a progress
+/// line per instance (in place on a terminal). A row that fails is named
+/// and skipped. Returns the outcomes and how many rows failed.
+fn run_dataset<T>(
     dataset: &Path,
     repos: &Path,
-    budget_chars: usize,
-    json: bool,
-) -> anyhow::Result<()> {
+    answer: impl Fn(&Row, &devboy_explore::Index, Instant) -> T,
+    progress: impl Fn(&T) -> String,
+) -> anyhow::Result<(Vec<T>, usize)> {
     let rows = read_dataset(dataset)?;
     if rows.is_empty() {
         bail!("{}: no rows", dataset.display());
     }
     let scratch = std::env::temp_dir().join(format!("devboy-eval-{}", std::process::id()));
-    let options = devboy_explore::Options {
-        budget_chars,
-        ..Default::default()
-    };
-    let tokenizer = devboy_pipeline::Tokenizer::O200k;
     let tty = std::io::stderr().is_terminal();
     let mut outcomes = Vec::with_capacity(rows.len());
     let mut failures = 0usize;
     for (n, row) in rows.iter().enumerate() {
-        match run_one(row, repos, &scratch, &options, &tokenizer) {
+        let run = || -> anyhow::Result<T> {
+            let repo = repository(repos, &row.repo)?;
+            let tree = scratch.join(&row.instance_id);
+            let cache = scratch.join("cache");
+            let _ = std::fs::remove_dir_all(&tree);
+            export(&repo, &row.base_commit, &tree)?;
+            let started = Instant::now();
+            let index = devboy_explore::Index::open(&tree, &cache)?;
+            let outcome = answer(row, &index, started);
+            let _ = std::fs::remove_dir_all(&tree);
+            let _ = std::fs::remove_dir_all(&cache);
+            Ok(outcome)
+        };
+        match run() {
             Ok(outcome) => {
-                let line = format!(
-                    "[{}/{}] {} recall {:.2} · {} tokens · {:.1} s",
-                    n + 1,
-                    rows.len(),
-                    outcome.instance_id,
-                    outcome.recall,
-                    outcome.tokens,
-                    outcome.seconds
-                );
+                let line = format!("[{}/{}] {}", n + 1, rows.len(), progress(&outcome));
                 if tty {
                     eprint!("\r\x1b[2K{line}");
                 } else {
@@ -215,48 +181,124 @@ pub fn eval_explore(
         eprintln!();
     }
     let _ = std::fs::remove_dir_all(&scratch);
-    let mut repos_seen: Vec<&str> = outcomes.iter().map(|o| o.repo.as_str()).collect();
-    repos_seen.sort();
-    repos_seen.dedup();
-    let per_repo: Vec<(String, Summary)> = repos_seen
+    if outcomes.is_empty() {
+        bail!("every instance failed");
+    }
+    Ok((outcomes, failures))
+}
+
+/// `summarize` over each repository's outcomes (by name) and over all.
+fn per_repo<T, S>(
+    outcomes: &[T],
+    repo_of: impl Fn(&T) -> &str,
+    summarize: impl Fn(&[&T]) -> S,
+) -> (Vec<(String, S)>, S) {
+    let mut names: Vec<&str> = outcomes.iter().map(&repo_of).collect();
+    names.sort_unstable();
+    names.dedup();
+    let repos = names
         .iter()
         .map(|r| {
-            let of: Vec<&Outcome> = outcomes.iter().filter(|o| o.repo == *r).collect();
+            let of: Vec<&T> = outcomes.iter().filter(|o| repo_of(o) == *r).collect();
             (r.to_string(), summarize(&of))
         })
         .collect();
-    let overall = summarize(&outcomes.iter().collect::<Vec<_>>());
+    (repos, summarize(&outcomes.iter().collect::<Vec<_>>()))
+}
+
+/// The JSON report: `fields`, then `overall`, `repos`, `failures` and
+/// every instance.
+fn write_json<T: Serialize, S: Serialize>(
+    mut fields: serde_json::Map<String, serde_json::Value>,
+    repos: &[(String, S)],
+    overall: &S,
+    failures: usize,
+    outcomes: &[T],
+) -> anyhow::Result<()> {
+    fields.insert("overall".into(), serde_json::to_value(overall)?);
+    let repos: serde_json::Map<String, serde_json::Value> = repos
+        .iter()
+        .map(|(r, s)| Ok((r.clone(), serde_json::to_value(s)?)))
+        .collect::<Result<_, serde_json::Error>>()?;
+    fields.insert("repos".into(), repos.into());
+    fields.insert("failures".into(), failures.into());
+    fields.insert("instances".into(), serde_json::to_value(outcomes)?);
     let mut out = std::io::stdout().lock();
+    serde_json::to_writer(&mut out, &fields)?;
+    writeln!(out)?;
+    Ok(())
+}
+
+/// `devboy eval explore`.
+pub fn eval_explore(
+    dataset: &Path,
+    repos: &Path,
+    budget_chars: usize,
+    json: bool,
+) -> anyhow::Result<()> {
+    let options = devboy_explore::Options {
+        budget_chars,
+        ..Default::default()
+    };
+    let tokenizer = devboy_pipeline::Tokenizer::O200k;
+    let (outcomes, failures) = run_dataset(
+        dataset,
+        repos,
+        |row, index, started| {
+            let answer = devboy_explore::explore(index, &row.problem_statement, &options);
+            let seconds = started.elapsed().as_secs_f64();
+            let shown: Vec<&str> = answer.files.iter().map(|f| f.path.as_str()).collect();
+            let (found, missed): (Vec<String>, Vec<String>) = row
+                .gold_files
+                .iter()
+                .cloned()
+                .partition(|g| shown.contains(&g.as_str()));
+            Outcome {
+                instance_id: row.instance_id.clone(),
+                repo: row.repo.clone(),
+                recall: found.len() as f64 / row.gold_files.len().max(1) as f64,
+                tokens: tokenizer.count(&answer.text),
+                chars: answer.text.len(),
+                seconds,
+                files: answer.files.len(),
+                found,
+                missed,
+            }
+        },
+        |o| {
+            format!(
+                "{} recall {:.2} · {} tokens · {:.1} s",
+                o.instance_id, o.recall, o.tokens, o.seconds
+            )
+        },
+    )?;
+    let (per_repo, overall) = per_repo(&outcomes, |o| o.repo.as_str(), summarize);
     if json {
-        let report = serde_json::json!({
-            "overall": overall,
-            "repos": per_repo.iter().map(|(r, s)| (r.clone(), serde_json::to_value(s).unwrap_or_default())).collect::<serde_json::Map<_, _>>(),
-            "failures": failures,
-            "instances": outcomes,
-        });
-        serde_json::to_writer(&mut out, &report)?;
-        writeln!(out)?;
-    } else {
-        writeln!(out, "devboy eval explore: {} instances ({failures} failed), budget {budget_chars} chars, tokens in o200k", outcomes.len())?;
-        writeln!(out)?;
+        return write_json(
+            serde_json::Map::new(),
+            &per_repo,
+            &overall,
+            failures,
+            &outcomes,
+        );
+    }
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "devboy eval explore: {} instances ({failures} failed), budget {budget_chars} chars, tokens in o200k", outcomes.len())?;
+    writeln!(out)?;
+    writeln!(
+        out,
+        "{:<24} {:>9} {:>8} {:>10} {:>10} {:>8}",
+        "repo", "instances", "recall", "avg tokens", "avg chars", "avg s"
+    )?;
+    for (repo, s) in per_repo
+        .iter()
+        .chain(std::iter::once(&("overall".to_string(), overall)))
+    {
         writeln!(
             out,
-            "{:<24} {:>9} {:>8} {:>10} {:>10} {:>8}",
-            "repo", "instances", "recall", "avg tokens", "avg chars", "avg s"
+            "{:<24} {:>9} {:>8.3} {:>10.0} {:>10.0} {:>8.2}",
+            repo, s.instances, s.gold_file_recall, s.avg_tokens, s.avg_chars, s.avg_seconds
         )?;
-        for (repo, s) in per_repo
-            .iter()
-            .chain(std::iter::once(&("overall".to_string(), overall)))
-        {
-            writeln!(
-                out,
-                "{:<24} {:>9} {:>8.3} {:>10.0} {:>10.0} {:>8.2}",
-                repo, s.instances, s.gold_file_recall, s.avg_tokens, s.avg_chars, s.avg_seconds
-            )?;
-        }
-    }
-    if outcomes.is_empty() {
-        bail!("every instance failed");
     }
     Ok(())
 }
@@ -345,31 +387,16 @@ fn find_summary(outcomes: &[&FindOutcome]) -> FindSummary {
 
 /// `devboy eval find-files` (the offline ranker; no model is configured).
 pub fn eval_find_files(dataset: &Path, repos: &Path, k: usize, json: bool) -> anyhow::Result<()> {
-    let rows = read_dataset(dataset)?;
-    if rows.is_empty() {
-        bail!("{}: no rows", dataset.display());
-    }
-    let scratch = std::env::temp_dir().join(format!("devboy-eval-find-{}", std::process::id()));
-    let tty = std::io::stderr().is_terminal();
-    let mut outcomes: Vec<FindOutcome> = Vec::with_capacity(rows.len());
-    let mut failures = 0usize;
-    for (n, row) in rows.iter().enumerate() {
-        let run = || -> anyhow::Result<FindOutcome> {
-            let repo = repository(repos, &row.repo)?;
-            let tree = scratch.join(&row.instance_id);
-            let cache = scratch.join("cache");
-            let _ = std::fs::remove_dir_all(&tree);
-            export(&repo, &row.base_commit, &tree)?;
-            let started = Instant::now();
-            let index = devboy_explore::Index::open(&tree, &cache)?;
-            let found = devboy_explore::rank_offline(&index, &row.problem_statement, k.max(10));
+    let (outcomes, failures) = run_dataset(
+        dataset,
+        repos,
+        |row, index, started| {
+            let found = devboy_explore::rank_offline(index, &row.problem_statement, k.max(10));
             let seconds = started.elapsed().as_secs_f64();
-            let _ = std::fs::remove_dir_all(&tree);
-            let _ = std::fs::remove_dir_all(&cache);
             let ranked: Vec<String> = found.into_iter().map(|f| f.path).collect();
             let [recall_at_gold, exact_at_gold, recall_at_5, recall_at_10, mrr, ndcg_at_10] =
                 find_metrics(&ranked, &row.gold_files);
-            Ok(FindOutcome {
+            FindOutcome {
                 instance_id: row.instance_id.clone(),
                 repo: row.repo.clone(),
                 recall_at_gold,
@@ -380,95 +407,51 @@ pub fn eval_find_files(dataset: &Path, repos: &Path, k: usize, json: bool) -> an
                 ndcg_at_10,
                 files: ranked.len().min(k),
                 seconds,
-                ranked: ranked.into_iter().take(k.max(10)).collect(),
-            })
-        };
-        match run() {
-            Ok(outcome) => {
-                let line = format!(
-                    "[{}/{}] {} recall@gold {:.2} · recall@10 {:.2} · {:.1} s",
-                    n + 1,
-                    rows.len(),
-                    outcome.instance_id,
-                    outcome.recall_at_gold,
-                    outcome.recall_at_10,
-                    outcome.seconds
-                );
-                if tty {
-                    eprint!("\r\x1b[2K{line}");
-                } else {
-                    eprintln!("{line}");
-                }
-                outcomes.push(outcome);
+                ranked,
             }
-            Err(e) => {
-                failures += 1;
-                if tty {
-                    eprintln!();
-                }
-                eprintln!("[{}/{}] {}: {e:#}", n + 1, rows.len(), row.instance_id);
-            }
-        }
-    }
-    if tty {
-        eprintln!();
-    }
-    let _ = std::fs::remove_dir_all(&scratch);
-    let mut names: Vec<&str> = outcomes.iter().map(|o| o.repo.as_str()).collect();
-    names.sort();
-    names.dedup();
-    let per_repo: Vec<(String, FindSummary)> = names
-        .iter()
-        .map(|r| {
-            let of: Vec<&FindOutcome> = outcomes.iter().filter(|o| o.repo == *r).collect();
-            (r.to_string(), find_summary(&of))
-        })
-        .collect();
-    let overall = find_summary(&outcomes.iter().collect::<Vec<_>>());
-    let mut out = std::io::stdout().lock();
+        },
+        |o| {
+            format!(
+                "{} recall@gold {:.2} · recall@10 {:.2} · {:.1} s",
+                o.instance_id, o.recall_at_gold, o.recall_at_10, o.seconds
+            )
+        },
+    )?;
+    let (per_repo, overall) = per_repo(&outcomes, |o| o.repo.as_str(), find_summary);
     if json {
-        let report = serde_json::json!({
-            "strategy": "offline",
-            "k": k,
-            "overall": overall,
-            "repos": per_repo.iter().map(|(r, s)| (r.clone(), serde_json::to_value(s).unwrap_or_default())).collect::<serde_json::Map<_, _>>(),
-            "failures": failures,
-            "instances": outcomes,
-        });
-        serde_json::to_writer(&mut out, &report)?;
-        writeln!(out)?;
-    } else {
-        writeln!(
-            out,
-            "devboy eval find-files: {} instances ({failures} failed), strategy offline (no model), k {k}",
-            outcomes.len()
-        )?;
-        writeln!(out)?;
-        writeln!(
-            out,
-            "{:<24} {:>5} {:>9} {:>8} {:>8} {:>9} {:>6} {:>8}",
-            "repo", "n", "recall@g", "exact@g", "recall@5", "recall@10", "mrr", "ndcg@10"
-        )?;
-        for (repo, s) in per_repo
-            .iter()
-            .chain(std::iter::once(&("overall".to_string(), overall)))
-        {
-            writeln!(
-                out,
-                "{:<24} {:>5} {:>9.3} {:>8.3} {:>8.3} {:>9.3} {:>6.3} {:>8.3}",
-                repo,
-                s.instances,
-                s.recall_at_gold,
-                s.exact_at_gold,
-                s.recall_at_5,
-                s.recall_at_10,
-                s.mrr,
-                s.ndcg_at_10
-            )?;
-        }
+        let mut fields = serde_json::Map::new();
+        fields.insert("strategy".into(), "offline".into());
+        fields.insert("k".into(), k.into());
+        return write_json(fields, &per_repo, &overall, failures, &outcomes);
     }
-    if outcomes.is_empty() {
-        bail!("every instance failed");
+    let mut out = std::io::stdout().lock();
+    writeln!(
+        out,
+        "devboy eval find-files: {} instances ({failures} failed), strategy offline (no model), k {k}",
+        outcomes.len()
+    )?;
+    writeln!(out)?;
+    writeln!(
+        out,
+        "{:<24} {:>5} {:>9} {:>8} {:>8} {:>9} {:>6} {:>8}",
+        "repo", "n", "recall@g", "exact@g", "recall@5", "recall@10", "mrr", "ndcg@10"
+    )?;
+    for (repo, s) in per_repo
+        .iter()
+        .chain(std::iter::once(&("overall".to_string(), overall)))
+    {
+        writeln!(
+            out,
+            "{:<24} {:>5} {:>9.3} {:>8.3} {:>8.3} {:>9.3} {:>6.3} {:>8.3}",
+            repo,
+            s.instances,
+            s.recall_at_gold,
+            s.exact_at_gold,
+            s.recall_at_5,
+            s.recall_at_10,
+            s.mrr,
+            s.ndcg_at_10
+        )?;
     }
     Ok(())
 }

@@ -19,6 +19,40 @@ use serde_json::{json, Value};
 
 const DEVBOY: &str = env!("CARGO_BIN_EXE_devboy");
 
+/// Runs `devboy ARGS`, with its index kept in `cache` when given.
+fn devboy(args: &[&str], cache: Option<&Path>) -> std::process::Output {
+    let mut cmd = Command::new(DEVBOY);
+    cmd.args(args);
+    if let Some(cache) = cache {
+        cmd.env("DEVBOY_CACHE_DIR", cache);
+    }
+    cmd.output().expect("devboy runs")
+}
+
+/// The JSON a successful run printed.
+fn json_of(out: &std::process::Output) -> Value {
+    assert!(out.status.success(), "{out:?}");
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {out:?}"))
+}
+
+fn path(p: &Path) -> &str {
+    p.to_str().expect("a UTF-8 path")
+}
+
+/// `devboy mcp` with no config, its index kept in `cache`.
+async fn mcp(cache: &Path) -> (common::RawClient, common::TempDir) {
+    let empty = common::TempDir::new("explore-mcp-config");
+    let client = common::RawClient::start_command(
+        &["mcp"],
+        &[
+            ("DEVBOY_CONFIG_DIR", path(empty.path())),
+            ("DEVBOY_CACHE_DIR", path(cache)),
+        ],
+    )
+    .await;
+    (client, empty)
+}
+
 fn write(root: &Path, path: &str, text: &str) {
     let path = root.join(path);
     std::fs::create_dir_all(path.parent().unwrap()).unwrap();
@@ -81,8 +115,14 @@ fn explore(root: &Path, cache: &Path, adaptive: bool, query: &str) -> Value {
         .env("DEVBOY_ADAPTIVE_EXPLORE", if adaptive { "1" } else { "0" })
         .output()
         .expect("devboy runs");
-    assert!(out.status.success(), "{out:?}");
-    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {out:?}"))
+    json_of(&out)
+}
+
+/// A family of four off the flow: one member whole, three skeletons.
+fn one_exemplar_three_skeletons(renders: &[&str], text: &str) {
+    let count = |r: &str| renders.iter().filter(|x| **x == r).count();
+    assert_eq!(count("full"), 1, "{renders:?}: {text}");
+    assert_eq!(count("skeleton"), 3, "{renders:?}: {text}");
 }
 
 fn render_of<'a>(answer: &'a Value, file: &str) -> Option<&'a str> {
@@ -134,16 +174,7 @@ fn off_spine_siblings_are_skeletons_and_the_flow_is_in_full() {
         .iter()
         .map(|stage| render_of(&on, &format!("{stage}.kt")).unwrap_or("absent"))
         .collect();
-    assert_eq!(
-        renders.iter().filter(|r| **r == "full").count(),
-        1,
-        "{renders:?}: {text}"
-    );
-    assert_eq!(
-        renders.iter().filter(|r| **r == "skeleton").count(),
-        3,
-        "{renders:?}: {text}"
-    );
+    one_exemplar_three_skeletons(&renders, text);
     for stage in stages {
         assert!(
             text.contains(&format!("class {stage} : Stage {{")),
@@ -237,16 +268,8 @@ async fn the_index_is_kept_and_refreshed_and_the_tool_answers_over_mcp() {
     );
 
     // Through `devboy mcp`: the built-in tool, with `root`.
-    let empty = common::TempDir::new("explore-mcp-config");
     {
-        let mut client = common::RawClient::start_command(
-            &["mcp"],
-            &[
-                ("DEVBOY_CONFIG_DIR", empty.path().to_str().unwrap()),
-                ("DEVBOY_CACHE_DIR", cache.to_str().unwrap()),
-            ],
-        )
-        .await;
+        let (mut client, _config) = mcp(&cache).await;
         client
             .send(json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
                 "params": {"name": "devboy_explore", "arguments": {"query": QUERY, "root": root}}}))
@@ -311,16 +334,9 @@ fn eval_explore_reports_gold_file_recall_per_repository() {
         rows.iter().map(|r| format!("{r}\n")).collect::<String>(),
     )
     .unwrap();
-    let out = Command::new(DEVBOY)
-        .args(["eval", "explore"])
-        .arg(&dataset)
-        .arg("--repos")
-        .arg(&repos)
-        .args(["--format", "json"])
-        .output()
-        .expect("devboy runs");
-    assert!(out.status.success(), "{out:?}");
-    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let args = ["eval", "explore", path(&dataset), "--repos", path(&repos)];
+    let out = devboy(&[&args[..], &["--format", "json"]].concat(), None);
+    let report = json_of(&out);
     assert_eq!(report["overall"]["instances"], 2, "{report}");
     assert_eq!(
         report["repos"]["demo/pipeline"]["gold_file_recall"], 1.0,
@@ -347,13 +363,7 @@ fn eval_explore_reports_gold_file_recall_per_repository() {
         format!("{}\n{{\"instance_id\": \"x\", \"repo\": \"no/where\", \"base_commit\": \"HEAD\", \"problem_statement\": \"q\", \"gold_files\": []}}\n", rows[0]),
     )
     .unwrap();
-    let out = Command::new(DEVBOY)
-        .args(["eval", "explore"])
-        .arg(&dataset)
-        .arg("--repos")
-        .arg(&repos)
-        .output()
-        .expect("devboy runs");
+    let out = devboy(&args, None);
     assert!(out.status.success(), "{out:?}");
     assert!(
         String::from_utf8_lossy(&out.stderr).contains("no git repository for no/where"),
@@ -407,16 +417,7 @@ fn a_registry_of_handler_functions_is_a_family() {
         .filter_map(|k| render_of(&answer, &format!("{k}_out.py")))
         .collect();
     assert_eq!(renders.len(), 4, "{text}");
-    assert_eq!(
-        renders.iter().filter(|r| **r == "full").count(),
-        1,
-        "{renders:?}: {text}"
-    );
-    assert_eq!(
-        renders.iter().filter(|r| **r == "skeleton").count(),
-        3,
-        "{renders:?}: {text}"
-    );
+    one_exemplar_three_skeletons(&renders, text);
     // The example is the shortest: json's.
     assert_eq!(render_of(&answer, "json_out.py"), Some("full"), "{text}");
 }
@@ -430,22 +431,17 @@ async fn find_files_ranks_the_files_an_issue_is_about() {
     let (root, cache) = (dir.path().join("repo"), dir.path().join("cache"));
     fixture(&root);
     let issue = "StageChain.proceed skips the last stage when the pipeline has an EmitStage";
-    let out = Command::new(DEVBOY)
-        .args([
-            "find-files",
-            issue,
-            "--k",
-            "3",
-            "--format",
-            "json",
-            "--root",
-        ])
-        .arg(&root)
-        .env("DEVBOY_CACHE_DIR", &cache)
-        .output()
-        .expect("devboy runs");
-    assert!(out.status.success(), "{out:?}");
-    let found: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let args = [
+        "find-files",
+        issue,
+        "--k",
+        "3",
+        "--format",
+        "json",
+        "--root",
+        path(&root),
+    ];
+    let found = json_of(&devboy(&args, Some(&cache)));
     let paths: Vec<&str> = found["files"]
         .as_array()
         .unwrap()
@@ -459,12 +455,15 @@ async fn find_files_ranks_the_files_an_issue_is_about() {
     assert_eq!(found["llm"]["calls"], 0);
 
     // LLM strategies say what they need.
-    let out = Command::new(DEVBOY)
-        .args(["find-files", issue, "--strategy", "block", "--root"])
-        .arg(&root)
-        .env("DEVBOY_CACHE_DIR", &cache)
-        .output()
-        .expect("devboy runs");
+    let args = [
+        "find-files",
+        issue,
+        "--strategy",
+        "block",
+        "--root",
+        path(&root),
+    ];
+    let out = devboy(&args, Some(&cache));
     assert!(!out.status.success());
     assert!(
         String::from_utf8_lossy(&out.stderr).contains("needs a model"),
@@ -472,15 +471,7 @@ async fn find_files_ranks_the_files_an_issue_is_about() {
     );
 
     // The tool.
-    let empty = common::TempDir::new("find-files-config");
-    let mut client = common::RawClient::start_command(
-        &["mcp"],
-        &[
-            ("DEVBOY_CONFIG_DIR", empty.path().to_str().unwrap()),
-            ("DEVBOY_CACHE_DIR", cache.to_str().unwrap()),
-        ],
-    )
-    .await;
+    let (mut client, _config) = mcp(&cache).await;
     client
         .send(json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
             "params": {"name": "devboy_find_files", "arguments": {"query": issue, "root": root, "k": 2}}}))
@@ -510,16 +501,16 @@ async fn find_files_ranks_the_files_an_issue_is_about() {
         ),
     )
     .unwrap();
-    let out = Command::new(DEVBOY)
-        .args(["eval", "find-files"])
-        .arg(&dataset)
-        .arg("--repos")
-        .arg(&repos)
-        .args(["--format", "json"])
-        .output()
-        .expect("devboy runs");
-    assert!(out.status.success(), "{out:?}");
-    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let args = [
+        "eval",
+        "find-files",
+        path(&dataset),
+        "--repos",
+        path(&repos),
+        "--format",
+        "json",
+    ];
+    let report = json_of(&devboy(&args, None));
     let overall = &report["overall"];
     assert_eq!(overall["instances"], 1, "{report}");
     assert_eq!(overall["recall_at_10"], 1.0, "{report}");

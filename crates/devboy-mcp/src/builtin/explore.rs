@@ -4,10 +4,11 @@
 //! any other.
 
 use futures::future::BoxFuture;
-use rmcp::model::{CallToolResult, ContentBlock, Tool};
+use rmcp::model::{CallToolResult, Tool};
 use rmcp::ErrorData as McpError;
 use serde_json::json;
 
+use super::code::{answer_from_index, failure, query_and_root};
 use super::{annotations, definition, BuiltinContext, BuiltinTool};
 
 /// The `devboy_explore` tool, with the pipeline config's `[explore]`
@@ -28,10 +29,6 @@ impl Explore {
 
 /// The largest budget an agent may ask for.
 const MAX_BUDGET: u64 = 200_000;
-
-fn failure(message: String) -> CallToolResult {
-    CallToolResult::error(vec![ContentBlock::text(message)])
-}
 
 impl BuiltinTool for Explore {
     fn definition(&self) -> Tool {
@@ -55,51 +52,30 @@ impl BuiltinTool for Explore {
         &'a self,
         context: BuiltinContext<'a>,
     ) -> BoxFuture<'a, Result<CallToolResult, McpError>> {
-        let query = context.str_argument("query").map(str::to_owned);
-        let root = context.str_argument("root").map(std::path::PathBuf::from);
-        let (adaptive, default_budget) = (self.adaptive, self.budget_chars);
-        let budget = context
+        let (query, root) = match query_and_root(
+            &context,
+            "devboy_explore",
+            "the question, or the names of the symbols it is about",
+        ) {
+            Ok(call) => call,
+            Err(message) => return Box::pin(async move { Ok(failure(message)) }),
+        };
+        // The environment's escape hatch wins over the config.
+        let mut options = devboy_explore::Options::default();
+        options.adaptive &= self.adaptive;
+        options.budget_chars = match context
             .arguments
             .and_then(|a| a.get("budget_chars"))
-            .and_then(serde_json::Value::as_u64);
+            .and_then(serde_json::Value::as_u64)
+        {
+            Some(budget) => budget.clamp(1_000, MAX_BUDGET) as usize,
+            None => self.budget_chars,
+        };
         Box::pin(async move {
-            let Some(query) = query.filter(|q| !q.trim().is_empty()) else {
-                return Ok(failure("devboy_explore: `query` is required: the question, or the names of the symbols it is about".into()));
-            };
-            let root = match root {
-                Some(root) => root,
-                None => match std::env::current_dir() {
-                    Ok(dir) => dir,
-                    Err(e) => {
-                        return Ok(failure(format!(
-                            "devboy_explore: no working directory ({e}); give `root`"
-                        )))
-                    }
-                },
-            };
-            if !root.is_dir() {
-                return Ok(failure(format!(
-                    "devboy_explore: {} is not a directory",
-                    root.display()
-                )));
-            }
-            // The environment's escape hatch wins over the config.
-            let mut options = devboy_explore::Options::default();
-            options.adaptive &= adaptive;
-            options.budget_chars = match budget {
-                Some(budget) => budget.clamp(1_000, MAX_BUDGET) as usize,
-                None => default_budget,
-            };
-            let answered = tokio::task::spawn_blocking(move || {
-                devboy_explore::Index::open(&root, &devboy_explore::cache_dir())
-                    .map(|index| devboy_explore::explore(&index, &query, &options))
+            Ok(answer_from_index("devboy_explore", root, move |index| {
+                devboy_explore::explore(index, &query, &options).text
             })
-            .await;
-            Ok(match answered {
-                Ok(Ok(answer)) => CallToolResult::success(vec![ContentBlock::text(answer.text)]),
-                Ok(Err(e)) => failure(format!("devboy_explore: {e}")),
-                Err(e) => failure(format!("devboy_explore: the index could not be built: {e}")),
-            })
+            .await)
         })
     }
 }

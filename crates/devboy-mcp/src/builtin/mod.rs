@@ -11,6 +11,7 @@
 //! Built-in names use a single underscore (`devboy_status`); proxied names
 //! always contain `__`, so the two can never collide.
 
+mod code;
 mod compact;
 mod expand;
 mod explore;
