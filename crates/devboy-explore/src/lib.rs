@@ -20,4 +20,4 @@ pub mod lang;
 
 pub use answer::{explore, Answer, Options, Render};
 pub use find::{rank_offline, render as render_found, Found};
-pub use index::{cache_dir, Index};
+pub use index::{cache_dir, walk_paths, Index};

@@ -73,11 +73,72 @@ pub struct ProxyConfig {
     /// `enabled == false`, entries with a problem of their own included as
     /// [`UpstreamTransport::Invalid`]. Names and prefixes are unique.
     pub upstreams: Vec<UpstreamConfig>,
+    /// The model `find_files` navigates with (`[retrieval.llm]`); `None`
+    /// when there is none (or the section has a problem, which is then a
+    /// warning): `find_files` ranks offline.
+    pub retrieval_llm: Option<LlmConfig>,
     /// Things worth telling the user that did not stop loading (ignored
     /// keys, unsupported transports, renamed prefixes), each starting with
     /// the file and key path.
     pub warnings: Vec<String>,
 }
+
+/// `[retrieval.llm]`: the model that ranks candidates for `find_files`'
+/// Beam and Block strategies.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LlmConfig {
+    /// Which API it speaks.
+    pub provider: LlmProvider,
+    /// The model's name as the API knows it (empty for MCP sampling:
+    /// the client picks).
+    pub model: String,
+    /// Where the API is (`None`: the provider's public endpoint).
+    pub base_url: Option<String>,
+    /// The environment variable holding the API key (`None`: no key sent,
+    /// as local servers want).
+    pub api_key_env: Option<String>,
+    /// Time allowed for one model call, retries excluded.
+    pub timeout: Duration,
+    /// Most model calls in flight at once (Block ranks its blocks in
+    /// parallel).
+    pub max_parallel: usize,
+    /// Retries of a call answered 429 or 5xx (or not answered), with
+    /// exponential backoff.
+    pub max_retries: u32,
+    /// Whether the stable part of a prompt is marked for the provider's
+    /// prompt cache (Anthropic `cache_control`).
+    pub cache: bool,
+}
+
+/// The APIs `find_files` can rank with.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LlmProvider {
+    /// The Anthropic Messages API.
+    Anthropic,
+    /// Any OpenAI-compatible chat-completions endpoint (OpenAI, llama.cpp,
+    /// Ollama, vLLM, …).
+    OpenAi,
+    /// MCP sampling: the connected client's model (`sampling/createMessage`).
+    Sampling,
+}
+
+impl LlmProvider {
+    /// The name used in the config.
+    pub fn name(self) -> &'static str {
+        match self {
+            LlmProvider::Anthropic => "anthropic",
+            LlmProvider::OpenAi => "openai",
+            LlmProvider::Sampling => "mcp-sampling",
+        }
+    }
+}
+
+/// Default time for one model call.
+pub const DEFAULT_LLM_TIMEOUT: Duration = Duration::from_secs(60);
+/// Default most model calls at once.
+pub const DEFAULT_LLM_PARALLEL: usize = 4;
+/// Default retries of a failed model call.
+pub const DEFAULT_LLM_RETRIES: u32 = 3;
 
 /// Where a [`ProxyConfig`] came from.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -277,6 +338,7 @@ impl ProxyConfig {
             source: ConfigSource::File(origin.to_path_buf()),
             server_name: resolved.server_name,
             upstreams: resolved.upstreams,
+            retrieval_llm: resolved.retrieval_llm,
             warnings,
         })
     }
@@ -297,6 +359,7 @@ impl ProxyConfig {
             source: ConfigSource::Embedded,
             server_name: DEFAULT_SERVER_NAME.to_owned(),
             upstreams: Vec::new(),
+            retrieval_llm: None,
             warnings: Vec::new(),
         });
         config.source = ConfigSource::Embedded;

@@ -17,7 +17,8 @@ use super::expand::{expand, ExpandError};
 use super::keypath::{closest, KeyPath};
 use super::tree::{describe, quote_short, Entry, Node, Pos, Value};
 use super::{
-    ConfigFormat, ToolFilter, UpstreamConfig, UpstreamTransport, DEFAULT_RUNNER_STARTUP_TIMEOUT,
+    ConfigFormat, LlmConfig, LlmProvider, ToolFilter, UpstreamConfig, UpstreamTransport,
+    DEFAULT_LLM_PARALLEL, DEFAULT_LLM_RETRIES, DEFAULT_LLM_TIMEOUT, DEFAULT_RUNNER_STARTUP_TIMEOUT,
     DEFAULT_SERVER_NAME, DEFAULT_STARTUP_TIMEOUT, DEFAULT_TIMEOUT, DERIVED_PREFIX_MAX,
     RESERVED_PREFIX,
 };
@@ -54,7 +55,19 @@ const JSON_SILENT_KEYS: &[&str] = &[
 /// Claude Code keys devboy does not implement and whose absence can change
 /// behaviour (authentication); ignored with a specific warning.
 const JSON_UNSUPPORTED_KEYS: &[&str] = &["headersHelper", "oauth"];
-const TOML_TOP_KEYS: &[&str] = &["devboy", "servers", "mcpServers"];
+const TOML_TOP_KEYS: &[&str] = &["devboy", "servers", "mcpServers", "retrieval"];
+const RETRIEVAL_KEYS: &[&str] = &["llm"];
+const LLM_KEYS: &[&str] = &[
+    "provider",
+    "model",
+    "base_url",
+    "api_key_env",
+    "timeout_ms",
+    "max_parallel",
+    "max_retries",
+    "cache",
+];
+const LLM_PROVIDERS: &[&str] = &["anthropic", "openai", "mcp-sampling"];
 const SETTINGS_KEYS: &[&str] = &["server_name"];
 const STDIO_ONLY_KEYS: &[&str] = &["command", "args", "env", "cwd"];
 const HTTP_ONLY_KEYS: &[&str] = &["url", "headers"];
@@ -64,6 +77,7 @@ const TOML_TYPES: &[&str] = &["stdio", "http", "streamable-http", "sse"];
 pub(super) struct Resolved {
     pub(super) server_name: String,
     pub(super) upstreams: Vec<UpstreamConfig>,
+    pub(super) retrieval_llm: Option<LlmConfig>,
     pub(super) warnings: Vec<String>,
 }
 
@@ -80,7 +94,19 @@ pub(super) fn resolve(
         env,
         warnings: Vec::new(),
     };
-    let (server_name, servers) = loader.top_level(root)?;
+    let (server_name, servers, retrieval) = loader.top_level(root)?;
+    // A problem in `[retrieval]` costs only the model: find_files ranks
+    // offline, and the servers start.
+    let retrieval_llm = match retrieval.map(|(entry, path)| loader.retrieval(&entry.node, &path)) {
+        None | Some(Ok(None)) => None,
+        Some(Ok(Some(llm))) => Some(llm),
+        Some(Err(error)) => {
+            loader.warnings.push(format!(
+                "{error}; find_files ranks without a model until this is fixed"
+            ));
+            None
+        }
+    };
     let mut pending = Vec::with_capacity(servers.len());
     for (entry, path) in servers {
         // Warnings of an entry that turns out invalid would only repeat
@@ -98,6 +124,7 @@ pub(super) fn resolve(
     Ok(Resolved {
         server_name,
         upstreams,
+        retrieval_llm,
         warnings: loader.warnings,
     })
 }
@@ -341,7 +368,15 @@ impl Loader<'_> {
     // ------------------------------------------------------------ structure
 
     /// The server name and the server entries, in file order.
-    fn top_level<'n>(&mut self, root: &'n Node) -> Result<(String, Vec<(&'n Entry, KeyPath)>)> {
+    #[allow(clippy::type_complexity)]
+    fn top_level<'n>(
+        &mut self,
+        root: &'n Node,
+    ) -> Result<(
+        String,
+        Vec<(&'n Entry, KeyPath)>,
+        Option<(&'n Entry, KeyPath)>,
+    )> {
         let top = KeyPath::default();
         let entries = root.as_table().ok_or_else(|| {
             self.wrong_type(
@@ -354,10 +389,12 @@ impl Loader<'_> {
         let mut servers: Vec<(&Entry, KeyPath)> = Vec::new();
         let mut saw_servers = false;
         let mut ignored = Vec::new();
+        let mut retrieval = None;
         for entry in entries {
             let path = top.key(&entry.key);
             match entry.key.as_str() {
                 "devboy" => server_name = self.settings(&entry.node, &path)?,
+                "retrieval" => retrieval = Some((entry, path)),
                 "mcpServers" | "servers"
                     if entry.key == "mcpServers" || self.format == ConfigFormat::Toml =>
                 {
@@ -403,7 +440,110 @@ impl Loader<'_> {
                 "no \"mcpServers\" object; no upstream servers configured",
             );
         }
-        Ok((server_name, servers))
+        Ok((server_name, servers, retrieval))
+    }
+
+    /// `[retrieval]`: the model `find_files` ranks with, if any.
+    fn retrieval(&mut self, node: &Node, path: &KeyPath) -> Result<Option<LlmConfig>> {
+        let mut llm = None;
+        for entry in self.table(node, path)? {
+            let key_path = path.key(&entry.key);
+            match entry.key.as_str() {
+                "llm" => llm = Some(self.llm(&entry.node, &key_path)?),
+                _ if self.format == ConfigFormat::Toml => {
+                    return Err(self.unknown_key(path, entry, RETRIEVAL_KEYS));
+                }
+                _ => self.warn(&key_path, "unknown key, ignored"),
+            }
+        }
+        Ok(llm)
+    }
+
+    /// `[retrieval.llm]`.
+    fn llm(&mut self, node: &Node, path: &KeyPath) -> Result<LlmConfig> {
+        let entries = self.table(node, path)?;
+        let get = |key: &str| entries.iter().find(|e| e.key == key);
+        for entry in entries {
+            if !LLM_KEYS.contains(&entry.key.as_str()) {
+                return Err(self.unknown_key(path, entry, LLM_KEYS));
+            }
+        }
+        let provider_path = path.key("provider");
+        let Some(provider) = get("provider") else {
+            return Err(self.invalid(
+                &provider_path,
+                node.pos,
+                format!("one of {}", LLM_PROVIDERS.join(", ")),
+                "nothing",
+            ));
+        };
+        let provider = match self.string(&provider.node, &provider_path)? {
+            "anthropic" => LlmProvider::Anthropic,
+            "openai" | "openai-compatible" => LlmProvider::OpenAi,
+            "mcp-sampling" | "sampling" => LlmProvider::Sampling,
+            _ => {
+                return Err(self.invalid(
+                    &provider_path,
+                    provider.node.pos,
+                    format!("one of {}", LLM_PROVIDERS.join(", ")),
+                    self.describe(&provider.node),
+                ))
+            }
+        };
+        let model = match get("model") {
+            Some(e) => self.expanded(&e.node, &path.key("model"), false)?,
+            None if provider == LlmProvider::Sampling => String::new(),
+            None => {
+                return Err(self.invalid(
+                    &path.key("model"),
+                    node.pos,
+                    "the model's name, e.g. \"claude-haiku-4-5\"",
+                    "nothing",
+                ))
+            }
+        };
+        let base_url = get("base_url")
+            .map(|e| self.expanded(&e.node, &path.key("base_url"), false))
+            .transpose()?;
+        let api_key_env = match get("api_key_env") {
+            Some(e) => Some(self.string(&e.node, &path.key("api_key_env"))?.to_owned()),
+            None if provider == LlmProvider::Anthropic => Some("ANTHROPIC_API_KEY".to_owned()),
+            None => None,
+        };
+        let timeout = get("timeout_ms")
+            .map(|e| self.millis(&e.node, &path.key("timeout_ms")))
+            .transpose()?
+            .unwrap_or(DEFAULT_LLM_TIMEOUT);
+        let count = |key: &str, max: i128| -> Result<Option<i128>> {
+            match get(key) {
+                None => Ok(None),
+                Some(e) => match e.node.value {
+                    Value::Integer(n) if (0..=max).contains(&n) => Ok(Some(n)),
+                    _ => Err(self.wrong_type(
+                        &path.key(key),
+                        &e.node,
+                        &format!("an integer from 0 to {max}"),
+                    )),
+                },
+            }
+        };
+        let max_parallel =
+            count("max_parallel", 64)?.map_or(DEFAULT_LLM_PARALLEL, |n| n.max(1) as usize);
+        let max_retries = count("max_retries", 10)?.map_or(DEFAULT_LLM_RETRIES, |n| n as u32);
+        let cache = get("cache")
+            .map(|e| self.boolean(&e.node, &path.key("cache")))
+            .transpose()?
+            .unwrap_or(true);
+        Ok(LlmConfig {
+            provider,
+            model,
+            base_url,
+            api_key_env,
+            timeout,
+            max_parallel,
+            max_retries,
+            cache,
+        })
     }
 
     /// `[devboy]` / `"devboy": {…}`: returns the server name.

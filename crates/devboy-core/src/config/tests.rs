@@ -1130,3 +1130,59 @@ fn package_runners_get_time_to_download() {
     let config = toml("[servers.a]\ncommand = \"node\"\n").unwrap();
     assert_eq!(config.upstreams[0].startup_timeout, DEFAULT_STARTUP_TIMEOUT);
 }
+
+#[test]
+fn retrieval_llm_is_read_with_defaults() {
+    let config = ok(toml(
+        "[retrieval.llm]\nprovider = \"openai\"\nmodel = \"qwen\"\nbase_url = \"http://127.0.0.1:8080/v1\"\nmax_parallel = 2\n",
+    ));
+    let llm = config.retrieval_llm.expect("the model");
+    assert_eq!(llm.provider, LlmProvider::OpenAi);
+    assert_eq!(llm.model, "qwen");
+    assert_eq!(llm.base_url.as_deref(), Some("http://127.0.0.1:8080/v1"));
+    assert_eq!(llm.api_key_env, None);
+    assert_eq!(llm.max_parallel, 2);
+    assert_eq!(llm.max_retries, DEFAULT_LLM_RETRIES);
+    assert_eq!(llm.timeout, DEFAULT_LLM_TIMEOUT);
+    assert!(llm.cache);
+    let anthropic = ok(toml(
+        "[retrieval.llm]\nprovider = \"anthropic\"\nmodel = \"claude-haiku-4-5\"\n",
+    ));
+    assert_eq!(
+        anthropic
+            .retrieval_llm
+            .expect("the model")
+            .api_key_env
+            .as_deref(),
+        Some("ANTHROPIC_API_KEY")
+    );
+    assert_eq!(ok(toml("")).retrieval_llm, None);
+}
+
+#[test]
+fn a_bad_retrieval_section_is_a_warning_naming_file_and_key_and_servers_still_start() {
+    let config = ok(toml(
+        "[servers.a]\ncommand = \"x\"\n[retrieval.llm]\nprovider = \"anthropic\"\nmodel = \"m\"\nmax_paralel = 2\n",
+    ));
+    assert_eq!(config.retrieval_llm, None);
+    assert_eq!(config.upstreams.len(), 1);
+    let warning = config.warnings.join("\n");
+    assert!(warning.contains("/cfg/devboy.toml"), "{warning}");
+    assert!(warning.contains("retrieval.llm.max_paralel"), "{warning}");
+    assert!(warning.contains("max_parallel"), "{warning}");
+    let config = ok(toml("[retrieval.llm]\nprovider = \"gpt\"\nmodel = \"m\"\n"));
+    assert!(
+        config
+            .warnings
+            .join("\n")
+            .contains("retrieval.llm.provider"),
+        "{:?}",
+        config.warnings
+    );
+    let config = ok(toml("[retrieval.llm]\nprovider = \"openai\"\n"));
+    assert!(
+        config.warnings.join("\n").contains("retrieval.llm.model"),
+        "{:?}",
+        config.warnings
+    );
+}

@@ -1,0 +1,209 @@
+//! Block (the seed's Algorithms 2–5): the frontier's children are packed
+//! into token-bounded blocks, each ranked by its own model call (in
+//! parallel); the block-local answers are merged keeping each block's
+//! order, ordered across blocks by the path ranker if there is one, and
+//! split: files fill the results, directories (up to the beam width) are
+//! the next frontier.
+//!
+//! The cache method: every call's stable part is the instructions, then
+//! the cache window (blocks of earlier rounds that held the frontier, the
+//! first top-level block pinned, the oldest others dropped past
+//! [`Options::cache_window_tokens`]), then the current block; only the
+//! query and state change per call. When the model's provider caches, a
+//! round of several blocks sends its first call alone, so the others find
+//! the shared prefix already cached.
+
+use futures::stream::{self, StreamExt as _};
+
+use crate::llm::{Llm, LlmError, RankAnswer};
+use crate::order::{constrained, unique, PathScores};
+use crate::prompt::{self, RankPrompt};
+use crate::tree::{NodeId, Tree};
+use crate::{allowed_ids, Cost, Options, Retrieval, Round, Strategy};
+
+/// Earlier blocks kept in the stable prefix.
+struct CacheWindow {
+    /// (segment text, estimated tokens, pinned)
+    segments: Vec<(String, usize, bool)>,
+    budget: usize,
+}
+
+impl CacheWindow {
+    fn add(&mut self, segment: String, tokens: usize, pinned: bool) {
+        if self.segments.iter().any(|(s, _, _)| *s == segment) {
+            return;
+        }
+        self.segments.push((segment, tokens, pinned));
+        while self.segments.iter().map(|(_, t, _)| t).sum::<usize>() > self.budget {
+            // Drop the oldest unpinned segment other than the newest.
+            let last = self.segments.len() - 1;
+            match self.segments[..last].iter().position(|(_, _, p)| !p) {
+                Some(i) => {
+                    self.segments.remove(i);
+                }
+                None => break,
+            }
+        }
+    }
+
+    fn text(&self) -> String {
+        let mut text = String::from(prompt::TREE_HEADING);
+        for (s, _, _) in &self.segments {
+            text.push_str(s);
+        }
+        text
+    }
+}
+
+/// Runs Block.
+pub async fn run(
+    tree: &Tree,
+    query: &str,
+    llm: &dyn Llm,
+    scores: Option<&PathScores>,
+    options: &Options,
+) -> Result<Retrieval, LlmError> {
+    let k = options.k.max(1);
+    let width = options.beam_width.max(1);
+    let pick_limit = width.max(k);
+    let mut frontier: Vec<NodeId> = vec![tree.collapse(tree.root())];
+    let mut found: Vec<NodeId> = Vec::new();
+    let mut cost = Cost::default();
+    let mut rounds = Vec::new();
+    let mut window = CacheWindow {
+        segments: Vec::new(),
+        budget: options.cache_window_tokens,
+    };
+    for turn in 0..options.max_rounds.max(1) {
+        let mut candidates: Vec<NodeId> = Vec::new();
+        let sources: &[NodeId] = if turn == 0 { &frontier[..1] } else { &frontier };
+        for &u in sources {
+            for &c in tree.children(u) {
+                if !candidates.contains(&c) {
+                    candidates.push(c);
+                }
+            }
+        }
+        if candidates.is_empty() {
+            break;
+        }
+        let blocks = prompt::pack(tree, &candidates, options.block_tokens.max(1));
+        let limit = if blocks.len() == 1 {
+            pick_limit
+        } else {
+            pick_limit.max(2)
+        };
+        let top: Vec<String> = found.iter().map(|&i| tree.node(i).path.clone()).collect();
+        let exploring: Vec<String> = frontier
+            .iter()
+            .map(|&i| tree.node(i).path.clone())
+            .collect();
+        let prefix = window.text();
+        let segments: Vec<String> = blocks
+            .iter()
+            .enumerate()
+            .map(|(i, b)| prompt::block_segment(b, &format!("{}.{}", turn + 1, i + 1)))
+            .collect();
+        let prompts: Vec<RankPrompt> = blocks
+            .iter()
+            .zip(&segments)
+            .map(|(b, segment)| RankPrompt {
+                system: prompt::BLOCK_INSTRUCTIONS.to_owned(),
+                cached: vec![prefix.clone(), segment.clone()],
+                dynamic: prompt::block_message(query, &top, &exploring, b, limit),
+            })
+            .collect();
+        let answers = call_all(llm, &prompts).await;
+        if answers.iter().all(Result::is_err) {
+            // Every call of the round failed: nothing to go on.
+            if let Some(Err(e)) = answers.into_iter().next() {
+                return Err(e);
+            }
+            break;
+        }
+        let mut groups: Vec<Vec<NodeId>> = Vec::with_capacity(blocks.len());
+        let mut all_done = true;
+        for (block, answer) in blocks.iter().zip(&answers) {
+            match answer {
+                Ok(answer) => {
+                    cost.answered(answer);
+                    all_done &= answer.done.unwrap_or(false);
+                    groups.push(allowed_ids(answer, limit, &mut cost.invalid_ids, |raw| {
+                        block.resolve(raw)
+                    }));
+                }
+                Err(error) => {
+                    tracing::warn!(%error, "a block's model call failed; its candidates are skipped");
+                    cost.failed_calls += 1;
+                    all_done = false;
+                    groups.push(Vec::new());
+                }
+            }
+        }
+        let merged = constrained(&unique(groups), scores);
+        rounds.push(Round {
+            candidates: candidates.len(),
+            calls: blocks.len(),
+            picked: merged.iter().map(|&i| tree.node(i).path.clone()).collect(),
+        });
+        for &f in merged.iter().filter(|&&i| tree.is_file(i)) {
+            if found.len() >= k {
+                break;
+            }
+            if !found.contains(&f) {
+                found.push(f);
+            }
+        }
+        if found.len() >= k {
+            break;
+        }
+        frontier = merged
+            .iter()
+            .copied()
+            .filter(|&i| !tree.is_file(i))
+            .take(width)
+            .map(|i| tree.collapse(i))
+            .collect();
+        // The blocks that held the next frontier join the cache window;
+        // the first top-level block stays.
+        for (i, (block, segment)) in blocks.iter().zip(segments).enumerate() {
+            let holds = block.nodes.iter().any(|n| {
+                frontier
+                    .iter()
+                    .any(|&f| tree.contains(*n, f) || tree.contains(f, *n))
+            });
+            let pinned = turn == 0 && i == 0;
+            if holds || pinned {
+                window.add(segment, block.tokens, pinned);
+            }
+        }
+        // `done` is overridden while the frontier has directories to open.
+        let done = all_done && frontier.is_empty();
+        if done || frontier.is_empty() {
+            break;
+        }
+    }
+    Ok(Retrieval {
+        strategy: Strategy::Block,
+        files: found.iter().map(|&i| tree.node(i).path.clone()).collect(),
+        cost,
+        rounds,
+    })
+}
+
+/// All of a round's calls, at most `llm.max_parallel()` at once, answers
+/// in block order; with a caching provider the first goes alone.
+async fn call_all(llm: &dyn Llm, prompts: &[RankPrompt]) -> Vec<Result<RankAnswer, LlmError>> {
+    let mut answers = Vec::with_capacity(prompts.len());
+    let mut rest = prompts;
+    if llm.caches() && prompts.len() > 1 {
+        answers.push(llm.rank(&prompts[0]).await);
+        rest = &prompts[1..];
+    }
+    let more: Vec<_> = stream::iter(rest.iter().map(|p| llm.rank(p)))
+        .buffered(llm.max_parallel().max(1))
+        .collect()
+        .await;
+    answers.extend(more);
+    answers
+}
