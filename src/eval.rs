@@ -16,6 +16,8 @@ use std::process::{Command, Stdio};
 use std::time::Instant;
 
 use anyhow::{bail, Context};
+
+use crate::find::{FindStrategy, Model};
 use serde::{Deserialize, Serialize};
 
 /// One row of the dataset.
@@ -133,7 +135,7 @@ fn export(repo: &Path, commit: &str, into: &Path) -> anyhow::Result<()> {
 fn run_dataset<T>(
     dataset: &Path,
     repos: &Path,
-    answer: impl Fn(&Row, &devboy_explore::Index, Instant) -> T,
+    answer: impl Fn(&Row, &devboy_explore::Index, Instant) -> anyhow::Result<T>,
     progress: impl Fn(&T) -> String,
 ) -> anyhow::Result<(Vec<T>, usize)> {
     let rows = read_dataset(dataset)?;
@@ -154,6 +156,7 @@ fn run_dataset<T>(
             let started = Instant::now();
             let index = devboy_explore::Index::open(&tree, &cache)?;
             let outcome = answer(row, &index, started);
+            let outcome = outcome?;
             let _ = std::fs::remove_dir_all(&tree);
             let _ = std::fs::remove_dir_all(&cache);
             Ok(outcome)
@@ -253,7 +256,7 @@ pub fn eval_explore(
                 .iter()
                 .cloned()
                 .partition(|g| shown.contains(&g.as_str()));
-            Outcome {
+            Ok(Outcome {
                 instance_id: row.instance_id.clone(),
                 repo: row.repo.clone(),
                 recall: found.len() as f64 / row.gold_files.len().max(1) as f64,
@@ -263,7 +266,7 @@ pub fn eval_explore(
                 files: answer.files.len(),
                 found,
                 missed,
-            }
+            })
         },
         |o| {
             format!(
@@ -316,6 +319,15 @@ pub struct FindOutcome {
     pub ndcg_at_10: f64,
     pub files: usize,
     pub seconds: f64,
+    /// `offline`, `beam` or `block`: what answered.
+    pub strategy: &'static str,
+    /// Why a configured model did not answer.
+    pub fallback: Option<String>,
+    pub llm_calls: u32,
+    pub llm_input_tokens: u64,
+    pub llm_cached_input_tokens: u64,
+    pub llm_output_tokens: u64,
+    pub invalid_ids: u32,
     pub ranked: Vec<String>,
 }
 
@@ -331,9 +343,16 @@ pub struct FindSummary {
     pub ndcg_at_10: f64,
     pub avg_files: f64,
     pub avg_seconds: f64,
+    /// Per query.
     pub llm_calls: f64,
+    /// Per query.
     pub llm_input_tokens: f64,
+    /// Per query.
+    pub llm_cached_input_tokens: f64,
+    /// Per query.
     pub llm_output_tokens: f64,
+    /// Queries a configured model did not answer (ranked offline).
+    pub fallbacks: usize,
 }
 
 /// The ranking metrics of `ranked` against `gold`.
@@ -379,24 +398,57 @@ fn find_summary(outcomes: &[&FindOutcome]) -> FindSummary {
         ndcg_at_10: mean(&|o| o.ndcg_at_10),
         avg_files: mean(&|o| o.files as f64),
         avg_seconds: mean(&|o| o.seconds),
-        llm_calls: 0.0,
-        llm_input_tokens: 0.0,
-        llm_output_tokens: 0.0,
+        llm_calls: mean(&|o| f64::from(o.llm_calls)),
+        llm_input_tokens: mean(&|o| o.llm_input_tokens as f64),
+        llm_cached_input_tokens: mean(&|o| o.llm_cached_input_tokens as f64),
+        llm_output_tokens: mean(&|o| o.llm_output_tokens as f64),
+        fallbacks: outcomes.iter().filter(|o| o.fallback.is_some()).count(),
     }
 }
 
-/// `devboy eval find-files` (the offline ranker; no model is configured).
-pub fn eval_find_files(dataset: &Path, repos: &Path, k: usize, json: bool) -> anyhow::Result<()> {
+/// `devboy eval find-files`: each instance answered as `devboy
+/// find-files --strategy STRATEGY` would, with the model of `config`.
+pub fn eval_find_files(
+    dataset: &Path,
+    repos: &Path,
+    k: usize,
+    strategy: FindStrategy,
+    json: bool,
+    config: Option<&Path>,
+) -> anyhow::Result<()> {
+    let model = if strategy == FindStrategy::Offline {
+        Model {
+            llm: None,
+            why_not: None,
+        }
+    } else {
+        Model::from_config(config)?
+    };
+    model.check(strategy)?;
+    let runtime = crate::find::runtime()?;
+    let options = devboy_retrieval::Options {
+        k: k.max(10),
+        ..Default::default()
+    };
     let (outcomes, failures) = run_dataset(
         dataset,
         repos,
         |row, index, started| {
-            let found = devboy_explore::rank_offline(index, &row.problem_statement, k.max(10));
+            let prepared = devboy_retrieval::prepare(index, &row.problem_statement);
+            let found = runtime.block_on(devboy_retrieval::find(
+                &prepared,
+                &row.problem_statement,
+                strategy.requested(),
+                model.llm(),
+                &options,
+            ));
             let seconds = started.elapsed().as_secs_f64();
-            let ranked: Vec<String> = found.into_iter().map(|f| f.path).collect();
+            let found = found?;
+            let ranked = found.files;
             let [recall_at_gold, exact_at_gold, recall_at_5, recall_at_10, mrr, ndcg_at_10] =
                 find_metrics(&ranked, &row.gold_files);
-            FindOutcome {
+            let usage = found.llm.usage;
+            Ok(FindOutcome {
                 instance_id: row.instance_id.clone(),
                 repo: row.repo.clone(),
                 recall_at_gold,
@@ -407,34 +459,61 @@ pub fn eval_find_files(dataset: &Path, repos: &Path, k: usize, json: bool) -> an
                 ndcg_at_10,
                 files: ranked.len().min(k),
                 seconds,
+                strategy: found.strategy,
+                fallback: found.fallback,
+                llm_calls: found.llm.calls,
+                llm_input_tokens: usage.input_tokens,
+                llm_cached_input_tokens: usage.cached_input_tokens,
+                llm_output_tokens: usage.output_tokens,
+                invalid_ids: found.llm.invalid_ids,
                 ranked,
-            }
+            })
         },
         |o| {
             format!(
-                "{} recall@gold {:.2} · recall@10 {:.2} · {:.1} s",
-                o.instance_id, o.recall_at_gold, o.recall_at_10, o.seconds
+                "{} recall@gold {:.2} · recall@10 {:.2} · {} · {:.1} s",
+                o.instance_id, o.recall_at_gold, o.recall_at_10, o.strategy, o.seconds
             )
         },
     )?;
     let (per_repo, overall) = per_repo(&outcomes, |o| o.repo.as_str(), find_summary);
+    let fallbacks = overall.fallbacks;
     if json {
         let mut fields = serde_json::Map::new();
-        fields.insert("strategy".into(), "offline".into());
+        fields.insert(
+            "strategy".into(),
+            format!("{strategy:?}").to_lowercase().into(),
+        );
+        fields.insert("model".into(), model.llm().map(|l| l.describe()).into());
         fields.insert("k".into(), k.into());
         return write_json(fields, &per_repo, &overall, failures, &outcomes);
     }
     let mut out = std::io::stdout().lock();
     writeln!(
         out,
-        "devboy eval find-files: {} instances ({failures} failed), strategy offline (no model), k {k}",
-        outcomes.len()
+        "devboy eval find-files: {} instances ({failures} failed), strategy {}, model {}, k {k}",
+        outcomes.len(),
+        format!("{strategy:?}").to_lowercase(),
+        model
+            .llm()
+            .map_or_else(|| "none".to_owned(), |l| l.describe()),
     )?;
     writeln!(out)?;
     writeln!(
         out,
-        "{:<24} {:>5} {:>9} {:>8} {:>8} {:>9} {:>6} {:>8}",
-        "repo", "n", "recall@g", "exact@g", "recall@5", "recall@10", "mrr", "ndcg@10"
+        "{:<24} {:>5} {:>9} {:>8} {:>8} {:>9} {:>6} {:>8} {:>6} {:>9} {:>9} {:>7}",
+        "repo",
+        "n",
+        "recall@g",
+        "exact@g",
+        "recall@5",
+        "recall@10",
+        "mrr",
+        "ndcg@10",
+        "calls",
+        "in tok",
+        "cached",
+        "out tok"
     )?;
     for (repo, s) in per_repo
         .iter()
@@ -442,7 +521,7 @@ pub fn eval_find_files(dataset: &Path, repos: &Path, k: usize, json: bool) -> an
     {
         writeln!(
             out,
-            "{:<24} {:>5} {:>9.3} {:>8.3} {:>8.3} {:>9.3} {:>6.3} {:>8.3}",
+            "{:<24} {:>5} {:>9.3} {:>8.3} {:>8.3} {:>9.3} {:>6.3} {:>8.3} {:>6.1} {:>9.0} {:>9.0} {:>7.0}",
             repo,
             s.instances,
             s.recall_at_gold,
@@ -450,7 +529,17 @@ pub fn eval_find_files(dataset: &Path, repos: &Path, k: usize, json: bool) -> an
             s.recall_at_5,
             s.recall_at_10,
             s.mrr,
-            s.ndcg_at_10
+            s.ndcg_at_10,
+            s.llm_calls,
+            s.llm_input_tokens,
+            s.llm_cached_input_tokens,
+            s.llm_output_tokens
+        )?;
+    }
+    if fallbacks > 0 {
+        writeln!(
+            out,
+            "\n{fallbacks} queries ranked offline because the model failed or picked no file"
         )?;
     }
     Ok(())

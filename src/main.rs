@@ -4,6 +4,7 @@
 
 mod codec;
 mod eval;
+mod find;
 mod replay;
 mod setup;
 
@@ -19,6 +20,7 @@ use devboy_core::config::{ConfigSource, ProxyConfig};
 use devboy_core::hooks::{self, HookAction};
 use devboy_core::pipeline_config::PipelineConfig;
 use devboy_mcp::partition;
+use find::FindStrategy;
 use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
 use tracing_subscriber::{fmt, EnvFilter, Layer};
@@ -117,10 +119,11 @@ enum Command {
     /// Turn an encoded body on stdin back into the original (JSON as
     /// compact JSON, Markdown and text byte for byte).
     Decode,
-    /// The files a question or an issue is about, ranked. With no model
-    /// configured (the only way today), the offline ranker: the code graph
-    /// (symbols, call paths, mentioned paths), BM25 over paths, and the
-    /// query's identifiers in file text.
+    /// The files a question or an issue is about, ranked. With a model
+    /// configured (`[retrieval.llm]`), it navigates the tree (Beam on
+    /// small trees, Block on large ones); with none, the offline ranker:
+    /// the code graph (symbols, call paths, mentioned paths), BM25 over
+    /// paths, and the query's identifiers in file text.
     FindFiles {
         /// The question or issue text.
         query: String,
@@ -130,13 +133,17 @@ enum Command {
         /// How many files.
         #[arg(long, value_name = "N", default_value_t = 10)]
         k: usize,
-        /// `auto` and `offline` rank without a model; `beam` and `block`
-        /// (LLM-guided) need one.
+        /// `auto`: the configured model (Beam up to 50 nodes, Block
+        /// above), else offline; `beam` and `block` need a model.
         #[arg(long, value_enum, default_value_t = FindStrategy::Auto)]
         strategy: FindStrategy,
         /// `text` (what the model sees) or `json`.
         #[arg(long, value_enum, default_value_t = ExploreFormat::Text)]
         format: ExploreFormat,
+        /// devboy.toml or a .mcp.json with `[retrieval.llm]` (default as for
+        /// `devboy mcp`).
+        #[arg(long, value_name = "FILE")]
+        config: Option<PathBuf>,
     },
     /// Evaluate a built-in tool over a SWE-bench-style dataset.
     Eval {
@@ -355,54 +362,16 @@ enum EvalCommand {
         /// Files returned per query.
         #[arg(long, value_name = "N", default_value_t = 10)]
         k: usize,
+        /// As for `find-files`.
+        #[arg(long, value_enum, default_value_t = FindStrategy::Auto)]
+        strategy: FindStrategy,
         /// `json` prints one JSON object (with every instance) instead of the table.
         #[arg(long, value_enum, default_value_t = ExploreFormat::Text)]
         format: ExploreFormat,
+        /// The config with `[retrieval.llm]` (default as for `devboy mcp`).
+        #[arg(long, value_name = "FILE")]
+        config: Option<PathBuf>,
     },
-}
-
-/// How `devboy find-files` ranks.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-enum FindStrategy {
-    Auto,
-    Offline,
-    Beam,
-    Block,
-}
-
-fn find_files_cmd(
-    query: &str,
-    root: &std::path::Path,
-    k: usize,
-    strategy: FindStrategy,
-    format: ExploreFormat,
-) -> anyhow::Result<()> {
-    use std::io::Write as _;
-    if matches!(strategy, FindStrategy::Beam | FindStrategy::Block) {
-        anyhow::bail!(
-            "--strategy {}: LLM-guided retrieval needs a model, and devboy cannot use one yet; use --strategy auto (the offline ranker)",
-            if strategy == FindStrategy::Beam { "beam" } else { "block" }
-        );
-    }
-    let index = devboy_explore::Index::open(root, &devboy_explore::cache_dir())?;
-    let found = devboy_explore::rank_offline(&index, query, k);
-    let mut out = std::io::stdout().lock();
-    match format {
-        ExploreFormat::Text => {
-            out.write_all(devboy_explore::render_found(query, &found).as_bytes())?
-        }
-        ExploreFormat::Json => {
-            let report = serde_json::json!({
-                "strategy": "offline",
-                "files": found,
-                "llm": {"calls": 0, "input_tokens": 0, "cached_input_tokens": 0, "output_tokens": 0},
-                "index": {"files": index.files.len(), "seconds": index.stats.seconds},
-            });
-            serde_json::to_writer(&mut out, &report)?;
-            out.write_all(b"\n")?;
-        }
-    }
-    Ok(())
 }
 
 /// How `devboy explore` prints its answer.
@@ -530,16 +499,36 @@ fn run(command: Command) -> anyhow::Result<()> {
                     dataset,
                     repos,
                     k,
+                    strategy,
                     format,
+                    config,
                 },
-        } => eval::eval_find_files(&dataset, &repos, k, format == ExploreFormat::Json),
+        } => eval::eval_find_files(
+            &dataset,
+            &repos,
+            k,
+            strategy,
+            format == ExploreFormat::Json,
+            config.as_deref(),
+        ),
         Command::FindFiles {
             query,
             root,
             k,
             strategy,
             format,
-        } => find_files_cmd(&query, &root, k, strategy, format),
+            config,
+        } => find::find_files_cmd(
+            &query,
+            &root,
+            &devboy_retrieval::Options {
+                k: k.max(1),
+                ..Default::default()
+            },
+            strategy,
+            format == ExploreFormat::Json,
+            config.as_deref(),
+        ),
         Command::Explore {
             query,
             root,

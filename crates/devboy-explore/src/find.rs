@@ -202,21 +202,6 @@ pub fn rank_offline(index: &Index, query: &str, k: usize) -> Vec<Found> {
         .collect()
 }
 
-/// What the model reads of a ranking.
-pub fn render(query: &str, found: &[Found]) -> String {
-    let mut text = format!(
-        "# find_files: {} (offline ranker: code graph, paths, text; no model)\n",
-        query.trim().lines().next().unwrap_or_default()
-    );
-    if found.is_empty() {
-        text.push_str("No source file matches the question's words.\n");
-    }
-    for (i, f) in found.iter().enumerate() {
-        text.push_str(&format!("{}. {}\n", i + 1, f.path));
-    }
-    text
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -19,5 +19,5 @@ pub mod index;
 pub mod lang;
 
 pub use answer::{explore, Answer, Options, Render};
-pub use find::{rank_offline, render as render_found, Found};
+pub use find::{rank_offline, Found};
 pub use index::{cache_dir, walk_paths, Index};

@@ -56,6 +56,8 @@ pub struct PendingCall {
     /// The client shows the model `structuredContent` instead of the text
     /// blocks when a result has it.
     pub forwards_structured: bool,
+    /// The client's connection, for requests to it (MCP sampling).
+    pub(crate) peer: Option<rmcp::Peer<rmcp::RoleServer>>,
 }
 
 impl PendingCall {
@@ -70,6 +72,7 @@ impl PendingCall {
             ct: CancellationToken::new(),
             client: None,
             forwards_structured: false,
+            peer: None,
         }
     }
 
@@ -99,6 +102,7 @@ impl PendingCall {
                 .peer_info()
                 .map(|info| info.client_info.name.clone()),
             forwards_structured,
+            peer: Some(context.peer.clone()),
         }
     }
 
@@ -113,6 +117,7 @@ impl PendingCall {
             ct: self.ct.clone(),
             client: self.client.clone(),
             forwards_structured: self.forwards_structured,
+            peer: self.peer.clone(),
         }
     }
 

@@ -122,7 +122,11 @@ pub async fn serve_stdio(
     planning: Arc<PipelineConfig>,
 ) -> Result<(), ServeError> {
     install_tls_provider();
-    let proxy = Proxy::start_with(config, options, BuiltinRegistry::shipped_for(&planning));
+    let proxy = Proxy::start_with(
+        config,
+        options,
+        BuiltinRegistry::shipped_for(&planning, config.retrieval_llm.clone()),
+    );
     // Claude Code starts MCP servers in the project directory; its
     // compaction hooks signal the state file keyed by that directory.
     let partition = match std::env::current_dir() {

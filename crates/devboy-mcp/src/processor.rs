@@ -253,6 +253,10 @@ impl ResponseProcessor for PipelineProcessor {
         }
     }
 
+    fn on_retrieval(&self, record: devboy_telemetry::RetrievalRecord) {
+        self.session.record_retrieval(record);
+    }
+
     fn end_session(&self) {
         self.session.end();
     }

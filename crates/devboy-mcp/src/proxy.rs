@@ -52,7 +52,11 @@ impl Proxy {
     /// serving devboy's shipped built-in tools. Must be called inside a tokio
     /// runtime.
     pub fn start(config: &ProxyConfig, options: ProxyOptions) -> Arc<Self> {
-        Self::start_with(config, options, BuiltinRegistry::shipped())
+        let builtins = BuiltinRegistry::shipped_for(
+            &devboy_core::pipeline_config::PipelineConfig::embedded_default(),
+            config.retrieval_llm.clone(),
+        );
+        Self::start_with(config, options, builtins)
     }
 
     /// [`start`](Self::start), serving `builtins` as devboy's own tools.

@@ -88,6 +88,9 @@ pub trait ResponseProcessor: Send + Sync + 'static {
     ) {
     }
 
+    /// A `find_files` query was answered (telemetry: counts only).
+    fn on_retrieval(&self, _record: devboy_telemetry::RetrievalRecord) {}
+
     /// The model the session runs with became known (or changed).
     fn set_model(&self, _model: Option<String>) {}
 

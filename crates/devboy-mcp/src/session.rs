@@ -161,6 +161,36 @@ impl Session {
         &self.proxy
     }
 
+    /// Records a `find_files` answer in telemetry: how it was answered and
+    /// what it cost, as counts; `provider` is the configured model's API.
+    pub fn record_retrieval(
+        &self,
+        found: &devboy_retrieval::FindResult,
+        provider: Option<devboy_core::config::LlmProvider>,
+        took: std::time::Duration,
+    ) {
+        let provider = provider.map(|p| std::borrow::Cow::Borrowed(p.name()));
+        let cost = &found.llm;
+        let record = devboy_telemetry::RetrievalRecord {
+            strategy: std::borrow::Cow::Borrowed(found.strategy),
+            fell_back: provider.is_some() && found.model.is_none(),
+            provider,
+            files: found.files.len() as u32,
+            tree_nodes: found.tree_nodes as u64,
+            calls: cost.calls,
+            failed_calls: cost.failed_calls,
+            retries: cost.retries,
+            invalid_ids: cost.invalid_ids,
+            input_tokens: cost.usage.input_tokens,
+            cached_input_tokens: cost.usage.cached_input_tokens,
+            cache_write_tokens: cost.usage.cache_write_tokens,
+            output_tokens: cost.usage.output_tokens,
+            ms: took.as_millis() as u64,
+            ..Default::default()
+        };
+        self.processor.on_retrieval(record);
+    }
+
     /// The session's response processor.
     pub fn processor(&self) -> &Arc<dyn ResponseProcessor> {
         &self.processor

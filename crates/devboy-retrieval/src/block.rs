@@ -13,6 +13,7 @@
 //! round of several blocks sends its first call alone, so the others find
 //! the shared prefix already cached.
 
+use futures::future::BoxFuture;
 use futures::stream::{self, StreamExt as _};
 
 use crate::llm::{Llm, LlmError, RankAnswer};
@@ -200,7 +201,11 @@ async fn call_all(llm: &dyn Llm, prompts: &[RankPrompt]) -> Vec<Result<RankAnswe
         answers.push(llm.rank(&prompts[0]).await);
         rest = &prompts[1..];
     }
-    let more: Vec<_> = stream::iter(rest.iter().map(|p| llm.rank(p)))
+    // Collected first: a lazy `map` closure in the stream would make the
+    // future not `Send` for callers that need it (higher-ranked lifetimes).
+    let calls: Vec<BoxFuture<'_, Result<RankAnswer, LlmError>>> =
+        rest.iter().map(|p| llm.rank(p)).collect();
+    let more: Vec<_> = stream::iter(calls)
         .buffered(llm.max_parallel().max(1))
         .collect()
         .await;

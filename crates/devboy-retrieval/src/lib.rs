@@ -14,6 +14,9 @@
 //!   blocks without changing any block's own order — here devboy's
 //!   offline ranker (code graph, BM25 over paths, identifiers in text),
 //!   with a directory scored by its best file.
+//! - [`find`]: the whole tool — the offline ranking (the answer with no
+//!   model, the path ranker with one), the model's retriever, the
+//!   fallback when the model fails, and the text the agent reads.
 //! - [`llm`]: the models (Anthropic Messages, OpenAI-compatible chat
 //!   completions; MCP sampling is adapted in `devboy-mcp`).
 //!
@@ -25,6 +28,7 @@
 
 pub mod beam;
 pub mod block;
+pub mod find;
 pub mod llm;
 pub mod order;
 pub mod prompt;
@@ -32,6 +36,7 @@ pub mod tree;
 
 use serde::Serialize;
 
+pub use find::{find, prepare, render, FindError, FindResult, Prepared, Requested};
 pub use llm::{HttpLlm, Llm, LlmError, RankAnswer, Usage};
 pub use order::PathScores;
 pub use prompt::RankPrompt;

@@ -332,6 +332,19 @@ fn rank_input(input: &Value) -> Result<(Vec<String>, Option<bool>), LlmError> {
     Ok((ids, input.get("done").and_then(Value::as_bool)))
 }
 
+/// The `rank` arguments written as a JSON object in a text (a model with
+/// no tool calling, MCP sampling).
+pub fn rank_from_text(text: &str) -> Result<(Vec<String>, Option<bool>), LlmError> {
+    let json = text
+        .find('{')
+        .and_then(|start| text.rfind('}').map(|end| &text[start..=end]))
+        .ok_or_else(|| LlmError::BadAnswer("no rank call and no JSON object".into()))?;
+    rank_input(&Value::String(json.to_owned()))
+}
+
+/// What a model with no tool calling is told to write instead.
+pub const RANK_AS_TEXT: &str = "\nAnswer with only the rank call's arguments as one JSON object: {\"ranked_ids\": [\"<id>\", ...], \"done\": true|false}\n";
+
 fn count(value: &Value, path: &[&str]) -> u64 {
     let mut v = value;
     for p in path {
@@ -382,14 +395,7 @@ fn openai_answer(response: &Value) -> Result<RankAnswer, LlmError> {
     });
     let (ranked_ids, done) = match from_call {
         Some(parsed) => parsed?,
-        None => {
-            let text = message["content"].as_str().unwrap_or_default();
-            let json = text
-                .find('{')
-                .and_then(|start| text.rfind('}').map(|end| &text[start..=end]))
-                .ok_or_else(|| LlmError::BadAnswer("no rank tool call".into()))?;
-            rank_input(&Value::String(json.to_owned()))?
-        }
+        None => rank_from_text(message["content"].as_str().unwrap_or_default())?,
     };
     let usage = &response["usage"];
     Ok(RankAnswer {

@@ -348,6 +348,11 @@ impl PipelineSession {
             .record_speculation(call.exposed, call.arguments, event, actual);
     }
 
+    /// Records one `find_files` query.
+    pub fn record_retrieval(&self, record: devboy_telemetry::RetrievalRecord) {
+        self.telemetry.record_retrieval(record);
+    }
+
     /// What may be done to this call's result now, or `None` if nothing.
     fn policy(
         &self,

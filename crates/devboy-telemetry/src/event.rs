@@ -32,6 +32,9 @@ pub enum Event {
     /// One thing read-only speculation did (a prefetch sent, a candidate
     /// declined, a prefetch ended).
     Speculation(SpeculationRecord),
+    /// One `find_files` query: how it was answered and what its model
+    /// calls cost.
+    Retrieval(RetrievalRecord),
 }
 
 impl Event {
@@ -161,6 +164,49 @@ pub struct SpeculationRecord {
     /// nothing else.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub call_key: Option<Hash64>,
+}
+
+/// One `find_files` query (`"kind": "retrieval"`): counts and fixed words
+/// only — no query, no path, no model name. Never sampled.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct RetrievalRecord {
+    /// Schema version, [`SCHEMA_VERSION`].
+    pub v: u32,
+    /// Unix milliseconds.
+    pub ts_ms: u64,
+    /// `h(session id)`.
+    pub session: Hash64,
+    /// What answered: `offline`, `beam` or `block`.
+    pub strategy: Cow<'static, str>,
+    /// The configured model's API (`anthropic`, `openai`, `mcp-sampling`),
+    /// if one is configured.
+    pub provider: Option<Cow<'static, str>>,
+    /// A configured model did not answer (it failed, picked no file, or
+    /// could not be used), so the offline ranker did.
+    pub fell_back: bool,
+    /// Files returned.
+    pub files: u32,
+    /// Nodes of the tree navigated.
+    pub tree_nodes: u64,
+    /// Model calls answered.
+    pub calls: u32,
+    /// Model calls that failed after their retries.
+    pub failed_calls: u32,
+    /// Attempts beyond the first.
+    pub retries: u32,
+    /// Ids the model returned that it had not been offered.
+    pub invalid_ids: u32,
+    /// Input tokens of all calls, cached or not.
+    pub input_tokens: u64,
+    /// Of them, read from the provider's cache.
+    pub cached_input_tokens: u64,
+    /// Of them, written to the cache.
+    pub cache_write_tokens: u64,
+    /// Output tokens of all calls.
+    pub output_tokens: u64,
+    /// Wall time of the query.
+    pub ms: u64,
 }
 
 /// One session's speculation, in its summary: what was prefetched and what

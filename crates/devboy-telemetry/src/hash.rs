@@ -147,7 +147,7 @@ pub(crate) fn private_file(path: &Path) -> io::Result<std::fs::File> {
 }
 
 /// A 64-bit salted hash, written as 16 lower-case hex digits.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Hash64(pub u64);
 
 /// A 128-bit salted hash, written as 32 lower-case hex digits.

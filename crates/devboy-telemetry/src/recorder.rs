@@ -28,8 +28,8 @@ use devboy_core::speculation::{canonical_object, Served, SpeculationEvent};
 use serde_json::{Map, Value};
 
 use crate::event::{
-    ClientKind, DedupOutcome, EndpointClass, Event, Layer, ResultEvent, SessionSummary,
-    SpeculationKind, SpeculationRecord, SpeculationSummary, SCHEMA_VERSION,
+    ClientKind, DedupOutcome, EndpointClass, Event, Layer, ResultEvent, RetrievalRecord,
+    SessionSummary, SpeculationKind, SpeculationRecord, SpeculationSummary, SCHEMA_VERSION,
 };
 use crate::hash::{hex, random_bytes, Hash64, Salt};
 use crate::names::EndpointNames;
@@ -457,6 +457,27 @@ impl Telemetry {
         match &self.active {
             Some(active) if active.live() => {
                 active.record_speculation(tool, arguments, event, actual_tokens)
+            }
+            _ => false,
+        }
+    }
+
+    /// Records one `find_files` query; `record`'s `v`, `ts_ms` and
+    /// `session` are filled here. Never sampled. Returns whether it was
+    /// queued.
+    pub fn record_retrieval(&self, record: RetrievalRecord) -> bool {
+        match &self.active {
+            Some(active) if active.live() => {
+                let record = RetrievalRecord {
+                    v: SCHEMA_VERSION,
+                    ts_ms: unix_ms(SystemTime::now()),
+                    session: active.session,
+                    ..record
+                };
+                active
+                    .tx
+                    .try_send(Message::Event(Box::new(Event::Retrieval(record))))
+                    .is_ok()
             }
             _ => false,
         }

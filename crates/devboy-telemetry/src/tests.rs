@@ -45,7 +45,7 @@ fn split(events: Vec<Event>) -> (Vec<ResultEvent>, Vec<SessionSummary>) {
         match event {
             Event::Result(r) => results.push(r),
             Event::Session(s) => sessions.push(s),
-            Event::Speculation(_) => {}
+            Event::Speculation(_) | Event::Retrieval(_) => {}
         }
     }
     (results, sessions)

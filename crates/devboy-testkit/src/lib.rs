@@ -6,6 +6,9 @@
 //! - [`scripted_model`]: a local HTTP server speaking the Anthropic Messages
 //!   API that answers from a [`Script`] and records every request, so a test
 //!   sees exactly what the model was shown.
+//! - [`oracle_llm`]: a ranking model on loopback (Anthropic Messages and
+//!   OpenAI chat completions) that steers `find_files` to given gold
+//!   files, with a prompt cache and scripted faults.
 //! - [`claude`]: runs the real Claude Code CLI offline in a temporary `HOME`
 //!   against a scripted model.
 //! - [`session`]: one Claude Code process driven turn by turn (stream-json on
@@ -17,12 +20,15 @@
 #![warn(missing_docs)]
 
 pub mod claude;
+mod http;
+pub mod oracle_llm;
 pub mod peers;
 pub mod scripted_model;
 pub mod session;
 pub mod terminal;
 
 pub use claude::{ClaudeCode, ClaudeOutput};
+pub use oracle_llm::{OracleLlm, OracleOptions};
 pub use scripted_model::{RequestKind, Script, ScriptedModel, ToolResultSeen, Turn};
 pub use session::ClaudeSession;
 pub use terminal::TerminalSession;

@@ -36,13 +36,10 @@
 use std::collections::{HashSet, VecDeque};
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::thread::JoinHandle;
 
-use anyhow::{bail, Context as _};
 use serde_json::{json, Value};
-use tokio::io::{AsyncRead, AsyncReadExt as _, AsyncWriteExt as _};
-use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::oneshot;
+
+use crate::http::{HttpRequest, HttpResponse, LoopbackServer};
 
 /// Text a main request gets once the script is exhausted, unless
 /// [`Script::final_text`] sets another.
@@ -79,9 +76,6 @@ pub const COMPACTION_SUMMARY: &str = concat!(
     compaction_summary_text!(),
     "</summary>"
 );
-
-/// Largest request body accepted (Claude Code's requests are a few hundred KB).
-const MAX_BODY: usize = 64 * 1024 * 1024;
 
 /// Size of the pieces streamed text and tool input are cut into.
 const DELTA_CHARS: usize = 24;
@@ -240,72 +234,37 @@ struct State {
 /// The running scripted model; it stops when dropped.
 #[derive(Debug)]
 pub struct ScriptedModel {
-    addr: SocketAddr,
+    server: LoopbackServer,
     state: Arc<Mutex<State>>,
-    shutdown: Option<oneshot::Sender<()>>,
-    thread: Option<JoinHandle<()>>,
 }
 
 impl ScriptedModel {
     /// Binds `127.0.0.1:0` and starts serving `script` on a background thread.
     pub fn start(script: Script) -> anyhow::Result<Self> {
-        let std_listener = std::net::TcpListener::bind("127.0.0.1:0")
-            .context("scripted model: bind 127.0.0.1:0")?;
-        std_listener.set_nonblocking(true)?;
-        let addr = std_listener.local_addr()?;
         let state = Arc::new(Mutex::new(State {
             script,
             log: Vec::new(),
             next_id: 1,
         }));
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .context("scripted model: build runtime")?;
-        let (tx, rx) = oneshot::channel::<()>();
-        let thread_state = Arc::clone(&state);
-        let thread = std::thread::Builder::new()
-            .name(format!("scripted-model-{}", addr.port()))
-            .spawn(move || {
-                runtime.block_on(async move {
-                    let listener = match TcpListener::from_std(std_listener) {
-                        Ok(l) => l,
-                        Err(e) => {
-                            eprintln!("scripted model: listener: {e}");
-                            return;
-                        }
-                    };
-                    tokio::pin!(rx);
-                    loop {
-                        tokio::select! {
-                            _ = &mut rx => break,
-                            accepted = listener.accept() => match accepted {
-                                Ok((stream, _)) => {
-                                    tokio::spawn(serve_connection(stream, Arc::clone(&thread_state)));
-                                }
-                                Err(e) => eprintln!("scripted model: accept: {e}"),
-                            },
-                        }
-                    }
-                });
-            })
-            .context("scripted model: spawn thread")?;
-        Ok(Self {
-            addr,
-            state,
-            shutdown: Some(tx),
-            thread: Some(thread),
-        })
+        let handler_state = Arc::clone(&state);
+        let server = LoopbackServer::start(
+            "scripted-model",
+            Arc::new(move |request: HttpRequest| {
+                let response = handle(&request, &handler_state);
+                Box::pin(async move { response })
+            }),
+        )?;
+        Ok(Self { server, state })
     }
 
     /// The bound address.
     pub fn addr(&self) -> SocketAddr {
-        self.addr
+        self.server.addr()
     }
 
     /// `http://127.0.0.1:PORT`, the value for `ANTHROPIC_BASE_URL`.
     pub fn base_url(&self) -> String {
-        format!("http://{}", self.addr)
+        self.server.base_url()
     }
 
     /// Appends a turn to the script while the model runs.
@@ -392,17 +351,6 @@ impl ScriptedModel {
     }
 }
 
-impl Drop for ScriptedModel {
-    fn drop(&mut self) {
-        if let Some(tx) = self.shutdown.take() {
-            let _ = tx.send(());
-        }
-        if let Some(thread) = self.thread.take() {
-            let _ = thread.join();
-        }
-    }
-}
-
 /// Extracts the `tool_result` blocks of user messages from Messages API
 /// request bodies, each `tool_use_id` once (first occurrence), naming the
 /// tool from the matching assistant `tool_use` block.
@@ -451,185 +399,6 @@ pub fn tool_results_in(requests: &[Value]) -> Vec<ToolResultSeen> {
         }
     }
     out
-}
-
-/// A parsed HTTP/1.1 request.
-struct HttpRequest {
-    method: String,
-    target: String,
-    headers: Vec<(String, String)>,
-    body: Vec<u8>,
-}
-
-impl HttpRequest {
-    fn header(&self, name: &str) -> Option<&str> {
-        self.headers
-            .iter()
-            .find(|(k, _)| k.eq_ignore_ascii_case(name))
-            .map(|(_, v)| v.as_str())
-    }
-}
-
-/// An HTTP response about to be written.
-struct HttpResponse {
-    status: u16,
-    content_type: &'static str,
-    body: Vec<u8>,
-}
-
-impl HttpResponse {
-    fn json(status: u16, value: &Value) -> Self {
-        Self {
-            status,
-            content_type: "application/json",
-            body: value.to_string().into_bytes(),
-        }
-    }
-
-    fn error(status: u16, kind: &str, message: &str) -> Self {
-        Self::json(
-            status,
-            &json!({"type": "error", "error": {"type": kind, "message": message}}),
-        )
-    }
-}
-
-async fn serve_connection(stream: TcpStream, state: Arc<Mutex<State>>) {
-    let (read_half, mut write_half) = stream.into_split();
-    let mut reader = tokio::io::BufReader::new(read_half);
-    loop {
-        let request = match read_request(&mut reader).await {
-            Ok(Some(r)) => r,
-            Ok(None) => return,
-            Err(e) => {
-                let resp = HttpResponse::error(400, "invalid_request_error", &e.to_string());
-                let _ = write_response(&mut write_half, "POST", &resp, true).await;
-                return;
-            }
-        };
-        let close = request
-            .header("connection")
-            .is_some_and(|v| v.eq_ignore_ascii_case("close"));
-        let response = handle(&request, &state);
-        if write_response(&mut write_half, &request.method, &response, close)
-            .await
-            .is_err()
-            || close
-        {
-            return;
-        }
-    }
-}
-
-/// Reads one request; `Ok(None)` on a clean end of stream before a request.
-async fn read_request<R: AsyncRead + Unpin>(
-    reader: &mut tokio::io::BufReader<R>,
-) -> anyhow::Result<Option<HttpRequest>> {
-    use tokio::io::AsyncBufReadExt as _;
-    let mut line = String::new();
-    // Skip stray empty lines between requests.
-    loop {
-        line.clear();
-        if reader.read_line(&mut line).await? == 0 {
-            return Ok(None);
-        }
-        if !line.trim().is_empty() {
-            break;
-        }
-    }
-    let mut parts = line.split_whitespace();
-    let (Some(method), Some(target)) = (parts.next(), parts.next()) else {
-        bail!("malformed request line {line:?}");
-    };
-    let (method, target) = (method.to_owned(), target.to_owned());
-    let mut headers = Vec::new();
-    loop {
-        line.clear();
-        if reader.read_line(&mut line).await? == 0 {
-            bail!("connection closed inside headers");
-        }
-        let l = line.trim_end_matches(['\r', '\n']);
-        if l.is_empty() {
-            break;
-        }
-        let (k, v) = l
-            .split_once(':')
-            .with_context(|| format!("malformed header {l:?}"))?;
-        headers.push((k.trim().to_owned(), v.trim().to_owned()));
-    }
-    let mut request = HttpRequest {
-        method,
-        target,
-        headers,
-        body: Vec::new(),
-    };
-    if request
-        .header("transfer-encoding")
-        .is_some_and(|v| v.to_ascii_lowercase().contains("chunked"))
-    {
-        loop {
-            line.clear();
-            reader.read_line(&mut line).await?;
-            let size_hex = line.trim().split(';').next().unwrap_or("");
-            let size = usize::from_str_radix(size_hex, 16)
-                .with_context(|| format!("bad chunk size {size_hex:?}"))?;
-            if request.body.len() + size > MAX_BODY {
-                bail!("request body over {MAX_BODY} bytes");
-            }
-            if size == 0 {
-                // Trailers until an empty line.
-                loop {
-                    line.clear();
-                    if reader.read_line(&mut line).await? == 0 || line.trim().is_empty() {
-                        break;
-                    }
-                }
-                break;
-            }
-            let start = request.body.len();
-            request.body.resize(start + size, 0);
-            reader.read_exact(&mut request.body[start..]).await?;
-            line.clear();
-            reader.read_line(&mut line).await?;
-        }
-    } else if let Some(len) = request.header("content-length") {
-        let len: usize = len
-            .parse()
-            .with_context(|| format!("bad content-length {len:?}"))?;
-        if len > MAX_BODY {
-            bail!("request body over {MAX_BODY} bytes");
-        }
-        request.body.resize(len, 0);
-        reader.read_exact(&mut request.body).await?;
-    }
-    Ok(Some(request))
-}
-
-async fn write_response(
-    w: &mut tokio::net::tcp::OwnedWriteHalf,
-    method: &str,
-    response: &HttpResponse,
-    close: bool,
-) -> std::io::Result<()> {
-    let reason = match response.status {
-        200 => "OK",
-        400 => "Bad Request",
-        404 => "Not Found",
-        _ => "Error",
-    };
-    let head = format!(
-        "HTTP/1.1 {} {}\r\nContent-Type: {}\r\nContent-Length: {}\r\nCache-Control: no-cache\r\nrequest-id: req_scripted\r\nConnection: {}\r\n\r\n",
-        response.status,
-        reason,
-        response.content_type,
-        response.body.len(),
-        if close { "close" } else { "keep-alive" },
-    );
-    w.write_all(head.as_bytes()).await?;
-    if method != "HEAD" {
-        w.write_all(&response.body).await?;
-    }
-    w.flush().await
 }
 
 /// `turn` with [`LAST_ID`] in its tool inputs replaced by the last id the

@@ -38,20 +38,22 @@ pub(super) fn query_and_root(
     Ok((query.to_owned(), root))
 }
 
-/// Opens (or refreshes) the index of `root` and answers with `answer`'s
-/// text, on a blocking thread.
-pub(super) async fn answer_from_index(
+/// Opens (or refreshes) the index of `root` and computes `answer` from
+/// it, on a blocking thread; a failure is the `isError` result to send.
+pub(super) async fn from_index<T: Send + 'static>(
     tool: &'static str,
     root: PathBuf,
-    answer: impl FnOnce(&devboy_explore::Index) -> String + Send + 'static,
-) -> CallToolResult {
+    answer: impl FnOnce(&devboy_explore::Index) -> T + Send + 'static,
+) -> Result<T, CallToolResult> {
     let answered = tokio::task::spawn_blocking(move || {
         devboy_explore::Index::open(&root, &devboy_explore::cache_dir()).map(|index| answer(&index))
     })
     .await;
     match answered {
-        Ok(Ok(text)) => CallToolResult::success(vec![ContentBlock::text(text)]),
-        Ok(Err(e)) => failure(format!("{tool}: {e}")),
-        Err(e) => failure(format!("{tool}: the index could not be built: {e}")),
+        Ok(Ok(answer)) => Ok(answer),
+        Ok(Err(e)) => Err(failure(format!("{tool}: {e}"))),
+        Err(e) => Err(failure(format!(
+            "{tool}: the index could not be built: {e}"
+        ))),
     }
 }

@@ -4,11 +4,11 @@
 //! any other.
 
 use futures::future::BoxFuture;
-use rmcp::model::{CallToolResult, Tool};
+use rmcp::model::{CallToolResult, ContentBlock, Tool};
 use rmcp::ErrorData as McpError;
 use serde_json::json;
 
-use super::code::{answer_from_index, failure, query_and_root};
+use super::code::{failure, from_index, query_and_root};
 use super::{annotations, definition, BuiltinContext, BuiltinTool};
 
 /// The `devboy_explore` tool, with the pipeline config's `[explore]`
@@ -72,10 +72,14 @@ impl BuiltinTool for Explore {
             None => self.budget_chars,
         };
         Box::pin(async move {
-            Ok(answer_from_index("devboy_explore", root, move |index| {
+            let answered = from_index("devboy_explore", root, move |index| {
                 devboy_explore::explore(index, &query, &options).text
             })
-            .await)
+            .await;
+            Ok(answered.map_or_else(
+                |failed| failed,
+                |text| CallToolResult::success(vec![ContentBlock::text(text)]),
+            ))
         })
     }
 }

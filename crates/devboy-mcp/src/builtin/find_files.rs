@@ -1,26 +1,75 @@
-//! `devboy_find_files`: the files a question or an issue is about, ranked
-//! ([`devboy_explore::rank_offline`]: the code graph, the paths, the text;
-//! no model). Its result goes through the pipeline like any other.
+//! `devboy_find_files`: the files a task or an issue is about, ranked.
+//! With a model configured (`[retrieval.llm]`: Anthropic, an
+//! OpenAI-compatible server, or the client's own model through MCP
+//! sampling) it navigates the project's tree, Beam or Block
+//! ([`devboy_retrieval`]); with none, or when the model fails, the offline
+//! ranker answers (the code graph, the paths, the text). Its result goes
+//! through the pipeline like any other; what the model calls cost goes to
+//! telemetry as counts.
 
+use std::time::Instant;
+
+use devboy_core::config::{LlmConfig, LlmProvider};
+use devboy_retrieval::{HttpLlm, Llm, Requested};
 use futures::future::BoxFuture;
-use rmcp::model::{CallToolResult, Tool};
+use rmcp::model::{CallToolResult, ContentBlock, Tool};
 use rmcp::ErrorData as McpError;
 use serde_json::json;
 
-use super::code::{answer_from_index, failure, query_and_root};
+use super::code::{failure, from_index, query_and_root};
+use super::sampling::SamplingLlm;
 use super::{annotations, definition, BuiltinContext, BuiltinTool};
 
 /// The `devboy_find_files` tool.
-pub struct FindFiles;
+pub struct FindFiles {
+    llm: Option<LlmConfig>,
+}
+
+impl FindFiles {
+    /// The tool, navigating with `llm` when there is one.
+    pub fn new(llm: Option<LlmConfig>) -> Self {
+        Self { llm }
+    }
+}
 
 /// The most files a call may ask for.
 const MAX_K: u64 = 100;
+
+impl FindFiles {
+    /// The model this call navigates with, or why there is none.
+    fn model(&self, context: &BuiltinContext<'_>) -> (Option<Box<dyn Llm>>, Option<String>) {
+        let Some(config) = &self.llm else {
+            return (None, None);
+        };
+        match config.provider {
+            LlmProvider::Sampling => {
+                let Some(peer) = context.client() else {
+                    return (None, Some("no client to sample from".into()));
+                };
+                let offers = peer
+                    .peer_info()
+                    .is_some_and(|info| info.capabilities.sampling.is_some());
+                if !offers {
+                    return (
+                        None,
+                        Some("[retrieval.llm] is mcp-sampling, and this client does not offer sampling".into()),
+                    );
+                }
+                (Some(Box::new(SamplingLlm::new(peer.clone(), config))), None)
+            }
+            _ => match HttpLlm::from_config(config, &|var| std::env::var(var).ok()) {
+                Ok(llm) => (Some(Box::new(llm)), None),
+                Err(error) => (None, Some(format!("[retrieval.llm]: {error}"))),
+            },
+        }
+    }
+}
 
 impl BuiltinTool for FindFiles {
     fn definition(&self) -> Tool {
         definition(
             "devboy_find_files",
-            "Find the files a task or an issue is about, ranked: give it the issue text (stack traces, names and paths in it help). Reads the code graph (symbols and the calls between them), file paths and file text of the project; returns paths, best first. Use it before listing and reading directories to guess.",
+            "Find the files a task or an issue is about, ranked: give it the issue text (stack traces, names and paths in it help). Reads the code graph (symbols and the calls between them), file paths and file text of the project, and navigates its tree with a model when one is configured; returns paths, best first. Use it before listing and reading directories to guess.",
             json!({
                 "type": "object",
                 "properties": {
@@ -48,12 +97,48 @@ impl BuiltinTool for FindFiles {
             .and_then(|a| a.get("k"))
             .and_then(serde_json::Value::as_u64)
             .map_or(10, |k| k.clamp(1, MAX_K) as usize);
+        let (llm, unusable) = self.model(&context);
         Box::pin(async move {
-            Ok(answer_from_index("devboy_find_files", root, move |index| {
-                let found = devboy_explore::rank_offline(index, &query, k);
-                devboy_explore::render_found(&query, &found)
-            })
-            .await)
+            let started = Instant::now();
+            let prepared_query = query.clone();
+            let prepared = match from_index(
+                "devboy_find_files",
+                root,
+                move |index: &devboy_explore::Index| {
+                    devboy_retrieval::prepare(index, &prepared_query)
+                },
+            )
+            .await
+            {
+                Ok(prepared) => prepared,
+                Err(failed) => return Ok(failed),
+            };
+            let options = devboy_retrieval::Options {
+                k,
+                ..Default::default()
+            };
+            let found = devboy_retrieval::find(
+                &prepared,
+                &query,
+                Requested::Auto,
+                llm.as_deref(),
+                &options,
+            )
+            .await;
+            let mut found = match found {
+                Ok(found) => found,
+                Err(e) => return Ok(failure(format!("devboy_find_files: {e}"))),
+            };
+            if found.fallback.is_none() {
+                found.fallback = unusable;
+            }
+            let provider = self.llm.as_ref().map(|l| l.provider);
+            context
+                .session
+                .record_retrieval(&found, provider, started.elapsed());
+            Ok(CallToolResult::success(vec![ContentBlock::text(
+                devboy_retrieval::render(&query, &found),
+            )]))
         })
     }
 }

@@ -16,6 +16,7 @@ mod compact;
 mod expand;
 mod explore;
 mod find_files;
+mod sampling;
 mod status;
 
 use std::sync::Arc;
@@ -64,6 +65,12 @@ pub struct BuiltinContext<'a> {
 }
 
 impl BuiltinContext<'_> {
+    /// The client's connection (for requests to it, such as sampling), when
+    /// the call came from one.
+    pub fn client(&self) -> Option<&rmcp::Peer<rmcp::RoleServer>> {
+        self.call.peer.as_ref()
+    }
+
     /// The string argument `name`, if given as a string.
     pub fn str_argument(&self, name: &str) -> Option<&str> {
         self.arguments?.get(name)?.as_str()
@@ -92,17 +99,24 @@ pub struct BuiltinRegistry {
 impl BuiltinRegistry {
     /// The tools devboy ships: one line per tool.
     pub fn shipped() -> Self {
-        Self::shipped_for(&devboy_core::pipeline_config::PipelineConfig::embedded_default())
+        Self::shipped_for(
+            &devboy_core::pipeline_config::PipelineConfig::embedded_default(),
+            None,
+        )
     }
 
-    /// The shipped tools, configured by the pipeline config (`[explore]`).
-    pub fn shipped_for(config: &devboy_core::pipeline_config::PipelineConfig) -> Self {
+    /// The shipped tools, configured by the pipeline config (`[explore]`)
+    /// and the model `find_files` navigates with (`[retrieval.llm]`).
+    pub fn shipped_for(
+        config: &devboy_core::pipeline_config::PipelineConfig,
+        retrieval: Option<devboy_core::config::LlmConfig>,
+    ) -> Self {
         Self::empty()
             .with(status::Status)
             .with(compact::Compact)
             .with(expand::Expand)
             .with(explore::Explore::new(&config.explore))
-            .with(find_files::FindFiles)
+            .with(find_files::FindFiles::new(retrieval))
     }
 
     /// No built-in tools.
