@@ -553,3 +553,61 @@ fn walk(dir: &Path) -> Vec<String> {
     }
     out
 }
+
+/// Runs `tests/python/sampling_client.py` (the Python MCP SDK, offering
+/// sampling unless `sampling` is false) against `devboy mcp --config`.
+async fn sampling_client(config: &Path, root: &Path, cache: &Path, sampling: bool) -> Value {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python/sampling_client.py");
+    let mut cmd = tokio::process::Command::new(devboy_testkit::peers::python());
+    cmd.arg(script)
+        .args(["--devboy", common::devboy_bin(), "--config", path(config)])
+        .args(["--root", path(root), "--query", QUERY, "--gold"])
+        .args(LARGE_GOLD)
+        .env("DEVBOY_CACHE_DIR", cache)
+        .env("DEVBOY_TELEMETRY", "off")
+        .env("PYTHONUNBUFFERED", "1")
+        .kill_on_drop(true);
+    if !sampling {
+        cmd.arg("--no-sampling");
+    }
+    let out = tokio::time::timeout(std::time::Duration::from_secs(120), cmd.output())
+        .await
+        .expect("the SDK client finished within 120 s")
+        .expect("run the SDK client");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{out:?}");
+    serde_json::from_str(stdout.lines().last().unwrap_or_default())
+        .unwrap_or_else(|e| panic!("{e}: {out:?}"))
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_client_that_offers_sampling_ranks_with_its_own_model() {
+    let dir = common::TempDir::new("find-sampling");
+    let (large, cache) = (dir.path().join("large"), dir.path().join("cache"));
+    large_fixture(&large);
+    let config = dir.path().join("devboy.toml");
+    std::fs::write(&config, "[retrieval.llm]\nprovider = \"mcp-sampling\"\n").unwrap();
+
+    let summary = sampling_client(&config, &large, &cache, true).await;
+    let text = summary["text"].as_str().unwrap_or_default();
+    assert!(
+        text.contains("(block over ") && text.contains("with mcp-sampling: "),
+        "{summary}"
+    );
+    for gold in LARGE_GOLD {
+        assert!(
+            text.lines().any(|l| l.ends_with(&format!(". {gold}"))),
+            "{gold}: {summary}"
+        );
+    }
+    let requests = summary["sampling_requests"].as_array().unwrap();
+    assert!(requests.len() >= 3, "{summary}");
+    assert!(requests.iter().all(|r| r["system"] == true), "{summary}");
+
+    // A client without sampling: the offline ranker answers, and says why.
+    let summary = sampling_client(&config, &large, &cache, false).await;
+    let text = summary["text"].as_str().unwrap_or_default();
+    assert!(text.contains("does not offer sampling"), "{summary}");
+    assert_eq!(summary["sampling_requests"], json!([]), "{summary}");
+    assert!(text.contains("1. "), "{summary}");
+}
