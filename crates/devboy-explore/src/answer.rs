@@ -325,14 +325,22 @@ fn is_test_path(path: &str) -> bool {
 
 /// Scores of every symbol with any match.
 fn score_symbols(graph: &Graph<'_>, q: &Query) -> HashMap<SymbolId, f64> {
-    // How rare each stemmed word is among symbol names.
-    let mut df: HashMap<String, usize> = HashMap::new();
+    // Each name's stemmed words, once per distinct name (names repeat
+    // across classes and files; this runs over every symbol per question).
+    let mut name_words: HashMap<&str, Vec<String>> = HashMap::new();
     for &id in &graph.symbols {
-        let mut seen = HashSet::new();
-        for w in words(&graph.symbol(id).name) {
-            let s = stem(&w);
-            if seen.insert(s.clone()) {
-                *df.entry(s).or_default() += 1;
+        let name = graph.symbol(id).name.as_str();
+        name_words
+            .entry(name)
+            .or_insert_with(|| words(name).iter().map(|w| stem(w)).collect());
+    }
+    // How rare each stemmed word is among symbol names.
+    let mut df: HashMap<&str, usize> = HashMap::new();
+    for &id in &graph.symbols {
+        let stems = &name_words[graph.symbol(id).name.as_str()];
+        for (i, s) in stems.iter().enumerate() {
+            if !stems[..i].contains(s) {
+                *df.entry(s.as_str()).or_default() += 1;
             }
         }
     }
@@ -341,12 +349,16 @@ fn score_symbols(graph: &Graph<'_>, q: &Query) -> HashMap<SymbolId, f64> {
     let mut out = HashMap::new();
     for &id in &graph.symbols {
         let sym = graph.symbol(id);
-        let path = graph.path(id).to_ascii_lowercase();
-        let name_words: Vec<String> = words(&sym.name).iter().map(|w| stem(w)).collect();
+        let name_words = &name_words[sym.name.as_str()];
         let mut score = 0.0;
         if q.identifiers.contains(&sym.name) {
             score += 12.0;
         }
+        let doc = if sym.doc.is_empty() || q.terms.is_empty() {
+            String::new()
+        } else {
+            sym.doc.to_ascii_lowercase()
+        };
         let mut matched = 0usize;
         for (i, t) in q.terms.iter().enumerate() {
             if let Some(at) = name_words.iter().position(|w| w == t) {
@@ -361,7 +373,7 @@ fn score_symbols(graph: &Graph<'_>, q: &Query) -> HashMap<SymbolId, f64> {
                     score += 1.5 * (idf(t) + idf(&q.terms[i + 1]));
                 }
             }
-            if !sym.doc.is_empty() && sym.doc.to_ascii_lowercase().contains(t.as_str()) {
+            if !doc.is_empty() && doc.contains(t.as_str()) {
                 score += 0.4 * idf(t);
             }
         }
@@ -373,7 +385,7 @@ fn score_symbols(graph: &Graph<'_>, q: &Query) -> HashMap<SymbolId, f64> {
             let coverage = matched as f64 / name_words.len().max(1) as f64;
             score *= 0.25 + 0.75 * coverage;
         }
-        if !q.tests && is_test_path(&path) {
+        if !q.tests && is_test_path(&graph.path(id).to_ascii_lowercase()) {
             score *= 0.2;
         }
         out.insert(id, score);

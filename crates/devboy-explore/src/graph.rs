@@ -9,7 +9,9 @@
 //! the implementation of the type the caller constructs; otherwise
 //! none — a call that could reach anything says nothing about the flow.
 
-use std::collections::HashMap;
+// Fx: the graph hashes millions of short names per question; no untrusted
+// keys reach it from outside the local tree.
+type HashMap<K, V> = rustc_hash::FxHashMap<K, V>;
 
 use crate::extract::{Kind, Symbol};
 use crate::index::Index;
@@ -48,6 +50,73 @@ pub struct Graph<'i> {
     pub member_of: HashMap<SymbolId, String>,
     /// Those families' members.
     pub members: HashMap<String, Vec<SymbolId>>,
+}
+
+/// Definitions by name, sliced the ways call resolution asks for them;
+/// built once per graph.
+struct Lookup<'i> {
+    /// Definitions that are not methods.
+    non_methods: HashMap<&'i str, Vec<SymbolId>>,
+    /// Definitions by (name, owner type).
+    owned: HashMap<(&'i str, &'i str), Vec<SymbolId>>,
+    /// Methods by (name, owner type).
+    methods: HashMap<(&'i str, &'i str), Vec<SymbolId>>,
+    /// Definitions by (name, file).
+    in_file: HashMap<(&'i str, u32), Vec<SymbolId>>,
+    /// Methods of contract types, by name.
+    contract_methods: HashMap<&'i str, Vec<SymbolId>>,
+}
+
+impl<'i> Lookup<'i> {
+    fn new(g: &Graph<'i>) -> Self {
+        let mut l = Lookup {
+            non_methods: HashMap::default(),
+            owned: HashMap::default(),
+            methods: HashMap::default(),
+            in_file: HashMap::default(),
+            contract_methods: HashMap::default(),
+        };
+        let mut contract: HashMap<&'i str, bool> = HashMap::default();
+        for &id in &g.symbols {
+            let s = g.symbol(id);
+            let name = s.name.as_str();
+            let owner = g.owner_name(id);
+            l.in_file.entry((name, id.file)).or_default().push(id);
+            if let Some(o) = owner {
+                l.owned.entry((name, o)).or_default().push(id);
+            }
+            if s.kind != Kind::Method {
+                l.non_methods.entry(name).or_default().push(id);
+                continue;
+            }
+            let Some(o) = owner else { continue };
+            l.methods.entry((name, o)).or_default().push(id);
+            if *contract.entry(o).or_insert_with(|| g.is_contract(o)) {
+                l.contract_methods.entry(name).or_default().push(id);
+            }
+        }
+        l
+    }
+
+    fn non_methods(&self, name: &str) -> &[SymbolId] {
+        self.non_methods.get(name).map_or(&[], Vec::as_slice)
+    }
+
+    fn methods_named(&self, name: &'i str, owner: &'i str) -> &[SymbolId] {
+        self.methods.get(&(name, owner)).map_or(&[], Vec::as_slice)
+    }
+
+    fn owned_named(&self, name: &'i str, owner: &'i str) -> &[SymbolId] {
+        self.owned.get(&(name, owner)).map_or(&[], Vec::as_slice)
+    }
+
+    fn in_file(&self, name: &'i str, file: u32) -> &[SymbolId] {
+        self.in_file.get(&(name, file)).map_or(&[], Vec::as_slice)
+    }
+
+    fn contract_methods(&self, name: &str) -> &[SymbolId] {
+        self.contract_methods.get(name).map_or(&[], Vec::as_slice)
+    }
 }
 
 /// Decorators that say how a function works, not that it is registered.
@@ -164,14 +233,14 @@ impl<'i> Graph<'i> {
         let mut g = Graph {
             index,
             symbols: Vec::new(),
-            by_name: HashMap::new(),
-            calls: HashMap::new(),
-            callers: HashMap::new(),
-            implementers: HashMap::new(),
-            supers: HashMap::new(),
-            methods: HashMap::new(),
-            member_of: HashMap::new(),
-            members: HashMap::new(),
+            by_name: HashMap::default(),
+            calls: HashMap::default(),
+            callers: HashMap::default(),
+            implementers: HashMap::default(),
+            supers: HashMap::default(),
+            methods: HashMap::default(),
+            member_of: HashMap::default(),
+            members: HashMap::default(),
         };
         for (f, file) in index.files.iter().enumerate() {
             for (s, sym) in file.facts.symbols.iter().enumerate() {
@@ -206,13 +275,14 @@ impl<'i> Graph<'i> {
                 }
             }
         }
+        let lookup = Lookup::new(&g);
         for (f, file) in index.files.iter().enumerate() {
             for call in &file.facts.calls {
                 let from = SymbolId {
                     file: f as u32,
                     symbol: call.from,
                 };
-                let targets = g.resolve(from, &call.name, call.member);
+                let targets = g.resolve(&lookup, from, &call.name, call.member);
                 for to in targets {
                     if to == from {
                         continue;
@@ -232,7 +302,7 @@ impl<'i> Graph<'i> {
 
     /// Families with no supertype (see [`Graph::member_of`]).
     fn find_families(&mut self) {
-        let mut found: HashMap<String, Vec<SymbolId>> = HashMap::new();
+        let mut found: HashMap<String, Vec<SymbolId>> = HashMap::default();
         for &id in &self.symbols {
             let s = self.symbol(id);
             for d in s
@@ -344,7 +414,13 @@ impl<'i> Graph<'i> {
         out
     }
 
-    fn resolve(&self, from: SymbolId, name: &str, member: bool) -> Vec<SymbolId> {
+    fn resolve(
+        &self,
+        lookup: &Lookup<'i>,
+        from: SymbolId,
+        name: &'i str,
+        member: bool,
+    ) -> Vec<SymbolId> {
         let Some(all) = self.by_name.get(name) else {
             return Vec::new();
         };
@@ -352,43 +428,48 @@ impl<'i> Graph<'i> {
         // method of the caller's own type; only a call on a receiver
         // reaches other types' methods.
         let own = self.owner_name(from);
-        let filtered: Vec<SymbolId>;
-        let all = if member {
-            all
-        } else {
-            filtered = all
-                .iter()
-                .copied()
-                .filter(|&t| {
-                    self.symbol(t).kind != Kind::Method
-                        || (own.is_some() && self.owner_name(t) == own)
-                })
-                .collect();
-            &filtered
+        let reaches = |t: SymbolId| {
+            member
+                || self.symbol(t).kind != Kind::Method
+                || (own.is_some() && self.owner_name(t) == own)
         };
-        if all.is_empty() {
+        // Found through the maps built once per graph (a name can have
+        // thousands of definitions, and be called thousands of times).
+        let own_methods: &[SymbolId] = match own {
+            Some(o) if !member => lookup.methods_named(name, o),
+            _ => &[],
+        };
+        let count = if member {
+            all.len()
+        } else {
+            lookup.non_methods(name).len() + own_methods.len()
+        };
+        if count == 0 {
             return Vec::new();
         }
-        let local: Vec<SymbolId> = all
+        let local: Vec<SymbolId> = lookup
+            .in_file(name, from.file)
             .iter()
             .copied()
-            .filter(|t| t.file == from.file)
+            .filter(|&t| reaches(t))
             .collect();
         if !local.is_empty() {
             return local;
         }
-        if all.len() <= MAX_TARGETS {
-            return all.clone();
+        if count <= MAX_TARGETS {
+            return if member {
+                all.clone()
+            } else {
+                [lookup.non_methods(name), own_methods].concat()
+            };
         }
         // The contract: the method of a type the others' types implement
         // or extend (an interface, a trait, an abstract base class).
-        let contract: Vec<SymbolId> = all
+        let contract: Vec<SymbolId> = lookup
+            .contract_methods(name)
             .iter()
             .copied()
-            .filter(|&t| {
-                self.symbol(t).kind == Kind::Method
-                    && self.owner_name(t).is_some_and(|o| self.is_contract(o))
-            })
+            .filter(|&t| reaches(t))
             .collect();
         let [contract] = contract[..] else {
             return Vec::new();
@@ -399,19 +480,21 @@ impl<'i> Graph<'i> {
         let Some(interface) = self.owner_name(contract) else {
             return out;
         };
-        let constructed = self.constructed_by(from);
-        for &t in all.iter() {
-            let Some(owner) = self.owner_name(t) else {
-                continue;
-            };
-            if t != contract
-                && constructed.contains(&owner)
-                && self
-                    .supers
-                    .get(owner)
-                    .is_some_and(|s| s.contains(&interface))
+        let mut constructed = self.constructed_by(from);
+        constructed.sort_unstable();
+        constructed.dedup();
+        for owner in constructed {
+            if !self
+                .supers
+                .get(owner)
+                .is_some_and(|s| s.contains(&interface))
             {
-                out.push(t);
+                continue;
+            }
+            for &t in lookup.owned_named(name, owner) {
+                if t != contract && reaches(t) {
+                    out.push(t);
+                }
             }
         }
         out
