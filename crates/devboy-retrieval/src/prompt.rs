@@ -154,8 +154,9 @@ fn shared_prefix(paths: &[&str]) -> String {
         return String::new();
     };
     let mut prefix: &str = first.rsplit_once('/').map_or("", |(d, _)| d);
+    let inside = |p: &str, dir: &str| p.starts_with(dir) && p[dir.len()..].starts_with('/');
     for p in &paths[1..] {
-        while !prefix.is_empty() && !(p.starts_with(prefix) && p[prefix.len()..].starts_with('/')) {
+        while !prefix.is_empty() && !inside(p, prefix) {
             prefix = prefix.rsplit_once('/').map_or("", |(d, _)| d);
         }
     }

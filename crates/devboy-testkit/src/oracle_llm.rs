@@ -236,7 +236,7 @@ fn pick(candidates: &[Candidate], gold: &[String]) -> (Vec<String>, bool) {
         .map(|c| (c, inside(&c.path)))
         .filter(|(_, n)| *n > 0)
         .collect();
-    dirs.sort_by(|a, b| b.1.cmp(&a.1));
+    dirs.sort_by_key(|d| std::cmp::Reverse(d.1));
     let done = dirs.is_empty() && !files.is_empty();
     let ids = files
         .into_iter()
