@@ -799,3 +799,87 @@ fn explore_answers_in_claude_code_from_the_project_it_runs_in() {
     // The index went where the environment said.
     assert!(cache.join("explore").is_dir());
 }
+
+/// `devboy_find_files` in real Claude Code with a model configured for it
+/// (`[retrieval.llm]`, here the oracle on loopback speaking the Messages
+/// API; Claude Code's own model is the scripted one): the agent asks with
+/// no `root`, devboy navigates the project's tree with Block and the
+/// agent's model sees the files it found and what finding them cost.
+#[test]
+fn find_files_navigates_the_project_with_the_configured_model_in_claude_code() {
+    let claude = ClaudeCode::new().unwrap();
+    let root = claude.project().canonicalize().unwrap();
+    let w = |path: &str, text: &str| {
+        let path = root.join(path);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    };
+    for i in 0..40 {
+        w(
+            &format!("shop/plugins/p{i:02}/plugin.py"),
+            "def run():\n    return 1\n",
+        );
+        w(&format!("shop/plugins/p{i:02}/README.md"), "# plugin\n");
+    }
+    w(
+        "shop/cart.py",
+        "class Cart:\n    def total(self):\n        return 0\n",
+    );
+    w("shop/tax.py", "def vat(amount):\n    return amount\n");
+    w("tests/test_cart.py", "def test_total():\n    assert True\n");
+    let gold = ["shop/cart.py", "shop/plugins/p27/plugin.py"];
+    let oracle = devboy_testkit::OracleLlm::start(devboy_testkit::OracleOptions {
+        gold: gold.iter().map(|g| g.to_string()).collect(),
+        ..Default::default()
+    })
+    .unwrap();
+    let tool = "mcp__devboy__devboy_find_files";
+    let model = ScriptedModel::start(
+        Script::new()
+            .tool_use(
+                tool,
+                json!({"query": "Cart.total ignores the discount plugin p27", "k": 2}),
+            )
+            .final_text("done"),
+    )
+    .unwrap();
+    let claude = claude.model(&model);
+    let config = claude.scratch_dir().join("devboy.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[retrieval.llm]\nprovider = \"anthropic\"\nmodel = \"oracle-1\"\nbase_url = \"{}\"\napi_key_env = \"FIND_FILES_KEY\"\n",
+            oracle.base_url()
+        ),
+    )
+    .unwrap();
+    let cache = claude.scratch_dir().join("cache");
+    claude
+        .mcp_add_with_env(
+            "devboy",
+            DEVBOY,
+            &["mcp", "--config", config.to_str().unwrap()],
+            &[
+                ("DEVBOY_CACHE_DIR", cache.to_str().unwrap()),
+                ("FIND_FILES_KEY", "test-key"),
+            ],
+        )
+        .unwrap();
+    claude
+        .run_print("Which files is this about?", &[tool])
+        .unwrap()
+        .assert_success();
+    let results = model.tool_results();
+    assert_eq!(results.len(), 1, "{results:?}");
+    assert!(!results[0].is_error, "{results:?}");
+    let seen = results[0].text();
+    assert!(seen.contains("(block over "), "{seen}");
+    assert!(seen.contains("with anthropic/oracle-1: "), "{seen}");
+    for g in gold {
+        assert!(
+            seen.lines().any(|l| l.ends_with(&format!(". {g}"))),
+            "{g}: {seen}"
+        );
+    }
+    assert!(!oracle.calls().is_empty());
+}

@@ -30,8 +30,8 @@ use crate::http::{HttpRequest, HttpResponse, LoopbackServer};
 pub struct OracleOptions {
     /// The files it steers to.
     pub gold: Vec<String>,
-    /// Other gold files for queries containing a key (first match wins):
-    /// one oracle for a whole dataset.
+    /// Other gold files for queries equal to a key, else containing one
+    /// (first match wins): one oracle for a whole dataset.
     pub gold_by_query: Vec<(String, Vec<String>)>,
     /// Statuses for the first requests, in order (e.g. `[429, 529]`).
     pub fail_first: Vec<u16>,
@@ -293,10 +293,11 @@ async fn answer(request: HttpRequest, state: Arc<Mutex<State>>) -> HttpResponse 
     let query = user
         .split_once("Query: ")
         .map_or("", |(_, rest)| rest.lines().next().unwrap_or(""));
-    let gold = options
-        .gold_by_query
+    let by_query = &options.gold_by_query;
+    let gold = by_query
         .iter()
-        .find(|(key, _)| query.contains(key.as_str()))
+        .find(|(key, _)| query.trim() == key.trim())
+        .or_else(|| by_query.iter().find(|(key, _)| query.contains(key.as_str())))
         .map_or(&options.gold, |(_, gold)| gold);
     let (mut ids, done) = pick(&offered, gold);
     ids.extend(options.extra_ids.iter().cloned());
