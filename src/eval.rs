@@ -417,10 +417,7 @@ pub fn eval_find_files(
     config: Option<&Path>,
 ) -> anyhow::Result<()> {
     let model = if strategy == FindStrategy::Offline {
-        Model {
-            llm: None,
-            why_not: None,
-        }
+        Model::none()
     } else {
         Model::from_config(config)?
     };

@@ -35,15 +35,26 @@ impl FindStrategy {
 /// The configured model, or why there is none.
 pub struct Model {
     pub llm: Option<HttpLlm>,
+    /// Why `llm` is `None`.
     pub why_not: Option<String>,
+    /// `[retrieval.llm]` is in the config (a model was asked for).
+    pub configured: bool,
 }
 
 impl Model {
+    /// No model (`--strategy offline`).
+    pub fn none() -> Model {
+        Model {
+            llm: None,
+            why_not: None,
+            configured: false,
+        }
+    }
+
     /// The model of the config `devboy mcp` would read (`explicit`, else the
     /// default file, else the embedded default). A config that does not
     /// load is an error; a model that cannot be used (no key, MCP
-    /// sampling outside an MCP session) is `None` with the reason, which
-    /// also goes to stderr.
+    /// sampling outside an MCP session) is `None` with the reason.
     pub fn from_config(explicit: Option<&Path>) -> anyhow::Result<Model> {
         let config = ProxyConfig::resolve(explicit)?;
         for warning in config.warnings.iter().filter(|w| w.contains("retrieval")) {
@@ -52,7 +63,8 @@ impl Model {
         let Some(llm) = config.retrieval_llm else {
             return Ok(Model {
                 llm: None,
-                why_not: Some("no [retrieval.llm] in the config".into()),
+                why_not: Some("no model is configured".into()),
+                configured: false,
             });
         };
         let why_not = if llm.provider == LlmProvider::Sampling {
@@ -63,16 +75,23 @@ impl Model {
                     return Ok(Model {
                         llm: Some(model),
                         why_not: None,
+                        configured: true,
                     })
                 }
                 Err(error) => format!("[retrieval.llm]: {error}"),
             }
         };
-        eprintln!("devboy: {why_not}; ranking offline");
         Ok(Model {
             llm: None,
             why_not: Some(why_not),
+            configured: true,
         })
+    }
+
+    /// Why a configured model is not used (`None` when it is, or when
+    /// none is configured).
+    pub fn unusable(&self) -> Option<&str> {
+        self.why_not.as_deref().filter(|_| self.configured)
     }
 
     /// The model as `find` takes it.
@@ -80,16 +99,28 @@ impl Model {
         self.llm.as_ref().map(|l| l as &dyn Llm)
     }
 
-    /// Fails when `strategy` needs a model and there is none.
+    /// Fails when `strategy` needs a model and there is none; says on
+    /// stderr why a configured model is not used when ranking offline.
     pub fn check(&self, strategy: FindStrategy) -> anyhow::Result<()> {
-        if matches!(strategy, FindStrategy::Beam | FindStrategy::Block) && self.llm.is_none() {
-            anyhow::bail!(
-                "--strategy {}: navigating the tree needs a model, and {}; add [retrieval.llm] to devboy.toml (see config/devboy.toml), or use --strategy auto",
-                if strategy == FindStrategy::Beam { "beam" } else { "block" },
-                self.why_not.as_deref().unwrap_or("there is none")
-            );
+        let named = match strategy {
+            FindStrategy::Beam => "beam",
+            FindStrategy::Block => "block",
+            _ => {
+                if let Some(why) = self.unusable() {
+                    eprintln!("devboy: {why}; ranking offline");
+                }
+                return Ok(());
+            }
+        };
+        match (&self.llm, self.unusable()) {
+            (Some(_), _) => Ok(()),
+            (None, Some(why)) => anyhow::bail!(
+                "--strategy {named} navigates the tree with a model, and {why}"
+            ),
+            (None, None) => anyhow::bail!(
+                "--strategy {named} navigates the tree with a model, and none is configured: add a [retrieval.llm] section to devboy.toml (`devboy init` writes one, commented), or use --strategy auto"
+            ),
         }
-        Ok(())
     }
 }
 
@@ -111,23 +142,23 @@ pub fn find_files_cmd(
     config: Option<&Path>,
 ) -> anyhow::Result<()> {
     let model = if strategy == FindStrategy::Offline {
-        Model {
-            llm: None,
-            why_not: None,
-        }
+        Model::none()
     } else {
         Model::from_config(config)?
     };
     model.check(strategy)?;
     let index = devboy_explore::Index::open(root, &devboy_explore::cache_dir())?;
     let prepared = devboy_retrieval::prepare(&index, query);
-    let result = runtime()?.block_on(devboy_retrieval::find(
+    let mut result = runtime()?.block_on(devboy_retrieval::find(
         &prepared,
         query,
         strategy.requested(),
         model.llm(),
         options,
     ))?;
+    if result.fallback.is_none() {
+        result.fallback = model.unusable().map(str::to_owned);
+    }
     let mut out = std::io::stdout().lock();
     if json {
         let mut report = serde_json::to_value(&result)?;

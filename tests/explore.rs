@@ -468,7 +468,8 @@ async fn find_files_ranks_the_files_an_issue_is_about() {
     let out = devboy(&args, Some(&cache));
     assert!(!out.status.success());
     assert!(
-        String::from_utf8_lossy(&out.stderr).contains("needs a model"),
+        String::from_utf8_lossy(&out.stderr)
+            .contains("navigates the tree with a model, and none is configured"),
         "{out:?}"
     );
 

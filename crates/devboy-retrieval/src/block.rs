@@ -123,12 +123,10 @@ pub async fn run(
             break;
         }
         let mut groups: Vec<Vec<NodeId>> = Vec::with_capacity(blocks.len());
-        let mut all_done = true;
         for (block, answer) in blocks.iter().zip(&answers) {
             match answer {
                 Ok(answer) => {
                     cost.answered(answer);
-                    all_done &= answer.done.unwrap_or(false);
                     groups.push(allowed_ids(answer, limit, &mut cost.invalid_ids, |raw| {
                         block.resolve(raw)
                     }));
@@ -136,7 +134,6 @@ pub async fn run(
                 Err(error) => {
                     tracing::warn!(%error, "a block's model call failed; its candidates are skipped");
                     cost.failed_calls += 1;
-                    all_done = false;
                     groups.push(Vec::new());
                 }
             }
@@ -178,9 +175,10 @@ pub async fn run(
                 window.add(segment, block.tokens, pinned);
             }
         }
-        // `done` is overridden while the frontier has directories to open.
-        let done = all_done && frontier.is_empty();
-        if done || frontier.is_empty() {
+        // The seed overrides the model's `done` while the frontier has
+        // directories to open (every directory here has children), and
+        // ends when it has none: so the frontier alone decides.
+        if frontier.is_empty() {
             break;
         }
     }

@@ -31,7 +31,7 @@ pub enum Requested {
 /// Why `find_files` could not answer.
 #[derive(Debug, thiserror::Error)]
 pub enum FindError {
-    #[error("--strategy {0} navigates with a model, and none is configured: add [retrieval.llm] to devboy.toml (see `devboy init`), or use --strategy auto")]
+    #[error("--strategy {0} navigates the tree with a model, and none was given")]
     NoModel(&'static str),
 }
 

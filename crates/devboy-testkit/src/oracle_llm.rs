@@ -297,7 +297,11 @@ async fn answer(request: HttpRequest, state: Arc<Mutex<State>>) -> HttpResponse 
     let gold = by_query
         .iter()
         .find(|(key, _)| query.trim() == key.trim())
-        .or_else(|| by_query.iter().find(|(key, _)| query.contains(key.as_str())))
+        .or_else(|| {
+            by_query
+                .iter()
+                .find(|(key, _)| query.contains(key.as_str()))
+        })
         .map_or(&options.gold, |(_, gold)| gold);
     let (mut ids, done) = pick(&offered, gold);
     ids.extend(options.extra_ids.iter().cloned());
