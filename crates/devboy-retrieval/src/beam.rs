@@ -87,3 +87,73 @@ pub async fn run(
         rounds,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scripted::{offered, Scripted};
+
+    fn tree() -> Tree {
+        Tree::from_paths([
+            "a/x.py", "a/y.py", "b/z.py", "c/w.py", "d/v.py", "e/u.py", "top.py",
+        ])
+    }
+
+    /// Picks every offered directory, and the files named in `files`.
+    fn picker(files: &'static [&'static str], done: bool) -> Scripted {
+        Scripted::new(false, move |p| {
+            let o = offered(p);
+            let mut ids: Vec<String> = o
+                .iter()
+                .filter(|(_, path)| files.contains(&path.as_str()))
+                .map(|(id, _)| id.clone())
+                .collect();
+            ids.extend(
+                o.iter()
+                    .filter(|(_, path)| !path.ends_with(".py"))
+                    .map(|(id, _)| id.clone()),
+            );
+            Ok((ids, Some(done)))
+        })
+    }
+
+    #[tokio::test]
+    async fn done_with_only_directories_goes_on_and_the_beam_is_cut_to_its_width() {
+        let tree = tree();
+        let llm = picker(&["c/w.py"], true);
+        let options = Options {
+            k: 5,
+            beam_width: 2,
+            ..Options::default()
+        };
+        let found = run(&tree, "q", &llm, &options).await.unwrap();
+        let prompts = llm.prompts();
+        // Turn 1 said done with directories only: a second turn, showing
+        // the children of the first two directories (width 2) only.
+        assert_eq!(prompts.len(), 2);
+        let second: Vec<String> = offered(&prompts[1]).into_iter().map(|(_, p)| p).collect();
+        assert_eq!(second, ["a/x.py", "a/y.py", "b/z.py"]);
+        assert!(found.files.is_empty(), "{:?}", found.files);
+        assert!(prompts[0].dynamic.contains("pick up to 5"));
+    }
+
+    #[tokio::test]
+    async fn a_file_with_done_stops_and_foreign_ids_are_counted() {
+        let tree = tree();
+        let llm = Scripted::new(false, |p| {
+            let o = offered(p);
+            let mut ids: Vec<String> = o
+                .iter()
+                .filter(|(_, path)| path == "a" || path == "a/y.py")
+                .map(|(id, _)| id.clone())
+                .collect();
+            ids.push("999".into());
+            ids.push("n1".into());
+            Ok((ids, Some(true)))
+        });
+        let found = run(&tree, "q", &llm, &Options::default()).await.unwrap();
+        assert_eq!(found.files, ["a/y.py"]);
+        assert_eq!(found.cost.calls, 2);
+        assert_eq!(found.cost.invalid_ids, 4);
+    }
+}

@@ -210,3 +210,159 @@ async fn call_all(llm: &dyn Llm, prompts: &[RankPrompt]) -> Vec<Result<RankAnswe
     answers.extend(more);
     answers
 }
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashMap;
+
+    use super::*;
+    use crate::scripted::{offered, Scripted};
+
+    /// `wide/` holds 60 files; `deep/inner/` the gold file.
+    fn tree() -> Tree {
+        let mut paths: Vec<String> = (0..60).map(|i| format!("wide/f{i:02}.py")).collect();
+        paths.push("deep/inner/gold.py".into());
+        paths.push("deep/inner/other.py".into());
+        paths.push("deep/side.py".into());
+        paths.push("README.md".into());
+        Tree::from_paths(&paths)
+    }
+
+    /// Picks what is, or holds, one of `gold`, and `extra` in every block.
+    fn oracle(gold: &'static [&'static str], extra: &'static str) -> Scripted {
+        Scripted::new(true, move |p| {
+            let mut ids: Vec<String> = offered(p)
+                .into_iter()
+                .filter(|(_, path)| {
+                    gold.iter()
+                        .any(|g| g == path || g.starts_with(&format!("{path}/")))
+                })
+                .map(|(id, _)| id)
+                .collect();
+            if !extra.is_empty() {
+                ids.push(extra.into());
+            }
+            Ok((ids, Some(true)))
+        })
+    }
+
+    fn small_blocks(k: usize) -> Options {
+        Options {
+            k,
+            block_tokens: 200,
+            ..Options::default()
+        }
+    }
+
+    #[tokio::test]
+    async fn blocks_are_ranked_apart_and_merged_and_the_window_keeps_the_frontier_block() {
+        let tree = tree();
+        let llm = oracle(&["deep/inner/gold.py", "wide/f45.py"], "n99");
+        let found = run(&tree, "q", &llm, None, &small_blocks(2)).await.unwrap();
+        let mut files = found.files.clone();
+        files.sort();
+        assert_eq!(files, ["deep/inner/gold.py", "wide/f45.py"]);
+        let prompts = llm.prompts();
+        // Turn 2 opens `deep` and `wide`: 63 entries in several blocks,
+        // each its own call, each allowed only its own aliases.
+        let turn2 = found.rounds[1].calls;
+        assert!(turn2 >= 3, "{:?}", found.rounds);
+        assert_eq!(found.cost.calls as usize, prompts.len());
+        // Every answer carried an id of no block: counted, ignored.
+        assert_eq!(found.cost.invalid_ids as usize, prompts.len());
+        for p in &prompts[1..] {
+            // The pick limit is max(beam width 3, k 2).
+            assert!(
+                p.dynamic.contains("Pick up to 3 candidates"),
+                "{}",
+                p.dynamic
+            );
+            assert_eq!(p.system, prompt::BLOCK_INSTRUCTIONS);
+            assert!(p.cached[1].starts_with("--- BLOCK "), "{}", p.cached[1]);
+        }
+        // The third turn's window holds turn 1's block (pinned) and the
+        // turn-2 block that held `deep/inner`.
+        let last = prompts.last().unwrap();
+        assert!(
+            last.cached[0].contains("--- BLOCK 1.1 ---"),
+            "{}",
+            last.cached[0]
+        );
+        assert!(
+            last.cached[0].contains("path: inner\n")
+                || last.cached[0].contains("path: deep/inner\n"),
+            "{}",
+            last.cached[0]
+        );
+    }
+
+    #[tokio::test]
+    async fn the_path_ranker_orders_across_blocks_only() {
+        let tree = tree();
+        // Each block answers its entries in listing order; two files per block.
+        let llm = Scripted::new(false, |p| {
+            let o = offered(p);
+            Ok((
+                o.iter().take(2).map(|(id, _)| id.clone()).collect(),
+                Some(true),
+            ))
+        });
+        let wide = tree.find("wide").unwrap();
+        // The last block's head scores best.
+        let files: HashMap<String, f64> = [("wide/f48.py".to_owned(), 5.0)].into();
+        let options = Options {
+            k: 4,
+            block_tokens: 200,
+            ..Options::default()
+        };
+        // Start below the root: a tree of `wide` alone.
+        let only_wide = Tree::from_paths(
+            tree.children(wide)
+                .iter()
+                .map(|&c| tree.node(c).path.clone()),
+        );
+        let scores_wide = PathScores::new(&only_wide, &files);
+        let found = run(&only_wide, "q", &llm, Some(&scores_wide), &options)
+            .await
+            .unwrap();
+        // The last block's head goes first; its next (scored 0) waits
+        // behind the other groups' heads (ties go to the earlier block),
+        // but never ahead of f48.
+        let picked = &found.rounds[0].picked;
+        assert_eq!(
+            picked[..4],
+            ["wide/f48.py", "wide/f00.py", "wide/f01.py", "wide/f12.py"],
+            "{picked:?}"
+        );
+        let at = |p: &str| picked.iter().position(|x| x == p).unwrap();
+        assert!(at("wide/f48.py") < at("wide/f49.py"));
+        assert_eq!(found.files, picked[..4]);
+    }
+
+    #[tokio::test]
+    async fn one_failed_block_is_skipped_and_all_failed_is_an_error() {
+        let tree = tree();
+        let calls = std::sync::atomic::AtomicUsize::new(0);
+        let llm = Scripted::new(false, move |p| {
+            let n = calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            if n == 2 {
+                return Err(LlmError::Unavailable("down".into()));
+            }
+            // `wide` at the top, then the first file of each block.
+            let ids = offered(p)
+                .into_iter()
+                .filter(|(_, path)| path == "wide" || path.starts_with("wide/"))
+                .map(|(id, _)| id)
+                .take(1)
+                .collect();
+            Ok((ids, None))
+        });
+        let found = run(&tree, "q", &llm, None, &small_blocks(3)).await.unwrap();
+        assert_eq!(found.cost.failed_calls, 1);
+        assert!(!found.files.is_empty());
+        let down = Scripted::new(false, |_| Err(LlmError::Unavailable("down".into())));
+        assert!(run(&tree, "q", &down, None, &small_blocks(3))
+            .await
+            .is_err());
+    }
+}

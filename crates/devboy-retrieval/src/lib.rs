@@ -195,3 +195,103 @@ fn allowed_ids(
     out.truncate(limit);
     out
 }
+
+#[cfg(test)]
+pub(crate) mod scripted {
+    //! An in-process model for the retrievers' unit tests: answers each
+    //! prompt with a function of it, and keeps every prompt.
+
+    use std::sync::Mutex;
+
+    use futures::future::BoxFuture;
+
+    use crate::llm::{Llm, LlmError, RankAnswer, Usage};
+    use crate::prompt::RankPrompt;
+
+    type Answer =
+        dyn Fn(&RankPrompt) -> Result<(Vec<String>, Option<bool>), LlmError> + Send + Sync;
+
+    pub(crate) struct Scripted {
+        answer: Box<Answer>,
+        pub(crate) prompts: Mutex<Vec<RankPrompt>>,
+        caches: bool,
+    }
+
+    impl Scripted {
+        pub(crate) fn new(
+            caches: bool,
+            answer: impl Fn(&RankPrompt) -> Result<(Vec<String>, Option<bool>), LlmError>
+                + Send
+                + Sync
+                + 'static,
+        ) -> Self {
+            Scripted {
+                answer: Box::new(answer),
+                prompts: Mutex::new(Vec::new()),
+                caches,
+            }
+        }
+
+        pub(crate) fn prompts(&self) -> Vec<RankPrompt> {
+            self.prompts.lock().unwrap().clone()
+        }
+    }
+
+    impl Llm for Scripted {
+        fn rank<'a>(
+            &'a self,
+            prompt: &'a RankPrompt,
+        ) -> BoxFuture<'a, Result<RankAnswer, LlmError>> {
+            self.prompts.lock().unwrap().push(prompt.clone());
+            let answer = (self.answer)(prompt);
+            Box::pin(async move {
+                let (ranked_ids, done) = answer?;
+                Ok(RankAnswer {
+                    ranked_ids,
+                    done,
+                    usage: Usage {
+                        input_tokens: 100,
+                        ..Usage::default()
+                    },
+                    retries: 0,
+                })
+            })
+        }
+
+        fn caches(&self) -> bool {
+            self.caches
+        }
+
+        fn max_parallel(&self) -> usize {
+            2
+        }
+
+        fn describe(&self) -> String {
+            "scripted".into()
+        }
+    }
+
+    /// The `- id:` entries of a prompt's current candidates, as (id, path).
+    pub(crate) fn offered(prompt: &RankPrompt) -> Vec<(String, String)> {
+        let text = prompt.user_text();
+        let text = match text.rfind("--- BLOCK ") {
+            Some(at) => text[at..].to_owned(),
+            None => text,
+        };
+        let prefix = text
+            .lines()
+            .find_map(|l| l.strip_prefix("Path prefix: "))
+            .unwrap_or("")
+            .to_owned();
+        let lines: Vec<&str> = text.lines().collect();
+        lines
+            .iter()
+            .enumerate()
+            .filter_map(|(i, l)| {
+                let id = l.strip_prefix("- id: ")?;
+                let path = lines.get(i + 1)?.trim().strip_prefix("path: ")?;
+                Some((id.to_owned(), format!("{prefix}{path}")))
+            })
+            .collect()
+    }
+}
