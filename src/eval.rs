@@ -416,12 +416,7 @@ pub fn eval_find_files(
     json: bool,
     config: Option<&Path>,
 ) -> anyhow::Result<()> {
-    let model = if strategy == FindStrategy::Offline {
-        Model::none()
-    } else {
-        Model::from_config(config)?
-    };
-    model.check(strategy)?;
+    let model = Model::for_strategy(strategy, config)?;
     let runtime = crate::find::runtime()?;
     let options = devboy_retrieval::Options {
         k: k.max(10),

@@ -43,7 +43,7 @@ pub struct Model {
 
 impl Model {
     /// No model (`--strategy offline`).
-    pub fn none() -> Model {
+    fn none() -> Model {
         Model {
             llm: None,
             why_not: None,
@@ -51,11 +51,23 @@ impl Model {
         }
     }
 
+    /// The model `strategy` runs with (none for `offline`), or why it
+    /// cannot run: the model of the config, checked.
+    pub fn for_strategy(strategy: FindStrategy, config: Option<&Path>) -> anyhow::Result<Model> {
+        let model = if strategy == FindStrategy::Offline {
+            Model::none()
+        } else {
+            Model::from_config(config)?
+        };
+        model.check(strategy)?;
+        Ok(model)
+    }
+
     /// The model of the config `devboy mcp` would read (`explicit`, else the
     /// default file, else the embedded default). A config that does not
     /// load is an error; a model that cannot be used (no key, MCP
     /// sampling outside an MCP session) is `None` with the reason.
-    pub fn from_config(explicit: Option<&Path>) -> anyhow::Result<Model> {
+    fn from_config(explicit: Option<&Path>) -> anyhow::Result<Model> {
         let config = ProxyConfig::resolve(explicit)?;
         for warning in config.warnings.iter().filter(|w| w.contains("retrieval")) {
             eprintln!("devboy: {warning}");
@@ -101,7 +113,7 @@ impl Model {
 
     /// Fails when `strategy` needs a model and there is none; says on
     /// stderr why a configured model is not used when ranking offline.
-    pub fn check(&self, strategy: FindStrategy) -> anyhow::Result<()> {
+    fn check(&self, strategy: FindStrategy) -> anyhow::Result<()> {
         let named = match strategy {
             FindStrategy::Beam => "beam",
             FindStrategy::Block => "block",
@@ -141,12 +153,7 @@ pub fn find_files_cmd(
     json: bool,
     config: Option<&Path>,
 ) -> anyhow::Result<()> {
-    let model = if strategy == FindStrategy::Offline {
-        Model::none()
-    } else {
-        Model::from_config(config)?
-    };
-    model.check(strategy)?;
+    let model = Model::for_strategy(strategy, config)?;
     let index = devboy_explore::Index::open(root, &devboy_explore::cache_dir())?;
     let prepared = devboy_retrieval::prepare(&index, query);
     let mut result = runtime()?.block_on(devboy_retrieval::find(

@@ -6,7 +6,7 @@
 use crate::llm::{Llm, LlmError};
 use crate::prompt;
 use crate::tree::{NodeId, Tree};
-use crate::{allowed_ids, Cost, Options, Retrieval, Round, Strategy};
+use crate::{allowed_ids, split_picks, Cost, Options, Retrieval, Round, Strategy};
 
 /// Runs Beam.
 pub async fn run(
@@ -49,34 +49,15 @@ pub async fn run(
                 .ok()
                 .filter(|id| candidates.contains(id))
         });
-        let files: Vec<NodeId> = picked
-            .iter()
-            .copied()
-            .filter(|&i| tree.is_file(i))
-            .collect();
         // `done` with only directories picked means keep going.
-        let done = answer.done.unwrap_or(false) && !files.is_empty();
+        let done = answer.done.unwrap_or(false) && picked.iter().any(|&i| tree.is_file(i));
         rounds.push(Round {
             candidates: candidates.len(),
             calls: 1,
             picked: picked.iter().map(|&i| tree.node(i).path.clone()).collect(),
         });
-        for f in files {
-            if !found.contains(&f) && found.len() < k {
-                found.push(f);
-            }
-        }
-        if found.len() >= k {
-            break;
-        }
-        beams = picked
-            .iter()
-            .copied()
-            .filter(|&i| !tree.is_file(i))
-            .map(|i| tree.collapse(i))
-            .take(width)
-            .collect();
-        if done || beams.is_empty() {
+        beams = split_picks(tree, &picked, &mut found, k, width);
+        if found.len() >= k || done || beams.is_empty() {
             break;
         }
     }

@@ -20,7 +20,7 @@ use crate::llm::{Llm, LlmError, RankAnswer};
 use crate::order::{constrained, unique, PathScores};
 use crate::prompt::{self, RankPrompt};
 use crate::tree::{NodeId, Tree};
-use crate::{allowed_ids, Cost, Options, Retrieval, Round, Strategy};
+use crate::{allowed_ids, split_picks, Cost, Options, Retrieval, Round, Strategy};
 
 /// Earlier blocks kept in the stable prefix.
 struct CacheWindow {
@@ -144,24 +144,10 @@ pub async fn run(
             calls: blocks.len(),
             picked: merged.iter().map(|&i| tree.node(i).path.clone()).collect(),
         });
-        for &f in merged.iter().filter(|&&i| tree.is_file(i)) {
-            if found.len() >= k {
-                break;
-            }
-            if !found.contains(&f) {
-                found.push(f);
-            }
-        }
+        frontier = split_picks(tree, &merged, &mut found, k, width);
         if found.len() >= k {
             break;
         }
-        frontier = merged
-            .iter()
-            .copied()
-            .filter(|&i| !tree.is_file(i))
-            .take(width)
-            .map(|i| tree.collapse(i))
-            .collect();
         // The blocks that held the next frontier join the cache window;
         // the first top-level block stays.
         for (i, (block, segment)) in blocks.iter().zip(segments).enumerate() {

@@ -175,6 +175,30 @@ pub async fn retrieve(
     }
 }
 
+/// One turn's picks split as both retrievers split them: files join
+/// `found` (in order, each once, up to `k`); directories, folded and cut
+/// to `width`, are returned as the next beams / frontier.
+fn split_picks(
+    tree: &Tree,
+    picked: &[NodeId],
+    found: &mut Vec<NodeId>,
+    k: usize,
+    width: usize,
+) -> Vec<NodeId> {
+    for &f in picked.iter().filter(|&&i| tree.is_file(i)) {
+        if found.len() < k && !found.contains(&f) {
+            found.push(f);
+        }
+    }
+    picked
+        .iter()
+        .copied()
+        .filter(|&i| !tree.is_file(i))
+        .take(width)
+        .map(|i| tree.collapse(i))
+        .collect()
+}
+
 /// The ids of `answer` that name one of `allowed` (through `resolve`),
 /// in order, each once, at most `limit`; the rest are counted in
 /// `invalid`.
