@@ -281,7 +281,9 @@ fn the_oracle_reaches_every_gold_file_with_beam_and_block_through_both_apis() {
     }
     let calls = openai.calls();
     assert!(calls.iter().all(|c| c.api == "openai"));
-    assert_eq!(calls[0].body["tool_choice"]["function"]["name"], "rank");
+    assert_eq!(calls[0].body["tool_choice"], "required");
+    assert_eq!(calls[0].body["tools"][0]["function"]["name"], "rank");
+    assert_eq!(calls[0].body["tools"].as_array().unwrap().len(), 1);
     assert!(
         calls[0].body["messages"][0]["role"] == "system"
             || calls[0].body["messages"][0]["role"] == "user"
@@ -344,6 +346,27 @@ fn failed_calls_are_retried_and_a_model_that_stays_down_leaves_the_offline_answe
         "{found}"
     );
     assert_eq!(broken.calls().len(), 1, "no retry of a 400");
+
+    // A model that does not answer in time is not asked again.
+    let slow = oracle(&LARGE_GOLD, |o| {
+        o.latency = std::time::Duration::from_millis(1500)
+    });
+    let cfg_slow = config(dir.path(), &slow, "anthropic");
+    let text = std::fs::read_to_string(&cfg_slow)
+        .unwrap()
+        .replace("timeout_ms = 10000", "timeout_ms = 300");
+    std::fs::write(&cfg_slow, text).unwrap();
+    let found = find(&large, &cache, &cfg_slow, QUERY, 3, "auto");
+    assert_eq!(found["strategy"], "offline", "{found}");
+    assert!(
+        found["fallback"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("no answer in 300 ms"),
+        "{found}"
+    );
+    std::thread::sleep(std::time::Duration::from_millis(2000));
+    assert_eq!(slow.calls().len(), 1, "a timed-out call is not retried");
 
     // No key: the variable is named, and the offline ranker answers.
     let args = [

@@ -9,8 +9,9 @@
 //! (`cache_control`, one breakpoint after the system text and one after
 //! each segment); OpenAI-compatible servers cache prefixes by themselves,
 //! so they get the same text as one message. A call answered 429 or 5xx,
-//! or not answered in time, is tried again after an exponential backoff
-//! (or the server's `retry-after`), up to the configured retries.
+//! or whose connection failed, is tried again after an exponential backoff
+//! (or the server's `retry-after`), up to the configured retries; one not
+//! answered in time is not.
 
 use std::time::Duration;
 
@@ -240,7 +241,10 @@ impl HttpLlm {
                         "description": RANK_DESCRIPTION,
                         "parameters": rank_schema(),
                     }}],
-                    "tool_choice": {"type": "function", "function": {"name": RANK_TOOL}},
+                    // With one tool, "required" forces it, and more
+                    // OpenAI-compatible servers (llama.cpp, vLLM) take it
+                    // than a named choice.
+                    "tool_choice": "required",
                 })
             }
         }
@@ -289,14 +293,19 @@ impl HttpLlm {
                     }
                     (error, retry_after)
                 }
+                // A call that timed out is not sent again: a model that
+                // slow would only make the agent wait longer for the
+                // offline answer.
+                Err(e) if e.is_timeout() => {
+                    return Err(LlmError::Transport {
+                        url: self.url.clone(),
+                        message: format!("no answer in {} ms", self.timeout.as_millis()),
+                    })
+                }
                 Err(e) => (
                     LlmError::Transport {
                         url: self.url.clone(),
-                        message: if e.is_timeout() {
-                            format!("no answer in {} ms", self.timeout.as_millis())
-                        } else {
-                            e.to_string()
-                        },
+                        message: e.to_string(),
                     },
                     None,
                 ),

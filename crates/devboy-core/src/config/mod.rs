@@ -102,8 +102,8 @@ pub struct LlmConfig {
     /// Most model calls in flight at once (Block ranks its blocks in
     /// parallel).
     pub max_parallel: usize,
-    /// Retries of a call answered 429 or 5xx (or not answered), with
-    /// exponential backoff.
+    /// Retries of a call answered 429 or 5xx (or whose connection
+    /// failed), with exponential backoff.
     pub max_retries: u32,
     /// Whether the stable part of a prompt is marked for the provider's
     /// prompt cache (Anthropic `cache_control`).
