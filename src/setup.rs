@@ -137,6 +137,56 @@ pub fn init_project(dir: &Path) -> anyhow::Result<()> {
 /// `devboy doctor`: the config, each upstream started and checked, and
 /// devboy's registrations in Claude Code, each started as Claude Code
 /// would. Fails when something a user would trip over was found.
+/// Asks `find_files`' configured model one small rank question, as
+/// `find_files` would; prints what happened. Returns whether it answered.
+async fn check_model(config: &devboy_core::config::LlmConfig) -> bool {
+    use devboy_core::config::LlmProvider;
+    use devboy_retrieval::Llm as _;
+    if config.provider == LlmProvider::Sampling {
+        println!(
+            "  ! mcp-sampling: the connected client's own model, when it offers sampling; Claude Code does not, so there find_files ranks offline"
+        );
+        return true;
+    }
+    let llm = match devboy_retrieval::HttpLlm::from_config(config, &|v| std::env::var(v).ok()) {
+        Ok(llm) => llm,
+        Err(error) => {
+            println!(
+                "  ✘ {}/{}: {error}; find_files ranks offline",
+                config.provider.name(),
+                config.model
+            );
+            return false;
+        }
+    };
+    let tree = devboy_retrieval::Tree::from_paths(["src/server.py", "README.md"]);
+    let prompt = devboy_retrieval::prompt::beam(
+        &tree,
+        "Where does the server start?",
+        tree.children(tree.root()),
+        &[],
+        1,
+    );
+    let started = std::time::Instant::now();
+    match llm.rank(&prompt).await {
+        Ok(answer) => {
+            println!(
+                "  ✔ {}: answered a rank call in {} ms ({} input, {} output tokens; picked {:?})",
+                llm.describe(),
+                started.elapsed().as_millis(),
+                answer.usage.input_tokens,
+                answer.usage.output_tokens,
+                answer.ranked_ids
+            );
+            true
+        }
+        Err(error) => {
+            println!("  ✘ {}: {error}; find_files ranks offline", llm.describe());
+            false
+        }
+    }
+}
+
 pub fn doctor(config: Option<&Path>, wait: Duration) -> anyhow::Result<()> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -191,6 +241,12 @@ pub fn doctor(config: Option<&Path>, wait: Duration) -> anyhow::Result<()> {
                 }
                 for line in check.stderr_tail.iter().rev().take(3).rev() {
                     println!("      stderr: {line}");
+                }
+            }
+            if let Some(llm) = &config.retrieval_llm {
+                println!("\nfind_files' model ([retrieval.llm]):");
+                if !runtime.block_on(check_model(llm)) {
+                    problems += 1;
                 }
             }
         }

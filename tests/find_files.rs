@@ -634,3 +634,48 @@ async fn a_client_that_offers_sampling_ranks_with_its_own_model() {
     assert_eq!(summary["sampling_requests"], json!([]), "{summary}");
     assert!(text.contains("1. "), "{summary}");
 }
+
+#[test]
+fn doctor_asks_the_configured_model_one_rank_question() {
+    let dir = common::TempDir::new("find-doctor");
+    let home = dir.path().join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    let model = oracle(&["src/server.py"], |_| {});
+    let cfg = config(dir.path(), &model, "anthropic");
+    let doctor = |key: bool| {
+        let mut cmd = Command::new(DEVBOY);
+        cmd.args(["doctor", "--config", path(&cfg)])
+            .current_dir(dir.path())
+            .env("HOME", &home)
+            .env_remove(KEY_VAR);
+        if key {
+            cmd.env(KEY_VAR, "test-key");
+        }
+        cmd.output().expect("doctor runs")
+    };
+    let out = doctor(true);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("find_files' model ([retrieval.llm]):"),
+        "{text}"
+    );
+    assert!(
+        text.contains("✔ anthropic/oracle-1: answered a rank call in "),
+        "{text}"
+    );
+    assert!(
+        text.contains("picked [\"1\"]"),
+        "the oracle picked src (node 1): {text}"
+    );
+    assert_eq!(model.calls().len(), 1);
+
+    let out = doctor(false);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(!out.status.success(), "{out:?}");
+    assert!(
+        text.contains(&format!(
+            "✘ anthropic/oracle-1: the API key variable {KEY_VAR} is not set"
+        )),
+        "{text}"
+    );
+}
