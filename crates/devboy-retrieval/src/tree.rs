@@ -137,11 +137,6 @@ impl Tree {
         &self.nodes[id as usize]
     }
 
-    /// A node by id, if the id is one of this tree's.
-    pub fn get(&self, id: NodeId) -> Option<&Node> {
-        self.nodes.get(id as usize)
-    }
-
     /// A node's children in listing order.
     pub fn children(&self, id: NodeId) -> &[NodeId] {
         &self.node(id).children
