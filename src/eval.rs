@@ -418,8 +418,14 @@ pub fn eval_find_files(
 ) -> anyhow::Result<()> {
     let model = Model::for_strategy(strategy, config)?;
     let runtime = crate::find::runtime()?;
+    // A model returns k files; the offline ranker ranks at least 10
+    // (recall@10 needs them).
     let options = devboy_retrieval::Options {
-        k: k.max(10),
+        k: if model.llm().is_some() {
+            k.max(1)
+        } else {
+            k.max(10)
+        },
         ..Default::default()
     };
     let (outcomes, failures) = run_dataset(

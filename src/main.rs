@@ -359,7 +359,8 @@ enum EvalCommand {
         /// Where the repositories are.
         #[arg(long, value_name = "DIR")]
         repos: PathBuf,
-        /// Files returned per query.
+        /// Files a model returns per query (the offline ranker ranks at
+        /// least 10, for recall@10).
         #[arg(long, value_name = "N", default_value_t = 10)]
         k: usize,
         /// As for `find-files`.

@@ -134,9 +134,6 @@ pub fn init_project(dir: &Path) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// `devboy doctor`: the config, each upstream started and checked, and
-/// devboy's registrations in Claude Code, each started as Claude Code
-/// would. Fails when something a user would trip over was found.
 /// Asks `find_files`' configured model one small rank question, as
 /// `find_files` would; prints what happened. Returns whether it answered.
 async fn check_model(config: &devboy_core::config::LlmConfig) -> bool {
@@ -187,6 +184,9 @@ async fn check_model(config: &devboy_core::config::LlmConfig) -> bool {
     }
 }
 
+/// `devboy doctor`: the config, each upstream started and checked, and
+/// devboy's registrations in Claude Code, each started as Claude Code
+/// would. Fails when something a user would trip over was found.
 pub fn doctor(config: Option<&Path>, wait: Duration) -> anyhow::Result<()> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()

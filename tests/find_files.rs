@@ -284,10 +284,9 @@ fn the_oracle_reaches_every_gold_file_with_beam_and_block_through_both_apis() {
     assert_eq!(calls[0].body["tool_choice"], "required");
     assert_eq!(calls[0].body["tools"][0]["function"]["name"], "rank");
     assert_eq!(calls[0].body["tools"].as_array().unwrap().len(), 1);
-    assert!(
-        calls[0].body["messages"][0]["role"] == "system"
-            || calls[0].body["messages"][0]["role"] == "user"
-    );
+    assert_eq!(calls[0].body["messages"][0]["role"], "system");
+    let system = calls[0].body["messages"][0]["content"].as_str().unwrap();
+    assert!(system.starts_with("You are navigating"), "{system}");
 
     // The text the agent reads says how it was found.
     let out = devboy(
@@ -346,6 +345,10 @@ fn failed_calls_are_retried_and_a_model_that_stays_down_leaves_the_offline_answe
         "{found}"
     );
     assert_eq!(broken.calls().len(), 1, "no retry of a 400");
+    assert_eq!(
+        found["llm"]["failed_calls"], 1,
+        "the failed call is counted: {found}"
+    );
 
     // A model that does not answer in time is not asked again.
     let slow = oracle(&LARGE_GOLD, |o| {
@@ -558,7 +561,7 @@ async fn the_tool_navigates_with_the_configured_model_and_records_its_cost_witho
     assert!(record["input_tokens"].as_u64().unwrap() > 1000, "{record}");
     // Counts only: nothing of the query, the paths or the model's name.
     let all: String = walk(&telemetry).concat();
-    for secret in ["engine", "ext_217", "oracle-1", "drops events"] {
+    for secret in ["engine", "ext_217", "oracle-1", "drops events", "test-key"] {
         assert!(!all.contains(secret), "{secret} in telemetry");
     }
 }

@@ -200,7 +200,21 @@ impl Session {
             ct: &call.ct,
             call,
         };
-        let result = tool.call(context).await?;
+        // A built-in that panics answers with an error result, never with
+        // silence (the agent would wait for its own timeout).
+        let called = std::panic::AssertUnwindSafe(tool.call(context));
+        let result = match futures::FutureExt::catch_unwind(called).await {
+            Ok(result) => result?,
+            Err(_) => {
+                tracing::error!(tool = %call.name, "a built-in tool panicked; answered with an error");
+                return Ok(CallToolResult::error(vec![
+                    rmcp::model::ContentBlock::text(format!(
+                        "{}: failed inside devboy (a bug; the log has it)",
+                        call.name
+                    )),
+                ]));
+            }
+        };
         let side_effect = tool
             .definition()
             .annotations

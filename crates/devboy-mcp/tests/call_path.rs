@@ -370,3 +370,42 @@ async fn a_store_that_panics_leaves_the_call_to_the_upstream() {
     assert_eq!(upstream_calls(&proxy), 2);
     proxy.shutdown().await;
 }
+
+/// A test-only built-in whose call panics (a bug in a built-in).
+struct PanickingTool;
+
+impl BuiltinTool for PanickingTool {
+    fn definition(&self) -> Tool {
+        let schema = json!({"type": "object"});
+        Tool::new(
+            "devboy_panics",
+            "Test only: panics.",
+            Arc::new(schema.as_object().cloned().unwrap()),
+        )
+    }
+
+    fn call<'a>(
+        &'a self,
+        _context: devboy_mcp::builtin::BuiltinContext<'a>,
+    ) -> BoxFuture<'a, Result<CallToolResult, McpError>> {
+        Box::pin(async move { panic!("a bug in a built-in") })
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_builtin_that_panics_answers_with_an_error_and_the_session_goes_on() {
+    let proxy = proxy(BuiltinRegistry::shipped().with(PanickingTool));
+    let session = Session::new(proxy.clone(), Arc::new(Recorder::default()));
+    let result = session
+        .call(PendingCall::new("devboy_panics", None))
+        .await
+        .expect("an answer, not a protocol error");
+    assert_eq!(result.is_error, Some(true));
+    assert!(text_of(&result).contains("devboy_panics: failed inside devboy"));
+    let status = session
+        .call(PendingCall::new("devboy_status", None))
+        .await
+        .expect("status after the panic");
+    assert_ne!(status.is_error, Some(true));
+    proxy.shutdown().await;
+}

@@ -9,12 +9,7 @@ use crate::tree::{NodeId, Tree};
 use crate::{allowed_ids, split_picks, Cost, Options, Retrieval, Round, Strategy};
 
 /// Runs Beam.
-pub async fn run(
-    tree: &Tree,
-    query: &str,
-    llm: &dyn Llm,
-    options: &Options,
-) -> Result<Retrieval, LlmError> {
+pub async fn run(tree: &Tree, query: &str, llm: &dyn Llm, options: &Options) -> Retrieval {
     let k = options.k.max(1);
     let width = options.beam_width.max(1);
     let pick_limit = width.max(k);
@@ -22,7 +17,13 @@ pub async fn run(
     let mut found: Vec<NodeId> = Vec::new();
     let mut cost = Cost::default();
     let mut rounds = Vec::new();
+    let mut failure = None;
+    let started = std::time::Instant::now();
     for _ in 0..=tree.max_depth() {
+        if started.elapsed() > options.deadline {
+            failure = Some(LlmError::Deadline(options.deadline));
+            break;
+        }
         let mut candidates: Vec<NodeId> = Vec::new();
         for &beam in &beams {
             let children = tree.children(beam);
@@ -41,7 +42,14 @@ pub async fn run(
             break;
         }
         let call = prompt::beam(tree, query, &candidates, &found, pick_limit);
-        let answer = llm.rank(&call).await?;
+        let answer = match llm.rank(&call).await {
+            Ok(answer) => answer,
+            Err(error) => {
+                cost.failed_calls += 1;
+                failure = Some(error);
+                break;
+            }
+        };
         cost.answered(&answer);
         let picked = allowed_ids(&answer, pick_limit, &mut cost.invalid_ids, |raw| {
             raw.trim()
@@ -61,12 +69,13 @@ pub async fn run(
             break;
         }
     }
-    Ok(Retrieval {
+    Retrieval {
         strategy: Strategy::Beam,
         files: found.iter().map(|&i| tree.node(i).path.clone()).collect(),
         cost,
         rounds,
-    })
+        failure,
+    }
 }
 
 #[cfg(test)]
@@ -107,7 +116,7 @@ mod tests {
             beam_width: 2,
             ..Options::default()
         };
-        let found = run(&tree, "q", &llm, &options).await.unwrap();
+        let found = run(&tree, "q", &llm, &options).await;
         let prompts = llm.prompts();
         // Turn 1 said done with directories only: a second turn, showing
         // the children of the first two directories (width 2) only.
@@ -132,7 +141,7 @@ mod tests {
             ids.push("n1".into());
             Ok((ids, Some(true)))
         });
-        let found = run(&tree, "q", &llm, &Options::default()).await.unwrap();
+        let found = run(&tree, "q", &llm, &Options::default()).await;
         assert_eq!(found.files, ["a/y.py"]);
         assert_eq!(found.cost.calls, 2);
         assert_eq!(found.cost.invalid_ids, 4);

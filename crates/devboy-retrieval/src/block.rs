@@ -63,7 +63,7 @@ pub async fn run(
     llm: &dyn Llm,
     scores: Option<&PathScores>,
     options: &Options,
-) -> Result<Retrieval, LlmError> {
+) -> Retrieval {
     let k = options.k.max(1);
     let width = options.beam_width.max(1);
     let pick_limit = width.max(k);
@@ -75,7 +75,13 @@ pub async fn run(
         segments: Vec::new(),
         budget: options.cache_window_tokens,
     };
+    let mut failure = None;
+    let started = std::time::Instant::now();
     for turn in 0..options.max_rounds.max(1) {
+        if started.elapsed() > options.deadline {
+            failure = Some(LlmError::Deadline(options.deadline));
+            break;
+        }
         let mut candidates: Vec<NodeId> = Vec::new();
         let sources: &[NodeId] = if turn == 0 { &frontier[..1] } else { &frontier };
         for &u in sources {
@@ -117,9 +123,8 @@ pub async fn run(
         let answers = call_all(llm, &prompts).await;
         if answers.iter().all(Result::is_err) {
             // Every call of the round failed: nothing to go on.
-            if let Some(Err(e)) = answers.into_iter().next() {
-                return Err(e);
-            }
+            cost.failed_calls += answers.len() as u32;
+            failure = answers.into_iter().find_map(Result::err);
             break;
         }
         let mut groups: Vec<Vec<NodeId>> = Vec::with_capacity(blocks.len());
@@ -168,12 +173,13 @@ pub async fn run(
             break;
         }
     }
-    Ok(Retrieval {
+    Retrieval {
         strategy: Strategy::Block,
         files: found.iter().map(|&i| tree.node(i).path.clone()).collect(),
         cost,
         rounds,
-    })
+        failure,
+    }
 }
 
 /// All of a round's calls, at most `llm.max_parallel()` at once, answers
@@ -244,7 +250,7 @@ mod tests {
     async fn blocks_are_ranked_apart_and_merged_and_the_window_keeps_the_frontier_block() {
         let tree = tree();
         let llm = oracle(&["deep/inner/gold.py", "wide/f45.py"], "n99");
-        let found = run(&tree, "q", &llm, None, &small_blocks(2)).await.unwrap();
+        let found = run(&tree, "q", &llm, None, &small_blocks(2)).await;
         let mut files = found.files.clone();
         files.sort();
         assert_eq!(files, ["deep/inner/gold.py", "wide/f45.py"]);
@@ -308,9 +314,7 @@ mod tests {
                 .map(|&c| tree.node(c).path.clone()),
         );
         let scores_wide = PathScores::new(&only_wide, &files);
-        let found = run(&only_wide, "q", &llm, Some(&scores_wide), &options)
-            .await
-            .unwrap();
+        let found = run(&only_wide, "q", &llm, Some(&scores_wide), &options).await;
         // The last block's head goes first; its next (scored 0) waits
         // behind the other groups' heads (ties go to the earlier block),
         // but never ahead of f48.
@@ -343,12 +347,12 @@ mod tests {
                 .collect();
             Ok((ids, None))
         });
-        let found = run(&tree, "q", &llm, None, &small_blocks(3)).await.unwrap();
+        let found = run(&tree, "q", &llm, None, &small_blocks(3)).await;
         assert_eq!(found.cost.failed_calls, 1);
         assert!(!found.files.is_empty());
         let down = Scripted::new(false, |_| Err(LlmError::Unavailable("down".into())));
-        assert!(run(&tree, "q", &down, None, &small_blocks(3))
-            .await
-            .is_err());
+        let failed = run(&tree, "q", &down, None, &small_blocks(3)).await;
+        assert!(failed.failure.is_some());
+        assert_eq!(failed.cost.failed_calls, 1);
     }
 }

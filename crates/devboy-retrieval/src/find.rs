@@ -113,7 +113,7 @@ pub async fn find(
     let Some(llm) = llm else {
         return Ok(offline(None, Cost::default()));
     };
-    match retrieve(
+    let found = retrieve(
         &prepared.tree,
         query,
         llm,
@@ -121,30 +121,29 @@ pub async fn find(
         strategy,
         options,
     )
-    .await
-    {
-        Ok(found) if found.files.is_empty() => Ok(offline(
-            Some(format!("{} picked no file", llm.describe())),
-            found.cost,
-        )),
-        Ok(found) => Ok(FindResult {
-            strategy: found.strategy.name(),
-            model: Some(llm.describe()),
-            files: found.files,
-            cached_share_after_first: found.cost.cached_share_after_first(),
-            llm: found.cost,
-            rounds: found.rounds,
-            fallback: None,
-            tree_nodes: prepared.tree.len(),
-        }),
-        Err(error) => {
+    .await;
+    let why = match (&found.failure, found.files.is_empty()) {
+        (Some(error), _) => {
             tracing::warn!(%error, "find_files: the model failed; ranking offline");
-            Ok(offline(
-                Some(format!("{} failed: {error}", llm.describe())),
-                Cost::default(),
-            ))
+            Some(format!("{} failed: {error}", llm.describe()))
         }
+        (None, true) => Some(format!("{} picked no file", llm.describe())),
+        (None, false) => None,
+    };
+    if let Some(why) = why {
+        // The calls made still cost what they cost.
+        return Ok(offline(Some(why), found.cost));
     }
+    Ok(FindResult {
+        strategy: found.strategy.name(),
+        model: Some(llm.describe()),
+        files: found.files,
+        cached_share_after_first: found.cost.cached_share_after_first(),
+        llm: found.cost,
+        rounds: found.rounds,
+        fallback: None,
+        tree_nodes: prepared.tree.len(),
+    })
 }
 
 /// What the agent reads.

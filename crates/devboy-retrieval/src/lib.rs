@@ -86,6 +86,9 @@ pub struct Options {
     pub cache_window_tokens: usize,
     /// Block: the most rounds.
     pub max_rounds: usize,
+    /// No round starts after this much time (the rounds already made
+    /// count; the query then falls back).
+    pub deadline: std::time::Duration,
 }
 
 impl Default for Options {
@@ -96,6 +99,7 @@ impl Default for Options {
             block_tokens: 4_000,
             cache_window_tokens: 12_000,
             max_rounds: 12,
+            deadline: std::time::Duration::from_secs(120),
         }
     }
 }
@@ -151,13 +155,18 @@ pub struct Round {
 }
 
 /// A retrieval's result.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Serialize)]
 pub struct Retrieval {
     pub strategy: Strategy,
     /// The files found, best first, at most `k`.
     pub files: Vec<String>,
+    /// What the calls made cost, failed ones included.
     pub cost: Cost,
     pub rounds: Vec<Round>,
+    /// Why it stopped before its end: a call that failed (Beam), every
+    /// call of a round failed (Block), or the deadline.
+    #[serde(skip)]
+    pub failure: Option<LlmError>,
 }
 
 /// Runs `strategy` over `tree` for `query`.
@@ -168,7 +177,7 @@ pub async fn retrieve(
     scores: Option<&PathScores>,
     strategy: Strategy,
     options: &Options,
-) -> Result<Retrieval, LlmError> {
+) -> Retrieval {
     match strategy {
         Strategy::Beam => beam::run(tree, query, llm, options).await,
         Strategy::Block => block::run(tree, query, llm, scores, options).await,

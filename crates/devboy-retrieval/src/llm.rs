@@ -73,6 +73,8 @@ pub enum LlmError {
     BadAnswer(String),
     #[error("{0}")]
     Unavailable(String),
+    #[error("the query ran past its deadline of {} s", .0.as_secs())]
+    Deadline(Duration),
 }
 
 /// A model that ranks candidates.
@@ -140,11 +142,11 @@ impl HttpLlm {
         config: &LlmConfig,
         env: &dyn Fn(&str) -> Option<String>,
     ) -> Result<HttpLlm, LlmError> {
-        let key = match &config.api_key_env {
+        let key = match config.api_key_env.as_deref().filter(|v| !v.is_empty()) {
             Some(var) => Some(
                 env(var)
                     .filter(|k| !k.trim().is_empty())
-                    .ok_or_else(|| LlmError::NoKey(var.clone()))?,
+                    .ok_or_else(|| LlmError::NoKey(var.to_owned()))?,
             ),
             None => None,
         };
@@ -194,6 +196,16 @@ impl HttpLlm {
             },
             client,
         })
+    }
+
+    /// The endpoint as errors show it: no query string (a key may be in
+    /// one).
+    fn shown_url(&self) -> String {
+        self.url
+            .split(['?', '#'])
+            .next()
+            .unwrap_or_default()
+            .to_owned()
     }
 
     fn body(&self, prompt: &RankPrompt) -> Value {
@@ -275,8 +287,7 @@ impl HttpLlm {
                         .get("retry-after")
                         .and_then(|v| v.to_str().ok())
                         .and_then(|v| v.trim().parse::<f64>().ok())
-                        .filter(|s| s.is_finite() && *s >= 0.0)
-                        .map(Duration::from_secs_f64);
+                        .and_then(|s| Duration::try_from_secs_f64(s).ok());
                     let text = response.text().await.unwrap_or_default();
                     if (200..300).contains(&status) {
                         return serde_json::from_str(&text)
@@ -284,9 +295,14 @@ impl HttpLlm {
                             .map_err(|e| LlmError::BadAnswer(format!("not JSON ({e})")));
                     }
                     let error = LlmError::Status {
-                        url: self.url.clone(),
+                        url: self.shown_url(),
                         status,
-                        body: text.chars().take(300).collect(),
+                        // One line: it ends up in the answer's first line.
+                        body: text
+                            .chars()
+                            .take(300)
+                            .map(|c| if c.is_control() { ' ' } else { c })
+                            .collect(),
                     };
                     if status != 429 && status < 500 {
                         return Err(error);
@@ -298,14 +314,14 @@ impl HttpLlm {
                 // offline answer.
                 Err(e) if e.is_timeout() => {
                     return Err(LlmError::Transport {
-                        url: self.url.clone(),
+                        url: self.shown_url(),
                         message: format!("no answer in {} ms", self.timeout.as_millis()),
                     })
                 }
                 Err(e) => (
                     LlmError::Transport {
-                        url: self.url.clone(),
-                        message: e.to_string(),
+                        url: self.shown_url(),
+                        message: e.without_url().to_string(),
                     },
                     None,
                 ),
@@ -346,7 +362,10 @@ fn rank_input(input: &Value) -> Result<(Vec<String>, Option<bool>), LlmError> {
 pub fn rank_from_text(text: &str) -> Result<(Vec<String>, Option<bool>), LlmError> {
     let json = text
         .find('{')
-        .and_then(|start| text.rfind('}').map(|end| &text[start..=end]))
+        .and_then(|start| {
+            let end = text.rfind('}').filter(|&end| end > start)?;
+            Some(&text[start..=end])
+        })
         .ok_or_else(|| LlmError::BadAnswer("no rank call and no JSON object".into()))?;
     rank_input(&Value::String(json.to_owned()))
 }
@@ -475,6 +494,9 @@ mod tests {
         .expect("json in text");
         assert_eq!(text.ranked_ids, ["n1"]);
         assert!(openai_answer(&json!({"choices": [{"message": {"content": "no"}}]})).is_err());
+        // A truncated answer whose last `}` comes before its first `{`.
+        assert!(rank_from_text("ok } then {\"ranked_ids\": [\"n1\"").is_err());
+        assert!(rank_from_text("}{").is_err());
     }
 
     #[test]

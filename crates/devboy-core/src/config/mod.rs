@@ -94,8 +94,8 @@ pub struct LlmConfig {
     pub model: String,
     /// Where the API is (`None`: the provider's public endpoint).
     pub base_url: Option<String>,
-    /// The environment variable holding the API key (`None`: no key sent,
-    /// as local servers want).
+    /// The environment variable holding the API key (`None` or empty: no
+    /// key sent, as local servers want).
     pub api_key_env: Option<String>,
     /// Time allowed for one model call, retries excluded.
     pub timeout: Duration,

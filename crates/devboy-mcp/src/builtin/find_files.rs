@@ -117,14 +117,20 @@ impl BuiltinTool for FindFiles {
                 k,
                 ..Default::default()
             };
-            let found = devboy_retrieval::find(
+            let finding = devboy_retrieval::find(
                 &prepared,
                 &query,
                 Requested::Auto,
                 llm.as_deref(),
                 &options,
-            )
-            .await;
+            );
+            // The agent's cancellation stops the model's calls too.
+            let found = tokio::select! {
+                found = finding => found,
+                () = context.ct.cancelled() => {
+                    return Ok(failure("devboy_find_files: cancelled".to_owned()));
+                }
+            };
             let mut found = match found {
                 Ok(found) => found,
                 Err(e) => return Ok(failure(format!("devboy_find_files: {e}"))),
