@@ -103,6 +103,8 @@ pub struct AnalyzeReport {
     pub speculation: Vec<Change>,
     /// What speculation did in the window, when it did anything.
     pub enrichment: Option<crate::speculation::SpeculationFigures>,
+    /// What `find_files` did in the window, when it was called.
+    pub find_files: Option<crate::retrieval::RetrievalFigures>,
     /// Rules held off by hand edits.
     pub held: Vec<Held>,
     /// Other things worth telling.
@@ -326,6 +328,7 @@ pub fn run(options: &AnalyzeOptions) -> Result<AnalyzeReport, TuneError> {
         priors,
         speculation,
         enrichment: Some(crate::speculation::SpeculationFigures::of(&table)).filter(|f| f.any()),
+        find_files: crate::retrieval::RetrievalFigures::of(&table),
         held: proposal.held,
         notes,
         total: (!kept.is_empty()).then_some(total),

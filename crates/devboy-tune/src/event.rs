@@ -101,6 +101,21 @@ pub(crate) struct Line<'a> {
     pub client: Option<ClientKind>,
     #[serde(default)]
     pub speculation: Option<SpeculationSummary>,
+    // ---- retrieval events
+    #[serde(borrow, default)]
+    pub strategy: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    pub provider: Option<Cow<'a, str>>,
+    #[serde(default)]
+    pub calls: Option<u64>,
+    #[serde(default)]
+    pub failed_calls: Option<u64>,
+    #[serde(default)]
+    pub input_tokens: Option<u64>,
+    #[serde(default)]
+    pub cached_input_tokens: Option<u64>,
+    #[serde(default)]
+    pub output_tokens: Option<u64>,
 }
 
 /// "No name" in a [`Record`]'s small name indexes.
@@ -364,11 +379,31 @@ impl SessionRecord {
     }
 }
 
+/// One `find_files` query (`"kind": "retrieval"`), compacted.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RetrievalRecord {
+    /// A model is configured for `find_files`.
+    pub configured: bool,
+    /// The model answered (the strategy was `beam` or `block`).
+    pub answered: bool,
+    /// Model calls answered.
+    pub calls: u64,
+    /// Model calls that failed after their retries.
+    pub failed_calls: u64,
+    /// Input tokens, cached or not.
+    pub input_tokens: u64,
+    /// Of them, read from the provider's cache.
+    pub cached_input_tokens: u64,
+    /// Output tokens.
+    pub output_tokens: u64,
+}
+
 /// What one line turned into.
 pub(crate) enum Parsed {
     Result(Record),
     Session(u64, SessionRecord),
     Speculation(SpeculationRecord),
+    Retrieval(RetrievalRecord),
 }
 
 /// Parses one line. `since_ms` drops older events; `vocab` collects names;
@@ -420,6 +455,21 @@ pub(crate) fn parse_line(
                 end: line.end.as_deref().and_then(PrefetchEnd::from_name),
                 predicted_tokens: line.predicted_tokens.unwrap_or(0),
                 actual_tokens: line.actual_tokens.unwrap_or(0),
+            }));
+        }
+        Some("retrieval") => {
+            let strategy = line.strategy.as_deref().ok_or(Skip::Malformed)?;
+            if ts_ms < since_ms {
+                return Err(Skip::Old);
+            }
+            return Ok(Parsed::Retrieval(RetrievalRecord {
+                configured: line.provider.is_some(),
+                answered: strategy != "offline",
+                calls: line.calls.unwrap_or(0),
+                failed_calls: line.failed_calls.unwrap_or(0),
+                input_tokens: line.input_tokens.unwrap_or(0),
+                cached_input_tokens: line.cached_input_tokens.unwrap_or(0),
+                output_tokens: line.output_tokens.unwrap_or(0),
             }));
         }
         Some(_) => return Err(Skip::OtherKind),

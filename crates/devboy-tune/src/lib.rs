@@ -60,6 +60,7 @@ pub mod names;
 pub mod progress;
 pub mod read;
 mod report;
+pub mod retrieval;
 pub mod rules;
 pub mod show;
 pub mod simulate;

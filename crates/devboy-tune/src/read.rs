@@ -20,7 +20,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, UNIX_EPOCH};
 
 use crate::event::{
-    parse_line, Parsed, Record, SessionRecord, Skip, SpeculationRecord, Vocabulary,
+    parse_line, Parsed, Record, RetrievalRecord, SessionRecord, Skip, SpeculationRecord, Vocabulary,
 };
 use crate::progress::Progress;
 
@@ -54,6 +54,8 @@ pub struct ReadStats {
     pub sessions: u64,
     /// Speculation events taken.
     pub speculation: u64,
+    /// `find_files` queries taken.
+    pub retrieval: u64,
     /// Lines that are not JSON or lack a required field.
     pub malformed: u64,
     /// Lines of a newer schema version.
@@ -74,6 +76,7 @@ impl ReadStats {
         self.results += other.results;
         self.sessions += other.sessions;
         self.speculation += other.speculation;
+        self.retrieval += other.retrieval;
         self.malformed += other.malformed;
         self.unsupported += other.unsupported;
         self.other_kinds += other.other_kinds;
@@ -93,6 +96,8 @@ pub struct EventTable {
     pub sessions: HashMap<u64, SessionRecord>,
     /// Speculation events, in recorded order.
     pub speculation: Vec<SpeculationRecord>,
+    /// `find_files` queries.
+    pub retrieval: Vec<RetrievalRecord>,
     /// Identifiers that were not 16 hex digits, as written.
     pub odd_ids: Vec<(u64, String)>,
     /// What was read and skipped.
@@ -195,6 +200,7 @@ struct Partial {
     vocab: Vocabulary,
     sessions: Vec<(u64, SessionRecord)>,
     speculation: Vec<SpeculationRecord>,
+    retrieval: Vec<RetrievalRecord>,
     odd_ids: Vec<(u64, String)>,
     stats: ReadStats,
 }
@@ -251,6 +257,10 @@ fn read_into(
                 partial.stats.speculation += 1;
                 partial.speculation.push(event);
             }
+            Ok(Parsed::Retrieval(query)) => {
+                partial.stats.retrieval += 1;
+                partial.retrieval.push(query);
+            }
             Err(Skip::Malformed) => partial.stats.malformed += 1,
             Err(Skip::Unsupported) => partial.stats.unsupported += 1,
             Err(Skip::OtherKind) => partial.stats.other_kinds += 1,
@@ -293,6 +303,7 @@ impl EventTable {
         }
         self.sessions.extend(partial.sessions);
         self.speculation.extend(partial.speculation);
+        self.retrieval.extend(partial.retrieval);
         for (k, s) in partial.odd_ids {
             if !self.odd_ids.iter().any(|(o, _)| *o == k) {
                 self.odd_ids.push((k, s));
@@ -443,6 +454,18 @@ mod tests {
         }
         assert_eq!(kept, 3, "sampling at 0.75 kept fewer than 3 of 64");
         let tool_hash = telemetry.hash("gh__list_issues").unwrap();
+        assert!(
+            telemetry.record_retrieval(devboy_telemetry::RetrievalRecord {
+                strategy: "block".into(),
+                provider: Some("anthropic".into()),
+                calls: 3,
+                failed_calls: 1,
+                input_tokens: 4000,
+                cached_input_tokens: 900,
+                output_tokens: 40,
+                ..Default::default()
+            })
+        );
         {
             use devboy_core::speculation::{DeclineReason, PrefetchEnd, SpeculationEvent};
             let e = [
@@ -576,6 +599,19 @@ mod tests {
             })
             .collect();
         assert_eq!(s.speculation, 3);
+        assert_eq!(s.retrieval, 1);
+        assert_eq!(
+            table.retrieval,
+            [crate::event::RetrievalRecord {
+                configured: true,
+                answered: true,
+                calls: 3,
+                failed_calls: 1,
+                input_tokens: 4000,
+                cached_input_tokens: 900,
+                output_tokens: 40,
+            }]
+        );
         assert_eq!(table.speculation.len(), written_speculation.len());
         for (w, r) in written_speculation.iter().zip(&table.speculation) {
             assert_speculation_read(w, r);

@@ -122,6 +122,9 @@ impl fmt::Display for AnalyzeReport {
         if let Some(figures) = &self.enrichment {
             writeln!(f, "{}", figures.line())?;
         }
+        if let Some(figures) = &self.find_files {
+            writeln!(f, "{}", figures.line())?;
+        }
         self.decisions_text(f)?;
         self.outcome(f)
     }
