@@ -82,7 +82,7 @@ impl Model {
         let why_not = if llm.provider == LlmProvider::Sampling {
             "[retrieval.llm] provider mcp-sampling is the MCP client's model; only devboy_find_files inside a client that offers sampling can use it".to_owned()
         } else {
-            match HttpLlm::from_config(&llm, &|var| std::env::var(var).ok()) {
+            match HttpLlm::from_env(&llm) {
                 Ok(model) => {
                     return Ok(Model {
                         llm: Some(model),
@@ -90,7 +90,7 @@ impl Model {
                         configured: true,
                     })
                 }
-                Err(error) => format!("[retrieval.llm]: {error}"),
+                Err(why) => why,
             }
         };
         Ok(Model {

@@ -79,6 +79,11 @@ pub struct Index {
     /// The root, canonical.
     pub root: PathBuf,
     pub files: Vec<IndexedFile>,
+    /// Every text file the walk saw, source or not (binary files left
+    /// out), relative and sorted: the tree `find_files` navigates. Walked
+    /// anew with every open, never stored.
+    #[serde(skip)]
+    pub text_paths: Vec<String>,
     #[serde(skip)]
     pub stats: BuildStats,
 }
@@ -162,19 +167,10 @@ const BINARY_EXTENSIONS: &[&str] = &[
     "sqlite", "npy", "npz", "pkl", "parquet",
 ];
 
-/// Every text file of `root` the index's walk sees — source or not, same
-/// rules (`.gitignore`, hidden, vendored and build trees, minified, over
-/// [`MAX_FILE_BYTES`]), binary files left out — relative, `/`-separated,
-/// sorted. `find_files` navigates this tree.
-pub fn walk_paths(root: &Path) -> Vec<String> {
-    walk(root)
-        .into_iter()
-        .filter(|f| {
-            let ext = f.path.rsplit_once('.').map_or("", |(_, e)| e);
-            !BINARY_EXTENSIONS.contains(&ext.to_ascii_lowercase().as_str())
-        })
-        .map(|f| f.path)
-        .collect()
+/// Whether a path names a binary file (by its extension).
+fn is_binary(path: &str) -> bool {
+    let ext = path.rsplit_once('.').map_or("", |(_, e)| e);
+    BINARY_EXTENSIONS.contains(&ext.to_ascii_lowercase().as_str())
 }
 
 fn walk(root: &Path) -> Vec<Found> {
@@ -249,10 +245,13 @@ impl Index {
         let mut known: HashMap<String, IndexedFile> = stored
             .map(|i| i.files.into_iter().map(|f| (f.path.clone(), f)).collect())
             .unwrap_or_default();
-        let found: Vec<Found> = walk(&root)
-            .into_iter()
-            .filter(|f| f.lang.is_some())
+        let walked = walk(&root);
+        let text_paths: Vec<String> = walked
+            .iter()
+            .filter(|f| !is_binary(&f.path))
+            .map(|f| f.path.clone())
             .collect();
+        let found: Vec<Found> = walked.into_iter().filter(|f| f.lang.is_some()).collect();
         let mut files: Vec<Option<IndexedFile>> = Vec::with_capacity(found.len());
         let mut todo = Vec::new();
         for (i, f) in found.iter().enumerate() {
@@ -276,6 +275,7 @@ impl Index {
             version: VERSION,
             root,
             files: files.into_iter().flatten().collect(),
+            text_paths,
             stats: BuildStats::default(),
         };
         if changed {

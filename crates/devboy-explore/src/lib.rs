@@ -20,4 +20,4 @@ pub mod lang;
 
 pub use answer::{explore, Answer, Options, Render};
 pub use find::{rank_offline, Found};
-pub use index::{cache_dir, walk_paths, Index};
+pub use index::{cache_dir, Index};

@@ -156,11 +156,11 @@ pub async fn run(
         // The blocks that held the next frontier join the cache window;
         // the first top-level block stays.
         for (i, (block, segment)) in blocks.iter().zip(segments).enumerate() {
-            let holds = block.nodes.iter().any(|n| {
-                frontier
-                    .iter()
-                    .any(|&f| tree.contains(*n, f) || tree.contains(f, *n))
-            });
+            // A frontier node is one of the block's, or (folded) inside one.
+            let holds = block
+                .nodes
+                .iter()
+                .any(|&n| frontier.iter().any(|&f| tree.contains(n, f)));
             let pinned = turn == 0 && i == 0;
             if holds || pinned {
                 window.add(segment, block.tokens, pinned);

@@ -45,7 +45,7 @@ pub struct Prepared {
 
 /// Reads the tree of `index`'s root and ranks its files offline.
 pub fn prepare(index: &Index, query: &str) -> Prepared {
-    let tree = Tree::walk(&index.root);
+    let tree = Tree::from_paths(&index.text_paths);
     let offline = devboy_explore::rank_offline(index, query, usize::MAX);
     let by_path: HashMap<String, f64> = offline.iter().map(|f| (f.path.clone(), f.score)).collect();
     let scores = PathScores::new(&tree, &by_path);
@@ -100,18 +100,15 @@ pub async fn find(
         fallback,
         tree_nodes: prepared.tree.len(),
     };
-    let strategy = match (requested, llm) {
+    let (strategy, llm) = match (requested, llm) {
         (Requested::Offline, _) | (Requested::Auto, None) => {
             return Ok(offline(None, Cost::default()))
         }
         (Requested::Beam, None) => return Err(FindError::NoModel("beam")),
         (Requested::Block, None) => return Err(FindError::NoModel("block")),
-        (Requested::Beam, Some(_)) => Strategy::Beam,
-        (Requested::Block, Some(_)) => Strategy::Block,
-        (Requested::Auto, Some(_)) => Strategy::auto(&prepared.tree),
-    };
-    let Some(llm) = llm else {
-        return Ok(offline(None, Cost::default()));
+        (Requested::Beam, Some(llm)) => (Strategy::Beam, llm),
+        (Requested::Block, Some(llm)) => (Strategy::Block, llm),
+        (Requested::Auto, Some(llm)) => (Strategy::auto(&prepared.tree), llm),
     };
     let found = retrieve(
         &prepared.tree,

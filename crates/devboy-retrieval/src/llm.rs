@@ -136,6 +136,13 @@ pub const ANTHROPIC_URL: &str = "https://api.anthropic.com";
 pub const OPENAI_URL: &str = "https://api.openai.com/v1";
 
 impl HttpLlm {
+    /// The adapter a config asks for, its key read from this process's
+    /// environment, or why it cannot be used, as `find_files` says it.
+    pub fn from_env(config: &LlmConfig) -> Result<HttpLlm, String> {
+        Self::from_config(config, &|var| std::env::var(var).ok())
+            .map_err(|error| format!("[retrieval.llm]: {error}"))
+    }
+
     /// The adapter a config asks for; `env` reads the key's variable.
     /// MCP sampling is not an HTTP model (see the module doc).
     pub fn from_config(

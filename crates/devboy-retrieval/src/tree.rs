@@ -1,15 +1,15 @@
 //! The repository as a tree of directories and files, the way `find_files`
 //! shows it to a model: each node an id, a path and a type.
 //!
-//! Built from [`devboy_explore::walk_paths`] (the same walk as `explore`'s
-//! index: `.gitignore`, hidden, vendored and build trees left out), so the
-//! two tools agree on what the repository holds. A directory whose only
+//! Built from the text files `explore`'s index walked
+//! ([`devboy_explore::Index::text_paths`]: `.gitignore`, hidden, vendored
+//! and build trees left out), so the two tools agree on what the
+//! repository holds and it is walked once. A directory whose only
 //! child is a directory is folded into it (`src/main/java/com/example` is
 //! one node): a model would only ever pick the one child. Children are
 //! listed directories first, then files, each by name.
 
 use std::collections::HashMap;
-use std::path::Path;
 
 /// A node's id: its index in the tree; the root is 0.
 pub type NodeId = u32;
@@ -50,11 +50,6 @@ pub struct Tree {
 }
 
 impl Tree {
-    /// The tree of the text files under `root` (see the module doc).
-    pub fn walk(root: &Path) -> Tree {
-        Tree::from_paths(devboy_explore::walk_paths(root))
-    }
-
     /// The tree of these file paths (relative, `/`-separated).
     pub fn from_paths<S: AsRef<str>>(paths: impl IntoIterator<Item = S>) -> Tree {
         // A plain nested map first, then folded and numbered.

@@ -7,6 +7,7 @@
 //! through the pipeline like any other; what the model calls cost goes to
 //! telemetry as counts.
 
+use std::sync::Arc;
 use std::time::Instant;
 
 use devboy_core::config::{LlmConfig, LlmProvider};
@@ -23,12 +24,19 @@ use super::{annotations, definition, BuiltinContext, BuiltinTool};
 /// The `devboy_find_files` tool.
 pub struct FindFiles {
     llm: Option<LlmConfig>,
+    /// The HTTP model, made once (its client, its key), or why it cannot
+    /// be; `None` for MCP sampling or no model.
+    http: Option<Result<Arc<HttpLlm>, String>>,
 }
 
 impl FindFiles {
     /// The tool, navigating with `llm` when there is one.
     pub fn new(llm: Option<LlmConfig>) -> Self {
-        Self { llm }
+        let http = llm
+            .as_ref()
+            .filter(|config| config.provider != LlmProvider::Sampling)
+            .map(|config| HttpLlm::from_env(config).map(Arc::new));
+        Self { llm, http }
     }
 }
 
@@ -37,7 +45,7 @@ const MAX_K: u64 = 100;
 
 impl FindFiles {
     /// The model this call navigates with, or why there is none.
-    fn model(&self, context: &BuiltinContext<'_>) -> (Option<Box<dyn Llm>>, Option<String>) {
+    fn model(&self, context: &BuiltinContext<'_>) -> (Option<Arc<dyn Llm>>, Option<String>) {
         let Some(config) = &self.llm else {
             return (None, None);
         };
@@ -55,11 +63,12 @@ impl FindFiles {
                         Some("[retrieval.llm] is mcp-sampling, and this client does not offer sampling".into()),
                     );
                 }
-                (Some(Box::new(SamplingLlm::new(peer.clone(), config))), None)
+                (Some(Arc::new(SamplingLlm::new(peer.clone(), config))), None)
             }
-            _ => match HttpLlm::from_config(config, &|var| std::env::var(var).ok()) {
-                Ok(llm) => (Some(Box::new(llm)), None),
-                Err(error) => (None, Some(format!("[retrieval.llm]: {error}"))),
+            _ => match &self.http {
+                Some(Ok(llm)) => (Some(llm.clone()), None),
+                Some(Err(why)) => (None, Some(why.clone())),
+                None => (None, None),
             },
         }
     }
