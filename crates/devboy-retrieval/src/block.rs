@@ -8,8 +8,11 @@
 //! The cache method: every call's stable part is the instructions, then
 //! the cache window (blocks of earlier rounds that held the frontier, the
 //! first top-level block pinned, the oldest others dropped past
-//! [`Options::cache_window_tokens`]), then the current block; only the
-//! query and state change per call. When the model's provider caches, a
+//! [`Options::cache_window_tokens`]), then the current block, each block a
+//! segment of its own; only the query and state change per call. A block
+//! that held the frontier joins the window as the very segment it was sent
+//! as, so the next round's prefix is, segment for segment, the prefix its
+//! call had cached (a provider caches whole content blocks). When the model's provider caches, a
 //! round of several blocks sends its first call alone, so the others find
 //! the shared prefix already cached.
 
@@ -47,12 +50,13 @@ impl CacheWindow {
         }
     }
 
-    fn text(&self) -> String {
-        let mut text = String::from(prompt::TREE_HEADING);
-        for (s, _, _) in &self.segments {
-            text.push_str(s);
-        }
-        text
+    /// The stable part before a current block: the heading, then each
+    /// kept block as a segment of its own — exactly as the call that
+    /// ranked it sent it, so that call's cached prefix is this one's.
+    fn segments(&self) -> Vec<String> {
+        std::iter::once(prompt::TREE_HEADING.to_owned())
+            .chain(self.segments.iter().map(|(s, _, _)| s.clone()))
+            .collect()
     }
 }
 
@@ -105,7 +109,7 @@ pub async fn run(
             .iter()
             .map(|&i| tree.node(i).path.clone())
             .collect();
-        let prefix = window.text();
+        let prefix = window.segments();
         let segments: Vec<String> = blocks
             .iter()
             .enumerate()
@@ -116,7 +120,7 @@ pub async fn run(
             .zip(&segments)
             .map(|(b, segment)| RankPrompt {
                 system: prompt::BLOCK_INSTRUCTIONS.to_owned(),
-                cached: vec![prefix.clone(), segment.clone()],
+                cached: [prefix.as_slice(), std::slice::from_ref(segment)].concat(),
                 dynamic: prompt::block_message(query, &top, &exploring, b, limit),
             })
             .collect();
@@ -270,21 +274,26 @@ mod tests {
                 p.dynamic
             );
             assert_eq!(p.system, prompt::BLOCK_INSTRUCTIONS);
-            assert!(p.cached[1].starts_with("--- BLOCK "), "{}", p.cached[1]);
+            let current = p.cached.last().unwrap();
+            assert!(current.starts_with("--- BLOCK "), "{current}");
+            assert_eq!(p.cached[0], prompt::TREE_HEADING);
         }
         // The third turn's window holds turn 1's block (pinned) and the
         // turn-2 block that held `deep/inner`.
         let last = prompts.last().unwrap();
+        let window = &last.cached[1..last.cached.len() - 1];
+        assert!(window[0].starts_with("--- BLOCK 1.1 ---"), "{window:?}");
+        // The turn-2 block as the very segment turn 2 sent.
+        let turn2: Vec<&String> = prompts
+            .iter()
+            .filter_map(|p| p.cached.last())
+            .filter(|c| c.starts_with("--- BLOCK 2."))
+            .collect();
         assert!(
-            last.cached[0].contains("--- BLOCK 1.1 ---"),
-            "{}",
-            last.cached[0]
-        );
-        assert!(
-            last.cached[0].contains("path: inner\n")
-                || last.cached[0].contains("path: deep/inner\n"),
-            "{}",
-            last.cached[0]
+            window[1..]
+                .iter()
+                .any(|w| turn2.contains(&w) && w.contains("inner\n  type: directory")),
+            "{window:?}"
         );
     }
 

@@ -5,9 +5,9 @@
 //! client connection.
 //!
 //! Every call forces one `rank` tool call. The stable segments of a
-//! [`RankPrompt`] are marked for Anthropic's prompt cache
-//! (`cache_control`, one breakpoint after the system text and one after
-//! each segment); OpenAI-compatible servers cache prefixes by themselves,
+//! [`RankPrompt`] go as content blocks of their own, marked for
+//! Anthropic's prompt cache (`cache_control` after the system text, after
+//! the next-to-last segment and after the last); OpenAI-compatible servers cache prefixes by themselves,
 //! so they get the same text as one message. A call answered 429 or 5xx,
 //! or whose connection failed, is tried again after an exponential backoff
 //! (or the server's `retry-after`), up to the configured retries; one not
@@ -224,10 +224,22 @@ impl HttpLlm {
                     }
                     block
                 };
+                // Breakpoints (at most four a request): after the system
+                // text, after the stable part before the last segment (the
+                // prefix a round's calls share), after the last segment.
+                let n = prompt.cached.len();
                 let mut content: Vec<Value> = prompt
                     .cached
                     .iter()
-                    .map(|s| mark(json!({"type": "text", "text": s})))
+                    .enumerate()
+                    .map(|(i, s)| {
+                        let block = json!({"type": "text", "text": s});
+                        if i + 2 >= n {
+                            mark(block)
+                        } else {
+                            block
+                        }
+                    })
                     .collect();
                 content.push(json!({"type": "text", "text": prompt.dynamic}));
                 let mut body = json!({

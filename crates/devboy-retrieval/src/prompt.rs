@@ -31,8 +31,9 @@ pub fn rank_schema() -> Value {
 }
 
 /// A prompt for one ranking call. The adapters send `system`, then the
-/// `cached` segments (each the end of a prefix a provider may cache), then
-/// `dynamic`; an adapter without caching sends them as one text.
+/// `cached` segments (stable text, each a content block of its own where
+/// the API has blocks, so a provider can cache the prefix up to it), then
+/// `dynamic`; an adapter without blocks sends them as one text.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct RankPrompt {
     pub system: String,

@@ -10,14 +10,16 @@
 //! keeps a prompt cache as Anthropic describes it: a request's prefix up
 //! to each `cache_control` breakpoint is cached when the answer is sent
 //! (never while it is still being computed, so concurrent requests miss),
-//! a later request whose prefix matches byte for byte reads it, and a
-//! prefix below [`OracleOptions::min_cache_tokens`] is never cached.
+//! a later request whose prefix matches content block for content block
+//! (the same texts, split the same way) reads it, and a prefix below
+//! [`OracleOptions::min_cache_tokens`] is never cached.
 //!
 //! Faults for the retry path: the first requests can be answered with
 //! given HTTP statuses, and every answer can carry ids that were never
 //! offered.
 
 use std::collections::HashSet;
+use std::hash::{Hash as _, Hasher as _};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -133,12 +135,6 @@ fn lock(state: &Mutex<State>) -> MutexGuard<'_, State> {
 
 fn tokens(bytes: usize) -> u64 {
     bytes.div_ceil(4) as u64
-}
-
-fn fnv(hash: u64, bytes: &[u8]) -> u64 {
-    bytes.iter().fold(hash, |h, b| {
-        (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3)
-    })
 }
 
 /// The texts of a Messages request in prompt order, each with whether a
@@ -307,17 +303,18 @@ async fn answer(request: HttpRequest, state: Arc<Mutex<State>>) -> HttpResponse 
     ids.extend(options.extra_ids.iter().cloned());
     // The cache: prefixes up to each breakpoint.
     let total: usize = texts.iter().map(|(t, _)| t.len()).sum();
-    let mut hash = fnv(
-        0xcbf2_9ce4_8422_2325,
-        body["model"].as_str().unwrap_or("").as_bytes(),
-    );
+    // One running hash over the model and the blocks so far (each block
+    // whole: `str`'s hash ends it): each breakpoint's prefix is its value
+    // there.
+    let mut prefix = std::collections::hash_map::DefaultHasher::new();
+    body["model"].as_str().unwrap_or("").hash(&mut prefix);
     let mut bytes = 0;
     let mut breakpoints: Vec<(u64, u64)> = Vec::new();
     for (text, marked) in &texts {
-        hash = fnv(hash, text.as_bytes());
+        text.hash(&mut prefix);
         bytes += text.len();
         if *marked && tokens(bytes) >= options.min_cache_tokens {
-            breakpoints.push((hash, tokens(bytes)));
+            breakpoints.push((prefix.finish(), tokens(bytes)));
         }
     }
     let (read, write) = {
