@@ -445,3 +445,48 @@ async fn status_shows_what_each_pipeline_rule_matches() {
     );
     devboy.stop().await;
 }
+
+/// A client that starts devboy for a moment (`claude mcp list`, a short
+/// `claude -p`) while a package runner is still installing its server on
+/// a first run: the runner is left to finish (stopping it halfway leaves
+/// an npx install that fails every later start with
+/// `ERR_MODULE_NOT_FOUND`, seen in a fresh `HOME`). Any other server is
+/// stopped as before.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_package_runner_still_installing_is_left_to_finish_when_devboy_stops() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let dir = TempDir::new("runner-install");
+    let bin = dir.path().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    // "Installs" for 2 s, writes its marker, then serves until stdin ends.
+    let script = "#!/bin/sh\nsleep 2\ntouch \"$MARKER\"\nexec cat >/dev/null\n";
+    for name in ["npx", "slow-server"] {
+        let path = bin.join(name);
+        std::fs::write(&path, script).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let marker = |name: &str| dir.path().join(format!("{name}.done"));
+    let config = write_mcp_json(
+        dir.path(),
+        json!({
+            "runner": {"command": bin.join("npx"), "args": ["-y", "some-mcp-server"],
+                       "env": {"MARKER": marker("runner")}},
+            "plain": {"command": bin.join("slow-server"),
+                      "env": {"MARKER": marker("plain")}},
+        }),
+    );
+    let client = start(&dir, &config, &[]).await;
+    client.stop().await;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !marker("runner").exists() && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(
+        marker("runner").exists(),
+        "the runner was stopped halfway through its install"
+    );
+    assert!(
+        !marker("plain").exists(),
+        "a server that is not a package runner is stopped with devboy"
+    );
+}

@@ -32,6 +32,9 @@ pub struct ChildReport {
     pub stdout_noise: Option<String>,
     /// How it exited, once its stdout closed and it was reaped.
     pub exit: Option<std::process::ExitStatus>,
+    /// It has written something to stdout (a package runner that has not
+    /// may still be installing).
+    pub spoke: bool,
 }
 
 /// Shared between a transport and the upstream that reports on it.
@@ -42,15 +45,20 @@ pub struct ChildTransport {
     child: Option<Box<dyn ChildWrapper>>,
     wire: LineTransport<RoleClient, NoiseWatch<ChildStdout>>,
     report: SharedReport,
+    /// Started through a package runner (`npx -y`, `uvx`, …).
+    runner: bool,
 }
 
 impl ChildTransport {
     /// Spawns `command` with piped stdin, stdout and stderr; `upstream`
-    /// names it in messages. Returns the stderr for the caller to drain.
+    /// names it in messages; `runner`: it is a package runner (see
+    /// [`ChildTransport::spare`]). Returns the stderr for the caller to
+    /// drain.
     pub fn spawn(
         mut command: CommandWrap,
         upstream: &str,
         report: SharedReport,
+        runner: bool,
     ) -> io::Result<(Self, Option<ChildStderr>)> {
         command
             .command_mut()
@@ -78,6 +86,7 @@ impl ChildTransport {
                 child: Some(child),
                 wire,
                 report,
+                runner,
             },
             stderr,
         ))
@@ -102,9 +111,33 @@ impl ChildTransport {
         self.child.as_ref()?.id()
     }
 
+    /// A package runner that has not said a word yet may be halfway
+    /// through installing its package, and one stopped there leaves an
+    /// install that fails every later start (npx: `ERR_MODULE_NOT_FOUND`),
+    /// which a client that starts devboy briefly (`claude mcp list`, a
+    /// short `claude -p`) causes on a first run. Such a process is left to
+    /// finish: with its stdin closed, the server it then starts reads end
+    /// of input and exits by itself. Returns whether it was spared.
+    fn spare(&mut self) -> bool {
+        if !self.runner || crate::upstream::lock(&self.report).spoke {
+            return false;
+        }
+        match self.child.take() {
+            Some(child) => {
+                // Neither killed nor waited for: it outlives this transport.
+                std::mem::forget(child);
+                true
+            }
+            None => false,
+        }
+    }
+
     async fn shutdown(&mut self) -> io::Result<()> {
         // Closing stdin is the MCP way to ask a stdio server to exit.
         self.wire.close().await?;
+        if self.spare() {
+            return Ok(());
+        }
         let Some(child) = self.child.as_mut() else {
             return Ok(());
         };
@@ -135,7 +168,11 @@ impl Drop for ChildTransport {
     fn drop(&mut self) {
         // Not shut down in order: kill the group and reap it. A process
         // that already exited (the usual reason to get here) leaves its
-        // status for the report first.
+        // status for the report first; a runner still installing is
+        // spared (its stdin closes as the wire drops).
+        if self.spare() {
+            return;
+        }
         if let Some(mut child) = self.child.take() {
             if let Ok(Some(status)) = child.try_wait() {
                 crate::upstream::lock(&self.report).exit = Some(status);
@@ -185,6 +222,8 @@ pub struct NoiseWatch<R> {
     /// Capturing the current line as noise.
     capturing: Option<Vec<u8>>,
     done: bool,
+    /// Anything was read (noted in the report once).
+    spoke: bool,
 }
 
 impl<R> NoiseWatch<R> {
@@ -195,6 +234,7 @@ impl<R> NoiseWatch<R> {
             line_start: true,
             capturing: None,
             done: false,
+            spoke: false,
         }
     }
 
@@ -235,6 +275,10 @@ impl<R: tokio::io::AsyncRead + Unpin> tokio::io::AsyncRead for NoiseWatch<R> {
     ) -> std::task::Poll<io::Result<()>> {
         let before = buf.filled().len();
         let polled = std::pin::Pin::new(&mut self.inner).poll_read(cx, buf);
+        if buf.filled().len() > before && !self.spoke {
+            self.spoke = true;
+            crate::upstream::lock(&self.report).spoke = true;
+        }
         if !self.done {
             let fresh = buf.filled()[before..].to_vec();
             self.watch(&fresh);

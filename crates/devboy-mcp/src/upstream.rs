@@ -484,9 +484,13 @@ impl Upstream {
                 wrapped.wrap(process_wrap::tokio::ProcessGroup::leader());
                 let report = crate::child::SharedReport::default();
                 *lock(&self.child_report) = report.clone();
-                let (transport, stderr) =
-                    crate::child::ChildTransport::spawn(wrapped, &self.config.name, report)
-                        .map_err(|e| spawn_error(command, &e))?;
+                let (transport, stderr) = crate::child::ChildTransport::spawn(
+                    wrapped,
+                    &self.config.name,
+                    report,
+                    self.config.transport.runs_a_package_runner(),
+                )
+                .map_err(|e| spawn_error(command, &e))?;
                 *lock(&self.pid) = transport.id();
                 if let Some(stderr) = stderr {
                     tokio::spawn(drain_stderr(
