@@ -297,7 +297,7 @@ impl Tally {
             Action::Reference => "reference",
             Action::NearReference => "near_reference",
             Action::PartReferences => "part_references",
-            Action::Unchanged | Action::Fresh => "unchanged",
+            Action::Unchanged | Action::Fresh | Action::Deadline => "unchanged",
         };
         self.formats
             .entry(format)
@@ -381,7 +381,10 @@ fn run(config: &PipelineConfig, files: usize, bodies: &[Body]) -> Value {
             json: body.json.as_ref(),
         };
         let at = Timestamp::from_millis(i as u64 * 1000);
-        tally.add(body, session.process(&call, &forwarded, at));
+        tally.add(
+            body,
+            session.process(&call, &forwarded, at, &devboy_pipeline::Handoff::new()),
+        );
     }
     tally.report(files, bodies.len(), &session.totals())
 }

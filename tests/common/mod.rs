@@ -450,6 +450,18 @@ impl RawClient {
             .expect("wait")
     }
 
+    /// Closes devboy's stdin and waits up to `limit` for it to exit.
+    pub async fn close_stdin_and_wait(
+        mut self,
+        limit: Duration,
+    ) -> Option<std::process::ExitStatus> {
+        drop(self.stdin);
+        tokio::time::timeout(limit, self.child.wait())
+            .await
+            .ok()
+            .and_then(Result::ok)
+    }
+
     pub async fn stop(mut self) {
         drop(self.stdin);
         let _ = tokio::time::timeout(Duration::from_secs(10), self.child.wait()).await;

@@ -230,12 +230,14 @@ impl Session {
             self.sync_model();
         }
         Ok(deliver(
-            self.processor().as_ref(),
+            self.processor(),
             &self.counters().seam,
             &info,
             result,
             tool.delivery(),
-        ))
+            self.deadline(),
+        )
+        .await)
     }
 
     /// An upstream tool's call: the processor forgets what the call may
@@ -260,13 +262,14 @@ impl Session {
         let mut info = call.info(&upstream.config().name, &tool, side_effect);
         self.sync_partition();
         self.sync_model();
-        let processor = self.processor().as_ref();
+        let processor = self.processor();
         let seam = &self.counters().seam;
-        before_call(processor, seam, &info);
+        let deadline = self.deadline();
+        before_call(processor.as_ref(), seam, &info);
         if let Some(answer) = self.stored_answer(&info, &call.ct).await {
             info.served = answer.served;
             self.after_answer(&info, &answer.result);
-            return Ok(apply(processor, seam, &info, answer.result));
+            return Ok(apply(processor, seam, &info, answer.result, deadline).await);
         }
         if call.ct.is_cancelled() {
             // Cancelled while a store answer was awaited: nothing to ask.
@@ -277,14 +280,14 @@ impl Session {
                 self.sync_partition();
                 // Planned on the original: the pipeline has not rewritten it.
                 let sent = self.after_answer(&info, &result);
-                let answered = apply(processor, seam, &info, result);
+                let answered = apply(processor, seam, &info, result, deadline).await;
                 Ok(self
                     .inline_follow_ups(&info, answered, &sent, &call.ct)
                     .await)
             }
             // An error result: the seam passes it untouched and tells the
             // processor (telemetry counts it like an upstream error).
-            Answer::Failure(result) => Ok(apply(processor, seam, &info, result)),
+            Answer::Failure(result) => Ok(apply(processor, seam, &info, result, deadline).await),
         }
     }
 
@@ -370,7 +373,7 @@ impl Session {
             answered.content = shown_blocks(&answered, true);
             answered.structured_content = None;
         }
-        let processor = self.processor().as_ref();
+        let processor = self.processor();
         let seam = &self.counters().seam;
         for follow_up in taken {
             let call = ToolCallInfo {
@@ -385,7 +388,7 @@ impl Session {
                 client: info.client,
                 served: Served::Inline,
             };
-            let shown = apply(processor, seam, &call, follow_up.result);
+            let shown = apply(processor, seam, &call, follow_up.result, self.deadline()).await;
             answered.content.push(ContentBlock::text(inline_hint(
                 &follow_up.exposed,
                 &follow_up.arguments,

@@ -175,12 +175,14 @@ pub async fn serve_stdio(
     // no hand-off to the blocking pool per message. Falls back to stdio().
     // devboy's own framing answers broken and oversized requests (`wire`).
     let (stdin, stdout) = rmcp::transport::stdio_pipes();
+    let input_closed = tokio_util::sync::CancellationToken::new();
     let transport = wire::LineTransport::<rmcp::RoleServer, _>::new(
         stdin,
         stdout,
         wire::MAX_MESSAGE_BYTES,
         "the client",
-    );
+    )
+    .signal_input_closed(input_closed.clone());
     let ending = session.clone();
     let outcome = match session.serve(transport).await {
         Ok(running) => {
@@ -190,30 +192,66 @@ pub async fn serve_stdio(
                 quit = &mut waiting => quit
                     .map(|_| ())
                     .map_err(|e| ServeError::Service(e.to_string())),
+                () = input_closed.cancelled() => {
+                    // Answers already under way may still go out, briefly
+                    // (a client that writes its requests and closes its end,
+                    // `printf … | devboy mcp`, reads them after); rmcp alone
+                    // would wait for them up to 5 s.
+                    if tokio::time::timeout(ENDING / 3, &mut waiting).await.is_err() {
+                        stop.cancel();
+                    }
+                    Ok(())
+                }
                 signal = termination() => {
                     tracing::info!(%signal, "stopping");
                     stop.cancel();
-                    let _ = tokio::time::timeout(std::time::Duration::from_secs(2), waiting).await;
+                    let _ = tokio::time::timeout(ENDING / 4, waiting).await;
                     Ok(())
                 }
             }
         }
         Err(e) => Err(ServeError::Handshake(e.to_string())),
     };
+    // devboy is ending (stdin closed, or a signal): whatever still runs, it
+    // is gone within ENDING (invariant 13). What does not finish in time
+    // is dropped: prefetches and upstream calls with their connections
+    // (a child still running is killed as its transport drops), a result
+    // still being processed with the runtime.
+    let by = tokio::time::Instant::now() + ENDING;
     // No orphan work: prefetches in flight are cancelled upstream and
     // awaited while the upstreams still run and before the summary.
-    ending.end_speculation().await;
-    // Before the upstreams stop: a client that kills devboy soon after
-    // closing its stdin should still find the session summary written.
-    if tokio::task::spawn_blocking(move || processor.end_session())
+    if tokio::time::timeout_at(by, ending.end_speculation())
         .await
         .is_err()
     {
-        tracing::error!("ending the session panicked; its telemetry summary may be missing");
+        tracing::warn!("prefetches still in flight at the end; dropped");
     }
-    proxy.shutdown().await;
+    // Before the upstreams stop: a client that kills devboy soon after
+    // closing its stdin should still find the session summary written.
+    match tokio::time::timeout_at(
+        by,
+        tokio::task::spawn_blocking(move || processor.end_session()),
+    )
+    .await
+    {
+        Ok(Ok(())) => {}
+        Ok(Err(_)) => {
+            tracing::error!("ending the session panicked; its telemetry summary may be missing")
+        }
+        Err(_) => tracing::warn!(
+            "the session summary was not written in time (a result was still being processed)"
+        ),
+    }
+    if tokio::time::timeout_at(by, proxy.shutdown()).await.is_err() {
+        tracing::debug!("upstreams still stopping at the end; their processes are killed");
+    }
     outcome
 }
+
+/// How long devboy takes to end once asked, whatever is running: stdin
+/// closing or SIGTERM ends the process within a second, this and the
+/// runtime's own shutdown wait (`main.rs`) together.
+pub const ENDING: std::time::Duration = std::time::Duration::from_millis(700);
 
 /// Resolves on SIGTERM or SIGINT with the signal's name.
 async fn termination() -> &'static str {

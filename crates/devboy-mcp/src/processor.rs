@@ -31,7 +31,7 @@ use devboy_session::{process_ids, Forwarded, PipelineSession, ToolCall};
 use devboy_telemetry::Telemetry;
 use rmcp::model::{CallToolResult, ContentBlock};
 
-use crate::seam::{ProcessError, ResponseProcessor, ToolCallInfo};
+use crate::seam::{Handoff, ProcessError, ResponseProcessor, ToolCallInfo};
 
 /// What the model is shown of one result, as devboy reads it.
 enum Shown<'a> {
@@ -189,13 +189,14 @@ impl ResponseProcessor for PipelineProcessor {
         &self,
         call: &ToolCallInfo<'_>,
         result: &CallToolResult,
+        handoff: &Handoff,
     ) -> Result<Option<CallToolResult>, ProcessError> {
         let Some(body) = shown(result, call.forwards_structured) else {
             return Ok(None);
         };
-        let Some(processed) = self
-            .session
-            .process(&tool_call(call), &body.forwarded(), self.now())
+        let Some(processed) =
+            self.session
+                .process(&tool_call(call), &body.forwarded(), self.now(), handoff)
         else {
             return Ok(None);
         };
@@ -339,7 +340,7 @@ mod tests {
         result.meta = Some(meta.clone());
 
         let fresh = processor
-            .process(&call(None, true), &result)
+            .process(&call(None, true), &result, &Handoff::new())
             .unwrap()
             .unwrap();
         assert_eq!(fresh.structured_content, None);
@@ -347,7 +348,7 @@ mod tests {
         assert_eq!(fresh.meta, Some(meta.clone()));
 
         let repeat = processor
-            .process(&call(None, true), &result)
+            .process(&call(None, true), &result, &Handoff::new())
             .unwrap()
             .unwrap();
         assert_eq!(
@@ -369,7 +370,7 @@ mod tests {
         let shown = |processor: &PipelineProcessor, text: String| {
             let result = CallToolResult::success(vec![ContentBlock::text(text)]);
             let out = processor
-                .process(&call(None, false), &result)
+                .process(&call(None, false), &result, &Handoff::new())
                 .unwrap()
                 .unwrap();
             let line = texts(&out).pop().unwrap_or_default();
@@ -396,13 +397,13 @@ mod tests {
         let mut result = CallToolResult::success(vec![ContentBlock::text(big())]);
         result.structured_content = Some(json!({"n": 1}));
         let fresh = processor
-            .process(&call(None, false), &result)
+            .process(&call(None, false), &result, &Handoff::new())
             .unwrap()
             .unwrap();
         assert_eq!(texts(&fresh), [big(), "> [id: tagfix1]".into()]);
         assert_eq!(fresh.structured_content, Some(json!({"n": 1})));
         let repeat = processor
-            .process(&call(None, false), &result)
+            .process(&call(None, false), &result, &Handoff::new())
             .unwrap()
             .unwrap();
         assert_eq!(repeat.content.len(), 1);
@@ -418,7 +419,9 @@ mod tests {
         ]);
         for _ in 0..2 {
             assert_eq!(
-                processor.process(&call(None, false), &result).unwrap(),
+                processor
+                    .process(&call(None, false), &result, &Handoff::new())
+                    .unwrap(),
                 None
             );
         }
@@ -431,9 +434,11 @@ mod tests {
         let two =
             CallToolResult::success(vec![ContentBlock::text(&half), ContentBlock::text(&half)]);
         let one = CallToolResult::success(vec![ContentBlock::text(format!("{half}\n{half}"))]);
-        processor.process(&call(None, false), &two).unwrap();
+        processor
+            .process(&call(None, false), &two, &Handoff::new())
+            .unwrap();
         let other = processor
-            .process(&call(None, false), &one)
+            .process(&call(None, false), &one, &Handoff::new())
             .unwrap()
             .unwrap();
         assert_eq!(other.content.len(), 2, "fresh, not a reference: {other:?}");
@@ -445,12 +450,14 @@ mod tests {
         let args = json!({"path": "/p/a.txt"});
         let args = args.as_object();
         let result = CallToolResult::success(vec![ContentBlock::text(big())]);
-        processor.process(&call(args, false), &result).unwrap();
+        processor
+            .process(&call(args, false), &result, &Handoff::new())
+            .unwrap();
         let mut write = call(args, false);
         write.side_effect = SideEffectClass::Unknown;
         processor.before_call(&write);
         let again = processor
-            .process(&call(args, false), &result)
+            .process(&call(args, false), &result, &Handoff::new())
             .unwrap()
             .unwrap();
         assert_eq!(
@@ -475,9 +482,11 @@ mod tests {
             "[hints.ref]\nmax_per_session = 1\n[hints.elided]\nenabled = false\n[hints.encoded]\nenabled = false\n[encoding]\nbudget_tokens = 200\n",
         );
         let result = CallToolResult::success(vec![ContentBlock::text(big())]);
-        processor.process(&call(None, false), &result).unwrap();
+        processor
+            .process(&call(None, false), &result, &Handoff::new())
+            .unwrap();
         let first = processor
-            .process(&call(None, false), &result)
+            .process(&call(None, false), &result, &Handoff::new())
             .unwrap()
             .unwrap();
         assert_eq!(
@@ -486,13 +495,15 @@ mod tests {
         );
         // The limit is reached: the repeat goes out as it came, no id line.
         assert_eq!(
-            processor.process(&call(None, false), &result).unwrap(),
+            processor
+                .process(&call(None, false), &result, &Handoff::new())
+                .unwrap(),
             None
         );
 
         let list = labels(40);
         let out = processor
-            .process(&named("gh__labels", None), &list)
+            .process(&named("gh__labels", None), &list, &Handoff::new())
             .unwrap()
             .unwrap();
         let text = texts(&out).concat();
@@ -514,7 +525,7 @@ mod tests {
         // The same list with the default policy is encoded and elided.
         let default = configured("[encoding]\nbudget_tokens = 200\n");
         let out = default
-            .process(&named("gh__labels", None), &list)
+            .process(&named("gh__labels", None), &list, &Handoff::new())
             .unwrap()
             .unwrap();
         let text = texts(&out).concat();
@@ -531,14 +542,18 @@ mod tests {
         // Model unknown: no ids, no references.
         for _ in 0..2 {
             assert_eq!(
-                processor.process(&call(None, false), &result).unwrap(),
+                processor
+                    .process(&call(None, false), &result, &Handoff::new())
+                    .unwrap(),
                 None
             );
         }
         processor.set_model(Some("claude-sonnet-4-5".into()));
-        processor.process(&call(None, false), &result).unwrap();
+        processor
+            .process(&call(None, false), &result, &Handoff::new())
+            .unwrap();
         let repeat = processor
-            .process(&call(None, false), &result)
+            .process(&call(None, false), &result, &Handoff::new())
             .unwrap()
             .unwrap();
         assert_eq!(
@@ -573,15 +588,17 @@ mod tests {
         // count's vocabulary load can take longer than the freshness.
         processor.tokenizer().warm_up();
         let result = CallToolResult::success(vec![ContentBlock::text(big())]);
-        processor.process(&call(None, false), &result).unwrap();
+        processor
+            .process(&call(None, false), &result, &Handoff::new())
+            .unwrap();
         let soon = processor
-            .process(&call(None, false), &result)
+            .process(&call(None, false), &result, &Handoff::new())
             .unwrap()
             .unwrap();
         assert_eq!(texts(&soon).len(), 1, "a reference within the second");
         std::thread::sleep(std::time::Duration::from_millis(1100));
         let later = processor
-            .process(&call(None, false), &result)
+            .process(&call(None, false), &result, &Handoff::new())
             .unwrap()
             .unwrap();
         assert_eq!(
@@ -599,14 +616,14 @@ mod tests {
         for _ in 0..2 {
             assert_eq!(
                 processor
-                    .process(&named("fs__read", None), &result)
+                    .process(&named("fs__read", None), &result, &Handoff::new())
                     .unwrap(),
                 None
             );
         }
         let small = CallToolResult::success(vec![ContentBlock::text("0123456789")]);
         let fresh = processor
-            .process(&named("mem__read", None), &small)
+            .process(&named("mem__read", None), &small, &Handoff::new())
             .unwrap()
             .unwrap();
         assert_eq!(texts(&fresh), ["0123456789", "> [id: tagfix1]"]);
@@ -623,10 +640,15 @@ mod tests {
             side_effect: SideEffectClass::Unknown,
             ..named("gh__list_issues", None)
         };
-        processor.process(&list(), &result).unwrap();
+        processor
+            .process(&list(), &result, &Handoff::new())
+            .unwrap();
         // Configured read-only: calling it again forgets nothing.
         processor.before_call(&list());
-        let repeat = processor.process(&list(), &result).unwrap().unwrap();
+        let repeat = processor
+            .process(&list(), &result, &Handoff::new())
+            .unwrap()
+            .unwrap();
         assert_eq!(
             texts(&repeat),
             ["> [ref: tagfix1, unchanged; devboy_expand tagfix1]"]
@@ -637,7 +659,10 @@ mod tests {
             ..named("gh__create_issue", None)
         };
         processor.before_call(&create);
-        let full = processor.process(&list(), &result).unwrap().unwrap();
+        let full = processor
+            .process(&list(), &result, &Handoff::new())
+            .unwrap()
+            .unwrap();
         assert_eq!(
             texts(&full).last().map(String::as_str),
             Some("> [id: tagfix2]")
@@ -659,14 +684,14 @@ mod tests {
             ..call(args.as_object(), false)
         };
         let text = CallToolResult::success(vec![ContentBlock::text(big())]);
-        processor.process(&read, &text).unwrap();
-        processor.process(&read, &text).unwrap();
+        processor.process(&read, &text, &Handoff::new()).unwrap();
+        processor.process(&read, &text, &Handoff::new()).unwrap();
         let rows: Vec<_> = (0..30)
             .map(|i| json!({"id": i, "name": format!("item-{i}"), "done": i % 2 == 0}))
             .collect();
         let table = CallToolResult::structured(json!(rows));
         processor
-            .process(&named("gh__list_items", None), &table)
+            .process(&named("gh__list_items", None), &table, &Handoff::new())
             .unwrap();
         processor.advance_partition();
         let error = CallToolResult::error(vec![ContentBlock::text("no such file")]);
@@ -749,6 +774,7 @@ mod tests {
                     ..status
                 },
                 &first,
+                &Handoff::new(),
             )
             .unwrap()
             .unwrap();
@@ -763,6 +789,7 @@ mod tests {
                     ..status
                 },
                 &second,
+                &Handoff::new(),
             )
             .unwrap()
             .unwrap();
@@ -809,7 +836,7 @@ mod tests {
             served: Served::Prefetch,
             ..prefetch
         };
-        processor.process(&own, &landed).unwrap();
+        processor.process(&own, &landed, &Handoff::new()).unwrap();
         processor.on_speculation(
             &named("fs__write", None),
             SpeculationEvent::Declined {

@@ -12,10 +12,17 @@
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
 
 use devboy_core::pipeline_config::SideEffectClass;
 use devboy_core::speculation::{Served, SpeculationEvent};
+pub use devboy_pipeline::Handoff;
 use rmcp::model::{CallToolResult, JsonObject};
+
+/// How long a processor may work on one result when the session is not
+/// told otherwise (`encoding.deadline_ms`).
+pub const DEFAULT_DEADLINE: Duration = Duration::from_secs(2);
 
 /// What the processor knows about the call that produced a result.
 #[derive(Debug, Clone, Copy)]
@@ -41,6 +48,48 @@ pub struct ToolCallInfo<'a> {
     pub served: Served,
 }
 
+/// A [`ToolCallInfo`] that owns its strings, to go with a result to the
+/// thread that processes it.
+#[derive(Debug, Clone)]
+struct OwnedCallInfo {
+    upstream: String,
+    tool: String,
+    exposed: String,
+    arguments: Option<JsonObject>,
+    side_effect: SideEffectClass,
+    forwards_structured: bool,
+    client: Option<String>,
+    served: Served,
+}
+
+impl OwnedCallInfo {
+    fn of(call: &ToolCallInfo<'_>) -> Self {
+        Self {
+            upstream: call.upstream.to_owned(),
+            tool: call.tool.to_owned(),
+            exposed: call.exposed.to_owned(),
+            arguments: call.arguments.cloned(),
+            side_effect: call.side_effect,
+            forwards_structured: call.forwards_structured,
+            client: call.client.map(str::to_owned),
+            served: call.served,
+        }
+    }
+
+    fn info(&self) -> ToolCallInfo<'_> {
+        ToolCallInfo {
+            upstream: &self.upstream,
+            tool: &self.tool,
+            exposed: &self.exposed,
+            arguments: self.arguments.as_ref(),
+            side_effect: self.side_effect,
+            forwards_structured: self.forwards_structured,
+            client: self.client.as_deref(),
+            served: self.served,
+        }
+    }
+}
+
 /// Error type a processor may return; the result then passes unchanged.
 pub type ProcessError = Box<dyn std::error::Error + Send + Sync>;
 
@@ -50,10 +99,16 @@ pub trait ResponseProcessor: Send + Sync + 'static {
     fn name(&self) -> &'static str;
 
     /// `Ok(None)` keeps the result as it is; `Ok(Some(r))` replaces it.
+    ///
+    /// Runs on a blocking thread under the session's deadline: once
+    /// `handoff` says the caller gave up, the original has gone out and
+    /// whatever this returns is dropped, so a processor that records what
+    /// it sent must settle with [`Handoff::hand_over`] before it records.
     fn process(
         &self,
         call: &ToolCallInfo<'_>,
         result: &CallToolResult,
+        handoff: &Handoff,
     ) -> Result<Option<CallToolResult>, ProcessError>;
 
     /// Whether results with `structuredContent` may come back without it,
@@ -125,6 +180,7 @@ impl ResponseProcessor for Passthrough {
         &self,
         _call: &ToolCallInfo<'_>,
         _result: &CallToolResult,
+        _handoff: &Handoff,
     ) -> Result<Option<CallToolResult>, ProcessError> {
         Ok(None)
     }
@@ -139,6 +195,9 @@ pub struct SeamStats {
     pub replaced: AtomicU64,
     /// Errors and panics; each passed the original through.
     pub failures: AtomicU64,
+    /// Results the processor did not finish within the deadline; each
+    /// passed the original through.
+    pub deadline: AtomicU64,
 }
 
 /// What the seam does with a result, by where it comes from.
@@ -155,18 +214,19 @@ pub enum Delivery {
     Exact,
 }
 
-/// Delivers `result` as `delivery` says, failing open.
-pub fn deliver(
-    processor: &dyn ResponseProcessor,
+/// Delivers `result` as `delivery` says, failing open, within `deadline`.
+pub async fn deliver(
+    processor: &Arc<dyn ResponseProcessor>,
     stats: &SeamStats,
     call: &ToolCallInfo<'_>,
     result: CallToolResult,
     delivery: Delivery,
+    deadline: Duration,
 ) -> CallToolResult {
     match delivery {
-        Delivery::Processed => apply(processor, stats, call, result),
+        Delivery::Processed => apply(processor, stats, call, result, deadline).await,
         Delivery::Volatile if result.is_error == Some(true) => {
-            apply(processor, stats, call, result)
+            apply(processor, stats, call, result, deadline).await
         }
         Delivery::Volatile | Delivery::Exact => result,
     }
@@ -184,12 +244,21 @@ pub fn before_call(processor: &dyn ResponseProcessor, stats: &SeamStats, call: &
     }
 }
 
-/// Runs `processor` on `result`, failing open.
-pub fn apply(
-    processor: &dyn ResponseProcessor,
+/// Runs `processor` on `result`, failing open and within `deadline`
+/// (invariant 13).
+///
+/// The work happens on a blocking thread, so a slow result never holds up
+/// the async workers that answer every other request. When the deadline
+/// passes first, the original goes out as it came (counted in
+/// [`SeamStats::deadline`]); the processor learns of it through the
+/// [`Handoff`], stops at its next stage and keeps nothing of the result.
+/// An error result is only heard of, on the caller's thread.
+pub async fn apply(
+    processor: &Arc<dyn ResponseProcessor>,
     stats: &SeamStats,
     call: &ToolCallInfo<'_>,
     result: CallToolResult,
+    deadline: Duration,
 ) -> CallToolResult {
     if result.is_error == Some(true) {
         let heard = catch_unwind(AssertUnwindSafe(|| {
@@ -206,25 +275,52 @@ pub fn apply(
         return result;
     }
     stats.processed.fetch_add(1, Ordering::Relaxed);
-    match catch_unwind(AssertUnwindSafe(|| processor.process(call, &result))) {
-        Ok(Ok(None)) => result,
-        Ok(Ok(Some(replacement))) => {
+    let handoff = Arc::new(Handoff::new());
+    let result = Arc::new(result);
+    let mut job = {
+        let (processor, result, handoff) = (processor.clone(), result.clone(), handoff.clone());
+        let owned = OwnedCallInfo::of(call);
+        tokio::task::spawn_blocking(move || {
+            catch_unwind(AssertUnwindSafe(|| {
+                processor.process(&owned.info(), &result, &handoff)
+            }))
+        })
+    };
+    let outcome = match tokio::time::timeout(deadline, &mut job).await {
+        Ok(done) => done,
+        Err(_) if handoff.give_up() => {
+            stats.deadline.fetch_add(1, Ordering::Relaxed);
+            tracing::warn!(
+                processor = processor.name(),
+                tool = call.exposed,
+                deadline_ms = deadline.as_millis() as u64,
+                "processing ran past its deadline; the result went out as it came"
+            );
+            return Arc::unwrap_or_clone(result);
+        }
+        // Handed over as the deadline passed: the answer is on its way.
+        Err(_) => job.await,
+    };
+    let original = || Arc::unwrap_or_clone(result);
+    match outcome {
+        Ok(Ok(Ok(None))) => original(),
+        Ok(Ok(Ok(Some(replacement)))) => {
             stats.replaced.fetch_add(1, Ordering::Relaxed);
             replacement
         }
-        Ok(Err(error)) => {
+        Ok(Ok(Err(error))) => {
             stats.failures.fetch_add(1, Ordering::Relaxed);
             tracing::warn!(processor = processor.name(), tool = call.exposed, %error, "response processor failed; original passed through");
-            result
+            original()
         }
-        Err(_) => {
+        Ok(Err(_)) | Err(_) => {
             stats.failures.fetch_add(1, Ordering::Relaxed);
             tracing::error!(
                 processor = processor.name(),
                 tool = call.exposed,
                 "response processor panicked; original passed through"
             );
-            result
+            original()
         }
     }
 }
@@ -243,6 +339,7 @@ mod tests {
             &self,
             _: &ToolCallInfo<'_>,
             _: &CallToolResult,
+            _: &Handoff,
         ) -> Result<Option<CallToolResult>, ProcessError> {
             panic!("stage bug")
         }
@@ -257,6 +354,7 @@ mod tests {
             &self,
             _: &ToolCallInfo<'_>,
             _: &CallToolResult,
+            _: &Handoff,
         ) -> Result<Option<CallToolResult>, ProcessError> {
             Err("bad input".into())
         }
@@ -277,9 +375,36 @@ mod tests {
             &self,
             _: &ToolCallInfo<'_>,
             r: &CallToolResult,
+            _: &Handoff,
         ) -> Result<Option<CallToolResult>, ProcessError> {
             let text = r.content[0].as_text().map(|t| t.text.to_uppercase());
             Ok(text.map(|t| CallToolResult::success(vec![ContentBlock::text(t)])))
+        }
+    }
+
+    /// Works until its waiter gives up, then says whether it could still
+    /// hand its answer over (it never can).
+    #[derive(Default)]
+    struct Stubborn {
+        handed_over_late: std::sync::Mutex<Option<bool>>,
+    }
+    impl ResponseProcessor for Stubborn {
+        fn name(&self) -> &'static str {
+            "stubborn"
+        }
+        fn process(
+            &self,
+            _: &ToolCallInfo<'_>,
+            _: &CallToolResult,
+            handoff: &Handoff,
+        ) -> Result<Option<CallToolResult>, ProcessError> {
+            while !handoff.given_up() {
+                std::thread::yield_now();
+            }
+            *self.handed_over_late.lock().unwrap() = Some(handoff.hand_over());
+            Ok(Some(CallToolResult::success(vec![ContentBlock::text(
+                "too late",
+            )])))
         }
     }
 
@@ -296,34 +421,38 @@ mod tests {
         }
     }
 
-    #[test]
-    fn panics_and_errors_pass_the_original() {
+    const LONG: Duration = Duration::from_secs(600);
+
+    #[tokio::test]
+    async fn panics_and_errors_pass_the_original() {
         let original = CallToolResult::success(vec![ContentBlock::text("body")]);
         let stats = SeamStats::default();
-        let out = apply(&Panics, &stats, &call(), original.clone());
+        let panics: Arc<dyn ResponseProcessor> = Arc::new(Panics);
+        let out = apply(&panics, &stats, &call(), original.clone(), LONG).await;
         assert_eq!(out, original);
-        let out = apply(&Fails, &stats, &call(), original.clone());
+        let fails: Arc<dyn ResponseProcessor> = Arc::new(Fails);
+        let out = apply(&fails, &stats, &call(), original.clone(), LONG).await;
         assert_eq!(out, original);
         assert_eq!(stats.failures.load(Ordering::Relaxed), 2);
         assert_eq!(stats.replaced.load(Ordering::Relaxed), 0);
     }
 
-    #[test]
-    fn replacement_is_used_and_errors_are_untouched() {
+    #[tokio::test]
+    async fn replacement_is_used_and_errors_are_untouched() {
         let stats = SeamStats::default();
-        let upper = Upper::default();
-        let out = apply(
-            &upper,
-            &stats,
-            &call(),
-            CallToolResult::success(vec![ContentBlock::text("body")]),
-        );
+        let upper = Arc::new(Upper::default());
+        let processor: Arc<dyn ResponseProcessor> = upper.clone();
+        let body = CallToolResult::success(vec![ContentBlock::text("body")]);
+        let out = apply(&processor, &stats, &call(), body, LONG).await;
         assert_eq!(
             out.content[0].as_text().map(|t| t.text.as_str()),
             Some("BODY")
         );
         let error = CallToolResult::error(vec![ContentBlock::text("nope")]);
-        assert_eq!(apply(&upper, &stats, &call(), error.clone()), error);
+        assert_eq!(
+            apply(&processor, &stats, &call(), error.clone(), LONG).await,
+            error
+        );
         assert_eq!(
             upper.errors.load(Ordering::Relaxed),
             1,
@@ -333,22 +462,62 @@ mod tests {
         assert_eq!(stats.replaced.load(Ordering::Relaxed), 1);
     }
 
-    #[test]
-    fn volatile_results_pass_unprocessed_but_their_errors_are_heard() {
+    /// Past the deadline the original goes out, the processor is told,
+    /// and its late answer is never used.
+    #[tokio::test]
+    async fn past_the_deadline_the_original_goes_out() {
         let stats = SeamStats::default();
-        let upper = Upper::default();
+        let stubborn = Arc::new(Stubborn::default());
+        let processor: Arc<dyn ResponseProcessor> = stubborn.clone();
+        let original = CallToolResult::success(vec![ContentBlock::text("body")]);
+        let deadline = Duration::from_millis(20);
+        let out = apply(&processor, &stats, &call(), original.clone(), deadline).await;
+        assert_eq!(out, original);
+        assert_eq!(stats.deadline.load(Ordering::Relaxed), 1);
+        assert_eq!(stats.replaced.load(Ordering::Relaxed), 0);
+        // The processor finishes on its own thread and learns it lost.
+        loop {
+            if let Some(late) = *stubborn.handed_over_late.lock().unwrap() {
+                assert!(!late, "a late answer was handed over");
+                break;
+            }
+            tokio::task::yield_now().await;
+        }
+    }
+
+    #[tokio::test]
+    async fn volatile_results_pass_unprocessed_but_their_errors_are_heard() {
+        let stats = SeamStats::default();
+        let upper = Arc::new(Upper::default());
+        let processor: Arc<dyn ResponseProcessor> = upper.clone();
         let report = CallToolResult::success(vec![ContentBlock::text("{\"calls\":1}")]);
         let error = CallToolResult::error(vec![ContentBlock::text("nope")]);
         for delivery in [Delivery::Volatile, Delivery::Exact] {
-            let out = deliver(&upper, &stats, &call(), report.clone(), delivery);
+            let out = deliver(&processor, &stats, &call(), report.clone(), delivery, LONG).await;
             assert_eq!(out, report);
         }
         assert_eq!(stats.processed.load(Ordering::Relaxed), 0);
-        deliver(&upper, &stats, &call(), error.clone(), Delivery::Exact);
+        deliver(
+            &processor,
+            &stats,
+            &call(),
+            error.clone(),
+            Delivery::Exact,
+            LONG,
+        )
+        .await;
         assert_eq!(upper.errors.load(Ordering::Relaxed), 0, "exact: unheard");
-        deliver(&upper, &stats, &call(), error, Delivery::Volatile);
+        deliver(&processor, &stats, &call(), error, Delivery::Volatile, LONG).await;
         assert_eq!(upper.errors.load(Ordering::Relaxed), 1, "volatile: heard");
-        let out = deliver(&upper, &stats, &call(), report, Delivery::Processed);
+        let out = deliver(
+            &processor,
+            &stats,
+            &call(),
+            report,
+            Delivery::Processed,
+            LONG,
+        )
+        .await;
         assert_eq!(
             out.content[0].as_text().map(|t| t.text.as_str()),
             Some("{\"CALLS\":1}")

@@ -96,6 +96,17 @@ impl Session {
         self
     }
 
+    /// How long the processor may work on one result before it goes out
+    /// as it came: the pipeline config's `encoding.deadline_ms`, else
+    /// [`DEFAULT_DEADLINE`](crate::seam::DEFAULT_DEADLINE).
+    pub fn deadline(&self) -> std::time::Duration {
+        self.rules
+            .as_ref()
+            .map_or(crate::seam::DEFAULT_DEADLINE, |rules| {
+                rules.encoding.deadline
+            })
+    }
+
     /// What each glob table of the pipeline config matches among the tools
     /// served now (empty without a pipeline config).
     pub fn rule_matches(&self) -> Vec<devboy_core::pipeline_config::RuleMatches> {

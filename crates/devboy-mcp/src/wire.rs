@@ -695,6 +695,8 @@ pub struct LineTransport<R: ServiceRole, Rd> {
     reply: Option<Vec<u8>>,
     /// Who is on the other side, for logs and messages.
     peer: Arc<str>,
+    /// Cancelled when the input ends (end of file or a failed read).
+    input_closed: Option<tokio_util::sync::CancellationToken>,
 }
 
 impl<R, Rd> LineTransport<R, Rd>
@@ -716,6 +718,20 @@ where
             writer: Some(tokio::spawn(write_lines(write, pending))),
             reply: None,
             peer: peer.into(),
+            input_closed: None,
+        }
+    }
+
+    /// This transport cancelling `token` when its input ends, so the
+    /// owner can bound how long the service drains after that.
+    pub fn signal_input_closed(mut self, token: tokio_util::sync::CancellationToken) -> Self {
+        self.input_closed = Some(token);
+        self
+    }
+
+    fn input_ended(&self) {
+        if let Some(token) = &self.input_closed {
+            token.cancel();
         }
     }
 
@@ -780,11 +796,15 @@ where
                 Ok(frame) => frame,
                 Err(error) => {
                     tracing::warn!(peer = %self.peer, %error, "reading failed; closing the connection");
+                    self.input_ended();
                     return None;
                 }
             };
             let verdict = match frame {
-                Frame::Eof => return None,
+                Frame::Eof => {
+                    self.input_ended();
+                    return None;
+                }
                 Frame::Line(line) => R::judge_line(&line, &self.peer),
                 Frame::Oversized(skimmed) => {
                     R::judge_oversized(&skimmed, &self.peer, self.reader.limit)

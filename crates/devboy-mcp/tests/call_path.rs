@@ -60,6 +60,7 @@ impl ResponseProcessor for Recorder {
         &self,
         call: &ToolCallInfo<'_>,
         result: &CallToolResult,
+        _handoff: &devboy_mcp::seam::Handoff,
     ) -> Result<Option<CallToolResult>, ProcessError> {
         self.log
             .lock()

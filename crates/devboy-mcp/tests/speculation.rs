@@ -75,6 +75,7 @@ impl ResponseProcessor for Watcher {
         &self,
         call: &ToolCallInfo<'_>,
         _result: &CallToolResult,
+        _handoff: &devboy_mcp::seam::Handoff,
     ) -> Result<Option<CallToolResult>, ProcessError> {
         self.log
             .lock()

@@ -17,6 +17,7 @@ use std::time::Duration;
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use devboy_pipeline::route::RouteConfig;
 use devboy_pipeline::session::{BodyPolicy, SessionPipeline};
+use devboy_pipeline::Handoff;
 use devboy_pipeline::{
     DedupStageConfig, EndpointKey, IdAllocator, ResultPolicy, SessionTag, Timestamp, Tokenizer,
 };
@@ -124,6 +125,7 @@ fn pipeline(c: &mut Criterion) {
                         Vec::new(),
                         Timestamp::from_millis(n as u64),
                         &policy(),
+                        &Handoff::new(),
                     );
                     debug_assert!(out.text.is_some());
                     black_box(out)
@@ -142,6 +144,7 @@ fn pipeline(c: &mut Criterion) {
             Vec::new(),
             Timestamp::from_millis(0),
             &policy(),
+            &Handoff::new(),
         );
         assert!(first.text.is_some(), "the page is re-encoded");
         group.bench_with_input(
@@ -156,6 +159,7 @@ fn pipeline(c: &mut Criterion) {
                         Vec::new(),
                         Timestamp::from_millis(1),
                         &policy(),
+                        &Handoff::new(),
                     ))
                 })
             },

@@ -110,6 +110,7 @@ pub mod dedup;
 pub mod encode;
 pub mod expand;
 pub mod fingerprint;
+pub mod handoff;
 pub mod hints;
 pub mod ids;
 pub mod near;
@@ -129,6 +130,7 @@ pub use dedup::{
 };
 pub use expand::{ExpandConfig, ExpandStats, ExpandStore, Expansion, StoreOutcome};
 pub use fingerprint::Fingerprint;
+pub use handoff::Handoff;
 pub use ids::{
     EndpointKey, IdAllocator, InvalidSessionTag, ParseReferenceIdError, ReferenceId, SessionTag,
 };

@@ -22,6 +22,7 @@
 
 use serde_json::Value;
 
+use crate::handoff::Handoff;
 use crate::hints::{HintKind, HintSet};
 use crate::ids::{EndpointKey, IdAllocator, ReferenceId};
 use crate::route::{route, RouteConfig};
@@ -63,6 +64,9 @@ pub enum Action {
     /// Texts the model holds replaced by references, the rest kept (and
     /// re-encoded when that is cheaper).
     PartReferences,
+    /// Sent as it was because the pipeline ran past its deadline (the
+    /// waiter gave up on it; see [`Handoff`]).
+    Deadline,
 }
 
 impl Action {
@@ -76,6 +80,7 @@ impl Action {
             Action::Encoded => "encoded",
             Action::Elided => "elided",
             Action::PartReferences => "part_references",
+            Action::Deadline => "deadline",
         }
     }
 }
@@ -154,6 +159,9 @@ pub struct Totals {
     pub encoded: u64,
     /// Results with parts elided.
     pub elided: u64,
+    /// Results sent as they came because the pipeline ran past its
+    /// deadline.
+    pub deadline: u64,
 }
 
 impl Totals {
@@ -230,6 +238,12 @@ impl SessionPipeline {
 
     /// Decides what the model sees for `body` (with its parsed JSON when
     /// the caller has it, e.g. a `structuredContent` value).
+    ///
+    /// Between its stages it looks at `handoff`: once the waiter has given
+    /// up, it stops, takes back what it recorded, and answers
+    /// [`Action::Deadline`] (the body goes out as it came). The caller
+    /// settles the race at the very end with [`Handoff::hand_over`] and,
+    /// when that fails, [`retract`](Self::retract)s the answer.
     pub fn process(
         &mut self,
         endpoint: EndpointKey,
@@ -238,10 +252,15 @@ impl SessionPipeline {
         paths: Vec<String>,
         now: Timestamp,
         policy: &BodyPolicy,
+        handoff: &Handoff,
     ) -> Processed {
         let tokenizer = self.route.tokenizer;
         let tokens_raw = tokenizer.count(body);
         let mut out = Processed::unchanged(tokens_raw);
+        if handoff.given_up() {
+            out.action = Action::Deadline;
+            return self.finish(out);
+        }
         let mut fresh = None;
         // A body with parts the model holds replaced by references: what
         // the encoder works on from here.
@@ -289,6 +308,9 @@ impl SessionPipeline {
                 DedupDecision::Unchanged => {}
             }
         }
+        if handoff.given_up() {
+            return self.abandoned(body, out);
+        }
         if policy.encode {
             let tokens_in = rewritten
                 .as_deref()
@@ -301,6 +323,9 @@ impl SessionPipeline {
             };
             out.shape = Some(classified.shape.name());
             out.inner_formats = classified.inner.iter().map(|f| f.name()).collect();
+            if handoff.given_up() {
+                return self.abandoned(body, out);
+            }
             let config = RouteConfig {
                 only: policy.only.clone(),
                 // A body with parts referenced is already short; its hint
@@ -359,21 +384,66 @@ impl SessionPipeline {
     }
 
     fn finish(&mut self, out: Processed) -> Processed {
+        self.tally(&out, 1);
+        out
+    }
+
+    /// Adds (`sign` 1) or takes back (-1) one result in the totals.
+    fn tally(&mut self, out: &Processed, sign: i64) {
         let t = &mut self.totals;
-        t.results += 1;
-        t.tokens_raw += out.tokens_raw as u64;
-        t.tokens_final += out.tokens_final as u64;
-        t.dedup_saved += out.dedup_saved;
-        t.encoder_saved += out.encoder_saved;
+        let add = |total: &mut u64, n: u64| {
+            *total = if sign > 0 {
+                total.saturating_add(n)
+            } else {
+                total.saturating_sub(n)
+            }
+        };
+        add(&mut t.results, 1);
+        add(&mut t.tokens_raw, out.tokens_raw as u64);
+        add(&mut t.tokens_final, out.tokens_final as u64);
+        t.dedup_saved += sign * out.dedup_saved;
+        t.encoder_saved += sign * out.encoder_saved;
         match out.action {
-            Action::Reference => t.references += 1,
-            Action::NearReference => t.near_references += 1,
-            Action::Encoded => t.encoded += 1,
-            Action::Elided => t.elided += 1,
-            Action::PartReferences => t.part_references += 1,
+            Action::Reference => add(&mut t.references, 1),
+            Action::NearReference => add(&mut t.near_references, 1),
+            Action::Encoded => add(&mut t.encoded, 1),
+            Action::Elided => add(&mut t.elided, 1),
+            Action::PartReferences => add(&mut t.part_references, 1),
+            Action::Deadline => add(&mut t.deadline, 1),
             Action::Unchanged | Action::Fresh => {}
         }
-        out
+    }
+
+    /// The waiter gave up on `body` while it was processed: nothing of
+    /// `out` reached the model, so no later result may refer to it.
+    fn abandoned(&mut self, body: &str, out: Processed) -> Processed {
+        self.forget_delivery(body, &out);
+        let mut passed = Processed::unchanged(out.tokens_raw);
+        passed.action = Action::Deadline;
+        passed.shape = out.shape;
+        passed.inner_formats = out.inner_formats;
+        self.finish(passed)
+    }
+
+    /// Takes back `out`, the answer for `body` that [`process`](Self::process)
+    /// returned but the waiter gave up on (its [`Handoff::hand_over`]
+    /// failed): the body went out as it came. Returns what stands in for
+    /// it ([`Action::Deadline`]), already counted.
+    pub fn retract(&mut self, body: &str, out: &Processed) -> Processed {
+        self.tally(out, -1);
+        self.abandoned(body, out.clone())
+    }
+
+    /// `body` was recorded as delivered (with an id, or with parts
+    /// referenced) but the model was never shown that: forget it.
+    fn forget_delivery(&mut self, body: &str, out: &Processed) {
+        let recorded = matches!(
+            out.action,
+            Action::Fresh | Action::Encoded | Action::PartReferences | Action::NearReference
+        );
+        if recorded && out.id.is_some() {
+            self.stage.withdraw(body.as_bytes());
+        }
     }
 }
 
@@ -413,12 +483,70 @@ mod tests {
         Timestamp::from_millis(ms)
     }
 
+    /// A waiter that gave up before the pipeline ran: the body goes out
+    /// as it came, nothing is recorded, and it counts as `deadline`.
+    #[test]
+    fn a_result_given_up_on_is_passed_and_not_remembered() {
+        let mut p = pipeline(25_000);
+        let body = labels(20);
+        let ep = EndpointKey::new("gh", "labels");
+        let gone = Handoff::new();
+        assert!(gone.give_up());
+        let out = p.process(ep.clone(), &body, None, vec![], t(0), &all(), &gone);
+        assert_eq!(out.action, Action::Deadline);
+        assert_eq!((out.text.as_deref(), out.id_line.as_deref()), (None, None));
+        assert_eq!(out.tokens_final, out.tokens_raw);
+        // The model holds the body in full now, but under no id: the next
+        // copy is fresh, never a reference to an id it was not shown.
+        let next = p.process(ep, &body, None, vec![], t(1), &all(), &Handoff::new());
+        assert_eq!(next.action, Action::Encoded);
+        assert!(next.id_line.is_some());
+        assert_eq!((p.totals().results, p.totals().deadline), (2, 1));
+    }
+
+    /// The race lost at the end: the pipeline's answer is retracted, the
+    /// id it gave is never referenced, and the totals count a deadline.
+    #[test]
+    fn a_retracted_answer_is_forgotten_and_counted_once() {
+        let mut p = pipeline(25_000);
+        let body = labels(20);
+        let ep = EndpointKey::new("gh", "labels");
+        let out = p.process(
+            ep.clone(),
+            &body,
+            None,
+            vec![],
+            t(0),
+            &all(),
+            &Handoff::new(),
+        );
+        assert_eq!(out.action, Action::Encoded);
+        let before = p.totals().clone();
+        let passed = p.retract(&body, &out);
+        assert_eq!(passed.action, Action::Deadline);
+        let after = p.totals().clone();
+        assert_eq!((after.results, after.encoded, after.deadline), (1, 0, 1));
+        assert_eq!(after.tokens_raw, before.tokens_raw);
+        assert_eq!(after.tokens_final, after.tokens_raw);
+        assert_eq!((after.dedup_saved, after.encoder_saved), (0, 0));
+        let next = p.process(ep, &body, None, vec![], t(1), &all(), &Handoff::new());
+        assert_ne!(next.action, Action::Reference, "{next:?}");
+    }
+
     #[test]
     fn fresh_bodies_are_encoded_with_an_id_and_repeats_referenced() {
         let mut p = pipeline(25_000);
         let body = labels(20);
         let ep = EndpointKey::new("gh", "labels");
-        let first = p.process(ep.clone(), &body, None, vec![], t(0), &all());
+        let first = p.process(
+            ep.clone(),
+            &body,
+            None,
+            vec![],
+            t(0),
+            &all(),
+            &Handoff::new(),
+        );
         assert_eq!(first.action, Action::Encoded);
         assert_eq!(first.id_line.as_deref(), Some("> [id: tagfix1]"));
         let text = first.text.clone().unwrap();
@@ -432,7 +560,7 @@ mod tests {
             first.tokens_raw as i64 - first.encoder_saved - first.dedup_saved
         );
 
-        let second = p.process(ep, &body, None, vec![], t(1), &all());
+        let second = p.process(ep, &body, None, vec![], t(1), &all(), &Handoff::new());
         assert_eq!(second.action, Action::Reference);
         assert_eq!(
             second.text.as_deref(),
@@ -456,7 +584,15 @@ mod tests {
         let mut p = pipeline(600);
         let body = labels(200);
         let ep = EndpointKey::new("gh", "labels");
-        let first = p.process(ep.clone(), &body, None, vec![], t(0), &all());
+        let first = p.process(
+            ep.clone(),
+            &body,
+            None,
+            vec![],
+            t(0),
+            &all(),
+            &Handoff::new(),
+        );
         assert_eq!(first.action, Action::Elided);
         assert!(first.tokens_final <= 600);
         assert_eq!(first.id_line, None, "the elision hint names the id");
@@ -466,7 +602,7 @@ mod tests {
             .as_deref()
             .unwrap()
             .ends_with(&format!("devboy_expand {id}]")));
-        let again = p.process(ep, &body, None, vec![], t(1), &all());
+        let again = p.process(ep, &body, None, vec![], t(1), &all(), &Handoff::new());
         assert_eq!(again.action, Action::Elided, "not a reference: {again:?}");
         assert_eq!(p.stage().expand(&id.to_string()), Ok(body.as_bytes()));
     }
@@ -486,6 +622,7 @@ mod tests {
             vec![],
             t(0),
             &policy,
+            &Handoff::new(),
         );
         assert_eq!(out.action, Action::Elided);
         let id = out.id.unwrap();
@@ -502,6 +639,7 @@ mod tests {
             vec![],
             t(0),
             &all(),
+            &Handoff::new(),
         );
         assert_eq!(out.action, Action::Unchanged);
         assert_eq!(out.text, None);
@@ -530,7 +668,15 @@ mod tests {
         ];
         let mut seen = HintSet::EMPTY;
         for (at, (endpoint, body)) in bodies.into_iter().enumerate() {
-            let out = p.process(endpoint, &body, None, vec![], t(at as u64), &all());
+            let out = p.process(
+                endpoint,
+                &body,
+                None,
+                vec![],
+                t(at as u64),
+                &all(),
+                &Handoff::new(),
+            );
             let lines = out
                 .text
                 .iter()

@@ -206,7 +206,12 @@ pub fn replay(
                     },
                     CapturedBody::Blocks(_) => Forwarded::Blocks(&blocks),
                 };
-                let processed = session.process(&facts, &forwarded, Timestamp::from_millis(*at_ms));
+                let processed = session.process(
+                    &facts,
+                    &forwarded,
+                    Timestamp::from_millis(*at_ms),
+                    &devboy_pipeline::Handoff::new(),
+                );
                 each(call, body, processed);
             }
             CaptureRecord::Compaction => {
@@ -426,7 +431,12 @@ mod tests {
         let mut step = |forwarded: &Forwarded<'_>, call: &ToolCall<'_>| {
             at += 700;
             live.before_call(call);
-            live.process(call, forwarded, Timestamp::from_millis(at))
+            live.process(
+                call,
+                forwarded,
+                Timestamp::from_millis(at),
+                &devboy_pipeline::Handoff::new(),
+            )
         };
         step(&text, &read);
         step(&text, &read);

@@ -13,7 +13,7 @@ use devboy_pipeline::encode::Format;
 use devboy_pipeline::hints;
 use devboy_pipeline::session::{Action, BodyPolicy, Processed, SessionPipeline, Totals};
 use devboy_pipeline::{
-    paths_in_arguments, EndpointKey, Fingerprint, IdAllocator, NearPolicy, ResultPolicy,
+    paths_in_arguments, EndpointKey, Fingerprint, Handoff, IdAllocator, NearPolicy, ResultPolicy,
     SessionTag, SideEffect, Template, TextDiffPolicy, Timestamp, Tokenizer,
 };
 use devboy_telemetry::{CallFacts, CallOrigin, DedupOutcome, Layer, Outcome, Telemetry};
@@ -258,11 +258,16 @@ impl PipelineSession {
     /// Runs one result, as the client would forward it, through the
     /// pipeline at `at` on the session clock. `None`: neither dedup nor
     /// encoding applies to this tool (nothing was counted or recorded).
+    ///
+    /// `handoff` carries the caller's deadline (see [`Handoff`]): a result
+    /// the caller gave up on is passed as it came, remembered as nothing,
+    /// and counted as `deadline`.
     pub fn process(
         &self,
         call: &ToolCall<'_>,
         forwarded: &Forwarded<'_>,
         at: Timestamp,
+        handoff: &Handoff,
     ) -> Option<Processed> {
         // What the fingerprint and `devboy_expand` see: the forwarded text
         // itself, or, for several blocks, a JSON array of them.
@@ -292,9 +297,12 @@ impl PipelineSession {
             if !state.exposed.contains_key(&endpoint) {
                 state.exposed.insert(endpoint.clone(), call.exposed.into());
             }
-            let processed = state
+            let mut processed = state
                 .pipeline
-                .process(endpoint, &text, json, paths, at, &policy);
+                .process(endpoint, &text, json, paths, at, &policy, handoff);
+            if processed.action != Action::Deadline && !handoff.hand_over() {
+                processed = state.pipeline.retract(&text, &processed);
+            }
             state.count_hints(&processed);
             state.context.stats.events += 1;
             state.refresh(&self.config);
@@ -519,6 +527,7 @@ impl PipelineSession {
             "part_references": totals.part_references,
             "encoded": totals.encoded,
             "elided": totals.elided,
+            "passthrough": {"deadline": totals.deadline},
             "bytes_referenced": cache.bytes_saved,
             "ids_issued": cache.inserts + cache.refreshes,
             "remembered": stage.cache().len(),
@@ -554,7 +563,9 @@ fn outcome(processed: &Processed, dedup_on: bool, partition: u64) -> Outcome {
             (DedupOutcome::Miss, Layer::Template)
         }
         Action::Encoded | Action::Elided => (DedupOutcome::Miss, Layer::Encoder),
-        Action::Unchanged | Action::Fresh => (DedupOutcome::Miss, Layer::Passthrough),
+        Action::Unchanged | Action::Fresh | Action::Deadline => {
+            (DedupOutcome::Miss, Layer::Passthrough)
+        }
     };
     Outcome {
         dedup: if dedup_on { dedup } else { DedupOutcome::Off },

@@ -101,6 +101,7 @@ fn blank() -> PipelineConfig {
         encoding: EncodingSettings {
             enabled: false,
             budget_tokens: 0,
+            deadline: std::time::Duration::ZERO,
         },
         tokenizer: None,
         client: ClientProfile::Auto,

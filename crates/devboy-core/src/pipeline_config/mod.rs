@@ -148,6 +148,10 @@ pub struct EncodingSettings {
     /// elides its least valuable parts (recoverably). Claude Code's own cap
     /// is 25,000 (`MAX_MCP_OUTPUT_TOKENS`).
     pub budget_tokens: usize,
+    /// How long the whole pipeline (dedup and encoding) may work on one
+    /// result; past it the result goes out as it came and the session
+    /// keeps serving (invariant 13).
+    pub deadline: std::time::Duration,
 }
 
 /// `[telemetry]`: the anonymous per-result events `devboy tune` learns

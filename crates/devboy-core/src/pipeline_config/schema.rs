@@ -162,6 +162,7 @@ pub const KEYS: &[KeySpec] = &[
     key("encoding", K::Section, None, 2, "lossless re-encoding and the token budget"),
     key("encoding.enabled", K::Bool, Some("true"), 2, "re-encode structured results"),
     key("encoding.budget_tokens", K::Count { min: 100 }, Some("25000"), 2, "the most tokens one result may cost before parts are elided"),
+    key("encoding.deadline_ms", K::Count { min: 1 }, Some("2000"), 3, "how long devboy may work on one result before it goes out as it came"),
     key("profiles", K::Section, None, 2, "the tokenizer, client, model and profile axes"),
     key("profiles.tokenizer", K::Tokenizer, Some("\"auto\""), 2, "what costs are counted in"),
     key("profiles.client", K::Client, Some("\"auto\""), 2, "what the client shows the model of a result"),
@@ -412,6 +413,7 @@ impl PipelineConfig {
             "dedup.text_diff.max_share" => S::Fraction(d.text_diff.max_share),
             "encoding.enabled" => S::Bool(self.encoding.enabled),
             "encoding.budget_tokens" => S::Count(self.encoding.budget_tokens),
+            "encoding.deadline_ms" => S::Count(self.encoding.deadline.as_millis() as usize),
             "profiles.tokenizer" => S::Tokenizer(self.tokenizer),
             "profiles.client" => S::Client(self.client),
             "profiles.model" => S::Text(self.profiles.model.clone()?),
@@ -487,6 +489,9 @@ impl PipelineConfig {
             ("dedup.text_diff.max_share", S::Fraction(x)) => c.dedup.text_diff.max_share = x,
             ("encoding.enabled", S::Bool(v)) => c.encoding.enabled = v,
             ("encoding.budget_tokens", S::Count(n)) => c.encoding.budget_tokens = n,
+            ("encoding.deadline_ms", S::Count(n)) => {
+                c.encoding.deadline = std::time::Duration::from_millis(n as u64)
+            }
             ("profiles.tokenizer", S::Tokenizer(t)) => c.tokenizer = t,
             ("profiles.client", S::Client(v)) => c.client = v,
             ("profiles.model", S::Text(s)) => c.profiles.model = Some(s),

@@ -120,7 +120,8 @@ max_age_days = 7
         parsed.encoding,
         EncodingSettings {
             enabled: false,
-            budget_tokens: 5000
+            budget_tokens: 5000,
+            deadline: std::time::Duration::from_secs(2),
         }
     );
     assert_eq!(parsed.tokenizer, Some(TokenizerChoice::CharsPerToken(3.5)));

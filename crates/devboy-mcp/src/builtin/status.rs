@@ -14,6 +14,9 @@ use crate::seam::Delivery;
 use crate::session::Session;
 use crate::upstream::{lock, Phase};
 
+/// How long status waits for the pipeline's figures.
+const REPORT_WAIT: std::time::Duration = std::time::Duration::from_millis(300);
+
 /// The `devboy_status` tool.
 pub struct Status;
 
@@ -37,14 +40,24 @@ impl BuiltinTool for Status {
         &'a self,
         context: BuiltinContext<'a>,
     ) -> BoxFuture<'a, Result<CallToolResult, McpError>> {
-        let text = report(context.session);
-        Box::pin(async move { Ok(CallToolResult::success(vec![ContentBlock::text(text)])) })
+        Box::pin(async move {
+            // The pipeline's figures wait for the result it is working on;
+            // status never waits long for them.
+            let session = context.session.clone();
+            let figures = tokio::task::spawn_blocking(move || session.pipeline_report());
+            let savings = match tokio::time::timeout(REPORT_WAIT, figures).await {
+                Ok(Ok(report)) => report,
+                _ => Some(json!({"busy": "a result is being processed; ask again"})),
+            };
+            let text = report(context.session, savings);
+            Ok(CallToolResult::success(vec![ContentBlock::text(text)]))
+        })
     }
 }
 
 /// A compact JSON report: each upstream's state, tool count, counters and
 /// last error, and this session's counters and context partition.
-fn report(session: &Session) -> String {
+fn report(session: &Session, pipeline_report: Option<Value>) -> String {
     let proxy = session.proxy();
     let partition = session.partition();
     let pipeline = session.pipeline();
@@ -53,7 +66,6 @@ fn report(session: &Session) -> String {
         .into_iter()
         .map(|rule| json!({"table": rule.table, "pattern": rule.pattern, "matches": rule.matches}))
         .collect();
-    let pipeline_report = session.pipeline_report();
     let speculation = session
         .speculation()
         .map_or_else(|| json!({"enabled": false}), |engine| engine.report_json());
@@ -110,6 +122,7 @@ fn report(session: &Session) -> String {
             "processed": seam.processed.load(Ordering::Relaxed),
             "replaced": seam.replaced.load(Ordering::Relaxed),
             "pipeline_failures": seam.failures.load(Ordering::Relaxed),
+            "passed_at_deadline": seam.deadline.load(Ordering::Relaxed),
             "context_partition": partition.current(),
             "compaction_signals": partition.signals(),
             "partition_file": partition.file().map(|f| f.display().to_string()),
