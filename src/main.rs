@@ -294,10 +294,12 @@ enum PipelineArg {
 
 #[derive(Subcommand)]
 enum HookCommand {
-    /// Run by Claude Code's PreCompact and SessionStart hooks: reads the
-    /// hook's JSON on stdin and, on a compaction or /clear, signals the
-    /// devboy processes serving that project. Prints nothing on stdout and
-    /// always exits 0 (a hook must never get in Claude Code's way).
+    /// Run by Claude Code's PreCompact, SessionStart and PostToolUse hooks:
+    /// reads the hook's JSON on stdin and tells the devboy processes serving
+    /// that project of a compaction or /clear, the session's model, or a
+    /// file Claude Code's Edit/Write/MultiEdit/NotebookEdit wrote. Prints
+    /// nothing on stdout and always exits 0 (a hook must never get in
+    /// Claude Code's way).
     Signal,
     /// Adds the hooks to a project's .claude/settings.json (created if
     /// missing; existing keys and hooks are kept; running it again adds
@@ -652,13 +654,19 @@ fn hook_signal() {
             return;
         }
     };
-    let (event, cwd, session_id, model, reset) = match hooks::classify(&value) {
+    // What to record in each project's state file.
+    enum Record {
+        Reset(Option<String>),
+        Model(String),
+        Writes(Vec<String>),
+    }
+    let (event, cwd, session_id, record) = match hooks::classify(&value) {
         HookAction::Signal {
             event,
             cwd,
             session_id,
             model,
-        } => (event, cwd, session_id, model, true),
+        } => (event, cwd, session_id, Record::Reset(model)),
         HookAction::Model {
             model,
             cwd,
@@ -671,7 +679,32 @@ fn hook_signal() {
                     .and_then(|s| s.as_str())
                     .unwrap_or("startup")
             );
-            (event, cwd, session_id, Some(model), false)
+            (event, cwd, session_id, Record::Model(model))
+        }
+        HookAction::Written {
+            paths,
+            cwd,
+            session_id,
+        } => {
+            let event = format!(
+                "PostToolUse:{}",
+                value
+                    .get("tool_name")
+                    .and_then(|s| s.as_str())
+                    .unwrap_or_default()
+            );
+            // Relative paths are the session's: absolute from its `cwd`.
+            let base = cwd.as_deref().map(PathBuf::from);
+            let paths = paths
+                .into_iter()
+                .map(|path| match &base {
+                    Some(base) if !std::path::Path::new(&path).is_absolute() => {
+                        base.join(path).display().to_string()
+                    }
+                    _ => path,
+                })
+                .collect();
+            (event, cwd, session_id, Record::Writes(paths))
         }
         HookAction::Ignore(reason) => {
             tracing::debug!(%reason, "hook signal: nothing to do");
@@ -707,12 +740,17 @@ fn hook_signal() {
     let runtime_dir = devboy_core::paths::runtime_dir();
     for project in projects {
         let file = devboy_core::paths::partition_file(&runtime_dir, &project);
-        let (session_id, model) = (session_id.as_deref(), model.as_deref());
-        let written = match (reset, model) {
-            (false, Some(model)) => {
+        let session_id = session_id.as_deref();
+        let written = match &record {
+            Record::Reset(model) => {
+                partition::signal(&file, &project, &event, session_id, model.as_deref())
+            }
+            Record::Model(model) => {
                 partition::record_model(&file, &project, &event, session_id, model)
             }
-            _ => partition::signal(&file, &project, &event, session_id, model),
+            Record::Writes(paths) => {
+                partition::record_writes(&file, &project, &event, session_id, paths)
+            }
         };
         match written {
             Ok(state) => tracing::debug!(
@@ -757,10 +795,7 @@ fn hook_install(project: Option<PathBuf>, settings: Option<PathBuf>) -> anyhow::
     let added = hooks::merge_hooks(&mut document, &command)
         .map_err(|e| anyhow::anyhow!("{}: {e}; the file was left unchanged", file.display()))?;
     if added.is_empty() {
-        println!(
-            "devboy: the compaction hooks are already in {}",
-            file.display()
-        );
+        println!("devboy: devboy's hooks are already in {}", file.display());
         return Ok(());
     }
     write_settings(&file, &document)?;

@@ -18,7 +18,7 @@ const PIPELINE: &str = r#"schema_version = 3
 [endpoints."t__poll"]
 near_ref = true
 [encoding]
-budget_tokens = 400
+budget_tokens = 450
 "#;
 
 #[tokio::test(flavor = "multi_thread")]

@@ -167,12 +167,15 @@ fn installed_compaction_hook_runs_in_claude_code() {
 
 /// Dedup inside real Claude Code: a second read of the
 /// same file reaches the model as a reference whose id the model finds by
-/// text in the first result it saw; `devboy_expand` gives back the exact
-/// text; after `write_file` to the path the next read is full again.
+/// text in the first result it saw; `devboy_expand` gives back the text
+/// as the first read showed it; after a `write_file` that wrote what was
+/// there (a no-op write), the next read is still that reference; after
+/// one that changed the file, it is full again.
 #[test]
 fn repeated_read_reaches_the_model_as_a_resolvable_reference() {
     let claude = ClaudeCode::new().unwrap();
     let text = "a line the model already holds, 4711\n".repeat(60);
+    let changed = "a line the model never saw, 815\n".repeat(60);
     let file = claude.project().join("notes.txt");
     std::fs::write(&file, &text).unwrap();
     let path = file.to_str().unwrap();
@@ -189,6 +192,8 @@ fn repeated_read_reaches_the_model_as_a_resolvable_reference() {
             .tool_use(expand, json!({"id": LAST_ID}))
             .tool_use(write, json!({"path": path, "content": text}))
             .tool_use(read, json!({"path": path}))
+            .tool_use(write, json!({"path": path, "content": changed}))
+            .tool_use(read, json!({"path": path}))
             .final_text("done"),
     )
     .unwrap();
@@ -200,7 +205,7 @@ fn repeated_read_reaches_the_model_as_a_resolvable_reference() {
         .assert_success();
 
     let results = model.tool_results();
-    assert_eq!(results.len(), 5, "{results:#?}");
+    assert_eq!(results.len(), 7, "{results:#?}");
     let seen: Vec<String> = results.iter().map(|r| r.text()).collect();
     for (r, s) in results.iter().zip(&seen) {
         assert!(!r.is_error, "{s}");
@@ -217,20 +222,31 @@ fn repeated_read_reaches_the_model_as_a_resolvable_reference() {
         "second read"
     );
     assert!(!seen[1].contains("4711"));
-    // 3: expand gives the exact text back.
-    assert_eq!(seen[2], structured, "devboy_expand {id}");
-    // 5: after the write, the read is full again, under a new id.
+    // 3: expand gives the text as the first read showed it.
     assert!(
-        seen[4].contains(&structured),
+        seen[0].starts_with(&seen[2]),
+        "devboy_expand {id}: {}",
+        seen[2]
+    );
+    // 5: the write wrote what was there: the model holds this very text.
+    assert_eq!(
+        seen[4],
+        format!("> [ref: {id}, unchanged; devboy_expand {id}]"),
+        "read after a no-op write"
+    );
+    // 7: after a write that changed it, the read is full, under a new id.
+    let changed_structured = serde_json::to_string(&json!({ "content": changed })).unwrap();
+    assert!(
+        seen[6].contains(&changed_structured),
         "read after write: {}",
-        seen[4]
+        seen[6]
     );
     let tag = id.trim_end_matches(|c: char| c.is_ascii_digit());
     assert_eq!(
-        result_id(&seen[4]),
+        result_id(&seen[6]),
         format!("{tag}2"),
         "read after write: {}",
-        seen[4]
+        seen[6]
     );
 }
 

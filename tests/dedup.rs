@@ -45,9 +45,11 @@ async fn repeat_becomes_a_reference_the_model_can_resolve() {
     // The id in the reference is found by plain text in the first result.
     assert!(text_of(&first).contains(&format!("[id: {id}]")));
 
-    let expanded = devboy.call("devboy_expand", json!({"id": id})).await;
+    let expanded = devboy
+        .call("devboy_expand", json!({"id": id, "raw": true}))
+        .await;
     assert_ne!(expanded.is_error, Some(true));
-    assert_eq!(text_of(&expanded), body, "expand returns the exact bytes");
+    assert_eq!(text_of(&expanded), body, "raw: the exact bytes");
 
     // Small results are left alone; errors and unknown ids are clear.
     let small = devboy.call("t__echo", json!({"text": "tiny"})).await;
@@ -93,7 +95,9 @@ async fn an_id_from_before_a_restart_is_stale_never_other_content() {
     // The second process's own ids are its own and resolve.
     let other_id = id_of(&other);
     assert_ne!(other_id, id);
-    let own = second.call("devboy_expand", json!({"id": other_id})).await;
+    let own = second
+        .call("devboy_expand", json!({"id": other_id, "raw": true}))
+        .await;
     assert_eq!(text_of(&own), other_body);
 }
 
@@ -136,8 +140,10 @@ async fn a_write_to_the_file_makes_the_next_read_full() {
     let id = id_of(&first);
     assert!(is_reference_to(&read().await, &id));
 
-    // write_file is not read-only: it forgets what was read from the path.
-    let content = "line of notes\n".repeat(100);
+    // write_file is not read-only: it forgets what was read from the
+    // path. (Writing what was there changes nothing: the re-read is still
+    // the reference; see the `claude_code` test of a no-op write.)
+    let content = "line of new notes\n".repeat(100);
     let write = devboy
         .call("fs__write_file", json!({"path": path, "content": content}))
         .await;
@@ -217,6 +223,58 @@ async fn a_re_read_after_a_one_line_edit_is_a_diff() {
     assert!(sent * 20 <= full, "{sent} tokens of {full}: {shown}");
     let expanded = devboy.call("devboy_expand", json!({"id": new_id})).await;
     assert!(text_of(&expanded).contains(&edited), "{expanded:?}");
+}
+
+/// Claude Code is shown a `server-filesystem` read as the file's text,
+/// fenced and unescaped (it forwards `structuredContent`, which holds the
+/// file as a JSON string). `devboy_expand` gives that same readable text,
+/// not the JSON string the model could copy wrongly into an edit; `raw`
+/// gives the server's exact text.
+#[tokio::test(flavor = "multi_thread")]
+async fn expand_gives_a_file_read_as_a_full_delivery_shows_it() {
+    let data = common::TempDir::new("dedup-expand");
+    let root = data.path().canonicalize().unwrap();
+    let file = root.join("quoting.py");
+    let source: String = (0..80)
+        .map(|i| format!("print(\"line {i}: \\\\d+ and \\\"quoted\\\"\")  # tab\there\n"))
+        .collect();
+    std::fs::write(&file, &source).unwrap();
+    let fs = peers::server_filesystem(&root);
+    let args: Vec<String> = fs.args.iter().map(|a| common::toml_str(a)).collect();
+    let config = format!(
+        "[servers.fs]\ncommand = {}\nargs = [{}]\n",
+        common::toml_str(&fs.program_str()),
+        args.join(", ")
+    );
+    // As Claude Code: the structured copy is what the model reads.
+    let pipeline = "schema_version = 3\n[profiles]\nclient = \"structured\"\n";
+    let devboy = Devboy::start_with_pipeline(&config, pipeline).await;
+    let path = file.to_str().unwrap();
+    let read = devboy
+        .call("fs__read_text_file", json!({"path": path}))
+        .await;
+    let shown = text_of(&read);
+    let id = id_of(&read);
+    assert!(
+        shown.contains(&source),
+        "the delivery shows the file as it is"
+    );
+    let expanded = text_of(&devboy.call("devboy_expand", json!({"id": id})).await);
+    assert!(
+        expanded.contains(&source),
+        "expand shows it as it is: {expanded}"
+    );
+    assert_eq!(
+        format!("{expanded}\n> [id: {id}]"),
+        shown,
+        "the same text as the full delivery"
+    );
+    let raw = text_of(
+        &devboy
+            .call("devboy_expand", json!({"id": id, "raw": true}))
+            .await,
+    );
+    assert_eq!(raw, json!({"content": source}).to_string());
 }
 
 /// A file the model read in full comes back inside `read_multiple_files`:
@@ -303,7 +361,9 @@ async fn past_its_hint_limit_a_poll_is_sent_in_full() {
     let shown = third.content[0].as_text().unwrap().text.as_str();
     assert!(!shown.contains("near-ref"), "{shown}");
     let id = id_of(&third);
-    let original = devboy.call("devboy_expand", json!({"id": id})).await;
+    let original = devboy
+        .call("devboy_expand", json!({"id": id, "raw": true}))
+        .await;
     let body: Value = serde_json::from_str(&text_of(&original)).unwrap();
     assert_eq!(devboy_pipeline::encode::decode(shown).unwrap(), body);
     let status = devboy.call("devboy_status", json!({})).await;
@@ -322,7 +382,9 @@ async fn a_polled_status_becomes_a_near_reference_with_the_exact_changes() {
     let base = id_of(&first);
     // The first poll reaches the model re-encoded; its id expands to the
     // JSON the server sent.
-    let original = devboy.call("devboy_expand", json!({"id": base})).await;
+    let original = devboy
+        .call("devboy_expand", json!({"id": base, "raw": true}))
+        .await;
     let first_body: Value = serde_json::from_str(&text_of(&original)).expect("poll returns JSON");
     let shown = first.content[0].as_text().unwrap().text.as_str();
     assert_eq!(devboy_pipeline::encode::decode(shown).unwrap(), first_body);
@@ -338,7 +400,9 @@ async fn a_polled_status_becomes_a_near_reference_with_the_exact_changes() {
 
     // The whole body is there under the new id, and the earlier body plus
     // the changes is exactly that body.
-    let expanded = devboy.call("devboy_expand", json!({"id": full_id})).await;
+    let expanded = devboy
+        .call("devboy_expand", json!({"id": full_id, "raw": true}))
+        .await;
     let second_body: Value = serde_json::from_str(&text_of(&expanded)).unwrap();
     assert_eq!(
         devboy_pipeline::near::apply_changes(&first_body, delta).unwrap(),

@@ -258,6 +258,8 @@ fn install_creates_the_settings_file() {
             "PreCompact": [{"hooks": [{"type": "command", "command": command}]}],
             "SessionStart": [{"matcher": "startup|resume|compact|clear",
                 "hooks": [{"type": "command", "command": command}]}],
+            "PostToolUse": [{"matcher": "Edit|Write|MultiEdit|NotebookEdit",
+                "hooks": [{"type": "command", "command": command}]}],
         }})
     );
 }
@@ -286,10 +288,11 @@ fn install_keeps_existing_settings_and_is_idempotent() {
     let once = read_json(&file);
     assert_eq!(once["permissions"], original["permissions"]);
     assert_eq!(once["model"], original["model"]);
-    assert_eq!(
-        once["hooks"]["PostToolUse"],
-        original["hooks"]["PostToolUse"]
-    );
+    // The user's own PostToolUse hook stays, devboy's joins it.
+    let posts = once["hooks"]["PostToolUse"].as_array().unwrap();
+    assert_eq!(posts.len(), 2, "{once}");
+    assert_eq!(posts[0], original["hooks"]["PostToolUse"][0]);
+    assert_eq!(posts[1]["hooks"][0]["command"], json!(our_command()));
     let starts = once["hooks"]["SessionStart"].as_array().unwrap();
     assert_eq!(starts.len(), 2, "{once}");
     assert_eq!(starts[0], original["hooks"]["SessionStart"][0]);

@@ -1,7 +1,8 @@
 //! The Claude Code hooks that tell devboy the model's context was compacted
-//! or cleared: what their input means, and how they are merged into a
-//! `.claude/settings.json`. Pure functions on JSON values; the file and
-//! process I/O live in the `devboy hook …` commands.
+//! or cleared, and which files Claude Code's own tools wrote: what their
+//! input means, and how they are merged into a `.claude/settings.json`.
+//! Pure functions on JSON values; the file and process I/O live in the
+//! `devboy hook …` commands.
 //!
 //! Claude Code (2.1.x) runs a hook command with one JSON object on stdin.
 //! Every event carries `session_id`, `transcript_path`, `cwd` and
@@ -15,6 +16,13 @@
 //!
 //! `SessionStart` on `startup` and `resume` replaces no context; devboy
 //! hears it only to learn the model (its llm profile: tokenizer, budget).
+//!
+//! `PostToolUse` adds `tool_name`, `tool_input` and `tool_response`; its
+//! matcher selects on the tool name. Claude Code's Edit, Write, MultiEdit
+//! and NotebookEdit write files without any MCP call devboy could see
+//! (their input names the file as `file_path`, or `notebook_path`): the
+//! hook is how a running devboy learns that what it holds about that file
+//! (a prefetched read, a delivered one) may be stale.
 
 use serde_json::{json, Map, Value};
 
@@ -26,6 +34,10 @@ pub const SESSION_START_MATCHER: &str = "startup|resume|compact|clear";
 /// The matcher installed by devboy before it read the model: widened in
 /// place when found.
 const OLD_SESSION_START_MATCHER: &str = "compact|clear";
+
+/// The `PostToolUse` matcher devboy installs: Claude Code's tools that
+/// write files.
+pub const POST_TOOL_USE_MATCHER: &str = "Edit|Write|MultiEdit|NotebookEdit";
 
 /// What a hook input asks devboy to do.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -47,6 +59,16 @@ pub enum HookAction {
     Model {
         /// The model id.
         model: String,
+        /// The hook's `cwd`.
+        cwd: Option<String>,
+        /// The Claude Code session, for the record only.
+        session_id: Option<String>,
+    },
+    /// Claude Code's own tool wrote these files (as the input names them:
+    /// absolute, or relative to `cwd`).
+    Written {
+        /// The files.
+        paths: Vec<String>,
         /// The hook's `cwd`.
         cwd: Option<String>,
         /// The Claude Code session, for the record only.
@@ -82,6 +104,27 @@ pub fn classify(input: &Value) -> HookAction {
                 other.unwrap_or("(none)")
             )),
         },
+        Some("PostToolUse") => {
+            let tool = field("tool_name").unwrap_or_default();
+            if !POST_TOOL_USE_MATCHER.split('|').any(|t| t == tool) {
+                return HookAction::Ignore(format!("PostToolUse of {tool}"));
+            }
+            let paths: Vec<String> = ["file_path", "notebook_path"]
+                .iter()
+                .filter_map(|key| input.pointer(&format!("/tool_input/{key}")))
+                .filter_map(Value::as_str)
+                .filter(|path| !path.is_empty())
+                .map(str::to_owned)
+                .collect();
+            if paths.is_empty() {
+                return HookAction::Ignore(format!("PostToolUse of {tool} names no file"));
+            }
+            HookAction::Written {
+                paths,
+                cwd: field("cwd").map(str::to_owned),
+                session_id: field("session_id").map(str::to_owned),
+            }
+        }
         Some(other) => HookAction::Ignore(format!("event {other}")),
         None => HookAction::Ignore("no hook_event_name".to_owned()),
     }
@@ -117,8 +160,9 @@ pub fn signal_command(exe: &str) -> String {
     format!("{} hook signal", shell_quote(exe))
 }
 
-/// Merges the `PreCompact` and `SessionStart` (`compact|clear`) hook
-/// entries running `command` into `settings` (a whole `settings.json`),
+/// Merges the `PreCompact`, `SessionStart` ([`SESSION_START_MATCHER`]) and
+/// `PostToolUse` ([`POST_TOOL_USE_MATCHER`]) hook entries running
+/// `command` into `settings` (a whole `settings.json`),
 /// keeping every other key and hook. An event that already has a hook
 /// with exactly this command is left alone, so merging twice adds nothing.
 /// Returns the events that were added.
@@ -139,6 +183,7 @@ pub fn merge_hooks(settings: &mut Value, command: &str) -> Result<Vec<&'static s
     for (event, matcher) in [
         ("PreCompact", None),
         ("SessionStart", Some(SESSION_START_MATCHER)),
+        ("PostToolUse", Some(POST_TOOL_USE_MATCHER)),
     ] {
         let groups = hooks
             .entry(event)
@@ -161,7 +206,7 @@ pub fn merge_hooks(settings: &mut Value, command: &str) -> Result<Vec<&'static s
         });
         if let Some(group) = present {
             // Installed by an older devboy: widen its matcher in place.
-            if matcher.is_some()
+            if event == "SessionStart"
                 && group.get("matcher").and_then(Value::as_str) == Some(OLD_SESSION_START_MATCHER)
             {
                 group["matcher"] = json!(matcher);
@@ -225,6 +270,24 @@ mod tests {
             classify(&json!({"hook_event_name": "Stop"})),
             HookAction::Ignore(_)
         ));
+        let edit = json!({"session_id": "s", "cwd": "/p", "hook_event_name": "PostToolUse",
+            "tool_name": "Edit", "tool_input": {"file_path": "/p/src/a.rs", "old_string": "x"},
+            "tool_response": {}});
+        assert_eq!(
+            classify(&edit),
+            HookAction::Written {
+                paths: vec!["/p/src/a.rs".into()],
+                cwd: Some("/p".into()),
+                session_id: Some("s".into()),
+            }
+        );
+        let notebook = json!({"hook_event_name": "PostToolUse", "tool_name": "NotebookEdit",
+            "tool_input": {"notebook_path": "n.ipynb"}});
+        assert!(matches!(classify(&notebook),
+            HookAction::Written { paths, .. } if paths == ["n.ipynb"]));
+        let read = json!({"hook_event_name": "PostToolUse", "tool_name": "Read",
+            "tool_input": {"file_path": "/p/a"}});
+        assert!(matches!(classify(&read), HookAction::Ignore(_)));
         assert!(matches!(classify(&json!([1, 2])), HookAction::Ignore(_)));
     }
 
@@ -232,12 +295,14 @@ mod tests {
     fn merge_into_empty_settings() {
         let mut settings = json!({});
         let added = merge_hooks(&mut settings, "/bin/devboy hook signal").unwrap();
-        assert_eq!(added, ["PreCompact", "SessionStart"]);
+        assert_eq!(added, ["PreCompact", "SessionStart", "PostToolUse"]);
         assert_eq!(
             settings,
             json!({"hooks": {
                 "PreCompact": [{"hooks": [{"type": "command", "command": "/bin/devboy hook signal"}]}],
                 "SessionStart": [{"matcher": "startup|resume|compact|clear",
+                    "hooks": [{"type": "command", "command": "/bin/devboy hook signal"}]}],
+                "PostToolUse": [{"matcher": "Edit|Write|MultiEdit|NotebookEdit",
                     "hooks": [{"type": "command", "command": "/bin/devboy hook signal"}]}],
             }})
         );
@@ -253,7 +318,7 @@ mod tests {
         }});
         assert_eq!(
             merge_hooks(&mut settings, command).unwrap(),
-            ["SessionStart"]
+            ["SessionStart", "PostToolUse"]
         );
         assert_eq!(
             settings["hooks"]["SessionStart"],
@@ -275,13 +340,16 @@ mod tests {
         });
         let mut settings = original.clone();
         let added = merge_hooks(&mut settings, "devboy hook signal").unwrap();
-        assert_eq!(added, ["PreCompact", "SessionStart"]);
+        assert_eq!(added, ["PreCompact", "SessionStart", "PostToolUse"]);
         assert_eq!(settings["permissions"], original["permissions"]);
         assert_eq!(settings["env"], original["env"]);
+        let post = settings["hooks"]["PostToolUse"].as_array().unwrap();
         assert_eq!(
-            settings["hooks"]["PostToolUse"],
-            original["hooks"]["PostToolUse"]
+            post.len(),
+            2,
+            "the user's own hook stays, devboy's is added"
         );
+        assert_eq!(post[0], original["hooks"]["PostToolUse"][0]);
         let pre = settings["hooks"]["PreCompact"].as_array().unwrap();
         assert_eq!(pre.len(), 2);
         assert_eq!(pre[0], original["hooks"]["PreCompact"][0]);

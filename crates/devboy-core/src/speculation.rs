@@ -204,11 +204,15 @@ pub enum PrefetchEnd {
     /// The agent's call that joined it was cancelled: it was cancelled
     /// upstream too, as the agent's own call would have been.
     Cancelled,
+    /// A file it read changed on disk before the agent's call came (or was
+    /// written so shortly before it was sent that a change could not be
+    /// told): the agent's call went to the server.
+    Stale,
 }
 
 impl PrefetchEnd {
     /// Every end, in report order.
-    pub const ALL: [PrefetchEnd; 11] = [
+    pub const ALL: [PrefetchEnd; 12] = [
         Self::Used,
         Self::Joined,
         Self::Expired,
@@ -220,6 +224,7 @@ impl PrefetchEnd {
         Self::Evicted,
         Self::Inlined,
         Self::Cancelled,
+        Self::Stale,
     ];
 
     /// The stable name.
@@ -236,6 +241,7 @@ impl PrefetchEnd {
             Self::Evicted => "evicted",
             Self::Inlined => "inlined",
             Self::Cancelled => "cancelled",
+            Self::Stale => "stale",
         }
     }
 

@@ -143,6 +143,7 @@ impl PendingCall {
 impl Session {
     /// Answers `call` through the layers of the call path.
     pub async fn call(&self, call: PendingCall) -> Result<CallToolResult, McpError> {
+        self.sync_writes();
         match self.route(&call.name).await? {
             ToolRoute::Builtin(index) => self.call_builtin(index, &call).await,
             upstream => self.call_upstream(upstream, call).await,
@@ -155,6 +156,7 @@ impl Session {
         &self,
         call: PendingCall,
     ) -> Result<CallToolResult, McpError> {
+        self.sync_writes();
         match self.route(&call.name).await? {
             ToolRoute::Builtin(_) => Err(McpError::invalid_params(
                 format!(

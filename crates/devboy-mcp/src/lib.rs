@@ -197,7 +197,7 @@ pub async fn serve_stdio(
                     // (a client that writes its requests and closes its end,
                     // `printf … | devboy mcp`, reads them after); rmcp alone
                     // would wait for them up to 5 s.
-                    if tokio::time::timeout(ENDING / 3, &mut waiting).await.is_err() {
+                    if tokio::time::timeout(ENDING / 4, &mut waiting).await.is_err() {
                         stop.cancel();
                     }
                     Ok(())
@@ -217,10 +217,12 @@ pub async fn serve_stdio(
     // is dropped: prefetches and upstream calls with their connections
     // (a child still running is killed as its transport drops), a result
     // still being processed with the runtime.
-    let by = tokio::time::Instant::now() + ENDING;
+    let start = tokio::time::Instant::now();
     // No orphan work: prefetches in flight are cancelled upstream and
-    // awaited while the upstreams still run and before the summary.
-    if tokio::time::timeout_at(by, ending.end_speculation())
+    // awaited while the upstreams still run and before the summary. Each
+    // step has its share of the time, so a slow one never costs the
+    // session summary its turn.
+    if tokio::time::timeout_at(start + ENDING / 4, ending.end_speculation())
         .await
         .is_err()
     {
@@ -228,12 +230,8 @@ pub async fn serve_stdio(
     }
     // Before the upstreams stop: a client that kills devboy soon after
     // closing its stdin should still find the session summary written.
-    match tokio::time::timeout_at(
-        by,
-        tokio::task::spawn_blocking(move || processor.end_session()),
-    )
-    .await
-    {
+    let summary = tokio::task::spawn_blocking(move || processor.end_session());
+    match tokio::time::timeout_at(start + ENDING * 3 / 4, summary).await {
         Ok(Ok(())) => {}
         Ok(Err(_)) => {
             tracing::error!("ending the session panicked; its telemetry summary may be missing")
@@ -242,16 +240,20 @@ pub async fn serve_stdio(
             "the session summary was not written in time (a result was still being processed)"
         ),
     }
-    if tokio::time::timeout_at(by, proxy.shutdown()).await.is_err() {
+    if tokio::time::timeout_at(start + ENDING, proxy.shutdown())
+        .await
+        .is_err()
+    {
         tracing::debug!("upstreams still stopping at the end; their processes are killed");
     }
     outcome
 }
 
-/// How long devboy takes to end once asked, whatever is running: stdin
-/// closing or SIGTERM ends the process within a second, this and the
-/// runtime's own shutdown wait (`main.rs`) together.
-pub const ENDING: std::time::Duration = std::time::Duration::from_millis(700);
+/// How long devboy's ending steps take at most once asked to end,
+/// whatever is running: with a quarter of it for answers under way and the
+/// runtime's own shutdown wait (`main.rs`, 200 ms), stdin closing or
+/// SIGTERM ends the process within a second.
+pub const ENDING: std::time::Duration = std::time::Duration::from_millis(600);
 
 /// Resolves on SIGTERM or SIGINT with the signal's name.
 async fn termination() -> &'static str {

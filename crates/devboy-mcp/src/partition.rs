@@ -32,6 +32,14 @@
 //! hook and the MCP server start at about the same time) and on every
 //! change, for the session's llm profile. Recording a model leaves the
 //! epoch as it is.
+//!
+//! And it carries the files Claude Code's own tools wrote last
+//! ([`record_writes`], from `PostToolUse`), numbered: a watcher queues
+//! those numbered past the last it saw, and the session forgets what it
+//! holds about them (delivered results, prefetched ones) before its next
+//! call ([`PartitionWatcher::take_written`]). Only the last
+//! [`WRITES_KEPT`] are kept; a watcher that fell further behind forgets
+//! everything it holds of any path, as if all had been written.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -62,7 +70,22 @@ pub struct PartitionState {
     pub model: Option<String>,
     /// When it was written, in milliseconds since the Unix epoch.
     pub updated_at_ms: u64,
+    /// The files Claude Code's tools wrote last, oldest first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub written: Vec<WrittenFile>,
 }
+
+/// One file a `PostToolUse` hook reported written.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WrittenFile {
+    /// Its number: one more than the file's previous write's.
+    pub n: u64,
+    /// The path, absolute.
+    pub path: String,
+}
+
+/// How many written files a state file remembers.
+pub const WRITES_KEPT: usize = 256;
 
 /// The canonical form of a project directory, the key of its state file.
 /// Falls back to the path as given when it cannot be canonicalised (it no
@@ -101,6 +124,30 @@ pub fn signal(
     update(file, dir, event, session_id, model, true)
 }
 
+/// Records that Claude Code's tools wrote `paths` (absolute) in the
+/// project at `dir`, leaving the epoch as it is.
+pub fn record_writes(
+    file: &Path,
+    dir: &Path,
+    event: &str,
+    session_id: Option<&str>,
+    paths: &[String],
+) -> std::io::Result<PartitionState> {
+    locked_update(file, |previous| {
+        let mut state = next_state(previous, dir, event, session_id, None, false);
+        let last = state.written.last().map_or(0, |w| w.n);
+        state
+            .written
+            .extend((last + 1..).zip(paths).map(|(n, path)| WrittenFile {
+                n,
+                path: path.clone(),
+            }));
+        let excess = state.written.len().saturating_sub(WRITES_KEPT);
+        state.written.drain(..excess);
+        state
+    })
+}
+
 /// Records the model a session of the project at `dir` started with,
 /// leaving the epoch as it is.
 pub fn record_model(
@@ -121,6 +168,45 @@ fn update(
     model: Option<&str>,
     bump: bool,
 ) -> std::io::Result<PartitionState> {
+    locked_update(file, |previous| {
+        next_state(previous, dir, event, session_id, model, bump)
+    })
+}
+
+/// The state after one hook's record: the epoch bumped when `bump`, the
+/// model replaced when given, the written files kept.
+fn next_state(
+    previous: Option<PartitionState>,
+    dir: &Path,
+    event: &str,
+    session_id: Option<&str>,
+    model: Option<&str>,
+    bump: bool,
+) -> PartitionState {
+    let epoch = previous.as_ref().map_or(0, |s| s.epoch);
+    let (old_model, written) = match previous {
+        Some(s) => (s.model, s.written),
+        None => (None, Vec::new()),
+    };
+    PartitionState {
+        epoch: if bump { epoch.wrapping_add(1) } else { epoch },
+        event: event.to_owned(),
+        session_id: session_id.map(str::to_owned),
+        project: dir.display().to_string(),
+        model: model.map(str::to_owned).or(old_model),
+        updated_at_ms: SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as u64),
+        written,
+    }
+}
+
+/// Reads, changes and replaces the state file under its lock (see the
+/// module docs).
+fn locked_update(
+    file: &Path,
+    change: impl FnOnce(Option<PartitionState>) -> PartitionState,
+) -> std::io::Result<PartitionState> {
     if let Some(parent) = file.parent() {
         std::fs::create_dir_all(parent)?;
     }
@@ -130,20 +216,7 @@ fn update(
     }
     // An unreadable or corrupt file restarts the count: watchers react to
     // any change of the epoch, so this still signals.
-    let previous = read_state(file).ok().flatten();
-    let epoch = previous.as_ref().map_or(0, |s| s.epoch);
-    let state = PartitionState {
-        epoch: if bump { epoch.wrapping_add(1) } else { epoch },
-        event: event.to_owned(),
-        session_id: session_id.map(str::to_owned),
-        project: dir.display().to_string(),
-        model: model
-            .map(str::to_owned)
-            .or_else(|| previous.and_then(|s| s.model)),
-        updated_at_ms: SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |d| d.as_millis() as u64),
-    };
+    let state = change(read_state(file).ok().flatten());
     let bytes = serde_json::to_vec(&state).map_err(std::io::Error::other)?;
     devboy_sharedfile::replace(file, &bytes).map(|()| state)
 }
@@ -164,7 +237,25 @@ struct Inner {
     file: Option<PathBuf>,
     /// Signals seen in the state file.
     signals: AtomicU64,
+    /// Files reported written and not yet taken.
+    written: Mutex<Written>,
     task: Mutex<Option<tokio::task::AbortHandle>>,
+}
+
+/// Files Claude Code's tools wrote since they were last taken.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Written {
+    /// The files, absolute.
+    pub paths: Vec<String>,
+    /// More were written than the state file kept: any file may have been.
+    pub missed: bool,
+}
+
+impl Written {
+    /// Nothing was written.
+    pub fn is_empty(&self) -> bool {
+        self.paths.is_empty() && !self.missed
+    }
 }
 
 impl Drop for Inner {
@@ -188,6 +279,7 @@ impl PartitionWatcher {
                 model: watch::Sender::new(None),
                 file,
                 signals: AtomicU64::new(0),
+                written: Mutex::new(Written::default()),
                 task: Mutex::new(None),
             }),
         }
@@ -198,6 +290,11 @@ impl PartitionWatcher {
     pub fn watch_file(file: PathBuf, poll: Duration) -> Self {
         let start = read_state(&file).unwrap_or(None);
         let mut last = start.as_ref().map(|s| s.epoch);
+        // Writes from before this process are not news.
+        let mut last_write = start
+            .as_ref()
+            .and_then(|s| s.written.last())
+            .map_or(0, |w| w.n);
         let watcher = Self::with_file(Some(file.clone()));
         watcher
             .inner
@@ -222,6 +319,21 @@ impl PartitionWatcher {
                                     "context reset signalled; partition advanced");
                             }
                             last = epoch;
+                        }
+                        if let Some(state) = &state {
+                            let news: Vec<&WrittenFile> =
+                                state.written.iter().filter(|w| w.n > last_write).collect();
+                            if let Some(newest) = news.last() {
+                                let mut written = crate::upstream::lock(&inner.written);
+                                // The file keeps the last WRITES_KEPT; a gap
+                                // before the oldest means some were lost.
+                                written.missed |= news[0].n > last_write + 1;
+                                written.paths.extend(news.iter().map(|w| w.path.clone()));
+                                last_write = newest.n;
+                            } else if state.written.last().is_some_and(|w| w.n < last_write) {
+                                // The file was reset: start over from it.
+                                last_write = state.written.last().map_or(0, |w| w.n);
+                            }
                         }
                         if let Some(model) = state.and_then(|s| s.model) {
                             inner.model.send_if_modified(|m| {
@@ -280,6 +392,11 @@ impl PartitionWatcher {
     /// How many hook signals arrived through the state file.
     pub fn signals(&self) -> u64 {
         self.inner.signals.load(Ordering::Relaxed)
+    }
+
+    /// The files reported written since the last call (and forgets them).
+    pub fn take_written(&self) -> Written {
+        std::mem::take(&mut *crate::upstream::lock(&self.inner.written))
     }
 }
 
@@ -421,6 +538,64 @@ mod tests {
         tokio::time::sleep(Duration::from_millis(60)).await;
         assert_eq!(watcher.current(), 1);
         assert_eq!(watcher.model().as_deref(), Some("claude-b"));
+        std::fs::remove_dir_all(&rt).unwrap();
+    }
+
+    #[tokio::test]
+    async fn written_files_are_queued_once_and_a_gap_says_some_were_missed() {
+        let rt = temp_dir("written");
+        let file = state_file(&rt, &rt);
+        // Written before this process: not news.
+        record_writes(&file, &rt, "PostToolUse:Edit", None, &["/old".into()]).unwrap();
+        let watcher = PartitionWatcher::watch_file(file.clone(), Duration::from_millis(10));
+        let state = record_writes(
+            &file,
+            &rt,
+            "PostToolUse:Write",
+            None,
+            &["/p/a.rs".into(), "/p/b.rs".into()],
+        )
+        .unwrap();
+        assert_eq!(state.epoch, 0, "a write is no context reset");
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        let mut taken = Written::default();
+        while taken.paths.len() < 2 {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "writes seen within 5 s"
+            );
+            tokio::time::sleep(Duration::from_millis(10)).await;
+            let more = watcher.take_written();
+            taken.paths.extend(more.paths);
+            taken.missed |= more.missed;
+        }
+        assert_eq!(
+            taken,
+            Written {
+                paths: vec!["/p/a.rs".into(), "/p/b.rs".into()],
+                missed: false
+            }
+        );
+        assert!(watcher.take_written().is_empty());
+        // A compaction keeps the written files; more writes than the file
+        // keeps, between two polls, say that some were missed.
+        signal(&file, &rt, "PreCompact:auto", None, None).unwrap();
+        let many: Vec<String> = (0..WRITES_KEPT + 5).map(|i| format!("/p/{i}")).collect();
+        let state = record_writes(&file, &rt, "PostToolUse:Write", None, &many).unwrap();
+        assert_eq!(state.written.len(), WRITES_KEPT);
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        loop {
+            let more = watcher.take_written();
+            if !more.is_empty() {
+                assert!(more.missed, "a gap before the oldest kept write");
+                break;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "writes seen within 5 s"
+            );
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
         std::fs::remove_dir_all(&rt).unwrap();
     }
 

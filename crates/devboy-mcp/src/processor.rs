@@ -181,8 +181,16 @@ impl ResponseProcessor for PipelineProcessor {
         true
     }
 
+    fn ready(&self) {
+        self.session.tokenizer().warm_up();
+    }
+
     fn before_call(&self, call: &ToolCallInfo<'_>) {
         self.session.before_call(&tool_call(call));
+    }
+
+    fn forget_written(&self, paths: &[String], missed: bool) {
+        self.session.forget_written(paths, missed);
     }
 
     fn process(
@@ -266,8 +274,8 @@ impl ResponseProcessor for PipelineProcessor {
         Some(self.session.report())
     }
 
-    fn expand(&self, id: &str) -> Option<Result<String, String>> {
-        Some(self.session.expand(id))
+    fn expand(&self, id: &str, raw: bool) -> Option<Result<String, String>> {
+        Some(self.session.expand(id, raw))
     }
 }
 
@@ -357,7 +365,10 @@ mod tests {
         );
         assert_eq!(repeat.structured_content, None);
         assert_eq!(repeat.meta, Some(meta));
-        assert_eq!(processor.expand("tagfix1"), Some(Ok(value.to_string())));
+        assert_eq!(
+            processor.expand("tagfix1", true),
+            Some(Ok(value.to_string()))
+        );
     }
 
     /// A restart: the model still holds the first process's id, and the
@@ -382,13 +393,13 @@ mod tests {
         let new = shown(&later, "9876543210".repeat(100));
         assert_ne!(old, new, "two processes never print the same id");
         assert_eq!(
-            later.expand(&old),
+            later.expand(&old, true),
             Some(Err(format!(
                 "`{old}` is from an earlier devboy session; call the tool again"
             )))
         );
-        assert_eq!(later.expand(&new), Some(Ok("9876543210".repeat(100))));
-        assert_eq!(earlier.expand(&old), Some(Ok(big())));
+        assert_eq!(later.expand(&new, true), Some(Ok("9876543210".repeat(100))));
+        assert_eq!(earlier.expand(&old, true), Some(Ok(big())));
     }
 
     #[test]
@@ -460,9 +471,22 @@ mod tests {
             .process(&call(args, false), &result, &Handoff::new())
             .unwrap()
             .unwrap();
+        // Forgotten as delivered; but the same text again is exactly the
+        // version the model holds (a failed or no-op write): a reference.
         assert_eq!(
             texts(&again).last().map(String::as_str),
-            Some("> [id: tagfix2]")
+            Some("> [ref: tagfix1, unchanged; devboy_expand tagfix1]")
+        );
+        let changed = CallToolResult::success(vec![ContentBlock::text(big().replace('7', "8"))]);
+        processor.before_call(&write);
+        let after = processor
+            .process(&call(args, false), &changed, &Handoff::new())
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            texts(&after).last().map(String::as_str),
+            Some("> [id: tagfix2]"),
+            "a changed text after the write: in full"
         );
     }
 
@@ -658,14 +682,19 @@ mod tests {
             side_effect: SideEffectClass::ReadOnly,
             ..named("gh__create_issue", None)
         };
+        let forgotten =
+            |p: &PipelineProcessor| p.report().unwrap()["forgotten"]["mutating_calls"].clone();
+        assert_eq!(forgotten(&processor), json!(0));
         processor.before_call(&create);
-        let full = processor
+        assert_eq!(forgotten(&processor), json!(1), "the list is forgotten");
+        // The same list again is still exactly what the model holds.
+        let again = processor
             .process(&list(), &result, &Handoff::new())
             .unwrap()
             .unwrap();
         assert_eq!(
-            texts(&full).last().map(String::as_str),
-            Some("> [id: tagfix2]")
+            texts(&again),
+            ["> [ref: tagfix1, unchanged; devboy_expand tagfix1]"]
         );
     }
 
@@ -799,7 +828,7 @@ mod tests {
         );
         assert_eq!(near.structured_content, None);
         assert_eq!(
-            processor.expand("tagfix2"),
+            processor.expand("tagfix2", true),
             Some(Ok(body("success").to_string()))
         );
         assert_eq!(processor.report().unwrap()["near_references"], 1);

@@ -111,6 +111,11 @@ pub trait ResponseProcessor: Send + Sync + 'static {
         handoff: &Handoff,
     ) -> Result<Option<CallToolResult>, ProcessError>;
 
+    /// Blocks until the processor's one-time setup (a tokenizer's
+    /// vocabulary, loaded on first use) is done. Called on the processing
+    /// thread before a result's deadline starts: it is not the result's work.
+    fn ready(&self) {}
+
     /// Whether results with `structuredContent` may come back without it,
     /// in which case the session stops declaring the tools' `outputSchema`
     /// to clients that forward structured content.
@@ -120,6 +125,11 @@ pub trait ResponseProcessor: Send + Sync + 'static {
 
     /// Sees every call before it is forwarded (to forget what it may change).
     fn before_call(&self, _call: &ToolCallInfo<'_>) {}
+
+    /// Claude Code's own tools wrote `paths` (absolute; `missed`: and
+    /// files nobody knows) without a call through devboy: forget what was
+    /// read from them, as before a call that writes them.
+    fn forget_written(&self, _paths: &[String], _missed: bool) {}
 
     /// Hears of an error result (`isError`), which passes untouched.
     fn on_error_result(&self, _call: &ToolCallInfo<'_>, _result: &CallToolResult) {}
@@ -160,9 +170,11 @@ pub trait ResponseProcessor: Send + Sync + 'static {
         None
     }
 
-    /// The exact text an id this session emitted stood for: `None` if the
-    /// processor emits no ids, `Err` with a message for people otherwise.
-    fn expand(&self, _id: &str) -> Option<Result<String, String>> {
+    /// The whole result an id this session emitted stood for, in the form
+    /// a full delivery of it is shown (a file's text fenced, unescaped), or
+    /// with `raw` the exact text the server sent: `None` if the processor
+    /// emits no ids, `Err` with a message for people otherwise.
+    fn expand(&self, _id: &str, _raw: bool) -> Option<Result<String, String>> {
         None
     }
 }
@@ -277,18 +289,22 @@ pub async fn apply(
     stats.processed.fetch_add(1, Ordering::Relaxed);
     let handoff = Arc::new(Handoff::new());
     let result = Arc::new(result);
+    let started: Arc<std::sync::OnceLock<tokio::time::Instant>> = Arc::default();
     let mut job = {
         let (processor, result, handoff) = (processor.clone(), result.clone(), handoff.clone());
+        let started = started.clone();
         let owned = OwnedCallInfo::of(call);
         tokio::task::spawn_blocking(move || {
+            processor.ready();
+            let _ = started.set(tokio::time::Instant::now());
             catch_unwind(AssertUnwindSafe(|| {
                 processor.process(&owned.info(), &result, &handoff)
             }))
         })
     };
-    let outcome = match tokio::time::timeout(deadline, &mut job).await {
-        Ok(done) => done,
-        Err(_) if handoff.give_up() => {
+    let outcome = match run_until_deadline(&mut job, &started, deadline).await {
+        Some(done) => done,
+        None if handoff.give_up() => {
             stats.deadline.fetch_add(1, Ordering::Relaxed);
             tracing::warn!(
                 processor = processor.name(),
@@ -299,7 +315,7 @@ pub async fn apply(
             return Arc::unwrap_or_clone(result);
         }
         // Handed over as the deadline passed: the answer is on its way.
-        Err(_) => job.await,
+        None => job.await,
     };
     let original = || Arc::unwrap_or_clone(result);
     match outcome {
@@ -321,6 +337,39 @@ pub async fn apply(
                 "response processor panicked; original passed through"
             );
             original()
+        }
+    }
+}
+
+/// How many deadlines a result may wait in all, however late a blocking
+/// thread picked it up (a busy machine) or the processor was ready (its
+/// vocabulary loading on the first result), before it goes out anyway.
+const MAX_QUEUED: u32 = 4;
+
+/// `job`'s outcome, or `None` once it has worked `deadline` (counted from
+/// when a blocking thread started it, so time queued on a busy machine is
+/// not work) or waited `MAX_QUEUED` deadlines in all.
+async fn run_until_deadline<T>(
+    job: &mut tokio::task::JoinHandle<T>,
+    started: &std::sync::OnceLock<tokio::time::Instant>,
+    deadline: Duration,
+) -> Option<Result<T, tokio::task::JoinError>> {
+    let arrived = tokio::time::Instant::now();
+    let last = arrived + deadline * MAX_QUEUED;
+    loop {
+        let until = match started.get() {
+            Some(at) => (*at + deadline).min(last),
+            // Not started: look again in a while.
+            None => (arrived + deadline)
+                .min(last)
+                .max(tokio::time::Instant::now() + deadline / 8),
+        };
+        match tokio::time::timeout_at(until, &mut *job).await {
+            Ok(done) => return Some(done),
+            Err(_) if until >= last || started.get().is_some_and(|at| *at + deadline <= until) => {
+                return None
+            }
+            Err(_) => {}
         }
     }
 }

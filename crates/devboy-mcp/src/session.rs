@@ -234,6 +234,21 @@ impl Session {
         }
     }
 
+    /// Tells the processor and the prefetch store about the files Claude
+    /// Code's own tools wrote (the `PostToolUse` hook) since they last
+    /// heard. Before every call, whatever answers it.
+    pub(crate) fn sync_writes(&self) {
+        let written = self.partition.take_written();
+        if written.is_empty() {
+            return;
+        }
+        self.processor
+            .forget_written(&written.paths, written.missed);
+        if let Some(engine) = &self.speculation {
+            engine.forget_written(&written.paths, written.missed);
+        }
+    }
+
     /// Tells the processor about every compaction since it last heard.
     pub(crate) fn sync_partition(&self) {
         let current = self.partition.current();

@@ -79,7 +79,7 @@ impl ResponseProcessor for Recorder {
             .push(format!("error {}", call.exposed));
     }
 
-    fn expand(&self, id: &str) -> Option<Result<String, String>> {
+    fn expand(&self, id: &str, _raw: bool) -> Option<Result<String, String>> {
         Some(Ok(format!("the exact text of {id}")))
     }
 }

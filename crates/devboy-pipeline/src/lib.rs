@@ -108,6 +108,7 @@
 
 pub mod dedup;
 pub mod encode;
+pub mod exact;
 pub mod expand;
 pub mod fingerprint;
 pub mod handoff;

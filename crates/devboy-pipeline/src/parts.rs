@@ -91,7 +91,14 @@ pub fn with_texts(body: &[u8], texts: Vec<(Option<&str>, String)>) -> Option<Str
             None => return Some(text),
             Some(p) => {
                 if value.is_none() {
-                    value = Some(serde_json::from_slice(body).ok()?);
+                    let text = std::str::from_utf8(body).ok()?;
+                    let parsed: Value = serde_json::from_str(text).ok()?;
+                    // Rewritten only when a value carries all of the body
+                    // (no key written twice): invariant 12.
+                    if !crate::exact::carries(text, &parsed) {
+                        return None;
+                    }
+                    value = Some(parsed);
                 }
                 *value.as_mut()?.pointer_mut(p)? = Value::String(text);
             }

@@ -141,6 +141,19 @@ pub fn route(
     elide(body, classified, format, whole_tokens, config, id)
 }
 
+/// `body` in its cheapest lossless form with no budget (what a fresh
+/// delivery of it shows when it fits), or `None` when nothing is cheaper
+/// than the body itself.
+pub fn whole(body: &str, config: &RouteConfig) -> Option<String> {
+    let config = RouteConfig {
+        budget_tokens: usize::MAX,
+        only: None,
+        ..config.clone()
+    };
+    let baseline = config.tokenizer.count(body);
+    route(body, &crate::shape::classify(body), baseline, &config, None).map(|r| r.text)
+}
+
 /// The candidate with the lowest estimated cost, with its name.
 fn best_candidate(
     body: &str,

@@ -231,6 +231,11 @@ impl SessionPipeline {
         self.route.budget_tokens = budget_tokens;
     }
 
+    /// How the router is set up (tokenizer, budget).
+    pub fn route_config(&self) -> &RouteConfig {
+        &self.route
+    }
+
     /// The totals so far.
     pub fn totals(&self) -> &Totals {
         &self.totals
@@ -244,6 +249,7 @@ impl SessionPipeline {
     /// [`Action::Deadline`] (the body goes out as it came). The caller
     /// settles the race at the very end with [`Handoff::hand_over`] and,
     /// when that fails, [`retract`](Self::retract)s the answer.
+    #[allow(clippy::too_many_arguments)]
     pub fn process(
         &mut self,
         endpoint: EndpointKey,
@@ -254,8 +260,28 @@ impl SessionPipeline {
         policy: &BodyPolicy,
         handoff: &Handoff,
     ) -> Processed {
+        let tokens_raw = self.route.tokenizer.count(body);
+        self.process_counted(
+            endpoint, body, json, paths, now, policy, handoff, tokens_raw,
+        )
+    }
+
+    /// [`process`](Self::process) for a body whose tokens the caller
+    /// counted already, with [`tokenizer`](Self::tokenizer) (outside
+    /// whatever lock guards this pipeline: counting is the longest step).
+    #[allow(clippy::too_many_arguments)]
+    pub fn process_counted(
+        &mut self,
+        endpoint: EndpointKey,
+        body: &str,
+        json: Option<&Value>,
+        paths: Vec<String>,
+        now: Timestamp,
+        policy: &BodyPolicy,
+        handoff: &Handoff,
+        tokens_raw: usize,
+    ) -> Processed {
         let tokenizer = self.route.tokenizer;
-        let tokens_raw = tokenizer.count(body);
         let mut out = Processed::unchanged(tokens_raw);
         if handoff.given_up() {
             out.action = Action::Deadline;

@@ -278,7 +278,9 @@ pub struct Classified {
     pub shape: Shape,
     /// The formats found in its string leaves (JSON) or its text.
     pub inner: InnerFormats,
-    /// The parsed body, when it is JSON, so callers need not parse again.
+    /// The parsed body, when it is JSON that a value carries exactly
+    /// ([`crate::exact::carries`]), so callers need not parse again. A JSON
+    /// body with a key written twice has its JSON shape and no value.
     pub json: Option<Value>,
 }
 
@@ -309,7 +311,16 @@ pub fn classify(body: &str) -> Classified {
     }
     if could_be_json(body) {
         if let Ok(value) = serde_json::from_str::<Value>(body) {
-            return classify_json(value);
+            if crate::exact::carries(body, &value) {
+                return classify_json(value);
+            }
+            // A key written twice or an exponent written `E`: no value
+            // carries this body, so nothing may re-encode it as JSON
+            // (invariant 12). It keeps its shape, and stays text.
+            return Classified {
+                json: None,
+                ..classify_json(value)
+            };
         }
     }
     let mut inner = InnerFormats::EMPTY;

@@ -371,7 +371,7 @@ impl DedupStage {
             }
         }
         if let Some(diff) = policy.text_diff {
-            if let Some(outcome) = self.text_repeat(&endpoint, policy.call, &paths, body, diff, now)
+            if let Some(outcome) = self.text_repeat(&endpoint, policy, &paths, body, fp, diff, now)
             {
                 return outcome;
             }
@@ -472,8 +472,15 @@ impl DedupStage {
         if self.cache.still_delivered(base_fp, now) != Some(base) {
             return None;
         }
-        let old: Value = serde_json::from_slice(self.store.get(base)?).ok()?;
-        let new: Value = serde_json::from_slice(body).ok()?;
+        // Only bodies a value carries exactly (invariant 12): a key written
+        // twice would be lost from the changes.
+        let parsed = |bytes: &[u8]| -> Option<Value> {
+            let text = std::str::from_utf8(bytes).ok()?;
+            let value: Value = serde_json::from_str(text).ok()?;
+            crate::exact::carries(text, &value).then_some(value)
+        };
+        let old = parsed(self.store.get(base)?)?;
+        let new = parsed(body)?;
         let changes = scalar_changes(&old, &new, near.max_changes)?;
         if changes.is_empty() {
             // Same value, other bytes (spacing, key order): not a delta.
@@ -481,7 +488,7 @@ impl DedupStage {
         }
         let delta = render_changes(&changes);
         // Exact or nothing: the model must be able to rebuild the body.
-        if apply_changes(&old, &delta).ok()? != new {
+        if !crate::exact::same(&apply_changes(&old, &delta).ok()?, &new) {
             return None;
         }
         let id = self.ids.peek_next();
@@ -507,16 +514,23 @@ impl DedupStage {
     /// context (this partition, within its TTL: a write of the path since
     /// does not matter), the change is text, and the hint with the hunks
     /// costs at most `policy.max_share` of the body.
+    ///
+    /// A re-read identical to that version (a failed or no-op write since,
+    /// which forgot the delivery) is a reference to it, remembered as
+    /// delivered again.
+    #[allow(clippy::too_many_arguments)]
     fn text_repeat(
         &mut self,
         endpoint: &EndpointKey,
-        call: Option<Fingerprint>,
+        result: &ResultPolicy,
         paths: &[String],
         body: &[u8],
+        fp: Fingerprint,
         policy: TextDiffPolicy,
         now: Timestamp,
     ) -> Option<DedupDecision> {
-        let keys = call
+        let keys = result
+            .call
             .map(|c| BaseKey::Call(endpoint.clone(), c))
             .into_iter()
             .chain(paths.iter().map(|p| BaseKey::Path(p.clone())));
@@ -533,6 +547,19 @@ impl DedupStage {
             let Some(old) = self.store.get(base.id) else {
                 continue;
             };
+            if old == body {
+                let delivered = Delivered::new(base.id, endpoint.clone(), paths.to_vec())
+                    .with_ttl(result.freshness);
+                return match self.cache.record_delivered(fp, delivered, body.len(), now) {
+                    RecordOutcome::Inserted | RecordOutcome::Refreshed => {
+                        Some(DedupDecision::Repeat {
+                            id: base.id,
+                            hint: hints::reference(base.id),
+                        })
+                    }
+                    RecordOutcome::Skipped(_) => None,
+                };
+            }
             let Some(delta) = crate::textdiff::delta(old, body) else {
                 continue;
             };
@@ -866,6 +893,40 @@ mod tests {
         stage.on_call(SideEffect::MayMutate, &["/r/a.py".to_string()], |_| false);
         assert!(matches!(
             stage.on_result(many, both.as_bytes(), paths(), t(3), &policy),
+            DedupDecision::Fresh { .. }
+        ));
+    }
+
+    /// An `edit_file` that failed ("Could not find exact match") or wrote
+    /// what was there: the re-read is byte for byte the version the model
+    /// holds, so it is that version's reference, not the file again.
+    #[test]
+    fn a_re_read_after_a_failed_or_no_op_write_is_a_reference() {
+        let mut stage = stage();
+        let policy = ResultPolicy {
+            call: Some(Fingerprint::of(b"api.py")),
+            text_diff: Some(TextDiffPolicy { max_share: 0.25 }),
+            ..ResultPolicy::default()
+        };
+        let file: String = (0..300).map(|i| format!("def f{i}(): pass\n")).collect();
+        let path = || vec!["/r/api.py".to_string()];
+        let DedupDecision::Fresh { id, .. } =
+            stage.on_result(fs_read(), file.as_bytes(), path(), t(0), &policy)
+        else {
+            panic!("first read is fresh");
+        };
+        stage.on_call(SideEffect::MayMutate, &path(), |_| false);
+        for ms in [10, 20] {
+            assert!(matches!(
+                stage.on_result(fs_read(), file.as_bytes(), path(), t(ms), &policy),
+                DedupDecision::Repeat { id: again, .. } if again == id
+            ));
+        }
+        // After a compaction the model holds nothing: in full again.
+        stage.advance_partition();
+        stage.on_call(SideEffect::MayMutate, &path(), |_| false);
+        assert!(matches!(
+            stage.on_result(fs_read(), file.as_bytes(), path(), t(30), &policy),
             DedupDecision::Fresh { .. }
         ));
     }

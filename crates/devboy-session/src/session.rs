@@ -255,6 +255,24 @@ impl PipelineSession {
         }
     }
 
+    /// Files were written without a call through devboy (Claude Code's
+    /// own tools): forgets every result read from `paths`, and with
+    /// `missed` (files nobody knows were written too) every result read
+    /// from any path.
+    pub fn forget_written(&self, paths: &[String], missed: bool) {
+        let mut state = lock(&self.state);
+        let forgotten = state
+            .pipeline
+            .stage()
+            .on_call(SideEffect::MayMutate, paths, |_| missed);
+        if forgotten > 0 {
+            tracing::debug!(
+                forgotten,
+                "files written outside devboy; references forgotten"
+            );
+        }
+    }
+
     /// Runs one result, as the client would forward it, through the
     /// pipeline at `at` on the session clock. `None`: neither dedup nor
     /// encoding applies to this tool (nothing was counted or recorded).
@@ -286,6 +304,11 @@ impl PipelineSession {
         } else {
             Vec::new()
         };
+        // Counted before the lock: the longest step of a big body, and a
+        // body the caller gave up on meanwhile is passed without the lock
+        // being held for it any longer than to count it.
+        let tokenizer = lock(&self.state).pipeline.tokenizer();
+        let tokens_raw = tokenizer.count(&text);
         let (processed, dedup_on, partition) = {
             let mut state = lock(&self.state);
             let policy = self.policy(&state, call, single, call_fingerprint)?;
@@ -297,9 +320,16 @@ impl PipelineSession {
             if !state.exposed.contains_key(&endpoint) {
                 state.exposed.insert(endpoint.clone(), call.exposed.into());
             }
-            let mut processed = state
-                .pipeline
-                .process(endpoint, &text, json, paths, at, &policy, handoff);
+            let mut processed = if state.pipeline.tokenizer() == tokenizer {
+                state.pipeline.process_counted(
+                    endpoint, &text, json, paths, at, &policy, handoff, tokens_raw,
+                )
+            } else {
+                // The model (and with it the tokenizer) changed meanwhile.
+                state
+                    .pipeline
+                    .process(endpoint, &text, json, paths, at, &policy, handoff)
+            };
             if processed.action != Action::Deadline && !handoff.hand_over() {
                 processed = state.pipeline.retract(&text, &processed);
             }
@@ -481,12 +511,25 @@ impl PipelineSession {
     }
 
     /// The exact text `id` stood for, or why not (for people).
-    pub fn expand(&self, id: &str) -> Result<String, String> {
-        let mut state = lock(&self.state);
-        match state.pipeline.stage().expand(id.trim()) {
-            Ok(bytes) => Ok(String::from_utf8_lossy(bytes).into_owned()),
-            Err(error) => Err(error.to_string()),
+    ///
+    /// Not `raw`: the whole result as a full delivery of it is shown (the
+    /// cheapest lossless form, with no budget: a file's text fenced and
+    /// unescaped rather than the server's JSON string), so that what the
+    /// model copies from it is what it copies from any other read. `raw`,
+    /// or with encoding off: the exact text the server sent.
+    pub fn expand(&self, id: &str, raw: bool) -> Result<String, String> {
+        let (text, route) = {
+            let mut state = lock(&self.state);
+            let text = match state.pipeline.stage().expand(id.trim()) {
+                Ok(bytes) => String::from_utf8_lossy(bytes).into_owned(),
+                Err(error) => return Err(error.to_string()),
+            };
+            (text, state.pipeline.route_config().clone())
+        };
+        if raw || !self.encode {
+            return Ok(text);
         }
+        Ok(devboy_pipeline::route::whole(&text, &route).unwrap_or(text))
     }
 
     /// What the session has done so far, as `devboy_status` shows it.

@@ -37,6 +37,18 @@ pub enum Event {
     Retrieval(RetrievalRecord),
 }
 
+/// An `f64` field of a variant of [`Event`]: an internally tagged enum
+/// is read through serde's buffer, where serde_json (the workspace keeps
+/// numbers' text, `arbitrary_precision`) hands a float over as its number
+/// map, which only `Number` reads back.
+fn buffered_f64<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<f64, D::Error> {
+    use serde::de::Error;
+    let number = serde_json::Number::deserialize(deserializer)?;
+    number
+        .as_f64()
+        .ok_or_else(|| D::Error::custom(format_args!("{number} is out of range")))
+}
+
 impl Event {
     /// Parses one line of a telemetry file.
     pub fn parse_line(line: &str) -> serde_json::Result<Event> {
@@ -290,6 +302,7 @@ pub struct SessionSummary {
     /// Results processed (before sampling).
     pub results: u64,
     /// The sampling rate applied to result events.
+    #[serde(deserialize_with = "buffered_f64")]
     pub sample_rate: f64,
     /// Sampled result events dropped because the writer fell behind.
     #[serde(default)]

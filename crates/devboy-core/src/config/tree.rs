@@ -250,6 +250,13 @@ impl<'de> Visitor<'de> for NodeSeed<'_, '_> {
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Node, A::Error> {
         let mut entries: Vec<Entry> = Vec::new();
         while let Some((key, key_pos)) = map.next_key_seed(KeySeed(self.cx))? {
+            if entries.is_empty() && key == NUMBER_TOKEN {
+                // serde_json keeps a number's text (the workspace enables
+                // `arbitrary_precision`) and hands a float, or an integer
+                // past 64 bits, to a visitor as this one-entry map.
+                let text: String = map.next_value()?;
+                return Ok(Node::bare(number(&text)));
+            }
             let path = self.path.key(&key);
             let node = map.next_value_seed(NodeSeed {
                 cx: self.cx,
@@ -271,6 +278,21 @@ impl<'de> Visitor<'de> for NodeSeed<'_, '_> {
             }
         }
         Ok(Node::bare(Value::Table(entries)))
+    }
+}
+
+/// The key under which serde_json's `arbitrary_precision` hands a number
+/// to `visit_map` (its text is the value).
+const NUMBER_TOKEN: &str = "$serde_json::private::Number";
+
+/// A JSON number's text as the config's value: an integer when it is one
+/// (of any size the config's integers take), else a float.
+fn number(text: &str) -> Value {
+    match text.parse::<i64>() {
+        Ok(i) => Value::Integer(i.into()),
+        Err(_) => text
+            .parse::<f64>()
+            .map_or_else(|_| Value::String(text.to_owned()), Value::Float),
     }
 }
 

@@ -1,5 +1,6 @@
-//! `devboy_expand`: the exact text behind an id devboy printed
-//! (`kafrum12`).
+//! `devboy_expand`: the whole result behind an id devboy printed
+//! (`kafrum12`), as a full delivery of it reads, or the server's exact
+//! text.
 
 use futures::future::BoxFuture;
 use rmcp::model::{CallToolResult, ContentBlock, Tool};
@@ -16,17 +17,20 @@ impl BuiltinTool for Expand {
     fn definition(&self) -> Tool {
         definition(
             "devboy_expand",
-            "Returns the exact original text of a tool result that devboy abbreviated, by the id in its hint (e.g. kafrum12).",
+            "Returns the whole tool result behind an id in a devboy hint (e.g. kafrum12), as a full result reads: a file's text as it is, safe to copy into an edit. raw: true returns the server's exact text instead (JSON-escaped, for a file read).",
             json!({
                 "type": "object",
-                "properties": {"id": {"type": "string", "description": "The id from the hint, e.g. kafrum12"}},
+                "properties": {
+                    "id": {"type": "string", "description": "The id from the hint, e.g. kafrum12"},
+                    "raw": {"type": "boolean", "description": "The server's exact text rather than the readable form (default false)"}
+                },
                 "required": ["id"]
             }),
         )
         .with_annotations(annotations("devboy expand", true))
     }
 
-    /// The original bytes are the point: nothing may rewrite them.
+    /// The text is already what the agent asked for: nothing rewrites it.
     fn delivery(&self) -> Delivery {
         Delivery::Exact
     }
@@ -35,16 +39,34 @@ impl BuiltinTool for Expand {
         &'a self,
         context: BuiltinContext<'a>,
     ) -> BoxFuture<'a, Result<CallToolResult, McpError>> {
-        let id = context.str_argument("id").unwrap_or_default();
-        let result = match context.session.processor().expand(id) {
-            Some(Ok(text)) => CallToolResult::success(vec![ContentBlock::text(text)]),
-            Some(Err(message)) => {
-                CallToolResult::error(vec![ContentBlock::text(format!("devboy: {message}"))])
-            }
-            None => CallToolResult::error(vec![ContentBlock::text(
-                "devboy: this session's pipeline emits no ids",
-            )]),
-        };
-        Box::pin(async move { Ok(result) })
+        let id = context.str_argument("id").unwrap_or_default().to_owned();
+        let raw = context
+            .arguments
+            .and_then(|a| a.get("raw"))
+            .and_then(serde_json::Value::as_bool)
+            .unwrap_or(false);
+        let processor = context.session.processor().clone();
+        let deadline = context.session.deadline();
+        Box::pin(async move {
+            // The readable form re-encodes the whole result: off the async
+            // workers and within the pipeline's deadline, else the raw text.
+            let readable = {
+                let (processor, id) = (processor.clone(), id.clone());
+                tokio::task::spawn_blocking(move || processor.expand(&id, raw))
+            };
+            let expanded = match tokio::time::timeout(deadline, readable).await {
+                Ok(Ok(expanded)) => expanded,
+                _ => processor.expand(&id, true),
+            };
+            Ok(match expanded {
+                Some(Ok(text)) => CallToolResult::success(vec![ContentBlock::text(text)]),
+                Some(Err(message)) => {
+                    CallToolResult::error(vec![ContentBlock::text(format!("devboy: {message}"))])
+                }
+                None => CallToolResult::error(vec![ContentBlock::text(
+                    "devboy: this session's pipeline emits no ids",
+                )]),
+            })
+        })
     }
 }

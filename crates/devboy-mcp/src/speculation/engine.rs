@@ -102,6 +102,9 @@ struct Prefetch {
     side_effect: SideEffectClass,
     /// The paths its arguments name: a write to one of them forgets it.
     paths: Vec<String>,
+    /// Those paths' files as they were when it was sent: it answers only
+    /// while they still are (invariant 14).
+    files: super::fresh::Snapshot,
     predicted_tokens: usize,
     host: String,
     freshness: Duration,
@@ -374,6 +377,40 @@ impl SpeculationEngine {
         self.emit(reports);
     }
 
+    /// Claude Code's own tools wrote `written` (absolute paths), or, when
+    /// `missed`, files nobody knows: forgets every prefetch that read one
+    /// of them (or, `missed`, any local file), as a write routed through
+    /// devboy would; fail-fast counts by the same rule.
+    pub fn forget_written(&self, written: &[String], missed: bool) {
+        let mut reports = Vec::new();
+        {
+            let mut store = lock(&self.store);
+            let changed = |prefetch: &Prefetch| {
+                let read = prefetch.files.paths();
+                (missed && !read.is_empty())
+                    || read.iter().any(|read| {
+                        let read = read.to_string_lossy();
+                        written
+                            .iter()
+                            .any(|w| devboy_pipeline::write_covers(w, &read))
+                    })
+            };
+            let written_paths = |paths: &[String]| {
+                (missed && !paths.is_empty())
+                    || paths.iter().any(|read| {
+                        written
+                            .iter()
+                            .any(|w| devboy_pipeline::write_covers(w, read))
+                    })
+            };
+            store.empties.retain(|_, (_, paths)| !written_paths(paths));
+            store.remove_where(PrefetchEnd::Invalidated, &mut reports, |entry| {
+                changed(&entry.prefetch)
+            });
+        }
+        self.emit(reports);
+    }
+
     /// The answer to `call` the engine has: the fail-fast hint, a landed
     /// prefetch, or a prefetch in flight it waits for (until `cancel`).
     pub async fn answer_call(
@@ -409,15 +446,16 @@ impl SpeculationEngine {
                 }) => {
                     store.bytes -= bytes;
                     drop(store);
-                    let restarted = prefetch.upstream.generation() != prefetch.generation;
-                    let end = if restarted {
+                    let end = if prefetch.upstream.generation() != prefetch.generation {
                         PrefetchEnd::UpstreamRestarted
+                    } else if !prefetch.files.fresh() {
+                        PrefetchEnd::Stale
                     } else {
                         PrefetchEnd::Used
                     };
                     reports.push(Report::ended(&prefetch, end, Some(result.clone())));
                     self.emit(reports);
-                    return (!restarted).then(|| StoredAnswer {
+                    return (end == PrefetchEnd::Used).then(|| StoredAnswer {
                         result: Arc::unwrap_or_clone(result),
                         served: Served::Prefetch,
                     });
@@ -602,7 +640,8 @@ impl SpeculationEngine {
                 else {
                     continue;
                 };
-                if prefetch.upstream.generation() != prefetch.generation {
+                if prefetch.upstream.generation() != prefetch.generation || !prefetch.files.fresh()
+                {
                     continue;
                 }
                 let tokens = bytes.div_ceil(4);
@@ -671,8 +710,15 @@ impl SpeculationEngine {
         } else {
             planned.freshness
         };
+        let paths = devboy_pipeline::paths_in_arguments(Some(&planned.arguments));
+        // Before it is sent: a write after this moment must show.
+        let base = match &upstream.config().transport {
+            devboy_core::config::UpstreamTransport::Stdio { cwd: Some(cwd), .. } => cwd.clone(),
+            _ => std::env::current_dir().unwrap_or_default(),
+        };
         let prefetch = Arc::new(Prefetch {
-            paths: devboy_pipeline::paths_in_arguments(Some(&planned.arguments)),
+            files: super::fresh::Snapshot::take(&paths, &base),
+            paths,
             generation: upstream.generation(),
             upstream,
             tool,
@@ -762,6 +808,14 @@ impl SpeculationEngine {
             Err(CallFailure::ConnectionLost { .. }) => Err(PrefetchEnd::UpstreamRestarted),
             _ if timed_out => Err(PrefetchEnd::TimedOut),
             _ => Err(PrefetchEnd::Failed),
+        };
+        // A joined call is answered now: only while its files are as they
+        // were when it was sent.
+        let result = match result {
+            Ok(_) if flight.fate() == Fate::Joined && !prefetch.files.fresh() => {
+                Err(PrefetchEnd::Stale)
+            }
+            other => other,
         };
         let delivered = result.clone();
         match (flight.fate(), result) {

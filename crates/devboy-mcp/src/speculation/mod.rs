@@ -16,6 +16,7 @@
 //! agent: the agent's call then goes upstream as if nothing had happened.
 
 mod engine;
+mod fresh;
 mod key;
 mod planner;
 

@@ -122,7 +122,9 @@ pub(super) fn is_bare_segment(s: &str) -> bool {
     let (Some(first), Some(last)) = (s.chars().next(), s.chars().next_back()) else {
         return false;
     };
+    // A header item starting with `*` places declared columns (`table`).
     first != '>'
+        && first != '*'
         && !first.is_whitespace()
         && !last.is_whitespace()
         && s.chars().all(|c| is_segment_char(c) && !c.is_control())
@@ -235,14 +237,9 @@ fn bare_scalar(token: &str) -> Option<Value> {
         "true" => Some(Value::Bool(true)),
         "false" => Some(Value::Bool(false)),
         _ if token.starts_with(|c: char| c == '-' || c.is_ascii_digit()) => {
+            // The number as its text (`arbitrary_precision`): `10.50`
+            // stays `10.50`, never a float's shortest form.
             let number = serde_json::from_str::<Number>(token).ok()?;
-            if number.is_f64() && token.contains(['.', 'e', 'E']) {
-                // serde_json's own float parsing may be one unit in the
-                // last place off (without its `float_roundtrip` feature);
-                // Rust's is correctly rounded, so ryu's output reads back.
-                let exact = token.parse::<f64>().ok().and_then(Number::from_f64)?;
-                return Some(Value::Number(exact));
-            }
             Some(Value::Number(number))
         }
         _ => None,

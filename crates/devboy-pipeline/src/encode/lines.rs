@@ -39,6 +39,7 @@ pub(super) fn encode(object: &Map<String, Value>, tables: bool) -> Option<table:
         references: plan.has_references(),
         tables: false,
         lists: false,
+        placed: false,
     };
     for (c, node) in plan.nodes.iter().enumerate() {
         if matches!(node.role, Role::Group | Role::Hidden) {
@@ -65,7 +66,7 @@ pub(super) fn parse(sc: &mut Scanner<'_>) -> Result<Value, FormatDecodeError> {
     if entries.is_empty() {
         return Err(sc.error("no `key: value` lines"));
     }
-    let shape = RecordShape::new(entries, Vec::new())?;
+    let shape = RecordShape::new(entries, Vec::new(), &[])?;
     Ok(Value::Object(shape.row(Vec::new())?))
 }
 

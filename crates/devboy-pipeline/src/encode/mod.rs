@@ -18,16 +18,18 @@
 //! | `kv` | a non-empty object | hint, then `key: value` lines |
 //! | `document` | an object holding arrays of objects | `kv` lines and `key[N]:` tables |
 //!
-//! What the model sees for two GitHub labels (the hint tells it how to read
-//! the rest, and tells [`decode`] which grammar follows):
+//! What the model sees for three GitHub labels (the hint tells it how to
+//! read the rest, and tells [`decode`] which grammar follows; `*2` is
+//! where the two shared fields sit in each label's own key order):
 //!
 //! ```text
-//! > [encoded: csv; shared fields first; {x} = field x #991468368]
+//! > [encoded: csv; shared fields first; {x} = field x; *N = N shared fields #620708614]
 //! url: https://api.github.com/repos/o/r/labels/{name}
 //! default: true
-//! id,name
+//! id,name,*2
 //! 1,bug
 //! 2,docs
+//! 3,ci
 //! ```
 //!
 //! # Grammar
@@ -47,7 +49,9 @@
 //!          | 1*( entry LF )                       ; nested only: the empty
 //!                                                 ; header line ends it and
 //!                                                 ; all N rows are alike
-//! names    = key *( "," key )                     ; the columns stored per row
+//! names    = item *( "," item )                   ; the columns stored per row
+//! item     = key | "*" [N]                        ; `*N`: where the next N
+//!                                                 ; declared columns go
 //! row      = [cell] *( "," [cell] )               ; one cell per name
 //! ```
 //!
@@ -83,10 +87,12 @@
 //!   cells plus those entries, nested along the keys' paths. References
 //!   must not form a cycle. Tables nest at most 6 deep.
 //!
-//! Key order: `kv` and `document` keep every object's key order. A table
-//! keeps the union of its rows' keys in first-seen order among declared
-//! and among stored columns, but a decoded row lists its declared columns
-//! first (`serde_json::Map` equality ignores order).
+//! Key order: `kv` and `document` keep every object's key order, and a
+//! table its rows' (the header's `*N` items place the declared columns
+//! among the stored ones; see `table`). Numbers keep their text. Every
+//! encoding is checked against its input with [`crate::exact::same`],
+//! which sees both (invariant 12): rows whose keys come in different
+//! orders make a table that is not used.
 //!
 //! # Modules
 //!
@@ -109,21 +115,23 @@
 //! let labels = json!([
 //!     {"id": 1, "name": "bug", "url": "https://api.github.com/repos/o/r/labels/bug", "default": true},
 //!     {"id": 2, "name": "docs", "url": "https://api.github.com/repos/o/r/labels/docs", "default": true},
+//!     {"id": 3, "name": "ci", "url": "https://api.github.com/repos/o/r/labels/ci", "default": true},
 //! ]);
 //! let best = encode_best(&labels, Tokenizer::O200k);
 //! assert_eq!(best.format(), Format::Csv);
 //! assert_eq!(
 //!     best.text(),
-//!     "> [encoded: csv; shared fields first; {x} = field x #991468368]\n\
+//!     "> [encoded: csv; shared fields first; {x} = field x; *N = N shared fields #620708614]\n\
 //!      url: https://api.github.com/repos/o/r/labels/{name}\n\
 //!      default: true\n\
-//!      id,name\n\
+//!      id,name,*2\n\
 //!      1,bug\n\
-//!      2,docs"
+//!      2,docs\n\
+//!      3,ci"
 //! );
 //! assert_eq!(decode(best.text()).unwrap(), labels);
 //! // Cut after the first row, it fails its check instead of losing a row.
-//! let cut = &best.text()[..best.text().len() - "\n2,docs".len()];
+//! let cut = &best.text()[..best.text().len() - "\n3,ci".len()];
 //! assert!(decode(cut).unwrap_err().to_string().starts_with("checksum mismatch"));
 //! ```
 
@@ -304,6 +312,9 @@ fn push_notes(text: &mut String, block: &table::Block) {
     if block.lists {
         text.push_str("; k[]: rest of row");
     }
+    if block.placed {
+        text.push_str("; *N = N shared fields");
+    }
     text.push_str("]\n");
 }
 
@@ -326,7 +337,7 @@ fn verified_for(value: &Value, format: Format, text: String) -> Option<Encoded> 
         _ => check::seal(&text)?,
     };
     let decoded = decode(&text).ok()?;
-    (decoded == *value).then_some(Encoded { format, text })
+    crate::exact::same(&decoded, value).then_some(Encoded { format, text })
 }
 
 /// The text of `value` in `format`, not yet checked, and the format it is:
@@ -487,9 +498,9 @@ mod tests {
         let encoded = encode(&value, Format::Document).unwrap();
         assert_eq!(
             shown(&encoded),
-            "> [encoded: doc; k[N]: N-row CSV; shared fields first]\n\
+            "> [encoded: doc; k[N]: N-row CSV; shared fields first; *N = N shared fields]\n\
              total_count: 2\nincomplete_results: false\nitems[2]:\n\
-             state: open\nnumber,title\n1,Found a bug\n2,\"Docs, please\""
+             state: open\nnumber,title,*\n1,Found a bug\n2,\"Docs, please\""
         );
     }
 
@@ -506,11 +517,11 @@ mod tests {
         let encoded = encode(&value, Format::Csv).unwrap();
         assert_eq!(
             shown(&encoded),
-            "> [encoded: csv; k[N]: N-row CSV; shared fields first; {x} = field x]\n\
+            "> [encoded: csv; k[N]: N-row CSV; shared fields first; {x} = field x; *N = N shared fields]\n\
              assignees: [{user}]\n\
-             steps[2]:\nok: true\nname\nbuild\ntest\n\
+             steps[2]:\nok: true\nname,*\nbuild\ntest\n\
              same[2]:\nk: 1\n\n\
-             id,user.login,user.url\n\
+             id,user.login,user.url,*3\n\
              7,octocat,https://api.github.com/users/octocat"
         );
         assert_eq!(decode(encoded.text()).unwrap(), value);

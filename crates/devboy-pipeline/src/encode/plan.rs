@@ -250,7 +250,11 @@ impl<'v> Plan<'v> {
             let Some(Some(first)) = node.cells.first() else {
                 continue;
             };
-            if node.cells.iter().all(|c| c.as_ref() == Some(first)) {
+            if node
+                .cells
+                .iter()
+                .all(|c| c.is_some_and(|c| crate::exact::same(c, first)))
+            {
                 node.role = Role::Const;
             }
         }

@@ -38,6 +38,15 @@ enum Source {
     Pattern(Vec<Part<Target>>),
 }
 
+/// Where a header puts columns: its items in order.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(super) enum Place {
+    /// The next stored column.
+    Stored,
+    /// The next this many declared columns.
+    Declared(usize),
+}
+
 /// The columns of one record set, ready to rebuild rows.
 #[derive(Debug)]
 pub(super) struct RecordShape {
@@ -57,22 +66,56 @@ fn invalid(message: impl Into<String>) -> FormatDecodeError {
 
 impl RecordShape {
     /// Columns declared once for every row (`lines`, in order) and columns
-    /// stored per row (`stored`, in cell order).
+    /// stored per row (`stored`, in cell order), in a row's key order as
+    /// `places` (the header's items) interleave them: with no
+    /// [`Place::Declared`], every declared column first; declared columns
+    /// left over, after the last item.
     pub(super) fn new(
         lines: Vec<(Key, LineValue)>,
         stored: Vec<Key>,
+        places: &[Place],
     ) -> Result<Self, FormatDecodeError> {
         let mut keys = Vec::with_capacity(lines.len() + stored.len());
         let mut raw = Vec::with_capacity(lines.len() + stored.len());
-        for (key, value) in lines {
-            keys.push(key);
-            raw.push(Some(value));
-        }
         let stored_count = stored.len();
+        let mut lines = lines.into_iter();
+        let mut stored = stored.into_iter();
+        let declare = |lines: &mut std::vec::IntoIter<(Key, LineValue)>,
+                       keys: &mut Vec<Key>,
+                       raw: &mut Vec<Option<LineValue>>,
+                       n: usize| {
+            for _ in 0..n {
+                let (key, value) = lines
+                    .next()
+                    .ok_or_else(|| invalid("a header places more columns than are declared"))?;
+                keys.push(key);
+                raw.push(Some(value));
+            }
+            Ok::<(), FormatDecodeError>(())
+        };
+        if !places.iter().any(|p| matches!(p, Place::Declared(_))) {
+            let all = lines.len();
+            declare(&mut lines, &mut keys, &mut raw, all)?;
+        }
+        for place in places {
+            match place {
+                Place::Declared(n) => declare(&mut lines, &mut keys, &mut raw, *n)?,
+                Place::Stored => {
+                    if let Some(key) = stored.next() {
+                        keys.push(key);
+                        raw.push(None);
+                    }
+                }
+            }
+        }
+        // Stored columns past the places given (callers without a header
+        // pass none), then declared ones left over.
         for key in stored {
             keys.push(key);
             raw.push(None);
         }
+        let left = lines.len();
+        declare(&mut lines, &mut keys, &mut raw, left)?;
 
         // The reference scope: every bare column name and group prefix.
         let mut index: HashMap<String, Target, FastHash> = HashMap::default();
@@ -391,6 +434,7 @@ mod tests {
                 (path("kind"), LineValue::Value(json!("User"))),
             ],
             vec![path("user.login"), path("id")],
+            &[],
         )
         .unwrap();
         let row = shape
@@ -417,11 +461,13 @@ mod tests {
                 (path("b"), LineValue::Text("{a}y".into())),
             ],
             vec![path("c")],
+            &[],
         );
         assert!(cycle.is_err());
         let shape = RecordShape::new(
             vec![(path("a"), LineValue::Text("x{b}".into()))],
             vec![path("b")],
+            &[],
         )
         .unwrap();
         assert!(shape.row(vec![None]).is_err());
@@ -430,6 +476,7 @@ mod tests {
         let dup = RecordShape::new(
             vec![(path("a"), LineValue::Value(json!(1)))],
             vec![path("a")],
+            &[],
         )
         .unwrap();
         assert!(dup.row(vec![Some(json!(2))]).is_err());

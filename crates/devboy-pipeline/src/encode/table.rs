@@ -3,7 +3,10 @@
 //!
 //! ```text
 //! block  = *declaration
-//!          name *( "," name ) [ "[]" ] LF ; the columns stored per row
+//!          item *( "," item ) [ "[]" ] LF ; the columns stored per row
+//! item   = name                          ; a column stored per row
+//!        | "*" [ N ]                     ; the place of the next N
+//!                                        ; declared columns (N ≥ 2)
 //!          row *( LF row )               ; one per object, in order
 //!        | 1*declaration                 ; nested only: no stored column,
 //!          ""                            ; an empty header line ends it
@@ -20,8 +23,18 @@
 //! `"["`; the first line that does not is the header (names never contain
 //! `:` or `[` unquoted). A nested `block(N)` ends after its N-th row, so
 //! declarations may follow it. Declared columns hold in every row; an empty
-//! cell means the key is absent from that row. Columns keep the order they
-//! were first seen in among the declared and among the stored columns.
+//! cell means the key is absent from that row.
+//!
+//! **Key order.** A decoded row lists its keys in the order the rows had
+//! them (invariant 12): the declarations in the order they are written,
+//! stored columns in header order, and the two interleaved as the `*N`
+//! items of the header place the declarations. A header with no `*` puts
+//! every declaration first; declarations a header's `*`s leave over come
+//! after its last column. The encoder writes `*`s only when the rows put
+//! a stored key before a declared one, and none after the last stored
+//! column. Rows whose keys come in different orders cannot share one
+//! header: their table decodes to another order, fails the check, and is
+//! not used.
 //!
 //! **List column.** A header whose last name is followed by `[]`
 //! (`name,observations[]`) stores that column, an array in every row, as
@@ -43,7 +56,7 @@ use serde_json::{Map, Value};
 
 use super::cell::{self, parse_cell, parse_key, parse_line_value, Key, LineValue, Slot};
 use super::plan::{Mode, Node, Plan, Role};
-use super::records::RecordShape;
+use super::records::{Place, RecordShape};
 use super::scan::Scanner;
 use super::FormatDecodeError;
 
@@ -63,6 +76,8 @@ pub(super) struct Block {
     pub(super) tables: bool,
     /// Some table has a list column (`name[]`, the rest of each row).
     pub(super) lists: bool,
+    /// Some header places declared columns among stored ones (`*N`).
+    pub(super) placed: bool,
 }
 
 /// Encodes `items` (all objects, at least one, at least one key overall) as
@@ -95,6 +110,7 @@ pub(super) fn block(items: &[Value], nesting: usize, nested: bool) -> Option<Blo
         references: plan.has_references(),
         tables: false,
         lists: false,
+        placed: false,
     };
     for (c, node) in plan.nodes.iter().enumerate() {
         if !matches!(
@@ -118,11 +134,26 @@ pub(super) fn block(items: &[Value], nesting: usize, nested: bool) -> Option<Blo
         .collect();
     let list = list_column(&stored, plan.rows);
     out.lists |= list;
-    for (i, node) in stored.iter().enumerate() {
+    let header = header_items(&plan);
+    out.placed |= header
+        .iter()
+        .any(|item| matches!(item, HeaderItem::Declared(_)));
+    let mut stored_names = stored.iter();
+    for (i, item) in header.iter().enumerate() {
         if i > 0 {
             text.push(',');
         }
-        write_key(&mut text, node);
+        match item {
+            HeaderItem::Declared(1) => text.push('*'),
+            HeaderItem::Declared(n) => {
+                let _ = write!(text, "*{n}");
+            }
+            HeaderItem::Stored => {
+                if let Some(node) = stored_names.next() {
+                    write_key(&mut text, node);
+                }
+            }
+        }
     }
     if list {
         text.push_str("[]");
@@ -156,6 +187,46 @@ pub(super) fn block(items: &[Value], nesting: usize, nested: bool) -> Option<Blo
     Some(out)
 }
 
+/// One item of a header line.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum HeaderItem {
+    /// The next stored column's name.
+    Stored,
+    /// The place of the next this many declared columns.
+    Declared(usize),
+}
+
+/// The header's items: the stored columns, with the places of the
+/// declared ones among them when the rows' key order needs them (see the
+/// module docs, "Key order").
+fn header_items(plan: &Plan<'_>) -> Vec<HeaderItem> {
+    let mut items: Vec<HeaderItem> = Vec::new();
+    for node in &plan.nodes {
+        let item = match node.role {
+            Role::Group | Role::Hidden => continue,
+            Role::Stored => HeaderItem::Stored,
+            _ => HeaderItem::Declared(1),
+        };
+        match (items.last_mut(), item) {
+            (Some(HeaderItem::Declared(n)), HeaderItem::Declared(_)) => *n += 1,
+            _ => items.push(item),
+        }
+    }
+    // With no `*`, every declaration goes first; with some, those left
+    // over go last. So a lone leading run, or a trailing run after others,
+    // need not be written.
+    let runs = items
+        .iter()
+        .filter(|item| matches!(item, HeaderItem::Declared(_)))
+        .count();
+    if runs == 1 && matches!(items.first(), Some(HeaderItem::Declared(_))) {
+        items.remove(0);
+    } else if runs > 1 && matches!(items.last(), Some(HeaderItem::Declared(_))) {
+        items.pop();
+    }
+    items
+}
+
 /// Whether the last of the `stored` columns is written as a list column:
 /// it holds an array in every one of the `rows`, and no row would be an
 /// empty line (its other cells all absent and its array empty).
@@ -185,6 +256,7 @@ pub(super) fn write_entry(text: &mut String, plan: &Plan<'_>, c: usize, flags: &
         flags.declared |= block.declared;
         flags.references |= block.references;
         flags.lists |= block.lists;
+        flags.placed |= block.placed;
         let _ = write!(text, "[{rows}]:\n{}", block.text);
     } else {
         text.push_str(": ");
@@ -301,6 +373,7 @@ pub(super) fn parse_block(
         lines.push(entry);
     }
     let mut names: Vec<Key> = Vec::new();
+    let mut places: Vec<Place> = Vec::new();
     let mut list = false;
     if matches!(sc.peek(), None | Some('\n')) {
         if lines.is_empty() || matches!(rows, Rows::ToEnd) {
@@ -308,7 +381,26 @@ pub(super) fn parse_block(
         }
     } else {
         loop {
+            if sc.eat("*") {
+                let digits = sc.rest().bytes().take_while(u8::is_ascii_digit).count();
+                let n = match digits {
+                    0 => 1,
+                    _ => sc
+                        .rest()
+                        .get(..digits)
+                        .and_then(|d| d.parse::<usize>().ok())
+                        .filter(|&n| n >= 2)
+                        .ok_or_else(|| sc.error("expected `*` or `*N` with N ≥ 2"))?,
+                };
+                sc.advance(digits);
+                places.push(Place::Declared(n));
+                if !sc.eat(",") {
+                    break;
+                }
+                continue;
+            }
             names.push(parse_key(sc)?);
+            places.push(Place::Stored);
             if sc.eat("[]") {
                 list = true;
                 break;
@@ -319,7 +411,7 @@ pub(super) fn parse_block(
         }
     }
     sc.end_line()?;
-    let shape = RecordShape::new(lines, names)?;
+    let shape = RecordShape::new(lines, names, &places)?;
     let mut out = Vec::new();
     if shape.stored_count() == 0 {
         // Rows all alike; as with stored rows, at most one per byte of text.
@@ -411,14 +503,14 @@ mod tests {
         ]);
         assert_eq!(
             round_trip(&items),
-            "url: https://x/labels/{name}\ndefault: false\nid,name,user.login\n1,bug,a\n2,docs,b"
+            "url: https://x/labels/{name}\ndefault: false\nid,name,*2,user.login\n1,bug,a\n2,docs,b"
         );
     }
 
     #[test]
     fn identical_rows_keep_a_column() {
         let items = json!([{"a": 1, "b": 2}, {"a": 1, "b": 2}]);
-        assert_eq!(round_trip(&items), "b: 2\na\n1\n1");
+        assert_eq!(round_trip(&items), "b: 2\na,*\n1\n1");
     }
 
     #[test]

@@ -90,9 +90,8 @@
 
 use serde_json::{Map, Value};
 
-use super::{
-    check, checked_body, fence_for, leading_backticks, same_json, Template, TemplateDecodeError,
-};
+use super::{check, checked_body, fence_for, leading_backticks, Template, TemplateDecodeError};
+use crate::exact::same;
 use crate::shape::is_hunk_header;
 
 /// The hint line of this template.
@@ -113,7 +112,7 @@ pub fn encode(value: &Value) -> Option<String> {
     writer.container(value);
     let out = check::seal(&out)?;
     let back = decode(&out).ok()?;
-    same_json(&back, value).then_some(out)
+    same(&back, value).then_some(out)
 }
 
 /// Decodes a text produced by [`encode`] back into the original value.
@@ -485,7 +484,7 @@ mod tests {
     fn round_trip(value: &Value) -> String {
         let encoded = encode(value).unwrap_or_else(|| panic!("declined {value}"));
         let back = decode(&encoded).expect("own output decodes");
-        assert!(same_json(&back, value), "{encoded}\n→ {back}");
+        assert!(same(&back, value), "{encoded}\n→ {back}");
         encoded
     }
 

@@ -43,8 +43,9 @@
 
 use serde_json::{Map, Value};
 
-use super::{same_json, DecodedBody, Template, TemplateDecodeError};
+use super::{DecodedBody, Template, TemplateDecodeError};
 use crate::encode::check;
+use crate::exact::same;
 use crate::hints::ENCODED_PREFIX;
 use crate::shape::Classified;
 
@@ -113,7 +114,7 @@ pub fn encode(body: &str, json: Option<&Value>) -> Option<String> {
     let sealed = check::seal(&out)?;
     let same = match (decode(&sealed).ok()?, json) {
         (DecodedBody::Text(back), None) => back == body,
-        (DecodedBody::Json(back), Some(value)) => same_json(&back, value),
+        (DecodedBody::Json(back), Some(value)) => same(&back, value),
         _ => false,
     };
     same.then_some(sealed)

@@ -341,9 +341,9 @@ pub(super) fn merged_len(piece: &[u8], ranks: &FxHashMap<Vec<u8>, Rank>) -> usiz
     let mut join: Vec<Rank> = vec![Rank::MAX; n];
     let mut heap = BinaryHeap::with_capacity(n);
     let rank_of = |from: usize, to: usize| ranks.get(&piece[from..to]).copied();
-    for s in 0..n - 1 {
+    for (s, slot) in join.iter_mut().enumerate().take(n - 1) {
         if let Some(rank) = rank_of(s, s + 2) {
-            join[s] = rank;
+            *slot = rank;
             heap.push(Reverse((rank, s)));
         }
     }
