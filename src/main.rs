@@ -441,6 +441,7 @@ fn run(command: Command) -> anyhow::Result<()> {
             }
             let options = devboy_mcp::ProxyOptions {
                 list_grace: Duration::from_millis(list_grace_ms),
+                listing_cache: Some(devboy_core::paths::listing_cache_dir()),
             };
             let runtime = tokio::runtime::Builder::new_multi_thread()
                 .enable_all()

@@ -20,6 +20,7 @@ pub mod call;
 pub mod catalog;
 pub mod child;
 pub mod doctor;
+pub mod listing_cache;
 pub mod partition;
 pub mod processor;
 pub mod proxy;
