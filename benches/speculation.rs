@@ -221,6 +221,7 @@ fn start(config: &str) -> Result<Arc<Proxy>> {
     .map_err(|e| anyhow::anyhow!("{e}"))?;
     let options = ProxyOptions {
         list_grace: Duration::from_secs(30),
+        ..ProxyOptions::default()
     };
     Ok(Proxy::start_with(
         &config,

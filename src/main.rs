@@ -80,7 +80,9 @@ enum Command {
     /// --from or of Claude Desktop's config when there is one; then
     /// `claude mcp add devboy -s user -- devboy mcp`. With --project: the
     /// project's .mcp.json servers move to devboy.mcp.json and .mcp.json
-    /// starts devboy on it (relative paths, safe to commit).
+    /// starts devboy on it (relative paths, safe to commit). Either way each
+    /// server is then started once, so that its tool list is kept and
+    /// Claude Code's first session lists every tool at once.
     Init {
         /// Set up this project directory instead (default: the current one).
         #[arg(long, value_name = "DIR", num_args = 0..=1, default_missing_value = ".")]
@@ -93,7 +95,8 @@ enum Command {
         force: bool,
     },
     /// Check the setup without an MCP client: start every configured
-    /// upstream and report its state, tool count and errors; find devboy's
+    /// upstream and report its state, tool count and errors (keeping its
+    /// tool list for `devboy mcp`'s first tools/list); find devboy's
     /// registrations in Claude Code and start each as Claude Code would,
     /// timing initialize and tools/list. Exits 1 when something is wrong.
     Doctor {
@@ -316,10 +319,11 @@ enum HookCommand {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    // doctor reports every problem on stdout itself; its warnings on stderr
-    // would say each one twice.
+    // doctor (and init, which starts the servers it wrote) reports every
+    // problem on stdout itself; its warnings on stderr would say each one
+    // twice.
     let level = match (&cli.command, cli.log_level.as_str()) {
-        (Command::Doctor { .. }, "warn") => "error",
+        (Command::Doctor { .. } | Command::Init { .. }, "warn") => "error",
         (_, level) => level,
     };
     if let Err(error) = init_logging(level, cli.log_file.as_deref()) {
@@ -443,6 +447,7 @@ fn run(command: Command) -> anyhow::Result<()> {
             }
             let options = devboy_mcp::ProxyOptions {
                 list_grace: Duration::from_millis(list_grace_ms),
+                listing_cache: Some(devboy_core::paths::listing_cache_dir()),
             };
             let runtime = tokio::runtime::Builder::new_multi_thread()
                 .enable_all()

@@ -14,6 +14,10 @@ use serde_json::Value;
 /// timeout past it).
 const CLAUDE_TOOLS_LIST_LIMIT: Duration = Duration::from_secs(5);
 
+/// How long `devboy init` waits for the servers it starts (as `devboy
+/// doctor` does by default).
+const INIT_START_WAIT: Duration = Duration::from_secs(30);
+
 /// `devboy init`: writes `<config dir>/devboy.toml`, importing the servers
 /// of `from` or, when not given, of Claude Desktop's config if there is one.
 pub fn init_user(from: Option<&Path>, force: bool) -> anyhow::Result<()> {
@@ -73,6 +77,7 @@ pub fn init_user(from: Option<&Path>, force: bool) -> anyhow::Result<()> {
         ),
     }
     report_config_problems(&target);
+    keep_tool_lists(&target);
     println!(
         "\nNext, register devboy with Claude Code for all your projects (user scope):\n  \
          claude mcp add devboy -s user -- devboy mcp\n  \
@@ -122,6 +127,11 @@ pub fn init_project(dir: &Path) -> anyhow::Result<()> {
         );
     }
     report_config_problems(&servers_path);
+    // Claude Code starts project servers in the project directory, and
+    // their relative paths mean that directory.
+    if std::env::set_current_dir(&dir).is_ok() {
+        keep_tool_lists(&servers_path);
+    }
     println!(
         "\nBoth files use relative paths: commit them to share the setup (each teammate needs `devboy` on PATH).\n\
          Claude Code asks once, when it next starts in this project, to approve the project server `devboy`\n\
@@ -214,35 +224,15 @@ pub fn doctor(config: Option<&Path>, wait: Duration) -> anyhow::Result<()> {
             for warning in &config.warnings {
                 println!("  warning: {warning}");
             }
-            let checks = runtime.block_on(doctor::check_upstreams(config, wait));
+            let checks = runtime.block_on(doctor::check_upstreams(
+                config,
+                wait,
+                Some(devboy_core::paths::listing_cache_dir()),
+            ));
             if !checks.is_empty() {
                 println!("\nupstreams (started to check, then stopped):");
             }
-            for check in &checks {
-                let ok = matches!(check.state.as_str(), "ready" | "disabled");
-                if !ok {
-                    problems += 1;
-                }
-                let timing = check
-                    .ready_ms
-                    .map(|ms| format!(", ready in {ms} ms"))
-                    .unwrap_or_default();
-                println!(
-                    "  {} {} ({}, prefix {}): {}, {} tool(s){timing}",
-                    if ok { "✔" } else { "✘" },
-                    check.name,
-                    check.transport,
-                    check.prefix,
-                    check.state,
-                    check.tools
-                );
-                if let Some(error) = &check.error {
-                    println!("      {error}");
-                }
-                for line in check.stderr_tail.iter().rev().take(3).rev() {
-                    println!("      stderr: {line}");
-                }
-            }
+            problems += print_checks(&checks);
             if let Some(llm) = &config.retrieval_llm {
                 println!("\nfind_files' model ([retrieval.llm]):");
                 if !runtime.block_on(check_model(llm)) {
@@ -306,6 +296,81 @@ pub fn doctor(config: Option<&Path>, wait: Duration) -> anyhow::Result<()> {
     }
     println!("\nno problems found");
     Ok(())
+}
+
+/// Prints one line per upstream check (and the error and last stderr
+/// lines of one that failed); returns how many are neither ready nor
+/// disabled.
+fn print_checks(checks: &[doctor::UpstreamCheck]) -> usize {
+    let mut problems = 0;
+    for check in checks {
+        let ok = matches!(check.state.as_str(), "ready" | "disabled");
+        if !ok {
+            problems += 1;
+        }
+        let timing = check
+            .ready_ms
+            .map(|ms| format!(", ready in {ms} ms"))
+            .unwrap_or_default();
+        let kept = if check.listing == "cached" {
+            " (listed from an earlier run)"
+        } else {
+            ""
+        };
+        println!(
+            "  {} {} ({}, prefix {}): {}, {} tool(s){kept}{timing}",
+            if ok { "✔" } else { "✘" },
+            check.name,
+            check.transport,
+            check.prefix,
+            check.state,
+            check.tools
+        );
+        if let Some(error) = &check.error {
+            println!("      {error}");
+        }
+        for line in check.stderr_tail.iter().rev().take(3).rev() {
+            println!("      stderr: {line}");
+        }
+    }
+    if checks.iter().any(|c| c.listing == "live") {
+        println!(
+            "  (their tool lists are kept in {}: `devboy mcp` lists them at once, before the servers are up)",
+            devboy_core::paths::listing_cache_dir().display()
+        );
+    }
+    problems
+}
+
+/// Starts each server of the config at `path` once, as `devboy doctor`
+/// does, so that their tool lists are kept: the first `tools/list` of
+/// Claude Code's first session then has every tool at once, which print
+/// mode (`claude -p`, the Agent SDK) needs. Says what it found; a server
+/// that does not start is reported, never an error of `init`.
+fn keep_tool_lists(path: &Path) {
+    let Ok(config) = ProxyConfig::load(path) else {
+        return; // report_config_problems has said why
+    };
+    if !config.upstreams.iter().any(|u| u.enabled) {
+        return;
+    }
+    let Ok(runtime) = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    else {
+        return;
+    };
+    println!(
+        "
+starting each server once, so that Claude Code's first session lists its tools at once:"
+    );
+    let checks = runtime.block_on(doctor::check_upstreams(
+        &config,
+        INIT_START_WAIT,
+        Some(devboy_core::paths::listing_cache_dir()),
+    ));
+    print_checks(&checks);
+    runtime.shutdown_timeout(Duration::from_millis(200));
 }
 
 /// The file after `--config` (or in `--config=FILE`) in `devboy mcp`'s arguments.

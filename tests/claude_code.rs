@@ -451,7 +451,7 @@ fn print_mode_gets_a_slow_server_with_a_longer_list_grace() {
 }
 
 /// The client facts of docs/invariants.md: devboy answers the first tools/list with what is ready
-/// (within 2.5 s by default), and interactive Claude Code takes the tools
+/// (within 4 s by default), and interactive Claude Code takes the tools
 /// of a server that came up later, announced by list_changed, in the same
 /// session: offered in the next model request and callable. Driven through
 /// a terminal (tmux), as a person uses it.

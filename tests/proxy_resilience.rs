@@ -340,7 +340,7 @@ command = "{server}"
 env = { DEVBOY_TEST_STARTUP_DELAY_MS = "800" }
 "#;
     let devboy = Devboy::start(config).await;
-    // The grace (the test helper's 30 s; devboy's default is 2.5 s) covers
+    // The grace (the test helper's 30 s; devboy's default is 4 s) covers
     // an 0.8 s start: the first list is complete.
     assert!(devboy
         .tool_names()

@@ -151,7 +151,7 @@ fn readme_project_setup_works_as_written_with_a_realistic_mcp_json() {
     // reads a file through devboy while two servers behind it are down.
     // The first prompt gets a text answer, the tool call comes with the
     // second: the filesystem server may come up after devboy's first
-    // tools/list (answered within 2.5 s with what is ready) and then reach
+    // tools/list (answered within 4 s with what is ready) and then reach
     // Claude Code by list_changed.
     let tool = "mcp__devboy__filesystem__read_text_file";
     let model = ScriptedModel::start(Script::new().final_text("ok")).unwrap();

@@ -227,8 +227,10 @@ impl Devboy {
         }
         cmd.env("RUST_LOG", test_log_filter());
         // Hermetic: the user's own pipeline_config.toml never applies (and
-        // telemetry goes to <dir>/telemetry).
+        // telemetry goes to <dir>/telemetry), and no listing kept by an
+        // earlier run (or another test) answers the first tools/list.
         cmd.env("DEVBOY_CONFIG_DIR", dir.path());
+        cmd.env("DEVBOY_CACHE_DIR", dir.path().join("cache"));
         cmd.envs(env.iter().copied());
         let transport = TokioChildProcess::new(cmd).expect("spawn devboy");
         let recorder = Recorder::default();
@@ -359,6 +361,9 @@ impl RawClient {
             // Test runs write no telemetry to the user's own directory
             // (a test that wants it passes DEVBOY_TELEMETRY and a dir).
             .env("DEVBOY_TELEMETRY", "off")
+            // Nor tool lists kept by earlier runs (a test that wants them
+            // passes its own DEVBOY_CACHE_DIR).
+            .env("DEVBOY_CACHE_DIR", dir.path().join("cache"))
             .envs(env.iter().copied())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())

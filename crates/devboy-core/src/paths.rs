@@ -5,8 +5,11 @@
 //! override either. Runtime state (the context-partition files that the
 //! Claude Code hooks write and running proxies watch) lives in
 //! `$XDG_RUNTIME_DIR/devboy/` (else `<config_dir>/run/`), overridden by
-//! `DEVBOY_RUNTIME_DIR`. Empty variables count as unset, and a relative
-//! `XDG_CONFIG_HOME` is ignored, as the XDG spec asks. Nothing here touches
+//! `DEVBOY_RUNTIME_DIR`. What devboy can rebuild (explore's indexes, the
+//! upstreams' last tool lists) lives in `$XDG_CACHE_HOME/devboy/` (else
+//! `~/.cache/devboy/`), overridden by `DEVBOY_CACHE_DIR`. Empty variables
+//! count as unset, and a relative `XDG_*` directory is ignored, as the XDG
+//! spec asks. Nothing here touches
 //! the file system; the `*_with_env` forms take the environment as a
 //! function so that callers and tests need not mutate the process's.
 
@@ -21,6 +24,8 @@ pub const CONFIG_DIR_ENV: &str = "DEVBOY_CONFIG_DIR";
 pub const TELEMETRY_DIR_ENV: &str = "DEVBOY_TELEMETRY_DIR";
 /// Overrides [`runtime_dir`].
 pub const RUNTIME_DIR_ENV: &str = "DEVBOY_RUNTIME_DIR";
+/// Overrides [`cache_dir`].
+pub const CACHE_DIR_ENV: &str = "DEVBOY_CACHE_DIR";
 /// The config file's name inside [`config_dir`].
 pub const CONFIG_FILE_NAME: &str = "devboy.toml";
 /// The endpoint names map's name inside [`config_dir`].
@@ -75,6 +80,44 @@ pub fn runtime_dir_with_env(env: &dyn Fn(&str) -> Option<OsString>) -> PathBuf {
         }
     }
     config_dir_with_env(env).join("run")
+}
+
+/// Where devboy keeps what it can rebuild: `$DEVBOY_CACHE_DIR`, else
+/// `$XDG_CACHE_HOME/devboy`, else `$HOME/.cache/devboy`, else (no home at
+/// all) `devboy-cache` in the temporary directory, so a cache never lands
+/// in whatever directory devboy was started in.
+pub fn cache_dir() -> PathBuf {
+    cache_dir_with_env(&process_env)
+}
+
+/// [`cache_dir`] with the environment given as a function.
+pub fn cache_dir_with_env(env: &dyn Fn(&str) -> Option<OsString>) -> PathBuf {
+    if let Some(dir) = non_empty(env, CACHE_DIR_ENV) {
+        return PathBuf::from(dir);
+    }
+    if let Some(xdg) = non_empty(env, "XDG_CACHE_HOME").map(PathBuf::from) {
+        if xdg.is_absolute() {
+            return xdg.join("devboy");
+        }
+    }
+    match non_empty(env, "HOME").or_else(|| non_empty(env, "USERPROFILE")) {
+        Some(home) => PathBuf::from(home).join(".cache").join("devboy"),
+        None => non_empty(env, "TMPDIR")
+            .map(PathBuf::from)
+            .unwrap_or_else(std::env::temp_dir)
+            .join("devboy-cache"),
+    }
+}
+
+/// Where `devboy mcp` keeps each upstream's last listing, so that its
+/// first `tools/list` can answer at once: `<cache_dir>/listings`.
+pub fn listing_cache_dir() -> PathBuf {
+    listing_cache_dir_with_env(&process_env)
+}
+
+/// [`listing_cache_dir`] with the environment given as a function.
+pub fn listing_cache_dir_with_env(env: &dyn Fn(&str) -> Option<OsString>) -> PathBuf {
+    cache_dir_with_env(env).join("listings")
 }
 
 /// The context-partition state file of the project at `project` (which the
@@ -262,6 +305,33 @@ mod tests {
         );
         let name = a.file_name().unwrap().to_str().unwrap();
         assert_eq!(name.len(), "0123456789abcdef.json".len());
+    }
+
+    #[test]
+    fn cache_dir_resolution() {
+        let home = env_of(&[("HOME", "/home/u")]);
+        assert_eq!(
+            cache_dir_with_env(&home),
+            PathBuf::from("/home/u/.cache/devboy")
+        );
+        assert_eq!(
+            listing_cache_dir_with_env(&home),
+            PathBuf::from("/home/u/.cache/devboy/listings")
+        );
+        let xdg = env_of(&[("HOME", "/home/u"), ("XDG_CACHE_HOME", "/xc")]);
+        assert_eq!(cache_dir_with_env(&xdg), PathBuf::from("/xc/devboy"));
+        let relative = env_of(&[("HOME", "/home/u"), ("XDG_CACHE_HOME", "rel")]);
+        assert_eq!(
+            cache_dir_with_env(&relative),
+            PathBuf::from("/home/u/.cache/devboy")
+        );
+        let overridden = env_of(&[("XDG_CACHE_HOME", "/xc"), ("DEVBOY_CACHE_DIR", "/c")]);
+        assert_eq!(cache_dir_with_env(&overridden), PathBuf::from("/c"));
+        let homeless = env_of(&[("TMPDIR", "/scratch")]);
+        assert_eq!(
+            cache_dir_with_env(&homeless),
+            PathBuf::from("/scratch/devboy-cache")
+        );
     }
 
     #[test]

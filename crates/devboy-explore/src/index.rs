@@ -98,21 +98,10 @@ pub enum IndexError {
     },
 }
 
-/// Where indexes are kept: `$DEVBOY_CACHE_DIR`, else
-/// `$XDG_CACHE_HOME/devboy`, else `~/.cache/devboy`; an index per root in
-/// `explore/`.
+/// Where indexes are kept: devboy's cache directory
+/// ([`devboy_core::paths::cache_dir`]); an index per root in `explore/`.
 pub fn cache_dir() -> PathBuf {
-    let env = |k: &str| std::env::var_os(k).filter(|v| !v.is_empty());
-    if let Some(dir) = env("DEVBOY_CACHE_DIR") {
-        return PathBuf::from(dir);
-    }
-    if let Some(dir) = env("XDG_CACHE_HOME") {
-        return PathBuf::from(dir).join("devboy");
-    }
-    match env("HOME") {
-        Some(home) => PathBuf::from(home).join(".cache").join("devboy"),
-        None => std::env::temp_dir().join("devboy-cache"),
-    }
+    devboy_core::paths::cache_dir()
 }
 
 /// The file an index of `root` is stored in, under `cache`.

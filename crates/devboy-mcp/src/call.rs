@@ -32,7 +32,7 @@ use crate::answers::StoredAnswer;
 use crate::builtin::BuiltinContext;
 use crate::catalog::ToolRoute;
 use crate::seam::{apply, before_call, deliver, Delivery, ToolCallInfo};
-use crate::session::{explain_unknown_tool, unknown_tool, Session};
+use crate::session::{explain_unknown_tool, unknown_tool, why_unavailable, Session};
 use crate::speculation::{CallKey, SpeculationMode};
 use crate::upstream::{CallFailure, ProgressTarget, Upstream};
 use devboy_core::speculation::Served;
@@ -466,6 +466,15 @@ async fn ask_upstream(
         Ok(result) => Ok(Answer::Result(result)),
         Err(CallFailure::Protocol(error)) => Err(error),
         Err(CallFailure::Cancelled) => Err(cancelled()),
+        // The server is not up (a tool listed from an earlier run's kept
+        // listing, say): say since when and why, as for an unknown name.
+        Err(failure @ CallFailure::Unavailable { .. }) => {
+            let why = why_unavailable(upstream, &call.name).unwrap_or_else(|| failure.to_string());
+            tracing::warn!(tool = %call.name, %failure, "tool call failed");
+            Ok(Answer::Failure(CallToolResult::error(vec![
+                ContentBlock::text(format!("devboy: {why}")),
+            ])))
+        }
         Err(failure) => {
             tracing::warn!(tool = %call.name, %failure, "tool call failed");
             Ok(Answer::Failure(CallToolResult::error(vec![

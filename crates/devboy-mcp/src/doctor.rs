@@ -1,5 +1,6 @@
 //! `devboy doctor`'s live checks: start the configured upstreams the way
-//! `devboy mcp` does and report how each one came up, and start an MCP
+//! `devboy mcp` does and report how each one came up (keeping each
+//! listing, so the next `devboy mcp` lists every tool at once), and start an MCP
 //! server command the way Claude Code does and time its `initialize` and
 //! `tools/list`. No MCP client is needed to see what is wrong.
 
@@ -27,6 +28,9 @@ pub struct UpstreamCheck {
     pub state: String,
     /// Tools it exposes (after allow/deny).
     pub tools: usize,
+    /// Where those tools come from: `live`, `cached` (an earlier run's
+    /// listing; the server did not list this time) or `none`.
+    pub listing: &'static str,
     /// What went wrong, for people.
     pub error: Option<String>,
     /// The last lines it wrote to stderr, when it failed.
@@ -37,11 +41,20 @@ pub struct UpstreamCheck {
 
 /// Starts every upstream of `config`, waits until each is ready or has
 /// failed at least once (or `wait` is over), reports them and stops them.
-/// Must be called inside a tokio runtime.
-pub async fn check_upstreams(config: &ProxyConfig, wait: Duration) -> Vec<UpstreamCheck> {
+/// Each listing is kept in `listing_cache` when given, as `devboy mcp`
+/// keeps it. Must be called inside a tokio runtime.
+pub async fn check_upstreams(
+    config: &ProxyConfig,
+    wait: Duration,
+    listing_cache: Option<PathBuf>,
+) -> Vec<UpstreamCheck> {
     crate::install_tls_provider();
     let started = Instant::now();
-    let proxy = Proxy::start(config, ProxyOptions::default());
+    let options = ProxyOptions {
+        listing_cache,
+        ..ProxyOptions::default()
+    };
+    let proxy = Proxy::start(config, options);
     let mut ready_ms: Vec<Option<u64>> = vec![None; proxy.upstreams().len()];
     let deadline = started + wait;
     loop {
@@ -73,6 +86,7 @@ pub async fn check_upstreams(config: &ProxyConfig, wait: Duration) -> Vec<Upstre
                 transport: config.transport.kind().to_owned(),
                 state: upstream.state_label().to_owned(),
                 tools: catalog.tools_of(index),
+                listing: upstream.listing_source().label(),
                 error: match &phase {
                     Phase::Failed { error, .. } => Some(error.clone()),
                     _ if failed => lock(&upstream.stats.last_error).clone(),

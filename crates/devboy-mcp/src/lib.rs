@@ -20,6 +20,7 @@ pub mod call;
 pub mod catalog;
 pub mod child;
 pub mod doctor;
+pub mod listing_cache;
 pub mod partition;
 pub mod processor;
 pub mod proxy;
@@ -54,12 +55,15 @@ pub use speculation::{
 /// as an upstream of another devboy, so it starts no upstreams of its own.
 pub const NESTED_ENV: &str = "DEVBOY_UPSTREAM_OF";
 
-/// How long the first `tools/list` waits for upstreams still starting,
-/// counted from devboy's start, by default. Claude Code gives `tools/list`
-/// 5,000 ms (`claude mcp list` reports a timeout past that) and honours
-/// `list_changed` in a running session, so devboy answers with what is
-/// ready well inside that and announces the rest when it comes.
-pub const DEFAULT_LIST_GRACE_MS: u64 = 2_500;
+/// How long the first `tools/list` waits for upstreams still starting
+/// that have no kept listing (a server's first run ever, or a changed
+/// entry), counted from devboy's start, by default. Print mode runs only
+/// the tools of that first list, so the wait is as long as `claude mcp
+/// list` allows: it gives `tools/list` 5,000 ms from its request (a
+/// timeout past that; measured connected up to a 4.9 s grace), and 1 s is
+/// left for a busy machine. Later servers are announced with
+/// `list_changed`, which interactive sessions honour.
+pub const DEFAULT_LIST_GRACE_MS: u64 = 4_000;
 
 /// The name devboy gives in `initialize` (`serverInfo.name`); an upstream
 /// that gives it is devboy itself and is not proxied.

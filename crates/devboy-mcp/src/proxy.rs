@@ -4,8 +4,11 @@
 //! at once (concurrently; a slow or broken one delays nobody), and rebuilds
 //! the [`Catalog`] whenever any upstream's listing changes. Agent sessions
 //! ([`crate::session::Session`]) read the catalog and subscribe to its
-//! changes to send `list_changed` notifications.
+//! changes to send `list_changed` notifications. With a listing cache
+//! ([`ProxyOptions::listing_cache`]) each upstream starts from the listing
+//! an earlier devboy kept, so the first `tools/list` need not wait for it.
 
+use std::path::PathBuf;
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
@@ -15,20 +18,27 @@ use tokio_util::sync::CancellationToken;
 
 use crate::builtin::BuiltinRegistry;
 use crate::catalog::Catalog;
-use crate::upstream::{read, write, ChangeHook, Phase, Upstream};
+use crate::listing_cache::ListingFile;
+use crate::upstream::{read, write, ChangeHook, ListingSource, Phase, Upstream};
 
 /// Options that are not part of the config file.
 #[derive(Debug, Clone)]
 pub struct ProxyOptions {
     /// How long the first `tools/list` may wait for upstreams that are still
-    /// starting, counted from proxy start. `initialize` never waits.
+    /// starting and have no kept listing, counted from proxy start.
+    /// `initialize` never waits.
     pub list_grace: Duration,
+    /// Where each upstream's last listing is kept between runs
+    /// (`devboy mcp` and `devboy doctor` use
+    /// [`devboy_core::paths::listing_cache_dir`]); `None` keeps nothing.
+    pub listing_cache: Option<PathBuf>,
 }
 
 impl Default for ProxyOptions {
     fn default() -> Self {
         Self {
             list_grace: Duration::from_millis(crate::DEFAULT_LIST_GRACE_MS),
+            listing_cache: None,
         }
     }
 }
@@ -76,7 +86,12 @@ impl Proxy {
                             proxy.rebuild();
                         }
                     });
-                    Upstream::new(u.clone(), hook)
+                    let file = options
+                        .listing_cache
+                        .as_deref()
+                        .filter(|_| u.enabled)
+                        .and_then(|dir| ListingFile::for_upstream(dir, u));
+                    Upstream::with_listing_file(u.clone(), hook, file)
                 })
                 .collect();
             let catalog = Arc::new(Catalog::build(&config.server_name, &builtins, &upstreams));
@@ -127,14 +142,17 @@ impl Proxy {
         self.started.elapsed()
     }
 
-    /// Waits until no upstream that has never been ready is still starting,
-    /// or until the list grace period (from proxy start) is over.
+    /// Waits until no upstream is still starting without a listing (live
+    /// or kept from an earlier run), or until the list grace period (from
+    /// proxy start) is over.
     pub async fn settle(&self) {
         let deadline = tokio::time::Instant::from_std(self.started + self.options.list_grace);
         for upstream in &self.upstreams {
             let mut phase = upstream.watch_phase();
             loop {
-                if *phase.borrow_and_update() != Phase::Starting {
+                if *phase.borrow_and_update() != Phase::Starting
+                    || upstream.listing_source() != ListingSource::None
+                {
                     break;
                 }
                 match tokio::time::timeout_at(deadline, phase.changed()).await {

@@ -26,7 +26,7 @@ use crate::partition::PartitionWatcher;
 use crate::proxy::Proxy;
 use crate::seam::{ResponseProcessor, SeamStats};
 use crate::speculation::{PrefetchPlanner, SpeculationEngine};
-use crate::upstream::CallFailure;
+use crate::upstream::{CallFailure, Phase, Upstream};
 
 /// Counters for one agent session.
 #[derive(Debug, Default)]
@@ -359,21 +359,37 @@ pub(crate) fn explain_unknown_tool(proxy: &Proxy, name: &str) -> McpError {
     let config = upstream.config();
     let server = &config.name;
     let listed = upstream.catalog().tools.iter().any(|t| t.name == tool);
-    let message = match upstream.phase() {
-        _ if listed && !config.tools.permits(tool) => format!(
+    let message = if listed && !config.tools.permits(tool) {
+        format!(
             "tool `{name}` is filtered out: `{tool}` of server `{server}` does not pass its allow/deny globs in devboy's config"
-        ),
-        crate::upstream::Phase::Disabled => {
+        )
+    } else {
+        why_unavailable(upstream, name).unwrap_or_else(|| {
+            format!("unknown tool `{name}`: server `{server}` has no tool `{tool}`")
+        })
+    };
+    McpError::invalid_params(message, None)
+}
+
+/// Why a tool `name` of `upstream` cannot be called now: its server is
+/// down (for how long, and why), disabled, still starting or stopped.
+/// `None` while the server is ready. The same words answer a call of an
+/// unknown name and a call of a listed tool (one kept from an earlier run,
+/// say) whose server is not up.
+pub(crate) fn why_unavailable(upstream: &Upstream, name: &str) -> Option<String> {
+    let server = &upstream.config().name;
+    Some(match upstream.phase() {
+        Phase::Disabled => {
             format!("tool `{name}`: its server `{server}` is disabled in devboy's config")
         }
-        crate::upstream::Phase::Failed { error, .. } => {
+        Phase::Failed { error, .. } => {
             let down = upstream
                 .down_for()
                 .map(|d| format!(" for {} s", d.as_secs()))
                 .unwrap_or_default();
             format!("tool `{name}`: its server `{server}` is down{down}: {error}")
         }
-        crate::upstream::Phase::Starting => match upstream.down_for() {
+        Phase::Starting => match upstream.down_for() {
             Some(down) => format!(
                 "tool `{name}`: its server `{server}` is down for {} s and restarting; last error: {}",
                 down.as_secs(),
@@ -385,14 +401,9 @@ pub(crate) fn explain_unknown_tool(proxy: &Proxy, name: &str) -> McpError {
                 "tool `{name}`: its server `{server}` is still starting; call devboy_status to see when it is ready"
             ),
         },
-        crate::upstream::Phase::Stopped => {
-            format!("tool `{name}`: its server `{server}` has stopped")
-        }
-        crate::upstream::Phase::Ready => {
-            format!("unknown tool `{name}`: server `{server}` has no tool `{tool}`")
-        }
-    };
-    McpError::invalid_params(message, None)
+        Phase::Stopped => format!("tool `{name}`: its server `{server}` has stopped"),
+        Phase::Ready => return None,
+    })
 }
 
 fn failure_to_error(failure: CallFailure) -> McpError {

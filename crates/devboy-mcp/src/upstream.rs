@@ -6,7 +6,9 @@
 //! the connection. When the server exits, calls in flight fail with a clear
 //! error, and the supervisor reconnects with exponential backoff. The last
 //! known catalog stays published while it does, so the agent does not see
-//! tools vanish and reappear on every hiccup.
+//! tools vanish and reappear on every hiccup. Before the first connection
+//! the catalog may be the listing an earlier devboy kept on disk
+//! ([`crate::listing_cache`]); each live listing replaces it and is kept.
 //!
 //! Nothing here knows about the agent side; the only outward signals are the
 //! change hook (called on every catalog change) and the phase watch.
@@ -81,7 +83,8 @@ impl Phase {
 }
 
 /// Everything an upstream offers, as it last listed it.
-#[derive(Debug, Default, Clone)]
+#[derive(Debug, Default, Clone, serde::Serialize, serde::Deserialize)]
+#[serde(default)]
 pub struct UpstreamCatalog {
     /// Tools, as listed (all pages), before allow/deny filtering.
     pub tools: Vec<Tool>,
@@ -91,6 +94,29 @@ pub struct UpstreamCatalog {
     pub resource_templates: Vec<ResourceTemplate>,
     /// Prompts (all pages).
     pub prompts: Vec<Prompt>,
+}
+
+/// Where an upstream's current catalog came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ListingSource {
+    /// Nothing listed yet: no live listing and none kept on disk.
+    None,
+    /// The listing an earlier devboy kept for this entry; the server has
+    /// not listed live since this devboy started.
+    Cached,
+    /// The server's own listing in this devboy's life.
+    Live,
+}
+
+impl ListingSource {
+    /// Short name for status output.
+    pub fn label(self) -> &'static str {
+        match self {
+            ListingSource::None => "none",
+            ListingSource::Cached => "cached",
+            ListingSource::Live => "live",
+        }
+    }
 }
 
 /// Counters shown by `devboy_status`.
@@ -181,6 +207,9 @@ pub struct Upstream {
     phase: watch::Sender<Phase>,
     peer: RwLock<Option<Peer<RoleClient>>>,
     catalog: RwLock<Arc<UpstreamCatalog>>,
+    listing_source: Mutex<ListingSource>,
+    /// Where live listings are kept for the next devboy, if anywhere.
+    listing_file: Option<crate::listing_cache::ListingFile>,
     ever_ready: AtomicBool,
     /// When the current run of failures began; `None` while it is up.
     down_since: Mutex<Option<SystemTime>>,
@@ -202,16 +231,38 @@ pub struct Upstream {
 impl Upstream {
     /// An upstream in its initial phase; call [`Upstream::supervise`] to run it.
     pub fn new(config: UpstreamConfig, on_change: ChangeHook) -> Arc<Self> {
+        Self::with_listing_file(config, on_change, None)
+    }
+
+    /// [`new`](Self::new), keeping each live listing in `listing_file` and
+    /// starting with the listing found there, if any: its tools are
+    /// offered (and their calls wait for the server) before it is up.
+    pub fn with_listing_file(
+        config: UpstreamConfig,
+        on_change: ChangeHook,
+        listing_file: Option<crate::listing_cache::ListingFile>,
+    ) -> Arc<Self> {
         let phase = if config.enabled {
             Phase::Starting
         } else {
             Phase::Disabled
         };
+        let cached = listing_file
+            .as_ref()
+            .filter(|_| config.enabled)
+            .and_then(|file| file.load());
+        let source = if cached.is_some() {
+            ListingSource::Cached
+        } else {
+            ListingSource::None
+        };
         Arc::new(Self {
             config,
             phase: watch::Sender::new(phase),
             peer: RwLock::new(None),
-            catalog: RwLock::new(Arc::new(UpstreamCatalog::default())),
+            catalog: RwLock::new(Arc::new(cached.unwrap_or_default())),
+            listing_source: Mutex::new(source),
+            listing_file,
             ever_ready: AtomicBool::new(false),
             down_since: Mutex::new(None),
             child_report: Mutex::new(crate::child::SharedReport::default()),
@@ -266,6 +317,11 @@ impl Upstream {
         read(&self.catalog).clone()
     }
 
+    /// Where the current catalog came from.
+    pub fn listing_source(&self) -> ListingSource {
+        *lock(&self.listing_source)
+    }
+
     /// Process id of a stdio upstream's current child.
     pub fn pid(&self) -> Option<u32> {
         *lock(&self.pid)
@@ -283,9 +339,16 @@ impl Upstream {
         self.phase.send_replace(phase);
     }
 
-    fn publish(&self, catalog: UpstreamCatalog) {
-        *write(&self.catalog) = Arc::new(catalog);
+    /// Publishes a live listing (the agent's catalog is rebuilt at once),
+    /// then keeps it on disk for the next devboy when it changed.
+    async fn publish(&self, catalog: UpstreamCatalog) {
+        let catalog = Arc::new(catalog);
+        *write(&self.catalog) = catalog.clone();
+        *lock(&self.listing_source) = ListingSource::Live;
         (self.on_change)();
+        if let Some(file) = &self.listing_file {
+            file.store(&catalog).await;
+        }
     }
 
     /// Runs the upstream until `shutdown` fires: connect, serve, restart.
@@ -584,7 +647,7 @@ impl Upstream {
         let catalog = list_catalog(running.peer())
             .await
             .map_err(|e| format!("listing failed: {e}"))?;
-        self.publish(catalog);
+        self.publish(catalog).await;
         Ok(running)
     }
 
@@ -599,7 +662,7 @@ impl Upstream {
         match result {
             Ok(()) => {
                 tracing::info!(upstream = %self.config.name, ?kind, "upstream list changed");
-                self.publish(next);
+                self.publish(next).await;
             }
             Err(e) => {
                 tracing::warn!(upstream = %self.config.name, ?kind, error = %e, "re-listing failed")

@@ -84,6 +84,9 @@ fn report(session: &Session, pipeline_report: Option<Value>) -> String {
                 "prefix": config.prefix,
                 "state": upstream.state_label(),
                 "tools": catalog.tools_of(index),
+                // `cached`: listed from the last run's listing, the server
+                // not up yet in this one.
+                "listing": upstream.listing_source().label(),
                 "calls": stats.calls.load(Ordering::Relaxed),
                 "errors": stats.errors.load(Ordering::Relaxed),
                 "timeouts": stats.timeouts.load(Ordering::Relaxed),

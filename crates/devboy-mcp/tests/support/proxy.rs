@@ -43,6 +43,7 @@ pub fn start_proxy(toml: &str, builtins: BuiltinRegistry) -> Arc<Proxy> {
     .expect("config");
     let options = ProxyOptions {
         list_grace: Duration::from_secs(30),
+        ..ProxyOptions::default()
     };
     Proxy::start_with(&config, options, builtins)
 }
