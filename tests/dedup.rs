@@ -162,6 +162,39 @@ async fn a_write_to_the_file_makes_the_next_read_full() {
     assert!(is_reference_to(&read().await, &id_of(&after)));
 }
 
+/// The newcomer's case: read a file, an `edit_file` that fails ("Could not
+/// find exact match"), read it again. The file is byte for byte the
+/// version the model holds, so the re-read is that version's reference,
+/// not the whole file under a new id.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_re_read_after_a_failed_edit_is_the_reference_the_model_holds() {
+    let data = common::TempDir::new("dedup-failed-edit");
+    let root = data.path().canonicalize().unwrap();
+    let file = root.join("api.py");
+    let source: String = (0..120)
+        .map(|i| format!("def handler_{i}(request):\n    return respond(request, {i})\n"))
+        .collect();
+    std::fs::write(&file, &source).unwrap();
+    let devboy = devboy_over_fs(&root).await;
+    let path = file.to_str().unwrap();
+    let first = devboy
+        .call("fs__read_text_file", json!({"path": path}))
+        .await;
+    let id = id_of(&first);
+    let edit = devboy
+        .call(
+            "fs__edit_file",
+            json!({"path": path, "edits": [{"oldText": "def no_such_function():", "newText": "x"}]}),
+        )
+        .await;
+    assert_eq!(edit.is_error, Some(true), "the edit fails: {edit:?}");
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), source);
+    let again = devboy
+        .call("fs__read_text_file", json!({"path": path}))
+        .await;
+    assert!(is_reference_to(&again, &id), "{again:?}");
+}
+
 /// The agent reads a source file, edits one line through the server's
 /// own `edit_file`, and reads it again: the second read is the first's id
 /// and a unified diff, a few percent of the file, that rebuilds the new

@@ -504,6 +504,21 @@ mod tests {
         );
     }
 
+    /// Rows that leave out different keys keep their own key order: the
+    /// columns follow an order every row agrees with. Rows that disagree
+    /// make no table at all.
+    #[test]
+    fn tables_keep_every_rows_key_order_or_are_not_used() {
+        let sparse: Value =
+            serde_json::from_str(r#"[{"a":1,"c":3},{"a":1,"b":2,"c":3},{"b":5,"c":6,"d":7}]"#)
+                .unwrap();
+        let encoded = encode(&sparse, Format::Csv).expect("an order all rows agree with");
+        let back = decode(encoded.text()).unwrap();
+        assert_eq!(back.to_string(), sparse.to_string(), "{}", encoded.text());
+        let disagree: Value = serde_json::from_str(r#"[{"a":1,"b":2},{"b":3,"a":4}]"#).unwrap();
+        assert_eq!(encode(&disagree, Format::Csv), None);
+    }
+
     #[test]
     fn nested_tables_aliases_and_rows_alike() {
         let user = json!({"login": "octocat", "url": "https://api.github.com/users/octocat"});

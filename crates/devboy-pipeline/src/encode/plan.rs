@@ -553,6 +553,56 @@ impl<'v> Plan<'v> {
 
 /// Adds the columns of one level (the union of the keys of `maps`, in
 /// first-seen order), flattening objects into groups.
+/// The columns (indices into first-seen order) in an order every map's
+/// own key order agrees with, when there is one: rows that leave out a key
+/// other rows have still decode in their own order (invariant 12). Ties
+/// go by first sight; with no such order (two rows disagree), first-seen
+/// order, and the table will not decode back exactly and is not used.
+fn merged_order(
+    maps: &[&Map<String, Value>],
+    index: &HashMap<&str, usize, FastHash>,
+    n: usize,
+) -> Vec<usize> {
+    use std::cmp::Reverse;
+    use std::collections::BinaryHeap;
+    let first_seen: Vec<usize> = (0..n).collect();
+    let mut after: Vec<Vec<usize>> = vec![Vec::new(); n];
+    let mut before = vec![0usize; n];
+    let mut seen: std::collections::HashSet<(usize, usize), FastHash> = Default::default();
+    for map in maps {
+        let mut previous: Option<usize> = None;
+        for key in map.keys() {
+            let Some(&c) = index.get(key.as_str()) else {
+                return first_seen;
+            };
+            if let Some(p) = previous {
+                if seen.insert((p, c)) {
+                    after[p].push(c);
+                    before[c] += 1;
+                }
+            }
+            previous = Some(c);
+        }
+    }
+    let mut ready: BinaryHeap<Reverse<usize>> =
+        (0..n).filter(|&c| before[c] == 0).map(Reverse).collect();
+    let mut order = Vec::with_capacity(n);
+    while let Some(Reverse(c)) = ready.pop() {
+        order.push(c);
+        for &next in &after[c] {
+            before[next] -= 1;
+            if before[next] == 0 {
+                ready.push(Reverse(next));
+            }
+        }
+    }
+    if order.len() == n {
+        order
+    } else {
+        first_seen
+    }
+}
+
 fn add_level<'v>(
     nodes: &mut Vec<Node<'v>>,
     parent: Option<usize>,
@@ -585,6 +635,15 @@ fn add_level<'v>(
             };
             columns[column][r] = Some(value);
             next = column + 1;
+        }
+    }
+    if maps.len() > 1 {
+        let order = merged_order(maps, &index, keys.len());
+        if order.iter().enumerate().any(|(i, &c)| i != c) {
+            keys = order.iter().map(|&c| keys[c]).collect();
+            let mut taken: Vec<Option<Vec<Option<&'v Value>>>> =
+                columns.into_iter().map(Some).collect();
+            columns = order.iter().filter_map(|&c| taken[c].take()).collect();
         }
     }
     let (parent_bare, prefix) = match parent {
