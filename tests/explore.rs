@@ -41,15 +41,17 @@ fn path(p: &Path) -> &str {
     p.to_str().expect("a UTF-8 path")
 }
 
-/// `devboy mcp` with no config, its index kept in `cache`.
-async fn mcp(cache: &Path) -> (common::RawClient, common::TempDir) {
+/// `devboy mcp` with no config, serving `project` (its working
+/// directory, where `root` must lie), its index kept in `cache`.
+async fn mcp(project: &Path, cache: &Path) -> (common::RawClient, common::TempDir) {
     let empty = common::TempDir::new("explore-mcp-config");
-    let client = common::RawClient::start_command(
+    let client = common::RawClient::start_command_in(
         &["mcp"],
         &[
             ("DEVBOY_CONFIG_DIR", path(empty.path())),
             ("DEVBOY_CACHE_DIR", path(cache)),
         ],
+        Some(project),
     )
     .await;
     (client, empty)
@@ -271,7 +273,7 @@ async fn the_index_is_kept_and_refreshed_and_the_tool_answers_over_mcp() {
 
     // Through `devboy mcp`: the built-in tool, with `root`.
     {
-        let (mut client, _config) = mcp(&cache).await;
+        let (mut client, _config) = mcp(dir.path(), &cache).await;
         client
             .send(json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
                 "params": {"name": "devboy_explore", "arguments": {"query": QUERY, "root": root}}}))
@@ -474,7 +476,7 @@ async fn find_files_ranks_the_files_an_issue_is_about() {
     );
 
     // The tool.
-    let (mut client, _config) = mcp(&cache).await;
+    let (mut client, _config) = mcp(dir.path(), &cache).await;
     client
         .send(json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
             "params": {"name": "devboy_find_files", "arguments": {"query": issue, "root": root, "k": 2}}}))
@@ -523,4 +525,170 @@ async fn find_files_ranks_the_files_an_issue_is_about() {
         "{report}"
     );
     assert_eq!(overall["llm_calls"], 0.0, "{report}");
+}
+
+/// Calls `tool` with `arguments` as request `id` and returns its result,
+/// answering devboy's `roots/list` requests on the way with `roots` (as
+/// `file://` URIs); also how many it asked.
+async fn call_answering_roots(
+    client: &mut common::RawClient,
+    id: i64,
+    tool: &str,
+    arguments: Value,
+    roots: &[&Path],
+) -> (Value, usize) {
+    client
+        .send(json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+            "params": {"name": tool, "arguments": arguments}}))
+        .await;
+    let mut asked = 0;
+    loop {
+        let message = client.recv().await;
+        if message["method"] == "roots/list" {
+            asked += 1;
+            let listed: Vec<Value> = roots
+                .iter()
+                .map(|r| json!({"uri": format!("file://{}", r.display()), "name": "declared"}))
+                .collect();
+            client
+                .send(json!({"jsonrpc": "2.0", "id": message["id"], "result": {"roots": listed}}))
+                .await;
+        } else if message["id"] == json!(id) {
+            return (message["result"].clone(), asked);
+        }
+    }
+}
+
+fn text_of(result: &Value) -> &str {
+    result["content"][0]["text"].as_str().unwrap_or_default()
+}
+
+/// Issue 23, item 7: `root: "/"` used to index the whole disk and answer
+/// with source from anywhere. A root outside the project devboy serves
+/// (after `..` and symlinks) is refused before anything is read, saying
+/// how to allow it; a root the client declares (`roots/list`) or one of
+/// `[explore] allowed_roots` is allowed.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_root_outside_the_project_is_refused_unless_the_client_or_the_config_allows_it() {
+    let dir = common::TempDir::new("explore-roots");
+    let (project, outside, cache) = (
+        dir.path().join("project"),
+        dir.path().join("outside"),
+        dir.path().join("cache"),
+    );
+    fixture(&project);
+    // Planted beside the project: never to be read without leave.
+    write(
+        &outside,
+        "src/Planted.kt",
+        "package planted\n\n/** Planted outside the project. */\nclass PlantedSecret {\n    fun leak(): String = \"CANARY-7f3a\"\n}\n",
+    );
+    std::os::unix::fs::symlink(&outside, project.join("link")).unwrap();
+    let query = json!("Where is PlantedSecret.leak?");
+
+    // devboy serving the project, with no roots declared or configured.
+    let (mut client, _config) = mcp(&project, &cache).await;
+    let dotdot = project.join("..").join("outside");
+    let refused: [&str; 5] = [path(&outside), "/", "../outside", "link", path(&dotdot)];
+    let mut id = 0;
+    for root in refused {
+        for tool in ["devboy_explore", "devboy_find_files"] {
+            id += 1;
+            let args = json!({"query": query, "root": root});
+            let (result, asked) = call_answering_roots(&mut client, id, tool, args, &[]).await;
+            let text = text_of(&result);
+            assert_eq!(result["isError"], true, "{tool} {root}: {result}");
+            assert!(
+                text.contains("is outside the directories devboy may read")
+                    && text.contains("`allowed_roots` under `[explore]`")
+                    && text.contains("the client declares none"),
+                "{tool} {root}: {text}"
+            );
+            assert!(!text.contains("CANARY"), "{text}");
+            assert_eq!(
+                asked, 0,
+                "a client without the roots capability is not asked"
+            );
+        }
+    }
+    assert!(
+        !cache.join("explore").exists(),
+        "nothing was indexed for a refused root"
+    );
+    // Inside the project, relative or absolute: answered.
+    for root in ["src", path(&project.join("src/demo"))] {
+        id += 1;
+        let args = json!({"query": QUERY, "root": root});
+        let (result, _) = call_answering_roots(&mut client, id, "devboy_explore", args, &[]).await;
+        assert_eq!(result["isError"], false, "{root}: {result}");
+        assert!(text_of(&result).contains("class StageChain"), "{result}");
+    }
+    client.stop().await;
+
+    // `[explore] allowed_roots` in pipeline_config.toml.
+    let config = common::TempDir::new("explore-roots-config");
+    std::fs::write(
+        config.path().join("pipeline_config.toml"),
+        format!(
+            "schema_version = 3\n[explore]\nallowed_roots = [{:?}]\n",
+            path(&outside)
+        ),
+    )
+    .unwrap();
+    let mut client = common::RawClient::start_command_in(
+        &["mcp"],
+        &[
+            ("DEVBOY_CONFIG_DIR", path(config.path())),
+            ("DEVBOY_CACHE_DIR", path(&cache)),
+        ],
+        Some(&project),
+    )
+    .await;
+    let args = json!({"query": query, "root": outside});
+    let (result, _) = call_answering_roots(&mut client, 1, "devboy_explore", args, &[]).await;
+    assert_eq!(result["isError"], false, "{result}");
+    assert!(text_of(&result).contains("class PlantedSecret"), "{result}");
+    // Its neighbour is not.
+    let args = json!({"query": query, "root": dir.path()});
+    let (result, _) = call_answering_roots(&mut client, 2, "devboy_explore", args, &[]).await;
+    assert_eq!(result["isError"], true, "{result}");
+    client.stop().await;
+
+    // A client that declares roots: asked, and its roots are allowed.
+    let empty = common::TempDir::new("explore-roots-none");
+    let mut client = common::RawClient::start_declaring(
+        &["mcp"],
+        &[
+            ("DEVBOY_CONFIG_DIR", path(empty.path())),
+            ("DEVBOY_CACHE_DIR", path(&cache)),
+        ],
+        Some(&project),
+        json!({"roots": {"listChanged": true}}),
+    )
+    .await;
+    let args = json!({"query": "PlantedSecret leak", "root": outside.join("src")});
+    let (result, asked) =
+        call_answering_roots(&mut client, 1, "devboy_find_files", args, &[&outside]).await;
+    assert_eq!(asked, 1, "{result}");
+    assert_eq!(result["isError"], false, "{result}");
+    assert!(text_of(&result).contains("1. Planted.kt"), "{result}");
+    let args = json!({"query": query, "root": "/"});
+    let (result, asked) =
+        call_answering_roots(&mut client, 2, "devboy_explore", args, &[&outside]).await;
+    assert_eq!(
+        (result["isError"].clone(), asked),
+        (json!(true), 1),
+        "{result}"
+    );
+    assert!(text_of(&result).contains(path(&outside)), "{result}");
+    // Inside the project the client is not asked.
+    let args = json!({"query": QUERY});
+    let (result, asked) =
+        call_answering_roots(&mut client, 3, "devboy_explore", args, &[&outside]).await;
+    assert_eq!(
+        (result["isError"].clone(), asked),
+        (json!(false), 0),
+        "{result}"
+    );
+    client.stop().await;
 }

@@ -523,7 +523,8 @@ async fn the_tool_navigates_with_the_configured_model_and_records_its_cost_witho
     large_fixture(&large);
     let model = oracle(&LARGE_GOLD, |_| {});
     let cfg = config(dir.path(), &model, "anthropic");
-    let mut client = common::RawClient::start_command(
+    // Served from the test's directory, which holds `large`.
+    let mut client = common::RawClient::start_command_in(
         &["mcp", "--config", path(&cfg)],
         &[
             ("DEVBOY_CACHE_DIR", path(&cache)),
@@ -531,6 +532,7 @@ async fn the_tool_navigates_with_the_configured_model_and_records_its_cost_witho
             ("DEVBOY_TELEMETRY_DIR", path(&telemetry)),
             (KEY_VAR, "test-key"),
         ],
+        Some(dir.path()),
     )
     .await;
     client
@@ -605,6 +607,8 @@ async fn sampling_client(config: &Path, root: &Path, cache: &Path, sampling: boo
         .env("DEVBOY_CACHE_DIR", cache)
         .env("DEVBOY_TELEMETRY", "off")
         .env("PYTHONUNBUFFERED", "1")
+        // devboy inherits it: `root` lies inside the directory it serves.
+        .current_dir(root.parent().unwrap_or(root))
         .kill_on_drop(true);
     if !sampling {
         cmd.arg("--no-sampling");

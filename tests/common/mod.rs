@@ -348,6 +348,18 @@ impl RawClient {
     /// [`start_command`](Self::start_command) in working directory `cwd`
     /// (the test's own when `None`).
     pub async fn start_command_in(args: &[&str], env: &[(&str, &str)], cwd: Option<&Path>) -> Self {
+        Self::start_declaring(args, env, cwd, json!({})).await
+    }
+
+    /// [`start_command_in`](Self::start_command_in) as a client declaring
+    /// `capabilities` in `initialize` (`{"roots": {}}`: the test answers
+    /// devboy's `roots/list` itself).
+    pub async fn start_declaring(
+        args: &[&str],
+        env: &[(&str, &str)],
+        cwd: Option<&Path>,
+        capabilities: Value,
+    ) -> Self {
         use std::process::Stdio;
         use tokio::io::AsyncBufReadExt;
         let dir = TempDir::new("raw");
@@ -381,7 +393,7 @@ impl RawClient {
         client
             .send(
                 json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-                "protocolVersion": "2025-06-18", "capabilities": {},
+                "protocolVersion": "2025-06-18", "capabilities": capabilities,
                 "clientInfo": {"name": "raw", "version": "0"}}}),
             )
             .await;

@@ -406,7 +406,9 @@ fn default_of(section: &str, key: &str, defaults: &PipelineConfig) -> Option<Val
         schema::KeyValue::Count(n) => Value::from(i64::try_from(n).ok()?),
         schema::KeyValue::Fraction(x) => Value::from(x),
         schema::KeyValue::Text(s) => Value::from(s),
-        schema::KeyValue::Globs(_) | schema::KeyValue::FollowUps(_) => return None,
+        schema::KeyValue::Globs(_)
+        | schema::KeyValue::Paths(_)
+        | schema::KeyValue::FollowUps(_) => return None,
         // A name: `auto`, `o200k`, `read_only`, …
         name => Value::from(name.to_string()),
     })

@@ -6,7 +6,7 @@
 //! value by its [`KeyKind`] into a [`KeyValue`], and
 //! [`PipelineConfig::store`] puts it in its field.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use globset::{Glob, GlobMatcher};
@@ -127,6 +127,7 @@ fn blank() -> PipelineConfig {
         explore: ExploreSettings {
             adaptive: false,
             budget_chars: 0,
+            allowed_roots: Vec::new(),
         },
         telemetry: TelemetrySettings {
             enabled: false,
@@ -527,6 +528,7 @@ impl Reader<'_> {
             KeyKind::Fraction => KeyValue::Fraction(self.fraction(n, p)?),
             KeyKind::Text => KeyValue::Text(self.string(n, p)?.to_owned()),
             KeyKind::Globs => KeyValue::Globs(self.globs(n, p)?),
+            KeyKind::Paths => KeyValue::Paths(self.paths(n, p)?),
             KeyKind::Tokenizer => KeyValue::Tokenizer(self.tokenizer(n, p)?),
             KeyKind::Client => KeyValue::Client(self.client(n, p)?),
             KeyKind::SideEffect => KeyValue::SideEffect(self.side_effect(n, p)?),
@@ -600,6 +602,26 @@ impl Reader<'_> {
             let ip = path.index(i);
             let pattern = self.string(item, &ip)?;
             out.push((pattern.to_owned(), self.glob(pattern, item, &ip)?));
+        }
+        Ok(out)
+    }
+
+    /// An array of absolute paths (a relative one would depend on where
+    /// devboy happens to start).
+    fn paths(&self, node: &Node, path: &KeyPath) -> Result<Vec<PathBuf>> {
+        const EXPECTED: &str = "an array of absolute directory paths";
+        let Value::Array(items) = &node.value else {
+            return Err(self.invalid(path, node, EXPECTED));
+        };
+        let mut out = Vec::with_capacity(items.len());
+        for (i, item) in items.iter().enumerate() {
+            let ip = path.index(i);
+            let text = self.string(item, &ip)?;
+            let dir = PathBuf::from(text);
+            if !dir.is_absolute() {
+                return Err(self.invalid(&ip, item, "an absolute directory path"));
+            }
+            out.push(dir);
         }
         Ok(out)
     }

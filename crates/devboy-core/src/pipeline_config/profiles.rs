@@ -239,6 +239,9 @@ pub struct ExploreSettings {
     pub adaptive: bool,
     /// The size an answer aims for, in characters, unless the call says.
     pub budget_chars: usize,
+    /// Directories the built-in code tools may read besides the project
+    /// devboy serves and the client's roots (absolute paths).
+    pub allowed_roots: Vec<std::path::PathBuf>,
 }
 
 /// What a landed prefetch is for.

@@ -62,6 +62,8 @@ pub enum KeyKind {
     Text,
     /// An array of glob patterns.
     Globs,
+    /// An array of absolute directory paths.
+    Paths,
     /// `auto`, `o200k`, `cl100k` or `chars:N`.
     Tokenizer,
     /// `auto`, `structured` or `content`.
@@ -196,6 +198,7 @@ pub const KEYS: &[KeySpec] = &[
     key("explore", K::Section, None, 3, "the built-in devboy_explore tool"),
     key("explore.adaptive", K::Bool, Some("true"), 3, "off-flow family members as signatures only"),
     key("explore.budget_chars", K::Count { min: 1000 }, Some("16000"), 3, "the size an answer aims for"),
+    key("explore.allowed_roots", K::Paths, None, 3, "directories the code tools may read besides the project and the client's roots"),
     key("telemetry", K::Section, None, 1, "the anonymous events devboy tune learns from"),
     key("telemetry.enabled", K::Bool, Some("true"), 1, "write events at all"),
     key("telemetry.sample_rate", K::Fraction, Some("1.0"), 1, "the fraction of result events kept"),
@@ -311,6 +314,8 @@ pub enum KeyValue {
     Text(String),
     /// [`KeyKind::Globs`]: the patterns as written, with their matchers.
     Globs(Vec<(String, GlobMatcher)>),
+    /// [`KeyKind::Paths`].
+    Paths(Vec<std::path::PathBuf>),
     /// [`KeyKind::Tokenizer`] (`None`: `auto`).
     Tokenizer(Option<TokenizerChoice>),
     /// [`KeyKind::Client`].
@@ -336,6 +341,13 @@ impl fmt::Display for KeyValue {
             KeyValue::Text(s) => write!(f, "\"{s}\""),
             KeyValue::Globs(globs) => {
                 let list: Vec<&str> = globs.iter().map(|(p, _)| p.as_str()).collect();
+                write!(f, "[{}]", list.join(", "))
+            }
+            KeyValue::Paths(paths) => {
+                let list: Vec<String> = paths
+                    .iter()
+                    .map(|p| format!("{:?}", p.display().to_string()))
+                    .collect();
                 write!(f, "[{}]", list.join(", "))
             }
             KeyValue::Tokenizer(t) => f.write_str(&t.map_or("auto".to_owned(), |t| t.name())),
@@ -380,6 +392,7 @@ impl KeyValue {
     fn non_empty(self) -> Option<Self> {
         match &self {
             KeyValue::Globs(g) if g.is_empty() => None,
+            KeyValue::Paths(p) if p.is_empty() => None,
             _ => Some(self),
         }
     }
@@ -443,6 +456,7 @@ impl PipelineConfig {
             "enrichment.min_probability" => S::Fraction(self.enrichment.min_probability),
             "explore.adaptive" => S::Bool(self.explore.adaptive),
             "explore.budget_chars" => S::Count(self.explore.budget_chars),
+            "explore.allowed_roots" => S::Paths(self.explore.allowed_roots.clone()).non_empty()?,
             "telemetry.enabled" => S::Bool(self.telemetry.enabled),
             "telemetry.sample_rate" => S::Fraction(self.telemetry.sample_rate),
             "telemetry.max_file_bytes" => S::Count(self.telemetry.max_file_bytes as usize),
@@ -533,6 +547,7 @@ impl PipelineConfig {
             ("enrichment.min_probability", S::Fraction(x)) => c.enrichment.min_probability = x,
             ("explore.adaptive", S::Bool(v)) => c.explore.adaptive = v,
             ("explore.budget_chars", S::Count(n)) => c.explore.budget_chars = n,
+            ("explore.allowed_roots", S::Paths(p)) => c.explore.allowed_roots = p,
             ("telemetry.enabled", S::Bool(v)) => c.telemetry.enabled = v,
             ("telemetry.sample_rate", S::Fraction(x)) => c.telemetry.sample_rate = x,
             ("telemetry.max_file_bytes", S::Count(n)) => c.telemetry.max_file_bytes = n as u64,

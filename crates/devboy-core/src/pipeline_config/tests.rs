@@ -901,6 +901,7 @@ fn sample(key: &schema::KeySpec) -> String {
         KeyKind::Fraction => "0.35".into(),
         KeyKind::Text => "\"sample\"".into(),
         KeyKind::Globs => "[\"s*\", \"t?\"]".into(),
+        KeyKind::Paths => "[\"/srv/shared\"]".into(),
         KeyKind::Tokenizer => "\"cl100k\"".into(),
         KeyKind::Client => "\"content\"".into(),
         KeyKind::Selection if key.name() == "llm" => "\"claude\"".into(),

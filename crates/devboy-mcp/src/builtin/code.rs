@@ -1,12 +1,14 @@
 //! What the code tools (`devboy_explore`, `devboy_find_files`) share: the
 //! call's `query` and source tree (`root`, else the directory devboy runs
-//! in, the project in Claude Code), the index opened and used on a
-//! blocking thread, and failures as `isError` results naming the tool.
+//! in, the project in Claude Code; bounded as [`AllowedRoots`] says), the
+//! index opened and used on a blocking thread, and failures as `isError`
+//! results naming the tool.
 
 use std::path::PathBuf;
 
 use rmcp::model::{CallToolResult, ContentBlock};
 
+use super::roots::AllowedRoots;
 use super::BuiltinContext;
 
 /// An `isError` result.
@@ -14,28 +16,34 @@ pub(super) fn failure(message: String) -> CallToolResult {
     CallToolResult::error(vec![ContentBlock::text(message)])
 }
 
-/// The call's query and source tree, or what is wrong with them
-/// (`query_help` says what the query is).
-pub(super) fn query_and_root(
+/// The call's query, or what is wrong with it (`query_help` says what
+/// the query is).
+pub(super) fn query(
     context: &BuiltinContext<'_>,
     tool: &str,
     query_help: &str,
-) -> Result<(String, PathBuf), String> {
-    let Some(query) = context
+) -> Result<String, String> {
+    context
         .str_argument("query")
         .filter(|q| !q.trim().is_empty())
-    else {
-        return Err(format!("{tool}: `query` is required: {query_help}"));
-    };
-    let root = match context.str_argument("root") {
-        Some(root) => PathBuf::from(root),
-        None => std::env::current_dir()
-            .map_err(|e| format!("{tool}: no working directory ({e}); give `root`"))?,
-    };
-    if !root.is_dir() {
-        return Err(format!("{tool}: {} is not a directory", root.display()));
-    }
-    Ok((query.to_owned(), root))
+        .map(str::to_owned)
+        .ok_or_else(|| format!("{tool}: `query` is required: {query_help}"))
+}
+
+/// The call's query and its source tree (`root`, bounded by `roots`),
+/// or the `isError` result to answer with.
+pub(super) async fn query_and_root(
+    context: &BuiltinContext<'_>,
+    roots: &AllowedRoots,
+    tool: &str,
+    query_help: &str,
+) -> Result<(String, PathBuf), CallToolResult> {
+    let query = query(context, tool, query_help).map_err(failure)?;
+    let root = roots
+        .resolve(context, tool, context.str_argument("root"))
+        .await
+        .map_err(failure)?;
+    Ok((query, root))
 }
 
 /// Opens (or refreshes) the index of `root` and computes `answer` from

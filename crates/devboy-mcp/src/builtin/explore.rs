@@ -8,7 +8,8 @@ use rmcp::model::{CallToolResult, ContentBlock, Tool};
 use rmcp::ErrorData as McpError;
 use serde_json::json;
 
-use super::code::{failure, from_index, query_and_root};
+use super::code::{from_index, query_and_root};
+use super::roots::AllowedRoots;
 use super::{annotations, definition, BuiltinContext, BuiltinTool};
 
 /// The `devboy_explore` tool, with the pipeline config's `[explore]`
@@ -16,6 +17,7 @@ use super::{annotations, definition, BuiltinContext, BuiltinTool};
 pub struct Explore {
     adaptive: bool,
     budget_chars: usize,
+    roots: AllowedRoots,
 }
 
 impl Explore {
@@ -23,6 +25,7 @@ impl Explore {
         Explore {
             adaptive: settings.adaptive,
             budget_chars: settings.budget_chars,
+            roots: AllowedRoots::new(&settings.allowed_roots),
         }
     }
 }
@@ -39,7 +42,7 @@ impl BuiltinTool for Explore {
                 "type": "object",
                 "properties": {
                     "query": {"type": "string", "description": "The question, or the names of the symbols it is about."},
-                    "root": {"type": "string", "description": "The source tree (default: the project devboy runs in)."},
+                    "root": {"type": "string", "description": "The source tree (default: the project devboy runs in); must be inside that project, a root the client declares, or [explore] allowed_roots."},
                     "budget_chars": {"type": "integer", "minimum": 1000, "description": "About how many characters to answer in (default 16000)."}
                 },
                 "required": ["query"]
@@ -52,14 +55,6 @@ impl BuiltinTool for Explore {
         &'a self,
         context: BuiltinContext<'a>,
     ) -> BoxFuture<'a, Result<CallToolResult, McpError>> {
-        let (query, root) = match query_and_root(
-            &context,
-            "devboy_explore",
-            "the question, or the names of the symbols it is about",
-        ) {
-            Ok(call) => call,
-            Err(message) => return Box::pin(async move { Ok(failure(message)) }),
-        };
         // The environment's escape hatch wins over the config.
         let mut options = devboy_explore::Options::default();
         options.adaptive &= self.adaptive;
@@ -72,6 +67,17 @@ impl BuiltinTool for Explore {
             None => self.budget_chars,
         };
         Box::pin(async move {
+            let (query, root) = match query_and_root(
+                &context,
+                &self.roots,
+                "devboy_explore",
+                "the question, or the names of the symbols it is about",
+            )
+            .await
+            {
+                Ok(call) => call,
+                Err(failed) => return Ok(failed),
+            };
             let answered = from_index("devboy_explore", root, move |index| {
                 devboy_explore::explore(index, &query, &options).text
             })

@@ -18,6 +18,7 @@ use rmcp::ErrorData as McpError;
 use serde_json::json;
 
 use super::code::{failure, from_index, query_and_root};
+use super::roots::AllowedRoots;
 use super::sampling::SamplingLlm;
 use super::{annotations, definition, BuiltinContext, BuiltinTool};
 
@@ -27,16 +28,18 @@ pub struct FindFiles {
     /// The HTTP model, made once (its client, its key), or why it cannot
     /// be; `None` for MCP sampling or no model.
     http: Option<Result<Arc<HttpLlm>, String>>,
+    roots: AllowedRoots,
 }
 
 impl FindFiles {
-    /// The tool, navigating with `llm` when there is one.
-    pub fn new(llm: Option<LlmConfig>) -> Self {
+    /// The tool, navigating with `llm` when there is one, reading where
+    /// `roots` allows.
+    pub(crate) fn new(llm: Option<LlmConfig>, roots: AllowedRoots) -> Self {
         let http = llm
             .as_ref()
             .filter(|config| config.provider != LlmProvider::Sampling)
             .map(|config| HttpLlm::from_env(config).map(Arc::new));
-        Self { llm, http }
+        Self { llm, http, roots }
     }
 }
 
@@ -83,7 +86,7 @@ impl BuiltinTool for FindFiles {
                 "type": "object",
                 "properties": {
                     "query": {"type": "string", "description": "The task or issue text."},
-                    "root": {"type": "string", "description": "The source tree (default: the project devboy runs in)."},
+                    "root": {"type": "string", "description": "The source tree (default: the project devboy runs in); must be inside that project, a root the client declares, or [explore] allowed_roots."},
                     "k": {"type": "integer", "minimum": 1, "description": "How many files (default 10)."}
                 },
                 "required": ["query"]
@@ -96,11 +99,6 @@ impl BuiltinTool for FindFiles {
         &'a self,
         context: BuiltinContext<'a>,
     ) -> BoxFuture<'a, Result<CallToolResult, McpError>> {
-        let (query, root) =
-            match query_and_root(&context, "devboy_find_files", "the task or issue text") {
-                Ok(call) => call,
-                Err(message) => return Box::pin(async move { Ok(failure(message)) }),
-            };
         let k = context
             .arguments
             .and_then(|a| a.get("k"))
@@ -108,6 +106,17 @@ impl BuiltinTool for FindFiles {
             .map_or(10, |k| k.clamp(1, MAX_K) as usize);
         let (llm, unusable) = self.model(&context);
         Box::pin(async move {
+            let (query, root) = match query_and_root(
+                &context,
+                &self.roots,
+                "devboy_find_files",
+                "the task or issue text",
+            )
+            .await
+            {
+                Ok(call) => call,
+                Err(failed) => return Ok(failed),
+            };
             let started = Instant::now();
             let prepared_query = query.clone();
             let prepared = match from_index(

@@ -16,6 +16,7 @@ mod compact;
 mod expand;
 mod explore;
 mod find_files;
+mod roots;
 mod sampling;
 mod status;
 
@@ -116,7 +117,10 @@ impl BuiltinRegistry {
             .with(compact::Compact)
             .with(expand::Expand)
             .with(explore::Explore::new(&config.explore))
-            .with(find_files::FindFiles::new(retrieval))
+            .with(find_files::FindFiles::new(
+                retrieval,
+                roots::AllowedRoots::new(&config.explore.allowed_roots),
+            ))
     }
 
     /// No built-in tools.
