@@ -6,6 +6,7 @@ use std::io::{Read, Write};
 use anyhow::{bail, Context};
 use devboy_core::pipeline_config::PipelineConfig;
 use devboy_pipeline::encode;
+use devboy_pipeline::hints::ENCODED_PREFIX;
 use devboy_pipeline::route::{route, RouteConfig};
 use devboy_pipeline::shape::classify;
 use devboy_pipeline::template::{self, DecodedBody};
@@ -70,7 +71,9 @@ pub fn encode_cmd(config: &PipelineConfig, tool: Option<&str>) -> anyhow::Result
 /// Turns an encoded body on stdin back into the original: Markdown or text
 /// exactly, JSON as compact JSON with its keys in their original order. A
 /// body cut or changed after it was encoded fails its check: an error,
-/// never a different original.
+/// never a different original. A body without an encoding hint is what
+/// `devboy encode` leaves as it is (prose, JSON nothing beat), so it is
+/// printed unchanged: `encode | decode` gives back what went in.
 pub fn decode_cmd() -> anyhow::Result<()> {
     let text = read_stdin()?;
     let decoded = decode_text(&text)?;
@@ -86,6 +89,9 @@ pub fn decode_text(text: &str) -> anyhow::Result<String> {
         Ok(DecodedBody::Json(value)) => return Ok(value.to_string()),
         Err(template::TemplateDecodeError::NotEncoded) => {}
         Err(error) => bail!("cannot decode: {error}"),
+    }
+    if !text.starts_with(ENCODED_PREFIX) {
+        return Ok(text.to_owned());
     }
     // The line break `devboy encode` ends its output with is allowed for by
     // the check (`encode::check`), and JSON ignores it.

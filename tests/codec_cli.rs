@@ -146,6 +146,34 @@ fn encode_leaves_what_it_cannot_shorten() {
     assert!(summary.contains("unchanged"), "{summary}");
 }
 
+/// Issue 23, item 8e: `devboy decode` refused what `devboy encode` left
+/// unchanged, so `encode | decode` was not the identity. Text without an
+/// encoding hint comes back as it went in (exit 0); a hinted text that
+/// fails its check still fails (exit 1).
+#[test]
+fn decode_gives_back_what_encode_left_unchanged() {
+    for body in [
+        "Just a sentence of prose.\n",
+        "# Notes\n\n- no table here\n- and no JSON\n",
+        "{\"a\":1}",
+        "",
+    ] {
+        let (encoded, _) = run(&["encode"], body);
+        let (decoded, _) = run(&["decode"], &encoded);
+        assert_eq!(decoded, encoded, "decode of an unhinted text");
+        if encoded == body {
+            assert_eq!(decoded, body, "encode | decode is the identity");
+        }
+    }
+    // With a hint, the check still holds.
+    let rows = r#"[{"city":"Oslo","temp":21.5},{"city":"Bergen","temp":18.25},{"city":"Molde","temp":9.5}]"#;
+    let (encoded, _) = run(&["encode"], rows);
+    assert!(encoded.starts_with("> [encoded: "), "{encoded}");
+    let out = run_output(&["decode"], &encoded.replace("18.25", "18.26"));
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("checksum mismatch"));
+}
+
 #[test]
 fn replay_reports_the_octokit_fixtures_in_json() {
     let files = raw_fixtures();
