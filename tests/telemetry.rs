@@ -434,3 +434,148 @@ async fn a_timeout_devboy_reports_is_recorded_as_an_error() {
     assert_eq!(results[0]["is_error"], true);
     assert_eq!(results[0]["layer"], "L3");
 }
+
+/// One `devboy mcp` session over stdio with telemetry on in `telemetry`
+/// (config dir `config_dir`): `initialize`, then, if `call`, one call of
+/// the test server's `echo`; then stdin closes. Returns devboy's stderr.
+fn stderr_of_session(telemetry: &Path, config_dir: &Path, call: bool) -> String {
+    use std::io::{BufRead, BufReader, Write};
+    let config = config_dir.join("devboy.toml");
+    let text = CONFIG.replace("{server}", &common::test_server_bin().display().to_string());
+    std::fs::write(&config, text).unwrap();
+    // A busy machine may take longer than the default deadline for the
+    // first result (the vocabulary loads), and a result past it records
+    // no event.
+    std::fs::write(
+        config_dir.join("pipeline_config.toml"),
+        "schema_version = 3\n[encoding]\ndeadline_ms = 120000\n",
+    )
+    .unwrap();
+    let mut child = std::process::Command::new(common::devboy_bin())
+        .arg("mcp")
+        .arg("--config")
+        .arg(&config)
+        .env_remove("RUST_LOG")
+        .env("DEVBOY_TELEMETRY", "on")
+        .env("DEVBOY_TELEMETRY_DIR", telemetry)
+        .env("DEVBOY_CONFIG_DIR", config_dir)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut ask = |id: u64, message: Value| {
+        writeln!(stdin, "{message}").unwrap();
+        loop {
+            let line = lines.next().expect("an answer").unwrap();
+            let answer: Value = serde_json::from_str(&line).unwrap();
+            if answer["id"] == id {
+                assert!(answer.get("result").is_some(), "{answer}");
+                break;
+            }
+        }
+    };
+    ask(
+        0,
+        json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "telemetry-test", "version": "0"}}}),
+    );
+    if call {
+        ask(
+            1,
+            json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                "params": {"name": "secretsrv__echo", "arguments": {"text": "hello"}}}),
+        );
+    }
+    drop(stdin);
+    let out = child.wait_with_output().unwrap();
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// Issue 23, item 8a: telemetry whose events folder is a file, or cannot
+/// be written, turned itself off silently (at best at its first event).
+/// It says so once, on stderr, with the reason, as the session starts.
+#[test]
+fn telemetry_that_cannot_write_says_once_why_it_is_off() {
+    let work = TempDir::new("telemetry-unwritable");
+    let telemetry = work.path().join("telemetry");
+    std::fs::create_dir_all(&telemetry).unwrap();
+    // The events folder is a file.
+    std::fs::write(telemetry.join("events"), "not a folder").unwrap();
+    for call in [false, true] {
+        let stderr = stderr_of_session(&telemetry, work.path(), call);
+        let off: Vec<&str> = stderr
+            .lines()
+            .filter(|l| l.contains("telemetry is off"))
+            .collect();
+        assert_eq!(off.len(), 1, "one warning (call: {call}):\n{stderr}");
+        assert!(
+            off[0].contains(" WARN ") && off[0].contains("events is not a directory"),
+            "{stderr}"
+        );
+    }
+    // An events folder nothing can be written in: a read-only one for a
+    // user, for root (who writes anyway) a link into sysfs, where no one
+    // can create a file.
+    std::fs::remove_file(telemetry.join("events")).unwrap();
+    let probe = work.path().join("owner-probe");
+    std::fs::write(&probe, "").unwrap();
+    let root = std::os::unix::fs::MetadataExt::uid(&std::fs::metadata(&probe).unwrap()) == 0;
+    if root {
+        std::os::unix::fs::symlink("/sys/kernel", telemetry.join("events")).unwrap();
+    } else {
+        use std::os::unix::fs::PermissionsExt as _;
+        std::fs::create_dir(telemetry.join("events")).unwrap();
+        std::fs::set_permissions(
+            telemetry.join("events"),
+            std::fs::Permissions::from_mode(0o500),
+        )
+        .unwrap();
+    }
+    let stderr = stderr_of_session(&telemetry, work.path(), true);
+    let off: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.contains("telemetry is off"))
+        .collect();
+    assert_eq!(off.len(), 1, "{stderr}");
+    assert!(off[0].contains("cannot write in"), "{stderr}");
+}
+
+/// Issue 23, item 8b: a salt file cut short kept telemetry off until a
+/// person fixed it. It is replaced by a fresh salt, with a warning, and
+/// the session's events are written under it.
+#[test]
+fn a_damaged_salt_is_replaced_with_a_warning_and_telemetry_goes_on() {
+    let work = TempDir::new("telemetry-salt");
+    let telemetry = work.path().join("telemetry");
+    std::fs::create_dir_all(&telemetry).unwrap();
+    // Cut short, as a full disk leaves it.
+    std::fs::write(telemetry.join("salt"), "3f9a0c").unwrap();
+    let stderr = stderr_of_session(&telemetry, work.path(), true);
+    let warned: Vec<&str> = stderr.lines().filter(|l| l.contains("salt")).collect();
+    assert_eq!(warned.len(), 1, "{stderr}");
+    assert!(
+        warned[0].contains(" WARN ") && warned[0].contains("replaced by a fresh one"),
+        "{stderr}"
+    );
+    let salt = std::fs::read_to_string(telemetry.join("salt")).unwrap();
+    assert!(
+        salt.len() == 65 && salt.trim().bytes().all(|b| b.is_ascii_hexdigit()),
+        "{salt:?}"
+    );
+    let kinds: Vec<Value> = records(&telemetry)
+        .iter()
+        .map(|r| r["kind"].clone())
+        .collect();
+    assert_eq!(kinds, [json!("result"), json!("session")]);
+    // The next session keeps it, without a word.
+    let stderr = stderr_of_session(&telemetry, work.path(), false);
+    assert!(!stderr.contains("salt"), "{stderr}");
+    assert_eq!(
+        std::fs::read_to_string(telemetry.join("salt")).unwrap(),
+        salt
+    );
+}

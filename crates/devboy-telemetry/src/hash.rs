@@ -49,10 +49,23 @@ impl Salt {
     /// bytes and mode 0600 if there is none. Two processes creating it at
     /// once agree: the file appears whole (hard link of a finished temporary
     /// file), and the one that loses the race reads the winner's.
+    ///
+    /// A salt file that is there but damaged (cut short by a full disk,
+    /// edited, not text) is replaced by a fresh salt, with a warning: the
+    /// old salt is lost either way, and keeping telemetry off until a
+    /// person deletes the file would lose every event meanwhile.
     pub fn load_or_create(path: &Path) -> io::Result<Self> {
         match std::fs::read_to_string(path) {
-            Ok(text) => return parse_hex(text.trim()).map(Self::from_bytes),
+            Ok(text) => {
+                return match parse_hex(text.trim()) {
+                    Ok(bytes) => Ok(Self::from_bytes(bytes)),
+                    Err(damage) => Self::replace_damaged(path, &damage),
+                }
+            }
             Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            Err(e) if e.kind() == io::ErrorKind::InvalidData => {
+                return Self::replace_damaged(path, &e);
+            }
             Err(e) => return Err(e),
         }
         let bytes = random_bytes()?;
@@ -73,6 +86,26 @@ impl Salt {
             }
             Err(e) => Err(e),
         }
+    }
+
+    /// Replaces the damaged salt at `path` with a fresh one, under the
+    /// file's lock: processes that find it damaged at once agree on one
+    /// new salt (a later one reads what the first wrote).
+    fn replace_damaged(path: &Path, damage: &io::Error) -> io::Result<Self> {
+        let _lock = devboy_sharedfile::FileLock::acquire(path);
+        if let Ok(text) = std::fs::read_to_string(path) {
+            if let Ok(bytes) = parse_hex(text.trim()) {
+                return Ok(Self::from_bytes(bytes));
+            }
+        }
+        let bytes = random_bytes()?;
+        devboy_sharedfile::replace(path, format!("{}\n", hex(&bytes)).as_bytes())?;
+        tracing::warn!(
+            salt = %path.display(),
+            damage = %damage,
+            "the telemetry salt was damaged and is replaced by a fresh one; events recorded before no longer group with later ones"
+        );
+        Ok(Self::from_bytes(bytes))
     }
 
     /// `h(parts concatenated)`: the first 64 bits of SHA-256(salt ‖ parts).
@@ -294,10 +327,17 @@ mod tests {
             .map(|e| e.unwrap().file_name())
             .collect();
         assert_eq!(names.len(), 2, "{names:?}");
-        // A damaged salt is an error, never silently replaced.
-        std::fs::write(&path, "not hex").unwrap();
-        assert!(Salt::load_or_create(&path).is_err());
-        assert_eq!(std::fs::read_to_string(&path).unwrap(), "not hex");
+        // A damaged salt (cut short, not hex, not text) is replaced by a
+        // fresh one, which is then kept.
+        for damaged in [&text.as_bytes()[..20], b"not hex".as_slice(), &[0xff, 0xfe]] {
+            std::fs::write(&path, damaged).unwrap();
+            let fresh = Salt::load_or_create(&path).unwrap();
+            let replaced = std::fs::read_to_string(&path).unwrap();
+            assert_eq!(replaced.trim().len(), 64, "{replaced}");
+            assert_ne!(replaced, text);
+            let again = Salt::load_or_create(&path).unwrap();
+            assert_eq!(fresh.h(&[b"x"]), again.h(&[b"x"]));
+        }
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -20,9 +20,12 @@
 //!   whole line to an `O_APPEND` file of this process's own ([`JsonlSink`]):
 //!   `kill -9` can lose queued records and cut the last line, never damage
 //!   an earlier one ([`read_events_file`] skips a cut last line).
-//! - **Telemetry never hurts the proxy.** Setup failure leaves a disabled
-//!   recorder; a write failure logs one warning and turns the sink off. No
-//!   function here returns an I/O error to the proxy.
+//! - **Telemetry never hurts the proxy, and never stops in silence.** A
+//!   session that cannot write (the events folder is a file or read-only)
+//!   gets a disabled recorder and one warning saying why, when it starts;
+//!   a later write failure logs one warning and turns the sink off; a
+//!   damaged salt is replaced, with a warning. No function here returns an
+//!   I/O error to the proxy.
 //!
 //! Architecture invariant: this crate knows nothing of MCP, tokio or the
 //! pipeline's types; the proxy translates its results into [`Outcome`]s.

@@ -368,15 +368,18 @@ impl Telemetry {
     }
 
     /// Starts recording: creates the directory (mode 0700) and the salt if
-    /// needed, and the writer thread, which first deletes expired files.
-    /// On any failure logs a warning and returns a disabled recorder.
+    /// needed, checks that events can be written, and starts the writer
+    /// thread, which first deletes expired files. On any failure logs one
+    /// warning saying why and returns a disabled recorder: telemetry that
+    /// cannot write says so when the session starts, not at its first
+    /// event (which may never come).
     pub fn start(options: TelemetryOptions) -> Self {
         match Active::start(options.clone()) {
             Ok(active) => Self {
                 active: Some(active),
             },
             Err(error) => {
-                tracing::warn!(dir = %options.dir.display(), %error, "telemetry disabled: cannot set up its directory");
+                tracing::warn!(dir = %options.dir.display(), "telemetry is off for this session: {error}");
                 Self::disabled()
             }
         }
@@ -501,8 +504,18 @@ impl Drop for Telemetry {
 
 impl Active {
     fn start(options: TelemetryOptions) -> std::io::Result<Self> {
-        create_private_dir(&options.dir)?;
-        let salt = Salt::load_or_create(&options.dir.join(SALT_FILE))?;
+        let dir = options.dir.display();
+        if options.dir.exists() && !options.dir.is_dir() {
+            return Err(std::io::Error::other(format!("{dir} is not a directory")));
+        }
+        create_private_dir(&options.dir)
+            .map_err(|e| std::io::Error::new(e.kind(), format!("cannot create {dir}: {e}")))?;
+        let salt_file = options.dir.join(SALT_FILE);
+        let salt = Salt::load_or_create(&salt_file).map_err(|e| {
+            std::io::Error::new(e.kind(), format!("the salt {}: {e}", salt_file.display()))
+        })?;
+        let sink = JsonlSink::new(&options.dir, options.limits);
+        sink.check_writable()?;
         let session_id = match options.session_id {
             Some(id) => id,
             None => hex(&random_bytes::<16>()?),
@@ -510,7 +523,6 @@ impl Active {
         let session = salt.h(&[session_id.as_bytes()]);
         let (tx, rx) = mpsc::sync_channel(options.queue.max(1));
         let failed = Arc::new(AtomicBool::new(false));
-        let sink = JsonlSink::new(&options.dir, options.limits);
         let names = options.names_file.as_deref().map(EndpointNames::load);
         let writer = {
             let failed = failed.clone();
@@ -799,7 +811,7 @@ fn write_loop(
                 Message::Event(event) => {
                     if !failed.load(Ordering::Relaxed) {
                         if let Err(error) = write_line(&mut sink, &mut line, &event) {
-                            tracing::warn!(dir = %sink.events_dir().display(), %error, "telemetry write failed; telemetry is off for this session");
+                            tracing::warn!(dir = %sink.events_dir().display(), "telemetry is off for the rest of this session: writing an event failed: {error}");
                             failed.store(true, Ordering::SeqCst);
                         }
                     }

@@ -72,6 +72,29 @@ impl JsonlSink {
         }
     }
 
+    /// Checks now that lines can be written: the events directory is
+    /// created if missing and a file can be made in it. The error says why
+    /// not in words (the directory is a file, cannot be written).
+    pub fn check_writable(&self) -> io::Result<()> {
+        let dir = self.dir.display();
+        if self.dir.exists() && !self.dir.is_dir() {
+            return Err(io::Error::other(format!("{dir} is not a directory")));
+        }
+        create_private_dir(&self.dir)
+            .map_err(|e| io::Error::new(e.kind(), format!("cannot create {dir}: {e}")))?;
+        // A probe file, since permissions alone do not say (a read-only
+        // file system, an ACL, root): removed at once.
+        let probe = self.dir.join(format!(".probe-{}", std::process::id()));
+        OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(&probe)
+            .map_err(|e| io::Error::new(e.kind(), format!("cannot write in {dir}: {e}")))?;
+        let _ = std::fs::remove_file(&probe);
+        Ok(())
+    }
+
     /// The directory the files go to.
     pub fn events_dir(&self) -> &Path {
         &self.dir
