@@ -134,6 +134,16 @@ impl VerbClass {
         (Self::Other, None)
     }
 
+    /// Whether the verb says the tool writes (writes, creates, updates,
+    /// deletes): such a tool is never prefetched, whatever the config
+    /// says of it.
+    pub fn says_writes(self) -> bool {
+        matches!(
+            self,
+            Self::Write | Self::Create | Self::Update | Self::Delete
+        )
+    }
+
     /// The side-effect class the verb makes evident: reading, listing,
     /// searching and getting are read-only, deleting is destructive, the
     /// other changes are mutating; a run (or no known verb) may do

@@ -70,10 +70,7 @@ fn annotated_class(facts: &ToolFacts) -> SideEffectClass {
 }
 
 fn name_says_writes(tool: &str) -> bool {
-    matches!(
-        VerbClass::of_tool(tool).0,
-        VerbClass::Write | VerbClass::Create | VerbClass::Update | VerbClass::Delete
-    )
+    VerbClass::of_tool(tool).0.says_writes()
 }
 
 /// The well-known servers among the catalog: upstream → its entry.

@@ -191,6 +191,19 @@ impl Setting {
     }
 }
 
+/// Whether speculation may ever prefetch the tool exposed as `exposed`, as
+/// far as the config and the name tell: the planner's two checks
+/// (devboy-enrichment), its effective class pure or read-only and no name
+/// that says it writes. A `follow_up` edge to any other tool could only
+/// ever be declined, so the tuner writes none.
+pub(crate) fn prefetchable(
+    config: &devboy_core::pipeline_config::PipelineConfig,
+    exposed: &str,
+) -> bool {
+    let verb = devboy_core::tool_verb::VerbClass::of_exposed(exposed);
+    !verb.says_writes() && !config.side_effect_by_name(exposed).may_mutate()
+}
+
 /// The follow-ups worth writing for a tool called `observed` times (with a
 /// next call): of `next` (tool, times it came next), those at least
 /// `min_p` likely, most likely first (equal counts by name), at most `max`.

@@ -7,7 +7,7 @@
 //! |---|---|---|
 //! | R7 | `[tools.T] speculate = false` | at least [`R7_MIN_PREFETCHES`] prefetches of T ended and fewer than [`R7_MIN_HIT_RATE`] of them answered the agent |
 //! | R7 | `[enrichment] enabled = true` | no tool is turned off, and at least [`R7_ENABLE_HIT_RATE`] of at least [`R7_MIN_PREFETCHES`] prefetches answered the agent |
-//! | E1 | `[tools.A] follow_up` | A was followed by another call at least [`E1_MIN_SUPPORT`] times in fully recorded sessions, and B followed it at least `enrichment.min_probability` of those times |
+//! | E1 | `[tools.A] follow_up` | A was followed by another call at least [`E1_MIN_SUPPORT`] times in fully recorded sessions, B followed it at least `enrichment.min_probability` of those times, and B may be prefetched at all (pure or read-only, no name that says it writes: [`crate::rules::prefetchable`]) |
 //!
 //! Both change no token the pipeline sends, so the simulation has nothing
 //! to estimate: E1 edges are value-model priors, written like V1; R7 is
@@ -21,7 +21,8 @@ use devboy_core::speculation::{DeclineReason, PrefetchEnd};
 use crate::event::{SessionRecord, SpeculationKind, SpeculationSummary};
 use crate::read::EventTable;
 use crate::rules::{
-    follow_up_settings, likely_follow_ups, Change, Proposal, Rule, RuleInput, Setting, Target,
+    follow_up_settings, likely_follow_ups, prefetchable, Change, Proposal, Rule, RuleInput,
+    Setting, Target,
 };
 use crate::table::int;
 
@@ -32,8 +33,8 @@ pub const R7_MIN_HIT_RATE: f64 = 0.5;
 /// R7: at or above this corpus-wide hit rate speculation is turned on.
 pub const R7_ENABLE_HIT_RATE: f64 = 0.6;
 /// E1: calls of A followed by another call needed before its edges are
-/// written.
-pub const E1_MIN_SUPPORT: u64 = 5;
+/// written: the minimum support of every rule.
+pub const E1_MIN_SUPPORT: u64 = crate::rules::MIN_SUPPORT;
 /// E1: at most this many follow-ups per tool.
 pub const E1_MAX_FOLLOW_UPS: usize = 3;
 
@@ -298,7 +299,8 @@ pub(crate) fn follow_up_rule(input: &RuleInput<'_>, out: &mut Proposal) {
         let links = likely_follow_ups(
             next.iter()
                 .filter(|(b, _)| **b != a)
-                .filter_map(|(b, n)| Some((input.names.get(*b)?, *n))),
+                .filter_map(|(b, n)| Some((input.names.get(*b)?, *n)))
+                .filter(|(b, _)| prefetchable(input.config, b)),
             observed,
             min_p,
             E1_MAX_FOLLOW_UPS,
@@ -411,13 +413,13 @@ follow_up = [{ tool = "gh__search", probability = 0.9 }]   # mine
         }
     }
 
-    /// Twelve rounds of: the agent lists issues (a call a capacity decline
-    /// turned down just before), gets one from a prefetch, and a prefetch
-    /// of `fs__read` goes unused three times in four.
+    /// Twenty-four rounds of: the agent lists issues (a call a capacity
+    /// decline turned down just before), gets one from a prefetch, and a
+    /// prefetch of `fs__read` goes unused three times in four.
     fn record(dir: &Path) {
         let names = dir.join("names.json");
         session(&dir.join("telemetry"), &names, "session-one", |t| {
-            for i in 0..12 {
+            for i in 0..24 {
                 let page = args(json!({"page": i, "state": "open"}));
                 let issue = args(json!({"number": i}));
                 let file = args(json!({"path": format!("f{i}")}));
@@ -457,7 +459,7 @@ follow_up = [{ tool = "gh__search", probability = 0.9 }]   # mine
         let text = std::fs::read_to_string(&options.output).unwrap();
         let rendered = report.to_string();
 
-        // R7: fs__read answered 3 of 12; gh__get_issue 12 of 12 is left
+        // R7: fs__read answered 6 of 24; gh__get_issue 24 of 24 is left
         // alone, and with a tool turned off speculation is not switched on.
         assert!(
             text.contains("[tools.\"fs__read\"]\nspeculate = false  # tune: R7"),
@@ -466,8 +468,8 @@ follow_up = [{ tool = "gh__search", probability = 0.9 }]   # mine
         assert!(!text.contains("enabled"), "{text}");
         assert_eq!(report.speculation.len(), 1, "{rendered}");
 
-        // E1: list_issues → get_issue 12 of 12; get_issue → list_issues 8
-        // of 11 (→ fs__read 3 of 11 is below min_probability 0.3), but
+        // E1: list_issues → get_issue 24 of 24; get_issue → list_issues 17
+        // of 23 (→ fs__read 6 of 23 is below min_probability 0.3), but
         // get_issue's follow_up was written by hand and holds.
         assert!(
             text.contains(
@@ -480,13 +482,13 @@ follow_up = [{ tool = "gh__search", probability = 0.9 }]   # mine
             "{text}"
         );
         assert!(
-            rendered.contains("E1 would set [tools.\"gh__get_issue\"] follow_up = [{ tool = \"gh__list_issues\", probability = 0.73 }]"),
+            rendered.contains("E1 would set [tools.\"gh__get_issue\"] follow_up = [{ tool = \"gh__list_issues\", probability = 0.74 }]"),
             "{rendered}"
         );
-        // fs__read → list_issues 3 of 3: too little support for an edge.
+        // fs__read → list_issues 6 of 6: too little support for an edge.
         assert!(!text.contains("[tools.\"fs__read\"]\nfollow_up"), "{text}");
 
-        // The report's line: 15 of 24 prefetches hit; 11 capacity
+        // The report's line: 30 of 48 prefetches hit; 23 capacity
         // declines, each followed by the agent's own call; every landed
         // result was 150 tokens against 100 predicted.
         let line = rendered
@@ -495,7 +497,61 @@ follow_up = [{ tool = "gh__search", probability = 0.9 }]   # mine
             .unwrap_or_else(|| panic!("{rendered}"));
         assert_eq!(
             line,
-            "# enrichment: prefetch hit rate 62% (15 of 24 ended); decline recall loss 100% (11 of 11 capacity declines later called); cost overrun rate 100% (24 of 24 predictions); calls saved: prefetch 15, dedup 0, fail_fast 0; tokens saved 0; dispatched 24, declined 11 (over_parallel 11)"
+            "# enrichment: prefetch hit rate 62% (30 of 48 ended); decline recall loss 100% (23 of 23 capacity declines later called); cost overrun rate 100% (48 of 48 predictions); calls saved: prefetch 30, dedup 0, fail_fast 0; tokens saved 0; dispatched 48, declined 23 (over_parallel 23)"
+        );
+    }
+
+    /// Issue 23, item 8c: E1 wrote `follow_up` edges to
+    /// `filesystem__edit_file` (a write) from 8 calls. Edges go only to
+    /// tools speculation may prefetch, and only past the rules' minimum
+    /// support.
+    #[test]
+    fn e1_writes_edges_only_to_read_only_tools_past_the_minimum_support() {
+        let dir = tempfile::tempdir().unwrap();
+        let names = dir.path().join("names.json");
+        let fs = |t: &Telemetry, tool: &str, i: usize| {
+            call(
+                t,
+                tool,
+                &args(json!({"path": format!("f{i}")})),
+                Served::Upstream,
+            );
+        };
+        session(&dir.path().join("telemetry"), &names, "session-five", |t| {
+            // Each read followed by an edit, 24 times.
+            for i in 0..24 {
+                fs(t, "filesystem__read_text_file", i);
+                fs(t, "filesystem__edit_file", i);
+            }
+            // A search followed by a read: 8 times, under the support.
+            for i in 0..8 {
+                fs(t, "filesystem__search_files", i);
+                fs(t, "filesystem__read_text_file", i);
+            }
+            // A listing followed by a read: 20 times, enough.
+            for i in 0..20 {
+                fs(t, "filesystem__list_directory", i);
+                fs(t, "filesystem__read_text_file", i);
+            }
+        });
+        // A write configured as read-only still says so by its name.
+        let config = "schema_version = 3
+\n[tools.\"filesystem__edit_*\"]\nside_effect = \"read_only\"\n";
+        let options = options(dir.path(), config);
+        run(&options).unwrap();
+        let text = std::fs::read_to_string(&options.output).unwrap();
+        assert!(!text.contains("tool = \"filesystem__edit_file\""), "{text}");
+        assert!(
+            !text.contains("[tools.\"filesystem__search_files\"]"),
+            "{text}"
+        );
+        let listing = text
+            .split("[tools.\"filesystem__list_directory\"]")
+            .nth(1)
+            .unwrap_or_else(|| panic!("{text}"));
+        assert!(
+            listing.contains("follow_up = [{ tool = \"filesystem__read_text_file\", probability = 1.0 }]  # tune: E1"),
+            "{text}"
         );
     }
 

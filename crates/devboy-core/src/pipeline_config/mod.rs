@@ -501,6 +501,18 @@ impl PipelineConfig {
         out
     }
 
+    /// The side-effect class of the tool exposed as `exposed` where only
+    /// its name is known (the tuner: telemetry and logs hold no
+    /// annotations): the config's class, else the one its name's verb
+    /// makes evident ([`VerbClass::side_effect`]), else unknown.
+    pub fn side_effect_by_name(&self, exposed: &str) -> SideEffectClass {
+        let verb = crate::tool_verb::VerbClass::of_exposed(exposed);
+        self.side_effect(
+            exposed,
+            verb.side_effect().unwrap_or(SideEffectClass::Unknown),
+        )
+    }
+
     /// The side-effect class of the tool exposed as `exposed`: the last
     /// matching `[tools.*]` rule that sets one, else what the server's
     /// annotations say (`annotated`).

@@ -8,7 +8,9 @@ use devboy_core::tool_verb::VerbClass;
 use super::LogStats;
 use crate::edit::ConfigFile;
 use crate::error::TuneError;
-use crate::rules::{follow_up_settings, likely_follow_ups, Change, Rule, Setting, Target};
+use crate::rules::{
+    follow_up_settings, likely_follow_ups, prefetchable, Change, Rule, Setting, Target,
+};
 
 /// P1: the share of messages one model must answer to be pinned.
 pub const DOMINANT_SHARE: f64 = 0.8;
@@ -256,17 +258,31 @@ pub(super) fn follow_up_rule(
             thin.push(format!("{a} ({observed})"));
             continue;
         }
-        let links = likely_follow_ups(
-            next.iter()
-                .filter_map(|(b, n)| Some((exposed_name(b, prefix)?, *n)))
-                .filter(|(b, _)| *b != a),
-            observed,
-            min_p,
-            MAX_FOLLOW_UPS,
-        );
+        let candidates: Vec<(&str, u64)> = next
+            .iter()
+            .filter_map(|(b, n)| Some((exposed_name(b, prefix)?, *n)))
+            .filter(|(b, _)| *b != a)
+            .collect();
+        let (may, may_not): (Vec<_>, Vec<_>) = candidates
+            .into_iter()
+            .partition(|(b, _)| prefetchable(config, b));
+        let links = likely_follow_ups(may, observed, min_p, MAX_FOLLOW_UPS);
+        // Frequent enough, but an edge to them would only ever be declined.
+        let left_out: Vec<&str> = likely_follow_ups(may_not, observed, min_p, usize::MAX)
+            .into_iter()
+            .map(|(b, _)| b)
+            .collect();
+        let left_out = if left_out.is_empty() {
+            String::new()
+        } else {
+            format!(
+                "; left out, since speculation never prefetches them (not pure or read-only): {}",
+                left_out.join(", ")
+            )
+        };
         if links.is_empty() {
             notes.push(format!(
-                "P3: after {a} ({observed} observations) no other devboy tool follows at least {min_p} of the time; no follow_up"
+                "P3: after {a} ({observed} observations) no other devboy tool that may be prefetched follows at least {min_p} of the time; no follow_up{left_out}"
             ));
             continue;
         }
@@ -275,21 +291,6 @@ pub(super) fn follow_up_rule(
             continue;
         }
         let counts: Vec<String> = links.iter().map(|(b, n)| format!("{b} {n}")).collect();
-        let (read_only, other): (Vec<&str>, Vec<&str>) =
-            links.iter().map(|(b, _)| *b).partition(|b| {
-                let tool = b.rsplit_once("__").map_or(*b, |(_, t)| t);
-                side_effect_from_name(tool).map(|(c, _)| c) == Some(SideEffectClass::ReadOnly)
-            });
-        let mut classes = Vec::new();
-        if !read_only.is_empty() {
-            classes.push(format!("read-only by the name: {}", read_only.join(", ")));
-        }
-        if !other.is_empty() {
-            classes.push(format!(
-                "not read-only by the name (never speculated unless their side_effect is pure or read_only): {}",
-                other.join(", ")
-            ));
-        }
         proposed.push(Change {
             rule: Rule::P3,
             target: Target::Tool {
@@ -299,9 +300,8 @@ pub(super) fn follow_up_rule(
             from,
             to,
             reason: format!(
-                "of {observed} tool uses right after it in the same session: {}; {}",
+                "of {observed} tool uses right after it in the same session: {}{left_out}",
                 counts.join(", "),
-                classes.join("; ")
             ),
         });
     }
