@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::{bail, Context};
-use devboy_core::config::import::{self, Registration, PROJECT_SERVERS_FILE};
+use devboy_core::config::import::{self, ProjectApproval, Registration, PROJECT_SERVERS_FILE};
 use devboy_core::config::{ConfigSource, ProxyConfig, EMBEDDED_DEFAULT_TOML};
 use devboy_mcp::doctor::{self, ServerCommand};
 use serde_json::Value;
@@ -260,6 +260,7 @@ pub fn doctor(config: Option<&Path>, wait: Duration) -> anyhow::Result<()> {
             registrations.len()
         );
     }
+    let approvals = ApprovalSettings::read(&project);
     for registration in &registrations {
         let line = std::iter::once(registration.command.as_str())
             .chain(registration.args.iter().map(String::as_str))
@@ -271,24 +272,53 @@ pub fn doctor(config: Option<&Path>, wait: Duration) -> anyhow::Result<()> {
             env: registration.env.iter().cloned().collect(),
             cwd: Some(project.clone()),
         };
-        match runtime.block_on(doctor::probe_server(&server, CLAUDE_TOOLS_LIST_LIMIT)) {
-            Ok(probe) => println!(
-                "  ✔ {} scope, `{}`: {line}\n      started as Claude Code would: initialize {} ms, tools/list {} ms ({} tools; Claude Code allows {} s)",
-                registration.scope,
-                registration.name,
-                probe.initialize_ms,
-                probe.tools_list_ms,
-                probe.tools,
-                CLAUDE_TOOLS_LIST_LIMIT.as_secs()
-            ),
-            Err(error) => {
-                problems += 1;
-                println!(
-                    "  ✘ {} scope, `{}`: {line}\n      started as Claude Code would: {error}",
-                    registration.scope, registration.name
-                );
+        let (mut mark, started) =
+            match runtime.block_on(doctor::probe_server(&server, CLAUDE_TOOLS_LIST_LIMIT)) {
+                Ok(probe) => ("✔", format!(
+                    "started as Claude Code would: initialize {} ms, tools/list {} ms ({} tools; Claude Code allows {} s)",
+                    probe.initialize_ms,
+                    probe.tools_list_ms,
+                    probe.tools,
+                    CLAUDE_TOOLS_LIST_LIMIT.as_secs()
+                )),
+                Err(error) => {
+                    problems += 1;
+                    ("✘", format!("started as Claude Code would: {error}"))
+                }
+            };
+        // A project server runs only once approved in Claude Code.
+        let approval = (registration.scope == "project").then(|| {
+            import::project_server_approval(
+                &registration.name,
+                &project.display().to_string(),
+                &approvals.files(),
+            )
+        });
+        let approval = match approval {
+            Some(ProjectApproval::Pending) => {
+                if mark == "✔" {
+                    mark = "!";
+                }
+                Some("pending approval in Claude Code: it asks when `claude` next starts in this project and does not start it until then (`claude mcp list` shows it as pending)".to_owned())
             }
+            Some(ProjectApproval::Rejected) => {
+                problems += 1;
+                mark = "✘";
+                Some(format!(
+                    "rejected in Claude Code (disabledMcpjsonServers): it is not started; `claude mcp reset-project-choices` asks again, or take \"{}\" out of disabledMcpjsonServers in .claude/settings.local.json",
+                    registration.name
+                ))
+            }
+            Some(ProjectApproval::Approved) | None => None,
+        };
+        println!(
+            "  {mark} {} scope, `{}`: {line}",
+            registration.scope, registration.name
+        );
+        if let Some(approval) = approval {
+            println!("      {approval}");
         }
+        println!("      {started}");
     }
     runtime.shutdown_timeout(Duration::from_millis(200));
     if problems > 0 {
@@ -417,12 +447,8 @@ fn warn_other_registrations(expected: &[&str]) {
 
 /// devboy's registrations in Claude Code's files for `project`.
 fn claude_code_registrations(project: &Path) -> Vec<Registration> {
-    let read = |path: PathBuf| -> Option<Value> {
-        let text = std::fs::read_to_string(path).ok()?;
-        serde_json::from_str(&text).ok()
-    };
-    let claude_json = claude_json_path().and_then(read);
-    let project_json = read(project.join(".mcp.json"));
+    let claude_json = claude_json_path().and_then(|p| read_json(&p));
+    let project_json = read_json(&project.join(".mcp.json"));
     import::claude_registrations(
         claude_json.as_ref(),
         &project.display().to_string(),
@@ -432,12 +458,64 @@ fn claude_code_registrations(project: &Path) -> Vec<Registration> {
 
 /// `~/.claude.json` (in `$CLAUDE_CONFIG_DIR` when that is set).
 fn claude_json_path() -> Option<PathBuf> {
-    if let Some(dir) = std::env::var_os("CLAUDE_CONFIG_DIR").filter(|d| !d.is_empty()) {
-        return Some(PathBuf::from(dir).join(".claude.json"));
+    if let Some(dir) = claude_config_dir_env() {
+        return Some(dir.join(".claude.json"));
     }
+    home().map(|home| home.join(".claude.json"))
+}
+
+/// The user's Claude Code settings, `~/.claude/settings.json` (in
+/// `$CLAUDE_CONFIG_DIR` when that is set).
+fn claude_user_settings_path() -> Option<PathBuf> {
+    match claude_config_dir_env() {
+        Some(dir) => Some(dir.join("settings.json")),
+        None => home().map(|home| home.join(".claude").join("settings.json")),
+    }
+}
+
+fn claude_config_dir_env() -> Option<PathBuf> {
+    std::env::var_os("CLAUDE_CONFIG_DIR")
+        .filter(|d| !d.is_empty())
+        .map(PathBuf::from)
+}
+
+fn home() -> Option<PathBuf> {
     std::env::var_os("HOME")
         .filter(|h| !h.is_empty())
-        .map(|home| PathBuf::from(home).join(".claude.json"))
+        .map(PathBuf::from)
+}
+
+/// A JSON file, if it is there and parses.
+fn read_json(path: &Path) -> Option<Value> {
+    serde_json::from_str(&std::fs::read_to_string(path).ok()?).ok()
+}
+
+/// The Claude Code files a project server's approval is read from.
+struct ApprovalSettings {
+    claude_json: Option<Value>,
+    user: Option<Value>,
+    project: Option<Value>,
+    local: Option<Value>,
+}
+
+impl ApprovalSettings {
+    fn read(project: &Path) -> Self {
+        Self {
+            claude_json: claude_json_path().and_then(|p| read_json(&p)),
+            user: claude_user_settings_path().and_then(|p| read_json(&p)),
+            project: read_json(&project.join(".claude").join("settings.json")),
+            local: read_json(&project.join(".claude").join("settings.local.json")),
+        }
+    }
+
+    fn files(&self) -> import::ApprovalFiles<'_> {
+        import::ApprovalFiles {
+            claude_json: self.claude_json.as_ref(),
+            user: self.user.as_ref(),
+            project: self.project.as_ref(),
+            local: self.local.as_ref(),
+        }
+    }
 }
 
 /// Claude Desktop's config file on this system.

@@ -69,6 +69,86 @@ fn claude_mcp_list_reports_devboy_connected() {
     assert!(line.contains("Connected"), "{list}");
 }
 
+/// Issue 23, item 8f: `devboy doctor` showed a project registration
+/// (`.mcp.json`) that Claude Code had not approved yet as ✔. It now says
+/// what Claude Code itself says, at each step of approving: pending,
+/// approved (trusted folder, local settings), rejected.
+#[test]
+fn doctor_says_what_claude_code_says_of_a_project_registration() {
+    let claude = ClaudeCode::new().unwrap();
+    // No blanket approval in this HOME (the kit's default has one).
+    std::fs::remove_file(claude.home().join(".claude").join("settings.json")).unwrap();
+    let project = claude.project().to_owned();
+    claude
+        .write_project_mcp_json(&json!({"devboy": {"command": DEVBOY, "args": ["mcp"]}}))
+        .unwrap();
+    let listed = || {
+        let list = claude.mcp_list().unwrap();
+        list.lines()
+            .find(|l| l.starts_with("devboy:"))
+            .map(str::to_owned)
+            .unwrap_or_default()
+    };
+    let doctor = || {
+        let out = std::process::Command::new(DEVBOY)
+            .arg("doctor")
+            .current_dir(&project)
+            .env("HOME", claude.home())
+            .env("XDG_CONFIG_HOME", claude.home().join(".config"))
+            .env_remove("DEVBOY_CONFIG_DIR")
+            .env_remove("CLAUDE_CONFIG_DIR")
+            .env("DEVBOY_TELEMETRY", "off")
+            .output()
+            .unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+        )
+    };
+    let settings = |value: Value| {
+        let dir = project.join(".claude");
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("settings.local.json"), value.to_string()).unwrap();
+    };
+
+    // Nothing decided: pending, for both.
+    assert!(listed().contains("Pending approval"), "{}", listed());
+    let (code, out) = doctor();
+    assert!(
+        out.contains("! project scope, `devboy`")
+            && out.contains("pending approval in Claude Code"),
+        "{out}"
+    );
+    assert!(!out.contains("✔ project scope"), "{out}");
+    assert_eq!(code, Some(0), "waiting is no fault: {out}");
+
+    // Approved in the local settings, as Claude Code's prompt writes it:
+    // that counts only once the folder is trusted.
+    settings(json!({"enabledMcpjsonServers": ["devboy"]}));
+    assert!(listed().contains("Pending approval"), "{}", listed());
+    assert!(doctor().1.contains("pending approval"));
+    let claude_json = claude.home().join(".claude.json");
+    let mut state: Value =
+        serde_json::from_str(&std::fs::read_to_string(&claude_json).unwrap()).unwrap();
+    state["projects"][project.display().to_string()]["hasTrustDialogAccepted"] = json!(true);
+    std::fs::write(&claude_json, state.to_string()).unwrap();
+    assert!(listed().contains("Connected"), "{}", listed());
+    let (code, out) = doctor();
+    assert!(out.contains("✔ project scope, `devboy`"), "{out}");
+    assert!(!out.contains("pending approval"), "{out}");
+    assert_eq!(code, Some(0), "{out}");
+
+    // Rejected: Claude Code does not even list it; doctor says why.
+    settings(json!({"disabledMcpjsonServers": ["devboy"]}));
+    assert_eq!(listed(), "", "rejected servers are not listed");
+    let (code, out) = doctor();
+    assert!(
+        out.contains("✘ project scope, `devboy`") && out.contains("rejected in Claude Code"),
+        "{out}"
+    );
+    assert_eq!(code, Some(1), "{out}");
+}
+
 #[test]
 fn model_sees_file_text_read_through_devboy() {
     let claude = ClaudeCode::new().unwrap();

@@ -412,9 +412,12 @@ fn doctor_reports_each_server_and_starts_devboy_as_claude_code_would() {
             && stdout.contains("command not found: `devboy-test-no-such-command`"),
         "{stdout}"
     );
-    // The registration in .mcp.json, started as Claude Code starts it.
+    // The registration in .mcp.json, started as Claude Code starts it;
+    // nothing approved it in this HOME yet.
     assert!(
-        stdout.contains("✔ project scope, `devboy`") && stdout.contains("tools/list"),
+        stdout.contains("! project scope, `devboy`")
+            && stdout.contains("pending approval in Claude Code")
+            && stdout.contains("tools/list"),
         "{stdout}"
     );
 }

@@ -236,6 +236,83 @@ pub fn claude_registrations(
     out
 }
 
+/// What Claude Code makes of a project server (one in `.mcp.json`): it
+/// starts only once the user approved it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProjectApproval {
+    /// Approved: Claude Code starts it.
+    Approved,
+    /// Not decided yet: Claude Code asks when it next starts in the
+    /// project (`claude mcp list` shows "Pending approval") and until then
+    /// does not start it.
+    Pending,
+    /// Declined (`disabledMcpjsonServers`): Claude Code does not start it.
+    Rejected,
+}
+
+/// The files Claude Code reads a project server's approval from, parsed.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ApprovalFiles<'a> {
+    /// `~/.claude.json`: the project's trust (`hasTrustDialogAccepted`)
+    /// and approvals an older Claude Code kept there (moved to the local
+    /// settings when it next starts).
+    pub claude_json: Option<&'a Value>,
+    /// The user's settings, `~/.claude/settings.json`.
+    pub user: Option<&'a Value>,
+    /// The project's shared settings, `.claude/settings.json`.
+    pub project: Option<&'a Value>,
+    /// The project's local settings, `.claude/settings.local.json`, where
+    /// Claude Code writes the user's answer.
+    pub local: Option<&'a Value>,
+}
+
+/// Whether Claude Code (2.1) starts the `.mcp.json` server `name` in the
+/// project at `project_dir` (as `~/.claude.json`'s `projects` keys it), by
+/// its own rule: named in any `disabledMcpjsonServers`, it is rejected;
+/// approved by the user's settings (`enabledMcpjsonServers` naming it, or
+/// `enableAllProjectMcpServers`), it runs; approved by the project's or
+/// local settings (or the older place in `~/.claude.json`), it runs only
+/// once the user has trusted the project folder; otherwise it waits.
+pub fn project_server_approval(
+    name: &str,
+    project_dir: &str,
+    files: &ApprovalFiles<'_>,
+) -> ProjectApproval {
+    let legacy = files
+        .claude_json
+        .and_then(|c| c.get("projects"))
+        .and_then(|p| p.get(project_dir));
+    let names = |settings: Option<&Value>, key: &str| {
+        settings
+            .and_then(|s| s.get(key))
+            .and_then(Value::as_array)
+            .is_some_and(|list| list.iter().any(|n| n.as_str() == Some(name)))
+    };
+    let approves = |settings: Option<&Value>| {
+        names(settings, "enabledMcpjsonServers")
+            || settings
+                .and_then(|s| s.get("enableAllProjectMcpServers"))
+                .and_then(Value::as_bool)
+                == Some(true)
+    };
+    let sources = [files.user, files.project, files.local, legacy];
+    if sources.iter().any(|s| names(*s, "disabledMcpjsonServers")) {
+        return ProjectApproval::Rejected;
+    }
+    let trusted = legacy
+        .and_then(|p| p.get("hasTrustDialogAccepted"))
+        .and_then(Value::as_bool)
+        == Some(true);
+    let by_project = [files.project, files.local, legacy]
+        .iter()
+        .any(|s| approves(*s));
+    if approves(files.user) || (trusted && by_project) {
+        ProjectApproval::Approved
+    } else {
+        ProjectApproval::Pending
+    }
+}
+
 /// Whether a server entry starts devboy's own MCP server (`devboy mcp …`,
 /// by any path to a program named `devboy`).
 pub fn runs_devboy(server: &Value) -> bool {
@@ -420,6 +497,65 @@ mod tests {
         );
         assert_eq!(found[0].env, [("A".to_owned(), "1".to_owned())]);
         assert!(claude_registrations(Some(&claude), "/other", None).len() == 1);
+    }
+
+    #[test]
+    fn a_project_server_waits_for_approval_as_claude_code_decides() {
+        use serde_json::json;
+        use ProjectApproval::*;
+        let approval = |claude: Value, user: Value, project: Value, local: Value| {
+            let files = ApprovalFiles {
+                claude_json: Some(&claude),
+                user: Some(&user),
+                project: Some(&project),
+                local: Some(&local),
+            };
+            project_server_approval("devboy", "/p", &files)
+        };
+        let none = || json!({});
+        let trusted = || json!({"projects": {"/p": {"hasTrustDialogAccepted": true}}});
+        let enabled = || json!({"enabledMcpjsonServers": ["devboy"]});
+        assert_eq!(approval(none(), none(), none(), none()), Pending);
+        // Local or project approval counts once the folder is trusted.
+        assert_eq!(approval(none(), none(), none(), enabled()), Pending);
+        assert_eq!(approval(trusted(), none(), none(), enabled()), Approved);
+        assert_eq!(approval(trusted(), none(), enabled(), none()), Approved);
+        assert_eq!(
+            approval(
+                trusted(),
+                none(),
+                none(),
+                json!({"enabledMcpjsonServers": ["other"]})
+            ),
+            Pending
+        );
+        // The user's own settings count anywhere.
+        assert_eq!(approval(none(), enabled(), none(), none()), Approved);
+        assert_eq!(
+            approval(
+                none(),
+                json!({"enableAllProjectMcpServers": true}),
+                none(),
+                none()
+            ),
+            Approved
+        );
+        assert_eq!(
+            approval(
+                trusted(),
+                none(),
+                none(),
+                json!({"enableAllProjectMcpServers": false})
+            ),
+            Pending
+        );
+        // A rejection anywhere wins.
+        let both =
+            json!({"enabledMcpjsonServers": ["devboy"], "disabledMcpjsonServers": ["devboy"]});
+        assert_eq!(approval(trusted(), enabled(), none(), both), Rejected);
+        // An older Claude Code's approval in ~/.claude.json.
+        let legacy = json!({"projects": {"/p": {"hasTrustDialogAccepted": true, "enabledMcpjsonServers": ["devboy"]}}});
+        assert_eq!(approval(legacy, none(), none(), none()), Approved);
     }
 
     #[test]
