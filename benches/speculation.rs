@@ -189,6 +189,7 @@ async fn planning(root: &Path, filesystem: &devboy_testkit::peers::PeerCommand) 
         forwards_structured: false,
         client: None,
         served: devboy_core::speculation::Served::Upstream,
+        builtin: false,
     };
     let started = Instant::now();
     for _ in 0..RUNS {

@@ -375,6 +375,7 @@ fn run(config: &PipelineConfig, files: usize, bodies: &[Body]) -> Value {
             side_effect: SideEffectClass::ReadOnly,
             client: None,
             served: Default::default(),
+            builtin: false,
         };
         let forwarded = Forwarded::Single {
             text: &body.text,

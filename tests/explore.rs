@@ -692,3 +692,69 @@ async fn a_root_outside_the_project_is_refused_unless_the_client_or_the_config_a
     );
     client.stop().await;
 }
+
+/// Issue 23, item 8d: built-in answers carried an id line on every call
+/// (find_files −5.1% in `tune analyze`): they went through the seam as an
+/// upstream's results, whose repeat rate starts from a prior of one in
+/// six. A query's answer is not expected to come again: it gets an id only
+/// once its tool's answers repeat, and then a repeat is a reference.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_built_in_answer_gets_an_id_only_once_it_repeats() {
+    let dir = common::TempDir::new("explore-ids");
+    let (root, cache, config) = (
+        dir.path().join("repo"),
+        dir.path().join("cache"),
+        dir.path().join("config"),
+    );
+    fixture(&root);
+    std::fs::create_dir_all(&config).unwrap();
+    // Past the deadline a result goes out unprocessed, which would hide
+    // the decision on a busy machine.
+    std::fs::write(
+        config.join("pipeline_config.toml"),
+        "schema_version = 3\n[encoding]\ndeadline_ms = 120000\n",
+    )
+    .unwrap();
+    let mut client = common::RawClient::start_command_in(
+        &["mcp"],
+        &[
+            ("DEVBOY_CONFIG_DIR", path(&config)),
+            ("DEVBOY_CACHE_DIR", path(&cache)),
+        ],
+        Some(&root),
+    )
+    .await;
+    let mut answers = Vec::new();
+    for id in 1..=3 {
+        let args = json!({"query": QUERY});
+        let (result, _) = call_answering_roots(&mut client, id, "devboy_explore", args, &[]).await;
+        assert_eq!(result["isError"], false, "{result}");
+        let blocks: Vec<String> = result["content"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|b| b["text"].as_str().unwrap_or_default().to_owned())
+            .collect();
+        answers.push(blocks);
+    }
+    let first = &answers[0];
+    assert!(first[0].len() > 2000, "a large answer: {first:?}");
+    assert_eq!(first.len(), 1, "no id line on a first answer: {first:?}");
+    // The same answer again: now the tool has repeated, the id pays.
+    assert_eq!(answers[1][0], first[0]);
+    assert!(
+        answers[1].len() == 2 && answers[1][1].starts_with("> [id: "),
+        "{:?}",
+        answers[1]
+    );
+    // And the third is a reference to it.
+    let id = answers[1][1]
+        .trim_start_matches("> [id: ")
+        .trim_end_matches(']');
+    assert!(
+        answers[2].len() == 1 && answers[2][0].starts_with(&format!("> [ref: {id}")),
+        "{:?}",
+        answers[2]
+    );
+    client.stop().await;
+}

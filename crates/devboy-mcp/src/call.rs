@@ -136,6 +136,7 @@ impl PendingCall {
             forwards_structured: self.forwards_structured,
             client: self.client.as_deref(),
             served: devboy_core::speculation::Served::Upstream,
+            builtin: false,
         }
     }
 }
@@ -224,7 +225,10 @@ impl Session {
             .map_or(SideEffectClass::Unknown, |a| {
                 SideEffectClass::from_annotations(a.read_only_hint, a.destructive_hint)
             });
-        let info = call.info(crate::SERVER_INFO_NAME, &call.name, side_effect);
+        let info = ToolCallInfo {
+            builtin: true,
+            ..call.info(crate::SERVER_INFO_NAME, &call.name, side_effect)
+        };
         if tool.delivery() == Delivery::Processed {
             // As before an upstream result: the processor learns of a
             // compaction or a new model before it processes.
@@ -389,6 +393,7 @@ impl Session {
                 forwards_structured: info.forwards_structured,
                 client: info.client,
                 served: Served::Inline,
+                builtin: false,
             };
             let shown = apply(processor, seam, &call, follow_up.result, self.deadline()).await;
             answered.content.push(ContentBlock::text(inline_hint(

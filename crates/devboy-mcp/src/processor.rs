@@ -132,6 +132,7 @@ fn tool_call<'a>(call: &ToolCallInfo<'a>) -> ToolCall<'a> {
         side_effect: call.side_effect,
         client: call.client,
         served: call.served,
+        builtin: call.builtin,
     }
 }
 
@@ -322,6 +323,7 @@ mod tests {
             forwards_structured,
             client: None,
             served: Default::default(),
+            builtin: false,
         }
     }
 

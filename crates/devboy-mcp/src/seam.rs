@@ -46,6 +46,11 @@ pub struct ToolCallInfo<'a> {
     pub client: Option<&'a str>,
     /// Where the result comes from: the upstream, or a prefetch.
     pub served: Served,
+    /// devboy answered the call itself, with a built-in tool: its result
+    /// answers this one question and is not expected to come again, so it
+    /// gets an id only once the tool's answers have repeated in the
+    /// session (no repeat prior, as for a write's result).
+    pub builtin: bool,
 }
 
 /// A [`ToolCallInfo`] that owns its strings, to go with a result to the
@@ -60,6 +65,7 @@ struct OwnedCallInfo {
     forwards_structured: bool,
     client: Option<String>,
     served: Served,
+    builtin: bool,
 }
 
 impl OwnedCallInfo {
@@ -73,6 +79,7 @@ impl OwnedCallInfo {
             forwards_structured: call.forwards_structured,
             client: call.client.map(str::to_owned),
             served: call.served,
+            builtin: call.builtin,
         }
     }
 
@@ -86,6 +93,7 @@ impl OwnedCallInfo {
             forwards_structured: self.forwards_structured,
             client: self.client.as_deref(),
             served: self.served,
+            builtin: self.builtin,
         }
     }
 }
@@ -216,7 +224,9 @@ pub struct SeamStats {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Delivery {
     /// The processor may rewrite it ([`apply`]): every upstream result,
-    /// and a built-in's by default.
+    /// and a built-in's by default, as devboy's own answer
+    /// ([`ToolCallInfo::builtin`]: an id only once its answers repeat, for
+    /// an id on a query's answer costs more than it saves).
     Processed,
     /// A report that differs on every call and that clients parse (status,
     /// a new partition number): never rewritten, as an endpoint with dedup
@@ -467,6 +477,7 @@ mod tests {
             forwards_structured: false,
             client: None,
             served: Served::Upstream,
+            builtin: false,
         }
     }
 

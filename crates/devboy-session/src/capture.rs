@@ -72,6 +72,10 @@ pub struct CapturedCall {
     /// What the tool's annotations say a call does
     /// ([`SideEffectClass::name`]).
     pub side_effect: String,
+    /// A built-in tool answered ([`ToolCall::builtin`]); absent in
+    /// captures from before it was recorded.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub builtin: bool,
 }
 
 /// What the client forwards of one result, owned.
@@ -119,6 +123,7 @@ impl CapturedCall {
             tool: call.tool.to_owned(),
             arguments: call.arguments.cloned(),
             side_effect: call.side_effect.name().to_owned(),
+            builtin: call.builtin,
         }
     }
 
@@ -133,6 +138,7 @@ impl CapturedCall {
             side_effect: side_effect_named(&self.side_effect)?,
             client: None,
             served: Default::default(),
+            builtin: self.builtin,
         })
     }
 }
@@ -340,6 +346,7 @@ mod tests {
             side_effect: SideEffectClass::ReadOnly,
             client: Some("claude-code"),
             served: Default::default(),
+            builtin: false,
         };
         let value = json!({"b": 1, "a": [1.5, "x"]});
         let blocks = ["one", "two"];
@@ -408,6 +415,7 @@ mod tests {
             side_effect,
             client: None,
             served: Default::default(),
+            builtin: false,
         };
         let read_args: &'static Value = Box::leak(Box::new(read_args));
         let read = call("fs__read", SideEffectClass::ReadOnly, read_args);

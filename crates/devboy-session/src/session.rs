@@ -41,6 +41,9 @@ pub struct ToolCall<'a> {
     pub client: Option<&'a str>,
     /// Where the result comes from: the upstream, or a prefetch.
     pub served: devboy_core::speculation::Served,
+    /// One of devboy's built-in tools answered: its result answers this
+    /// one question and gets an id only once the tool's answers repeat.
+    pub builtin: bool,
 }
 
 /// What the client forwards to the model of one result.
@@ -430,10 +433,13 @@ impl PipelineSession {
                 ids_by_saving: settings.min_body_bytes == self.config.dedup.min_body_bytes,
                 // Filled in by the pipeline, which counts the body.
                 body_tokens: None,
-                mutating: changes_something(
-                    self.config.side_effect(call.exposed, call.side_effect),
-                    call.tool,
-                ),
+                // A built-in's answer, like a write's result, answers this
+                // one call: its repeat rate has no prior.
+                mutating: call.builtin
+                    || changes_something(
+                        self.config.side_effect(call.exposed, call.side_effect),
+                        call.tool,
+                    ),
                 text_diff: (self.config.dedup.text_diff.enabled && allows(HintKind::NearRef))
                     .then_some(TextDiffPolicy {
                         max_share: self.config.dedup.text_diff.max_share,

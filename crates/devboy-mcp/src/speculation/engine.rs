@@ -123,6 +123,7 @@ impl Prefetch {
             forwards_structured: false,
             client: None,
             served: Served::Upstream,
+            builtin: false,
         }
     }
 }
@@ -892,6 +893,7 @@ impl SpeculationEngine {
             forwards_structured: false,
             client: None,
             served: Served::Upstream,
+            builtin: false,
         };
         self.tell(&info, SpeculationEvent::Declined { reason }, None);
     }
