@@ -18,11 +18,7 @@ pub(super) fn failure(message: String) -> CallToolResult {
 
 /// The call's query, or what is wrong with it (`query_help` says what
 /// the query is).
-pub(super) fn query(
-    context: &BuiltinContext<'_>,
-    tool: &str,
-    query_help: &str,
-) -> Result<String, String> {
+fn query(context: &BuiltinContext<'_>, tool: &str, query_help: &str) -> Result<String, String> {
     context
         .str_argument("query")
         .filter(|q| !q.trim().is_empty())
