@@ -132,11 +132,16 @@ pub fn init_project(dir: &Path) -> anyhow::Result<()> {
     if std::env::set_current_dir(&dir).is_ok() {
         keep_tool_lists(&servers_path);
     }
+    if !split.moved.is_empty() {
+        println!(
+            "\nBoth files use relative paths: commit them to share the setup (each teammate needs `devboy` on PATH,\n\
+             and runs `devboy doctor` here once: it starts every server and keeps its tool list).\n\
+             Claude Code asks once, when it next starts in this project, to approve the project server `devboy`\n\
+             (until then `claude mcp list` and `devboy doctor` show it as pending approval)."
+        );
+    }
     println!(
-        "\nBoth files use relative paths: commit them to share the setup (each teammate needs `devboy` on PATH).\n\
-         Claude Code asks once, when it next starts in this project, to approve the project server `devboy`\n\
-         (until then `claude mcp list` shows it as pending approval).\n\
-         Check it:\n  \
+        "Check it:\n  \
          claude mcp list     # devboy: devboy mcp --config {PROJECT_SERVERS_FILE} - ✔ Connected\n  \
          devboy doctor       # each server's state, and what Claude Code sees"
     );
@@ -359,7 +364,22 @@ fn print_checks(checks: &[doctor::UpstreamCheck]) -> usize {
         if let Some(error) = &check.error {
             println!("      {error}");
         }
-        for line in check.stderr_tail.iter().rev().take(3).rev() {
+        // The last three lines the error does not already quote, each once
+        // (a server restarted with backoff says the same thing each time).
+        let mut shown: Vec<&str> = Vec::new();
+        for line in check.stderr_tail.iter().rev() {
+            let quoted = check
+                .error
+                .as_deref()
+                .is_some_and(|e| e.contains(line.as_str()));
+            if shown.len() == 3 {
+                break;
+            }
+            if !quoted && !shown.contains(&line.as_str()) {
+                shown.push(line);
+            }
+        }
+        for line in shown.iter().rev() {
             println!("      stderr: {line}");
         }
     }

@@ -5,7 +5,7 @@
 //! started by path and by the Python peers, one HTTP server that is down,
 //! one whose token is unset), moved behind devboy by the README's command.
 //!
-//! One line is not run: `cargo install --path .` (a release build of the
+//! One line is not run: `cargo install --locked --path .` (a release build of the
 //! whole workspace into the user's cargo bin would take many minutes and
 //! touch the machine outside the test); the binary under test stands in
 //! for it on `PATH` under the name `devboy`.
@@ -18,7 +18,7 @@ use devboy_testkit::{peers, ClaudeCode, Script, ScriptedModel, TerminalSession, 
 use serde_json::{json, Value};
 
 const DEVBOY: &str = env!("CARGO_BIN_EXE_devboy");
-const INSTALL_LINE: &str = "cargo install --path .";
+const INSTALL_LINE: &str = "cargo install --locked --path .";
 
 /// The `sh` blocks of README.md after `heading`, up to the next `## `.
 fn readme_blocks(heading: &str) -> Vec<String> {

@@ -118,13 +118,26 @@ pub fn route(
     config: &RouteConfig,
     recover: Option<ReferenceId>,
 ) -> Option<Routed> {
-    let best = best_candidate(body, classified, config);
-    let best = best.map(|(text, format)| Routed {
+    // The cheapest by the estimate, counted exactly; when that is no
+    // cheaper than the body, the runner-up too: the estimate misranks
+    // some (a file's JSON text as one escaped string against the same
+    // file fenced), and a second count is paid only where the first
+    // would have saved nothing.
+    let mut ranked = ranked_candidates(body, classified, config).into_iter();
+    let exact = |(text, format): (String, &'static str)| Routed {
         tokens: config.tokenizer.count(&text),
         text,
         format,
         elided: 0,
-    });
+    };
+    let mut best = ranked.next().map(exact);
+    if best.as_ref().is_some_and(|b| b.tokens >= baseline) {
+        if let Some(next) = ranked.next().map(exact) {
+            if best.as_ref().is_some_and(|b| next.tokens < b.tokens) {
+                best = Some(next);
+            }
+        }
+    }
     let (fits, cheaper) = match &best {
         Some(b) => (b.tokens <= config.budget_tokens, b.tokens < baseline),
         None => (false, false),
@@ -154,12 +167,12 @@ pub fn whole(body: &str, config: &RouteConfig) -> Option<String> {
     route(body, &crate::shape::classify(body), baseline, &config, None).map(|r| r.text)
 }
 
-/// The candidate with the lowest estimated cost, with its name.
-fn best_candidate(
+/// Every candidate with its name, the lowest estimated cost first.
+fn ranked_candidates(
     body: &str,
     classified: &Classified,
     config: &RouteConfig,
-) -> Option<(String, &'static str)> {
+) -> Vec<(String, &'static str)> {
     let allowed = |name: &str| config.only.as_deref().is_none_or(|only| only == name);
     let mut candidates: Vec<(String, &'static str)> = Vec::new();
     if let Some(json) = &classified.json {
@@ -209,9 +222,14 @@ fn best_candidate(
             }
         }
     }
-    candidates
+    let mut ranked: Vec<(usize, (String, &'static str))> = candidates
         .into_iter()
-        .min_by_key(|(text, _)| estimate_tokens(text))
+        .map(|c| (estimate_tokens(&c.0), c))
+        .collect();
+    // Stable: among equal estimates, the first found (formats before
+    // templates) stays first, as before.
+    ranked.sort_by_key(|(estimate, _)| *estimate);
+    ranked.into_iter().map(|(_, c)| c).collect()
 }
 
 /// Bytes of the strings in `value` that contain a line break.
@@ -587,6 +605,24 @@ mod tests {
 
     fn pretty(v: &Value) -> String {
         serde_json::to_string_pretty(v).unwrap()
+    }
+
+    /// A JSON file read as a server-filesystem result: one string of
+    /// hand-spaced JSON. The estimate ranks its `key: value` line (the
+    /// escaped string) first; counted, the runner-up, the file fenced,
+    /// is cheaper, and wins.
+    #[test]
+    fn when_the_estimate_misranks_the_runner_up_is_counted_too() {
+        let rows: String = (0..60)
+            .map(|i| format!("    {{\"sku\": \"SKU-{i:03}\", \"price\": {i}.50, \"qty\": {i}}},\n"))
+            .collect();
+        let file = format!("{{\n  \"orders\": [\n{rows}  ]\n}}\n");
+        let body = serde_json::to_string(&json!({ "content": file })).unwrap();
+        let config = RouteConfig::default();
+        let baseline = config.tokenizer.count(&body);
+        let routed = route(&body, &classify(&body), baseline, &config, None).expect("cheaper");
+        assert_eq!(routed.format, Template::FencedFields.name());
+        assert!(routed.text.contains(&file), "{}", routed.text);
     }
 
     #[test]
