@@ -673,31 +673,17 @@ fn hook_signal() {
             model,
         } => (event, cwd, session_id, Record::Reset(model)),
         HookAction::Model {
+            event,
             model,
             cwd,
             session_id,
-        } => {
-            let event = format!(
-                "SessionStart:{}",
-                value
-                    .get("source")
-                    .and_then(|s| s.as_str())
-                    .unwrap_or("startup")
-            );
-            (event, cwd, session_id, Record::Model(model))
-        }
+        } => (event, cwd, session_id, Record::Model(model)),
         HookAction::Written {
+            event,
             paths,
             cwd,
             session_id,
         } => {
-            let event = format!(
-                "PostToolUse:{}",
-                value
-                    .get("tool_name")
-                    .and_then(|s| s.as_str())
-                    .unwrap_or_default()
-            );
             // Relative paths are the session's: absolute from its `cwd`.
             let base = cwd.as_deref().map(PathBuf::from);
             let paths = paths

@@ -8,7 +8,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::{peer_toml, toml_str, RawClient, TempDir};
+use common::{peer_toml, toml_str, upstream, RawClient, TempDir};
 use devboy_testkit::peers;
 use serde_json::{json, Value};
 
@@ -42,6 +42,7 @@ async fn start(root: &std::path::Path, pipeline: Option<&str>) -> (RawClient, Te
     (client, dir)
 }
 
+/// A `tools/call` request, to send without waiting for its answer.
 fn call(id: i64, name: &str, arguments: Value) -> Value {
     json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
            "params": {"name": name, "arguments": arguments}})
@@ -77,12 +78,6 @@ async fn responses(client: &mut RawClient, ids: &[i64], limit: Duration) -> Vec<
         }
     }
     got.into_iter().flatten().collect()
-}
-
-async fn status(client: &mut RawClient, id: i64) -> Value {
-    client.send(call(id, "devboy_status", json!({}))).await;
-    let response = client.recv_response(id).await;
-    serde_json::from_str(&text(&response)).expect("status is JSON")
 }
 
 /// 20 MB of one letter is one o200k piece, which a quadratic merge never
@@ -132,10 +127,9 @@ async fn past_the_deadline_the_result_goes_out_as_sent_and_is_never_referenced()
     let (mut client, _dir) = start(root.path(), Some(pipeline)).await;
     let read = json!({"path": file.display().to_string()});
     for id in [1, 2] {
-        client
-            .send(call(id, "fs__read_text_file", read.clone()))
+        let response = client
+            .call_tool(id, "fs__read_text_file", read.clone())
             .await;
-        let response = client.recv_response(id).await;
         assert_eq!(text(&response), body, "read {id}: as the server sent it");
     }
     // The pipeline may still be on the results it was given up on (status
@@ -143,7 +137,7 @@ async fn past_the_deadline_the_result_goes_out_as_sent_and_is_never_referenced()
     // ask until both are counted.
     let mut id = 3;
     let report = loop {
-        let report = status(&mut client, id).await;
+        let report = client.status(id).await;
         if report["session"]["savings"]["passthrough"]["deadline"] == json!(2) {
             break report;
         }
@@ -173,12 +167,8 @@ async fn devboy_ends_promptly_with_a_call_in_flight() {
         // The call is under way once the server logged it; polling status
         // shows the upstream call counted.
         loop {
-            let report = status(&mut client, 2).await;
-            let calls = report["upstreams"]
-                .as_array()
-                .and_then(|u| u.iter().find(|u| u["name"] == "t"))
-                .map_or(0, |u| u["calls"].as_u64().unwrap_or(0));
-            if calls >= 1 {
+            let report = client.status(2).await;
+            if upstream(&report, "t")["calls"].as_u64().unwrap_or(0) >= 1 {
                 break;
             }
             tokio::time::sleep(Duration::from_millis(20)).await;

@@ -10,7 +10,7 @@ use std::path::Path;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use common::{devboy_bin, test_server_bin, RawClient, TempDir};
+use common::{devboy_bin, test_server_bin, upstream, RawClient, TempDir};
 use serde_json::{json, Value};
 
 /// Writes `servers` as `DIR/.mcp.json` and returns its path.
@@ -30,42 +30,6 @@ async fn start(dir: &TempDir, config: &str, extra: &[&str]) -> RawClient {
     let mut args = vec!["mcp", "--config", config];
     args.extend_from_slice(extra);
     RawClient::start_command_in(&args, &[], Some(dir.path())).await
-}
-
-async fn call(client: &mut RawClient, id: i64, name: &str, arguments: Value) -> Value {
-    client
-        .send(json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
-            "params": {"name": name, "arguments": arguments}}))
-        .await;
-    client.recv_response(id).await
-}
-
-async fn status(client: &mut RawClient, id: i64) -> Value {
-    let response = call(client, id, "devboy_status", json!({})).await;
-    let text = response["result"]["content"][0]["text"]
-        .as_str()
-        .unwrap_or_else(|| panic!("status is text: {response}"));
-    serde_json::from_str(text).unwrap()
-}
-
-fn upstream<'a>(status: &'a Value, name: &str) -> &'a Value {
-    status["upstreams"]
-        .as_array()
-        .and_then(|all| all.iter().find(|u| u["name"] == name))
-        .unwrap_or_else(|| panic!("no upstream {name} in {status}"))
-}
-
-async fn tool_names(client: &mut RawClient, id: i64) -> Vec<String> {
-    client
-        .send(json!({"jsonrpc": "2.0", "id": id, "method": "tools/list", "params": {}}))
-        .await;
-    let response = client.recv_response(id).await;
-    response["result"]["tools"]
-        .as_array()
-        .unwrap_or_else(|| panic!("tools/list: {response}"))
-        .iter()
-        .map(|t| t["name"].as_str().unwrap_or_default().to_owned())
-        .collect()
 }
 
 /// A port on loopback that nothing listens on.
@@ -89,11 +53,13 @@ async fn an_unset_variable_fails_only_its_server_and_says_why() {
         }),
     );
     let mut devboy = start(&dir, &config, &[]).await;
-    let names = tool_names(&mut devboy, 1).await;
+    let names = devboy.tool_names(1).await;
     assert!(names.contains(&"t__echo".to_owned()), "{names:?}");
-    let echo = call(&mut devboy, 2, "t__echo", json!({"text": "still here"})).await;
+    let echo = devboy
+        .call_tool(2, "t__echo", json!({"text": "still here"}))
+        .await;
     assert_eq!(echo["result"]["content"][0]["text"], "still here", "{echo}");
-    let status = status(&mut devboy, 3).await;
+    let status = devboy.status(3).await;
     let github = upstream(&status, "github");
     assert_eq!(github["state"], "failed", "{github}");
     assert_eq!(github["retrying"], false, "{github}");
@@ -104,7 +70,7 @@ async fn an_unset_variable_fails_only_its_server_and_says_why() {
         "{error}"
     );
     // Its tools, were it up, would be explained, not "unknown".
-    let call = call(&mut devboy, 4, "github__search", json!({})).await;
+    let call = devboy.call_tool(4, "github__search", json!({})).await;
     let message = call["error"]["message"].as_str().unwrap_or_default();
     assert!(
         message.contains("its server `github` is down") && message.contains("DEVBOY_TEST"),
@@ -144,7 +110,7 @@ async fn a_config_that_lists_devboy_itself_does_not_multiply_it() {
     let mut devboy = start(&dir, &config, &[]).await;
     let deadline = Instant::now() + Duration::from_secs(20);
     let entry = loop {
-        let status = status(&mut devboy, 1).await;
+        let status = devboy.status(1).await;
         let entry = upstream(&status, "devboy").clone();
         if entry["state"] == "failed" || Instant::now() > deadline {
             break entry;
@@ -161,7 +127,7 @@ async fn a_config_that_lists_devboy_itself_does_not_multiply_it() {
         "{entry}"
     );
     // Its built-in tools are not offered a second time under a prefix.
-    let names = tool_names(&mut devboy, 2).await;
+    let names = devboy.tool_names(2).await;
     assert!(
         !names.iter().any(|n| n.starts_with("devboy_2__")),
         "{names:?}"
@@ -188,14 +154,14 @@ async fn first_tools_list_answers_with_what_is_ready_and_late_tools_follow() {
     let started = Instant::now();
     let mut devboy = start(&dir, &config, &[]).await;
     // Status, before any tools/list, answers at once with the real state.
-    let status = status(&mut devboy, 1).await;
+    let status = devboy.status(1).await;
     assert!(
         started.elapsed() < Duration::from_secs(2),
         "status took {:?}",
         started.elapsed()
     );
     assert_eq!(upstream(&status, "slow")["state"], "starting", "{status}");
-    let names = tool_names(&mut devboy, 2).await;
+    let names = devboy.tool_names(2).await;
     let listed_after = started.elapsed();
     // Claude Code gives tools/list 5 s; devboy's default grace is 4 s.
     assert!(
@@ -209,14 +175,16 @@ async fn first_tools_list_answers_with_what_is_ready_and_late_tools_follow() {
     let mut id = 10;
     let names = loop {
         id += 1;
-        let names = tool_names(&mut devboy, id).await;
+        let names = devboy.tool_names(id).await;
         if names.contains(&"slow__echo".to_owned()) || Instant::now() > deadline {
             break names;
         }
         tokio::time::sleep(Duration::from_millis(250)).await;
     };
     assert!(names.contains(&"slow__echo".to_owned()), "{names:?}");
-    let echo = call(&mut devboy, 100, "slow__echo", json!({"text": "late"})).await;
+    let echo = devboy
+        .call_tool(100, "slow__echo", json!({"text": "late"}))
+        .await;
     assert_eq!(echo["result"]["content"][0]["text"], "late", "{echo}");
     devboy.stop().await;
 }
@@ -230,7 +198,7 @@ async fn list_changed_announces_a_late_server() {
                         "env": {"DEVBOY_TEST_STARTUP_DELAY_MS": "8000"}}}),
     );
     let mut devboy = start(&dir, &config, &[]).await;
-    let names = tool_names(&mut devboy, 1).await;
+    let names = devboy.tool_names(1).await;
     assert!(!names.contains(&"slow__echo".to_owned()), "{names:?}");
     // Wait for the notification itself, not for a poll to succeed.
     let deadline = Instant::now() + Duration::from_secs(30);
@@ -241,7 +209,7 @@ async fn list_changed_announces_a_late_server() {
             break;
         }
     }
-    let names = tool_names(&mut devboy, 2).await;
+    let names = devboy.tool_names(2).await;
     assert!(names.contains(&"slow__echo".to_owned()), "{names:?}");
     devboy.stop().await;
 }
@@ -265,7 +233,7 @@ async fn upstream_failures_read_as_what_happened() {
     let mut devboy = start(&dir, &config, &[]).await;
     let deadline = Instant::now() + Duration::from_secs(20);
     let status = loop {
-        let status = status(&mut devboy, 1).await;
+        let status = devboy.status(1).await;
         let down = upstream(&status, "down");
         let noisy = upstream(&status, "noisy");
         if (down["last_error"].is_string() && noisy["last_error"].is_string())
@@ -437,8 +405,8 @@ async fn status_shows_what_each_pipeline_rule_matches() {
     .unwrap();
     let rules = rules.display().to_string();
     let mut devboy = start(&dir, &config, &["--pipeline-config", &rules]).await;
-    tool_names(&mut devboy, 1).await;
-    let status = status(&mut devboy, 2).await;
+    devboy.tool_names(1).await;
+    let status = devboy.status(2).await;
     assert_eq!(
         status["pipeline_rules"],
         json!([

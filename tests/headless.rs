@@ -13,7 +13,7 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use common::{test_server_bin, toml_str, RawClient, TempDir};
+use common::{test_server_bin, toml_str, upstream, RawClient, TempDir};
 use devboy_testkit::{ClaudeCode, Script, ScriptedModel};
 use serde_json::{json, Value};
 
@@ -163,34 +163,9 @@ fn after_doctor_the_first_run_has_the_tool_and_a_down_server_says_why() {
     );
 }
 
-async fn tool_names(client: &mut RawClient, id: i64) -> Vec<String> {
-    client
-        .send(json!({"jsonrpc": "2.0", "id": id, "method": "tools/list", "params": {}}))
-        .await;
-    let response = client.recv_response(id).await;
-    response["result"]["tools"]
-        .as_array()
-        .unwrap_or_else(|| panic!("tools/list: {response}"))
-        .iter()
-        .map(|t| t["name"].as_str().unwrap_or_default().to_owned())
-        .collect()
-}
-
+/// Upstream `name`'s entry in `devboy_status`, as request `id`.
 async fn upstream_status(client: &mut RawClient, id: i64, name: &str) -> Value {
-    client
-        .send(json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
-            "params": {"name": "devboy_status", "arguments": {}}}))
-        .await;
-    let response = client.recv_response(id).await;
-    let text = response["result"]["content"][0]["text"]
-        .as_str()
-        .unwrap_or_else(|| panic!("status: {response}"));
-    let status: Value = serde_json::from_str(text).unwrap();
-    status["upstreams"]
-        .as_array()
-        .and_then(|all| all.iter().find(|u| u["name"] == name))
-        .cloned()
-        .unwrap_or_else(|| panic!("no upstream {name} in {status}"))
+    upstream(&client.status(id).await, name).clone()
 }
 
 /// A server behind `gate.sh`: the test server with tool names prefixed by
@@ -301,9 +276,7 @@ async fn a_kept_listing_is_filtered_replaced_when_it_changed_and_never_used_for_
     server.serve("a_");
     server.open();
     let mut devboy = server.devboy(&plain).await;
-    assert!(tool_names(&mut devboy, 1)
-        .await
-        .contains(&"t__a_echo".to_owned()));
+    assert!(devboy.tool_names(1).await.contains(&"t__a_echo".to_owned()));
     wait_ready(&mut devboy, 2).await;
     devboy.stop().await;
 
@@ -315,7 +288,7 @@ async fn a_kept_listing_is_filtered_replaced_when_it_changed_and_never_used_for_
     server.serve("b_");
     let filtered = server.config("deny = [\"a_fail\"]");
     let mut devboy = server.devboy(&filtered).await;
-    let names = tool_names(&mut devboy, 1).await;
+    let names = devboy.tool_names(1).await;
     assert!(names.contains(&"t__a_echo".to_owned()), "{names:?}");
     assert!(!names.contains(&"t__a_fail".to_owned()), "{names:?}");
     let entry = upstream_status(&mut devboy, 2, "t").await;
@@ -330,7 +303,7 @@ async fn a_kept_listing_is_filtered_replaced_when_it_changed_and_never_used_for_
             break;
         }
     }
-    let names = tool_names(&mut devboy, 3).await;
+    let names = devboy.tool_names(3).await;
     assert!(
         names.contains(&"t__b_echo".to_owned()) && !names.contains(&"t__a_echo".to_owned()),
         "{names:?}"
@@ -340,7 +313,7 @@ async fn a_kept_listing_is_filtered_replaced_when_it_changed_and_never_used_for_
 
     server.close();
     let mut devboy = server.devboy(&filtered).await;
-    let names = tool_names(&mut devboy, 1).await;
+    let names = devboy.tool_names(1).await;
     assert!(names.contains(&"t__b_echo".to_owned()), "{names:?}");
     devboy.stop().await;
 
@@ -348,7 +321,7 @@ async fn a_kept_listing_is_filtered_replaced_when_it_changed_and_never_used_for_
     // listing waits for the server, here for the short grace given.
     let changed = server.config("env = { DEVBOY_TEST_EXTRA = \"1\" }");
     let mut devboy = server.devboy_with_grace(&changed, "300").await;
-    let names = tool_names(&mut devboy, 1).await;
+    let names = devboy.tool_names(1).await;
     assert!(!names.iter().any(|n| n.starts_with("t__")), "{names:?}");
     let entry = upstream_status(&mut devboy, 2, "t").await;
     assert_eq!(entry["listing"], "none", "{entry}");
@@ -363,7 +336,7 @@ async fn a_broken_kept_listing_costs_one_warning_and_is_replaced() {
     server.serve("");
     server.open();
     let mut devboy = server.devboy(&config).await;
-    tool_names(&mut devboy, 1).await;
+    devboy.tool_names(1).await;
     wait_ready(&mut devboy, 2).await;
     devboy.stop().await;
     let kept = server.kept_files();
@@ -379,7 +352,7 @@ async fn a_broken_kept_listing_costs_one_warning_and_is_replaced() {
         &[("DEVBOY_CACHE_DIR", &cache)],
     )
     .await;
-    let names = tool_names(&mut devboy, 1).await;
+    let names = devboy.tool_names(1).await;
     assert!(names.contains(&"t__echo".to_owned()), "{names:?}");
     wait_ready(&mut devboy, 2).await;
     devboy.stop().await;
@@ -440,7 +413,7 @@ async fn init_keeps_each_servers_listing_for_the_first_session() {
         &[("HOME", &home_dir), ("DEVBOY_CACHE_DIR", &cache)],
     )
     .await;
-    let names = tool_names(&mut devboy, 1).await;
+    let names = devboy.tool_names(1).await;
     assert!(names.contains(&"t__echo".to_owned()), "{names:?}");
     devboy.stop().await;
 }

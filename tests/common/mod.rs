@@ -452,6 +452,37 @@ impl RawClient {
         self.recv_response_collecting(id, &mut Vec::new()).await
     }
 
+    /// Calls tool `name` with `arguments` as request `id`; returns the
+    /// response.
+    pub async fn call_tool(&mut self, id: i64, name: &str, arguments: Value) -> Value {
+        self.send(json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+            "params": {"name": name, "arguments": arguments}}))
+            .await;
+        self.recv_response(id).await
+    }
+
+    /// `devboy_status` as request `id`, parsed.
+    pub async fn status(&mut self, id: i64) -> Value {
+        let response = self.call_tool(id, "devboy_status", json!({})).await;
+        let text = response["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap_or_else(|| panic!("status is text: {response}"));
+        serde_json::from_str(text).expect("status is JSON")
+    }
+
+    /// The exposed tool names of one `tools/list`, as request `id`.
+    pub async fn tool_names(&mut self, id: i64) -> Vec<String> {
+        self.send(json!({"jsonrpc": "2.0", "id": id, "method": "tools/list", "params": {}}))
+            .await;
+        let response = self.recv_response(id).await;
+        response["result"]["tools"]
+            .as_array()
+            .unwrap_or_else(|| panic!("tools/list: {response}"))
+            .iter()
+            .map(|t| t["name"].as_str().unwrap_or_default().to_owned())
+            .collect()
+    }
+
     /// Sends `kill -<signal>` to devboy and waits for it to exit.
     pub async fn kill_with(mut self, signal: &str) -> std::process::ExitStatus {
         let pid = self.child.id().expect("devboy running");
@@ -483,6 +514,14 @@ impl RawClient {
         drop(self.stdin);
         let _ = tokio::time::timeout(Duration::from_secs(10), self.child.wait()).await;
     }
+}
+
+/// Upstream `name`'s entry in a `devboy_status` report.
+pub fn upstream<'a>(status: &'a Value, name: &str) -> &'a Value {
+    status["upstreams"]
+        .as_array()
+        .and_then(|all| all.iter().find(|u| u["name"] == name))
+        .unwrap_or_else(|| panic!("no upstream {name} in {status}"))
 }
 
 /// Whether `pid` is gone (or a zombie) right now.

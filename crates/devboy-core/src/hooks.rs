@@ -57,6 +57,8 @@ pub enum HookAction {
     /// A session started with this model: record it for the project at
     /// `cwd`, without advancing anything.
     Model {
+        /// A short label such as `SessionStart:startup`.
+        event: String,
         /// The model id.
         model: String,
         /// The hook's `cwd`.
@@ -67,6 +69,8 @@ pub enum HookAction {
     /// Claude Code's own tool wrote these files (as the input names them:
     /// absolute, or relative to `cwd`).
     Written {
+        /// A short label such as `PostToolUse:Edit`.
+        event: String,
         /// The files.
         paths: Vec<String>,
         /// The hook's `cwd`.
@@ -84,8 +88,9 @@ pub enum HookAction {
 pub fn classify(input: &Value) -> HookAction {
     let field = |name: &str| input.get(name).and_then(Value::as_str);
     let model = field("model").filter(|m| !m.is_empty()).map(str::to_owned);
+    let label = |detail: &str| format!("{}:{detail}", field("hook_event_name").unwrap_or_default());
     let signal = |detail: &str| HookAction::Signal {
-        event: format!("{}:{detail}", field("hook_event_name").unwrap_or_default()),
+        event: label(detail),
         cwd: field("cwd").map(str::to_owned),
         session_id: field("session_id").map(str::to_owned),
         model: model.clone(),
@@ -94,7 +99,8 @@ pub fn classify(input: &Value) -> HookAction {
         Some("PreCompact") => signal(field("trigger").unwrap_or("unknown")),
         Some("SessionStart") => match (field("source"), model.clone()) {
             (Some(source @ ("compact" | "clear")), _) => signal(source),
-            (_, Some(model)) => HookAction::Model {
+            (source, Some(model)) => HookAction::Model {
+                event: label(source.unwrap_or("startup")),
                 model,
                 cwd: field("cwd").map(str::to_owned),
                 session_id: field("session_id").map(str::to_owned),
@@ -120,6 +126,7 @@ pub fn classify(input: &Value) -> HookAction {
                 return HookAction::Ignore(format!("PostToolUse of {tool} names no file"));
             }
             HookAction::Written {
+                event: label(tool),
                 paths,
                 cwd: field("cwd").map(str::to_owned),
                 session_id: field("session_id").map(str::to_owned),
@@ -256,6 +263,7 @@ mod tests {
             assert_eq!(
                 classify(&with_model),
                 HookAction::Model {
+                    event: format!("SessionStart:{source}"),
                     model: "claude-sonnet-4-5".into(),
                     cwd: Some("/p".into()),
                     session_id: None
@@ -276,6 +284,7 @@ mod tests {
         assert_eq!(
             classify(&edit),
             HookAction::Written {
+                event: "PostToolUse:Edit".into(),
                 paths: vec!["/p/src/a.rs".into()],
                 cwd: Some("/p".into()),
                 session_id: Some("s".into()),

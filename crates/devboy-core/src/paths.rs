@@ -74,12 +74,10 @@ pub fn runtime_dir_with_env(env: &dyn Fn(&str) -> Option<OsString>) -> PathBuf {
     if let Some(dir) = non_empty(env, RUNTIME_DIR_ENV) {
         return PathBuf::from(dir);
     }
-    if let Some(xdg) = non_empty(env, "XDG_RUNTIME_DIR").map(PathBuf::from) {
-        if xdg.is_absolute() {
-            return xdg.join("devboy");
-        }
+    match xdg(env, "XDG_RUNTIME_DIR") {
+        Some(xdg) => xdg.join("devboy"),
+        None => config_dir_with_env(env).join("run"),
     }
-    config_dir_with_env(env).join("run")
 }
 
 /// Where devboy keeps what it can rebuild: `$DEVBOY_CACHE_DIR`, else
@@ -95,10 +93,8 @@ pub fn cache_dir_with_env(env: &dyn Fn(&str) -> Option<OsString>) -> PathBuf {
     if let Some(dir) = non_empty(env, CACHE_DIR_ENV) {
         return PathBuf::from(dir);
     }
-    if let Some(xdg) = non_empty(env, "XDG_CACHE_HOME").map(PathBuf::from) {
-        if xdg.is_absolute() {
-            return xdg.join("devboy");
-        }
+    if let Some(xdg) = xdg(env, "XDG_CACHE_HOME") {
+        return xdg.join("devboy");
     }
     match non_empty(env, "HOME").or_else(|| non_empty(env, "USERPROFILE")) {
         Some(home) => PathBuf::from(home).join(".cache").join("devboy"),
@@ -153,10 +149,8 @@ pub fn xdg_config_home() -> PathBuf {
 
 /// [`xdg_config_home`] with the environment given as a function.
 pub fn xdg_config_home_with_env(env: &dyn Fn(&str) -> Option<OsString>) -> PathBuf {
-    if let Some(xdg) = non_empty(env, "XDG_CONFIG_HOME").map(PathBuf::from) {
-        if xdg.is_absolute() {
-            return xdg;
-        }
+    if let Some(xdg) = xdg(env, "XDG_CONFIG_HOME") {
+        return xdg;
     }
     let home = non_empty(env, "HOME")
         .or_else(|| non_empty(env, "USERPROFILE"))
@@ -184,6 +178,14 @@ fn process_env(name: &str) -> Option<OsString> {
 
 fn non_empty(env: &dyn Fn(&str) -> Option<OsString>, name: &str) -> Option<OsString> {
     env(name).filter(|v| !v.is_empty())
+}
+
+/// An XDG base directory variable, when set to an absolute path (the spec
+/// has a relative one ignored).
+fn xdg(env: &dyn Fn(&str) -> Option<OsString>, name: &str) -> Option<PathBuf> {
+    non_empty(env, name)
+        .map(PathBuf::from)
+        .filter(|dir| dir.is_absolute())
 }
 
 #[cfg(test)]

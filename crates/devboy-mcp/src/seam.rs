@@ -364,21 +364,18 @@ async fn run_until_deadline<T>(
     started: &std::sync::OnceLock<tokio::time::Instant>,
     deadline: Duration,
 ) -> Option<Result<T, tokio::task::JoinError>> {
-    let arrived = tokio::time::Instant::now();
-    let last = arrived + deadline * MAX_QUEUED;
+    let last = tokio::time::Instant::now() + deadline * MAX_QUEUED;
     loop {
-        let until = match started.get() {
-            Some(at) => (*at + deadline).min(last),
-            // Not started: look again in a while.
-            None => (arrived + deadline)
-                .min(last)
-                .max(tokio::time::Instant::now() + deadline / 8),
+        let started = started.get();
+        let give_up = started.map_or(last, |at| (*at + deadline).min(last));
+        // Not started yet: look again every eighth of a deadline.
+        let until = match started {
+            Some(_) => give_up,
+            None => give_up.min(tokio::time::Instant::now() + deadline / 8),
         };
         match tokio::time::timeout_at(until, &mut *job).await {
             Ok(done) => return Some(done),
-            Err(_) if until >= last || started.get().is_some_and(|at| *at + deadline <= until) => {
-                return None
-            }
+            Err(_) if until >= give_up => return None,
             Err(_) => {}
         }
     }

@@ -509,6 +509,19 @@ mod tests {
         Timestamp::from_millis(ms)
     }
 
+    /// `body` from endpoint `ep` at `ms`, everything allowed, waited for.
+    fn send(p: &mut SessionPipeline, ep: &EndpointKey, body: &str, ms: u64) -> Processed {
+        p.process(
+            ep.clone(),
+            body,
+            None,
+            vec![],
+            t(ms),
+            &all(),
+            &Handoff::new(),
+        )
+    }
+
     /// A waiter that gave up before the pipeline ran: the body goes out
     /// as it came, nothing is recorded, and it counts as `deadline`.
     #[test]
@@ -524,7 +537,7 @@ mod tests {
         assert_eq!(out.tokens_final, out.tokens_raw);
         // The model holds the body in full now, but under no id: the next
         // copy is fresh, never a reference to an id it was not shown.
-        let next = p.process(ep, &body, None, vec![], t(1), &all(), &Handoff::new());
+        let next = send(&mut p, &ep, &body, 1);
         assert_eq!(next.action, Action::Encoded);
         assert!(next.id_line.is_some());
         assert_eq!((p.totals().results, p.totals().deadline), (2, 1));
@@ -537,15 +550,7 @@ mod tests {
         let mut p = pipeline(25_000);
         let body = labels(20);
         let ep = EndpointKey::new("gh", "labels");
-        let out = p.process(
-            ep.clone(),
-            &body,
-            None,
-            vec![],
-            t(0),
-            &all(),
-            &Handoff::new(),
-        );
+        let out = send(&mut p, &ep, &body, 0);
         assert_eq!(out.action, Action::Encoded);
         let before = p.totals().clone();
         let passed = p.retract(&body, &out);
@@ -555,7 +560,7 @@ mod tests {
         assert_eq!(after.tokens_raw, before.tokens_raw);
         assert_eq!(after.tokens_final, after.tokens_raw);
         assert_eq!((after.dedup_saved, after.encoder_saved), (0, 0));
-        let next = p.process(ep, &body, None, vec![], t(1), &all(), &Handoff::new());
+        let next = send(&mut p, &ep, &body, 1);
         assert_ne!(next.action, Action::Reference, "{next:?}");
     }
 
@@ -564,15 +569,7 @@ mod tests {
         let mut p = pipeline(25_000);
         let body = labels(20);
         let ep = EndpointKey::new("gh", "labels");
-        let first = p.process(
-            ep.clone(),
-            &body,
-            None,
-            vec![],
-            t(0),
-            &all(),
-            &Handoff::new(),
-        );
+        let first = send(&mut p, &ep, &body, 0);
         assert_eq!(first.action, Action::Encoded);
         assert_eq!(first.id_line.as_deref(), Some("> [id: tagfix1]"));
         let text = first.text.clone().unwrap();
@@ -586,7 +583,7 @@ mod tests {
             first.tokens_raw as i64 - first.encoder_saved - first.dedup_saved
         );
 
-        let second = p.process(ep, &body, None, vec![], t(1), &all(), &Handoff::new());
+        let second = send(&mut p, &ep, &body, 1);
         assert_eq!(second.action, Action::Reference);
         assert_eq!(
             second.text.as_deref(),
@@ -610,15 +607,7 @@ mod tests {
         let mut p = pipeline(600);
         let body = labels(200);
         let ep = EndpointKey::new("gh", "labels");
-        let first = p.process(
-            ep.clone(),
-            &body,
-            None,
-            vec![],
-            t(0),
-            &all(),
-            &Handoff::new(),
-        );
+        let first = send(&mut p, &ep, &body, 0);
         assert_eq!(first.action, Action::Elided);
         assert!(first.tokens_final <= 600);
         assert_eq!(first.id_line, None, "the elision hint names the id");
@@ -628,7 +617,7 @@ mod tests {
             .as_deref()
             .unwrap()
             .ends_with(&format!("devboy_expand {id}]")));
-        let again = p.process(ep, &body, None, vec![], t(1), &all(), &Handoff::new());
+        let again = send(&mut p, &ep, &body, 1);
         assert_eq!(again.action, Action::Elided, "not a reference: {again:?}");
         assert_eq!(p.stage().expand(&id.to_string()), Ok(body.as_bytes()));
     }

@@ -386,27 +386,29 @@ impl SpeculationEngine {
         let mut reports = Vec::new();
         {
             let mut store = lock(&self.store);
-            let changed = |prefetch: &Prefetch| {
-                let read = prefetch.files.paths();
+            // Whether reads of `read` may have changed (prefetches by the
+            // paths they resolved, fail-fast counts by the paths named).
+            let changed = |read: Vec<std::borrow::Cow<'_, str>>| {
                 (missed && !read.is_empty())
                     || read.iter().any(|read| {
-                        let read = read.to_string_lossy();
-                        written
-                            .iter()
-                            .any(|w| devboy_pipeline::write_covers(w, &read))
-                    })
-            };
-            let written_paths = |paths: &[String]| {
-                (missed && !paths.is_empty())
-                    || paths.iter().any(|read| {
                         written
                             .iter()
                             .any(|w| devboy_pipeline::write_covers(w, read))
                     })
             };
-            store.empties.retain(|_, (_, paths)| !written_paths(paths));
+            store.empties.retain(|_, (_, paths)| {
+                !changed(paths.iter().map(|p| p.as_str().into()).collect())
+            });
             store.remove_where(PrefetchEnd::Invalidated, &mut reports, |entry| {
-                changed(&entry.prefetch)
+                changed(
+                    entry
+                        .prefetch
+                        .files
+                        .paths()
+                        .into_iter()
+                        .map(|p| p.to_string_lossy())
+                        .collect(),
+                )
             });
         }
         self.emit(reports);

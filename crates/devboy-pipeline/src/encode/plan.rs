@@ -554,27 +554,25 @@ impl<'v> Plan<'v> {
 /// Adds the columns of one level (the union of the keys of `maps`, in
 /// first-seen order), flattening objects into groups.
 /// The columns (indices into first-seen order) in an order every map's
-/// own key order agrees with, when there is one: rows that leave out a key
-/// other rows have still decode in their own order (invariant 12). Ties
-/// go by first sight; with no such order (two rows disagree), first-seen
-/// order, and the table will not decode back exactly and is not used.
+/// own key order agrees with, when that is not first-seen order: rows that
+/// leave out a key other rows have still decode in their own order
+/// (invariant 12). Ties go by first sight. `None` keeps first-seen order:
+/// it already agrees, or no order does (two rows disagree), and then the
+/// table will not decode back exactly and is not used.
 fn merged_order(
     maps: &[&Map<String, Value>],
     index: &HashMap<&str, usize, FastHash>,
     n: usize,
-) -> Vec<usize> {
+) -> Option<Vec<usize>> {
     use std::cmp::Reverse;
     use std::collections::BinaryHeap;
-    let first_seen: Vec<usize> = (0..n).collect();
     let mut after: Vec<Vec<usize>> = vec![Vec::new(); n];
     let mut before = vec![0usize; n];
     let mut seen: std::collections::HashSet<(usize, usize), FastHash> = Default::default();
     for map in maps {
         let mut previous: Option<usize> = None;
         for key in map.keys() {
-            let Some(&c) = index.get(key.as_str()) else {
-                return first_seen;
-            };
+            let &c = index.get(key.as_str())?;
             if let Some(p) = previous {
                 if seen.insert((p, c)) {
                     after[p].push(c);
@@ -596,11 +594,8 @@ fn merged_order(
             }
         }
     }
-    if order.len() == n {
-        order
-    } else {
-        first_seen
-    }
+    let reordered = order.iter().enumerate().any(|(i, &c)| i != c);
+    (order.len() == n && reordered).then_some(order)
 }
 
 fn add_level<'v>(
@@ -637,14 +632,14 @@ fn add_level<'v>(
             next = column + 1;
         }
     }
-    if maps.len() > 1 {
-        let order = merged_order(maps, &index, keys.len());
-        if order.iter().enumerate().any(|(i, &c)| i != c) {
-            keys = order.iter().map(|&c| keys[c]).collect();
-            let mut taken: Vec<Option<Vec<Option<&'v Value>>>> =
-                columns.into_iter().map(Some).collect();
-            columns = order.iter().filter_map(|&c| taken[c].take()).collect();
-        }
+    if let Some(order) = (maps.len() > 1)
+        .then(|| merged_order(maps, &index, keys.len()))
+        .flatten()
+    {
+        keys = order.iter().map(|&c| keys[c]).collect();
+        let mut taken: Vec<Option<Vec<Option<&'v Value>>>> =
+            columns.into_iter().map(Some).collect();
+        columns = order.iter().filter_map(|&c| taken[c].take()).collect();
     }
     let (parent_bare, prefix) = match parent {
         Some(p) => (nodes[p].bare, Some(nodes[p].name.clone())),
