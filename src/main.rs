@@ -190,6 +190,11 @@ enum Command {
         /// The pipeline config (default as for `devboy mcp`).
         #[arg(long, value_name = "FILE")]
         pipeline_config: Option<PathBuf>,
+        /// Also write every result as the model was shown it, one JSON
+        /// line each (`{"tool", "action", "text"}`), to FILE: to see what
+        /// a change to the pipeline changes, result by result.
+        #[arg(long, value_name = "FILE")]
+        deliveries: Option<PathBuf>,
     },
     /// Claude Code hooks that tell running devboy processes the model's
     /// context was compacted or cleared.
@@ -565,9 +570,15 @@ fn run(command: Command) -> anyhow::Result<()> {
             paths,
             format,
             pipeline_config,
+            deliveries,
         } => {
             let config = PipelineConfig::resolve(pipeline_config.as_deref())?;
-            replay::replay_cmd(&config, &paths, format == ReplayFormat::Json)
+            replay::replay_cmd(
+                &config,
+                &paths,
+                format == ReplayFormat::Json,
+                deliveries.as_deref(),
+            )
         }
         Command::Hook {
             command: HookCommand::Signal,

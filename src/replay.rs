@@ -73,15 +73,29 @@ fn pct(saved: i64, of: u64) -> f64 {
 }
 
 /// Runs the replay and prints the report.
-pub fn replay_cmd(config: &PipelineConfig, paths: &[PathBuf], as_json: bool) -> anyhow::Result<()> {
+pub fn replay_cmd(
+    config: &PipelineConfig,
+    paths: &[PathBuf],
+    as_json: bool,
+    deliveries: Option<&Path>,
+) -> anyhow::Result<()> {
     let mut files = Vec::new();
     for path in paths {
         collect(path, &mut files)?;
     }
+    let mut tally = Tally::new(default_tokenizer(config), deliveries.is_some());
     let report = match captured(&files)? {
-        Some((file, text)) => run_capture(config, &file, &text)?,
-        None => replay_bodies(config, &files)?,
+        Some((file, text)) => run_capture(config, &file, &text, &mut tally)?,
+        None => replay_bodies(config, &files, &mut tally)?,
     };
+    if let Some(path) = deliveries {
+        let mut out = String::new();
+        for line in &tally.deliveries {
+            out.push_str(&line.to_string());
+            out.push('\n');
+        }
+        std::fs::write(path, out).with_context(|| format!("writing {}", path.display()))?;
+    }
     if as_json {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {
@@ -110,12 +124,16 @@ fn captured(files: &[PathBuf]) -> anyhow::Result<Option<(PathBuf, String)>> {
     Ok(None)
 }
 
-fn replay_bodies(config: &PipelineConfig, files: &[PathBuf]) -> anyhow::Result<Value> {
+fn replay_bodies(
+    config: &PipelineConfig,
+    files: &[PathBuf],
+    tally: &mut Tally,
+) -> anyhow::Result<Value> {
     let mut bodies = Vec::new();
     for file in files {
         read_bodies(file, &mut bodies)?;
     }
-    Ok(run(config, files.len(), &bodies))
+    Ok(run(config, files.len(), &bodies, tally))
 }
 
 fn collect(path: &Path, out: &mut Vec<PathBuf>) -> anyhow::Result<()> {
@@ -239,10 +257,13 @@ struct Tally {
     /// Results no stage applied to (dedup and encoding both off for the
     /// endpoint): counted as sent unchanged.
     untouched: Totals,
+    /// Each result as the model was shown it, when asked for.
+    keep_deliveries: bool,
+    deliveries: Vec<Value>,
 }
 
 impl Tally {
-    fn new(tokenizer: Tokenizer) -> Self {
+    fn new(tokenizer: Tokenizer, keep_deliveries: bool) -> Self {
         Self {
             tokenizer,
             compact: 0,
@@ -253,6 +274,8 @@ impl Tally {
             decode_failures: Vec::new(),
             checked: 0,
             untouched: Totals::default(),
+            keep_deliveries,
+            deliveries: Vec::new(),
         }
     }
 
@@ -282,6 +305,13 @@ impl Tally {
             Processed::unchanged(n)
         });
         *self.actions.entry(processed.action.name()).or_default() += 1;
+        if self.keep_deliveries {
+            self.deliveries.push(json!({
+                "tool": body.endpoint,
+                "action": processed.action.name(),
+                "text": processed.text.as_deref().unwrap_or(&body.text),
+            }));
+        }
         // Every result lands in one row, so the table adds up to the total:
         // a repeat is answered before its shape is looked at.
         let shape = processed.shape.unwrap_or(match processed.action {
@@ -322,7 +352,7 @@ impl Tally {
         }
     }
 
-    fn report(self, files: usize, results: usize, pipeline: &Totals) -> Value {
+    fn report(&mut self, files: usize, results: usize, pipeline: &Totals) -> Value {
         let totals = Totals {
             results: pipeline.results + self.untouched.results,
             tokens_raw: pipeline.tokens_raw + self.untouched.tokens_raw,
@@ -357,7 +387,7 @@ impl Tally {
 
 /// Recorded bodies, one second apart, through one session with every
 /// stage the config allows.
-fn run(config: &PipelineConfig, files: usize, bodies: &[Body]) -> Value {
+fn run(config: &PipelineConfig, files: usize, bodies: &[Body], tally: &mut Tally) -> Value {
     // A fixed tag: the same files give the same report, and it costs what
     // a live session's drawn tag costs.
     let session = PipelineSession::new(
@@ -365,7 +395,6 @@ fn run(config: &PipelineConfig, files: usize, bodies: &[Body]) -> Value {
         true,
         IdAllocator::new(SessionTag::FIXED),
     );
-    let mut tally = Tally::new(default_tokenizer(config));
     for (i, body) in bodies.iter().enumerate() {
         let call = ToolCall {
             exposed: &body.endpoint,
@@ -393,10 +422,14 @@ fn run(config: &PipelineConfig, files: usize, bodies: &[Body]) -> Value {
 /// A capture of a live session (`devboy mcp --capture`), replayed exactly:
 /// the same tag, calls, clock, compactions and model changes. The report
 /// adds `status`: what `devboy_status` said of the pipeline at the end.
-fn run_capture(config: &PipelineConfig, file: &Path, text: &str) -> anyhow::Result<Value> {
+fn run_capture(
+    config: &PipelineConfig,
+    file: &Path,
+    text: &str,
+    tally: &mut Tally,
+) -> anyhow::Result<Value> {
     let context = || format!("{}", file.display());
     let records = capture::read(text).with_context(context)?;
-    let mut tally = Tally::new(default_tokenizer(config));
     let mut results = 0;
     let session = capture::replay(
         Arc::new(config.clone()),
