@@ -180,17 +180,17 @@ async fn planning(root: &Path, filesystem: &devboy_testkit::peers::PeerCommand) 
     let arguments = json!({"path": root, "pattern": "hit*.rs"});
     let found = call(&session, "fs__search_files", arguments.clone()).await?;
     let arguments = arguments.as_object().cloned();
-    let info = devboy_mcp::seam::ToolCallInfo {
-        upstream: "fs",
-        tool: "search_files",
-        exposed: "fs__search_files",
-        arguments: arguments.as_ref(),
-        side_effect: devboy_core::pipeline_config::SideEffectClass::ReadOnly,
-        forwards_structured: false,
-        client: None,
-        served: devboy_core::speculation::Served::Upstream,
-        builtin: false,
-    };
+    let info = devboy_core::call::ResolvedCall::new(
+        "fs__search_files",
+        devboy_core::call::CallRoute::Upstream {
+            upstream: "fs".into(),
+            tool: "search_files".into(),
+        },
+        arguments,
+        devboy_core::call::SideEffect::stated(
+            devboy_core::pipeline_config::SideEffectClass::ReadOnly,
+        ),
+    );
     let started = Instant::now();
     for _ in 0..RUNS {
         engine.after_answer(&info, &found);

@@ -26,11 +26,12 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 use std::sync::Arc;
 
+use devboy_core::call::{CallRoute, ResolvedCall, SideEffect};
 use devboy_core::pipeline_config::{PipelineConfig, SideEffectClass};
 use devboy_pipeline::session::{Action, Processed, Totals};
 use devboy_pipeline::{IdAllocator, SessionTag, Timestamp, Tokenizer};
 use devboy_session::capture::{self, CapturedBody};
-use devboy_session::{default_tokenizer, Forwarded, PipelineSession, ToolCall};
+use devboy_session::{default_tokenizer, Forwarded, PipelineSession};
 use serde_json::{json, Value};
 
 /// One recorded body.
@@ -396,16 +397,15 @@ fn run(config: &PipelineConfig, files: usize, bodies: &[Body], tally: &mut Tally
         IdAllocator::new(SessionTag::FIXED),
     );
     for (i, body) in bodies.iter().enumerate() {
-        let call = ToolCall {
-            exposed: &body.endpoint,
-            upstream: "replay",
-            tool: &body.endpoint,
-            arguments: None,
-            side_effect: SideEffectClass::ReadOnly,
-            client: None,
-            served: Default::default(),
-            builtin: false,
-        };
+        let call = ResolvedCall::new(
+            body.endpoint.as_str(),
+            CallRoute::Upstream {
+                upstream: "replay".into(),
+                tool: body.endpoint.clone(),
+            },
+            None,
+            SideEffect::stated(SideEffectClass::ReadOnly),
+        );
         let forwarded = Forwarded::Single {
             text: &body.text,
             json: body.json.as_ref(),

@@ -331,3 +331,71 @@ async fn inline_mode_appends_only_what_fits_the_budget() {
     let speculation = wait_speculation(&devboy, "two inlined", |s| s["inlined"] == 2).await;
     assert_eq!(speculation["held"], 1, "{speculation}");
 }
+
+/// Every telemetry record of the events files under `dir`.
+fn telemetry_records(dir: &Path) -> Vec<Value> {
+    let mut out = Vec::new();
+    let Ok(entries) = std::fs::read_dir(dir.join("events")) else {
+        return out;
+    };
+    for entry in entries.flatten() {
+        let text = std::fs::read_to_string(entry.path()).unwrap_or_default();
+        out.extend(text.lines().filter_map(|l| serde_json::from_str(l).ok()));
+    }
+    out
+}
+
+/// A passthrough session transforms nothing and still records what it
+/// did: its prefetches and its `find_files` queries reach telemetry as in
+/// a full session (the seam's event sink is the session's, whatever the
+/// pipeline).
+#[tokio::test]
+async fn a_passthrough_session_records_its_speculation_and_retrieval() {
+    let (_dir, root) = project("spec-passthrough-telemetry");
+    let telemetry = TempDir::new("spec-passthrough-telemetry-out");
+    let peer = peers::server_filesystem(&root);
+    let pipeline = format!(
+        "[explore]\nallowed_roots = [{}]\n",
+        toml_str(&root.display().to_string())
+    );
+    let devboy = Devboy::start_full(
+        &server_toml("fs", &peer),
+        "devboy.toml",
+        &["--list-grace-ms", "30000", "--pipeline", "passthrough"],
+        Some(&pipeline),
+        &[("DEVBOY_TELEMETRY_DIR", telemetry.path().as_os_str())],
+    )
+    .await;
+    devboy.call("fs__search_files", search_args(&root)).await;
+    wait_speculation(&devboy, "the reads to land", settled(3)).await;
+    let found = devboy
+        .call(
+            "devboy_find_files",
+            json!({"query": "where is beta defined", "root": root.display().to_string()}),
+        )
+        .await;
+    assert_ne!(found.is_error, Some(true), "{found:?}");
+    let Devboy { client, .. } = devboy;
+    let _ = client.cancel().await;
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(15);
+    let records = loop {
+        let records = telemetry_records(telemetry.path());
+        if records.iter().any(|r| r["kind"] == "session") {
+            break records;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "no session summary within 15 s; records: {records:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    let dispatched = records
+        .iter()
+        .filter(|r| r["kind"] == "speculation" && r["event"] == "dispatched")
+        .count();
+    assert_eq!(dispatched, 3, "{records:#?}");
+    assert!(
+        records.iter().any(|r| r["kind"] == "retrieval"),
+        "{records:#?}"
+    );
+}

@@ -12,6 +12,8 @@
 //! what was expected. The crate reads the config file and the environment
 //! and nothing else; it knows nothing of MCP, tokio or the pipeline.
 //!
+//! - [`call`]: [`call::ResolvedCall`], one tool call's facts decided once:
+//!   its key, its side-effect class, the paths it names.
 //! - [`config`]: [`config::ProxyConfig`] from a `.mcp.json` or `devboy.toml`.
 //! - [`hash`]: [`hash::fnv1a64`], the one stable hash for names and ids.
 //! - [`hooks`]: the Claude Code compaction hooks: their input, merging them
@@ -29,6 +31,11 @@
 
 #![deny(missing_docs)]
 
+/// The name devboy gives itself: its MCP server name, and the upstream name
+/// its built-in tools are counted under.
+pub const SERVER_NAME: &str = "devboy";
+
+pub mod call;
 pub mod config;
 pub mod hash;
 pub mod hooks;

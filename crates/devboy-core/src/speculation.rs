@@ -4,51 +4,7 @@
 //!
 //! Each enum has a stable snake_case name ([`Served::name`] and the like):
 //! it is what telemetry files and `devboy_status` carry. A call's identity
-//! (for the prefetch store, the planner and telemetry's call keys) is its
-//! tool and its arguments written by [`canonical_object`].
-
-use serde_json::{Map, Value};
-
-/// `map` as compact JSON with every object's keys sorted, at every depth:
-/// two argument objects that mean the same are written the same, whatever
-/// order their keys came in (array order is kept: it is meaning).
-pub fn canonical_object(map: &Map<String, Value>) -> String {
-    let mut out = String::with_capacity(64);
-    write_object(map, &mut out);
-    out
-}
-
-fn write_canonical(value: &Value, out: &mut String) {
-    match value {
-        Value::Object(map) => write_object(map, out),
-        Value::Array(items) => {
-            out.push('[');
-            for (i, item) in items.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                write_canonical(item, out);
-            }
-            out.push(']');
-        }
-        scalar => out.push_str(&scalar.to_string()),
-    }
-}
-
-fn write_object(map: &Map<String, Value>, out: &mut String) {
-    let mut entries: Vec<(&String, &Value)> = map.iter().collect();
-    entries.sort_by(|a, b| a.0.cmp(b.0));
-    out.push('{');
-    for (i, (key, value)) in entries.into_iter().enumerate() {
-        if i > 0 {
-            out.push(',');
-        }
-        out.push_str(&Value::String(key.clone()).to_string());
-        out.push(':');
-        write_canonical(value, out);
-    }
-    out.push('}');
-}
+//! is [`crate::call::CallKey`].
 
 /// Where the result the agent got for a call came from.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]

@@ -4,6 +4,7 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
+use devboy_core::call::{SideEffect, ToolClassFacts};
 use devboy_core::pipeline_config::{PipelineConfig, SideEffectClass};
 use devboy_core::tool_verb::VerbClass;
 use devboy_core::value_model::{ArgSource, FollowUp, ValueClass};
@@ -18,8 +19,12 @@ use crate::shipped::{ShippedServer, SERVERS};
 pub struct ResolvedTool {
     /// The exposed name.
     pub exposed: String,
-    /// The side-effect class after the merge.
-    pub side_effect: SideEffectClass,
+    /// The effective side-effect class ([`devboy_core::call::side_effect`]:
+    /// the config, else the annotations, else the shipped class, else the
+    /// name's verb).
+    pub side_effect: SideEffect,
+    /// The class devboy ships for it, when its server is well known.
+    pub shipped: Option<SideEffectClass>,
     /// Whether its name or annotations say it writes; such a tool is never
     /// speculated, whatever the config says.
     pub writes: bool,
@@ -164,12 +169,16 @@ fn resolve(
 ) -> ResolvedTool {
     let model = config.tool_model(&facts.exposed);
     let known = server.and_then(|s| s.tools.iter().find(|t| t.0 == facts.tool));
-    let mut side_effect = known.map_or(SideEffectClass::Unknown, |t| t.1);
-    let annotated = annotated_class(&facts);
-    if annotated != SideEffectClass::Unknown {
-        side_effect = annotated;
-    }
-    let side_effect = model.side_effect.unwrap_or(side_effect);
+    let side_effect = devboy_core::call::side_effect(
+        config,
+        &facts.exposed,
+        ToolClassFacts {
+            annotated: annotated_class(&facts),
+            shipped: known.map(|t| t.1),
+            name: &facts.tool,
+        },
+    );
+    let shipped_class = known.map(|t| t.1);
     let writes = facts.annotations.say_writes() || name_says_writes(&facts.tool);
     let remote = facts.remote_upstream
         || facts.annotations.open_world == Some(true)
@@ -177,6 +186,7 @@ fn resolve(
     ResolvedTool {
         exposed: facts.exposed,
         side_effect,
+        shipped: shipped_class,
         writes,
         speculate: model.speculate,
         remote,

@@ -5,16 +5,17 @@
 use std::collections::{HashMap, HashSet};
 use std::time::Duration;
 
-use devboy_core::pipeline_config::{EnrichmentSettings, PipelineConfig, SideEffectClass};
+use devboy_core::pipeline_config::{EnrichmentSettings, PipelineConfig};
 use devboy_core::speculation::DeclineReason;
 use devboy_core::value_model::ValueClass;
 use serde_json::{Map, Value};
 
 use crate::choose::{best_subset, Item};
 use crate::facts::ToolFacts;
+use crate::fit;
 use crate::model::{resolve_all, Edge, ResolvedTool};
 use crate::projection::{project, Answer};
-use crate::{call_key, fit};
+use devboy_core::call::CallKey;
 
 /// The predicted cost of a result nothing says anything about: about a
 /// screenful of text.
@@ -132,7 +133,7 @@ impl Planner {
             return plan;
         }
         let answer = Answer::new(answered);
-        let own_key = call_key(answered.exposed, answered.arguments);
+        let own_key = CallKey::new(answered.exposed, answered.arguments);
         let mut seen = HashSet::new();
         let mut candidates = Vec::new();
         let mut unprojected = Vec::new();
@@ -153,7 +154,7 @@ impl Planner {
                 unprojected.push(edge.target.as_str());
             }
             for arguments in fitted {
-                let key = call_key(&target.exposed, Some(&arguments));
+                let key = CallKey::new(&target.exposed, Some(&arguments));
                 if !seen.insert(key.clone()) {
                     continue;
                 }
@@ -169,7 +170,7 @@ impl Planner {
         // Of several edges to one tool (versions of a server's shape),
         // one that projects is enough.
         for target in unprojected {
-            let projected = seen.iter().any(|k| k.split(' ').next() == Some(target));
+            let projected = seen.iter().any(|k: &CallKey| k.exposed() == target);
             if !projected {
                 plan.decline(target, DeclineReason::NoArguments);
             }
@@ -191,10 +192,7 @@ impl Planner {
         if target.writes {
             return Err(DeclineReason::Writes);
         }
-        if !matches!(
-            target.side_effect,
-            SideEffectClass::Pure | SideEffectClass::ReadOnly
-        ) {
+        if !target.side_effect.may_prefetch() {
             return Err(DeclineReason::NotReadOnly);
         }
         if target.remote && !self.settings.remote && target.speculate != Some(true) {

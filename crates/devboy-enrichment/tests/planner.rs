@@ -5,10 +5,11 @@
 use std::path::Path;
 use std::time::Duration;
 
+use devboy_core::call::CallKey;
 use devboy_core::pipeline_config::{PipelineConfig, SideEffectClass};
 use devboy_core::speculation::DeclineReason;
 use devboy_core::value_model::ValueClass;
-use devboy_enrichment::{call_key, Annotations, Answered, Plan, PlanContext, Planner, ToolFacts};
+use devboy_enrichment::{Annotations, Answered, Plan, PlanContext, Planner, ToolFacts};
 use serde_json::{json, Map, Value};
 
 fn config(text: &str) -> PipelineConfig {
@@ -81,7 +82,7 @@ fn reasons(plan: &Plan) -> Vec<(String, DeclineReason)> {
 fn shipped_edges_apply_to_a_recognised_server_and_skip_lines_that_are_not_paths() {
     let planner = Planner::new(fs_catalog(), &config(""));
     let read = planner.tool("fs__read_text_file").unwrap();
-    assert_eq!(read.side_effect, SideEffectClass::ReadOnly);
+    assert_eq!(read.side_effect.class, SideEffectClass::ReadOnly);
     assert_eq!(read.value_class, ValueClass::Critical);
     assert_eq!(
         read.freshness,
@@ -126,16 +127,16 @@ fn shipped_edges_apply_to_a_recognised_server_and_skip_lines_that_are_not_paths(
     );
 
     // The same tool names on an upstream without the signature are not
-    // the filesystem server: nothing is shipped for them.
+    // the filesystem server: nothing is shipped for them (only the verb
+    // of the name speaks, which never allows a prefetch).
     let stranger = vec![
         tool("x", "search_files", &["path", "pattern"], None),
         tool("x", "read_text_file", &["path"], None),
     ];
     let planner = Planner::new(stranger, &config(""));
-    assert_eq!(
-        planner.tool("x__read_text_file").unwrap().side_effect,
-        SideEffectClass::Unknown
-    );
+    let read = planner.tool("x__read_text_file").unwrap().side_effect;
+    assert_eq!(read.source, devboy_core::call::ClassSource::Verb);
+    assert!(!read.may_prefetch());
     assert!(planner.tool("x__search_files").unwrap().edges.is_empty());
 }
 
@@ -280,7 +281,8 @@ max_parallel = 3
     let text = "/r/a\n/r/b\n/r/c\n";
     let held_path = json!({"path": "/r/a"});
     let held = |exposed: &str, args: &Map<String, Value>| {
-        call_key(exposed, Some(args)) == call_key("fs__read_text_file", held_path.as_object())
+        CallKey::new(exposed, Some(args))
+            == CallKey::new("fs__read_text_file", held_path.as_object())
     };
     let ctx = PlanContext {
         held: &held,

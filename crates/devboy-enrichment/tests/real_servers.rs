@@ -177,8 +177,8 @@ fn filesystem_search_is_followed_by_reading_the_files_it_found() {
     );
     let read = planner.tool("fs__read_text_file").expect("listed");
     assert!(
-        read.side_effect == devboy_core::pipeline_config::SideEffectClass::Pure
-            || read.side_effect == devboy_core::pipeline_config::SideEffectClass::ReadOnly
+        read.side_effect.class == devboy_core::pipeline_config::SideEffectClass::Pure
+            || read.side_effect.class == devboy_core::pipeline_config::SideEffectClass::ReadOnly
     );
 
     let args = json!({"path": root, "pattern": "**/*.rs"});

@@ -17,7 +17,7 @@ use futures::future::BoxFuture;
 use rmcp::model::CallToolResult;
 use tokio_util::sync::CancellationToken;
 
-use crate::seam::ToolCallInfo;
+use devboy_core::call::ResolvedCall;
 
 /// A result the store gave for a call, and where it came from.
 #[derive(Debug, Clone)]
@@ -32,13 +32,13 @@ pub struct StoredAnswer {
 pub trait AnswerStore: Send + Sync + 'static {
     /// Sees every call to an upstream tool before any layer answers it:
     /// the place to drop entries the call may make stale.
-    fn on_call(&self, _call: &ToolCallInfo<'_>) {}
+    fn on_call(&self, _call: &ResolvedCall) {}
 
     /// A fresh answer to `call`, or `None` to let the upstream answer.
     /// Waiting (for a prefetch in flight) ends when `cancel` fires.
     fn answer<'a>(
         &'a self,
-        call: &'a ToolCallInfo<'a>,
+        call: &'a ResolvedCall,
         cancel: &'a CancellationToken,
     ) -> BoxFuture<'a, Option<StoredAnswer>>;
 }
@@ -50,7 +50,7 @@ pub struct NoAnswers;
 impl AnswerStore for NoAnswers {
     fn answer<'a>(
         &'a self,
-        _call: &'a ToolCallInfo<'a>,
+        _call: &'a ResolvedCall,
         _cancel: &'a CancellationToken,
     ) -> BoxFuture<'a, Option<StoredAnswer>> {
         Box::pin(async { None })

@@ -1,23 +1,30 @@
 //! The call path: how one `tools/call` is answered, as layers.
 //!
 //! ```text
+//! sync writes  files Claude Code's own tools wrote are forgotten
 //! route        the catalog's route for the exposed name (waiting for the
 //!              first listing and a server's first start, else saying why
 //!              the name is unknown)
+//! resolve      the call's facts, decided once (crate::resolve): key,
+//!              side-effect class, paths, route, what the client is shown
 //!  ├─ built-in   BuiltinTool::call → the seam, as the tool's Delivery says
-//!  └─ upstream   processor.before_call → answer store (on_call, answer:
-//!                fail-fast, a prefetch landed or joined in flight)
-//!                → the upstream → speculation (plan, prefetch) → the seam
+//!  └─ upstream   SessionEvent::Call → forget (the pipeline's memory and
+//!                the answer store, one pass) → answer store (fail-fast, a
+//!                prefetch landed or joined in flight) → the upstream →
+//!                speculation (plan, prefetch) → the seam
 //! ```
 //!
-//! Every layer is a method of its own below, and a [`PendingCall`] is all a
-//! layer needs: the agent's request is turned into one at the MCP edge
-//! ([`Session`]'s `call_tool`), and a built-in makes one to call an
-//! upstream tool through the same path.
+//! Every layer is a method of its own below and reads the one
+//! [`ResolvedCall`]: the agent's request becomes a [`PendingCall`] at the
+//! MCP edge ([`Session`]'s `call_tool`), and a built-in makes one to call
+//! an upstream tool through the same path.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
-use devboy_core::pipeline_config::SideEffectClass;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use devboy_core::call::{CallKey, ResolvedCall};
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResult, ContentBlock, ErrorCode, JsonObject, RequestMetaObject,
@@ -31,9 +38,9 @@ use futures::FutureExt as _;
 use crate::answers::StoredAnswer;
 use crate::builtin::BuiltinContext;
 use crate::catalog::ToolRoute;
-use crate::seam::{apply, before_call, deliver, Delivery, ToolCallInfo};
+use crate::seam::{Delivery, SessionEvent};
 use crate::session::{explain_unknown_tool, unknown_tool, why_unavailable, Session};
-use crate::speculation::{CallKey, SpeculationMode};
+use crate::speculation::SpeculationMode;
 use crate::upstream::{CallFailure, ProgressTarget, Upstream};
 use devboy_core::speculation::Served;
 
@@ -120,34 +127,19 @@ impl PendingCall {
             peer: self.peer.clone(),
         }
     }
-
-    fn info<'a>(
-        &'a self,
-        upstream: &'a str,
-        tool: &'a str,
-        side_effect: SideEffectClass,
-    ) -> ToolCallInfo<'a> {
-        ToolCallInfo {
-            upstream,
-            tool,
-            exposed: &self.name,
-            arguments: self.arguments.as_ref(),
-            side_effect,
-            forwards_structured: self.forwards_structured,
-            client: self.client.as_deref(),
-            served: devboy_core::speculation::Served::Upstream,
-            builtin: false,
-        }
-    }
 }
 
 impl Session {
     /// Answers `call` through the layers of the call path.
     pub async fn call(&self, call: PendingCall) -> Result<CallToolResult, McpError> {
         self.sync_writes();
-        match self.route(&call.name).await? {
-            ToolRoute::Builtin(index) => self.call_builtin(index, &call).await,
-            upstream => self.call_upstream(upstream, call).await,
+        let route = self.route(&call.name).await?;
+        let resolved = self.resolve(&call, &route)?;
+        match route {
+            ToolRoute::Builtin(index) => self.call_builtin(index, &call, resolved).await,
+            ToolRoute::Upstream { upstream, .. } => {
+                self.call_upstream(upstream, call, resolved).await
+            }
         }
     }
 
@@ -158,15 +150,22 @@ impl Session {
         call: PendingCall,
     ) -> Result<CallToolResult, McpError> {
         self.sync_writes();
-        match self.route(&call.name).await? {
-            ToolRoute::Builtin(_) => Err(McpError::invalid_params(
+        let route = self.route(&call.name).await?;
+        if let ToolRoute::Builtin(_) = route {
+            return Err(McpError::invalid_params(
                 format!(
                     "`{}` is a devboy tool; a built-in calls upstream tools only",
                     call.name
                 ),
                 None,
-            )),
-            upstream => self.call_upstream(upstream, call).await,
+            ));
+        }
+        let resolved = self.resolve(&call, &route)?;
+        match route {
+            ToolRoute::Upstream { upstream, .. } => {
+                self.call_upstream(upstream, call, resolved).await
+            }
+            ToolRoute::Builtin(_) => Err(unknown_tool(&call.name)),
         }
     }
 
@@ -185,13 +184,29 @@ impl Session {
         }
     }
 
+    /// The call's facts, decided once: every later layer reads them.
+    fn resolve(
+        &self,
+        call: &PendingCall,
+        route: &ToolRoute,
+    ) -> Result<Arc<ResolvedCall>, McpError> {
+        let resolved = self
+            .resolver()
+            .resolve(self.proxy(), &call.name, call.arguments.clone(), route)
+            .ok_or_else(|| unknown_tool(&call.name))?;
+        Ok(Arc::new(
+            resolved.shown_to(call.forwards_structured, call.client.clone()),
+        ))
+    }
+
     /// The built-in layer: the registry's tool answers, and the seam
     /// delivers its result as the tool says. A built-in presents itself to
-    /// the processor as a tool of upstream `devboy`.
+    /// the transform as a tool of upstream `devboy`.
     async fn call_builtin(
         &self,
         index: usize,
         call: &PendingCall,
+        resolved: Arc<ResolvedCall>,
     ) -> Result<CallToolResult, McpError> {
         let Some(tool) = self.proxy().builtins().get(index).cloned() else {
             return Err(unknown_tool(&call.name));
@@ -218,82 +233,72 @@ impl Session {
                 ]));
             }
         };
-        let side_effect = tool
-            .definition()
-            .annotations
-            .as_ref()
-            .map_or(SideEffectClass::Unknown, |a| {
-                SideEffectClass::from_annotations(a.read_only_hint, a.destructive_hint)
-            });
-        let info = ToolCallInfo {
-            builtin: true,
-            ..call.info(crate::SERVER_INFO_NAME, &call.name, side_effect)
-        };
         if tool.delivery() == Delivery::Processed {
-            // As before an upstream result: the processor learns of a
+            // As before an upstream result: the pipeline learns of a
             // compaction or a new model before it processes.
             self.sync_partition();
             self.sync_model();
         }
-        Ok(deliver(
-            self.processor(),
-            &self.counters().seam,
-            &info,
-            result,
-            tool.delivery(),
-            self.deadline(),
-        )
-        .await)
+        Ok(self
+            .seam()
+            .deliver(&resolved, result, tool.delivery())
+            .await)
     }
 
-    /// An upstream tool's call: the processor forgets what the call may
-    /// change, the answer store may answer, else the upstream does; the
-    /// result goes through the seam either way.
+    /// An upstream tool's call: what it may change is forgotten, the
+    /// answer store may answer, else the upstream does; the result goes
+    /// through the seam either way.
     async fn call_upstream(
         &self,
-        route: ToolRoute,
+        index: usize,
         call: PendingCall,
+        resolved: Arc<ResolvedCall>,
     ) -> Result<CallToolResult, McpError> {
-        let ToolRoute::Upstream {
-            upstream: index,
-            tool,
-            side_effect,
-        } = route
-        else {
-            return Err(unknown_tool(&call.name));
-        };
         let Some(upstream) = self.proxy().upstreams().get(index).cloned() else {
             return Err(unknown_tool(&call.name));
         };
-        let mut info = call.info(&upstream.config().name, &tool, side_effect);
         self.sync_partition();
         self.sync_model();
-        let processor = self.processor();
-        let seam = &self.counters().seam;
-        let deadline = self.deadline();
-        before_call(processor.as_ref(), seam, &info);
-        if let Some(answer) = self.stored_answer(&info, &call.ct).await {
-            info.served = answer.served;
-            self.after_answer(&info, &answer.result);
-            return Ok(apply(processor, seam, &info, answer.result, deadline).await);
+        self.seam().record(SessionEvent::Call(&resolved));
+        self.forget_for(&resolved);
+        if let Some(answer) = self.stored_answer(&resolved, &call.ct).await {
+            let served = Arc::new(ResolvedCall::clone(&resolved).served(answer.served));
+            self.after_answer(&served, &answer.result);
+            return Ok(self.seam().apply(&served, answer.result).await);
         }
         if call.ct.is_cancelled() {
             // Cancelled while a store answer was awaited: nothing to ask.
             return Err(cancelled());
         }
-        match ask_upstream(&upstream, &tool, &call).await? {
+        match ask_upstream(&upstream, resolved.tool(), &call).await? {
             Answer::Result(result) => {
                 self.sync_partition();
                 // Planned on the original: the pipeline has not rewritten it.
-                let sent = self.after_answer(&info, &result);
-                let answered = apply(processor, seam, &info, result, deadline).await;
+                let sent = self.after_answer(&resolved, &result);
+                let answered = self.seam().apply(&resolved, result).await;
                 Ok(self
-                    .inline_follow_ups(&info, answered, &sent, &call.ct)
+                    .inline_follow_ups(&resolved, answered, &sent, &call.ct)
                     .await)
             }
             // An error result: the seam passes it untouched and tells the
-            // processor (telemetry counts it like an upstream error).
-            Answer::Failure(result) => Ok(apply(processor, seam, &info, result, deadline).await),
+            // session's events (telemetry counts it like an upstream error).
+            Answer::Failure(result) => Ok(self.seam().apply(&resolved, result).await),
+        }
+    }
+
+    /// The invalidation layer: whatever holds results forgets, in one
+    /// pass, what `call` may change (the pipeline's dedup memory and the
+    /// answer store, by the call's one class and paths). Fails open.
+    fn forget_for(&self, call: &ResolvedCall) {
+        if let Some(pipeline) = self.pipeline_memory() {
+            if catch_unwind(AssertUnwindSafe(|| pipeline.forget_for(call))).is_err() {
+                self.seam().stats().failures.fetch_add(1, Ordering::Relaxed);
+                tracing::error!(tool = %call.exposed, "forgetting for a call panicked");
+            }
+        }
+        let store = self.answer_store();
+        if catch_unwind(AssertUnwindSafe(|| store.on_call(call))).is_err() {
+            tracing::error!(tool = %call.exposed, "the answer store panicked forgetting for a call");
         }
     }
 
@@ -301,21 +306,18 @@ impl Session {
     /// upstream then does), like a failing pipeline stage.
     async fn stored_answer(
         &self,
-        info: &ToolCallInfo<'_>,
+        call: &ResolvedCall,
         cancel: &CancellationToken,
     ) -> Option<StoredAnswer> {
         let store = self.answer_store();
-        let asked = catch_unwind(AssertUnwindSafe(|| {
-            store.on_call(info);
-            store.answer(info, cancel)
-        }));
+        let asked = catch_unwind(AssertUnwindSafe(|| store.answer(call, cancel)));
         let answered = match asked {
             Ok(answer) => AssertUnwindSafe(answer).catch_unwind().await.ok(),
             Err(_) => None,
         };
         answered.unwrap_or_else(|| {
             tracing::error!(
-                tool = info.exposed,
+                tool = %call.exposed,
                 "answer store panicked; the upstream answers"
             );
             None
@@ -325,13 +327,13 @@ impl Session {
     /// The speculation step after a result reached the seam: fail-fast
     /// counts, and follow-ups of an upstream's answer. Fails open. Returns
     /// the prefetches it sent.
-    fn after_answer(&self, info: &ToolCallInfo<'_>, result: &CallToolResult) -> Vec<CallKey> {
+    fn after_answer(&self, call: &ResolvedCall, result: &CallToolResult) -> Vec<CallKey> {
         let Some(engine) = self.speculation() else {
             return Vec::new();
         };
-        catch_unwind(AssertUnwindSafe(|| engine.after_answer(info, result))).unwrap_or_else(|_| {
+        catch_unwind(AssertUnwindSafe(|| engine.after_answer(call, result))).unwrap_or_else(|_| {
             tracing::error!(
-                tool = info.exposed,
+                tool = %call.exposed,
                 "speculation panicked; nothing prefetched"
             );
             Vec::new()
@@ -340,16 +342,16 @@ impl Session {
 
     /// Inline mode: appends to `answered` the prefetches of `sent` that
     /// landed in time and fit the budget, each through the seam as the
-    /// result of its own call (so the processor holds it as delivered, and
+    /// result of its own call (so the pipeline holds it as delivered, and
     /// the agent's later identical call may be a reference to it), under a
     /// one-line hint naming the call. Nothing is appended to an error. A
     /// client that shows `structuredContent` instead of the text is given
     /// the text it would have shown, without the structured copy, when
-    /// the processor may do that (it then declares no `outputSchema`);
+    /// the pipeline may do that (it then declares no `outputSchema`);
     /// else nothing is appended.
     async fn inline_follow_ups(
         &self,
-        info: &ToolCallInfo<'_>,
+        call: &ResolvedCall,
         mut answered: CallToolResult,
         sent: &[CallKey],
         cancel: &CancellationToken,
@@ -357,11 +359,11 @@ impl Session {
         let Some(engine) = self.speculation() else {
             return answered;
         };
-        let hidden = info.forwards_structured && answered.structured_content.is_some();
+        let hidden = call.forwards_structured && answered.structured_content.is_some();
         if sent.is_empty()
             || engine.settings().mode != SpeculationMode::Inline
             || answered.is_error == Some(true)
-            || (hidden && !self.processor().rewrites_structured())
+            || (hidden && !self.rewrites_structured())
         {
             return answered;
         }
@@ -369,7 +371,7 @@ impl Session {
             .catch_unwind()
             .await
             .unwrap_or_else(|_| {
-                tracing::error!(tool = info.exposed, "inlining panicked; nothing inlined");
+                tracing::error!(tool = %call.exposed, "inlining panicked; nothing inlined");
                 Vec::new()
             });
         if taken.is_empty() {
@@ -379,30 +381,21 @@ impl Session {
             answered.content = shown_blocks(&answered, true);
             answered.structured_content = None;
         }
-        let processor = self.processor();
-        let seam = &self.counters().seam;
         for follow_up in taken {
-            let call = ToolCallInfo {
-                upstream: &follow_up.upstream,
-                tool: &follow_up.tool,
-                exposed: &follow_up.exposed,
-                arguments: Some(&follow_up.arguments),
-                side_effect: follow_up.side_effect,
-                // Processed as the agent's own call of it would be, so its
-                // later call is the same body: a reference.
-                forwards_structured: info.forwards_structured,
-                client: info.client,
-                served: Served::Inline,
-                builtin: false,
-            };
-            let shown = apply(processor, seam, &call, follow_up.result, self.deadline()).await;
-            answered.content.push(ContentBlock::text(inline_hint(
-                &follow_up.exposed,
-                &follow_up.arguments,
-            )));
+            // Processed as the agent's own call of it would be, so its
+            // later call is the same body: a reference.
+            let inlined = Arc::new(
+                ResolvedCall::clone(&follow_up.call)
+                    .shown_to(call.forwards_structured, call.client.clone())
+                    .served(Served::Inline),
+            );
+            let shown = self.seam().apply(&inlined, follow_up.result).await;
             answered
                 .content
-                .extend(shown_blocks(&shown, info.forwards_structured));
+                .push(ContentBlock::text(inline_hint(&inlined)));
+            answered
+                .content
+                .extend(shown_blocks(&shown, call.forwards_structured));
         }
         answered
     }
@@ -421,9 +414,10 @@ fn shown_blocks(result: &CallToolResult, forwards_structured: bool) -> Vec<Conte
 /// The line before an inlined result: which call it answers, so the
 /// agent need not make it. Long arguments are cut (the call stays
 /// recognisable; the agent's own call with them is then a reference).
-fn inline_hint(exposed: &str, arguments: &JsonObject) -> String {
+fn inline_hint(call: &ResolvedCall) -> String {
     const MAX_ARGS: usize = 160;
-    let mut args = devboy_core::speculation::canonical_object(arguments);
+    let exposed = &call.exposed;
+    let mut args = call.key.arguments().to_owned();
     if args.len() > MAX_ARGS {
         let mut cut = MAX_ARGS;
         while !args.is_char_boundary(cut) {

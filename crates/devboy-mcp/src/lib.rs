@@ -9,8 +9,9 @@
 //! slow upstream therefore only ever affects its own tools.
 //!
 //! Only this crate knows about rmcp and tokio; the response pipeline sees a
-//! result through [`seam::ResponseProcessor`] and must not panic its way
-//! into the protocol (the seam fails open).
+//! result through [`seam::Transform`] and must not panic its way into the
+//! protocol (the seam fails open); every call's facts are decided once, in
+//! [`resolve`], into a [`devboy_core::call::ResolvedCall`] each layer reads.
 
 #![deny(missing_docs)]
 
@@ -24,6 +25,7 @@ pub mod listing_cache;
 pub mod partition;
 pub mod processor;
 pub mod proxy;
+pub mod resolve;
 pub mod seam;
 pub mod session;
 pub mod speculation;
@@ -43,7 +45,7 @@ pub use builtin::{BuiltinRegistry, BuiltinTool};
 pub use call::PendingCall;
 pub use partition::PartitionWatcher;
 pub use proxy::{Proxy, ProxyOptions};
-pub use seam::{Passthrough, ResponseProcessor};
+pub use seam::{EventSink, Passthrough, SessionEvent, Transform};
 pub use session::Session;
 pub use speculation::{
     AnsweredCall, PlannedPrefetch, PrefetchPlan, PrefetchPlanner, SpeculationEngine,
@@ -106,8 +108,8 @@ pub fn install_tls_provider() {
 
 /// Serves MCP on this process's stdin/stdout until the client disconnects
 /// or the process gets SIGTERM/SIGINT, then ends the session (speculation
-/// in flight is cancelled and awaited, the
-/// processor writes its telemetry summary, [`ResponseProcessor::end_session`])
+/// in flight is cancelled and awaited, the session's events write their
+/// telemetry summary, [`SessionEvent::Ended`])
 /// and stops every upstream (upstreams run in their own process groups, so
 /// nothing else would stop them).
 ///
@@ -143,7 +145,7 @@ pub async fn serve_stdio(
     if let Some(file) = partition.file() {
         tracing::debug!(file = %file.display(), "watching the context partition file");
     }
-    let (processor, client): (Arc<dyn ResponseProcessor>, _) = match &pipeline {
+    let (mut session, client) = match &pipeline {
         Pipeline::Configured {
             config,
             encode,
@@ -161,16 +163,30 @@ pub async fn serve_stdio(
             }
             let tokenizer = processor.tokenizer().to_string();
             let telemetry = devboy_telemetry::Telemetry::for_session(&config.telemetry, &tokenizer);
-            (Arc::new(processor.with_telemetry(telemetry)), client)
+            let processor = Arc::new(processor.with_telemetry(telemetry));
+            (
+                Session::pipelined(proxy.clone(), processor).with_rules(config.clone()),
+                client,
+            )
         }
-        Pipeline::Passthrough => (Arc::new(Passthrough), ClientProfile::Auto),
+        Pipeline::Passthrough => {
+            // Nothing is transformed; what happens is still recorded.
+            let tokenizer = devboy_session::default_tokenizer(&planning);
+            let telemetry = devboy_telemetry::Telemetry::for_session(
+                &planning.telemetry,
+                &tokenizer.to_string(),
+            );
+            let events = processor::PassthroughEvents::new(telemetry, tokenizer);
+            (
+                Session::new(proxy.clone(), Arc::new(Passthrough)).with_events(Arc::new(events)),
+                ClientProfile::Auto,
+            )
+        }
     };
-    let mut session = Session::new(proxy.clone(), processor.clone())
+    session = session
         .with_partition(partition)
-        .with_client(client);
-    if let Pipeline::Configured { config, .. } = &pipeline {
-        session = session.with_rules(config.clone());
-    }
+        .with_client(client)
+        .with_classes(planning.clone());
     if planning.enrichment.enabled || has_fail_fast(&planning) {
         let planner = speculation::ConfiguredPlanner::new(planning, proxy.clone());
         session = session.with_speculation(Arc::new(planner));
@@ -234,7 +250,8 @@ pub async fn serve_stdio(
     }
     // Before the upstreams stop: a client that kills devboy soon after
     // closing its stdin should still find the session summary written.
-    let summary = tokio::task::spawn_blocking(move || processor.end_session());
+    let seam = ending.seam().clone();
+    let summary = tokio::task::spawn_blocking(move || seam.record(SessionEvent::Ended));
     match tokio::time::timeout_at(start + ENDING * 3 / 4, summary).await {
         Ok(Ok(())) => {}
         Ok(Err(_)) => {

@@ -23,15 +23,16 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use devboy_core::pipeline_config::{PipelineConfig, SessionSettings};
-use devboy_core::speculation::SpeculationEvent;
 use devboy_pipeline::session::Totals;
 use devboy_pipeline::{IdAllocator, Timestamp, Tokenizer};
 use devboy_session::capture::CaptureWriter;
-use devboy_session::{process_ids, Forwarded, PipelineSession, ToolCall};
+use devboy_session::{process_ids, Forwarded, PipelineSession, SessionEvents};
 use devboy_telemetry::Telemetry;
 use rmcp::model::{CallToolResult, ContentBlock};
 
-use crate::seam::{Handoff, ProcessError, ResponseProcessor, ToolCallInfo};
+use devboy_core::call::ResolvedCall;
+
+use crate::seam::{EventSink, Handoff, ProcessError, SessionEvent, Transform};
 
 /// What the model is shown of one result, as devboy reads it.
 enum Shown<'a> {
@@ -123,19 +124,6 @@ impl PipelineProcessor {
     }
 }
 
-fn tool_call<'a>(call: &ToolCallInfo<'a>) -> ToolCall<'a> {
-    ToolCall {
-        exposed: call.exposed,
-        upstream: call.upstream,
-        tool: call.tool,
-        arguments: call.arguments,
-        side_effect: call.side_effect,
-        client: call.client,
-        served: call.served,
-        builtin: call.builtin,
-    }
-}
-
 fn shown(result: &CallToolResult, forwards_structured: bool) -> Option<Shown<'_>> {
     if forwards_structured {
         if let Some(value) = &result.structured_content {
@@ -169,7 +157,49 @@ fn with_content(
     out
 }
 
-impl ResponseProcessor for PipelineProcessor {
+/// What the pipeline keeps of a session, asked for by the call path and
+/// the built-ins: it forgets, expands, reports and follows the session.
+impl PipelineProcessor {
+    /// Whether results with `structuredContent` may come back without it
+    /// (always: the session then stops declaring the tools'
+    /// `outputSchema` to clients that forward structured content).
+    pub fn rewrites_structured(&self) -> bool {
+        true
+    }
+
+    /// A call is about to be answered: forgets what it may change.
+    pub fn forget_for(&self, call: &ResolvedCall) {
+        self.session.forget_for(call);
+    }
+
+    /// Claude Code's own tools wrote `paths` (absolute; `missed`: and
+    /// files nobody knows) without a call through devboy: forgets what was
+    /// read from them, as before a call that writes them.
+    pub fn forget_written(&self, paths: &[String], missed: bool) {
+        self.session.forget_written(paths, missed);
+    }
+
+    /// The model's context was compacted or cleared. Returns the new
+    /// partition.
+    pub fn advance_partition(&self) -> u64 {
+        self.session.compaction()
+    }
+
+    /// What the pipeline has done this session, for `devboy_status`.
+    pub fn report(&self) -> serde_json::Value {
+        self.session.report()
+    }
+
+    /// The whole result an id this session emitted stood for, in the form
+    /// a full delivery of it is shown (a file's text fenced, unescaped), or
+    /// with `raw` the exact text the server sent; `Err` with a message for
+    /// people.
+    pub fn expand(&self, id: &str, raw: bool) -> Result<String, String> {
+        self.session.expand(id, raw)
+    }
+}
+
+impl Transform for PipelineProcessor {
     fn name(&self) -> &'static str {
         if self.session.encodes() {
             "full"
@@ -178,34 +208,22 @@ impl ResponseProcessor for PipelineProcessor {
         }
     }
 
-    fn rewrites_structured(&self) -> bool {
-        true
-    }
-
     fn ready(&self) {
         self.session.tokenizer().warm_up();
     }
 
-    fn before_call(&self, call: &ToolCallInfo<'_>) {
-        self.session.before_call(&tool_call(call));
-    }
-
-    fn forget_written(&self, paths: &[String], missed: bool) {
-        self.session.forget_written(paths, missed);
-    }
-
     fn process(
         &self,
-        call: &ToolCallInfo<'_>,
+        call: &ResolvedCall,
         result: &CallToolResult,
         handoff: &Handoff,
     ) -> Result<Option<CallToolResult>, ProcessError> {
         let Some(body) = shown(result, call.forwards_structured) else {
             return Ok(None);
         };
-        let Some(processed) =
-            self.session
-                .process(&tool_call(call), &body.forwarded(), self.now(), handoff)
+        let Some(processed) = self
+            .session
+            .process(call, &body.forwarded(), self.now(), handoff)
         else {
             return Ok(None);
         };
@@ -222,68 +240,93 @@ impl ResponseProcessor for PipelineProcessor {
         // tool's outputSchema is still declared to that client.
         Ok(Some(with_content(result, content, structured)))
     }
+}
 
-    fn set_model(&self, model: Option<String>) {
-        self.session.set_model(model);
-    }
-
-    fn advance_partition(&self) -> Option<u64> {
-        Some(self.session.compaction())
-    }
-
-    fn on_error_result(&self, call: &ToolCallInfo<'_>, result: &CallToolResult) {
-        let body = match shown(result, call.forwards_structured) {
-            Some(Shown::Structured(text, _)) => text,
-            Some(Shown::Text(texts)) => texts.join("\n"),
-            None => String::new(),
-        };
-        self.session.on_error(&tool_call(call), &body);
-    }
-
-    fn on_speculation(
-        &self,
-        call: &ToolCallInfo<'_>,
-        event: SpeculationEvent,
-        result: Option<&CallToolResult>,
-    ) {
-        // Telemetry only: a panic here must not reach the call path.
-        let recorded = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            let body = result.and_then(|r| shown(r, call.forwards_structured));
-            self.session.record_speculation(
-                &tool_call(call),
+impl EventSink for PipelineProcessor {
+    fn record(&self, event: SessionEvent<'_>) {
+        match event {
+            SessionEvent::Call(call) => self.session.record_call(call),
+            SessionEvent::ErrorResult(call, result) => {
+                self.session.on_error(call, &error_body(call, result));
+            }
+            SessionEvent::Speculation {
+                call,
                 event,
-                body.as_ref().map(Shown::forwarded).as_ref(),
-            );
-        }));
-        if recorded.is_err() {
-            tracing::warn!(
-                tool = call.exposed,
-                "recording a speculation event panicked; skipped"
-            );
+                result,
+            } => {
+                let body = result.and_then(|r| shown(r, call.forwards_structured));
+                self.session.record_speculation(
+                    call,
+                    event,
+                    body.as_ref().map(Shown::forwarded).as_ref(),
+                );
+            }
+            SessionEvent::Retrieval(record) => self.session.record_retrieval(record),
+            SessionEvent::Ended => self.session.end(),
         }
     }
+}
 
-    fn on_retrieval(&self, record: devboy_telemetry::RetrievalRecord) {
-        self.session.record_retrieval(record);
+/// What the client forwards of an error result, as one text.
+fn error_body(call: &ResolvedCall, result: &CallToolResult) -> String {
+    match shown(result, call.forwards_structured) {
+        Some(Shown::Structured(text, _)) => text,
+        Some(Shown::Text(texts)) => texts.join("\n"),
+        None => String::new(),
     }
+}
 
-    fn end_session(&self) {
-        self.session.end();
+/// The events of a session whose results pass as they came
+/// (`--pipeline passthrough`): recorded as a configured session records
+/// them, counted with the config's tokenizer, in context partition 0.
+pub struct PassthroughEvents {
+    events: SessionEvents,
+    tokenizer: Tokenizer,
+}
+
+impl PassthroughEvents {
+    /// Events recorded to `telemetry`, results counted with `tokenizer`.
+    pub fn new(telemetry: Telemetry, tokenizer: Tokenizer) -> Self {
+        Self {
+            events: SessionEvents::new(telemetry),
+            tokenizer,
+        }
     }
+}
 
-    fn report(&self) -> Option<serde_json::Value> {
-        Some(self.session.report())
-    }
-
-    fn expand(&self, id: &str, raw: bool) -> Option<Result<String, String>> {
-        Some(self.session.expand(id, raw))
+impl EventSink for PassthroughEvents {
+    fn record(&self, event: SessionEvent<'_>) {
+        match event {
+            SessionEvent::Call(_) => {}
+            SessionEvent::ErrorResult(call, result) => {
+                self.events
+                    .error(call, &error_body(call, result), self.tokenizer, 0);
+            }
+            SessionEvent::Speculation {
+                call,
+                event,
+                result,
+            } => {
+                let body = result.and_then(|r| shown(r, call.forwards_structured));
+                self.events.speculation(
+                    call,
+                    event,
+                    body.as_ref().map(Shown::forwarded).as_ref(),
+                    self.tokenizer,
+                );
+            }
+            SessionEvent::Retrieval(record) => self.events.retrieval(record),
+            SessionEvent::Ended => self.events.end(),
+        }
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use devboy_core::call::{CallRoute, SideEffect, ToolClassFacts};
     use devboy_core::pipeline_config::SideEffectClass;
+    use devboy_core::speculation::SpeculationEvent;
     use devboy_telemetry::{DedupOutcome, Layer};
     use rmcp::model::{JsonObject, MetaObject as Meta};
     use serde_json::json;
@@ -306,25 +349,29 @@ mod tests {
         PipelineProcessor::with_ids(Arc::new(config), true, fixed_ids())
     }
 
-    fn named<'a>(exposed: &'a str, arguments: Option<&'a JsonObject>) -> ToolCallInfo<'a> {
-        ToolCallInfo {
+    /// A call of tool `read` of upstream `fs`, exposed as `exposed`.
+    fn resolved(exposed: &str, arguments: Option<&JsonObject>, class: SideEffect) -> ResolvedCall {
+        ResolvedCall::new(
             exposed,
-            ..call(arguments, false)
-        }
+            CallRoute::Upstream {
+                upstream: "fs".into(),
+                tool: "read".into(),
+            },
+            arguments.cloned(),
+            class,
+        )
     }
 
-    fn call(arguments: Option<&JsonObject>, forwards_structured: bool) -> ToolCallInfo<'_> {
-        ToolCallInfo {
-            upstream: "fs",
-            tool: "read",
-            exposed: "fs__read",
+    fn named(exposed: &str, arguments: Option<&JsonObject>) -> ResolvedCall {
+        resolved(
+            exposed,
             arguments,
-            side_effect: SideEffectClass::ReadOnly,
-            forwards_structured,
-            client: None,
-            served: Default::default(),
-            builtin: false,
-        }
+            SideEffect::stated(SideEffectClass::ReadOnly),
+        )
+    }
+
+    fn call(arguments: Option<&JsonObject>, forwards_structured: bool) -> ResolvedCall {
+        named("fs__read", arguments).shown_to(forwards_structured, None)
     }
 
     fn texts(result: &CallToolResult) -> Vec<String> {
@@ -367,10 +414,7 @@ mod tests {
         );
         assert_eq!(repeat.structured_content, None);
         assert_eq!(repeat.meta, Some(meta));
-        assert_eq!(
-            processor.expand("tagfix1", true),
-            Some(Ok(value.to_string()))
-        );
+        assert_eq!(processor.expand("tagfix1", true), Ok(value.to_string()));
     }
 
     /// A restart: the model still holds the first process's id, and the
@@ -396,12 +440,12 @@ mod tests {
         assert_ne!(old, new, "two processes never print the same id");
         assert_eq!(
             later.expand(&old, true),
-            Some(Err(format!(
+            Err(format!(
                 "`{old}` is from an earlier devboy session; call the tool again"
-            )))
+            ))
         );
-        assert_eq!(later.expand(&new, true), Some(Ok("9876543210".repeat(100))));
-        assert_eq!(earlier.expand(&old, true), Some(Ok(big())));
+        assert_eq!(later.expand(&new, true), Ok("9876543210".repeat(100)));
+        assert_eq!(earlier.expand(&old, true), Ok(big()));
     }
 
     #[test]
@@ -467,8 +511,8 @@ mod tests {
             .process(&call(args, false), &result, &Handoff::new())
             .unwrap();
         let mut write = call(args, false);
-        write.side_effect = SideEffectClass::Unknown;
-        processor.before_call(&write);
+        write.side_effect = SideEffect::UNKNOWN;
+        processor.forget_for(&write);
         let again = processor
             .process(&call(args, false), &result, &Handoff::new())
             .unwrap()
@@ -480,7 +524,7 @@ mod tests {
             Some("> [ref: tagfix1, unchanged; devboy_expand tagfix1]")
         );
         let changed = CallToolResult::success(vec![ContentBlock::text(big().replace('7', "8"))]);
-        processor.before_call(&write);
+        processor.forget_for(&write);
         let after = processor
             .process(&call(args, false), &changed, &Handoff::new())
             .unwrap()
@@ -544,7 +588,7 @@ mod tests {
             serde_json::from_str::<serde_json::Value>(&text).unwrap(),
             original
         );
-        let report = processor.report().unwrap();
+        let report = processor.report();
         assert_eq!(report["hints_sent"]["ref"], 1);
         assert_eq!(report["hints_sent"]["elided"], 0);
 
@@ -601,7 +645,7 @@ mod tests {
         let session = processor.session();
         assert_eq!(session.agent.as_deref(), Some("marathon"));
         assert_eq!(session.ttl, std::time::Duration::from_secs(7200));
-        let report = processor.report().unwrap();
+        let report = processor.report();
         assert_eq!(report["session"]["agent_profile"], "marathon");
         assert_eq!(report["session"]["compactions"], 2);
         assert_eq!(report["tokenizer"], Tokenizer::Cl100k.to_string());
@@ -657,20 +701,35 @@ mod tests {
 
     #[test]
     fn tool_rules_override_annotations_and_invalidate_endpoints() {
-        let processor = configured(
-            "[tools.\"gh__list_*\"]\nside_effect = \"read_only\"\n\
-             [tools.\"gh__create_issue\"]\nside_effect = \"mutating\"\ninvalidates = [\"gh__list_*\"]\n",
-        );
+        let rules = "[tools.\"gh__list_*\"]\nside_effect = \"read_only\"\n\
+             [tools.\"gh__create_issue\"]\nside_effect = \"mutating\"\ninvalidates = [\"gh__list_*\"]\n";
+        let processor = configured(rules);
+        let config = PipelineConfig::from_str(rules, Path::new("test.toml")).unwrap();
+        // As the call path resolves them: the config over the annotations.
+        let class = |exposed: &str, annotated| {
+            devboy_core::call::side_effect(
+                &config,
+                exposed,
+                ToolClassFacts {
+                    annotated,
+                    shipped: None,
+                    name: "frob",
+                },
+            )
+        };
         let result = CallToolResult::success(vec![ContentBlock::text(big())]);
-        let list = || ToolCallInfo {
-            side_effect: SideEffectClass::Unknown,
-            ..named("gh__list_issues", None)
+        let list = || {
+            resolved(
+                "gh__list_issues",
+                None,
+                class("gh__list_issues", SideEffectClass::Unknown),
+            )
         };
         processor
             .process(&list(), &result, &Handoff::new())
             .unwrap();
         // Configured read-only: calling it again forgets nothing.
-        processor.before_call(&list());
+        processor.forget_for(&list());
         let repeat = processor
             .process(&list(), &result, &Handoff::new())
             .unwrap()
@@ -680,14 +739,14 @@ mod tests {
             ["> [ref: tagfix1, unchanged; devboy_expand tagfix1]"]
         );
         // Annotated read-only, configured mutating, with an invalidates list.
-        let create = ToolCallInfo {
-            side_effect: SideEffectClass::ReadOnly,
-            ..named("gh__create_issue", None)
-        };
-        let forgotten =
-            |p: &PipelineProcessor| p.report().unwrap()["forgotten"]["mutating_calls"].clone();
+        let create = resolved(
+            "gh__create_issue",
+            None,
+            class("gh__create_issue", SideEffectClass::ReadOnly),
+        );
+        let forgotten = |p: &PipelineProcessor| p.report()["forgotten"]["mutating_calls"].clone();
         assert_eq!(forgotten(&processor), json!(0));
-        processor.before_call(&create);
+        processor.forget_for(&create);
         assert_eq!(forgotten(&processor), json!(1), "the list is forgotten");
         // The same list again is still exactly what the model holds.
         let again = processor
@@ -710,10 +769,7 @@ mod tests {
         let processor =
             PipelineProcessor::with_ids(config, true, fixed_ids()).with_telemetry(telemetry);
         let args = json!({"path": "/p/CANARY-7f3a-SECRET.txt"});
-        let read = ToolCallInfo {
-            client: Some("claude-code"),
-            ..call(args.as_object(), false)
-        };
+        let read = call(args.as_object(), false).shown_to(false, Some("claude-code".into()));
         let text = CallToolResult::success(vec![ContentBlock::text(big())]);
         processor.process(&read, &text, &Handoff::new()).unwrap();
         processor.process(&read, &text, &Handoff::new()).unwrap();
@@ -726,8 +782,8 @@ mod tests {
             .unwrap();
         processor.advance_partition();
         let error = CallToolResult::error(vec![ContentBlock::text("no such file")]);
-        processor.on_error_result(&read, &error);
-        processor.end_session();
+        processor.record(SessionEvent::ErrorResult(&read, &error));
+        processor.record(SessionEvent::Ended);
 
         let mut events = Vec::new();
         for file in devboy_telemetry::events_files(&dir).unwrap() {
@@ -800,10 +856,7 @@ mod tests {
         let second = CallToolResult::structured(body("success"));
         let fresh = processor
             .process(
-                &ToolCallInfo {
-                    forwards_structured: true,
-                    ..status
-                },
+                &status.clone().shown_to(true, None),
                 &first,
                 &Handoff::new(),
             )
@@ -815,10 +868,7 @@ mod tests {
         );
         let near = processor
             .process(
-                &ToolCallInfo {
-                    forwards_structured: true,
-                    ..status
-                },
+                &status.clone().shown_to(true, None),
                 &second,
                 &Handoff::new(),
             )
@@ -831,9 +881,9 @@ mod tests {
         assert_eq!(near.structured_content, None);
         assert_eq!(
             processor.expand("tagfix2", true),
-            Some(Ok(body("success").to_string()))
+            Ok(body("success").to_string())
         );
-        assert_eq!(processor.report().unwrap()["near_references"], 1);
+        assert_eq!(processor.report()["near_references"], 1);
     }
 
     #[test]
@@ -848,34 +898,31 @@ mod tests {
         let args = json!({"path": "/p/a.txt"});
         let prefetch = call(args.as_object(), false);
         let landed = CallToolResult::success(vec![ContentBlock::text(big())]);
-        processor.on_speculation(
-            &prefetch,
-            SpeculationEvent::Dispatched {
+        processor.record(SessionEvent::Speculation {
+            call: &prefetch,
+            event: SpeculationEvent::Dispatched {
                 predicted_tokens: 100,
             },
-            None,
-        );
-        processor.on_speculation(
-            &prefetch,
-            SpeculationEvent::Ended {
+            result: None,
+        });
+        processor.record(SessionEvent::Speculation {
+            call: &prefetch,
+            event: SpeculationEvent::Ended {
                 end: PrefetchEnd::Used,
                 predicted_tokens: 100,
             },
-            Some(&landed),
-        );
-        let own = ToolCallInfo {
-            served: Served::Prefetch,
-            ..prefetch
-        };
+            result: Some(&landed),
+        });
+        let own = prefetch.clone().served(Served::Prefetch);
         processor.process(&own, &landed, &Handoff::new()).unwrap();
-        processor.on_speculation(
-            &named("fs__write", None),
-            SpeculationEvent::Declined {
+        processor.record(SessionEvent::Speculation {
+            call: &named("fs__write", None),
+            event: SpeculationEvent::Declined {
                 reason: DeclineReason::Writes,
             },
-            None,
-        );
-        processor.end_session();
+            result: None,
+        });
+        processor.record(SessionEvent::Ended);
         let mut events = Vec::new();
         for file in devboy_telemetry::events_files(&dir).unwrap() {
             let text = std::fs::read_to_string(&file).unwrap();

@@ -2,107 +2,38 @@
 //!
 //! Every successful tool result (an upstream's, the answer store's, and a
 //! built-in tool's as its [`Delivery`] says) passes through the session's
-//! [`ResponseProcessor`] before it reaches the agent. The processor borrows
-//! the result and returns a replacement or nothing, so the proxy always still
-//! holds the original: if the processor errors or panics, the original goes
-//! out unchanged and the failure is counted (invariant 4 in docs/invariants.md: fail open).
-//! Errors (`isError`) are never processed: the processor only hears of
-//! them ([`ResponseProcessor::on_error_result`], for telemetry), and they
-//! go out untouched.
+//! [`Transform`] before it reaches the agent. The transform borrows the
+//! result and returns a replacement or nothing, so the proxy always still
+//! holds the original: if it errors or panics, the original goes out
+//! unchanged and the failure is counted (invariant 4 in docs/invariants.md:
+//! fail open). Errors (`isError`) are never transformed: the session's
+//! [`EventSink`] hears of them ([`SessionEvent::ErrorResult`], for
+//! telemetry), and they go out untouched.
+//!
+//! The two traits are apart so that every pipeline mode feeds the same
+//! events: a passthrough session transforms nothing and still records its
+//! error results, speculation and `find_files` queries.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use devboy_core::pipeline_config::SideEffectClass;
-use devboy_core::speculation::{Served, SpeculationEvent};
+use devboy_core::call::ResolvedCall;
+use devboy_core::speculation::SpeculationEvent;
 pub use devboy_pipeline::Handoff;
-use rmcp::model::{CallToolResult, JsonObject};
+use rmcp::model::CallToolResult;
 
-/// How long a processor may work on one result when the session is not
+/// How long a transform may work on one result when the session is not
 /// told otherwise (`encoding.deadline_ms`).
 pub const DEFAULT_DEADLINE: Duration = Duration::from_secs(2);
 
-/// What the processor knows about the call that produced a result.
-#[derive(Debug, Clone, Copy)]
-pub struct ToolCallInfo<'a> {
-    /// Upstream name as configured.
-    pub upstream: &'a str,
-    /// The tool's name on the upstream.
-    pub tool: &'a str,
-    /// The name the agent called.
-    pub exposed: &'a str,
-    /// The call's arguments.
-    pub arguments: Option<&'a JsonObject>,
-    /// What the tool's MCP annotations say a call does (`readOnlyHint`,
-    /// `destructiveHint`); without them, unknown. The pipeline config may
-    /// override it.
-    pub side_effect: SideEffectClass,
-    /// The client shows the model `structuredContent` instead of the text
-    /// blocks when a result has it (Claude Code does; see docs/invariants.md, "The client, as measured").
-    pub forwards_structured: bool,
-    /// The client's name from `initialize`, if it gave one.
-    pub client: Option<&'a str>,
-    /// Where the result comes from: the upstream, or a prefetch.
-    pub served: Served,
-    /// devboy answered the call itself, with a built-in tool: its result
-    /// answers this one question and is not expected to come again, so it
-    /// gets an id only once the tool's answers have repeated in the
-    /// session (no repeat prior, as for a write's result).
-    pub builtin: bool,
-}
-
-/// A [`ToolCallInfo`] that owns its strings, to go with a result to the
-/// thread that processes it.
-#[derive(Debug, Clone)]
-struct OwnedCallInfo {
-    upstream: String,
-    tool: String,
-    exposed: String,
-    arguments: Option<JsonObject>,
-    side_effect: SideEffectClass,
-    forwards_structured: bool,
-    client: Option<String>,
-    served: Served,
-    builtin: bool,
-}
-
-impl OwnedCallInfo {
-    fn of(call: &ToolCallInfo<'_>) -> Self {
-        Self {
-            upstream: call.upstream.to_owned(),
-            tool: call.tool.to_owned(),
-            exposed: call.exposed.to_owned(),
-            arguments: call.arguments.cloned(),
-            side_effect: call.side_effect,
-            forwards_structured: call.forwards_structured,
-            client: call.client.map(str::to_owned),
-            served: call.served,
-            builtin: call.builtin,
-        }
-    }
-
-    fn info(&self) -> ToolCallInfo<'_> {
-        ToolCallInfo {
-            upstream: &self.upstream,
-            tool: &self.tool,
-            exposed: &self.exposed,
-            arguments: self.arguments.as_ref(),
-            side_effect: self.side_effect,
-            forwards_structured: self.forwards_structured,
-            client: self.client.as_deref(),
-            served: self.served,
-            builtin: self.builtin,
-        }
-    }
-}
-
-/// Error type a processor may return; the result then passes unchanged.
+/// Error type a transform may return; the result then passes unchanged.
 pub type ProcessError = Box<dyn std::error::Error + Send + Sync>;
 
-/// Turns an upstream result into what the agent should see.
-pub trait ResponseProcessor: Send + Sync + 'static {
+/// Turns an upstream result into what the agent should see: the only
+/// thing in the call path that may change a result.
+pub trait Transform: Send + Sync + 'static {
     /// A short name for logs and status.
     fn name(&self) -> &'static str;
 
@@ -110,95 +41,91 @@ pub trait ResponseProcessor: Send + Sync + 'static {
     ///
     /// Runs on a blocking thread under the session's deadline: once
     /// `handoff` says the caller gave up, the original has gone out and
-    /// whatever this returns is dropped, so a processor that records what
+    /// whatever this returns is dropped, so a transform that records what
     /// it sent must settle with [`Handoff::hand_over`] before it records.
     fn process(
         &self,
-        call: &ToolCallInfo<'_>,
+        call: &ResolvedCall,
         result: &CallToolResult,
         handoff: &Handoff,
     ) -> Result<Option<CallToolResult>, ProcessError>;
 
-    /// Blocks until the processor's one-time setup (a tokenizer's
+    /// Blocks until the transform's one-time setup (a tokenizer's
     /// vocabulary, loaded on first use) is done. Called on the processing
     /// thread before a result's deadline starts: it is not the result's work.
     fn ready(&self) {}
+}
 
-    /// Whether results with `structuredContent` may come back without it,
-    /// in which case the session stops declaring the tools' `outputSchema`
-    /// to clients that forward structured content.
-    fn rewrites_structured(&self) -> bool {
-        false
-    }
-
-    /// Sees every call before it is forwarded (to forget what it may change).
-    fn before_call(&self, _call: &ToolCallInfo<'_>) {}
-
-    /// Claude Code's own tools wrote `paths` (absolute; `missed`: and
-    /// files nobody knows) without a call through devboy: forget what was
-    /// read from them, as before a call that writes them.
-    fn forget_written(&self, _paths: &[String], _missed: bool) {}
-
-    /// Hears of an error result (`isError`), which passes untouched.
-    fn on_error_result(&self, _call: &ToolCallInfo<'_>, _result: &CallToolResult) {}
-
+/// Something a session hears of besides the results it transforms.
+#[derive(Debug)]
+pub enum SessionEvent<'a> {
+    /// A call is about to be answered, after what it may change was
+    /// forgotten (the capture notes it).
+    Call(&'a ResolvedCall),
+    /// An error result (`isError`), which passes untouched.
+    ErrorResult(&'a ResolvedCall, &'a CallToolResult),
+    /// Speculation did something for a call (a follow-up the planner
+    /// weighed, a prefetch sent or ended); the result is the prefetch's
+    /// when one ended after landing. Prefetched results themselves never
+    /// reach the transform until the agent's own call is answered with
+    /// them.
+    Speculation {
+        /// The call speculated on.
+        call: &'a ResolvedCall,
+        /// What happened.
+        event: SpeculationEvent,
+        /// The landed result, if one ended after landing.
+        result: Option<&'a CallToolResult>,
+    },
+    /// A `find_files` query was answered (counts only).
+    Retrieval(devboy_telemetry::RetrievalRecord),
     /// The agent's session is over (the client disconnected or devboy is
-    /// stopping): write what must outlive it. Called once, from a thread
+    /// stopping): write what must outlive it. Sent once, from a thread
     /// that may block briefly.
-    fn end_session(&self) {}
+    Ended,
+}
 
-    /// Speculation did something for `call` (a follow-up the planner
-    /// weighed, a prefetch sent or ended): for telemetry and status.
-    /// `result` is the prefetch's result when one ended after landing.
-    /// Prefetched results themselves never pass through
-    /// [`process`](Self::process) until the agent's own call is answered
-    /// with them.
-    fn on_speculation(
-        &self,
-        _call: &ToolCallInfo<'_>,
-        _event: SpeculationEvent,
-        _result: Option<&CallToolResult>,
-    ) {
-    }
+/// Where a session's events go (telemetry, the capture, counters).
+pub trait EventSink: Send + Sync + 'static {
+    /// Hears of `event`. Must not block for long: it runs on the call path.
+    fn record(&self, event: SessionEvent<'_>);
+}
 
-    /// A `find_files` query was answered (telemetry: counts only).
-    fn on_retrieval(&self, _record: devboy_telemetry::RetrievalRecord) {}
-
-    /// The model the session runs with became known (or changed).
-    fn set_model(&self, _model: Option<String>) {}
-
-    /// The model's context was compacted or cleared. Returns the processor's
-    /// new partition, if it keeps one.
-    fn advance_partition(&self) -> Option<u64> {
-        None
-    }
-
-    /// What the processor has done this session, for `devboy_status`.
-    fn report(&self) -> Option<serde_json::Value> {
-        None
-    }
-
-    /// The whole result an id this session emitted stood for, in the form
-    /// a full delivery of it is shown (a file's text fenced, unescaped), or
-    /// with `raw` the exact text the server sent: `None` if the processor
-    /// emits no ids, `Err` with a message for people otherwise.
-    fn expand(&self, _id: &str, _raw: bool) -> Option<Result<String, String>> {
-        None
+/// Sends `event` to `sink`, failing open (a panic is counted and logged).
+pub fn record(sink: &dyn EventSink, stats: &SeamStats, event: SessionEvent<'_>) {
+    let what = match &event {
+        SessionEvent::Call(_) => "call",
+        SessionEvent::ErrorResult(..) => "error result",
+        SessionEvent::Speculation { .. } => "speculation",
+        SessionEvent::Retrieval(_) => "retrieval",
+        SessionEvent::Ended => "end",
+    };
+    if catch_unwind(AssertUnwindSafe(|| sink.record(event))).is_err() {
+        stats.failures.fetch_add(1, Ordering::Relaxed);
+        tracing::error!(event = what, "recording a session event panicked; skipped");
     }
 }
 
-/// The identity processor: every result passes as it came.
+/// The sink that hears nothing.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct NoEvents;
+
+impl EventSink for NoEvents {
+    fn record(&self, _event: SessionEvent<'_>) {}
+}
+
+/// The identity transform: every result passes as it came.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct Passthrough;
 
-impl ResponseProcessor for Passthrough {
+impl Transform for Passthrough {
     fn name(&self) -> &'static str {
         "passthrough"
     }
 
     fn process(
         &self,
-        _call: &ToolCallInfo<'_>,
+        _call: &ResolvedCall,
         _result: &CallToolResult,
         _handoff: &Handoff,
     ) -> Result<Option<CallToolResult>, ProcessError> {
@@ -209,13 +136,14 @@ impl ResponseProcessor for Passthrough {
 /// Counts of what the seam did, for status.
 #[derive(Debug, Default)]
 pub struct SeamStats {
-    /// Results the processor saw.
+    /// Results the transform saw.
     pub processed: AtomicU64,
     /// Results it replaced.
     pub replaced: AtomicU64,
-    /// Errors and panics; each passed the original through.
+    /// Errors and panics (of the transform or the event sink); each
+    /// transform failure passed the original through.
     pub failures: AtomicU64,
-    /// Results the processor did not finish within the deadline; each
+    /// Results the transform did not finish within the deadline; each
     /// passed the original through.
     pub deadline: AtomicU64,
 }
@@ -223,10 +151,10 @@ pub struct SeamStats {
 /// What the seam does with a result, by where it comes from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Delivery {
-    /// The processor may rewrite it ([`apply`]): every upstream result,
+    /// The transform may rewrite it ([`apply`]): every upstream result,
     /// and a built-in's by default, as devboy's own answer
-    /// ([`ToolCallInfo::builtin`]: an id only once its answers repeat, for
-    /// an id on a query's answer costs more than it saves).
+    /// ([`ResolvedCall::is_builtin`]: an id only once its answers repeat,
+    /// for an id on a query's answer costs more than it saves).
     Processed,
     /// A report that differs on every call and that clients parse (status,
     /// a new partition number): never rewritten, as an endpoint with dedup
@@ -236,64 +164,108 @@ pub enum Delivery {
     Exact,
 }
 
-/// Delivers `result` as `delivery` says, failing open, within `deadline`.
-pub async fn deliver(
-    processor: &Arc<dyn ResponseProcessor>,
-    stats: &SeamStats,
-    call: &ToolCallInfo<'_>,
-    result: CallToolResult,
-    delivery: Delivery,
+/// The seam of one session: its transform, where its events go, what it
+/// counted, and how long a result may take.
+#[derive(Clone)]
+pub struct Seam {
+    transform: Arc<dyn Transform>,
+    events: Arc<dyn EventSink>,
+    stats: Arc<SeamStats>,
     deadline: Duration,
-) -> CallToolResult {
-    match delivery {
-        Delivery::Processed => apply(processor, stats, call, result, deadline).await,
-        Delivery::Volatile if result.is_error == Some(true) => {
-            apply(processor, stats, call, result, deadline).await
+}
+
+impl Seam {
+    /// A seam running `transform` and telling `events`, within the default
+    /// deadline.
+    pub fn new(transform: Arc<dyn Transform>, events: Arc<dyn EventSink>) -> Self {
+        Self {
+            transform,
+            events,
+            stats: Arc::default(),
+            deadline: DEFAULT_DEADLINE,
         }
-        Delivery::Volatile | Delivery::Exact => result,
+    }
+
+    /// This seam giving a result at most `deadline`.
+    pub fn with_deadline(mut self, deadline: Duration) -> Self {
+        self.deadline = deadline;
+        self
+    }
+
+    /// The transform's name, for status.
+    pub fn name(&self) -> &'static str {
+        self.transform.name()
+    }
+
+    /// The transform.
+    pub fn transform(&self) -> Arc<dyn Transform> {
+        self.transform.clone()
+    }
+
+    /// What the seam did so far.
+    pub fn stats(&self) -> &SeamStats {
+        &self.stats
+    }
+
+    /// How long a result may take.
+    pub fn deadline(&self) -> Duration {
+        self.deadline
+    }
+
+    /// Tells the session's sink of `event`, failing open.
+    pub fn record(&self, event: SessionEvent<'_>) {
+        record(self.events.as_ref(), &self.stats, event);
+    }
+
+    /// Delivers `result` as `delivery` says, failing open, within the
+    /// deadline.
+    pub async fn deliver(
+        &self,
+        call: &Arc<ResolvedCall>,
+        result: CallToolResult,
+        delivery: Delivery,
+    ) -> CallToolResult {
+        match delivery {
+            Delivery::Processed => self.apply(call, result).await,
+            Delivery::Volatile if result.is_error == Some(true) => self.apply(call, result).await,
+            Delivery::Volatile | Delivery::Exact => result,
+        }
+    }
+
+    /// Runs the transform on `result`, failing open and within the
+    /// deadline ([`apply`]).
+    pub async fn apply(&self, call: &Arc<ResolvedCall>, result: CallToolResult) -> CallToolResult {
+        apply(
+            &self.transform,
+            self.events.as_ref(),
+            &self.stats,
+            call,
+            result,
+            self.deadline,
+        )
+        .await
     }
 }
 
-/// Runs `processor.before_call`, failing open (a panic is counted).
-pub fn before_call(processor: &dyn ResponseProcessor, stats: &SeamStats, call: &ToolCallInfo<'_>) {
-    if catch_unwind(AssertUnwindSafe(|| processor.before_call(call))).is_err() {
-        stats.failures.fetch_add(1, Ordering::Relaxed);
-        tracing::error!(
-            processor = processor.name(),
-            tool = call.exposed,
-            "before_call panicked"
-        );
-    }
-}
-
-/// Runs `processor` on `result`, failing open and within `deadline`
+/// Runs `transform` on `result`, failing open and within `deadline`
 /// (invariant 13).
 ///
 /// The work happens on a blocking thread, so a slow result never holds up
 /// the async workers that answer every other request. When the deadline
 /// passes first, the original goes out as it came (counted in
-/// [`SeamStats::deadline`]); the processor learns of it through the
+/// [`SeamStats::deadline`]); the transform learns of it through the
 /// [`Handoff`], stops at its next stage and keeps nothing of the result.
-/// An error result is only heard of, on the caller's thread.
+/// An error result is only told to `events`, on the caller's thread.
 pub async fn apply(
-    processor: &Arc<dyn ResponseProcessor>,
+    processor: &Arc<dyn Transform>,
+    events: &dyn EventSink,
     stats: &SeamStats,
-    call: &ToolCallInfo<'_>,
+    call: &Arc<ResolvedCall>,
     result: CallToolResult,
     deadline: Duration,
 ) -> CallToolResult {
     if result.is_error == Some(true) {
-        let heard = catch_unwind(AssertUnwindSafe(|| {
-            processor.on_error_result(call, &result)
-        }));
-        if heard.is_err() {
-            stats.failures.fetch_add(1, Ordering::Relaxed);
-            tracing::error!(
-                processor = processor.name(),
-                tool = call.exposed,
-                "on_error_result panicked"
-            );
-        }
+        record(events, stats, SessionEvent::ErrorResult(call, &result));
         return result;
     }
     stats.processed.fetch_add(1, Ordering::Relaxed);
@@ -303,12 +275,12 @@ pub async fn apply(
     let mut job = {
         let (processor, result, handoff) = (processor.clone(), result.clone(), handoff.clone());
         let started = started.clone();
-        let owned = OwnedCallInfo::of(call);
+        let call = call.clone();
         tokio::task::spawn_blocking(move || {
             processor.ready();
             let _ = started.set(tokio::time::Instant::now());
             catch_unwind(AssertUnwindSafe(|| {
-                processor.process(&owned.info(), &result, &handoff)
+                processor.process(&call, &result, &handoff)
             }))
         })
     };
@@ -318,7 +290,7 @@ pub async fn apply(
             stats.deadline.fetch_add(1, Ordering::Relaxed);
             tracing::warn!(
                 processor = processor.name(),
-                tool = call.exposed,
+                tool = %call.exposed,
                 deadline_ms = deadline.as_millis() as u64,
                 "processing ran past its deadline; the result went out as it came"
             );
@@ -336,14 +308,14 @@ pub async fn apply(
         }
         Ok(Ok(Err(error))) => {
             stats.failures.fetch_add(1, Ordering::Relaxed);
-            tracing::warn!(processor = processor.name(), tool = call.exposed, %error, "response processor failed; original passed through");
+            tracing::warn!(processor = processor.name(), tool = %call.exposed, %error, "response processor failed; original passed through");
             original()
         }
         Ok(Err(_)) | Err(_) => {
             stats.failures.fetch_add(1, Ordering::Relaxed);
             tracing::error!(
                 processor = processor.name(),
-                tool = call.exposed,
+                tool = %call.exposed,
                 "response processor panicked; original passed through"
             );
             original()
@@ -387,13 +359,13 @@ mod tests {
     use rmcp::model::ContentBlock;
 
     struct Panics;
-    impl ResponseProcessor for Panics {
+    impl Transform for Panics {
         fn name(&self) -> &'static str {
             "panics"
         }
         fn process(
             &self,
-            _: &ToolCallInfo<'_>,
+            _: &ResolvedCall,
             _: &CallToolResult,
             _: &Handoff,
         ) -> Result<Option<CallToolResult>, ProcessError> {
@@ -402,13 +374,13 @@ mod tests {
     }
 
     struct Fails;
-    impl ResponseProcessor for Fails {
+    impl Transform for Fails {
         fn name(&self) -> &'static str {
             "fails"
         }
         fn process(
             &self,
-            _: &ToolCallInfo<'_>,
+            _: &ResolvedCall,
             _: &CallToolResult,
             _: &Handoff,
         ) -> Result<Option<CallToolResult>, ProcessError> {
@@ -420,16 +392,20 @@ mod tests {
     struct Upper {
         errors: AtomicU64,
     }
-    impl ResponseProcessor for Upper {
+    impl EventSink for Upper {
+        fn record(&self, event: SessionEvent<'_>) {
+            if let SessionEvent::ErrorResult(..) = event {
+                self.errors.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    }
+    impl Transform for Upper {
         fn name(&self) -> &'static str {
             "upper"
         }
-        fn on_error_result(&self, _: &ToolCallInfo<'_>, _: &CallToolResult) {
-            self.errors.fetch_add(1, Ordering::Relaxed);
-        }
         fn process(
             &self,
-            _: &ToolCallInfo<'_>,
+            _: &ResolvedCall,
             r: &CallToolResult,
             _: &Handoff,
         ) -> Result<Option<CallToolResult>, ProcessError> {
@@ -444,13 +420,13 @@ mod tests {
     struct Stubborn {
         handed_over_late: std::sync::Mutex<Option<bool>>,
     }
-    impl ResponseProcessor for Stubborn {
+    impl Transform for Stubborn {
         fn name(&self) -> &'static str {
             "stubborn"
         }
         fn process(
             &self,
-            _: &ToolCallInfo<'_>,
+            _: &ResolvedCall,
             _: &CallToolResult,
             handoff: &Handoff,
         ) -> Result<Option<CallToolResult>, ProcessError> {
@@ -464,18 +440,20 @@ mod tests {
         }
     }
 
-    fn call() -> ToolCallInfo<'static> {
-        ToolCallInfo {
-            upstream: "u",
-            tool: "t",
-            exposed: "u__t",
-            arguments: None,
-            side_effect: SideEffectClass::Unknown,
-            forwards_structured: false,
-            client: None,
-            served: Served::Upstream,
-            builtin: false,
-        }
+    fn call() -> Arc<ResolvedCall> {
+        Arc::new(ResolvedCall::new(
+            "u__t",
+            devboy_core::call::CallRoute::Upstream {
+                upstream: "u".into(),
+                tool: "t".into(),
+            },
+            None,
+            devboy_core::call::SideEffect::UNKNOWN,
+        ))
+    }
+
+    fn seam(transform: Arc<dyn Transform>, deadline: Duration) -> Seam {
+        Seam::new(transform, Arc::new(NoEvents)).with_deadline(deadline)
     }
 
     const LONG: Duration = Duration::from_secs(600);
@@ -483,33 +461,31 @@ mod tests {
     #[tokio::test]
     async fn panics_and_errors_pass_the_original() {
         let original = CallToolResult::success(vec![ContentBlock::text("body")]);
-        let stats = SeamStats::default();
-        let panics: Arc<dyn ResponseProcessor> = Arc::new(Panics);
-        let out = apply(&panics, &stats, &call(), original.clone(), LONG).await;
+        let panics = seam(Arc::new(Panics), LONG);
+        let out = panics.apply(&call(), original.clone()).await;
         assert_eq!(out, original);
-        let fails: Arc<dyn ResponseProcessor> = Arc::new(Fails);
-        let out = apply(&fails, &stats, &call(), original.clone(), LONG).await;
+        let fails = seam(Arc::new(Fails), LONG);
+        let out = fails.apply(&call(), original.clone()).await;
         assert_eq!(out, original);
-        assert_eq!(stats.failures.load(Ordering::Relaxed), 2);
-        assert_eq!(stats.replaced.load(Ordering::Relaxed), 0);
+        for seam in [panics, fails] {
+            assert_eq!(seam.stats().failures.load(Ordering::Relaxed), 1);
+            assert_eq!(seam.stats().replaced.load(Ordering::Relaxed), 0);
+        }
     }
 
     #[tokio::test]
     async fn replacement_is_used_and_errors_are_untouched() {
-        let stats = SeamStats::default();
         let upper = Arc::new(Upper::default());
-        let processor: Arc<dyn ResponseProcessor> = upper.clone();
+        let seam = Seam::new(upper.clone(), upper.clone()).with_deadline(LONG);
+        let stats = seam.stats();
         let body = CallToolResult::success(vec![ContentBlock::text("body")]);
-        let out = apply(&processor, &stats, &call(), body, LONG).await;
+        let out = seam.apply(&call(), body).await;
         assert_eq!(
             out.content[0].as_text().map(|t| t.text.as_str()),
             Some("BODY")
         );
         let error = CallToolResult::error(vec![ContentBlock::text("nope")]);
-        assert_eq!(
-            apply(&processor, &stats, &call(), error.clone(), LONG).await,
-            error
-        );
+        assert_eq!(seam.apply(&call(), error.clone()).await, error);
         assert_eq!(
             upper.errors.load(Ordering::Relaxed),
             1,
@@ -523,12 +499,11 @@ mod tests {
     /// and its late answer is never used.
     #[tokio::test]
     async fn past_the_deadline_the_original_goes_out() {
-        let stats = SeamStats::default();
         let stubborn = Arc::new(Stubborn::default());
-        let processor: Arc<dyn ResponseProcessor> = stubborn.clone();
+        let seam = seam(stubborn.clone(), Duration::from_millis(20));
+        let stats = seam.stats();
         let original = CallToolResult::success(vec![ContentBlock::text("body")]);
-        let deadline = Duration::from_millis(20);
-        let out = apply(&processor, &stats, &call(), original.clone(), deadline).await;
+        let out = seam.apply(&call(), original.clone()).await;
         assert_eq!(out, original);
         assert_eq!(stats.deadline.load(Ordering::Relaxed), 1);
         assert_eq!(stats.replaced.load(Ordering::Relaxed), 0);
@@ -544,37 +519,21 @@ mod tests {
 
     #[tokio::test]
     async fn volatile_results_pass_unprocessed_but_their_errors_are_heard() {
-        let stats = SeamStats::default();
         let upper = Arc::new(Upper::default());
-        let processor: Arc<dyn ResponseProcessor> = upper.clone();
+        let seam = Seam::new(upper.clone(), upper.clone()).with_deadline(LONG);
+        let stats = seam.stats();
         let report = CallToolResult::success(vec![ContentBlock::text("{\"calls\":1}")]);
         let error = CallToolResult::error(vec![ContentBlock::text("nope")]);
         for delivery in [Delivery::Volatile, Delivery::Exact] {
-            let out = deliver(&processor, &stats, &call(), report.clone(), delivery, LONG).await;
+            let out = seam.deliver(&call(), report.clone(), delivery).await;
             assert_eq!(out, report);
         }
         assert_eq!(stats.processed.load(Ordering::Relaxed), 0);
-        deliver(
-            &processor,
-            &stats,
-            &call(),
-            error.clone(),
-            Delivery::Exact,
-            LONG,
-        )
-        .await;
+        seam.deliver(&call(), error.clone(), Delivery::Exact).await;
         assert_eq!(upper.errors.load(Ordering::Relaxed), 0, "exact: unheard");
-        deliver(&processor, &stats, &call(), error, Delivery::Volatile, LONG).await;
+        seam.deliver(&call(), error, Delivery::Volatile).await;
         assert_eq!(upper.errors.load(Ordering::Relaxed), 1, "volatile: heard");
-        let out = deliver(
-            &processor,
-            &stats,
-            &call(),
-            report,
-            Delivery::Processed,
-            LONG,
-        )
-        .await;
+        let out = seam.deliver(&call(), report, Delivery::Processed).await;
         assert_eq!(
             out.content[0].as_text().map(|t| t.text.as_str()),
             Some("{\"CALLS\":1}")

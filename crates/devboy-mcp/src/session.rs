@@ -23,8 +23,10 @@ use crate::answers::{AnswerStore, NoAnswers};
 use crate::call::PendingCall;
 use crate::catalog::Catalog;
 use crate::partition::PartitionWatcher;
+use crate::processor::PipelineProcessor;
 use crate::proxy::Proxy;
-use crate::seam::{ResponseProcessor, SeamStats};
+use crate::resolve::Resolver;
+use crate::seam::{EventSink, NoEvents, Seam, SessionEvent, Transform};
 use crate::speculation::{PrefetchPlanner, SpeculationEngine};
 use crate::upstream::{CallFailure, Phase, Upstream};
 
@@ -33,15 +35,21 @@ use crate::upstream::{CallFailure, Phase, Upstream};
 pub struct SessionCounters {
     /// Tool calls received (built-in and proxied).
     pub calls: AtomicU64,
-    /// What the response seam did.
-    pub seam: SeamStats,
 }
 
 /// The MCP server side of one agent connection.
 #[derive(Clone)]
 pub struct Session {
     proxy: Arc<Proxy>,
-    processor: Arc<dyn ResponseProcessor>,
+    /// The transform results pass through and where events go.
+    seam: Seam,
+    /// The pipeline's memory (dedup, ids), when a pipeline runs.
+    pipeline: Option<Arc<PipelineProcessor>>,
+    /// The pipeline config whose `[tools."GLOB"]` tables decide calls'
+    /// side-effect classes (with the servers' annotations).
+    classes: Arc<devboy_core::pipeline_config::PipelineConfig>,
+    /// Decides calls' facts (the classes, with the planner's shipped ones).
+    resolver: Arc<Resolver>,
     counters: Arc<SessionCounters>,
     answers: Arc<dyn AnswerStore>,
     /// The prefetch engine, when the session speculates.
@@ -60,13 +68,19 @@ pub struct Session {
 }
 
 impl Session {
-    /// A session over `proxy` whose results pass through `processor`. Its
-    /// context partition advances only through `devboy_compact` until
-    /// [`with_partition`](Self::with_partition) says otherwise.
-    pub fn new(proxy: Arc<Proxy>, processor: Arc<dyn ResponseProcessor>) -> Self {
+    /// A session over `proxy` whose results pass through `transform`, and
+    /// whose events go nowhere until [`with_events`](Self::with_events)
+    /// says where. Its context partition advances only through
+    /// `devboy_compact` until [`with_partition`](Self::with_partition)
+    /// says otherwise.
+    pub fn new(proxy: Arc<Proxy>, transform: Arc<dyn Transform>) -> Self {
+        let classes = Arc::new(devboy_core::pipeline_config::PipelineConfig::embedded_default());
         Self {
             proxy,
-            processor,
+            seam: Seam::new(transform, Arc::new(NoEvents)),
+            pipeline: None,
+            classes: classes.clone(),
+            resolver: Arc::new(Resolver::new(classes, None)),
             counters: Arc::default(),
             answers: Arc::new(NoAnswers),
             speculation: None,
@@ -78,6 +92,45 @@ impl Session {
             rules: None,
             rules_warned: Arc::default(),
         }
+    }
+
+    /// A session over `proxy` running `pipeline`: its transform, its
+    /// events and its memory.
+    pub fn pipelined(proxy: Arc<Proxy>, pipeline: Arc<PipelineProcessor>) -> Self {
+        Self::new(proxy, pipeline.clone())
+            .with_events(pipeline.clone())
+            .with_memory(pipeline)
+    }
+
+    /// This session telling `events` what happens (telemetry, the capture).
+    pub fn with_events(mut self, events: Arc<dyn EventSink>) -> Self {
+        self.seam = Seam::new(self.seam_transform(), events).with_deadline(self.seam.deadline());
+        self
+    }
+
+    /// This session asking `pipeline` to forget, expand and report (its
+    /// transform and events stay as they are).
+    pub fn with_memory(mut self, pipeline: Arc<PipelineProcessor>) -> Self {
+        self.pipeline = Some(pipeline);
+        self
+    }
+
+    /// This session deciding calls' side-effect classes with `config`'s
+    /// `[tools."GLOB"]` tables (default: the embedded config's). Before
+    /// [`with_speculation`](Self::with_speculation), which shares them.
+    pub fn with_classes(
+        mut self,
+        config: Arc<devboy_core::pipeline_config::PipelineConfig>,
+    ) -> Self {
+        debug_assert!(self.speculation.is_none(), "classes set after speculation");
+        self.resolver = Arc::new(Resolver::new(config.clone(), None));
+        self.classes = config;
+        self
+    }
+
+    /// What decides this session's calls' facts.
+    pub(crate) fn resolver(&self) -> &Resolver {
+        &self.resolver
     }
 
     /// This session with `client` deciding what the client shows the model
@@ -92,19 +145,25 @@ impl Session {
     /// what each matches, and one that matches nothing once every upstream
     /// has started is warned about (once).
     pub fn with_rules(mut self, config: Arc<devboy_core::pipeline_config::PipelineConfig>) -> Self {
+        self.seam = self.seam.clone().with_deadline(config.encoding.deadline);
         self.rules = Some(config);
         self
     }
 
-    /// How long the processor may work on one result before it goes out
+    /// How long the transform may work on one result before it goes out
     /// as it came: the pipeline config's `encoding.deadline_ms`, else
     /// [`DEFAULT_DEADLINE`](crate::seam::DEFAULT_DEADLINE).
     pub fn deadline(&self) -> std::time::Duration {
-        self.rules
-            .as_ref()
-            .map_or(crate::seam::DEFAULT_DEADLINE, |rules| {
-                rules.encoding.deadline
-            })
+        self.seam.deadline()
+    }
+
+    /// The session's seam: its transform, its events, its counts.
+    pub fn seam(&self) -> &Seam {
+        &self.seam
+    }
+
+    fn seam_transform(&self) -> Arc<dyn Transform> {
+        self.seam.transform()
     }
 
     /// What each glob table of the pipeline config matches among the tools
@@ -142,7 +201,13 @@ impl Session {
     /// engine becomes the session's answer store (replacing any other).
     /// Without it nothing is prefetched.
     pub fn with_speculation(mut self, planner: Arc<dyn PrefetchPlanner>) -> Self {
-        let engine = SpeculationEngine::new(planner, self.proxy.clone(), self.processor.clone());
+        self.resolver = Arc::new(Resolver::new(self.classes.clone(), Some(planner.clone())));
+        let engine = SpeculationEngine::new(
+            planner,
+            self.proxy.clone(),
+            self.seam.clone(),
+            self.resolver.clone(),
+        );
         self.answers = engine.clone();
         self.speculation = Some(engine);
         self
@@ -199,28 +264,28 @@ impl Session {
             ms: took.as_millis() as u64,
             ..Default::default()
         };
-        self.processor.on_retrieval(record);
+        self.seam.record(SessionEvent::Retrieval(record));
     }
 
-    /// The session's response processor.
-    pub fn processor(&self) -> &Arc<dyn ResponseProcessor> {
-        &self.processor
+    /// The session's pipeline, when one runs (passthrough: none).
+    pub fn pipeline_memory(&self) -> Option<&Arc<PipelineProcessor>> {
+        self.pipeline.as_ref()
     }
 
     pub(crate) fn answer_store(&self) -> &dyn AnswerStore {
         self.answers.as_ref()
     }
 
-    /// The processor's name, for status.
+    /// The transform's name, for status.
     pub fn pipeline(&self) -> &'static str {
-        self.processor.name()
+        self.seam.name()
     }
 
-    /// The processor's own report, for status.
+    /// The pipeline's own report, for status.
     pub fn pipeline_report(&self) -> Option<serde_json::Value> {
         self.sync_partition();
         self.sync_model();
-        self.processor.report()
+        self.pipeline.as_ref().map(|p| p.report())
     }
 
     /// Tells the processor the model the hooks reported, when it changed.
@@ -230,7 +295,9 @@ impl Session {
         if *told != model {
             told.clone_from(&model);
             drop(told);
-            self.processor.set_model(model);
+            if let Some(pipeline) = &self.pipeline {
+                pipeline.set_model(model);
+            }
         }
     }
 
@@ -242,8 +309,9 @@ impl Session {
         if written.is_empty() {
             return;
         }
-        self.processor
-            .forget_written(&written.paths, written.missed);
+        if let Some(pipeline) = &self.pipeline {
+            pipeline.forget_written(&written.paths, written.missed);
+        }
         if let Some(engine) = &self.speculation {
             engine.forget_written(&written.paths, written.missed);
         }
@@ -261,7 +329,9 @@ impl Session {
                 Ordering::SeqCst,
             ) {
                 Ok(_) => {
-                    self.processor.advance_partition();
+                    if let Some(pipeline) = &self.pipeline {
+                        pipeline.advance_partition();
+                    }
                     if let Some(engine) = &self.speculation {
                         engine.advance_partition();
                     }
@@ -270,6 +340,15 @@ impl Session {
                 Err(now) => seen = now,
             }
         }
+    }
+
+    /// Whether results with `structuredContent` may come back without it
+    /// (a pipeline runs), in which case the session stops declaring the
+    /// tools' `outputSchema` to clients that forward structured content.
+    pub(crate) fn rewrites_structured(&self) -> bool {
+        self.pipeline
+            .as_ref()
+            .is_some_and(|p| p.rewrites_structured())
     }
 
     /// Whether this session's client shows the model `structuredContent`
@@ -447,8 +526,7 @@ impl ServerHandler for Session {
         _request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
-        let strip_schemas =
-            self.processor.rewrites_structured() && self.forwards_structured(&context.peer);
+        let strip_schemas = self.rewrites_structured() && self.forwards_structured(&context.peer);
         self.start_notifier(context.peer);
         self.proxy.settle().await;
         let catalog = self.proxy.catalog();

@@ -9,11 +9,12 @@ mod support_proxy;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 
+use devboy_core::call::ResolvedCall;
 use devboy_core::speculation::Served;
-use devboy_mcp::seam::{ProcessError, ToolCallInfo};
+use devboy_mcp::seam::ProcessError;
 use devboy_mcp::{
-    AnswerStore, BuiltinRegistry, BuiltinTool, PendingCall, Proxy, ResponseProcessor, Session,
-    StoredAnswer,
+    AnswerStore, BuiltinRegistry, BuiltinTool, EventSink, PendingCall, Proxy, Session,
+    SessionEvent, StoredAnswer, Transform,
 };
 use futures::future::BoxFuture;
 use rmcp::model::{CallToolResult, ContentBlock, JsonObject, Tool};
@@ -44,44 +45,42 @@ impl Recorder {
     }
 }
 
-impl ResponseProcessor for Recorder {
+impl Transform for Recorder {
     fn name(&self) -> &'static str {
         "recorder"
     }
 
-    fn before_call(&self, call: &ToolCallInfo<'_>) {
-        self.log
-            .lock()
-            .unwrap()
-            .push(format!("before_call {}", call.exposed));
-    }
-
     fn process(
         &self,
-        call: &ToolCallInfo<'_>,
+        call: &ResolvedCall,
         result: &CallToolResult,
         _handoff: &devboy_mcp::seam::Handoff,
     ) -> Result<Option<CallToolResult>, ProcessError> {
         self.log
             .lock()
             .unwrap()
-            .push(format!("process {} of {}", call.exposed, call.upstream));
+            .push(format!("process {} of {}", call.exposed, call.upstream()));
         let text = text_of(result);
         Ok(Some(CallToolResult::success(vec![ContentBlock::text(
             format!("processed: {text}"),
         )])))
     }
+}
 
-    fn on_error_result(&self, call: &ToolCallInfo<'_>, _result: &CallToolResult) {
-        self.log
-            .lock()
-            .unwrap()
-            .push(format!("error {}", call.exposed));
+impl EventSink for Recorder {
+    fn record(&self, event: SessionEvent<'_>) {
+        let line = match event {
+            SessionEvent::Call(call) => format!("before_call {}", call.exposed),
+            SessionEvent::ErrorResult(call, _) => format!("error {}", call.exposed),
+            _ => return,
+        };
+        self.log.lock().unwrap().push(line);
     }
+}
 
-    fn expand(&self, id: &str, _raw: bool) -> Option<Result<String, String>> {
-        Some(Ok(format!("the exact text of {id}")))
-    }
+/// A session whose results pass through `recorder`, which hears its events.
+fn recorded(proxy: &Arc<Proxy>, recorder: &Arc<Recorder>) -> Session {
+    Session::new(proxy.clone(), recorder.clone()).with_events(recorder.clone())
 }
 
 fn text_of(result: &CallToolResult) -> String {
@@ -138,7 +137,7 @@ impl BuiltinTool for EchoTwice {
 async fn a_builtin_is_one_type_and_one_registry_line() {
     let proxy = proxy(BuiltinRegistry::shipped().with(EchoTwice));
     let recorder = Arc::new(Recorder::default());
-    let session = Session::new(proxy.clone(), recorder.clone());
+    let session = recorded(&proxy, &recorder);
 
     // Listed after the shipped tools; the shipped registry does not have it.
     let names: Vec<String> = proxy
@@ -189,7 +188,7 @@ async fn a_builtin_is_one_type_and_one_registry_line() {
 async fn shipped_builtins_are_delivered_as_they_declare() {
     let proxy = proxy(BuiltinRegistry::shipped());
     let recorder = Arc::new(Recorder::default());
-    let session = Session::new(proxy.clone(), recorder.clone());
+    let session = recorded(&proxy, &recorder);
 
     // Status and compact: JSON reports, never rewritten.
     let status = session
@@ -203,7 +202,8 @@ async fn shipped_builtins_are_delivered_as_they_declare() {
         .await
         .expect("compact");
     assert_eq!(text_of(&compact), r#"{"context_partition":1}"#);
-    // Expand: the processor's exact bytes, as they are.
+    // Expand: exactly what the pipeline answers, as it is (here, that the
+    // session has no pipeline to emit ids), neither processed nor heard.
     let expanded = session
         .call(PendingCall::new(
             "devboy_expand",
@@ -211,9 +211,12 @@ async fn shipped_builtins_are_delivered_as_they_declare() {
         ))
         .await
         .expect("expand");
-    assert_eq!(text_of(&expanded), "the exact text of kafrum12");
+    assert_eq!(
+        text_of(&expanded),
+        "devboy: this session's pipeline emits no ids"
+    );
     assert!(recorder.entries().is_empty(), "{:?}", recorder.entries());
-    assert_eq!(session.counters().seam.processed.load(Ordering::Relaxed), 0);
+    assert_eq!(session.seam().stats().processed.load(Ordering::Relaxed), 0);
     proxy.shutdown().await;
 }
 
@@ -225,13 +228,15 @@ struct OneAnswer {
 }
 
 impl AnswerStore for OneAnswer {
-    fn on_call(&self, call: &ToolCallInfo<'_>) {
+    fn on_call(&self, call: &ResolvedCall) {
         self.log
             .lock()
             .unwrap()
             .push(format!("store sees {}", call.exposed));
         let mut held = self.held.lock().unwrap();
-        let other = held.as_ref().is_some_and(|(name, ..)| name != call.exposed);
+        let other = held
+            .as_ref()
+            .is_some_and(|(name, ..)| *name != call.exposed);
         if other && call.side_effect.may_mutate() {
             *held = None;
         }
@@ -239,12 +244,12 @@ impl AnswerStore for OneAnswer {
 
     fn answer<'a>(
         &'a self,
-        call: &'a ToolCallInfo<'a>,
+        call: &'a ResolvedCall,
         _cancel: &'a CancellationToken,
     ) -> BoxFuture<'a, Option<StoredAnswer>> {
         let held = self.held.lock().unwrap();
         let answer = held.as_ref().and_then(|(name, arguments, result)| {
-            (name == call.exposed && arguments.as_ref() == call.arguments).then(|| StoredAnswer {
+            (*name == call.exposed && *arguments == call.arguments).then(|| StoredAnswer {
                 result: result.clone(),
                 served: Served::Prefetch,
             })
@@ -265,7 +270,7 @@ async fn the_answer_store_answers_before_the_upstream_and_hears_every_call_first
         ))),
         log: recorder.log.clone(),
     });
-    let session = Session::new(proxy.clone(), recorder.clone()).with_answer_store(store);
+    let session = recorded(&proxy, &recorder).with_answer_store(store);
     let echo = |text: &str| PendingCall::new("t__echo", args(json!({"text": text})));
 
     // Answered by the store, through the seam, without the upstream.
@@ -299,7 +304,7 @@ async fn the_answer_store_answers_before_the_upstream_and_hears_every_call_first
 async fn without_a_store_the_upstream_answers_and_failures_map_as_before() {
     let proxy = proxy(BuiltinRegistry::shipped());
     let recorder = Arc::new(Recorder::default());
-    let session = Session::new(proxy.clone(), recorder.clone());
+    let session = recorded(&proxy, &recorder);
 
     let result = session
         .call(PendingCall::new("t__echo", args(json!({"text": "up"}))))
@@ -338,7 +343,7 @@ struct Panics;
 impl AnswerStore for Panics {
     fn answer<'a>(
         &'a self,
-        call: &'a ToolCallInfo<'a>,
+        call: &'a ResolvedCall,
         _cancel: &'a CancellationToken,
     ) -> BoxFuture<'a, Option<StoredAnswer>> {
         // A panic while answering; one while asked is caught the same way.

@@ -14,10 +14,12 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use devboy_core::call::ResolvedCall;
 use devboy_core::speculation::{PrefetchEnd, SpeculationEvent};
-use devboy_mcp::seam::{ProcessError, ToolCallInfo};
+use devboy_mcp::seam::ProcessError;
 use devboy_mcp::{
-    BuiltinRegistry, PendingCall, Proxy, ResponseProcessor, Session, SpeculationSettings,
+    BuiltinRegistry, EventSink, PendingCall, Proxy, Session, SessionEvent, SpeculationSettings,
+    Transform,
 };
 use edges::{always, each_line, FixedEdges};
 use rmcp::model::{CallToolResult, JsonObject};
@@ -66,14 +68,14 @@ impl Watcher {
     }
 }
 
-impl ResponseProcessor for Watcher {
+impl Transform for Watcher {
     fn name(&self) -> &'static str {
         "watcher"
     }
 
     fn process(
         &self,
-        call: &ToolCallInfo<'_>,
+        call: &ResolvedCall,
         _result: &CallToolResult,
         _handoff: &devboy_mcp::seam::Handoff,
     ) -> Result<Option<CallToolResult>, ProcessError> {
@@ -83,13 +85,18 @@ impl ResponseProcessor for Watcher {
             .push(format!("{} served {}", call.exposed, call.served.name()));
         Ok(None)
     }
+}
 
-    fn on_speculation(
-        &self,
-        call: &ToolCallInfo<'_>,
-        event: SpeculationEvent,
-        result: Option<&CallToolResult>,
-    ) {
+impl EventSink for Watcher {
+    fn record(&self, event: SessionEvent<'_>) {
+        let SessionEvent::Speculation {
+            call,
+            event,
+            result,
+        } = event
+        else {
+            return;
+        };
         let what = match event {
             SpeculationEvent::Dispatched { .. } => "dispatched".to_owned(),
             SpeculationEvent::Declined { reason } => format!("declined {}", reason.name()),
@@ -104,6 +111,11 @@ impl ResponseProcessor for Watcher {
             .unwrap()
             .push(format!("{} {what}", call.exposed));
     }
+}
+
+/// A session whose results pass through `watcher`, which hears its events.
+fn watched(proxy: &Arc<Proxy>, watcher: &Arc<Watcher>) -> Session {
+    Session::new(proxy.clone(), watcher.clone()).with_events(watcher.clone())
 }
 
 fn args(value: Value) -> Option<JsonObject> {
@@ -152,7 +164,7 @@ async fn a_hit_is_the_upstream_result_byte_for_byte_and_the_upstream_is_called_o
     let watcher = Arc::new(Watcher::default());
     let planner =
         FixedEdges::new().edge("fs__search_files", each_line("fs__read_text_file", "path"));
-    let session = Session::new(proxy.clone(), watcher.clone()).with_speculation(Arc::new(planner));
+    let session = watched(&proxy, &watcher).with_speculation(Arc::new(planner));
     let engine = session.speculation().expect("engine").clone();
 
     let search = args(json!({"path": root, "pattern": "*.txt"}));
@@ -233,7 +245,7 @@ async fn a_call_joins_a_prefetch_in_flight_without_a_second_upstream_call() {
     let planner = FixedEdges::new()
         .edge("t__echo", always("t__sleep", json!({"ms": 700})))
         .read_only("t__sleep");
-    let session = Session::new(proxy.clone(), watcher.clone()).with_speculation(Arc::new(planner));
+    let session = watched(&proxy, &watcher).with_speculation(Arc::new(planner));
 
     session
         .call(PendingCall::new("t__echo", args(json!({"text": "go"}))))
@@ -271,7 +283,7 @@ async fn a_write_between_prefetch_and_call_sends_the_call_upstream() {
     let proxy = fs_proxy(&root);
     let watcher = Arc::new(Watcher::default());
     let planner = FixedEdges::new().edge("fs__list_directory", always_read(file.clone()));
-    let session = Session::new(proxy.clone(), watcher.clone()).with_speculation(Arc::new(planner));
+    let session = watched(&proxy, &watcher).with_speculation(Arc::new(planner));
     let engine = session.speculation().expect("engine").clone();
 
     session
@@ -339,7 +351,7 @@ async fn slow_prefetch() -> Slow {
             .edge("t__echo", always("t__sleep", json!({"ms": 20_000})))
             .read_only("t__sleep")
     };
-    let session = Session::new(proxy.clone(), watcher.clone()).with_speculation(Arc::new(planner));
+    let session = watched(&proxy, &watcher).with_speculation(Arc::new(planner));
     let engine = session.speculation().expect("engine").clone();
     session
         .call(PendingCall::new("t__echo", args(json!({"text": "go"}))))
@@ -430,7 +442,7 @@ async fn an_upstream_crash_during_a_prefetch_still_answers_the_agent() {
     let planner = FixedEdges::new()
         .edge("t__echo", always("t__sleep", json!({"ms": 1500})))
         .read_only("t__sleep");
-    let session = Session::new(proxy.clone(), watcher.clone()).with_speculation(Arc::new(planner));
+    let session = watched(&proxy, &watcher).with_speculation(Arc::new(planner));
 
     session
         .call(PendingCall::new("t__echo", args(json!({"text": "go"}))))
@@ -477,7 +489,7 @@ async fn prefetch_errors_and_timeouts_never_reach_the_agent() {
             .read_only("t__sleep")
             .read_only("t__fail")
     };
-    let session = Session::new(proxy.clone(), watcher.clone()).with_speculation(Arc::new(planner));
+    let session = watched(&proxy, &watcher).with_speculation(Arc::new(planner));
     let engine = session.speculation().expect("engine").clone();
 
     // An isError prefetch is dropped: the agent's call goes upstream.
@@ -536,7 +548,7 @@ async fn fail_fast_answers_a_call_that_keeps_coming_back_empty_until_the_context
         fail_fast: vec![("t__echo".into(), 2)],
         ..FixedEdges::new()
     };
-    let session = Session::new(proxy.clone(), watcher.clone()).with_speculation(Arc::new(planner));
+    let session = watched(&proxy, &watcher).with_speculation(Arc::new(planner));
     let empty = || PendingCall::new("t__echo", args(json!({"text": "  "})));
 
     for _ in 0..2 {
@@ -577,7 +589,7 @@ async fn without_a_planner_every_call_goes_upstream_as_before() {
     let log = tempfile::NamedTempFile::new().expect("log");
     let proxy = test_proxy(log.path());
     let watcher = Arc::new(Watcher::default());
-    let session = Session::new(proxy.clone(), watcher.clone());
+    let session = watched(&proxy, &watcher);
     assert!(session.speculation().is_none());
     for _ in 0..3 {
         session
@@ -614,7 +626,7 @@ async fn the_engine_never_prefetches_a_tool_that_may_write() {
             )]
         }),
     );
-    let session = Session::new(proxy.clone(), watcher.clone()).with_speculation(Arc::new(planner));
+    let session = watched(&proxy, &watcher).with_speculation(Arc::new(planner));
     session
         .call(PendingCall::new(
             "fs__list_directory",
@@ -645,7 +657,7 @@ async fn the_store_is_bounded_and_stale_results_expire() {
         }),
         ..FixedEdges::new().edge("fs__search_files", each_line("fs__read_text_file", "path"))
     };
-    let session = Session::new(proxy.clone(), watcher.clone()).with_speculation(Arc::new(planner));
+    let session = watched(&proxy, &watcher).with_speculation(Arc::new(planner));
     let engine = session.speculation().expect("engine").clone();
 
     session

@@ -137,8 +137,8 @@ pub use ids::{
 };
 pub use shape::{classify, Classified, InnerFormat, InnerFormats, Shape};
 pub use stage::{
-    paths_in_arguments, write_covers, DedupDecision, DedupStage, DedupStageConfig, ExpandError,
-    NearPolicy, ResultPolicy, SideEffect, TextDiffPolicy,
+    write_covers, DedupDecision, DedupStage, DedupStageConfig, ExpandError, NearPolicy,
+    ResultPolicy, SideEffect, TextDiffPolicy,
 };
 pub use template::{DecodedBody, Template};
 pub use time::Timestamp;

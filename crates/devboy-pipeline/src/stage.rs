@@ -29,7 +29,7 @@
 use std::num::NonZeroUsize;
 
 use lru::LruCache;
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use crate::dedup::{DedupCache, DedupConfig, Delivered, RecordOutcome};
 use crate::expand::{ExpandConfig, ExpandStore, Expansion, StoreOutcome};
@@ -38,22 +38,6 @@ use crate::hints;
 use crate::ids::{EndpointKey, IdAllocator, ReferenceId, SessionTag};
 use crate::near::{apply_changes, render_changes, scalar_changes};
 use crate::time::Timestamp;
-
-/// Argument names whose string values (or arrays of strings) name files or
-/// directories a call reads or writes.
-pub const PATH_ARGUMENTS: &[&str] = &[
-    "path",
-    "paths",
-    "file_path",
-    "filePath",
-    "file",
-    "files",
-    "source",
-    "destination",
-    "target",
-    "directory",
-    "dir",
-];
 
 /// What a call may do to the world, as far as the stage needs to know.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -750,29 +734,6 @@ pub fn write_covers(written: &str, read: &str) -> bool {
     )
 }
 
-/// The paths named in a call's arguments (see [`PATH_ARGUMENTS`]), in
-/// order, without duplicates. Nested objects are not searched: a path deep
-/// inside a payload is data, not the call's target.
-pub fn paths_in_arguments(arguments: Option<&Map<String, Value>>) -> Vec<String> {
-    let mut paths: Vec<String> = Vec::new();
-    let Some(arguments) = arguments else {
-        return paths;
-    };
-    let mut push = |value: &str| {
-        if !value.is_empty() && !paths.iter().any(|p| p == value) {
-            paths.push(value.to_owned());
-        }
-    };
-    for key in PATH_ARGUMENTS {
-        match arguments.get(*key) {
-            Some(Value::String(s)) => push(s),
-            Some(Value::Array(items)) => items.iter().filter_map(Value::as_str).for_each(&mut push),
-            _ => {}
-        }
-    }
-    paths
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1194,19 +1155,6 @@ mod tests {
             .to_string()
             .contains("was never issued"));
         assert_eq!(now.expand(&new.to_string()), Ok(body.as_bytes()));
-    }
-
-    #[test]
-    fn paths_come_from_known_argument_names_only() {
-        let args = json!({
-            "path": "/a", "paths": ["/b", "/a", 3], "source": "/c",
-            "content": "/not/a/target", "nested": {"path": "/d"}
-        });
-        assert_eq!(
-            paths_in_arguments(args.as_object()),
-            vec!["/a".to_string(), "/b".into(), "/c".into()]
-        );
-        assert!(paths_in_arguments(None).is_empty());
     }
 
     fn polling(call: &str) -> ResultPolicy {

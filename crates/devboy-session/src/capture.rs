@@ -14,6 +14,7 @@ use std::path::Path;
 
 use std::sync::Arc;
 
+use devboy_core::call::{CallRoute, ResolvedCall, ToolClassFacts};
 use devboy_core::pipeline_config::{PipelineConfig, SideEffectClass};
 use devboy_pipeline::session::Processed;
 use devboy_pipeline::InvalidSessionTag;
@@ -21,7 +22,7 @@ use devboy_pipeline::{IdAllocator, SessionTag, Timestamp};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::session::{Forwarded, PipelineSession, ToolCall};
+use crate::session::{Forwarded, PipelineSession};
 
 /// One line of a capture.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -69,10 +70,11 @@ pub struct CapturedCall {
     /// The call's arguments.
     #[serde(default)]
     pub arguments: Option<Map<String, Value>>,
-    /// What the tool's annotations say a call does
-    /// ([`SideEffectClass::name`]).
+    /// The call's effective side-effect class ([`SideEffectClass::name`];
+    /// captures written before it was resolved in one place hold what the
+    /// annotations said, which the replay resolves again).
     pub side_effect: String,
-    /// A built-in tool answered ([`ToolCall::builtin`]); absent in
+    /// A built-in tool answered ([`ResolvedCall::is_builtin`]); absent in
     /// captures from before it was recorded.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub builtin: bool,
@@ -115,31 +117,46 @@ pub enum CaptureError {
 }
 
 impl CapturedCall {
-    /// The owned copy of `call`'s facts.
-    pub fn of(call: &ToolCall<'_>) -> Self {
+    /// What a capture keeps of `call`.
+    pub fn of(call: &ResolvedCall) -> Self {
         Self {
-            exposed: call.exposed.to_owned(),
-            upstream: call.upstream.to_owned(),
-            tool: call.tool.to_owned(),
-            arguments: call.arguments.cloned(),
-            side_effect: call.side_effect.name().to_owned(),
-            builtin: call.builtin,
+            exposed: call.exposed.clone(),
+            upstream: call.upstream().to_owned(),
+            tool: call.tool().to_owned(),
+            arguments: call.arguments.clone(),
+            side_effect: call.side_effect.class.name().to_owned(),
+            builtin: call.is_builtin(),
         }
     }
 
-    /// The call these facts describe (no client name: telemetry is not
+    /// The call these facts describe, its class resolved under `config`
+    /// as the live session resolved it (no client name: telemetry is not
     /// replayed).
-    pub fn as_call(&self) -> Option<ToolCall<'_>> {
-        Some(ToolCall {
-            exposed: &self.exposed,
-            upstream: &self.upstream,
-            tool: &self.tool,
-            arguments: self.arguments.as_ref(),
-            side_effect: side_effect_named(&self.side_effect)?,
-            client: None,
-            served: Default::default(),
-            builtin: self.builtin,
-        })
+    pub fn as_call(&self, config: &PipelineConfig) -> Option<ResolvedCall> {
+        let recorded = SideEffectClass::named(&self.side_effect)?;
+        let side_effect = devboy_core::call::side_effect(
+            config,
+            &self.exposed,
+            ToolClassFacts {
+                annotated: recorded,
+                shipped: None,
+                name: &self.tool,
+            },
+        );
+        let route = if self.builtin {
+            CallRoute::Builtin
+        } else {
+            CallRoute::Upstream {
+                upstream: self.upstream.clone(),
+                tool: self.tool.clone(),
+            }
+        };
+        Some(ResolvedCall::new(
+            self.exposed.clone(),
+            route,
+            self.arguments.clone(),
+            side_effect,
+        ))
     }
 }
 
@@ -183,17 +200,17 @@ pub fn replay(
         return Err(ReplayError::Capture(CaptureError::NoSession));
     };
     let tag = SessionTag::new(tag)?;
-    let session = PipelineSession::new(config, *encode, IdAllocator::new(tag));
+    let session = PipelineSession::new(config.clone(), *encode, IdAllocator::new(tag));
     for record in &records[1..] {
         match record {
             CaptureRecord::Session { .. } => return Err(ReplayError::SecondSession),
             CaptureRecord::Call(call) => {
-                if let Some(facts) = call.as_call() {
-                    session.before_call(&facts);
+                if let Some(facts) = call.as_call(&config) {
+                    session.forget_for(&facts);
                 }
             }
             CaptureRecord::Result { call, at_ms, body } => {
-                let Some(facts) = call.as_call() else {
+                let Some(facts) = call.as_call(&config) else {
                     continue;
                 };
                 let text = body.text();
@@ -243,18 +260,6 @@ pub enum ReplayError {
     SecondSession,
 }
 
-fn side_effect_named(name: &str) -> Option<SideEffectClass> {
-    [
-        SideEffectClass::Pure,
-        SideEffectClass::ReadOnly,
-        SideEffectClass::Mutating,
-        SideEffectClass::Destructive,
-        SideEffectClass::Unknown,
-    ]
-    .into_iter()
-    .find(|c| c.name() == name)
-}
-
 /// Whether `text` (a `.jsonl` file's) is a capture: its first record is a
 /// `session` line.
 pub fn is_capture(text: &str) -> bool {
@@ -281,7 +286,7 @@ pub fn read(text: &str) -> Result<Vec<CaptureRecord>, CaptureError> {
             return Err(CaptureError::NoSession);
         }
         if let CaptureRecord::Call(call) | CaptureRecord::Result { call, .. } = &record {
-            if side_effect_named(&call.side_effect).is_none() {
+            if SideEffectClass::named(&call.side_effect).is_none() {
                 return Err(CaptureError::SideEffect {
                     line: n + 1,
                     name: call.side_effect.clone(),
@@ -333,21 +338,34 @@ impl CaptureWriter {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use devboy_core::call::SideEffect;
     use serde_json::json;
+
+    fn fs_call(exposed: &str, class: SideEffectClass, args: &Value) -> ResolvedCall {
+        ResolvedCall::new(
+            exposed,
+            CallRoute::Upstream {
+                upstream: "fs".into(),
+                tool: exposed.into(),
+            },
+            args.as_object().cloned(),
+            SideEffect::stated(class),
+        )
+    }
 
     #[test]
     fn records_read_back_as_written() {
         let args = json!({"path": "/a"});
-        let call = ToolCall {
-            exposed: "fs__read",
-            upstream: "fs",
-            tool: "read",
-            arguments: args.as_object(),
-            side_effect: SideEffectClass::ReadOnly,
-            client: Some("claude-code"),
-            served: Default::default(),
-            builtin: false,
-        };
+        let call = ResolvedCall::new(
+            "fs__read",
+            CallRoute::Upstream {
+                upstream: "fs".into(),
+                tool: "read".into(),
+            },
+            args.as_object().cloned(),
+            SideEffect::stated(SideEffectClass::ReadOnly),
+        )
+        .shown_to(false, Some("claude-code".into()));
         let value = json!({"b": 1, "a": [1.5, "x"]});
         let blocks = ["one", "two"];
         let records = vec![
@@ -407,19 +425,8 @@ mod tests {
         let live = PipelineSession::new(config.clone(), true, crate::process_ids())
             .with_capture(CaptureWriter::create(&path).unwrap());
         let read_args = json!({"path": "/p/a.txt"});
-        let call = |exposed, side_effect, args: &'static Value| ToolCall {
-            exposed,
-            upstream: "fs",
-            tool: exposed,
-            arguments: args.as_object(),
-            side_effect,
-            client: None,
-            served: Default::default(),
-            builtin: false,
-        };
-        let read_args: &'static Value = Box::leak(Box::new(read_args));
-        let read = call("fs__read", SideEffectClass::ReadOnly, read_args);
-        let write = call("fs__write", SideEffectClass::Unknown, read_args);
+        let read = fs_call("fs__read", SideEffectClass::ReadOnly, &read_args);
+        let write = fs_call("fs__write", SideEffectClass::Unknown, &read_args);
         let big = "0123456789".repeat(100);
         let blocks = [big.as_str(), "and more"];
         let rows: Vec<Value> = (0..60)
@@ -436,9 +443,10 @@ mod tests {
             json: None,
         };
         let mut at = 0;
-        let mut step = |forwarded: &Forwarded<'_>, call: &ToolCall<'_>| {
+        let mut step = |forwarded: &Forwarded<'_>, call: &ResolvedCall| {
             at += 700;
-            live.before_call(call);
+            live.record_call(call);
+            live.forget_for(call);
             live.process(
                 call,
                 forwarded,

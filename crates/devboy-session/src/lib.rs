@@ -5,8 +5,9 @@
 //! results and compactions so far) it builds the pure
 //! [`SessionPipeline`], its tokenizer and each endpoint's [`BodyPolicy`]
 //! (dedup, near references, freshness, encoding, the hint policy), and runs
-//! one result at a time through it given plain facts about the call
-//! ([`ToolCall`]) and what the client forwards ([`Forwarded`]).
+//! one result at a time through it given the facts of the call
+//! ([`ResolvedCall`](devboy_core::call::ResolvedCall), decided once where
+//! the call was routed) and what the client forwards ([`Forwarded`]).
 //!
 //! It also owns what happens around a result: forgetting before a call that
 //! may change things, the model becoming known, compactions, counting the
@@ -24,6 +25,7 @@
 #![deny(missing_docs)]
 
 pub mod capture;
+mod events;
 mod session;
 
 use devboy_core::pipeline_config::{PipelineConfig, SessionContext, TokenizerChoice};
@@ -31,7 +33,8 @@ use devboy_pipeline::route::RouteConfig;
 use devboy_pipeline::session::SessionPipeline;
 use devboy_pipeline::{DedupConfig, DedupStageConfig, ExpandConfig, IdAllocator, Tokenizer};
 
-pub use session::{Forwarded, PipelineSession, ToolCall};
+pub use events::SessionEvents;
+pub use session::{Forwarded, PipelineSession};
 
 /// A fresh [`SessionPipeline`] with the config's dedup bounds, tokenizer
 /// and budget (for a session whose model is not known yet), naming what it

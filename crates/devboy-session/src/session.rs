@@ -4,47 +4,24 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 
+use devboy_core::call::ResolvedCall;
 use devboy_core::config::ConfigSource;
-use devboy_core::pipeline_config::{
-    HintKind, PipelineConfig, SessionContext, SessionSettings, SideEffectClass,
-};
+use devboy_core::pipeline_config::{HintKind, PipelineConfig, SessionContext, SessionSettings};
 use devboy_core::speculation::SpeculationEvent;
 use devboy_pipeline::encode::Format;
 use devboy_pipeline::hints;
 use devboy_pipeline::session::{Action, BodyPolicy, Processed, SessionPipeline, Totals};
 use devboy_pipeline::{
-    paths_in_arguments, EndpointKey, Fingerprint, Handoff, IdAllocator, NearPolicy, ResultPolicy,
-    SessionTag, SideEffect, Template, TextDiffPolicy, Timestamp, Tokenizer,
+    EndpointKey, Fingerprint, Handoff, IdAllocator, NearPolicy, ResultPolicy, SessionTag,
+    SideEffect, Template, TextDiffPolicy, Timestamp, Tokenizer,
 };
-use devboy_telemetry::{CallFacts, CallOrigin, DedupOutcome, Layer, Outcome, Telemetry};
+use devboy_telemetry::{CallFacts, DedupOutcome, Layer, Outcome, Telemetry};
+
+use crate::events::{origin, SessionEvents};
 use serde_json::{Map, Value};
 
 use crate::capture::{CaptureRecord, CaptureWriter, CapturedBody, CapturedCall};
 use crate::{session_pipeline, tokenizer};
-
-/// The plain facts of one tool call.
-#[derive(Debug, Clone, Copy)]
-pub struct ToolCall<'a> {
-    /// The name the agent called (what `[endpoints.*]` and `[tools.*]`
-    /// globs match).
-    pub exposed: &'a str,
-    /// The upstream's configured name.
-    pub upstream: &'a str,
-    /// The tool's name on the upstream.
-    pub tool: &'a str,
-    /// The call's arguments.
-    pub arguments: Option<&'a Map<String, Value>>,
-    /// What the tool's annotations say a call does; the config may
-    /// override it.
-    pub side_effect: SideEffectClass,
-    /// The client's name, if it gave one (for telemetry).
-    pub client: Option<&'a str>,
-    /// Where the result comes from: the upstream, or a prefetch.
-    pub served: devboy_core::speculation::Served,
-    /// One of devboy's built-in tools answered: its result answers this
-    /// one question and gets an id only once the tool's answers repeat.
-    pub builtin: bool,
-}
 
 /// What the client forwards to the model of one result.
 #[derive(Debug, Clone, Copy)]
@@ -69,7 +46,7 @@ pub struct PipelineSession {
     config: Arc<PipelineConfig>,
     encode: bool,
     state: Mutex<State>,
-    telemetry: Telemetry,
+    events: SessionEvents,
 }
 
 struct State {
@@ -177,13 +154,13 @@ impl PipelineSession {
                 hints_sent: [0; 4],
                 capture: None,
             }),
-            telemetry: Telemetry::disabled(),
+            events: SessionEvents::default(),
         }
     }
 
     /// This session recording to `telemetry` (off by default).
     pub fn with_telemetry(mut self, telemetry: Telemetry) -> Self {
-        self.telemetry = telemetry;
+        self.events = SessionEvents::new(telemetry);
         self
     }
 
@@ -226,28 +203,31 @@ impl PipelineSession {
         lock(&self.state).pipeline.totals().clone()
     }
 
-    /// A call is about to be forwarded: if it may change things, the
+    /// A call is about to be answered: the capture notes it (a replay
+    /// forgets for it where the live session did).
+    pub fn record_call(&self, call: &ResolvedCall) {
+        lock(&self.state).capture(|| CaptureRecord::Call(CapturedCall::of(call)));
+    }
+
+    /// A call is about to be answered: if it may change things, the
     /// session forgets what it changes (its paths, and what the config's
     /// `invalidates` names).
-    pub fn before_call(&self, call: &ToolCall<'_>) {
-        let class = self.config.side_effect(call.exposed, call.side_effect);
-        let effect = if class.may_mutate() {
+    pub fn forget_for(&self, call: &ResolvedCall) {
+        let effect = if call.side_effect.may_mutate() {
             SideEffect::MayMutate
         } else {
             SideEffect::ReadOnly
         };
-        let paths = paths_in_arguments(call.arguments);
-        let configured = self.config.has_invalidations(call.exposed);
+        let configured = self.config.has_invalidations(&call.exposed);
         let mut state = lock(&self.state);
-        state.capture(|| CaptureRecord::Call(CapturedCall::of(call)));
         let State {
             pipeline, exposed, ..
         } = &mut *state;
-        let forgotten = pipeline.stage().on_call(effect, &paths, |key| {
+        let forgotten = pipeline.stage().on_call(effect, &call.paths, |key| {
             configured
                 && exposed
                     .get(key)
-                    .is_some_and(|name| self.config.invalidates(call.exposed, name))
+                    .is_some_and(|name| self.config.invalidates(&call.exposed, name))
         });
         if forgotten > 0 {
             tracing::debug!(
@@ -285,7 +265,7 @@ impl PipelineSession {
     /// and counted as `deadline`.
     pub fn process(
         &self,
-        call: &ToolCall<'_>,
+        call: &ResolvedCall,
         forwarded: &Forwarded<'_>,
         at: Timestamp,
         handoff: &Handoff,
@@ -296,17 +276,9 @@ impl PipelineSession {
             Forwarded::Single { text, json } => (std::borrow::Cow::Borrowed(*text), *json, true),
             Forwarded::Blocks(blocks) => (serde_json::to_string(blocks).ok()?.into(), None, false),
         };
-        let call_fingerprint = serde_json::to_vec(&call.arguments)
-            .ok()
-            .map(|args| Fingerprint::of(&args));
-        let endpoint = EndpointKey::new(call.upstream, call.tool);
-        let paths = paths_in_arguments(call.arguments);
-        // Kept for telemetry only when it will be recorded.
-        let telemetry_paths = if self.telemetry.is_active() {
-            paths.clone()
-        } else {
-            Vec::new()
-        };
+        let call_fingerprint = Some(Fingerprint::of(call.key.as_bytes()));
+        let endpoint = EndpointKey::new(call.upstream(), call.tool());
+        let paths = call.paths.clone();
         // Counted before the lock: the longest step of a big body, and a
         // body the caller gave up on meanwhile is passed without the lock
         // being held for it any longer than to count it.
@@ -321,7 +293,9 @@ impl PipelineSession {
                 body: CapturedBody::of(forwarded),
             });
             if !state.exposed.contains_key(&endpoint) {
-                state.exposed.insert(endpoint.clone(), call.exposed.into());
+                state
+                    .exposed
+                    .insert(endpoint.clone(), call.exposed.as_str().into());
             }
             let mut processed = if state.pipeline.tokenizer() == tokenizer {
                 state.pipeline.process_counted(
@@ -342,15 +316,16 @@ impl PipelineSession {
             let partition = state.pipeline.stage_ref().cache().partition();
             (processed, policy.dedup.is_some(), partition)
         };
-        if self.telemetry.is_active() {
-            self.telemetry.set_client(call.client);
+        let telemetry = self.events.telemetry();
+        if telemetry.is_active() {
+            telemetry.set_client(call.client.as_deref());
             let facts = CallFacts {
-                tool: call.exposed,
-                upstream: call.upstream,
+                tool: &call.exposed,
+                upstream: call.upstream(),
                 body: &text,
-                paths: &telemetry_paths,
+                paths: &call.paths,
             };
-            self.telemetry.record_call(
+            telemetry.record_call(
                 &facts,
                 &origin(call),
                 outcome(&processed, dedup_on, partition),
@@ -359,51 +334,32 @@ impl PipelineSession {
         Some(processed)
     }
 
-    /// Speculation did something about a call of `call`'s tool (see
-    /// [`SpeculationEvent`]); `result` is what the client would forward of
-    /// the prefetch's result when one ended after landing, counted with
-    /// the session's tokenizer. For telemetry: the result itself goes
-    /// nowhere.
+    /// Speculation did something about `call` (see [`SessionEvents::speculation`]).
     pub fn record_speculation(
         &self,
-        call: &ToolCall<'_>,
+        call: &ResolvedCall,
         event: SpeculationEvent,
         result: Option<&Forwarded<'_>>,
     ) {
-        if !self.telemetry.is_active() {
-            return;
-        }
-        let actual = match result {
-            None => 0,
-            Some(forwarded) => {
-                let tokenizer = lock(&self.state).pipeline.tokenizer();
-                match forwarded {
-                    Forwarded::Single { text, .. } => tokenizer.count(text) as u64,
-                    Forwarded::Blocks(blocks) => {
-                        blocks.iter().map(|b| tokenizer.count(b) as u64).sum()
-                    }
-                }
-            }
-        };
-        self.telemetry
-            .record_speculation(call.exposed, call.arguments, event, actual);
+        let tokenizer = lock(&self.state).pipeline.tokenizer();
+        self.events.speculation(call, event, result, tokenizer);
     }
 
     /// Records one `find_files` query.
     pub fn record_retrieval(&self, record: devboy_telemetry::RetrievalRecord) {
-        self.telemetry.record_retrieval(record);
+        self.events.retrieval(record);
     }
 
     /// What may be done to this call's result now, or `None` if nothing.
     fn policy(
         &self,
         state: &State,
-        call: &ToolCall<'_>,
+        call: &ResolvedCall,
         single: bool,
         call_fingerprint: Option<Fingerprint>,
     ) -> Option<BodyPolicy> {
         let session = &state.session;
-        let settings = self.config.endpoint_in(call.exposed, session);
+        let settings = self.config.endpoint_in(&call.exposed, session);
         // A hint kind the policy does not allow here means its content goes
         // out in full instead.
         let model = session.model.as_deref();
@@ -428,18 +384,14 @@ impl PipelineSession {
                     min_body_bytes: near.min_body_bytes,
                 }),
                 call: call_fingerprint,
-                freshness: Some(self.config.freshness(call.exposed, session)),
+                freshness: Some(self.config.freshness(&call.exposed, session)),
                 parts: true,
                 ids_by_saving: settings.min_body_bytes == self.config.dedup.min_body_bytes,
                 // Filled in by the pipeline, which counts the body.
                 body_tokens: None,
                 // A built-in's answer, like a write's result, answers this
                 // one call: its repeat rate has no prior.
-                mutating: call.builtin
-                    || changes_something(
-                        self.config.side_effect(call.exposed, call.side_effect),
-                        call.tool,
-                    ),
+                mutating: call.is_builtin() || call.side_effect.changes_something(),
                 text_diff: (self.config.dedup.text_diff.enabled && allows(HintKind::NearRef))
                     .then_some(TextDiffPolicy {
                         max_share: self.config.dedup.text_diff.max_share,
@@ -459,30 +411,15 @@ impl PipelineSession {
 
     /// An error result (which passes untouched), for telemetry: `body` is
     /// what the client forwards of it.
-    pub fn on_error(&self, call: &ToolCall<'_>, body: &str) {
-        if !self.telemetry.is_active() {
-            return;
-        }
-        self.telemetry.set_client(call.client);
-        let (tokens, partition) = {
+    pub fn on_error(&self, call: &ResolvedCall, body: &str) {
+        let (tokenizer, partition) = {
             let state = lock(&self.state);
             (
-                state.pipeline.tokenizer().count(body) as u64,
+                state.pipeline.tokenizer(),
                 state.pipeline.stage_ref().cache().partition(),
             )
         };
-        let paths = paths_in_arguments(call.arguments);
-        let facts = CallFacts {
-            tool: call.exposed,
-            upstream: call.upstream,
-            body,
-            paths: &paths,
-        };
-        self.telemetry.record_call(
-            &facts,
-            &origin(call),
-            Outcome::passed_through(tokens, partition, true),
-        );
+        self.events.error(call, body, tokenizer, partition);
     }
 
     /// The model the session runs with became known (Claude Code's
@@ -502,7 +439,7 @@ impl PipelineSession {
     /// The model's context was compacted or cleared: nothing shown before
     /// may be referenced. Returns the new partition.
     pub fn compaction(&self) -> u64 {
-        self.telemetry.compaction();
+        self.events.compaction();
         let mut state = lock(&self.state);
         state.capture(|| CaptureRecord::Compaction);
         let partition = state.pipeline.stage().advance_partition();
@@ -513,7 +450,7 @@ impl PipelineSession {
 
     /// The session is over: writes the telemetry summary.
     pub fn end(&self) {
-        self.telemetry.finish();
+        self.events.end();
     }
 
     /// The exact text `id` stood for, or why not (for people).
@@ -592,14 +529,6 @@ impl PipelineSession {
     }
 }
 
-/// Where a call came from, for telemetry.
-fn origin<'a>(call: &ToolCall<'a>) -> CallOrigin<'a> {
-    CallOrigin {
-        arguments: call.arguments,
-        served: call.served,
-    }
-}
-
 /// A result's telemetry outcome from what the pipeline did with it.
 fn outcome(processed: &Processed, dedup_on: bool, partition: u64) -> Outcome {
     let template = processed
@@ -632,22 +561,4 @@ fn outcome(processed: &Processed, dedup_on: bool, partition: u64) -> Outcome {
         context_partition: partition,
         is_error: false,
     }
-}
-
-/// Whether a call surely changes something: its configured or annotated
-/// class says so, or, with neither, the verb of its name does (`edit_file`,
-/// `create_entities`). A tool that may do anything (`run`, no known verb)
-/// does not count.
-fn changes_something(class: SideEffectClass, tool: &str) -> bool {
-    let class = match class {
-        SideEffectClass::Unknown => devboy_core::tool_verb::VerbClass::of_tool(tool)
-            .0
-            .side_effect()
-            .unwrap_or(SideEffectClass::Unknown),
-        known => known,
-    };
-    matches!(
-        class,
-        SideEffectClass::Mutating | SideEffectClass::Destructive
-    )
 }

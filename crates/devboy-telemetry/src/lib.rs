@@ -59,7 +59,6 @@ pub use hash::{Hash128, Hash64, Salt};
 pub use names::EndpointNames;
 pub use read::{events_files, parse_events, read_events_file, FileEvents};
 pub use recorder::{
-    canonical_call_key, CallFacts, CallOrigin, Outcome, Sampler, Telemetry, TelemetryOptions,
-    SALT_FILE,
+    CallFacts, CallOrigin, Outcome, Sampler, Telemetry, TelemetryOptions, SALT_FILE,
 };
 pub use sink::{JsonlSink, SinkLimits, EVENTS_DIR};

@@ -23,9 +23,9 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime};
 
+use devboy_core::call::CallKey;
 use devboy_core::pipeline_config::TelemetrySettings;
-use devboy_core::speculation::{canonical_object, Served, SpeculationEvent};
-use serde_json::{Map, Value};
+use devboy_core::speculation::{Served, SpeculationEvent};
 
 use crate::event::{
     ClientKind, DedupOutcome, EndpointClass, Event, Layer, ResultEvent, RetrievalRecord,
@@ -150,18 +150,10 @@ pub struct CallFacts<'a> {
 /// arguments (hashed into the call key, never written) and what served it.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct CallOrigin<'a> {
-    /// The call's arguments, if known.
-    pub arguments: Option<&'a Map<String, Value>>,
+    /// The call's identity, if known.
+    pub key: Option<&'a CallKey>,
     /// What answered the agent's call.
     pub served: Served,
-}
-
-/// The bytes a call key hashes: the tool name, a NUL, and the arguments as
-/// compact JSON with every object's keys sorted, so that the same call
-/// gives the same bytes whatever order its arguments came in.
-pub fn canonical_call_key(tool: &str, arguments: Option<&Map<String, Value>>) -> Vec<u8> {
-    let arguments = arguments.map_or_else(|| "null".to_owned(), canonical_object);
-    format!("{tool}\0{arguments}").into_bytes()
 }
 
 /// What the pipeline did with a result: no names, no content.
@@ -445,21 +437,21 @@ impl Telemetry {
         }
     }
 
-    /// Records one speculation event about a call of `tool` with
-    /// `arguments` (a declined candidate's, for its call key).
-    /// `actual_tokens` is the landed result's size for
+    /// Records one speculation event about the call `key` of `tool` (a
+    /// declined candidate's key is written, to match the agent's later
+    /// call). `actual_tokens` is the landed result's size for
     /// [`SpeculationEvent::Ended`] (0 if it never landed). Never sampled.
     /// Returns whether the event was queued.
     pub fn record_speculation(
         &self,
         tool: &str,
-        arguments: Option<&Map<String, Value>>,
+        key: &CallKey,
         event: SpeculationEvent,
         actual_tokens: u64,
     ) -> bool {
         match &self.active {
             Some(active) if active.live() => {
-                active.record_speculation(tool, arguments, event, actual_tokens)
+                active.record_speculation(tool, key, event, actual_tokens)
             }
             _ => false,
         }
@@ -550,8 +542,8 @@ impl Active {
         })
     }
 
-    fn call_key(&self, tool: &str, arguments: Option<&Map<String, Value>>) -> Hash64 {
-        self.key_salt.h(&[&canonical_call_key(tool, arguments)])
+    fn call_key(&self, key: &CallKey) -> Hash64 {
+        self.key_salt.h(&[key.as_bytes()])
     }
 
     fn speculation(&self) -> std::sync::MutexGuard<'_, SpeculationState> {
@@ -561,14 +553,14 @@ impl Active {
     fn record_speculation(
         &self,
         tool: &str,
-        arguments: Option<&Map<String, Value>>,
+        call: &CallKey,
         event: SpeculationEvent,
         actual_tokens: u64,
     ) -> bool {
         let declined = matches!(event, SpeculationEvent::Declined { .. });
         // Every event is matched by key in the session; only declines
         // carry theirs (to match the agent's later call in the tuner).
-        let key = self.call_key(tool, arguments);
+        let key = self.call_key(call);
         self.speculation().on_event(Some(key), event, actual_tokens);
         let (kind, predicted, reason, end, actual) = match event {
             SpeculationEvent::Dispatched { predicted_tokens } => (
@@ -633,9 +625,7 @@ impl Active {
     }
 
     fn record(&self, facts: &CallFacts<'_>, origin: &CallOrigin<'_>, outcome: Outcome) -> bool {
-        let key = origin
-            .arguments
-            .map(|args| self.call_key(facts.tool, Some(args)));
+        let key = origin.key.map(|key| self.call_key(key));
         let predicted = self.speculation().on_result(
             key,
             origin.served,

@@ -433,6 +433,7 @@ fn a_kill_9_mid_stream_leaves_whole_lines() {
 
 #[test]
 fn speculation_is_recorded_summarised_and_matched_by_call_key() {
+    use devboy_core::call::CallKey;
     use devboy_core::speculation::{DeclineReason, PrefetchEnd, Served, SpeculationEvent};
     use serde_json::json;
 
@@ -440,10 +441,11 @@ fn speculation_is_recorded_summarised_and_matched_by_call_key() {
     let telemetry = Telemetry::start(options(&dir));
     let args = |v: serde_json::Value| v.as_object().unwrap().clone();
     // The same arguments in another key order are the same call.
-    let issue = args(json!({"repo": CANARY, "number": 7}));
-    let issue_reordered = args(json!({"number": 7, "repo": CANARY}));
-    let comments = args(json!({"repo": CANARY, "number": 8}));
     let tool = "gh__get_issue";
+    let key = |v: serde_json::Value| CallKey::new(tool, Some(&args(v)));
+    let issue = key(json!({"repo": CANARY, "number": 7}));
+    let issue_reordered = key(json!({"number": 7, "repo": CANARY}));
+    let comments = key(json!({"repo": CANARY, "number": 8}));
     let facts = CallFacts {
         tool,
         upstream: "gh",
@@ -455,7 +457,7 @@ fn speculation_is_recorded_summarised_and_matched_by_call_key() {
     // overrun) and answers the agent's call.
     assert!(telemetry.record_speculation(
         tool,
-        Some(&issue),
+        &issue,
         SpeculationEvent::Dispatched {
             predicted_tokens: 600
         },
@@ -463,7 +465,7 @@ fn speculation_is_recorded_summarised_and_matched_by_call_key() {
     ));
     telemetry.record_speculation(
         tool,
-        Some(&issue),
+        &issue,
         SpeculationEvent::Ended {
             end: PrefetchEnd::Used,
             predicted_tokens: 600,
@@ -471,14 +473,14 @@ fn speculation_is_recorded_summarised_and_matched_by_call_key() {
         900,
     );
     let served = CallOrigin {
-        arguments: Some(&issue_reordered),
+        key: Some(&issue_reordered),
         served: Served::Prefetch,
     };
     assert!(telemetry.record_call(&facts, &served, outcome(100)));
     // Issue 8 is declined for capacity, then the agent calls it itself.
     telemetry.record_speculation(
         tool,
-        Some(&comments),
+        &comments,
         SpeculationEvent::Declined {
             reason: DeclineReason::OverBudget,
         },
@@ -486,21 +488,21 @@ fn speculation_is_recorded_summarised_and_matched_by_call_key() {
     );
     telemetry.record_speculation(
         "gh__create_issue",
-        None,
+        &CallKey::new("gh__create_issue", None),
         SpeculationEvent::Declined {
             reason: DeclineReason::Writes,
         },
         0,
     );
     let own = CallOrigin {
-        arguments: Some(&comments),
+        key: Some(&comments),
         served: Served::Upstream,
     };
     assert!(telemetry.record_call(&facts, &own, outcome(40)));
     // A prefetch that expires unused after landing.
     telemetry.record_speculation(
         tool,
-        Some(&args(json!({"number": 9}))),
+        &key(json!({"number": 9})),
         SpeculationEvent::Dispatched {
             predicted_tokens: 50,
         },
@@ -508,7 +510,7 @@ fn speculation_is_recorded_summarised_and_matched_by_call_key() {
     );
     telemetry.record_speculation(
         tool,
-        Some(&args(json!({"number": 9}))),
+        &key(json!({"number": 9})),
         SpeculationEvent::Ended {
             end: PrefetchEnd::Expired,
             predicted_tokens: 50,
@@ -516,7 +518,7 @@ fn speculation_is_recorded_summarised_and_matched_by_call_key() {
         40,
     );
     let fail_fast = CallOrigin {
-        arguments: Some(&issue),
+        key: Some(&issue),
         served: Served::FailFast,
     };
     assert!(telemetry.record_call(&facts, &fail_fast, outcome(10)));
@@ -597,19 +599,4 @@ fn sessions_without_speculation_write_no_speculation_field() {
     assert!(!text.contains("\"speculation\""), "{text}");
     assert!(!text.contains("\"served\""), "{text}");
     assert!(!text.contains("call_key"), "{text}");
-}
-
-#[test]
-fn canonical_call_keys_sort_keys_at_every_depth() {
-    use serde_json::json;
-    let a = json!({"b": {"y": 1, "x": [ {"q": 1, "p": 2} ]}, "a": "s"});
-    let b = json!({"a": "s", "b": {"x": [ {"p": 2, "q": 1} ], "y": 1}});
-    let key = |v: &serde_json::Value| canonical_call_key("t", v.as_object());
-    assert_eq!(key(&a), key(&b));
-    assert_eq!(
-        String::from_utf8(key(&a)).unwrap(),
-        "t\0{\"a\":\"s\",\"b\":{\"x\":[{\"p\":2,\"q\":1}],\"y\":1}}"
-    );
-    assert_ne!(key(&a), canonical_call_key("u", a.as_object()));
-    assert_eq!(canonical_call_key("t", None), b"t\0null");
 }

@@ -481,7 +481,8 @@ mod tests {
                 },
             ];
             for (event, actual) in e.into_iter().zip([0, 55, 0]) {
-                assert!(telemetry.record_speculation("gh__list_issues", None, event, actual));
+                let key = devboy_core::call::CallKey::new("gh__list_issues", None);
+                assert!(telemetry.record_speculation("gh__list_issues", &key, event, actual));
             }
         }
         telemetry.finish();

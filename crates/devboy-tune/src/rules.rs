@@ -201,7 +201,13 @@ pub(crate) fn prefetchable(
     exposed: &str,
 ) -> bool {
     let verb = devboy_core::tool_verb::VerbClass::of_exposed(exposed);
-    !verb.says_writes() && !config.side_effect_by_name(exposed).may_mutate()
+    !verb.says_writes()
+        && !devboy_core::call::side_effect(
+            config,
+            exposed,
+            devboy_core::call::ToolClassFacts::by_name(exposed),
+        )
+        .may_mutate()
 }
 
 /// The follow-ups worth writing for a tool called `observed` times (with a

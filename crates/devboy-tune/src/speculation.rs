@@ -334,6 +334,7 @@ pub(crate) fn follow_up_rule(input: &RuleInput<'_>, out: &mut Proposal) {
 mod tests {
     use std::path::Path;
 
+    use devboy_core::call::CallKey;
     use devboy_core::speculation::{DeclineReason, PrefetchEnd, Served, SpeculationEvent};
     use devboy_telemetry::{CallFacts, CallOrigin, Outcome, Telemetry, TelemetryOptions};
     use serde_json::{json, Map, Value};
@@ -365,8 +366,9 @@ mod tests {
             body: "a body",
             paths: &[],
         };
+        let key = CallKey::new(tool, Some(arguments));
         let origin = CallOrigin {
-            arguments: Some(arguments),
+            key: Some(&key),
             served,
         };
         t.record_call(&facts, &origin, Outcome::passed_through(100, 0, false));
@@ -374,15 +376,16 @@ mod tests {
 
     fn prefetch(t: &Telemetry, tool: &str, arguments: &Map<String, Value>, end: PrefetchEnd) {
         let predicted_tokens = 100;
+        let key = CallKey::new(tool, Some(arguments));
         t.record_speculation(
             tool,
-            Some(arguments),
+            &key,
             SpeculationEvent::Dispatched { predicted_tokens },
             0,
         );
         t.record_speculation(
             tool,
-            Some(arguments),
+            &key,
             SpeculationEvent::Ended {
                 end,
                 predicted_tokens,
@@ -427,7 +430,10 @@ follow_up = [{ tool = "gh__search", probability = 0.9 }]   # mine
                     // Arguments in another order: the same call.
                     t.record_speculation(
                         "gh__list_issues",
-                        Some(&args(json!({"state": "open", "page": i}))),
+                        &CallKey::new(
+                            "gh__list_issues",
+                            Some(&args(json!({"state": "open", "page": i}))),
+                        ),
                         SpeculationEvent::Declined {
                             reason: DeclineReason::OverParallel,
                         },

@@ -736,14 +736,7 @@ impl Reader<'_> {
         let Value::String(s) = &node.value else {
             return Err(self.invalid(path, node, &expected));
         };
-        Ok(match s.as_str() {
-            "pure" => SideEffectClass::Pure,
-            "read_only" => SideEffectClass::ReadOnly,
-            "mutating" => SideEffectClass::Mutating,
-            "destructive" => SideEffectClass::Destructive,
-            "unknown" => SideEffectClass::Unknown,
-            _ => return Err(self.invalid(path, node, &expected)),
-        })
+        SideEffectClass::named(s).ok_or_else(|| self.invalid(path, node, &expected))
     }
 
     // ------------------------------------------------------------ version 1

@@ -380,6 +380,20 @@ impl SideEffectClass {
         !matches!(self, SideEffectClass::Pure | SideEffectClass::ReadOnly)
     }
 
+    /// Every class, in [`name`](Self::name)'s order.
+    pub const ALL: [SideEffectClass; 5] = [
+        SideEffectClass::Pure,
+        SideEffectClass::ReadOnly,
+        SideEffectClass::Mutating,
+        SideEffectClass::Destructive,
+        SideEffectClass::Unknown,
+    ];
+
+    /// The class named `name` ([`name`](Self::name)'s inverse).
+    pub fn named(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|c| c.name() == name)
+    }
+
     /// The name used in the file.
     pub fn name(self) -> &'static str {
         match self {
@@ -501,28 +515,16 @@ impl PipelineConfig {
         out
     }
 
-    /// The side-effect class of the tool exposed as `exposed` where only
-    /// its name is known (the tuner: telemetry and logs hold no
-    /// annotations): the config's class, else the one its name's verb
-    /// makes evident ([`VerbClass::side_effect`]), else unknown.
-    pub fn side_effect_by_name(&self, exposed: &str) -> SideEffectClass {
-        let verb = crate::tool_verb::VerbClass::of_exposed(exposed);
-        self.side_effect(
-            exposed,
-            verb.side_effect().unwrap_or(SideEffectClass::Unknown),
-        )
-    }
-
-    /// The side-effect class of the tool exposed as `exposed`: the last
-    /// matching `[tools.*]` rule that sets one, else what the server's
-    /// annotations say (`annotated`).
-    pub fn side_effect(&self, exposed: &str, annotated: SideEffectClass) -> SideEffectClass {
+    /// The `side_effect` the last matching `[tools."GLOB"]` table sets for
+    /// the tool exposed as `exposed`, if any: the strongest of the rules
+    /// [`crate::call::side_effect`] applies, the one place a class is
+    /// decided.
+    pub fn configured_side_effect(&self, exposed: &str) -> Option<SideEffectClass> {
         self.tools
             .iter()
             .rev()
             .filter(|r| r.matcher.is_match(exposed))
             .find_map(|r| r.side_effect)
-            .unwrap_or(annotated)
     }
 
     /// Whether a call to `caller` forgets the bodies of endpoint `exposed`

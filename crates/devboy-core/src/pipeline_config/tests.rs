@@ -299,16 +299,15 @@ invalidates = ["gh__list_*", "gh__search_issues"]
 "#,
     )
     .unwrap();
-    let unknown = SideEffectClass::Unknown;
     assert_eq!(
-        parsed.side_effect("gh__list_issues", unknown),
-        SideEffectClass::ReadOnly
+        parsed.configured_side_effect("gh__list_issues"),
+        Some(SideEffectClass::ReadOnly)
     );
     assert_eq!(
-        parsed.side_effect("gh__create_issue", SideEffectClass::ReadOnly),
-        SideEffectClass::Mutating
+        parsed.configured_side_effect("gh__create_issue"),
+        Some(SideEffectClass::Mutating)
     );
-    assert_eq!(parsed.side_effect("fs__write", unknown), unknown);
+    assert_eq!(parsed.configured_side_effect("fs__write"), None);
     assert!(parsed.invalidates("gh__create_issue", "gh__list_issues"));
     assert!(parsed.invalidates("gh__create_issue", "gh__search_issues"));
     assert!(!parsed.invalidates("gh__create_issue", "gh__get_issue"));

@@ -45,9 +45,14 @@ impl BuiltinTool for Expand {
             .and_then(|a| a.get("raw"))
             .and_then(serde_json::Value::as_bool)
             .unwrap_or(false);
-        let processor = context.session.processor().clone();
+        let pipeline = context.session.pipeline_memory().cloned();
         let deadline = context.session.deadline();
         Box::pin(async move {
+            let Some(processor) = pipeline else {
+                return Ok(CallToolResult::error(vec![ContentBlock::text(
+                    "devboy: this session's pipeline emits no ids",
+                )]));
+            };
             // The readable form re-encodes the whole result: off the async
             // workers and within the pipeline's deadline, else the raw text.
             let readable = {
@@ -59,13 +64,10 @@ impl BuiltinTool for Expand {
                 _ => processor.expand(&id, true),
             };
             Ok(match expanded {
-                Some(Ok(text)) => CallToolResult::success(vec![ContentBlock::text(text)]),
-                Some(Err(message)) => {
+                Ok(text) => CallToolResult::success(vec![ContentBlock::text(text)]),
+                Err(message) => {
                     CallToolResult::error(vec![ContentBlock::text(format!("devboy: {message}"))])
                 }
-                None => CallToolResult::error(vec![ContentBlock::text(
-                    "devboy: this session's pipeline emits no ids",
-                )]),
             })
         })
     }

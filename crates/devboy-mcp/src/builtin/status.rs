@@ -69,6 +69,7 @@ fn report(session: &Session, pipeline_report: Option<Value>) -> String {
     let speculation = session
         .speculation()
         .map_or_else(|| json!({"enabled": false}), |engine| engine.report_json());
+    let seam = session.seam().stats();
     let session = session.counters();
     let catalog = proxy.catalog();
     let upstreams: Vec<Value> = proxy
@@ -114,7 +115,6 @@ fn report(session: &Session, pipeline_report: Option<Value>) -> String {
             entry
         })
         .collect();
-    let seam = &session.seam;
     json!({
         "devboy": env!("CARGO_PKG_VERSION"),
         "uptime_s": proxy.uptime().as_secs(),

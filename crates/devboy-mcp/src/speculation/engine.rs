@@ -15,7 +15,7 @@ use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use devboy_core::pipeline_config::SideEffectClass;
+use devboy_core::call::{CallKey, CallRoute, ResolvedCall, SideEffect};
 use devboy_core::speculation::{DeclineReason, PrefetchEnd, Served, SpeculationEvent};
 use futures::future::BoxFuture;
 use rmcp::model::{CallToolResult, ContentBlock, JsonObject, RequestMetaObject};
@@ -24,11 +24,12 @@ use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use super::{AnsweredCall, CallKey, PlannedPrefetch, PrefetchPlanner, SpeculationSettings};
+use super::{AnsweredCall, PlannedPrefetch, PrefetchPlanner, SpeculationSettings};
 use crate::answers::{AnswerStore, StoredAnswer};
 use crate::catalog::ToolRoute;
 use crate::proxy::Proxy;
-use crate::seam::{ResponseProcessor, ToolCallInfo};
+use crate::resolve::Resolver;
+use crate::seam::{Seam, SessionEvent};
 use crate::upstream::{lock, CallFailure, Upstream};
 
 /// What speculation did this session, for `devboy_status`.
@@ -42,8 +43,6 @@ pub struct SpeculationStats {
     pub declined: [AtomicU64; DeclineReason::ALL.len()],
     /// Calls answered with the fail-fast hint.
     pub fail_fast: AtomicU64,
-    /// Reports to the processor that panicked (the engine went on).
-    pub report_failures: AtomicU64,
 }
 
 impl SpeculationStats {
@@ -79,16 +78,8 @@ impl SpeculationStats {
 /// A prefetched result taken for inlining, with the call it answers.
 #[derive(Debug, Clone)]
 pub struct InlinedResult {
-    /// The upstream's name.
-    pub upstream: String,
-    /// The upstream's own tool name.
-    pub tool: String,
-    /// The exposed tool name.
-    pub exposed: String,
-    /// The arguments it was called with.
-    pub arguments: JsonObject,
-    /// Its effective side-effect class.
-    pub side_effect: SideEffectClass,
+    /// The call, resolved as the agent's own call of it would be.
+    pub call: Arc<ResolvedCall>,
     /// The result, as the upstream sent it.
     pub result: CallToolResult,
 }
@@ -96,12 +87,9 @@ pub struct InlinedResult {
 /// One prefetch: the call and what the planner said of it.
 struct Prefetch {
     upstream: Arc<Upstream>,
-    tool: String,
-    exposed: String,
-    arguments: JsonObject,
-    side_effect: SideEffectClass,
-    /// The paths its arguments name: a write to one of them forgets it.
-    paths: Vec<String>,
+    /// The call, resolved as the agent's own call of it would be (its
+    /// paths: a write to one of them forgets it).
+    call: Arc<ResolvedCall>,
     /// Those paths' files as they were when it was sent: it answers only
     /// while they still are (invariant 14).
     files: super::fresh::Snapshot,
@@ -110,22 +98,6 @@ struct Prefetch {
     freshness: Duration,
     /// The upstream's connection it was sent on.
     generation: u64,
-}
-
-impl Prefetch {
-    fn info(&self) -> ToolCallInfo<'_> {
-        ToolCallInfo {
-            upstream: &self.upstream.config().name,
-            tool: &self.tool,
-            exposed: &self.exposed,
-            arguments: Some(&self.arguments),
-            side_effect: self.side_effect,
-            forwards_structured: false,
-            client: None,
-            served: Served::Upstream,
-            builtin: false,
-        }
-    }
 }
 
 /// Who will report how a flight ended.
@@ -294,7 +266,10 @@ impl Store {
 pub struct SpeculationEngine {
     planner: Arc<dyn PrefetchPlanner>,
     proxy: Arc<Proxy>,
-    processor: Arc<dyn ResponseProcessor>,
+    /// Where its events go.
+    seam: Seam,
+    /// Decides the facts of the calls it makes.
+    resolver: Arc<Resolver>,
     store: Mutex<Store>,
     tasks: TaskTracker,
     /// Parent of every prefetch's cancellation.
@@ -303,17 +278,20 @@ pub struct SpeculationEngine {
 }
 
 impl SpeculationEngine {
-    /// An engine dispatching to `proxy`'s upstreams as `planner` says and
-    /// reporting to `processor`.
+    /// An engine dispatching to `proxy`'s upstreams as `planner` says,
+    /// resolving its calls with `resolver` and reporting to `seam`'s
+    /// events.
     pub fn new(
         planner: Arc<dyn PrefetchPlanner>,
         proxy: Arc<Proxy>,
-        processor: Arc<dyn ResponseProcessor>,
+        seam: Seam,
+        resolver: Arc<Resolver>,
     ) -> Arc<Self> {
         Arc::new(Self {
             planner,
             proxy,
-            processor,
+            seam,
+            resolver,
             store: Mutex::default(),
             tasks: TaskTracker::new(),
             stop: CancellationToken::new(),
@@ -352,12 +330,11 @@ impl SpeculationEngine {
     /// mutate, every entry read from a path its arguments name (or below
     /// it) and every entry of a tool its `invalidates` list names, exactly
     /// as the dedup cache forgets; fail-fast counts by the same rule.
-    pub fn forget_for(&self, call: &ToolCallInfo<'_>) {
-        let class = self.planner.side_effect(call.exposed, call.side_effect);
-        if !class.may_mutate() {
+    pub fn forget_for(&self, call: &ResolvedCall) {
+        if !call.side_effect.may_mutate() {
             return;
         }
-        let written = devboy_pipeline::paths_in_arguments(call.arguments);
+        let written = &call.paths;
         let mut reports = Vec::new();
         {
             let mut store = lock(&self.store);
@@ -366,13 +343,13 @@ impl SpeculationEngine {
                     written
                         .iter()
                         .any(|w| devboy_pipeline::write_covers(w, read))
-                }) || self.planner.invalidates(call.exposed, exposed)
+                }) || self.planner.invalidates(&call.exposed, exposed)
             };
             store
                 .empties
                 .retain(|key, (_, paths)| !changed(key.exposed(), paths));
             store.remove_where(PrefetchEnd::Invalidated, &mut reports, |entry| {
-                changed(&entry.prefetch.exposed, &entry.prefetch.paths)
+                changed(&entry.prefetch.call.exposed, &entry.prefetch.call.paths)
             });
         }
         self.emit(reports);
@@ -418,15 +395,15 @@ impl SpeculationEngine {
     /// prefetch, or a prefetch in flight it waits for (until `cancel`).
     pub async fn answer_call(
         &self,
-        call: &ToolCallInfo<'_>,
+        call: &ResolvedCall,
         cancel: &CancellationToken,
     ) -> Option<StoredAnswer> {
-        let key = CallKey::new(call.exposed, call.arguments);
+        let key = call.key.clone();
         let mut reports = Vec::new();
         let flight = {
             let mut store = lock(&self.store);
             store.sweep_expired(Instant::now(), &mut reports);
-            let fail_after = self.planner.fail_fast_after(call.exposed);
+            let fail_after = self.planner.fail_fast_after(&call.exposed);
             let empties = store.empties.get(&key).map_or(0, |(n, _)| *n);
             if let Some(n) = fail_after.filter(|n| *n > 0 && empties >= *n) {
                 drop(store);
@@ -521,21 +498,21 @@ impl SpeculationEngine {
     /// best first (what [`take_inline`](Self::take_inline) waits for).
     pub fn after_answer(
         self: &Arc<Self>,
-        call: &ToolCallInfo<'_>,
+        call: &ResolvedCall,
         result: &CallToolResult,
     ) -> Vec<CallKey> {
         if result.is_error == Some(true) || matches!(call.served, Served::FailFast | Served::Inline)
         {
             return Vec::new();
         }
-        let key = CallKey::new(call.exposed, call.arguments);
+        let key = call.key.clone();
         {
             let mut store = lock(&self.store);
             if is_empty(result) {
                 store
                     .empties
                     .entry(key.clone())
-                    .or_insert_with(|| (0, devboy_pipeline::paths_in_arguments(call.arguments)))
+                    .or_insert_with(|| (0, call.paths.clone()))
                     .0 += 1;
             } else {
                 store.empties.remove(&key);
@@ -582,7 +559,7 @@ impl SpeculationEngine {
         let planned = catch_unwind(AssertUnwindSafe(|| self.planner.plan(&answered)));
         let Ok(plan) = planned else {
             tracing::error!(
-                tool = call.exposed,
+                tool = %call.exposed,
                 "the prefetch planner panicked; nothing prefetched"
             );
             return Vec::new();
@@ -662,11 +639,7 @@ impl SpeculationEngine {
                     Some(result.clone()),
                 ));
                 taken.push(InlinedResult {
-                    upstream: prefetch.upstream.config().name.clone(),
-                    tool: prefetch.tool.clone(),
-                    exposed: prefetch.exposed.clone(),
-                    arguments: prefetch.arguments.clone(),
-                    side_effect: prefetch.side_effect,
+                    call: prefetch.call.clone(),
                     result: Arc::unwrap_or_clone(result),
                 });
             }
@@ -683,23 +656,27 @@ impl SpeculationEngine {
     ) -> Result<Option<CallKey>, DeclineReason> {
         let settings = self.planner.settings();
         let catalog = self.proxy.catalog();
-        let Some(ToolRoute::Upstream {
-            upstream,
-            tool,
-            side_effect,
-        }) = catalog.tool_route(&planned.exposed).cloned()
+        let Some(route @ ToolRoute::Upstream { upstream, .. }) =
+            catalog.tool_route(&planned.exposed).cloned()
         else {
             return Err(DeclineReason::UnknownTool);
         };
         let Some(upstream) = self.proxy.upstreams().get(upstream).cloned() else {
             return Err(DeclineReason::UnknownTool);
         };
+        let Some(call) = self.resolver.resolve(
+            &self.proxy,
+            &planned.exposed,
+            Some(planned.arguments),
+            &route,
+        ) else {
+            return Err(DeclineReason::UnknownTool);
+        };
         // Never speculate with side effects, whatever the plan says.
-        let side_effect = self.planner.side_effect(&planned.exposed, side_effect);
-        if side_effect.may_mutate() {
+        if !call.side_effect.may_prefetch() {
             return Err(DeclineReason::NotReadOnly);
         }
-        let key = CallKey::new(&planned.exposed, Some(&planned.arguments));
+        let key = call.key.clone();
         if key == *answered {
             return Err(DeclineReason::SelfLoop);
         }
@@ -713,21 +690,16 @@ impl SpeculationEngine {
         } else {
             planned.freshness
         };
-        let paths = devboy_pipeline::paths_in_arguments(Some(&planned.arguments));
         // Before it is sent: a write after this moment must show.
         let base = match &upstream.config().transport {
             devboy_core::config::UpstreamTransport::Stdio { cwd: Some(cwd), .. } => cwd.clone(),
             _ => std::env::current_dir().unwrap_or_default(),
         };
         let prefetch = Arc::new(Prefetch {
-            files: super::fresh::Snapshot::take(&paths, &base),
-            paths,
+            files: super::fresh::Snapshot::take(&call.paths, &base),
             generation: upstream.generation(),
             upstream,
-            tool,
-            exposed: planned.exposed,
-            arguments: planned.arguments,
-            side_effect,
+            call: Arc::new(call),
             predicted_tokens: planned.predicted_tokens,
             host: host.clone(),
             freshness,
@@ -870,34 +842,21 @@ impl SpeculationEngine {
     fn decline(&self, exposed: &str, reason: DeclineReason) {
         self.stats.count_decline(reason);
         let catalog = self.proxy.catalog();
-        let (upstream, tool, side_effect) = match catalog.tool_route(exposed) {
-            Some(ToolRoute::Upstream {
-                upstream,
-                tool,
-                side_effect,
-            }) => (
-                self.proxy
-                    .upstreams()
-                    .get(*upstream)
-                    .map(|u| u.config().name.clone())
-                    .unwrap_or_default(),
-                tool.clone(),
-                *side_effect,
-            ),
-            _ => (String::new(), exposed.to_owned(), SideEffectClass::Unknown),
-        };
-        let info = ToolCallInfo {
-            upstream: &upstream,
-            tool: &tool,
-            exposed,
-            arguments: None,
-            side_effect,
-            forwards_structured: false,
-            client: None,
-            served: Served::Upstream,
-            builtin: false,
-        };
-        self.tell(&info, SpeculationEvent::Declined { reason }, None);
+        let call = catalog
+            .tool_route(exposed)
+            .and_then(|route| self.resolver.resolve(&self.proxy, exposed, None, route))
+            .unwrap_or_else(|| {
+                ResolvedCall::new(
+                    exposed,
+                    CallRoute::Upstream {
+                        upstream: String::new(),
+                        tool: exposed.to_owned(),
+                    },
+                    None,
+                    SideEffect::UNKNOWN,
+                )
+            });
+        self.tell(&call, SpeculationEvent::Declined { reason }, None);
     }
 
     fn emit(&self, reports: Vec<Report>) {
@@ -915,27 +874,16 @@ impl SpeculationEngine {
         if let SpeculationEvent::Ended { end, .. } = event {
             self.stats.count_end(end);
         }
-        self.tell(&prefetch.info(), event, result);
+        self.tell(&prefetch.call, event, result);
     }
 
-    /// Tells the processor, failing open like the seam.
-    fn tell(
-        &self,
-        call: &ToolCallInfo<'_>,
-        event: SpeculationEvent,
-        result: Option<&CallToolResult>,
-    ) {
-        let told = catch_unwind(AssertUnwindSafe(|| {
-            self.processor.on_speculation(call, event, result)
-        }));
-        if told.is_err() {
-            self.stats.report_failures.fetch_add(1, Ordering::Relaxed);
-            tracing::error!(
-                processor = self.processor.name(),
-                tool = call.exposed,
-                "on_speculation panicked"
-            );
-        }
+    /// Tells the session's events, failing open like the seam.
+    fn tell(&self, call: &ResolvedCall, event: SpeculationEvent, result: Option<&CallToolResult>) {
+        self.seam.record(SessionEvent::Speculation {
+            call,
+            event,
+            result,
+        });
     }
 
     /// The `speculation` object of `devboy_status`.
@@ -982,8 +930,8 @@ async fn run(
     timeout: Duration,
 ) -> (Result<CallToolResult, CallFailure>, bool) {
     let call = prefetch.upstream.call_tool(
-        &prefetch.tool,
-        Some(prefetch.arguments.clone()),
+        prefetch.call.tool(),
+        prefetch.call.arguments.clone(),
         RequestMetaObject::default(),
         None,
         flight.cancel.clone(),
@@ -1046,13 +994,13 @@ fn fail_fast_hint(n: usize) -> CallToolResult {
 }
 
 impl AnswerStore for SpeculationEngine {
-    fn on_call(&self, call: &ToolCallInfo<'_>) {
+    fn on_call(&self, call: &ResolvedCall) {
         self.forget_for(call);
     }
 
     fn answer<'a>(
         &'a self,
-        call: &'a ToolCallInfo<'a>,
+        call: &'a ResolvedCall,
         cancel: &'a CancellationToken,
     ) -> BoxFuture<'a, Option<StoredAnswer>> {
         Box::pin(self.answer_call(call, cancel))

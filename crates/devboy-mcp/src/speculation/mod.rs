@@ -17,7 +17,6 @@
 
 mod engine;
 mod fresh;
-mod key;
 mod planner;
 
 use std::time::Duration;
@@ -27,10 +26,10 @@ use devboy_core::speculation::DeclineReason;
 use rmcp::model::{CallToolResult, JsonObject};
 
 use crate::catalog::Catalog;
-use crate::seam::ToolCallInfo;
+use devboy_core::call::ResolvedCall;
 
+pub use devboy_core::call::CallKey;
 pub use engine::{InlinedResult, SpeculationEngine, SpeculationStats};
-pub use key::CallKey;
 pub use planner::ConfiguredPlanner;
 
 /// Whether prefetched results wait in the store or ride along with the
@@ -101,7 +100,7 @@ impl Default for SpeculationSettings {
 /// An upstream call that was just answered, as the planner sees it.
 pub struct AnsweredCall<'a> {
     /// The call.
-    pub info: &'a ToolCallInfo<'a>,
+    pub info: &'a ResolvedCall,
     /// Its result as the upstream sent it (before the pipeline).
     pub result: &'a CallToolResult,
     /// What devboy serves now.
@@ -157,10 +156,11 @@ pub trait PrefetchPlanner: Send + Sync + 'static {
         None
     }
 
-    /// The effective side-effect class of `exposed` (the config may
-    /// override what the annotations say).
-    fn side_effect(&self, _exposed: &str, annotated: SideEffectClass) -> SideEffectClass {
-        annotated
+    /// The class devboy ships for `exposed`, a tool of a well-known
+    /// server it recognised (`None`: it knows nothing of it). Only an
+    /// input of [`devboy_core::call::side_effect`].
+    fn shipped(&self, _exposed: &str) -> Option<SideEffectClass> {
+        None
     }
 
     /// Whether a call to `caller` forgets results of `exposed` (the

@@ -180,8 +180,8 @@ impl PrefetchPlanner for ConfiguredPlanner {
         let text = text_of(answered.result);
         let structured = answered.result.structured_content.as_ref();
         self.learn(
-            info.exposed,
-            info.arguments,
+            &info.exposed,
+            info.arguments.as_ref(),
             estimated_tokens(&text, structured),
         );
         let recent: Vec<String> = lock(&self.state).words.iter().cloned().collect();
@@ -195,8 +195,8 @@ impl PrefetchPlanner for ConfiguredPlanner {
         };
         let plan = planner.plan(
             &Answered {
-                exposed: info.exposed,
-                arguments: info.arguments,
+                exposed: &info.exposed,
+                arguments: info.arguments.as_ref(),
                 structured,
                 text: &text,
             },
@@ -230,15 +230,11 @@ impl PrefetchPlanner for ConfiguredPlanner {
         self.config.tool_model(exposed).fail_fast_after_n
     }
 
-    /// The merged class (shipped defaults < annotations < config), so a
-    /// read tool of a server that ships no annotations (and that the
-    /// planner knows) does not count as a write that forgets prefetches.
-    fn side_effect(&self, exposed: &str, annotated: SideEffectClass) -> SideEffectClass {
+    /// So that a read tool of a well-known server that sends no
+    /// annotations does not count as a write that forgets prefetches.
+    fn shipped(&self, exposed: &str) -> Option<SideEffectClass> {
         let planner = self.planner_for(&self.proxy.catalog());
-        planner.tool(exposed).map_or_else(
-            || self.config.side_effect(exposed, annotated),
-            |t| t.side_effect,
-        )
+        planner.tool(exposed).and_then(|t| t.shipped)
     }
 
     fn invalidates(&self, caller: &str, exposed: &str) -> bool {

@@ -94,10 +94,10 @@ impl PrefetchPlanner for FixedEdges {
     fn plan(&self, answered: &AnsweredCall<'_>) -> PrefetchPlan {
         let mut plan = PrefetchPlan::default();
         for (from, follow) in &self.edges {
-            if from != answered.info.exposed {
+            if *from != answered.info.exposed {
                 continue;
             }
-            for (exposed, arguments) in follow(answered.result, answered.info.arguments) {
+            for (exposed, arguments) in follow(answered.result, answered.info.arguments.as_ref()) {
                 if (answered.held)(&exposed, &arguments) {
                     plan.declined.push((exposed, DeclineReason::AlreadyHeld));
                     continue;
@@ -125,11 +125,10 @@ impl PrefetchPlanner for FixedEdges {
             .map(|(_, n)| *n)
     }
 
-    fn side_effect(&self, exposed: &str, annotated: SideEffectClass) -> SideEffectClass {
-        if self.read_only.iter().any(|t| t == exposed) {
-            SideEffectClass::ReadOnly
-        } else {
-            annotated
-        }
+    fn shipped(&self, exposed: &str) -> Option<SideEffectClass> {
+        self.read_only
+            .iter()
+            .any(|t| t == exposed)
+            .then_some(SideEffectClass::ReadOnly)
     }
 }

@@ -209,7 +209,9 @@ pub(super) fn side_effect_rule(
         let tool = exposed.rsplit_once("__").map_or(exposed, |(_, t)| t);
         match side_effect_from_name(tool) {
             Some((class, verb)) => {
-                let current = config.side_effect(exposed, SideEffectClass::Unknown);
+                let current = config
+                    .configured_side_effect(exposed)
+                    .unwrap_or(SideEffectClass::Unknown);
                 if current == class {
                     continue;
                 }
