@@ -220,7 +220,7 @@ impl Session {
 
     /// Ends the session's speculation: prefetches in flight are cancelled
     /// upstream and awaited, what was held is reported as ended. Call
-    /// before the processor's `end_session` and before the upstreams stop.
+    /// before [`SessionEvent::Ended`] and before the upstreams stop.
     pub async fn end_speculation(&self) {
         if let Some(engine) = &self.speculation {
             engine.end_session().await;

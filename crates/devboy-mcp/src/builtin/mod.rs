@@ -78,8 +78,8 @@ impl BuiltinContext<'_> {
     }
 
     /// Calls the upstream tool exposed as `name` through the session's call
-    /// path: the processor's `before_call`, the answer store, the upstream
-    /// and the response seam, with this request's progress target and
+    /// path: resolved, what it may change forgotten, the answer store, the
+    /// upstream and the response seam, with this request's progress target and
     /// cancellation. Built-in tools cannot be called this way.
     pub async fn call_tool(
         &self,

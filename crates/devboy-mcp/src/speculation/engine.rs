@@ -1,17 +1,10 @@
-//! The engine: dispatches the planner's prefetches, keeps what lands, and
-//! answers the agent's matching call from it.
-//!
-//! Each prefetch is an entry keyed by its [`CallKey`]: first in flight (a
-//! [`Flight`] the agent's call can join), then landed (the result, until
-//! its freshness runs out). Exactly one party reports how an entry ended:
-//! whoever removes it from the store (a hit, an invalidation, eviction,
-//! expiry, the session's end), or the prefetch's own task when it fails
-//! or when a joined call is waiting for it. Fates change only under the
-//! store's lock, so the two never race.
+//! The engine: dispatches the planner's prefetches through the upstreams,
+//! keeps what lands in the [`PrefetchStore`], and answers the agent's
+//! matching call from it. The store decides what is held and how each
+//! prefetch ended; the engine runs the calls, waits for them, and reports.
 
-use std::collections::HashMap;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -20,10 +13,10 @@ use devboy_core::speculation::{DeclineReason, PrefetchEnd, Served, SpeculationEv
 use futures::future::BoxFuture;
 use rmcp::model::{CallToolResult, ContentBlock, JsonObject, RequestMetaObject};
 use serde_json::{json, Value};
-use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use super::store::{Fate, Flight, Found, Held, Landing, PrefetchStore, Report};
 use super::{AnsweredCall, PlannedPrefetch, PrefetchPlanner, SpeculationSettings};
 use crate::answers::{AnswerStore, StoredAnswer};
 use crate::catalog::ToolRoute;
@@ -100,164 +93,37 @@ struct Prefetch {
     generation: u64,
 }
 
-/// Who will report how a flight ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[repr(u8)]
-enum Fate {
-    /// It is in the store: its task lands it or reports its failure.
-    Stored = 0,
-    /// An agent's call took it from the store and waits: its task reports.
-    Joined = 1,
-    /// Someone removed it and reported; its result is discarded.
-    Ended = 2,
-}
-
-/// A prefetch in flight.
-struct Flight {
-    cancel: CancellationToken,
-    /// `None` while in flight; then the result, or how it ended without.
-    outcome: watch::Sender<Option<Result<Arc<CallToolResult>, PrefetchEnd>>>,
-    fate: AtomicU8,
-}
-
-impl Flight {
-    fn fate(&self) -> Fate {
-        match self.fate.load(Ordering::SeqCst) {
-            0 => Fate::Stored,
-            1 => Fate::Joined,
-            _ => Fate::Ended,
-        }
+impl Held for Prefetch {
+    fn call(&self) -> &ResolvedCall {
+        &self.call
     }
 
-    fn set_fate(&self, fate: Fate) {
-        self.fate.store(fate as u8, Ordering::SeqCst);
-    }
-}
-
-enum Slot {
-    InFlight(Arc<Flight>),
-    Landed {
-        result: Arc<CallToolResult>,
-        bytes: usize,
-        deadline: Instant,
-    },
-}
-
-struct Entry {
-    /// Dispatch order: the oldest goes first when the store is full.
-    id: u64,
-    prefetch: Arc<Prefetch>,
-    slot: Slot,
-}
-
-/// A report to make once the store's lock is released.
-struct Report {
-    prefetch: Arc<Prefetch>,
-    event: SpeculationEvent,
-    result: Option<Arc<CallToolResult>>,
-}
-
-impl Report {
-    fn ended(
-        prefetch: &Arc<Prefetch>,
-        end: PrefetchEnd,
-        result: Option<Arc<CallToolResult>>,
-    ) -> Self {
-        Self {
-            prefetch: prefetch.clone(),
-            event: SpeculationEvent::Ended {
-                end,
-                predicted_tokens: prefetch.predicted_tokens,
-            },
-            result,
-        }
-    }
-}
-
-#[derive(Default)]
-struct Store {
-    entries: HashMap<CallKey, Entry>,
-    next_id: u64,
-    /// Bytes of landed results.
-    bytes: usize,
-    in_flight: usize,
-    in_flight_on: HashMap<String, usize>,
-    /// Identical empty answers per call in this context, and the paths
-    /// the call names.
-    empties: HashMap<CallKey, (usize, Vec<String>)>,
-    closed: bool,
-}
-
-impl Store {
-    /// Removes `key`, reporting `end` (in flight: cancelled, its result
-    /// discarded when it lands).
-    fn remove(&mut self, key: &CallKey, end: PrefetchEnd, reports: &mut Vec<Report>) {
-        let Some(entry) = self.entries.remove(key) else {
-            return;
-        };
-        match entry.slot {
-            Slot::InFlight(flight) => {
-                flight.set_fate(Fate::Ended);
-                flight.cancel.cancel();
-                reports.push(Report::ended(&entry.prefetch, end, None));
-            }
-            Slot::Landed { result, bytes, .. } => {
-                self.bytes -= bytes;
-                reports.push(Report::ended(&entry.prefetch, end, Some(result)));
-            }
-        }
+    fn host(&self) -> &str {
+        &self.host
     }
 
-    fn remove_where(
-        &mut self,
-        end: PrefetchEnd,
-        reports: &mut Vec<Report>,
-        doomed: impl Fn(&Entry) -> bool,
-    ) {
-        let keys: Vec<CallKey> = self
-            .entries
-            .iter()
-            .filter(|(_, e)| doomed(e))
-            .map(|(k, _)| k.clone())
-            .collect();
-        for key in keys {
-            self.remove(&key, end, reports);
-        }
+    fn freshness(&self) -> Duration {
+        self.freshness
     }
 
-    fn sweep_expired(&mut self, now: Instant, reports: &mut Vec<Report>) {
-        self.remove_where(
-            PrefetchEnd::Expired,
-            reports,
-            |e| matches!(e.slot, Slot::Landed { deadline, .. } if deadline <= now),
-        );
+    fn predicted_tokens(&self) -> usize {
+        self.predicted_tokens
     }
 
-    /// Evicts the oldest landed results until `entries` (counting one
-    /// about to be added when `adding`) and bytes fit.
-    fn make_room(&mut self, max_entries: usize, max_bytes: usize, reports: &mut Vec<Report>) {
-        while self.entries.len() > max_entries || self.bytes > max_bytes {
-            let oldest = self
-                .entries
-                .iter()
-                .filter(|(_, e)| matches!(e.slot, Slot::Landed { .. }))
-                .min_by_key(|(_, e)| e.id)
-                .map(|(k, _)| k.clone());
-            match oldest {
-                Some(key) => self.remove(&key, PrefetchEnd::Evicted, reports),
-                None => break,
-            }
-        }
+    fn restarted(&self) -> bool {
+        self.upstream.generation() != self.generation
     }
 
-    fn finish_flight(&mut self, host: &str) {
-        self.in_flight = self.in_flight.saturating_sub(1);
-        if let Some(n) = self.in_flight_on.get_mut(host) {
-            *n = n.saturating_sub(1);
-            if *n == 0 {
-                self.in_flight_on.remove(host);
-            }
-        }
+    fn fresh(&self) -> bool {
+        self.files.fresh()
+    }
+
+    fn files(&self) -> Vec<String> {
+        self.files
+            .paths()
+            .into_iter()
+            .map(|p| p.to_string_lossy().into_owned())
+            .collect()
     }
 }
 
@@ -270,7 +136,7 @@ pub struct SpeculationEngine {
     seam: Seam,
     /// Decides the facts of the calls it makes.
     resolver: Arc<Resolver>,
-    store: Mutex<Store>,
+    store: Mutex<PrefetchStore<Prefetch>>,
     tasks: TaskTracker,
     /// Parent of every prefetch's cancellation.
     stop: CancellationToken,
@@ -311,47 +177,26 @@ impl SpeculationEngine {
 
     /// Prefetches in flight now.
     pub fn in_flight(&self) -> usize {
-        lock(&self.store).in_flight
+        lock(&self.store).in_flight()
     }
 
     /// Entries the store holds now (in flight and landed), and the bytes
     /// of the landed ones.
     pub fn held(&self) -> (usize, usize) {
-        let store = lock(&self.store);
-        (store.entries.len(), store.bytes)
+        lock(&self.store).held()
     }
 
     /// The context was compacted: fail-fast counts start over.
     pub fn advance_partition(&self) {
-        lock(&self.store).empties.clear();
+        lock(&self.store).advance_partition();
     }
 
-    /// Forgets what `call` may change: when its effective class may
-    /// mutate, every entry read from a path its arguments name (or below
-    /// it) and every entry of a tool its `invalidates` list names, exactly
-    /// as the dedup cache forgets; fail-fast counts by the same rule.
+    /// Forgets what `call` may change (see [`PrefetchStore::forget_for`]):
+    /// the prefetch store forgets by the rule the dedup cache does.
     pub fn forget_for(&self, call: &ResolvedCall) {
-        if !call.side_effect.may_mutate() {
-            return;
-        }
-        let written = &call.paths;
-        let mut reports = Vec::new();
-        {
-            let mut store = lock(&self.store);
-            let changed = |exposed: &str, paths: &[String]| {
-                paths.iter().any(|read| {
-                    written
-                        .iter()
-                        .any(|w| devboy_pipeline::write_covers(w, read))
-                }) || self.planner.invalidates(&call.exposed, exposed)
-            };
-            store
-                .empties
-                .retain(|key, (_, paths)| !changed(key.exposed(), paths));
-            store.remove_where(PrefetchEnd::Invalidated, &mut reports, |entry| {
-                changed(&entry.prefetch.call.exposed, &entry.prefetch.call.paths)
-            });
-        }
+        let reports = lock(&self.store).forget_for(call, |caller, exposed| {
+            self.planner.invalidates(caller, exposed)
+        });
         self.emit(reports);
     }
 
@@ -360,34 +205,7 @@ impl SpeculationEngine {
     /// of them (or, `missed`, any local file), as a write routed through
     /// devboy would; fail-fast counts by the same rule.
     pub fn forget_written(&self, written: &[String], missed: bool) {
-        let mut reports = Vec::new();
-        {
-            let mut store = lock(&self.store);
-            // Whether reads of `read` may have changed (prefetches by the
-            // paths they resolved, fail-fast counts by the paths named).
-            let changed = |read: Vec<std::borrow::Cow<'_, str>>| {
-                (missed && !read.is_empty())
-                    || read.iter().any(|read| {
-                        written
-                            .iter()
-                            .any(|w| devboy_pipeline::write_covers(w, read))
-                    })
-            };
-            store.empties.retain(|_, (_, paths)| {
-                !changed(paths.iter().map(|p| p.as_str().into()).collect())
-            });
-            store.remove_where(PrefetchEnd::Invalidated, &mut reports, |entry| {
-                changed(
-                    entry
-                        .prefetch
-                        .files
-                        .paths()
-                        .into_iter()
-                        .map(|p| p.to_string_lossy())
-                        .collect(),
-                )
-            });
-        }
+        let reports = lock(&self.store).forget_written(written, missed);
         self.emit(reports);
     }
 
@@ -398,14 +216,13 @@ impl SpeculationEngine {
         call: &ResolvedCall,
         cancel: &CancellationToken,
     ) -> Option<StoredAnswer> {
-        let key = call.key.clone();
-        let mut reports = Vec::new();
-        let flight = {
+        let key = &call.key;
+        let (found, reports) = {
             let mut store = lock(&self.store);
-            store.sweep_expired(Instant::now(), &mut reports);
             let fail_after = self.planner.fail_fast_after(&call.exposed);
-            let empties = store.empties.get(&key).map_or(0, |(n, _)| *n);
+            let empties = store.empties(key);
             if let Some(n) = fail_after.filter(|n| *n > 0 && empties >= *n) {
+                let reports = store.sweep(Instant::now());
                 drop(store);
                 self.emit(reports);
                 self.stats.fail_fast.fetch_add(1, Ordering::Relaxed);
@@ -414,49 +231,25 @@ impl SpeculationEngine {
                     served: Served::FailFast,
                 });
             }
-            // A used entry leaves the store: the next identical call is the
-            // dedup cache's job.
-            let entry = store.entries.remove(&key);
-            match entry {
-                None => None,
-                Some(Entry {
-                    prefetch,
-                    slot: Slot::Landed { result, bytes, .. },
-                    ..
-                }) => {
-                    store.bytes -= bytes;
-                    drop(store);
-                    let end = if prefetch.upstream.generation() != prefetch.generation {
-                        PrefetchEnd::UpstreamRestarted
-                    } else if !prefetch.files.fresh() {
-                        PrefetchEnd::Stale
-                    } else {
-                        PrefetchEnd::Used
-                    };
-                    reports.push(Report::ended(&prefetch, end, Some(result.clone())));
-                    self.emit(reports);
-                    return (end == PrefetchEnd::Used).then(|| StoredAnswer {
-                        result: Arc::unwrap_or_clone(result),
-                        served: Served::Prefetch,
-                    });
-                }
-                Some(Entry {
-                    prefetch,
-                    slot: Slot::InFlight(flight),
-                    ..
-                }) => {
-                    flight.set_fate(Fate::Joined);
-                    Some((flight, prefetch))
-                }
-            }
+            store.find(key, Instant::now())
         };
         self.emit(reports);
-        let (flight, prefetch) = flight?;
+        let (flight, prefetch) = match found {
+            Found::Nothing => return None,
+            Found::Landed { result, end } => {
+                return (end == PrefetchEnd::Used).then(|| StoredAnswer {
+                    result: Arc::unwrap_or_clone(result),
+                    served: Served::Prefetch,
+                });
+            }
+            Found::InFlight { flight, prefetch } => (flight, prefetch),
+        };
         let mut outcome = flight.outcome.subscribe();
         let landed = tokio::select! {
             waited = outcome.wait_for(Option::is_some) => waited.ok().and_then(|o| o.clone()),
             _ = cancel.cancelled() => {
-                self.abandon(&flight, &prefetch);
+                let report = lock(&self.store).abandon(&flight, &prefetch);
+                self.emit(report.into_iter().collect());
                 return None;
             }
         };
@@ -475,23 +268,6 @@ impl SpeculationEngine {
         }
     }
 
-    /// The agent cancelled the call that joined `flight`: the prefetch is
-    /// cancelled upstream too (as the agent's own call would have been)
-    /// and ends as [`PrefetchEnd::Cancelled`], unless it has landed
-    /// already (then its task reported it).
-    fn abandon(&self, flight: &Flight, prefetch: &Arc<Prefetch>) {
-        let report = {
-            let _store = lock(&self.store);
-            if flight.fate() != Fate::Joined {
-                return;
-            }
-            flight.set_fate(Fate::Ended);
-            flight.cancel.cancel();
-            Report::ended(prefetch, PrefetchEnd::Cancelled, None)
-        };
-        self.emit(vec![report]);
-    }
-
     /// After the agent got `result` for `call`: counts an empty answer
     /// for fail-fast, and, for an upstream's successful result, plans and
     /// fires the follow-ups. Returns the keys of the prefetches it sent,
@@ -506,29 +282,17 @@ impl SpeculationEngine {
             return Vec::new();
         }
         let key = call.key.clone();
-        {
-            let mut store = lock(&self.store);
-            if is_empty(result) {
-                store
-                    .empties
-                    .entry(key.clone())
-                    .or_insert_with(|| (0, call.paths.clone()))
-                    .0 += 1;
-            } else {
-                store.empties.remove(&key);
-            }
-        }
+        lock(&self.store).note_answer(call, is_empty(result));
         if call.served != Served::Upstream || !self.planner.settings().enabled {
             return Vec::new();
         }
         let in_flight = {
             let mut store = lock(&self.store);
-            if store.closed {
+            if store.is_closed() {
                 return Vec::new();
             }
-            let mut reports = Vec::new();
-            store.sweep_expired(Instant::now(), &mut reports);
-            let in_flight = store.in_flight;
+            let reports = store.sweep(Instant::now());
+            let in_flight = store.in_flight();
             drop(store);
             self.emit(reports);
             in_flight
@@ -537,17 +301,9 @@ impl SpeculationEngine {
         // The planner runs without the store's lock held: each question
         // takes it briefly.
         let is_held = |exposed: &str, arguments: &JsonObject| {
-            lock(&self.store)
-                .entries
-                .contains_key(&CallKey::new(exposed, Some(arguments)))
+            lock(&self.store).holds(&CallKey::new(exposed, Some(arguments)))
         };
-        let on = |host: &str| {
-            lock(&self.store)
-                .in_flight_on
-                .get(host)
-                .copied()
-                .unwrap_or(0)
-        };
+        let on = |host: &str| lock(&self.store).in_flight_on(host);
         let answered = AnsweredCall {
             info: call,
             result,
@@ -589,15 +345,7 @@ impl SpeculationEngine {
         cancel: &CancellationToken,
     ) -> Vec<InlinedResult> {
         let settings = self.planner.settings();
-        let flights: Vec<Arc<Flight>> = {
-            let store = lock(&self.store);
-            keys.iter()
-                .filter_map(|key| match &store.entries.get(key)?.slot {
-                    Slot::InFlight(flight) => Some(flight.clone()),
-                    Slot::Landed { .. } => None,
-                })
-                .collect()
-        };
+        let flights = lock(&self.store).flights(keys);
         let landed = futures::future::join_all(flights.iter().map(|flight| async move {
             let mut outcome = flight.outcome.subscribe();
             let _ = outcome.wait_for(Option::is_some).await;
@@ -606,46 +354,15 @@ impl SpeculationEngine {
             _ = tokio::time::timeout(settings.prefetch_timeout, landed) => {}
             _ = cancel.cancelled() => {}
         }
-        let mut taken = Vec::new();
-        let mut reports = Vec::new();
-        {
-            let mut store = lock(&self.store);
-            let mut spent = 0usize;
-            for key in keys {
-                let Some(Entry {
-                    prefetch,
-                    slot: Slot::Landed { result, bytes, .. },
-                    ..
-                }) = store.entries.get(key)
-                else {
-                    continue;
-                };
-                if prefetch.upstream.generation() != prefetch.generation || !prefetch.files.fresh()
-                {
-                    continue;
-                }
-                let tokens = bytes.div_ceil(4);
-                if spent + tokens > settings.budget_tokens {
-                    continue;
-                }
-                spent += tokens;
-                let (prefetch, result) = (prefetch.clone(), result.clone());
-                let bytes = *bytes;
-                store.entries.remove(key);
-                store.bytes -= bytes;
-                reports.push(Report::ended(
-                    &prefetch,
-                    PrefetchEnd::Inlined,
-                    Some(result.clone()),
-                ));
-                taken.push(InlinedResult {
-                    call: prefetch.call.clone(),
-                    result: Arc::unwrap_or_clone(result),
-                });
-            }
-        }
+        let (taken, reports) = lock(&self.store).take_inline(keys, settings.budget_tokens);
         self.emit(reports);
         taken
+            .into_iter()
+            .map(|(prefetch, result)| InlinedResult {
+                call: prefetch.call.clone(),
+                result: Arc::unwrap_or_clone(result),
+            })
+            .collect()
     }
 
     /// Sends one planned prefetch, unless the engine's own limits say no.
@@ -704,40 +421,14 @@ impl SpeculationEngine {
             host: host.clone(),
             freshness,
         });
-        let flight = Arc::new(Flight {
-            cancel: self.stop.child_token(),
-            outcome: watch::Sender::new(None),
-            fate: AtomicU8::new(Fate::Stored as u8),
-        });
-        let mut reports = Vec::new();
-        {
+        let flight = Flight::new(self.stop.child_token());
+        let reports = {
             let mut store = lock(&self.store);
-            if store.closed {
-                return Ok(None);
+            match store.insert(prefetch.clone(), flight.clone(), settings)? {
+                Some(reports) => reports,
+                None => return Ok(None),
             }
-            if store.entries.contains_key(&key) {
-                return Err(DeclineReason::AlreadyHeld);
-            }
-            if store.in_flight >= settings.max_parallel {
-                return Err(DeclineReason::OverParallel);
-            }
-            if store.in_flight_on.get(&host).copied().unwrap_or(0) >= settings.per_host {
-                return Err(DeclineReason::HostBusy);
-            }
-            store.in_flight += 1;
-            *store.in_flight_on.entry(host).or_default() += 1;
-            let id = store.next_id;
-            store.next_id += 1;
-            store.entries.insert(
-                key.clone(),
-                Entry {
-                    id,
-                    prefetch: prefetch.clone(),
-                    slot: Slot::InFlight(flight.clone()),
-                },
-            );
-            store.make_room(settings.max_entries, settings.max_bytes, &mut reports);
-        }
+        };
         self.stats.dispatched.fetch_add(1, Ordering::Relaxed);
         self.report(
             &prefetch,
@@ -749,75 +440,35 @@ impl SpeculationEngine {
         self.emit(reports);
         let engine = self.clone();
         let timeout = settings.prefetch_timeout;
-        let sent = key.clone();
         self.tasks.spawn(async move {
             let (outcome, timed_out) = run(&prefetch, &flight, timeout).await;
-            engine.land(key, prefetch, flight, outcome, timed_out);
+            engine.land(prefetch, flight, outcome, timed_out);
         });
-        Ok(Some(sent))
+        Ok(Some(key))
     }
 
-    /// A prefetch's call came back: store it, hand it to the call that
-    /// joined it, or drop it.
+    /// A prefetch's call came back: the store keeps it, hands it to the
+    /// call that joined it, or drops it.
     fn land(
         &self,
-        key: CallKey,
         prefetch: Arc<Prefetch>,
         flight: Arc<Flight>,
         outcome: Result<CallToolResult, CallFailure>,
         timed_out: bool,
     ) {
-        let settings = self.planner.settings();
-        let mut reports = Vec::new();
-        let mut store = lock(&self.store);
-        store.finish_flight(&prefetch.host);
-        let result = match outcome {
-            Ok(result) if result.is_error != Some(true) => {
-                if prefetch.upstream.generation() == prefetch.generation {
-                    Ok(Arc::new(result))
-                } else {
-                    Err(PrefetchEnd::UpstreamRestarted)
-                }
-            }
-            Err(CallFailure::Cancelled) if store.closed => Err(PrefetchEnd::SessionEnded),
-            Err(CallFailure::ConnectionLost { .. }) => Err(PrefetchEnd::UpstreamRestarted),
-            _ if timed_out => Err(PrefetchEnd::TimedOut),
-            _ => Err(PrefetchEnd::Failed),
+        let landing = match outcome {
+            Ok(result) if result.is_error != Some(true) => Landing::Result(result),
+            Err(CallFailure::Cancelled) => Landing::Cancelled { timed_out },
+            Err(CallFailure::ConnectionLost { .. }) => Landing::ConnectionLost,
+            _ => Landing::Failed { timed_out },
         };
-        // A joined call is answered now: only while its files are as they
-        // were when it was sent.
-        let result = match result {
-            Ok(_) if flight.fate() == Fate::Joined && !prefetch.files.fresh() => {
-                Err(PrefetchEnd::Stale)
-            }
-            other => other,
-        };
-        let delivered = result.clone();
-        match (flight.fate(), result) {
-            (Fate::Ended, _) => {}
-            (Fate::Joined, Ok(result)) => {
-                reports.push(Report::ended(&prefetch, PrefetchEnd::Joined, Some(result)));
-            }
-            (Fate::Joined, Err(end)) => reports.push(Report::ended(&prefetch, end, None)),
-            (Fate::Stored, Ok(result)) => {
-                let bytes = serde_json::to_vec(&*result).map_or(0, |b| b.len());
-                if let Some(entry) = store.entries.get_mut(&key) {
-                    entry.slot = Slot::Landed {
-                        result,
-                        bytes,
-                        deadline: Instant::now() + prefetch.freshness,
-                    };
-                    store.bytes += bytes;
-                    store.make_room(settings.max_entries, settings.max_bytes, &mut reports);
-                }
-            }
-            (Fate::Stored, Err(end)) => {
-                store.entries.remove(&key);
-                reports.push(Report::ended(&prefetch, end, None));
-            }
-        }
-        flight.set_fate(Fate::Ended);
-        drop(store);
+        let (reports, delivered) = lock(&self.store).land(
+            &prefetch,
+            &flight,
+            landing,
+            self.planner.settings(),
+            Instant::now(),
+        );
         // Reported before the joined call wakes: its end is told first.
         self.emit(reports);
         flight.outcome.send_replace(Some(delivered));
@@ -827,12 +478,7 @@ impl SpeculationEngine {
     /// in flight is cancelled (upstreams hear `notifications/cancelled`)
     /// and awaited, and what was still held is reported as ended.
     pub async fn end_session(&self) {
-        let mut reports = Vec::new();
-        {
-            let mut store = lock(&self.store);
-            store.closed = true;
-            store.remove_where(PrefetchEnd::SessionEnded, &mut reports, |_| true);
-        }
+        let reports = lock(&self.store).close();
         self.emit(reports);
         self.stop.cancel();
         self.tasks.close();
@@ -859,7 +505,7 @@ impl SpeculationEngine {
         self.tell(&call, SpeculationEvent::Declined { reason }, None);
     }
 
-    fn emit(&self, reports: Vec<Report>) {
+    fn emit(&self, reports: Vec<Report<Prefetch>>) {
         for report in reports {
             self.report(&report.prefetch, report.event, report.result.as_deref());
         }

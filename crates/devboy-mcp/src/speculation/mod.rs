@@ -18,6 +18,7 @@
 mod engine;
 mod fresh;
 mod planner;
+mod store;
 
 use std::time::Duration;
 
