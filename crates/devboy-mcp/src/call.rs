@@ -1,23 +1,28 @@
 //! The call path: how one `tools/call` is answered, as layers.
 //!
 //! ```text
-//! sync writes  files Claude Code's own tools wrote are forgotten
 //! route        the catalog's route for the exposed name (waiting for the
 //!              first listing and a server's first start, else saying why
 //!              the name is unknown)
 //! resolve      the call's facts, decided once (crate::resolve): key,
 //!              side-effect class, paths, route, what the client is shown
-//!  ├─ built-in   BuiltinTool::call → the seam, as the tool's Delivery says
-//!  └─ upstream   SessionEvent::Call → forget (the pipeline's memory and
-//!                the answer store, one pass) → answer store (fail-fast, a
-//!                prefetch landed or joined in flight) → the upstream →
-//!                speculation (plan, prefetch) → the seam
+//! seam         outermost: the answer through the session's transform as
+//!              its Delivery says; inline mode appends landed follow-ups
+//!  catch-panic   a panic inside is an error result
+//!  sync          written files, compactions, the model reach the pipeline
+//!                and the prefetch store (again after the answer)
+//!  speculate     after the answer: fail-fast counts, prefetches planned
+//!  forget        upstream calls: SessionEvent::Call, then the pipeline's
+//!                memory and the answer store forget what the call may
+//!                change, in one pass
+//!  answer-store  upstream calls: fail-fast, a landed or joined prefetch
+//!  router        innermost: a built-in answers, or the upstream does
 //! ```
 //!
-//! Every layer is a method of its own below and reads the one
-//! [`ResolvedCall`]: the agent's request becomes a [`PendingCall`] at the
-//! MCP edge ([`Session`]'s `call_tool`), and a built-in makes one to call
-//! an upstream tool through the same path.
+//! Each layer is a [`Layer`] and one line of [`LAYERS`]; every layer reads
+//! the one [`ResolvedCall`]. The agent's request becomes a [`PendingCall`]
+//! at the MCP edge ([`Session`]'s `call_tool`), and a built-in makes one
+//! to call an upstream tool through the same path.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
@@ -33,6 +38,7 @@ use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer};
 use tokio_util::sync::CancellationToken;
 
+use futures::future::BoxFuture;
 use futures::FutureExt as _;
 
 use crate::answers::StoredAnswer;
@@ -129,18 +135,80 @@ impl PendingCall {
     }
 }
 
+/// What the inner layers answered a call with, on its way out.
+pub(crate) struct Answered {
+    /// The result, as it came (the seam has not run yet).
+    result: CallToolResult,
+    /// The call it answers, marked with where the answer came from.
+    call: Arc<ResolvedCall>,
+    /// How the seam delivers it.
+    delivery: Delivery,
+    /// The prefetches planned after it (inline mode appends those that
+    /// land in time).
+    sent: Vec<CallKey>,
+}
+
+impl Answered {
+    fn new(call: Arc<ResolvedCall>, result: CallToolResult, delivery: Delivery) -> Self {
+        Self {
+            result,
+            call,
+            delivery,
+            sent: Vec::new(),
+        }
+    }
+}
+
+/// One call on its way in: the agent's request, its route and its facts.
+pub(crate) struct Cx<'a> {
+    session: &'a Session,
+    pending: &'a PendingCall,
+    route: ToolRoute,
+    call: Arc<ResolvedCall>,
+}
+
+type Answering<'a> = BoxFuture<'a, Result<Answered, McpError>>;
+
+/// One layer of the call path: answers a call itself, or through `next`
+/// and then works on what came back. Our own two-method trait rather
+/// than tower's `Service`: a layer borrows the session and the call for
+/// one request, has no readiness to report and is never cloned, so
+/// `poll_ready` and `'static` futures would only be ceremony.
+trait Layer: Sync {
+    /// For logs.
+    fn name(&self) -> &'static str;
+
+    /// Answers `cx`'s call, itself or through `next`.
+    fn call<'a>(&'a self, cx: &'a Cx<'a>, next: Next<'a>) -> Answering<'a>;
+}
+
+/// The layers inside the current one; the router answers when none is
+/// left.
+struct Next<'a> {
+    layers: &'a [&'a dyn Layer],
+}
+
+impl<'a> Next<'a> {
+    fn run(self, cx: &'a Cx<'a>) -> Answering<'a> {
+        match self.layers.split_first() {
+            Some((layer, rest)) => {
+                tracing::trace!(layer = layer.name(), tool = %cx.call.exposed, "call path");
+                layer.call(cx, Next { layers: rest })
+            }
+            None => Box::pin(Router.answer(cx)),
+        }
+    }
+}
+
+/// The call path, outermost first (see the module docs). A new layer is
+/// one type implementing [`Layer`] and one line here.
+const LAYERS: &[&dyn Layer] = &[&CatchPanic, &SyncOutside, &Speculate, &Forget, &Store];
+
 impl Session {
     /// Answers `call` through the layers of the call path.
     pub async fn call(&self, call: PendingCall) -> Result<CallToolResult, McpError> {
-        self.sync_writes();
         let route = self.route(&call.name).await?;
-        let resolved = self.resolve(&call, &route)?;
-        match route {
-            ToolRoute::Builtin(index) => self.call_builtin(index, &call, resolved).await,
-            ToolRoute::Upstream { upstream, .. } => {
-                self.call_upstream(upstream, call, resolved).await
-            }
-        }
+        self.answer(&call, route).await
     }
 
     /// [`call`](Self::call) for upstream tools only (what a built-in may
@@ -149,7 +217,6 @@ impl Session {
         &self,
         call: PendingCall,
     ) -> Result<CallToolResult, McpError> {
-        self.sync_writes();
         let route = self.route(&call.name).await?;
         if let ToolRoute::Builtin(_) = route {
             return Err(McpError::invalid_params(
@@ -160,13 +227,32 @@ impl Session {
                 None,
             ));
         }
-        let resolved = self.resolve(&call, &route)?;
-        match route {
-            ToolRoute::Upstream { upstream, .. } => {
-                self.call_upstream(upstream, call, resolved).await
-            }
-            ToolRoute::Builtin(_) => Err(unknown_tool(&call.name)),
-        }
+        self.answer(&call, route).await
+    }
+
+    /// The seam, outermost: what the layers answered goes through the
+    /// session's transform as its delivery says, and inline mode appends
+    /// the follow-ups that landed.
+    async fn answer(
+        &self,
+        pending: &PendingCall,
+        route: ToolRoute,
+    ) -> Result<CallToolResult, McpError> {
+        let call = self.resolve(pending, &route)?;
+        let cx = Cx {
+            session: self,
+            pending,
+            route,
+            call,
+        };
+        let answered = Next { layers: LAYERS }.run(&cx).await?;
+        let shown = self
+            .seam()
+            .deliver(&answered.call, answered.result, answered.delivery)
+            .await;
+        Ok(self
+            .inline_follow_ups(&answered.call, shown, &answered.sent, &pending.ct)
+            .await)
     }
 
     /// Where `name` goes. The agent may call before the first listing has
@@ -197,147 +283,6 @@ impl Session {
         Ok(Arc::new(
             resolved.shown_to(call.forwards_structured, call.client.clone()),
         ))
-    }
-
-    /// The built-in layer: the registry's tool answers, and the seam
-    /// delivers its result as the tool says. A built-in presents itself to
-    /// the transform as a tool of upstream `devboy`.
-    async fn call_builtin(
-        &self,
-        index: usize,
-        call: &PendingCall,
-        resolved: Arc<ResolvedCall>,
-    ) -> Result<CallToolResult, McpError> {
-        let Some(tool) = self.proxy().builtins().get(index).cloned() else {
-            return Err(unknown_tool(&call.name));
-        };
-        let context = BuiltinContext {
-            session: self,
-            arguments: call.arguments.as_ref(),
-            progress: call.progress.as_ref(),
-            ct: &call.ct,
-            call,
-        };
-        // A built-in that panics answers with an error result, never with
-        // silence (the agent would wait for its own timeout).
-        let called = std::panic::AssertUnwindSafe(tool.call(context));
-        let result = match futures::FutureExt::catch_unwind(called).await {
-            Ok(result) => result?,
-            Err(_) => {
-                tracing::error!(tool = %call.name, "a built-in tool panicked; answered with an error");
-                return Ok(CallToolResult::error(vec![
-                    rmcp::model::ContentBlock::text(format!(
-                        "{}: failed inside devboy (a bug; the log has it)",
-                        call.name
-                    )),
-                ]));
-            }
-        };
-        if tool.delivery() == Delivery::Processed {
-            // As before an upstream result: the pipeline learns of a
-            // compaction or a new model before it processes.
-            self.sync_partition();
-            self.sync_model();
-        }
-        Ok(self
-            .seam()
-            .deliver(&resolved, result, tool.delivery())
-            .await)
-    }
-
-    /// An upstream tool's call: what it may change is forgotten, the
-    /// answer store may answer, else the upstream does; the result goes
-    /// through the seam either way.
-    async fn call_upstream(
-        &self,
-        index: usize,
-        call: PendingCall,
-        resolved: Arc<ResolvedCall>,
-    ) -> Result<CallToolResult, McpError> {
-        let Some(upstream) = self.proxy().upstreams().get(index).cloned() else {
-            return Err(unknown_tool(&call.name));
-        };
-        self.sync_partition();
-        self.sync_model();
-        self.seam().record(SessionEvent::Call(&resolved));
-        self.forget_for(&resolved);
-        if let Some(answer) = self.stored_answer(&resolved, &call.ct).await {
-            let served = Arc::new(ResolvedCall::clone(&resolved).served(answer.served));
-            self.after_answer(&served, &answer.result);
-            return Ok(self.seam().apply(&served, answer.result).await);
-        }
-        if call.ct.is_cancelled() {
-            // Cancelled while a store answer was awaited: nothing to ask.
-            return Err(cancelled());
-        }
-        match ask_upstream(&upstream, resolved.tool(), &call).await? {
-            Answer::Result(result) => {
-                self.sync_partition();
-                // Planned on the original: the pipeline has not rewritten it.
-                let sent = self.after_answer(&resolved, &result);
-                let answered = self.seam().apply(&resolved, result).await;
-                Ok(self
-                    .inline_follow_ups(&resolved, answered, &sent, &call.ct)
-                    .await)
-            }
-            // An error result: the seam passes it untouched and tells the
-            // session's events (telemetry counts it like an upstream error).
-            Answer::Failure(result) => Ok(self.seam().apply(&resolved, result).await),
-        }
-    }
-
-    /// The invalidation layer: whatever holds results forgets, in one
-    /// pass, what `call` may change (the pipeline's dedup memory and the
-    /// answer store, by the call's one class and paths). Fails open.
-    fn forget_for(&self, call: &ResolvedCall) {
-        if let Some(pipeline) = self.pipeline_memory() {
-            if catch_unwind(AssertUnwindSafe(|| pipeline.forget_for(call))).is_err() {
-                self.seam().stats().failures.fetch_add(1, Ordering::Relaxed);
-                tracing::error!(tool = %call.exposed, "forgetting for a call panicked");
-            }
-        }
-        let store = self.answer_store();
-        if catch_unwind(AssertUnwindSafe(|| store.on_call(call))).is_err() {
-            tracing::error!(tool = %call.exposed, "the answer store panicked forgetting for a call");
-        }
-    }
-
-    /// The answer-store layer. A store that panics answers nothing (the
-    /// upstream then does), like a failing pipeline stage.
-    async fn stored_answer(
-        &self,
-        call: &ResolvedCall,
-        cancel: &CancellationToken,
-    ) -> Option<StoredAnswer> {
-        let store = self.answer_store();
-        let asked = catch_unwind(AssertUnwindSafe(|| store.answer(call, cancel)));
-        let answered = match asked {
-            Ok(answer) => AssertUnwindSafe(answer).catch_unwind().await.ok(),
-            Err(_) => None,
-        };
-        answered.unwrap_or_else(|| {
-            tracing::error!(
-                tool = %call.exposed,
-                "answer store panicked; the upstream answers"
-            );
-            None
-        })
-    }
-
-    /// The speculation step after a result reached the seam: fail-fast
-    /// counts, and follow-ups of an upstream's answer. Fails open. Returns
-    /// the prefetches it sent.
-    fn after_answer(&self, call: &ResolvedCall, result: &CallToolResult) -> Vec<CallKey> {
-        let Some(engine) = self.speculation() else {
-            return Vec::new();
-        };
-        catch_unwind(AssertUnwindSafe(|| engine.after_answer(call, result))).unwrap_or_else(|_| {
-            tracing::error!(
-                tool = %call.exposed,
-                "speculation panicked; nothing prefetched"
-            );
-            Vec::new()
-        })
     }
 
     /// Inline mode: appends to `answered` the prefetches of `sent` that
@@ -401,6 +346,197 @@ impl Session {
     }
 }
 
+/// A panic inside answers with an error result, never with silence (the
+/// agent would wait for its own timeout) and never with a dropped
+/// connection. Layers that must fall through to the upstream (the answer
+/// store) or keep the answer (speculation) catch their own.
+struct CatchPanic;
+
+impl Layer for CatchPanic {
+    fn name(&self) -> &'static str {
+        "catch-panic"
+    }
+
+    fn call<'a>(&'a self, cx: &'a Cx<'a>, next: Next<'a>) -> Answering<'a> {
+        Box::pin(async move {
+            match AssertUnwindSafe(next.run(cx)).catch_unwind().await {
+                Ok(answered) => answered,
+                Err(_) => {
+                    let name = &cx.pending.name;
+                    tracing::error!(tool = %name, "answering a call panicked; answered with an error");
+                    let failed = CallToolResult::error(vec![ContentBlock::text(format!(
+                        "{name}: failed inside devboy (a bug; the log has it)"
+                    ))]);
+                    Ok(Answered::new(cx.call.clone(), failed, Delivery::Exact))
+                }
+            }
+        })
+    }
+}
+
+/// What happened outside the call path reaches the pipeline and the
+/// prefetch store first: files Claude Code's own tools wrote, a
+/// compaction, the session's model; compactions and the model again once
+/// the answer is in (a built-in may have compacted), before the seam.
+struct SyncOutside;
+
+impl Layer for SyncOutside {
+    fn name(&self) -> &'static str {
+        "sync"
+    }
+
+    fn call<'a>(&'a self, cx: &'a Cx<'a>, next: Next<'a>) -> Answering<'a> {
+        Box::pin(async move {
+            let session = cx.session;
+            session.sync_writes();
+            session.sync_partition();
+            session.sync_model();
+            let answered = next.run(cx).await;
+            session.sync_partition();
+            session.sync_model();
+            answered
+        })
+    }
+}
+
+/// After an upstream's answer (or the store's): fail-fast counts, and the
+/// follow-ups worth prefetching. Fails open.
+struct Speculate;
+
+impl Layer for Speculate {
+    fn name(&self) -> &'static str {
+        "speculate"
+    }
+
+    fn call<'a>(&'a self, cx: &'a Cx<'a>, next: Next<'a>) -> Answering<'a> {
+        Box::pin(async move {
+            let mut answered = next.run(cx).await?;
+            let Some(engine) = cx.session.speculation() else {
+                return Ok(answered);
+            };
+            if cx.call.is_builtin() {
+                return Ok(answered);
+            }
+            // Planned on the original: the pipeline has not rewritten it.
+            let planned = catch_unwind(AssertUnwindSafe(|| {
+                engine.after_answer(&answered.call, &answered.result)
+            }));
+            answered.sent = planned.unwrap_or_else(|_| {
+                tracing::error!(tool = %cx.call.exposed, "speculation panicked; nothing prefetched");
+                Vec::new()
+            });
+            Ok(answered)
+        })
+    }
+}
+
+/// Before an upstream tool is asked: the session's events note the call,
+/// and whatever holds results forgets, in one pass, what it may change
+/// (the pipeline's dedup memory and the answer store, by the call's one
+/// class and paths). Fails open.
+struct Forget;
+
+impl Layer for Forget {
+    fn name(&self) -> &'static str {
+        "forget"
+    }
+
+    fn call<'a>(&'a self, cx: &'a Cx<'a>, next: Next<'a>) -> Answering<'a> {
+        if !cx.call.is_builtin() {
+            let (session, call) = (cx.session, &*cx.call);
+            session.seam().record(SessionEvent::Call(call));
+            if let Some(pipeline) = session.pipeline_memory() {
+                if catch_unwind(AssertUnwindSafe(|| pipeline.forget_for(call))).is_err() {
+                    session
+                        .seam()
+                        .stats()
+                        .failures
+                        .fetch_add(1, Ordering::Relaxed);
+                    tracing::error!(tool = %call.exposed, "forgetting for a call panicked");
+                }
+            }
+            let store = session.answer_store();
+            if catch_unwind(AssertUnwindSafe(|| store.on_call(call))).is_err() {
+                tracing::error!(tool = %call.exposed, "the answer store panicked forgetting for a call");
+            }
+        }
+        next.run(cx)
+    }
+}
+
+/// The answer store may answer an upstream tool's call (fail-fast, a
+/// prefetch landed or joined in flight). A store that panics answers
+/// nothing: the upstream then does, like a failing pipeline stage.
+struct Store;
+
+impl Layer for Store {
+    fn name(&self) -> &'static str {
+        "answer-store"
+    }
+
+    fn call<'a>(&'a self, cx: &'a Cx<'a>, next: Next<'a>) -> Answering<'a> {
+        Box::pin(async move {
+            if cx.call.is_builtin() {
+                return next.run(cx).await;
+            }
+            let store = cx.session.answer_store();
+            let cancel = &cx.pending.ct;
+            let asked = catch_unwind(AssertUnwindSafe(|| store.answer(&cx.call, cancel)));
+            let answered = match asked {
+                Ok(answer) => AssertUnwindSafe(answer).catch_unwind().await.ok(),
+                Err(_) => None,
+            };
+            let answer = answered.unwrap_or_else(|| {
+                tracing::error!(tool = %cx.call.exposed, "answer store panicked; the upstream answers");
+                None
+            });
+            if let Some(StoredAnswer { result, served }) = answer {
+                let call = Arc::new(ResolvedCall::clone(&cx.call).served(served));
+                return Ok(Answered::new(call, result, Delivery::Processed));
+            }
+            if cancel.is_cancelled() {
+                // Cancelled while a store answer was awaited: nothing to ask.
+                return Err(cancelled());
+            }
+            next.run(cx).await
+        })
+    }
+}
+
+/// The innermost layer: a built-in answers itself, an upstream tool is
+/// forwarded.
+struct Router;
+
+impl Router {
+    async fn answer(&self, cx: &Cx<'_>) -> Result<Answered, McpError> {
+        let session = cx.session;
+        let pending = cx.pending;
+        match &cx.route {
+            ToolRoute::Builtin(index) => {
+                let Some(tool) = session.proxy().builtins().get(*index).cloned() else {
+                    return Err(unknown_tool(&pending.name));
+                };
+                let context = BuiltinContext {
+                    session,
+                    arguments: pending.arguments.as_ref(),
+                    progress: pending.progress.as_ref(),
+                    ct: &pending.ct,
+                    call: pending,
+                };
+                let result = tool.call(context).await?;
+                Ok(Answered::new(cx.call.clone(), result, tool.delivery()))
+            }
+            ToolRoute::Upstream { upstream, .. } => {
+                let Some(upstream) = session.proxy().upstreams().get(*upstream).cloned() else {
+                    return Err(unknown_tool(&pending.name));
+                };
+                let result = ask_upstream(&upstream, cx.call.tool(), pending).await?;
+                Ok(Answered::new(cx.call.clone(), result, Delivery::Processed))
+            }
+        }
+    }
+}
+
 /// The blocks of `result` the client shows the model: its
 /// `structuredContent` as JSON text for a client that shows that instead
 /// of the text, else its content.
@@ -434,24 +570,16 @@ fn cancelled() -> McpError {
     McpError::new(ErrorCode::INTERNAL_ERROR, "request cancelled", None)
 }
 
-/// What the upstream layer got back.
-#[derive(Debug)]
-enum Answer {
-    /// The upstream's result.
-    Result(CallToolResult),
-    /// devboy's error result for a call that failed on the way.
-    Failure(CallToolResult),
-}
-
-/// The upstream layer: forwards `call` to `upstream`'s `tool`. The
-/// upstream's own JSON-RPC error passes through as it was, and a
-/// cancelled request is an error; any other failure becomes an error
-/// result the agent can read.
+/// Forwards `call` to `upstream`'s `tool`. The upstream's own JSON-RPC
+/// error passes through as it was, and a cancelled request is an error;
+/// any other failure becomes an error result the agent can read (the seam
+/// passes it untouched and the session's events count it like an
+/// upstream error).
 async fn ask_upstream(
     upstream: &Upstream,
     tool: &str,
     call: &PendingCall,
-) -> Result<Answer, McpError> {
+) -> Result<CallToolResult, McpError> {
     let outcome = upstream
         .call_tool(
             tool,
@@ -462,7 +590,7 @@ async fn ask_upstream(
         )
         .await;
     match outcome {
-        Ok(result) => Ok(Answer::Result(result)),
+        Ok(result) => Ok(result),
         Err(CallFailure::Protocol(error)) => Err(error),
         Err(CallFailure::Cancelled) => Err(cancelled()),
         // The server is not up (a tool listed from an earlier run's kept
@@ -470,15 +598,15 @@ async fn ask_upstream(
         Err(failure @ CallFailure::Unavailable { .. }) => {
             let why = why_unavailable(upstream, &call.name).unwrap_or_else(|| failure.to_string());
             tracing::warn!(tool = %call.name, %failure, "tool call failed");
-            Ok(Answer::Failure(CallToolResult::error(vec![
-                ContentBlock::text(format!("devboy: {why}")),
-            ])))
+            Ok(CallToolResult::error(vec![ContentBlock::text(format!(
+                "devboy: {why}"
+            ))]))
         }
         Err(failure) => {
             tracing::warn!(tool = %call.name, %failure, "tool call failed");
-            Ok(Answer::Failure(CallToolResult::error(vec![
-                ContentBlock::text(format!("devboy: {failure}")),
-            ])))
+            Ok(CallToolResult::error(vec![ContentBlock::text(format!(
+                "devboy: {failure}"
+            ))]))
         }
     }
 }
