@@ -217,7 +217,7 @@ async fn a_re_read_after_a_one_line_edit_is_a_diff() {
     let base = id_of(&first);
     let shown_first = text_of(&first);
     assert!(
-        shown_first.contains("async fn call_upstream("),
+        shown_first.contains("async fn inline_follow_ups("),
         "{shown_first}"
     );
 

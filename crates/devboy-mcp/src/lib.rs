@@ -48,7 +48,7 @@ pub use proxy::{Proxy, ProxyOptions};
 pub use seam::{EventSink, Passthrough, SessionEvent, Transform};
 pub use session::Session;
 pub use speculation::{
-    AnsweredCall, PlannedPrefetch, PrefetchPlan, PrefetchPlanner, SpeculationEngine,
+    AnsweredCall, Declined, Plan, PlannedPrefetch, PrefetchPlanner, SpeculationEngine,
     SpeculationSettings,
 };
 

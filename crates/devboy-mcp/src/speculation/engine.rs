@@ -320,8 +320,8 @@ impl SpeculationEngine {
             );
             return Vec::new();
         };
-        for (exposed, reason) in plan.declined {
-            self.decline(&exposed, reason);
+        for declined in plan.declined {
+            self.decline(&declined.exposed, declined.reason);
         }
         let mut sent = Vec::with_capacity(plan.chosen.len());
         for planned in plan.chosen {

@@ -23,13 +23,13 @@ mod store;
 use std::time::Duration;
 
 use devboy_core::pipeline_config::SideEffectClass;
-use devboy_core::speculation::DeclineReason;
 use rmcp::model::{CallToolResult, JsonObject};
 
 use crate::catalog::Catalog;
 use devboy_core::call::ResolvedCall;
 
 pub use devboy_core::call::CallKey;
+pub use devboy_enrichment::{Declined, Plan, Prefetch as PlannedPrefetch};
 pub use engine::{InlinedResult, SpeculationEngine, SpeculationStats};
 pub use planner::ConfiguredPlanner;
 
@@ -115,37 +115,13 @@ pub struct AnsweredCall<'a> {
     pub in_flight_on: &'a dyn Fn(&str) -> usize,
 }
 
-/// One follow-up call the planner chose.
-#[derive(Debug, Clone, PartialEq)]
-pub struct PlannedPrefetch {
-    /// The exposed tool name.
-    pub exposed: String,
-    /// The arguments.
-    pub arguments: JsonObject,
-    /// What the planner expects the result to cost.
-    pub predicted_tokens: usize,
-    /// The key its `per_host` cap counts under; empty: the upstream's name.
-    pub host: String,
-    /// How long its result may answer once landed; zero: the settings' TTL.
-    pub freshness: Duration,
-}
-
-/// What the planner decided after one answer.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct PrefetchPlan {
-    /// Follow-ups to fire, best first.
-    pub chosen: Vec<PlannedPrefetch>,
-    /// Follow-ups weighed and not fired (exposed name, why).
-    pub declined: Vec<(String, DeclineReason)>,
-}
-
 /// Decides what to prefetch. Pure: it sees facts and returns a plan; the
 /// engine does the rest, and enforces invariant limits itself (read-only
 /// class, caps) whatever a plan says.
 pub trait PrefetchPlanner: Send + Sync + 'static {
     /// After `answered` (an upstream tool's successful result): what to
     /// prefetch and what was declined.
-    fn plan(&self, answered: &AnsweredCall<'_>) -> PrefetchPlan;
+    fn plan(&self, answered: &AnsweredCall<'_>) -> Plan;
 
     /// The settings the engine runs with.
     fn settings(&self) -> &SpeculationSettings;

@@ -12,10 +12,7 @@ use devboy_enrichment::{Annotations, Answered, PlanContext, Planner, ToolFacts};
 use rmcp::model::{CallToolResult, JsonObject};
 use serde_json::Value;
 
-use super::{
-    AnsweredCall, PlannedPrefetch, PrefetchPlan, PrefetchPlanner, SpeculationMode,
-    SpeculationSettings,
-};
+use super::{AnsweredCall, Plan, PrefetchPlanner, SpeculationMode, SpeculationSettings};
 use crate::catalog::{Catalog, ToolRoute};
 use crate::proxy::Proxy;
 use crate::upstream::lock;
@@ -173,7 +170,7 @@ fn estimated_tokens(text: &str, structured: Option<&Value>) -> usize {
 }
 
 impl PrefetchPlanner for ConfiguredPlanner {
-    fn plan(&self, answered: &AnsweredCall<'_>) -> PrefetchPlan {
+    fn plan(&self, answered: &AnsweredCall<'_>) -> Plan {
         let catalog = self.proxy.catalog();
         let planner = self.planner_for(&catalog);
         let info = answered.info;
@@ -193,7 +190,7 @@ impl PrefetchPlanner for ConfiguredPlanner {
             in_flight: answered.in_flight,
             in_flight_on: answered.in_flight_on,
         };
-        let plan = planner.plan(
+        planner.plan(
             &Answered {
                 exposed: &info.exposed,
                 arguments: info.arguments.as_ref(),
@@ -201,25 +198,7 @@ impl PrefetchPlanner for ConfiguredPlanner {
                 text: &text,
             },
             &context,
-        );
-        PrefetchPlan {
-            chosen: plan
-                .chosen
-                .into_iter()
-                .map(|p| PlannedPrefetch {
-                    exposed: p.exposed,
-                    arguments: p.arguments,
-                    predicted_tokens: p.predicted_tokens,
-                    host: p.host,
-                    freshness: p.freshness,
-                })
-                .collect(),
-            declined: plan
-                .declined
-                .into_iter()
-                .map(|d| (d.exposed, d.reason))
-                .collect(),
-        }
+        )
     }
 
     fn settings(&self) -> &SpeculationSettings {

@@ -11,7 +11,7 @@ use std::time::Duration;
 use devboy_core::pipeline_config::SideEffectClass;
 use devboy_core::speculation::DeclineReason;
 use devboy_mcp::{
-    AnsweredCall, PlannedPrefetch, PrefetchPlan, PrefetchPlanner, SpeculationSettings,
+    AnsweredCall, Declined, Plan, PlannedPrefetch, PrefetchPlanner, SpeculationSettings,
 };
 use rmcp::model::{CallToolResult, JsonObject};
 use serde_json::Value;
@@ -91,20 +91,25 @@ pub fn always(to: &'static str, arguments: Value) -> Follow {
 }
 
 impl PrefetchPlanner for FixedEdges {
-    fn plan(&self, answered: &AnsweredCall<'_>) -> PrefetchPlan {
-        let mut plan = PrefetchPlan::default();
+    fn plan(&self, answered: &AnsweredCall<'_>) -> Plan {
+        let mut plan = Plan::default();
         for (from, follow) in &self.edges {
             if *from != answered.info.exposed {
                 continue;
             }
             for (exposed, arguments) in follow(answered.result, answered.info.arguments.as_ref()) {
                 if (answered.held)(&exposed, &arguments) {
-                    plan.declined.push((exposed, DeclineReason::AlreadyHeld));
+                    plan.declined.push(Declined {
+                        exposed,
+                        reason: DeclineReason::AlreadyHeld,
+                    });
                     continue;
                 }
                 plan.chosen.push(PlannedPrefetch {
                     exposed,
                     arguments,
+                    probability: 1.0,
+                    value: 1.0,
                     predicted_tokens: 100,
                     host: String::new(),
                     freshness: Duration::ZERO,
