@@ -48,6 +48,7 @@ use crate::seam::{Delivery, SessionEvent};
 use crate::session::{explain_unknown_tool, unknown_tool, why_unavailable, Session};
 use crate::speculation::SpeculationMode;
 use crate::upstream::{CallFailure, ProgressTarget, Upstream};
+use crate::view::shown_blocks;
 use devboy_core::speculation::Served;
 
 /// One tool call on its way through the layers.
@@ -534,16 +535,6 @@ impl Router {
                 Ok(Answered::new(cx.call.clone(), result, Delivery::Processed))
             }
         }
-    }
-}
-
-/// The blocks of `result` the client shows the model: its
-/// `structuredContent` as JSON text for a client that shows that instead
-/// of the text, else its content.
-fn shown_blocks(result: &CallToolResult, forwards_structured: bool) -> Vec<ContentBlock> {
-    match &result.structured_content {
-        Some(structured) if forwards_structured => vec![ContentBlock::text(structured.to_string())],
-        _ => result.content.clone(),
     }
 }
 

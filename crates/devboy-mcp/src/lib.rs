@@ -31,6 +31,7 @@ pub mod session;
 pub mod speculation;
 pub mod tap;
 pub mod upstream;
+mod view;
 pub mod wire;
 
 use std::path::PathBuf;

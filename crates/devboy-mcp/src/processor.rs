@@ -2,7 +2,8 @@
 //!
 //! [`PipelineProcessor`] adapts a [`PipelineSession`] (devboy-session,
 //! which holds every policy) to the protocol. It decides *what the client
-//! forwards to the model* and hands exactly that to the session:
+//! forwards to the model* (by the one rule in `view.rs`) and hands exactly
+//! that to the session:
 //!
 //! - If the result carries `structuredContent` and the client forwards it
 //!   (Claude Code does), the model sees that value serialized. To show an
@@ -26,37 +27,14 @@ use devboy_core::pipeline_config::{PipelineConfig, SessionSettings};
 use devboy_pipeline::session::Totals;
 use devboy_pipeline::{IdAllocator, Timestamp, Tokenizer};
 use devboy_session::capture::CaptureWriter;
-use devboy_session::{process_ids, Forwarded, PipelineSession, SessionEvents};
+use devboy_session::{process_ids, PipelineSession, SessionEvents};
 use devboy_telemetry::Telemetry;
 use rmcp::model::{CallToolResult, ContentBlock};
 
 use devboy_core::call::ResolvedCall;
 
 use crate::seam::{EventSink, Handoff, ProcessError, SessionEvent, Transform};
-
-/// What the model is shown of one result, as devboy reads it.
-enum Shown<'a> {
-    /// The serialized `structuredContent` (the client forwards that).
-    Structured(String, &'a serde_json::Value),
-    /// The text blocks, in order (the client forwards the content).
-    Text(Vec<&'a str>),
-}
-
-impl Shown<'_> {
-    fn forwarded(&self) -> Forwarded<'_> {
-        match self {
-            Shown::Structured(text, value) => Forwarded::Single {
-                text,
-                json: Some(value),
-            },
-            Shown::Text(texts) if texts.len() == 1 => Forwarded::Single {
-                text: texts[0],
-                json: None,
-            },
-            Shown::Text(texts) => Forwarded::Blocks(texts),
-        }
-    }
-}
+use crate::view::{shown, Shown};
 
 /// The session's pipeline processor: dedup, and re-encoding when encoding
 /// is on, as the pipeline config says.
@@ -122,21 +100,6 @@ impl PipelineProcessor {
     fn now(&self) -> Timestamp {
         Timestamp::from_millis(self.started.elapsed().as_millis() as u64)
     }
-}
-
-fn shown(result: &CallToolResult, forwards_structured: bool) -> Option<Shown<'_>> {
-    if forwards_structured {
-        if let Some(value) = &result.structured_content {
-            return serde_json::to_string(value)
-                .ok()
-                .map(|text| Shown::Structured(text, value));
-        }
-    }
-    let mut texts = Vec::with_capacity(result.content.len());
-    for block in &result.content {
-        texts.push(block.as_text()?.text.as_str());
-    }
-    (!texts.is_empty()).then_some(Shown::Text(texts))
 }
 
 /// `result` with its content replaced by `content`: the result's own
