@@ -14,7 +14,7 @@ use crate::choose::{best_subset, Item};
 use crate::facts::ToolFacts;
 use crate::fit;
 use crate::model::{resolve_all, Edge, ResolvedTool};
-use crate::projection::{project, Answer};
+use crate::projection::{project, ParsedAnswer};
 use devboy_core::call::CallKey;
 
 /// The predicted cost of a result nothing says anything about: about a
@@ -132,7 +132,7 @@ impl Planner {
         if !self.settings.enabled || source.edges.is_empty() {
             return plan;
         }
-        let answer = Answer::new(answered);
+        let answer = ParsedAnswer::new(answered);
         let own_key = CallKey::new(answered.exposed, answered.arguments);
         let mut seen = HashSet::new();
         let mut candidates = Vec::new();

@@ -14,13 +14,13 @@ use crate::fit::declared_type;
 use crate::plan::Answered;
 
 /// An answered call with its result read as JSON at most once.
-pub(crate) struct Answer<'a> {
+pub(crate) struct ParsedAnswer<'a> {
     call: &'a Answered<'a>,
     result: OnceCell<Option<Value>>,
     arguments: OnceCell<Value>,
 }
 
-impl<'a> Answer<'a> {
+impl<'a> ParsedAnswer<'a> {
     pub(crate) fn new(call: &'a Answered<'a>) -> Self {
         Self {
             call,
@@ -121,7 +121,7 @@ fn walk_segments(value: &Value, segments: &[String], out: &mut Vec<Value>) {
 pub(crate) fn project(
     args: &[(String, ArgSource)],
     limit: usize,
-    answer: &Answer<'_>,
+    answer: &ParsedAnswer<'_>,
     target_schema: &Map<String, Value>,
 ) -> Vec<Map<String, Value>> {
     let mut columns: Vec<(&str, Vec<Value>, bool)> = Vec::with_capacity(args.len());
@@ -181,7 +181,7 @@ mod tests {
             structured: Some(&result),
             text: "",
         };
-        let answer = Answer::new(&call);
+        let answer = ParsedAnswer::new(&call);
         let args = vec![
             ("owner".to_owned(), source("$args/owner")),
             ("path".to_owned(), source("/items/*/path")),
@@ -218,7 +218,7 @@ mod tests {
             structured: None,
             text,
         };
-        let answer = Answer::new(&call);
+        let answer = ParsedAnswer::new(&call);
         let lines = answer.values(&source("$lines"), 9);
         assert_eq!(lines.len(), 3);
         assert_eq!(lines[1], json!("/tmp/b.txt"));
@@ -233,7 +233,7 @@ mod tests {
             text: json_text,
             ..call
         };
-        let answer = Answer::new(&call);
+        let answer = ParsedAnswer::new(&call);
         assert_eq!(
             answer.values(&source("/*/number"), 9),
             vec![json!(7), json!(9)]

@@ -137,7 +137,7 @@ impl PendingCall {
 }
 
 /// What the inner layers answered a call with, on its way out.
-pub(crate) struct Answered {
+pub(crate) struct Reply {
     /// The result, as it came (the seam has not run yet).
     result: CallToolResult,
     /// The call it answers, marked with where the answer came from.
@@ -149,7 +149,7 @@ pub(crate) struct Answered {
     sent: Vec<CallKey>,
 }
 
-impl Answered {
+impl Reply {
     fn new(call: Arc<ResolvedCall>, result: CallToolResult, delivery: Delivery) -> Self {
         Self {
             result,
@@ -168,7 +168,7 @@ pub(crate) struct Cx<'a> {
     call: Arc<ResolvedCall>,
 }
 
-type Answering<'a> = BoxFuture<'a, Result<Answered, McpError>>;
+type Replying<'a> = BoxFuture<'a, Result<Reply, McpError>>;
 
 /// One layer of the call path: answers a call itself, or through `next`
 /// and then works on what came back. Our own two-method trait rather
@@ -180,7 +180,7 @@ trait Layer: Sync {
     fn name(&self) -> &'static str;
 
     /// Answers `cx`'s call, itself or through `next`.
-    fn call<'a>(&'a self, cx: &'a Cx<'a>, next: Next<'a>) -> Answering<'a>;
+    fn call<'a>(&'a self, cx: &'a Cx<'a>, next: Next<'a>) -> Replying<'a>;
 }
 
 /// The layers inside the current one; the router answers when none is
@@ -190,7 +190,7 @@ struct Next<'a> {
 }
 
 impl<'a> Next<'a> {
-    fn run(self, cx: &'a Cx<'a>) -> Answering<'a> {
+    fn run(self, cx: &'a Cx<'a>) -> Replying<'a> {
         match self.layers.split_first() {
             Some((layer, rest)) => {
                 tracing::trace!(layer = layer.name(), tool = %cx.call.exposed, "call path");
@@ -358,7 +358,7 @@ impl Layer for CatchPanic {
         "catch-panic"
     }
 
-    fn call<'a>(&'a self, cx: &'a Cx<'a>, next: Next<'a>) -> Answering<'a> {
+    fn call<'a>(&'a self, cx: &'a Cx<'a>, next: Next<'a>) -> Replying<'a> {
         Box::pin(async move {
             match AssertUnwindSafe(next.run(cx)).catch_unwind().await {
                 Ok(answered) => answered,
@@ -368,7 +368,7 @@ impl Layer for CatchPanic {
                     let failed = CallToolResult::error(vec![ContentBlock::text(format!(
                         "{name}: failed inside devboy (a bug; the log has it)"
                     ))]);
-                    Ok(Answered::new(cx.call.clone(), failed, Delivery::Exact))
+                    Ok(Reply::new(cx.call.clone(), failed, Delivery::Exact))
                 }
             }
         })
@@ -386,7 +386,7 @@ impl Layer for SyncOutside {
         "sync"
     }
 
-    fn call<'a>(&'a self, cx: &'a Cx<'a>, next: Next<'a>) -> Answering<'a> {
+    fn call<'a>(&'a self, cx: &'a Cx<'a>, next: Next<'a>) -> Replying<'a> {
         Box::pin(async move {
             let session = cx.session;
             session.sync_writes();
@@ -409,7 +409,7 @@ impl Layer for Speculate {
         "speculate"
     }
 
-    fn call<'a>(&'a self, cx: &'a Cx<'a>, next: Next<'a>) -> Answering<'a> {
+    fn call<'a>(&'a self, cx: &'a Cx<'a>, next: Next<'a>) -> Replying<'a> {
         Box::pin(async move {
             let mut answered = next.run(cx).await?;
             let Some(engine) = cx.session.speculation() else {
@@ -442,7 +442,7 @@ impl Layer for Forget {
         "forget"
     }
 
-    fn call<'a>(&'a self, cx: &'a Cx<'a>, next: Next<'a>) -> Answering<'a> {
+    fn call<'a>(&'a self, cx: &'a Cx<'a>, next: Next<'a>) -> Replying<'a> {
         if !cx.call.is_builtin() {
             let (session, call) = (cx.session, &*cx.call);
             session.seam().record(SessionEvent::Call(call));
@@ -475,7 +475,7 @@ impl Layer for Store {
         "answer-store"
     }
 
-    fn call<'a>(&'a self, cx: &'a Cx<'a>, next: Next<'a>) -> Answering<'a> {
+    fn call<'a>(&'a self, cx: &'a Cx<'a>, next: Next<'a>) -> Replying<'a> {
         Box::pin(async move {
             if cx.call.is_builtin() {
                 return next.run(cx).await;
@@ -493,7 +493,7 @@ impl Layer for Store {
             });
             if let Some(StoredAnswer { result, served }) = answer {
                 let call = Arc::new(ResolvedCall::clone(&cx.call).served(served));
-                return Ok(Answered::new(call, result, Delivery::Processed));
+                return Ok(Reply::new(call, result, Delivery::Processed));
             }
             if cancel.is_cancelled() {
                 // Cancelled while a store answer was awaited: nothing to ask.
@@ -509,7 +509,7 @@ impl Layer for Store {
 struct Router;
 
 impl Router {
-    async fn answer(&self, cx: &Cx<'_>) -> Result<Answered, McpError> {
+    async fn answer(&self, cx: &Cx<'_>) -> Result<Reply, McpError> {
         let session = cx.session;
         let pending = cx.pending;
         match &cx.route {
@@ -525,14 +525,14 @@ impl Router {
                     call: pending,
                 };
                 let result = tool.call(context).await?;
-                Ok(Answered::new(cx.call.clone(), result, tool.delivery()))
+                Ok(Reply::new(cx.call.clone(), result, tool.delivery()))
             }
             ToolRoute::Upstream { upstream, .. } => {
                 let Some(upstream) = session.proxy().upstreams().get(*upstream).cloned() else {
                     return Err(unknown_tool(&pending.name));
                 };
                 let result = ask_upstream(&upstream, cx.call.tool(), pending).await?;
-                Ok(Answered::new(cx.call.clone(), result, Delivery::Processed))
+                Ok(Reply::new(cx.call.clone(), result, Delivery::Processed))
             }
         }
     }

@@ -7,7 +7,7 @@
 //! of random bytes, this repository's own Rust source, and random
 //! lower-case letters (one piece with no repeats: the slowest case for
 //! the chunked merge). For each it prints nanoseconds per byte of one
-//! o200k count and of one fresh pass through `SessionPipeline` (dedup,
+//! o200k count and of one fresh pass through `ResultPipeline` (dedup,
 //! classification, every candidate encoding, the router, the counts),
 //! and each figure's ratio to Rust source's, the typical body. What to
 //! read: every figure is a constant per byte (no input is superlinear),
@@ -23,7 +23,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use devboy_pipeline::route::RouteConfig;
-use devboy_pipeline::session::{BodyPolicy, SessionPipeline};
+use devboy_pipeline::session::{BodyPolicy, ResultPipeline};
 use devboy_pipeline::{
     DedupStageConfig, EndpointKey, Handoff, IdAllocator, ResultPolicy, SessionTag, Timestamp,
     Tokenizer,
@@ -138,7 +138,7 @@ fn main() {
         let mut n = 0u64;
         let pipeline = best(rounds, || {
             // A fresh session each round: every pass is a first sight.
-            let mut session = SessionPipeline::new(
+            let mut session = ResultPipeline::new(
                 DedupStageConfig::default(),
                 RouteConfig::default(),
                 IdAllocator::new(SessionTag::FIXED),

@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use devboy_pipeline::route::RouteConfig;
-use devboy_pipeline::session::{BodyPolicy, SessionPipeline};
+use devboy_pipeline::session::{BodyPolicy, ResultPipeline};
 use devboy_pipeline::Handoff;
 use devboy_pipeline::{
     DedupStageConfig, EndpointKey, IdAllocator, ResultPolicy, SessionTag, Timestamp, Tokenizer,
@@ -108,7 +108,7 @@ fn pipeline(c: &mut Criterion) {
                 budget_tokens: budget,
                 ..RouteConfig::default()
             };
-            let mut session = SessionPipeline::new(
+            let mut session = ResultPipeline::new(
                 DedupStageConfig::default(),
                 route,
                 IdAllocator::new(SessionTag::FIXED),
@@ -132,7 +132,7 @@ fn pipeline(c: &mut Criterion) {
                 })
             });
         }
-        let mut session = SessionPipeline::new(
+        let mut session = ResultPipeline::new(
             DedupStageConfig::default(),
             RouteConfig::default(),
             IdAllocator::new(SessionTag::FIXED),

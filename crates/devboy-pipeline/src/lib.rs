@@ -1,6 +1,6 @@
 //! The pure, synchronous response pipeline of devboy: what one forwarded
 //! tool result becomes before the model sees it. Three layers, in order
-//! ([`session::SessionPipeline`] chains them):
+//! ([`session::ResultPipeline`] chains them):
 //!
 //! 1. **dedup** ([`stage`]): a body the model already holds becomes a
 //!    reference to the visible id it was shown with; fingerprints, the
@@ -101,7 +101,7 @@
 //! - [`shape`]: what a body is (its [`Shape`] and inner formats).
 //! - [`template`] and [`encode`]: the lossless re-encodings; [`route`]
 //!   picks the cheapest and elides.
-//! - [`session`]: [`session::SessionPipeline`], the layers chained, with
+//! - [`session`]: [`session::ResultPipeline`], the layers chained, with
 //!   the accounting.
 
 #![deny(missing_docs)]

@@ -1,7 +1,7 @@
 //! One session's whole pipeline over forwarded bodies: dedup, then the
 //! router over templates and encoder formats, with honest accounting.
 //!
-//! [`SessionPipeline`] is what the proxy and `devboy replay` both drive, so
+//! [`ResultPipeline`] is what the proxy and `devboy replay` both drive, so
 //! the figures replay reports are the ones a live session would produce.
 //! For each body (the exact text the client would forward to the model):
 //!
@@ -185,13 +185,13 @@ impl Totals {
 
 /// One session's pipeline state; see the module docs.
 #[derive(Debug)]
-pub struct SessionPipeline {
+pub struct ResultPipeline {
     stage: DedupStage,
     route: RouteConfig,
     totals: Totals,
 }
 
-impl SessionPipeline {
+impl ResultPipeline {
     /// A pipeline with empty state, naming what it shows with `ids` (one
     /// allocator per process and session: its tag keeps the ids apart from
     /// every other session's).
@@ -478,8 +478,8 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn pipeline(budget: usize) -> SessionPipeline {
-        SessionPipeline::new(
+    fn pipeline(budget: usize) -> ResultPipeline {
+        ResultPipeline::new(
             DedupStageConfig::default(),
             RouteConfig {
                 budget_tokens: budget,
@@ -510,7 +510,7 @@ mod tests {
     }
 
     /// `body` from endpoint `ep` at `ms`, everything allowed, waited for.
-    fn send(p: &mut SessionPipeline, ep: &EndpointKey, body: &str, ms: u64) -> Processed {
+    fn send(p: &mut ResultPipeline, ep: &EndpointKey, body: &str, ms: u64) -> Processed {
         p.process(
             ep.clone(),
             body,

@@ -15,7 +15,7 @@
 
 use devboy_pipeline::encode;
 use devboy_pipeline::route::{encoding_names, RouteConfig};
-use devboy_pipeline::session::{BodyPolicy, SessionPipeline};
+use devboy_pipeline::session::{BodyPolicy, ResultPipeline};
 use devboy_pipeline::template::{self, DecodedBody};
 use devboy_pipeline::{
     exact, DedupStageConfig, EndpointKey, Handoff, IdAllocator, SessionTag, Timestamp,
@@ -163,7 +163,7 @@ fn decoded(view: &str) -> Result<String, String> {
 /// What the model is shown of `body` by a fresh pipeline restricted to
 /// `only` (or the router's own choice): `None` when it goes as it came.
 fn view(body: &str, only: Option<&str>) -> Option<String> {
-    let mut pipeline = SessionPipeline::new(
+    let mut pipeline = ResultPipeline::new(
         DedupStageConfig::default(),
         RouteConfig::default(),
         IdAllocator::new(SessionTag::FIXED),

@@ -3,7 +3,7 @@
 //! [`PipelineSession`] is what a proxy session and `devboy replay` both run:
 //! from a [`PipelineConfig`] and what is known of the session (the model,
 //! results and compactions so far) it builds the pure
-//! [`SessionPipeline`], its tokenizer and each endpoint's [`BodyPolicy`]
+//! [`ResultPipeline`], its tokenizer and each endpoint's [`BodyPolicy`]
 //! (dedup, near references, freshness, encoding, the hint policy), and runs
 //! one result at a time through it given the facts of the call
 //! ([`ResolvedCall`](devboy_core::call::ResolvedCall), decided once where
@@ -30,16 +30,16 @@ mod session;
 
 use devboy_core::pipeline_config::{PipelineConfig, SessionContext, TokenizerChoice};
 use devboy_pipeline::route::RouteConfig;
-use devboy_pipeline::session::SessionPipeline;
+use devboy_pipeline::session::ResultPipeline;
 use devboy_pipeline::{DedupConfig, DedupStageConfig, ExpandConfig, IdAllocator, Tokenizer};
 
 pub use events::SessionEvents;
 pub use session::{Forwarded, PipelineSession};
 
-/// A fresh [`SessionPipeline`] with the config's dedup bounds, tokenizer
+/// A fresh [`ResultPipeline`] with the config's dedup bounds, tokenizer
 /// and budget (for a session whose model is not known yet), naming what it
 /// shows with `ids`.
-pub fn session_pipeline(config: &PipelineConfig, ids: IdAllocator) -> SessionPipeline {
+pub fn session_pipeline(config: &PipelineConfig, ids: IdAllocator) -> ResultPipeline {
     let d = &config.dedup;
     let dedup = DedupStageConfig {
         dedup: DedupConfig {
@@ -57,7 +57,7 @@ pub fn session_pipeline(config: &PipelineConfig, ids: IdAllocator) -> SessionPip
             .budget_tokens,
         only: None,
     };
-    SessionPipeline::new(dedup, route, ids)
+    ResultPipeline::new(dedup, route, ids)
 }
 
 /// The pipeline's tokenizer for the configured choice.

@@ -10,7 +10,7 @@ use devboy_core::pipeline_config::{HintKind, PipelineConfig, SessionContext, Ses
 use devboy_core::speculation::SpeculationEvent;
 use devboy_pipeline::encode::Format;
 use devboy_pipeline::hints;
-use devboy_pipeline::session::{Action, BodyPolicy, Processed, SessionPipeline, Totals};
+use devboy_pipeline::session::{Action, BodyPolicy, Processed, ResultPipeline, Totals};
 use devboy_pipeline::{
     EndpointKey, Fingerprint, Handoff, IdAllocator, NearPolicy, ResultPolicy, SessionTag,
     SideEffect, Template, TextDiffPolicy, Timestamp, Tokenizer,
@@ -50,7 +50,7 @@ pub struct PipelineSession {
 }
 
 struct State {
-    pipeline: SessionPipeline,
+    pipeline: ResultPipeline,
     /// The exposed name of every endpoint with a remembered body, for
     /// `invalidates` globs (which match exposed names).
     exposed: HashMap<EndpointKey, Arc<str>>,
