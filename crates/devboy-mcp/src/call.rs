@@ -24,7 +24,7 @@
 //! at the MCP edge ([`Session`]'s `call_tool`), and a built-in makes one
 //! to call an upstream tool through the same path.
 
-use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::panic::AssertUnwindSafe;
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -44,7 +44,7 @@ use futures::FutureExt as _;
 use crate::answers::StoredAnswer;
 use crate::builtin::BuiltinContext;
 use crate::catalog::ToolRoute;
-use crate::seam::{Delivery, SessionEvent};
+use crate::seam::{fail_open, Delivery, SessionEvent};
 use crate::session::{explain_unknown_tool, unknown_tool, why_unavailable, Session};
 use crate::speculation::SpeculationMode;
 use crate::upstream::{CallFailure, ProgressTarget, Upstream};
@@ -419,13 +419,10 @@ impl Layer for Speculate {
                 return Ok(answered);
             }
             // Planned on the original: the pipeline has not rewritten it.
-            let planned = catch_unwind(AssertUnwindSafe(|| {
+            answered.sent = fail_open("speculation", &cx.call.exposed, || {
                 engine.after_answer(&answered.call, &answered.result)
-            }));
-            answered.sent = planned.unwrap_or_else(|_| {
-                tracing::error!(tool = %cx.call.exposed, "speculation panicked; nothing prefetched");
-                Vec::new()
-            });
+            })
+            .unwrap_or_default();
             Ok(answered)
         })
     }
@@ -447,19 +444,16 @@ impl Layer for Forget {
             let (session, call) = (cx.session, &*cx.call);
             session.seam().record(SessionEvent::Call(call));
             if let Some(pipeline) = session.pipeline_memory() {
-                if catch_unwind(AssertUnwindSafe(|| pipeline.forget_for(call))).is_err() {
-                    session
-                        .seam()
-                        .stats()
-                        .failures
-                        .fetch_add(1, Ordering::Relaxed);
-                    tracing::error!(tool = %call.exposed, "forgetting for a call panicked");
+                let forgot = fail_open("forgetting", &call.exposed, || pipeline.forget_for(call));
+                if forgot.is_none() {
+                    let failures = &session.seam().stats().failures;
+                    failures.fetch_add(1, Ordering::Relaxed);
                 }
             }
             let store = session.answer_store();
-            if catch_unwind(AssertUnwindSafe(|| store.on_call(call))).is_err() {
-                tracing::error!(tool = %call.exposed, "the answer store panicked forgetting for a call");
-            }
+            fail_open("the answer store forgetting", &call.exposed, || {
+                store.on_call(call)
+            });
         }
         next.run(cx)
     }
@@ -482,15 +476,18 @@ impl Layer for Store {
             }
             let store = cx.session.answer_store();
             let cancel = &cx.pending.ct;
-            let asked = catch_unwind(AssertUnwindSafe(|| store.answer(&cx.call, cancel)));
-            let answered = match asked {
-                Ok(answer) => AssertUnwindSafe(answer).catch_unwind().await.ok(),
-                Err(_) => None,
+            let answer = match fail_open("the answer store", &cx.call.exposed, || {
+                store.answer(&cx.call, cancel)
+            }) {
+                Some(answer) => AssertUnwindSafe(answer)
+                    .catch_unwind()
+                    .await
+                    .unwrap_or_else(|_| {
+                        tracing::error!(tool = %cx.call.exposed, "the answer store panicked; the upstream answers");
+                        None
+                    }),
+                None => None,
             };
-            let answer = answered.unwrap_or_else(|| {
-                tracing::error!(tool = %cx.call.exposed, "answer store panicked; the upstream answers");
-                None
-            });
             if let Some(StoredAnswer { result, served }) = answer {
                 let call = Arc::new(ResolvedCall::clone(&cx.call).served(served));
                 return Ok(Reply::new(call, result, Delivery::Processed));

@@ -93,17 +93,28 @@ pub trait EventSink: Send + Sync + 'static {
 
 /// Sends `event` to `sink`, failing open (a panic is counted and logged).
 pub fn record(sink: &dyn EventSink, stats: &SeamStats, event: SessionEvent<'_>) {
-    let what = match &event {
-        SessionEvent::Call(_) => "call",
-        SessionEvent::ErrorResult(..) => "error result",
-        SessionEvent::Speculation { .. } => "speculation",
-        SessionEvent::Retrieval(_) => "retrieval",
-        SessionEvent::Ended => "end",
+    let (what, tool) = match &event {
+        SessionEvent::Call(call) => ("recording a call", call.exposed.as_str()),
+        SessionEvent::ErrorResult(call, _) => ("recording an error result", call.exposed.as_str()),
+        SessionEvent::Speculation { call, .. } => ("recording speculation", call.exposed.as_str()),
+        SessionEvent::Retrieval(_) => ("recording a find_files query", "devboy_find_files"),
+        SessionEvent::Ended => ("ending the session", ""),
     };
-    if catch_unwind(AssertUnwindSafe(|| sink.record(event))).is_err() {
+    if fail_open(what, tool, || sink.record(event)).is_none() {
         stats.failures.fetch_add(1, Ordering::Relaxed);
-        tracing::error!(event = what, "recording a session event panicked; skipped");
     }
+}
+
+/// Runs `f`, failing open: a panic is logged as `what` went wrong for
+/// `tool` and gives `None` (the caller goes on as if `f` had done
+/// nothing). Every layer of the call path that must not take a call down
+/// with a bug of its own runs through here.
+pub fn fail_open<T>(what: &str, tool: &str, f: impl FnOnce() -> T) -> Option<T> {
+    let done = catch_unwind(AssertUnwindSafe(f));
+    if done.is_err() {
+        tracing::error!(tool, "{what} panicked; went on without it");
+    }
+    done.ok()
 }
 
 /// The sink that hears nothing.

@@ -3,7 +3,6 @@
 //! matching call from it. The store decides what is held and how each
 //! prefetch ended; the engine runs the calls, waits for them, and reports.
 
-use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -22,7 +21,7 @@ use crate::answers::{AnswerStore, StoredAnswer};
 use crate::catalog::ToolRoute;
 use crate::proxy::Proxy;
 use crate::resolve::Resolver;
-use crate::seam::{Seam, SessionEvent};
+use crate::seam::{fail_open, Seam, SessionEvent};
 use crate::upstream::{lock, CallFailure, Upstream};
 
 /// What speculation did this session, for `devboy_status`.
@@ -312,12 +311,9 @@ impl SpeculationEngine {
             in_flight,
             in_flight_on: &on,
         };
-        let planned = catch_unwind(AssertUnwindSafe(|| self.planner.plan(&answered)));
-        let Ok(plan) = planned else {
-            tracing::error!(
-                tool = %call.exposed,
-                "the prefetch planner panicked; nothing prefetched"
-            );
+        let Some(plan) = fail_open("the prefetch planner", &call.exposed, || {
+            self.planner.plan(&answered)
+        }) else {
             return Vec::new();
         };
         for declined in plan.declined {
