@@ -4,14 +4,11 @@
 //! (`components.examples.*.value`). Zero round-trip failures allowed, and
 //! the token targets on list pages are pinned.
 //!
-//! The files come from `tests/peers/install.sh`; without them this test
-//! fails (it never skips).
+//! The bodies are committed (`testdata/github-corpus.jsonl`, read by
+//! `corpus/github.rs`): the test needs no npm peers.
 //!
 //! `examples/encode_corpus.rs` includes this file for its loader and prints
 //! the token figures.
-
-use std::fs;
-use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
@@ -66,67 +63,30 @@ impl Kind {
     }
 }
 
-fn workspace_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-const INSTALL: &str = "the GitHub corpus is missing: run tests/peers/install.sh";
-
-fn raw_fixtures(dir: &Path, out: &mut Vec<PathBuf>) -> Result<(), String> {
-    let entries = fs::read_dir(dir).map_err(|e| format!("{INSTALL} ({}: {e})", dir.display()))?;
-    for entry in entries {
-        let path = entry.map_err(|e| e.to_string())?.path();
-        if path.is_dir() {
-            raw_fixtures(&path, out)?;
-        } else if path.file_name().is_some_and(|n| n == "raw-fixture.json") {
-            out.push(path);
-        }
-    }
-    Ok(())
-}
-
-fn read_json(path: &Path) -> Result<Value, String> {
-    let text =
-        fs::read_to_string(path).map_err(|e| format!("{INSTALL} ({}: {e})", path.display()))?;
-    serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))
-}
+#[path = "corpus/github.rs"]
+mod github;
 
 /// Loads the corpus: fixture bodies first (sorted by path), then the
 /// OpenAPI examples (in file order).
 pub fn load() -> Result<Vec<Body>, String> {
-    let modules = workspace_root().join("tests/peers/node_modules/@octokit");
-    let mut files = Vec::new();
-    raw_fixtures(&modules.join("fixtures/scenarios"), &mut files)?;
-    files.sort();
     let mut bodies = Vec::new();
-    for file in &files {
-        let Value::Array(recordings) = read_json(file)? else {
-            return Err(format!("{}: not an array of recordings", file.display()));
-        };
-        let scenario = file
-            .parent()
-            .and_then(Path::file_name)
-            .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
-        for (i, recording) in recordings.into_iter().enumerate() {
-            if let Some(value @ (Value::Object(_) | Value::Array(_))) = recording.get("response") {
-                bodies.push(Body {
-                    source: format!("fixture {scenario}#{i}"),
-                    value: value.clone(),
-                });
+    for recorded in github::read()? {
+        let source = if recorded.kind == "fixture" {
+            if !matches!(recorded.value, Value::Object(_) | Value::Array(_)) {
+                continue;
             }
-        }
-    }
-    let api = read_json(&modules.join("openapi/generated/api.github.com.json"))?;
-    let Some(Value::Object(examples)) = api.pointer("/components/examples") else {
-        return Err("api.github.com.json has no components.examples".into());
-    };
-    for (name, example) in examples {
-        if let Some(value) = example.get("value") {
-            bodies.push(Body {
-                source: format!("example {name}"),
-                value: value.clone(),
-            });
-        }
+            let scenario = std::path::Path::new(&recorded.name)
+                .parent()
+                .and_then(std::path::Path::file_name)
+                .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
+            format!("fixture {scenario}#{}", recorded.index)
+        } else {
+            format!("example {}", recorded.name)
+        };
+        bodies.push(Body {
+            source,
+            value: recorded.value,
+        });
     }
     Ok(bodies)
 }

@@ -7,12 +7,9 @@
 //! Multi-line string leaves (issue bodies, rendered Markdown) also go
 //! through the Markdown-table template as documents of their own.
 //!
-//! The data comes from `tests/peers/install.sh`; without it these tests
-//! fail and say so. The loader is shared with
+//! The bodies are committed (`testdata/github-corpus.jsonl`, read by
+//! `corpus/github.rs`): the tests need no npm peers. The loader is shared with
 //! `examples/shape_corpus.rs`, which prints the figures.
-
-use std::fs;
-use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
@@ -25,25 +22,8 @@ pub struct CorpusBody {
     pub text: String,
 }
 
-fn octokit_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/peers/node_modules/@octokit")
-}
-
-const MISSING: &str = "the GitHub corpus is missing: run tests/peers/install.sh \
-                       (it installs @octokit/fixtures and @octokit/openapi under tests/peers/node_modules)";
-
-fn raw_fixtures(dir: &Path, found: &mut Vec<PathBuf>) -> Result<(), String> {
-    let entries = fs::read_dir(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-    for entry in entries {
-        let path = entry.map_err(|e| e.to_string())?.path();
-        if path.is_dir() {
-            raw_fixtures(&path, found)?;
-        } else if path.file_name().is_some_and(|n| n == "raw-fixture.json") {
-            found.push(path);
-        }
-    }
-    Ok(())
-}
+#[path = "corpus/github.rs"]
+mod github;
 
 fn body_text(value: &Value) -> String {
     match value {
@@ -54,46 +34,17 @@ fn body_text(value: &Value) -> String {
 
 /// Loads every body of the corpus, or says what is missing.
 pub fn load_corpus() -> Result<Vec<CorpusBody>, String> {
-    let root = octokit_dir();
-    let scenarios = root.join("fixtures/scenarios");
-    let openapi = root.join("openapi/generated/api.github.com.json");
-    if !scenarios.is_dir() || !openapi.is_file() {
-        return Err(format!("{MISSING} (looked in {})", root.display()));
-    }
-    let mut bodies = Vec::new();
-    let mut files = Vec::new();
-    raw_fixtures(&scenarios, &mut files)?;
-    files.sort();
-    for file in &files {
-        let text = fs::read_to_string(file).map_err(|e| format!("{}: {e}", file.display()))?;
-        let recordings: Value =
-            serde_json::from_str(&text).map_err(|e| format!("{}: {e}", file.display()))?;
-        let name = file.strip_prefix(&scenarios).unwrap_or(file).display();
-        for (i, recording) in recordings.as_array().into_iter().flatten().enumerate() {
-            if let Some(response) = recording.get("response") {
-                bodies.push(CorpusBody {
-                    source: format!("fixtures/{name}#{i}"),
-                    text: body_text(response),
-                });
-            }
-        }
-    }
-    let text = fs::read_to_string(&openapi).map_err(|e| format!("{}: {e}", openapi.display()))?;
-    let spec: Value =
-        serde_json::from_str(&text).map_err(|e| format!("{}: {e}", openapi.display()))?;
-    let examples = spec
-        .pointer("/components/examples")
-        .and_then(Value::as_object)
-        .ok_or_else(|| format!("{}: no components.examples", openapi.display()))?;
-    for (name, example) in examples {
-        if let Some(value) = example.get("value") {
-            bodies.push(CorpusBody {
-                source: format!("openapi/{name}"),
-                text: body_text(value),
-            });
-        }
-    }
-    Ok(bodies)
+    Ok(github::read()?
+        .into_iter()
+        .map(|recorded| CorpusBody {
+            source: if recorded.kind == "fixture" {
+                format!("fixtures/{}#{}", recorded.name, recorded.index)
+            } else {
+                format!("openapi/{}", recorded.name)
+            },
+            text: body_text(&recorded.value),
+        })
+        .collect())
 }
 
 /// Every string leaf of `value` that spans lines.

@@ -1,6 +1,8 @@
-//! The shipped edges against the real servers: each source tool is called
-//! on real data, its real answer and the real `tools/list` schemas go to
-//! the planner, and every call it plans is made on the same server, which
+//! devboy-enrichment's shipped edges against the real servers (in the
+//! full tier, here, so that the crate's own tests need no peers): each
+//! source tool is called on real data, its real answer and the real
+//! `tools/list` schemas go to the planner, and every call it plans is
+//! made on the same server, which
 //! must accept it and answer with what the projection meant. GitHub needs
 //! the network, so its edges are checked against a recorded real body
 //! (`@octokit/fixtures`) and the tool schemas the edges assume.
