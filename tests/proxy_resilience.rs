@@ -188,12 +188,11 @@ timeout_ms = 400
     let devboy = Devboy::start(config).await;
     // Timed from an upstream that is up (its first start is not the point).
     devboy.call("t__sleep", json!({"ms": 0})).await;
-    let started = Instant::now();
     let result = devboy.call("t__sleep", json!({"ms": 10000})).await;
     assert_eq!(result.is_error, Some(true));
     let text = text_of(&result);
+    // Answered by the timeout, not by the 10 s sleep: said, and counted.
     assert!(text.contains("did not answer within 0.4 s"), "{text}");
-    assert!(started.elapsed() < Duration::from_secs(8));
     let entry = devboy
         .wait_upstream("t", "timeout counted", |u| u["timeouts"] == 1)
         .await;
@@ -311,13 +310,9 @@ async fn slow_upstream_does_not_delay_initialize() {
 command = "{server}"
 env = { DEVBOY_TEST_STARTUP_DELAY_MS = "3000" }
 "#;
-    let started = Instant::now();
     let devboy = Devboy::start_with(config, "devboy.toml", &["--list-grace-ms", "0"]).await;
-    let init = started.elapsed();
-    assert!(
-        init < Duration::from_millis(2500),
-        "initialize took {init:?}"
-    );
+    // Initialized and listed before the slow server is up (it needs 3 s):
+    // had initialize waited for it, its tools would be listed.
     let names = devboy.tool_names().await;
     assert!(!names.contains(&"slow__echo".to_string()), "{names:?}");
     // It arrives later, announced by list_changed.
@@ -363,16 +358,24 @@ async fn concurrent_calls_run_concurrently() {
         calls.push(tokio::spawn(async move {
             let mut params = CallToolRequestParams::new("t__sleep");
             params.arguments = json!({"ms": 1000}).as_object().cloned();
-            peer.call_tool(params).await.unwrap()
+            let result = peer.call_tool(params).await.unwrap();
+            (result, started.elapsed())
         }));
     }
+    let mut answered = Vec::new();
     for call in calls {
-        assert_ne!(call.await.unwrap().is_error, Some(true));
+        let (result, at) = call.await.unwrap();
+        assert_ne!(result.is_error, Some(true));
+        answered.push(at);
     }
-    // Eight 1 s sleeps in sequence would take 8 s; concurrently about 1 s,
-    // with room for a busy 2-core machine.
-    let elapsed = started.elapsed();
-    assert!(elapsed < Duration::from_secs(6), "took {elapsed:?}");
+    // In sequence the eight answers would come a second apart; together,
+    // they come within one sleep of each other.
+    let spread = answered
+        .iter()
+        .max()
+        .unwrap()
+        .saturating_sub(*answered.iter().min().unwrap());
+    assert!(spread < Duration::from_secs(1), "answered at {answered:?}");
 }
 
 #[tokio::test(flavor = "multi_thread")]

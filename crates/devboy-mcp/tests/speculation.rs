@@ -252,17 +252,12 @@ async fn a_call_joins_a_prefetch_in_flight_without_a_second_upstream_call() {
         .await
         .expect("echo");
     tokio::time::sleep(Duration::from_millis(250)).await;
-    let started = Instant::now();
     let slept = session
         .call(PendingCall::new("t__sleep", args(json!({"ms": 700}))))
         .await
         .expect("sleep");
     assert_ne!(slept.is_error, Some(true), "{slept:?}");
-    assert!(
-        started.elapsed() < Duration::from_millis(650),
-        "joined the prefetch, which had a head start: {:?}",
-        started.elapsed()
-    );
+    // Joined, not sent again: one upstream sleep, served as joined.
     assert_eq!(upstream_calls(&proxy), 2, "echo and one sleep");
     assert!(
         watcher.has("t__sleep served joined"),
@@ -386,9 +381,11 @@ async fn the_end_of_the_session_cancels_prefetches_in_flight_upstream() {
     } = slow_prefetch().await;
     assert_eq!(engine.in_flight(), 1);
     tokio::time::sleep(Duration::from_millis(200)).await;
-    let started = Instant::now();
-    session.end_speculation().await;
-    assert!(started.elapsed() < Duration::from_secs(5));
+    // Cancelled, not awaited: it ends long before the 20-second sleep
+    // could have (the server's log below says it was cancelled there).
+    tokio::time::timeout(Duration::from_secs(15), session.end_speculation())
+        .await
+        .expect("the session's end waits for no prefetch to finish");
     assert_eq!(engine.in_flight(), 0, "no orphan work");
     assert!(
         watcher.has("t__sleep ended session_ended"),

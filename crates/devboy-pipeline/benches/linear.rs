@@ -6,7 +6,10 @@
 //! o200k piece each, which a quadratic merge took minutes over), base64
 //! of random bytes, this repository's own Rust source, and random
 //! lower-case letters (one piece with no repeats: the slowest case for
-//! the chunked merge). For each it prints nanoseconds per byte of one
+//! the chunked merge), and the shapes the classifier and the templates
+//! once scanned quadratically (Markdown table rows, runs of backticks and
+//! brackets, escaped pipes, a long JSON string, diff hunks, a big issue
+//! table). For each it prints nanoseconds per byte of one
 //! o200k count and of one fresh pass through `ResultPipeline` (dedup,
 //! classification, every candidate encoding, the router, the counts),
 //! and each figure's ratio to Rust source's, the typical body. What to
@@ -101,7 +104,40 @@ fn inputs() -> Vec<(&'static str, String)> {
             "random lower case",
             noise.iter().map(|b| (b'a' + b % 26) as char).collect(),
         ),
+        // Shapes the classifier and the templates once scanned
+        // quadratically: a table of empty-looking rows, runs of fence and
+        // bracket characters, escaped pipes, a long JSON string, diffs.
+        ("markdown table rows", fill("| a | b |\n|---|---|\n")),
+        ("backticks", "`".repeat(SIZE)),
+        ("open brackets", "[".repeat(SIZE)),
+        ("escaped pipes", fill("a\\|")),
+        (
+            "one long JSON string",
+            format!("{{\"a\":\"{}\"}}", "x".repeat(SIZE)),
+        ),
+        (
+            "JSON array of hunks",
+            format!("[{}0]", "\"@@ -1 +1 @@\\n\",".repeat(SIZE / 16)),
+        ),
+        ("diff hunks", fill("@@ -1 +1 @@\n")),
+        ("an issue table", issue_table()),
     ]
+}
+
+/// `unit` repeated to about [`SIZE`] bytes.
+fn fill(unit: &str) -> String {
+    unit.repeat(SIZE / unit.len())
+}
+
+/// A Markdown table of issues, about [`SIZE`] bytes.
+fn issue_table() -> String {
+    let mut doc = String::from("| id | title | state |\n|---|---|---|\n");
+    let mut i = 0;
+    while doc.len() < SIZE {
+        doc.push_str(&format!("| {i} | issue, \"number\" {i} | open |\n"));
+        i += 1;
+    }
+    doc
 }
 
 /// The best of `rounds` timings of `f`.

@@ -596,12 +596,10 @@ fn generators_reach_the_encoders() {
     assert!(json_accepted > 60, "{json_accepted}/300");
 }
 
-/// Large bodies encode and decode in linear time: a quadratic step over a
-/// megabyte would not finish within the bound.
+/// Large bodies encode and decode exactly (how their cost grows is
+/// `benches/linear.rs`'s to show).
 #[test]
-fn big_bodies_stay_cheap() {
-    use std::time::{Duration, Instant};
-
+fn big_bodies_round_trip() {
     let mut doc = String::from("| id | title | state |\n|---|---|---|\n");
     for i in 0..40_000 {
         doc.push_str(&format!("| {i} | issue, \"number\" {i} | open |\n"));
@@ -612,11 +610,8 @@ fn big_bodies_stay_cheap() {
         .collect();
     let value = serde_json::json!({"sha": "x", "files": files});
 
-    let start = Instant::now();
     let encoded = md_tables::encode(&doc).expect("a plain table");
     assert_eq!(md_tables::decode(&encoded).as_deref(), Ok(doc.as_str()));
     let encoded = fenced_fields::encode(&value).expect("patches");
     assert_eq!(decode(&encoded), Ok(DecodedBody::Json(value)));
-    let took = start.elapsed();
-    assert!(took < Duration::from_secs(30), "took {took:?}");
 }

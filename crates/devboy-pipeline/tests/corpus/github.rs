@@ -39,7 +39,11 @@ pub fn read() -> Result<Vec<Recorded>, String> {
         let (Some(Value::String(kind)), Some(Value::String(name))) =
             (field(&record, "kind"), field(&record, "name"))
         else {
-            return Err(format!("{} line {}: no kind or name", file.display(), n + 1));
+            return Err(format!(
+                "{} line {}: no kind or name",
+                file.display(),
+                n + 1
+            ));
         };
         let index = record.get("index").and_then(Value::as_u64).unwrap_or(0) as usize;
         let value = record
