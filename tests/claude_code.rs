@@ -545,11 +545,22 @@ fn late_upstream_tools_reach_interactive_claude_code() {
     // other request is answered "ok".
     let model = ScriptedModel::start(Script::new().final_text("ok")).unwrap();
     let claude = claude.model(&model);
+    // devboy's log says when the late server is up (polled below, not
+    // waited for by the clock).
+    let log = claude.scratch_dir().join("devboy.log");
     claude
         .mcp_add(
             "devboy",
             DEVBOY,
-            &["mcp", "--config", config.to_str().unwrap()],
+            &[
+                "mcp",
+                "--config",
+                config.to_str().unwrap(),
+                "--log-level",
+                "info",
+                "--log-file",
+                log.to_str().unwrap(),
+            ],
         )
         .unwrap();
     let started = Instant::now();
@@ -567,8 +578,16 @@ fn late_upstream_tools_reach_interactive_claude_code() {
         "the server is 6 s late, yet its tool was offered after {:?}",
         started.elapsed()
     );
-    // The server is up 6 s after devboy started; the user types on.
-    std::thread::sleep(Duration::from_secs(9).saturating_sub(started.elapsed()));
+    // The server comes up 6 s after devboy started; once devboy has it,
+    // the user types on.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !std::fs::read_to_string(&log).is_ok_and(|l| {
+        l.lines()
+            .any(|l| l.contains("upstream ready") && l.contains("late"))
+    }) {
+        assert!(Instant::now() < deadline, "the late server never came up");
+        std::thread::sleep(Duration::from_millis(100));
+    }
     model.push(Turn::tool_use(tool, json!({"text": "late but here"})));
     terminal.type_line("Echo something.").unwrap();
     let results = terminal.tool_results(&model).unwrap();

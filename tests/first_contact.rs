@@ -314,9 +314,60 @@ fn stderr_stays_short_while_a_server_stays_down() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    // Long enough for five or six backoff steps (250 ms doubling).
-    std::thread::sleep(Duration::from_secs(6));
-    drop(child.stdin.take());
+    // Until both have failed five times (backoff of 250 ms doubling), as
+    // devboy_status counts them, asked over the protocol.
+    let mut stdin = child.stdin.take().unwrap();
+    let mut stdout = std::io::BufReader::new(child.stdout.take().unwrap());
+    let mut ask = |id: u64, method: &str, params: Value| -> Value {
+        use std::io::{BufRead, Write};
+        let request = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        writeln!(stdin, "{request}").unwrap();
+        if method == "initialize" {
+            let note = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+            writeln!(stdin, "{note}").unwrap();
+        }
+        let mut line = String::new();
+        loop {
+            line.clear();
+            assert!(
+                stdout.read_line(&mut line).unwrap() > 0,
+                "devboy closed stdout"
+            );
+            let reply: Value = serde_json::from_str(&line).unwrap();
+            if reply["id"] == id {
+                return reply;
+            }
+        }
+    };
+    ask(
+        1,
+        "initialize",
+        json!({"protocolVersion": "2025-06-18", "capabilities": {},
+               "clientInfo": {"name": "first-contact-test", "version": "0"}}),
+    );
+    let deadline = Instant::now() + Duration::from_secs(60);
+    for id in 2.. {
+        let reply = ask(
+            id,
+            "tools/call",
+            json!({"name": "devboy_status", "arguments": {}}),
+        );
+        let text = reply["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap_or("{}");
+        let status: Value = serde_json::from_str(text).unwrap_or_default();
+        let attempts = |name: &str| upstream(&status, name)["attempts"].as_u64().unwrap_or(0);
+        if attempts("missing") >= 5 && attempts("down") >= 5 {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "never failed five times: {status}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    drop(stdin);
+    drop(stdout);
     let out = child.wait_with_output().unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     let lines: Vec<&str> = stderr.lines().collect();
