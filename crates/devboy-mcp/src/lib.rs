@@ -27,6 +27,7 @@ pub mod proxy;
 pub mod seam;
 pub mod session;
 pub mod speculation;
+mod sync;
 pub mod tap;
 pub mod upstream;
 pub mod wire;
