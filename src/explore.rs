@@ -6,13 +6,13 @@ use std::path::Path;
 
 use devboy_core::pipeline_config::ExploreSettings;
 
-/// The answer's options from the pipeline config's `[explore]` and the
-/// command line's budget.
+/// The answer's options from the pipeline config's `[explore]`, the
+/// command line's budget, and the environment's escape hatch.
 pub fn options(settings: &ExploreSettings, budget_chars: Option<usize>) -> devboy_explore::Options {
-    let mut options = devboy_explore::Options::default();
-    options.adaptive &= settings.adaptive;
-    options.budget_chars = budget_chars.unwrap_or(settings.budget_chars);
-    options
+    devboy_explore::Options {
+        budget_chars: budget_chars.unwrap_or(settings.budget_chars),
+        adaptive: settings.adaptive_effective(),
+    }
 }
 
 /// Answers `query` about the tree at `root` on stdout.
