@@ -198,13 +198,9 @@ impl Upstream {
         &self,
         params: ReadResourceRequestParams,
     ) -> Result<ReadResourceResult, CallFailure> {
-        let timeout = self.config.timeout;
-        let peer = self
-            .ready_peer(tokio::time::Instant::now() + timeout)
-            .await?;
         let request =
             ClientRequest::ReadResourceRequest(rmcp::model::ReadResourceRequest::new(params));
-        match self.request(&peer, request, timeout).await? {
+        match self.request(request).await? {
             ServerResult::ReadResourceResult(result) => Ok(result),
             other => Err(self.unexpected("resources/read", &other)),
         }
@@ -215,23 +211,20 @@ impl Upstream {
         &self,
         params: GetPromptRequestParams,
     ) -> Result<GetPromptResult, CallFailure> {
-        let timeout = self.config.timeout;
-        let peer = self
-            .ready_peer(tokio::time::Instant::now() + timeout)
-            .await?;
         let request = ClientRequest::GetPromptRequest(rmcp::model::GetPromptRequest::new(params));
-        match self.request(&peer, request, timeout).await? {
+        match self.request(request).await? {
             ServerResult::GetPromptResult(result) => Ok(result),
             other => Err(self.unexpected("prompts/get", &other)),
         }
     }
 
-    async fn request(
-        &self,
-        peer: &Peer<RoleClient>,
-        request: ClientRequest,
-        timeout: Duration,
-    ) -> Result<ServerResult, CallFailure> {
+    /// Sends `request` once a connection is ready and waits for the answer,
+    /// both within the upstream's timeout.
+    async fn request(&self, request: ClientRequest) -> Result<ServerResult, CallFailure> {
+        let timeout = self.config.timeout;
+        let peer = self
+            .ready_peer(tokio::time::Instant::now() + timeout)
+            .await?;
         let handle = peer
             .send_request_with_option(request, PeerRequestOptions::with_timeout(timeout))
             .await
