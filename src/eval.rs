@@ -241,7 +241,7 @@ pub fn eval_explore(
 ) -> anyhow::Result<()> {
     let options = devboy_explore::Options {
         budget_chars,
-        ..Default::default()
+        adaptive: devboy_core::pipeline_config::ExploreSettings::adaptive_allowed_by_env(),
     };
     let tokenizer = devboy_pipeline::Tokenizer::O200k;
     let (outcomes, failures) = run_dataset(

@@ -551,10 +551,9 @@ fn claude_desktop_config() -> Option<PathBuf> {
     )
 }
 
-/// Replaces `path` whole (temporary file and rename), so an interrupted
-/// write leaves the old file, never half of the new one.
+/// Replaces `path` whole (temporary file, synced, then renamed), so an
+/// interrupted write leaves the old file, never half of the new one.
 fn write_replacing(path: &Path, text: &str) -> anyhow::Result<()> {
-    let tmp = path.with_extension("devboy-tmp");
-    std::fs::write(&tmp, text).with_context(|| format!("writing {}", tmp.display()))?;
-    std::fs::rename(&tmp, path).with_context(|| format!("replacing {}", path.display()))
+    devboy_sharedfile::replace(path, text.as_bytes())
+        .with_context(|| format!("replacing {}", path.display()))
 }

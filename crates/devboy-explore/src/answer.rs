@@ -25,9 +25,9 @@
 //! files are shown in full when short, as excerpts (their most relevant
 //! symbols) when long; once [`SOURCE_SHARE`] of the budget is used, further
 //! relevant files are skeletons, so that more of them fit. Adaptive sizing
-//! (every skeleton) is off with `adaptive = false`
-//! (`DEVBOY_ADAPTIVE_EXPLORE=0`); without a spine no family member is a
-//! skeleton.
+//! (every skeleton) is off with `adaptive = false` (devboy's
+//! `[explore] adaptive`, or `DEVBOY_ADAPTIVE_EXPLORE=0`, read by the
+//! caller); without a spine no family member is a skeleton.
 //!
 //! **Mentions.** Paths the query names (`requests/models.py`, a
 //! traceback's `…/_pytest/python.py`, a module `_pytest.python`) rank
@@ -80,7 +80,8 @@ const MAX_SKELETON_LINES: usize = 16;
 /// The most lines of a type's declaration an excerpt keeps.
 const MAX_TYPE_HEAD: u32 = 30;
 
-/// What to answer and how.
+/// What to answer and how: plain data the caller builds from its config
+/// (this crate reads no environment and no config file).
 #[derive(Debug, Clone)]
 pub struct Options {
     /// The size to aim for, in characters.
@@ -89,11 +90,17 @@ pub struct Options {
     pub adaptive: bool,
 }
 
+impl Options {
+    /// The size an answer aims for when the caller has no other.
+    pub const DEFAULT_BUDGET_CHARS: usize = 16_000;
+}
+
 impl Default for Options {
+    /// [`Options::DEFAULT_BUDGET_CHARS`], skeletons on.
     fn default() -> Self {
         Options {
-            budget_chars: 16_000,
-            adaptive: std::env::var("DEVBOY_ADAPTIVE_EXPLORE").map_or(true, |v| v != "0"),
+            budget_chars: Self::DEFAULT_BUDGET_CHARS,
+            adaptive: true,
         }
     }
 }
@@ -725,15 +732,15 @@ pub(crate) fn analyze(graph: &Graph<'_>, index: &Index, query: &str) -> Analysis
     let q = parse_query(query, project.as_deref());
     let scores = score_symbols(graph, &q);
     let entry = entries(&scores);
-    if std::env::var_os("DEVBOY_EXPLORE_DEBUG").is_some() {
+    if tracing::enabled!(tracing::Level::DEBUG) {
         let mut fams: Vec<(&String, usize)> =
             graph.members.iter().map(|(k, v)| (k, v.len())).collect();
         fams.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
         for (k, n) in fams.iter().take(15) {
-            eprintln!("family {k}: {n}");
+            tracing::debug!("family {k}: {n}");
         }
         for e in &entry {
-            eprintln!("entry {} {:.2}", graph.qualified(*e), scores[e]);
+            tracing::debug!("entry {} {:.2}", graph.qualified(*e), scores[e]);
         }
     }
     // A family member the query names by a name it does not share with

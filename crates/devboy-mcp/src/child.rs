@@ -100,7 +100,7 @@ impl ChildTransport {
         };
         if let Ok(Ok(status)) = tokio::time::timeout(Duration::from_millis(500), child.wait()).await
         {
-            crate::upstream::lock(&self.report).exit = Some(status);
+            crate::sync::lock(&self.report).exit = Some(status);
             // Reaped: its pid may be reused, so nothing may signal it now.
             self.child = None;
         }
@@ -119,7 +119,7 @@ impl ChildTransport {
     /// finish: with its stdin closed, the server it then starts reads end
     /// of input and exits by itself. Returns whether it was spared.
     fn spare(&mut self) -> bool {
-        if !self.runner || crate::upstream::lock(&self.report).spoke {
+        if !self.runner || crate::sync::lock(&self.report).spoke {
             return false;
         }
         match self.child.take() {
@@ -175,7 +175,7 @@ impl Drop for ChildTransport {
         }
         if let Some(mut child) = self.child.take() {
             if let Ok(Some(status)) = child.try_wait() {
-                crate::upstream::lock(&self.report).exit = Some(status);
+                crate::sync::lock(&self.report).exit = Some(status);
                 return;
             }
             let _ = child.start_kill();
@@ -246,7 +246,7 @@ impl<R> NoiseWatch<R> {
             if let Some(kept) = &mut self.capturing {
                 if byte == b'\n' || kept.len() >= NOISE_KEPT {
                     let text = String::from_utf8_lossy(kept).trim_end().to_owned();
-                    crate::upstream::lock(&self.report).stdout_noise = Some(text);
+                    crate::sync::lock(&self.report).stdout_noise = Some(text);
                     self.done = true;
                     return;
                 }
@@ -277,7 +277,7 @@ impl<R: tokio::io::AsyncRead + Unpin> tokio::io::AsyncRead for NoiseWatch<R> {
         let polled = std::pin::Pin::new(&mut self.inner).poll_read(cx, buf);
         if buf.filled().len() > before && !self.spoke {
             self.spoke = true;
-            crate::upstream::lock(&self.report).spoke = true;
+            crate::sync::lock(&self.report).spoke = true;
         }
         if !self.done {
             let fresh = buf.filled()[before..].to_vec();
@@ -297,7 +297,7 @@ mod tests {
         for chunk in chunks {
             watch.watch(chunk.as_bytes());
         }
-        let noise = crate::upstream::lock(&report).stdout_noise.clone();
+        let noise = crate::sync::lock(&report).stdout_noise.clone();
         noise
     }
 

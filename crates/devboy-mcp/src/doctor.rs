@@ -12,7 +12,8 @@ use devboy_core::config::ProxyConfig;
 use rmcp::ServiceExt;
 
 use crate::proxy::{Proxy, ProxyOptions};
-use crate::upstream::{lock, Phase};
+use crate::sync::lock;
+use crate::upstream::Phase;
 
 /// How one upstream came up.
 #[derive(Debug, Clone, serde::Serialize)]

@@ -29,6 +29,7 @@ pub mod resolve;
 pub mod seam;
 pub mod session;
 pub mod speculation;
+mod sync;
 pub mod tap;
 pub mod upstream;
 mod view;
@@ -273,7 +274,7 @@ pub async fn serve_stdio(
 
 /// How long devboy's ending steps take at most once asked to end,
 /// whatever is running: with a quarter of it for answers under way and the
-/// runtime's own shutdown wait (`main.rs`, 200 ms), stdin closing or
+/// runtime's own shutdown wait (the binary's `serve.rs`, 200 ms), stdin closing or
 /// SIGTERM ends the process within a second.
 pub const ENDING: std::time::Duration = std::time::Duration::from_millis(600);
 

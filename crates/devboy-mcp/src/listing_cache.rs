@@ -31,7 +31,8 @@ use std::sync::Mutex;
 use devboy_core::config::{UpstreamConfig, UpstreamTransport};
 use sha2::{Digest, Sha256};
 
-use crate::upstream::{lock, UpstreamCatalog};
+use crate::sync::lock;
+use crate::upstream::UpstreamCatalog;
 
 /// The file layout's version; a file of another version is not used.
 const FORMAT: u32 = 1;

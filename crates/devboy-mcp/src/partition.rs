@@ -324,7 +324,7 @@ impl PartitionWatcher {
                             let news: Vec<&WrittenFile> =
                                 state.written.iter().filter(|w| w.n > last_write).collect();
                             if let Some(newest) = news.last() {
-                                let mut written = crate::upstream::lock(&inner.written);
+                                let mut written = crate::sync::lock(&inner.written);
                                 // The file keeps the last WRITES_KEPT; a gap
                                 // before the oldest means some were lost.
                                 written.missed |= news[0].n > last_write + 1;
@@ -396,7 +396,7 @@ impl PartitionWatcher {
 
     /// The files reported written since the last call (and forgets them).
     pub fn take_written(&self) -> Written {
-        std::mem::take(&mut *crate::upstream::lock(&self.inner.written))
+        std::mem::take(&mut *crate::sync::lock(&self.inner.written))
     }
 }
 

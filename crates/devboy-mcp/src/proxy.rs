@@ -19,7 +19,8 @@ use tokio_util::sync::CancellationToken;
 use crate::builtin::BuiltinRegistry;
 use crate::catalog::Catalog;
 use crate::listing_cache::ListingFile;
-use crate::upstream::{read, write, ChangeHook, ListingSource, Phase, Upstream};
+use crate::sync::{read, write};
+use crate::upstream::{ChangeHook, ListingSource, Phase, Upstream};
 
 /// Options that are not part of the config file.
 #[derive(Debug, Clone)]
@@ -113,7 +114,7 @@ impl Proxy {
             .iter()
             .map(|upstream| tokio::spawn(upstream.clone().supervise(proxy.shutdown.clone())))
             .collect();
-        *crate::upstream::lock(&proxy.tasks) = tasks;
+        *crate::sync::lock(&proxy.tasks) = tasks;
         proxy
     }
 
@@ -194,7 +195,7 @@ impl Proxy {
     /// a bounded time for them to go.
     pub async fn shutdown(&self) {
         self.shutdown.cancel();
-        let tasks = std::mem::take(&mut *crate::upstream::lock(&self.tasks));
+        let tasks = std::mem::take(&mut *crate::sync::lock(&self.tasks));
         let _ =
             tokio::time::timeout(Duration::from_secs(8), futures::future::join_all(tasks)).await;
     }
@@ -202,7 +203,7 @@ impl Proxy {
     /// Rebuilds the catalog from the upstreams' listings. Serialized so two
     /// upstreams publishing at once cannot store an older view last.
     fn rebuild(&self) {
-        let _serial = crate::upstream::lock(&self.rebuilding);
+        let _serial = crate::sync::lock(&self.rebuilding);
         let catalog = Arc::new(Catalog::build(
             &self.server_name,
             &self.builtins,

@@ -16,7 +16,7 @@ use rmcp::service::Peer;
 use rmcp::transport::Transport;
 use rmcp::{RoleClient, RoleServer};
 
-use crate::upstream::lock;
+use crate::sync::lock;
 
 /// How long forwarding one progress notification may hold up the upstream.
 const FORWARD_LIMIT: Duration = Duration::from_secs(2);

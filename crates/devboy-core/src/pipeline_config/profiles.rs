@@ -244,6 +244,24 @@ pub struct ExploreSettings {
     pub allowed_roots: Vec<std::path::PathBuf>,
 }
 
+/// The environment variable whose value `0` turns skeletons off whatever
+/// `[explore] adaptive` says (an escape hatch for measurements).
+pub const ADAPTIVE_EXPLORE_ENV: &str = "DEVBOY_ADAPTIVE_EXPLORE";
+
+impl ExploreSettings {
+    /// Whether the environment leaves skeletons on: not
+    /// `DEVBOY_ADAPTIVE_EXPLORE=0`. Read by the callers of devboy-explore
+    /// (the commands and the built-in tool), which reads no environment.
+    pub fn adaptive_allowed_by_env() -> bool {
+        std::env::var(ADAPTIVE_EXPLORE_ENV).map_or(true, |v| v != "0")
+    }
+
+    /// `adaptive` as the environment leaves it.
+    pub fn adaptive_effective(&self) -> bool {
+        self.adaptive && Self::adaptive_allowed_by_env()
+    }
+}
+
 /// What a landed prefetch is for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum EnrichmentMode {

@@ -55,16 +55,18 @@ impl BuiltinTool for Explore {
         &'a self,
         context: BuiltinContext<'a>,
     ) -> BoxFuture<'a, Result<CallToolResult, McpError>> {
-        // The environment's escape hatch wins over the config.
-        let mut options = devboy_explore::Options::default();
-        options.adaptive &= self.adaptive;
-        options.budget_chars = match context
-            .arguments
-            .and_then(|a| a.get("budget_chars"))
-            .and_then(serde_json::Value::as_u64)
-        {
-            Some(budget) => budget.clamp(1_000, MAX_BUDGET) as usize,
-            None => self.budget_chars,
+        let options = devboy_explore::Options {
+            // The environment's escape hatch wins over the config.
+            adaptive: self.adaptive
+                && devboy_core::pipeline_config::ExploreSettings::adaptive_allowed_by_env(),
+            budget_chars: match context
+                .arguments
+                .and_then(|a| a.get("budget_chars"))
+                .and_then(serde_json::Value::as_u64)
+            {
+                Some(budget) => budget.clamp(1_000, MAX_BUDGET) as usize,
+                None => self.budget_chars,
+            },
         };
         Box::pin(async move {
             let (query, root) = match query_and_root(

@@ -12,7 +12,8 @@ use serde_json::{json, Value};
 use super::{annotations, definition, BuiltinContext, BuiltinTool};
 use crate::seam::Delivery;
 use crate::session::Session;
-use crate::upstream::{lock, Phase};
+use crate::sync::lock;
+use crate::upstream::Phase;
 
 /// How long status waits for the pipeline's figures.
 const REPORT_WAIT: std::time::Duration = std::time::Duration::from_millis(300);

@@ -1,0 +1,292 @@
+//! Forwarding requests to an upstream: waiting for a connection a call can
+//! use, the call with its cancellation and progress route, and what a
+//! failure is called.
+
+use std::time::Duration;
+
+use rmcp::model::{
+    CallToolRequest, CallToolRequestParams, CallToolResult, CancelledNotificationParam,
+    ClientRequest, GetPromptRequestParams, GetPromptResult, ProgressToken,
+    ReadResourceRequestParams, ReadResourceResult, RequestMetaObject, ServerResult,
+};
+use rmcp::service::{Peer, PeerRequestOptions, ServiceError};
+use rmcp::RoleClient;
+use std::sync::atomic::Ordering;
+use tokio_util::sync::CancellationToken;
+
+use super::{Phase, Transport, Upstream};
+use crate::sync::{lock, read};
+use crate::tap::{ProgressRoutes, ProgressTarget};
+
+/// Why a forwarded request did not produce a result.
+#[derive(Debug, thiserror::Error)]
+pub enum CallFailure {
+    /// The upstream is not connected and is not expected back in time.
+    #[error("upstream `{upstream}` is unavailable: {reason}")]
+    Unavailable {
+        /// Upstream name.
+        upstream: String,
+        /// Why.
+        reason: String,
+    },
+    /// The call ran past its timeout; the upstream was told to cancel it.
+    #[error("upstream `{upstream}` did not answer within {seconds:.1} s; the call was cancelled")]
+    Timeout {
+        /// Upstream name.
+        upstream: String,
+        /// The timeout in seconds.
+        seconds: f64,
+    },
+    /// The connection dropped while the call was in flight.
+    #[error(
+        "upstream `{upstream}` {how} while the call was in flight{detail}; it is being restarted, retry the call"
+    )]
+    ConnectionLost {
+        /// Upstream name.
+        upstream: String,
+        /// What happened to the connection, by transport.
+        how: &'static str,
+        /// `: <last stderr line>` or empty.
+        detail: String,
+    },
+    /// The agent cancelled the request.
+    #[error("cancelled by the client")]
+    Cancelled,
+    /// The upstream answered with a JSON-RPC error.
+    #[error("{0}")]
+    Protocol(rmcp::ErrorData),
+    /// Anything else from the transport layer.
+    #[error("upstream `{upstream}`: {message}")]
+    Other {
+        /// Upstream name.
+        upstream: String,
+        /// What happened.
+        message: String,
+    },
+}
+
+impl Upstream {
+    /// Waits (up to `deadline`) for a connection a call can use.
+    async fn ready_peer(
+        &self,
+        deadline: tokio::time::Instant,
+    ) -> Result<Peer<RoleClient>, CallFailure> {
+        let mut phase = self.phase.subscribe();
+        loop {
+            let current = phase.borrow_and_update().clone();
+            match current {
+                Phase::Ready => {
+                    if let Some(peer) = read(&self.peer).clone() {
+                        return Ok(peer);
+                    }
+                }
+                Phase::Disabled | Phase::Stopped => {
+                    return Err(self.unavailable(current.label().to_owned()))
+                }
+                // Never came up: do not make the agent wait for the backoff.
+                Phase::Failed { error, .. } if !self.ever_ready.load(Ordering::SeqCst) => {
+                    return Err(self.unavailable(error))
+                }
+                Phase::Starting | Phase::Failed { .. } => {}
+            }
+            match tokio::time::timeout_at(deadline, phase.changed()).await {
+                Ok(Ok(())) => continue,
+                _ => {
+                    let reason = match self.phase() {
+                        Phase::Failed { error, .. } => format!("still restarting ({error})"),
+                        other => format!("still {}", other.label()),
+                    };
+                    return Err(self.unavailable(reason));
+                }
+            }
+        }
+    }
+
+    fn unavailable(&self, reason: String) -> CallFailure {
+        CallFailure::Unavailable {
+            upstream: self.config.name.clone(),
+            reason,
+        }
+    }
+
+    /// Forwards one `tools/call` and waits for its answer.
+    ///
+    /// `meta` is the agent's request `_meta`, passed on (rmcp replaces the
+    /// progress token with its own; progress is mapped back via `progress`).
+    pub async fn call_tool(
+        &self,
+        tool: &str,
+        arguments: Option<rmcp::model::JsonObject>,
+        meta: RequestMetaObject,
+        progress: Option<ProgressTarget>,
+        cancel: CancellationToken,
+    ) -> Result<CallToolResult, CallFailure> {
+        self.stats.calls.fetch_add(1, Ordering::Relaxed);
+        let outcome = self
+            .call_tool_inner(tool, arguments, meta, progress, cancel)
+            .await;
+        match &outcome {
+            Ok(result) if result.is_error == Some(true) => self
+                .stats
+                .record_error(&format!("`{tool}` returned isError")),
+            Ok(_) => {}
+            Err(CallFailure::Cancelled) => {}
+            Err(failure) => {
+                if matches!(failure, CallFailure::Timeout { .. }) {
+                    self.stats.timeouts.fetch_add(1, Ordering::Relaxed);
+                }
+                self.stats.record_error(&failure.to_string())
+            }
+        }
+        outcome
+    }
+
+    async fn call_tool_inner(
+        &self,
+        tool: &str,
+        arguments: Option<rmcp::model::JsonObject>,
+        meta: RequestMetaObject,
+        progress: Option<ProgressTarget>,
+        cancel: CancellationToken,
+    ) -> Result<CallToolResult, CallFailure> {
+        let timeout = self.config.timeout;
+        let deadline = tokio::time::Instant::now() + timeout;
+        let peer = tokio::select! {
+            _ = cancel.cancelled() => return Err(CallFailure::Cancelled),
+            p = self.ready_peer(deadline) => p?,
+        };
+        let mut params = CallToolRequestParams::new(tool.to_owned());
+        params.arguments = arguments;
+        let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
+        let options = PeerRequestOptions::with_timeout(timeout)
+            .with_meta(meta)
+            .reset_timeout_on_progress();
+        let handle = peer
+            .send_request_with_option(request, options)
+            .await
+            .map_err(|e| self.service_failure(e, timeout))?;
+        let id = handle.id.clone();
+        let route = progress.map(|target| {
+            let token = handle.progress_token.clone();
+            lock(&self.progress).insert(token.clone(), target);
+            RouteGuard {
+                routes: self.progress.clone(),
+                token,
+            }
+        });
+        let response = tokio::select! {
+            r = handle.await_response() => r,
+            _ = cancel.cancelled() => {
+                let _ = peer
+                    .notify_cancelled(CancelledNotificationParam::new(
+                        Some(id),
+                        Some("cancelled by the client".into()),
+                    ))
+                    .await;
+                return Err(CallFailure::Cancelled);
+            }
+        };
+        drop(route);
+        match response.map_err(|e| self.service_failure(e, timeout))? {
+            ServerResult::CallToolResult(result) => Ok(result),
+            other => Err(self.unexpected("tools/call", &other)),
+        }
+    }
+
+    /// Forwards `resources/read`.
+    pub async fn read_resource(
+        &self,
+        params: ReadResourceRequestParams,
+    ) -> Result<ReadResourceResult, CallFailure> {
+        let request =
+            ClientRequest::ReadResourceRequest(rmcp::model::ReadResourceRequest::new(params));
+        match self.request(request).await? {
+            ServerResult::ReadResourceResult(result) => Ok(result),
+            other => Err(self.unexpected("resources/read", &other)),
+        }
+    }
+
+    /// Forwards `prompts/get`.
+    pub async fn get_prompt(
+        &self,
+        params: GetPromptRequestParams,
+    ) -> Result<GetPromptResult, CallFailure> {
+        let request = ClientRequest::GetPromptRequest(rmcp::model::GetPromptRequest::new(params));
+        match self.request(request).await? {
+            ServerResult::GetPromptResult(result) => Ok(result),
+            other => Err(self.unexpected("prompts/get", &other)),
+        }
+    }
+
+    /// Sends `request` once a connection is ready and waits for the answer,
+    /// both within the upstream's timeout.
+    async fn request(&self, request: ClientRequest) -> Result<ServerResult, CallFailure> {
+        let timeout = self.config.timeout;
+        let peer = self
+            .ready_peer(tokio::time::Instant::now() + timeout)
+            .await?;
+        let handle = peer
+            .send_request_with_option(request, PeerRequestOptions::with_timeout(timeout))
+            .await
+            .map_err(|e| self.service_failure(e, timeout))?;
+        handle
+            .await_response()
+            .await
+            .map_err(|e| self.service_failure(e, timeout))
+    }
+
+    fn unexpected(&self, method: &str, result: &ServerResult) -> CallFailure {
+        CallFailure::Other {
+            upstream: self.config.name.clone(),
+            message: format!("unexpected answer to {method}: {}", result_kind(result)),
+        }
+    }
+
+    fn service_failure(&self, error: ServiceError, timeout: Duration) -> CallFailure {
+        let upstream = self.config.name.clone();
+        match error {
+            ServiceError::McpError(e) => CallFailure::Protocol(e),
+            ServiceError::Timeout { .. } => CallFailure::Timeout {
+                upstream,
+                seconds: timeout.as_secs_f64(),
+            },
+            ServiceError::TransportClosed | ServiceError::TransportSend(_) => {
+                CallFailure::ConnectionLost {
+                    upstream,
+                    how: self
+                        .transport
+                        .as_ref()
+                        .map_or("exited", Transport::connection_lost),
+                    detail: self.stderr_detail(),
+                }
+            }
+            ServiceError::Cancelled { .. } => CallFailure::Cancelled,
+            other => CallFailure::Other {
+                upstream,
+                message: other.to_string(),
+            },
+        }
+    }
+}
+
+/// Removes a progress route when the call ends, however it ends.
+struct RouteGuard {
+    routes: ProgressRoutes,
+    token: ProgressToken,
+}
+
+impl Drop for RouteGuard {
+    fn drop(&mut self) {
+        lock(&self.routes).remove(&self.token);
+    }
+}
+
+fn result_kind(result: &ServerResult) -> String {
+    serde_json::to_value(result)
+        .ok()
+        .and_then(|v| {
+            v.as_object()
+                .map(|o| o.keys().cloned().collect::<Vec<_>>().join(","))
+        })
+        .unwrap_or_else(|| "unknown".into())
+}

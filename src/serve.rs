@@ -1,0 +1,118 @@
+//! `devboy mcp`: serve MCP on stdio, proxying the configured upstreams.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context;
+use devboy_core::config::{ConfigSource, ProxyConfig};
+use devboy_core::pipeline_config::PipelineConfig;
+
+/// The arguments of `devboy mcp`.
+#[derive(clap::Args)]
+pub struct McpArgs {
+    /// devboy.toml or a Claude Code .mcp.json. Default: devboy.toml in the
+    /// config directory if it exists, else the embedded default (built-in
+    /// tools only).
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
+    /// How long the first tools/list may wait for upstreams still
+    /// starting (from devboy's start); later ones are announced with
+    /// list_changed. Claude Code gives tools/list 5 s in all.
+    #[arg(long, default_value_t = devboy_mcp::DEFAULT_LIST_GRACE_MS, value_name = "MS")]
+    list_grace_ms: u64,
+    /// What happens to tool results: `full` answers a repeat the model
+    /// already holds with a reference to it and re-encodes structured
+    /// results losslessly when that costs fewer tokens; `dedup` only
+    /// does the first; `passthrough` changes nothing.
+    #[arg(long, value_enum, default_value_t = PipelineArg::Full)]
+    pipeline: PipelineArg,
+    /// The pipeline's knobs. Default: pipeline_config.toml in the config
+    /// directory if it exists, else the embedded default.
+    #[arg(long, value_name = "FILE")]
+    pipeline_config: Option<PathBuf>,
+    /// Write the session to FILE (JSONL, created or truncated) so that
+    /// `devboy replay FILE` reproduces it exactly. The file holds
+    /// tool-result content and call arguments as they were. Off by
+    /// default.
+    #[arg(long, value_name = "FILE")]
+    capture: Option<PathBuf>,
+}
+
+/// `--pipeline`: which of the pipeline's stages run.
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum PipelineArg {
+    Full,
+    Dedup,
+    Passthrough,
+}
+
+/// Loads the configs and serves until the client closes stdin.
+pub fn mcp(args: McpArgs) -> anyhow::Result<()> {
+    let McpArgs {
+        config,
+        list_grace_ms,
+        pipeline,
+        pipeline_config,
+        capture,
+    } = args;
+    if capture.is_some() && pipeline == PipelineArg::Passthrough {
+        anyhow::bail!("--capture records the pipeline's session; --pipeline passthrough has none");
+    }
+    let mut config = ProxyConfig::resolve(config.as_deref())?;
+    if let Some(parent) = std::env::var_os(devboy_mcp::NESTED_ENV) {
+        // Started as an upstream of another devboy (its config lists
+        // devboy itself). Starting this config's upstreams could
+        // start devboy again, without end; the parent marks this
+        // server failed when it sees devboy answer.
+        tracing::warn!(
+            parent = %parent.to_string_lossy(),
+            "started as an upstream of another devboy; serving built-in tools only (devboy does not proxy itself)"
+        );
+        config.upstreams.clear();
+    }
+    match &config.source {
+        ConfigSource::File(path) => {
+            tracing::info!(config = %path.display(), upstreams = config.upstreams.len(), "config loaded")
+        }
+        ConfigSource::Embedded => {
+            tracing::info!("no config file; serving built-in tools only")
+        }
+    }
+    for warning in &config.warnings {
+        tracing::warn!("{warning}");
+    }
+    let options = devboy_mcp::ProxyOptions {
+        list_grace: Duration::from_millis(list_grace_ms),
+        listing_cache: Some(devboy_core::paths::listing_cache_dir()),
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("starting the async runtime")?;
+    let pipeline_config = PipelineConfig::resolve(pipeline_config.as_deref())?;
+    if let ConfigSource::File(path) = &pipeline_config.source {
+        tracing::info!(pipeline_config = %path.display(), schema = pipeline_config.file_version, "pipeline config loaded");
+    }
+    for warning in &pipeline_config.warnings {
+        tracing::warn!("{warning}");
+    }
+    let pipeline_config = Arc::new(pipeline_config);
+    let pipeline = match pipeline {
+        PipelineArg::Passthrough => devboy_mcp::Pipeline::Passthrough,
+        PipelineArg::Full | PipelineArg::Dedup => devboy_mcp::Pipeline::Configured {
+            config: pipeline_config.clone(),
+            encode: pipeline == PipelineArg::Full,
+            capture,
+        },
+    };
+    runtime.block_on(devboy_mcp::serve_stdio(
+        &config,
+        options,
+        pipeline,
+        pipeline_config,
+    ))?;
+    // Upstream children are already stopped; do not wait for stray tasks.
+    runtime.shutdown_timeout(Duration::from_millis(200));
+    Ok(())
+}
