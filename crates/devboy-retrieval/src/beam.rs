@@ -1,4 +1,4 @@
-//! Beam (the seed's Algorithm 1): level by level, the children of every
+//! Beam (stated in `docs/retrieval.md`): level by level, the children of every
 //! current beam form one candidate list for one model call; the files it
 //! picks join the results, the directories it picks (up to the beam
 //! width) are the next beams.

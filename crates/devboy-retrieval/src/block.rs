@@ -1,4 +1,4 @@
-//! Block (the seed's Algorithms 2–5): the frontier's children are packed
+//! Block (stated in `docs/retrieval.md`): the frontier's children are packed
 //! into token-bounded blocks, each ranked by its own model call (in
 //! parallel); the block-local answers are merged keeping each block's
 //! order, ordered across blocks by the path ranker if there is one, and
@@ -170,9 +170,10 @@ pub async fn run(
                 window.add(segment, block.tokens, pinned);
             }
         }
-        // The seed overrides the model's `done` while the frontier has
-        // directories to open (every directory here has children), and
-        // ends when it has none: so the frontier alone decides.
+        // The model's `done` is not used: while the frontier has
+        // directories to open (every directory here has children) there
+        // is more to see, and with none the walk ends; so the frontier
+        // alone decides (docs/retrieval.md, Block, step 7).
         if frontier.is_empty() {
             break;
         }

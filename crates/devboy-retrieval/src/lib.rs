@@ -1,6 +1,6 @@
 //! `find_files`' LLM-guided retrieval: a model navigates the repository
-//! tree, directory by directory, to the files a query is about (after the
-//! seed `filesystem-retrieval-flow.tex`, Algorithms 1–5).
+//! tree, directory by directory, to the files a query is about. Both
+//! retrievers are stated step by step in `docs/retrieval.md`.
 //!
 //! - [`tree::Tree`]: the repository as directories and files, single-child
 //!   directory chains folded, walked as `explore` walks it.

@@ -1,5 +1,6 @@
-//! What the model reads: the prompts of the seed's Appendix A, rendered
-//! from the tree, and the `rank` tool it answers with.
+//! What the model reads: the Beam and Block prompts, rendered from the
+//! tree, and the `rank` tool it answers with (`docs/retrieval.md` says
+//! what each part is for).
 //!
 //! Beam sends one message per turn. Block splits a prompt in two: a stable
 //! part (the instructions, then the tree blocks seen so far, the current
@@ -63,7 +64,7 @@ fn entry(text: &mut String, id: &str, path: &str, kind: &str) {
     text.push('\n');
 }
 
-/// Beam's prompt (A.2.1): candidates by their node ids, previous top
+/// Beam's prompt: candidates by their node ids, previous top
 /// candidates by id.
 pub fn beam(
     tree: &Tree,
@@ -237,7 +238,7 @@ pub fn block_segment(block: &Block, heading: &str) -> String {
     format!("--- BLOCK {heading} ---\n{}", block.text)
 }
 
-/// Block's dynamic message (A.2.2) for the current block.
+/// Block's dynamic message for the current block.
 pub fn block_message(
     query: &str,
     top: &[String],
