@@ -2,12 +2,12 @@
 //! each with the evidence that fired it.
 //!
 //! The rules are explicit thresholds, not a model, so that every change can
-//! be explained in one line (the seed design's R1–R5, reworked for this
-//! pipeline's knobs). No rule touches an endpoint with fewer than
-//! [`MIN_SUPPORT`] results in the window, and no rule touches a key a
-//! person set ([`crate::edit`] says how hand edits are told apart). A
-//! proposal is only a candidate: [`crate::analyze`] simulates it and keeps
-//! the current value wherever it would save less.
+//! be explained in one line; the table below is the whole list. No rule
+//! touches an endpoint with fewer than [`MIN_SUPPORT`] results in the
+//! window, and no rule touches a key a person set ([`crate::edit`] says
+//! how hand edits are told apart). A proposal is only a candidate:
+//! [`crate::analyze`] simulates it and keeps the current value wherever it
+//! would save less.
 //!
 //! Support is evidence, not volume: it counts the result events actually
 //! observed ([`EndpointStats::observed`]), never the estimated results of
@@ -36,9 +36,9 @@
 //! and never blocked by the simulation; [`Proposal::priors`] keeps it
 //! apart from the changes that are.
 //!
-//! The seed's R4 (MCKP recursion depth) has no counterpart: this router
-//! has no depth limit. Its R1 "suggest lru_size from repeat bursts" is C1,
-//! measured by replay instead of guessed from a percentile.
+//! There is no rule for a recursion depth (the router has no depth limit),
+//! and the cache size comes from replaying the events (C1), not from a
+//! percentile of repeat bursts.
 
 use std::fmt;
 
@@ -704,9 +704,8 @@ fn cache_ttl(input: &RuleInput<'_>, out: &mut Proposal) {
 /// characters is, over the sequenced results of endpoints that repeat
 /// (implied rate above [`DEDUP_OFF_MAX_DUP`]): each implied repeat saves
 /// its tokens minus a reference, each other body pays an id line. The
-/// values for all T come from one sort by size and a suffix sum. The seed
-/// took the 25th size percentile instead; that is blind to whether the
-/// small bodies repeat.
+/// values for all T come from one sort by size and a suffix sum. (A fixed
+/// size percentile would be blind to whether the small bodies repeat.)
 fn min_body(input: &RuleInput<'_>, out: &mut Proposal) {
     let a = input.analysis;
     let records = &input.table.records;
