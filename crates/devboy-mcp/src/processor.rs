@@ -208,25 +208,41 @@ impl Transform for PipelineProcessor {
 impl EventSink for PipelineProcessor {
     fn record(&self, event: SessionEvent<'_>) {
         match event {
+            // The capture notes the call (a replay forgets where it did).
             SessionEvent::Call(call) => self.session.record_call(call),
-            SessionEvent::ErrorResult(call, result) => {
-                self.session.on_error(call, &error_body(call, result));
-            }
-            SessionEvent::Speculation {
-                call,
-                event,
-                result,
-            } => {
-                let body = result.and_then(|r| shown(r, call.forwards_structured));
-                self.session.record_speculation(
-                    call,
-                    event,
-                    body.as_ref().map(Shown::forwarded).as_ref(),
-                );
-            }
-            SessionEvent::Retrieval(record) => self.session.record_retrieval(record),
             SessionEvent::Ended => self.session.end(),
+            event => {
+                let (events, tokenizer, partition) = self.session.events();
+                record_to(events, tokenizer, partition, event);
+            }
         }
+    }
+}
+
+/// Records `event` to `events`, what it shows counted with `tokenizer`, in
+/// context `partition`: what every pipeline mode records alike.
+fn record_to(
+    events: &SessionEvents,
+    tokenizer: Tokenizer,
+    partition: u64,
+    event: SessionEvent<'_>,
+) {
+    match event {
+        SessionEvent::Call(_) => {}
+        SessionEvent::ErrorResult(call, result) => {
+            events.error(call, &error_body(call, result), tokenizer, partition);
+        }
+        SessionEvent::Speculation {
+            call,
+            event,
+            result,
+        } => {
+            let body = result.and_then(|r| shown(r, call.forwards_structured));
+            let forwarded = body.as_ref().map(Shown::forwarded);
+            events.speculation(call, event, forwarded.as_ref(), tokenizer);
+        }
+        SessionEvent::Retrieval(record) => events.retrieval(record),
+        SessionEvent::Ended => events.end(),
     }
 }
 
@@ -259,28 +275,7 @@ impl PassthroughEvents {
 
 impl EventSink for PassthroughEvents {
     fn record(&self, event: SessionEvent<'_>) {
-        match event {
-            SessionEvent::Call(_) => {}
-            SessionEvent::ErrorResult(call, result) => {
-                self.events
-                    .error(call, &error_body(call, result), self.tokenizer, 0);
-            }
-            SessionEvent::Speculation {
-                call,
-                event,
-                result,
-            } => {
-                let body = result.and_then(|r| shown(r, call.forwards_structured));
-                self.events.speculation(
-                    call,
-                    event,
-                    body.as_ref().map(Shown::forwarded).as_ref(),
-                    self.tokenizer,
-                );
-            }
-            SessionEvent::Retrieval(record) => self.events.retrieval(record),
-            SessionEvent::Ended => self.events.end(),
-        }
+        record_to(&self.events, self.tokenizer, 0, event);
     }
 }
 

@@ -7,7 +7,6 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use devboy_core::call::ResolvedCall;
 use devboy_core::config::ConfigSource;
 use devboy_core::pipeline_config::{HintKind, PipelineConfig, SessionContext, SessionSettings};
-use devboy_core::speculation::SpeculationEvent;
 use devboy_pipeline::encode::Format;
 use devboy_pipeline::hints;
 use devboy_pipeline::session::{Action, BodyPolicy, Processed, ResultPipeline, Totals};
@@ -334,20 +333,15 @@ impl PipelineSession {
         Some(processed)
     }
 
-    /// Speculation did something about `call` (see [`SessionEvents::speculation`]).
-    pub fn record_speculation(
-        &self,
-        call: &ResolvedCall,
-        event: SpeculationEvent,
-        result: Option<&Forwarded<'_>>,
-    ) {
-        let tokenizer = lock(&self.state).pipeline.tokenizer();
-        self.events.speculation(call, event, result, tokenizer);
-    }
-
-    /// Records one `find_files` query.
-    pub fn record_retrieval(&self, record: devboy_telemetry::RetrievalRecord) {
-        self.events.retrieval(record);
+    /// Where the session's events go, and what they are counted in now:
+    /// the tokenizer and the context partition.
+    pub fn events(&self) -> (&SessionEvents, Tokenizer, u64) {
+        let state = lock(&self.state);
+        (
+            &self.events,
+            state.pipeline.tokenizer(),
+            state.pipeline.stage_ref().cache().partition(),
+        )
     }
 
     /// What may be done to this call's result now, or `None` if nothing.
@@ -407,19 +401,6 @@ impl PipelineSession {
             },
             keep_whole: !allows(HintKind::Elided),
         })
-    }
-
-    /// An error result (which passes untouched), for telemetry: `body` is
-    /// what the client forwards of it.
-    pub fn on_error(&self, call: &ResolvedCall, body: &str) {
-        let (tokenizer, partition) = {
-            let state = lock(&self.state);
-            (
-                state.pipeline.tokenizer(),
-                state.pipeline.stage_ref().cache().partition(),
-            )
-        };
-        self.events.error(call, body, tokenizer, partition);
     }
 
     /// The model the session runs with became known (Claude Code's
