@@ -426,9 +426,7 @@ fn write_summary(
     if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
         std::fs::create_dir_all(parent)?;
     }
-    let temp = path.with_extension(format!("json.{}.tmp", std::process::id()));
-    std::fs::write(&temp, serde_json::to_string_pretty(&value)? + "\n")?;
-    std::fs::rename(&temp, path)
+    devboy_sharedfile::replace(path, (serde_json::to_string_pretty(&value)? + "\n").as_bytes())
 }
 
 /// The endpoints of the analysis that have no name, with their calls.
