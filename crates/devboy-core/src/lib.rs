@@ -23,6 +23,8 @@
 //!   against one session.
 //! - [`speculation`]: the words of read-only speculation (where a result
 //!   came from, why a follow-up was declined, how a prefetch ended).
+//! - [`tokens`]: the cheap token estimate, where the tokenizer would cost
+//!   more than the figure is worth.
 //! - [`tool_verb`]: [`tool_verb::VerbClass`], the verb a tool's name
 //!   carries (telemetry's endpoint class, the tuner's side-effect guess).
 //! - [`value_model`]: [`value_model::ToolValueModel`], what a tool is worth.
@@ -36,5 +38,6 @@ pub mod naming;
 pub mod paths;
 pub mod pipeline_config;
 pub mod speculation;
+pub mod tokens;
 pub mod tool_verb;
 pub mod value_model;
