@@ -801,7 +801,6 @@ mod tests {
         let mut table = read_events(&ReadOptions {
             input: dir.path().join("events"),
             since_ms: 0,
-            progress: false,
         })
         .unwrap();
         change(&mut table);
