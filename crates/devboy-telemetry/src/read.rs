@@ -182,6 +182,18 @@ mod tests {
             assert_eq!(parse_line(text.as_bytes()).err(), Some(why), "{text}");
         }
         assert!(parse_line(line.as_bytes()).is_ok());
+        // `Event::KINDS` are the enum's own tags.
+        let unknown = serde_json::from_str::<Event>(r#"{"kind":"x"}"#).unwrap_err();
+        for kind in Event::KINDS {
+            assert!(
+                unknown.to_string().contains(&format!("`{kind}`")),
+                "{unknown}"
+            );
+            let bare = format!(r#"{{"v":1,"kind":"{kind}"}}"#);
+            // Known, so never "other kind" (a bare retrieval record is
+            // even whole: all its fields have defaults).
+            assert_ne!(parse_line(bare.as_bytes()).err(), Some(Unread::OtherKind));
+        }
         let text = format!("garbage\n{newer_whole}\n{{\"v\":1,\"kind\":\"hello\"}}\n{line}\n");
         let parsed = parse_events(text.as_bytes());
         let counts = (parsed.unparsed, parsed.newer_version, parsed.other_kind);
