@@ -15,9 +15,11 @@
 //! - [`call`]: [`call::ResolvedCall`], one tool call's facts decided once:
 //!   its key, its side-effect class, the paths it names.
 //! - [`config`]: [`config::ProxyConfig`] from a `.mcp.json` or `devboy.toml`.
+//! - [`date`]: [`date::civil_from_days`], the one calendar date.
 //! - [`hash`]: [`hash::fnv1a64`], the one stable hash for names and ids.
 //! - [`hooks`]: the Claude Code compaction hooks: their input, merging them
 //!   into `.claude/settings.json`.
+//! - [`identifier`]: [`identifier::words`], the one identifier splitter.
 //! - [`naming`]: [`naming::ToolNamer`], exposed names within 64 characters.
 //! - [`paths`]: XDG config, telemetry and runtime directories, one place for all.
 //! - [`pipeline_config`]: `pipeline_config.toml`, the pipeline's knobs,
@@ -25,8 +27,11 @@
 //!   against one session.
 //! - [`speculation`]: the words of read-only speculation (where a result
 //!   came from, why a follow-up was declined, how a prefetch ended).
+//! - [`tokens`]: the cheap token estimate, where the tokenizer would cost
+//!   more than the figure is worth.
 //! - [`tool_verb`]: [`tool_verb::VerbClass`], the verb a tool's name
 //!   carries (telemetry's endpoint class, the tuner's side-effect guess).
+//! - [`transcripts`]: Claude Code's session transcripts, collected.
 //! - [`value_model`]: [`value_model::ToolValueModel`], what a tool is worth.
 
 #![deny(missing_docs)]
@@ -37,11 +42,15 @@ pub const SERVER_NAME: &str = "devboy";
 
 pub mod call;
 pub mod config;
+pub mod date;
 pub mod hash;
 pub mod hooks;
+pub mod identifier;
 pub mod naming;
 pub mod paths;
 pub mod pipeline_config;
 pub mod speculation;
+pub mod tokens;
 pub mod tool_verb;
+pub mod transcripts;
 pub mod value_model;

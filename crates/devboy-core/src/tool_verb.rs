@@ -8,6 +8,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::identifier::{words, Split};
 use crate::pipeline_config::SideEffectClass;
 
 /// A coarse verb class of a tool, from its name alone. Telemetry writes it
@@ -123,7 +124,7 @@ impl VerbClass {
     /// → list, `git_status` → get, `readTextFile` → read). Pure: the same
     /// name, the same class.
     pub fn of_tool(tool: &str) -> (Self, Option<String>) {
-        for word in words(tool) {
+        for word in words(tool, Split::CaseChanges) {
             if let Some((class, _)) = CLASS_WORDS
                 .iter()
                 .find(|(_, list)| list.contains(&word.as_str()))
@@ -156,31 +157,6 @@ impl VerbClass {
             Self::Run | Self::Other => None,
         }
     }
-}
-
-/// The lower-cased words of an identifier.
-fn words(text: &str) -> impl Iterator<Item = String> + '_ {
-    let mut out = Vec::new();
-    let mut current = String::new();
-    let mut previous_lower = false;
-    for c in text.chars() {
-        if !c.is_alphanumeric() {
-            if !current.is_empty() {
-                out.push(std::mem::take(&mut current));
-            }
-            previous_lower = false;
-            continue;
-        }
-        if c.is_uppercase() && previous_lower && !current.is_empty() {
-            out.push(std::mem::take(&mut current));
-        }
-        previous_lower = c.is_lowercase() || c.is_ascii_digit();
-        current.extend(c.to_lowercase());
-    }
-    if !current.is_empty() {
-        out.push(current);
-    }
-    out.into_iter()
 }
 
 #[cfg(test)]
@@ -217,7 +193,7 @@ mod tests {
             Some("status")
         );
         assert_eq!(
-            words("getHTTPStatus_v2").collect::<Vec<_>>(),
+            words("getHTTPStatus_v2", Split::CaseChanges),
             ["get", "httpstatus", "v2"]
         );
     }

@@ -35,6 +35,7 @@
 
 use std::collections::{HashMap, HashSet, VecDeque};
 
+use devboy_core::identifier::{words, Split};
 use serde::Serialize;
 
 use crate::extract::{Kind, Symbol};
@@ -151,37 +152,6 @@ const STOPWORDS: &[&str] = &[
     "files", "function", "class", "method", "explain", "show",
 ];
 
-/// The words of an identifier, lowercase: `getResponseWithInterceptorChain`
-/// → get, response, with, interceptor, chain; `HTTP_client2` → http,
-/// client, 2.
-pub fn words(name: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut cur = String::new();
-    let chars: Vec<char> = name.chars().collect();
-    for (i, &c) in chars.iter().enumerate() {
-        if !c.is_alphanumeric() {
-            if !cur.is_empty() {
-                out.push(std::mem::take(&mut cur));
-            }
-            continue;
-        }
-        let boundary = !cur.is_empty()
-            && ((c.is_uppercase()
-                && (chars[i - 1].is_lowercase()
-                    || chars.get(i + 1).is_some_and(|n| n.is_lowercase())
-                        && chars[i - 1].is_uppercase()))
-                || (c.is_ascii_digit() != chars[i - 1].is_ascii_digit()));
-        if boundary {
-            out.push(std::mem::take(&mut cur));
-        }
-        cur.extend(c.to_lowercase());
-    }
-    if !cur.is_empty() {
-        out.push(cur);
-    }
-    out
-}
-
 /// A light stem, so `requests`, `request` and `requested` meet.
 pub(crate) fn stem(word: &str) -> String {
     let w = word;
@@ -291,7 +261,7 @@ fn parse_query(text: &str, project: Option<&str>) -> Query {
                 q.identifiers.push(part.to_owned());
             }
         }
-        for w in words(raw) {
+        for w in words(raw, Split::Fine) {
             if w.len() < 2 || STOPWORDS.contains(&w.as_str()) {
                 continue;
             }
@@ -339,7 +309,7 @@ fn score_symbols(graph: &Graph<'_>, q: &Query) -> HashMap<SymbolId, f64> {
         let name = graph.symbol(id).name.as_str();
         name_words
             .entry(name)
-            .or_insert_with(|| words(name).iter().map(|w| stem(w)).collect());
+            .or_insert_with(|| words(name, Split::Fine).iter().map(|w| stem(w)).collect());
     }
     // How rare each stemmed word is among symbol names.
     let mut df: HashMap<&str, usize> = HashMap::new();
@@ -1066,16 +1036,6 @@ pub fn explore(index: &Index, query: &str, options: &Options) -> Answer {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn words_split_identifiers() {
-        assert_eq!(
-            words("getResponseWithInterceptorChain"),
-            ["get", "response", "with", "interceptor", "chain"]
-        );
-        assert_eq!(words("HTTPClient_v2"), ["http", "client", "v", "2"]);
-        assert_eq!(words("RealCall"), ["real", "call"]);
-    }
 
     #[test]
     fn queries_give_identifiers_and_terms() {

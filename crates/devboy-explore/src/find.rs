@@ -24,7 +24,9 @@ use std::collections::HashMap;
 
 use serde::Serialize;
 
-use crate::answer::{analyze, stem, words};
+use devboy_core::identifier::{words, Split};
+
+use crate::answer::{analyze, stem};
 use crate::graph::Graph;
 use crate::index::Index;
 
@@ -52,7 +54,8 @@ pub struct Found {
 /// The words of a path's fields: basename (without extension), parent
 /// directory, the whole path.
 fn path_fields(path: &str) -> [Vec<String>; 3] {
-    let stemmed = |s: &str| -> Vec<String> { words(s).iter().map(|w| stem(w)).collect() };
+    let stemmed =
+        |s: &str| -> Vec<String> { words(s, Split::Fine).iter().map(|w| stem(w)).collect() };
     let (dir, file) = path.rsplit_once('/').unwrap_or(("", path));
     let base = file.split_once('.').map_or(file, |(b, _)| b);
     let parent = dir.rsplit('/').next().unwrap_or("");

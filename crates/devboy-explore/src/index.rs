@@ -287,14 +287,10 @@ impl Index {
         if std::fs::create_dir_all(dir).is_err() {
             return;
         }
-        let tmp = file.with_extension(format!("tmp{}", std::process::id()));
-        let written = serde_json::to_vec(self)
-            .ok()
-            .and_then(|bytes| std::fs::write(&tmp, bytes).ok());
-        if written.is_some() && std::fs::rename(&tmp, file).is_ok() {
-            return;
+        // A cache: a failed write costs the next run a rebuild, nothing more.
+        if let Ok(bytes) = serde_json::to_vec(self) {
+            let _ = devboy_sharedfile::replace(file, &bytes);
         }
-        let _ = std::fs::remove_file(&tmp);
     }
 
     /// The text of an indexed file, read now.

@@ -143,10 +143,10 @@ impl Block {
     }
 }
 
-/// A rough token count for packing: characters / 3.5 (paths split into
-/// more tokens than prose).
+/// A rough token count for packing: the cheap estimate for text made of
+/// paths ([`devboy_core::tokens::estimate_paths`]).
 pub fn estimate_tokens(text: &str) -> usize {
-    (text.len() * 2).div_ceil(7)
+    devboy_core::tokens::estimate_paths(text.len())
 }
 
 /// The directory every one of `paths` is inside, with its trailing `/`

@@ -15,6 +15,8 @@
 //! - [`replace`] writes the new contents to a temporary file beside the
 //!   target, syncs it and renames it over the target, so a reader (who
 //!   takes no lock) sees the old file or the new one, never half of one.
+//!   It is devboy's one atomic file write: every file devboy rewrites
+//!   whole (config, caches, summaries) goes through it.
 //!
 //! Why not `flock`: `File::lock` is newer than the workspace's minimum
 //! Rust, and a lock file needs no extra crate. The price is the stale-lock
@@ -116,8 +118,10 @@ fn is_stale(lock: &Path, stale: Duration) -> bool {
 }
 
 /// Replaces `file` with `contents` whole: a temporary file beside it,
-/// readable by the owner only, synced, then renamed over it. The
-/// temporary file is removed if anything fails.
+/// synced, then renamed over it, and the directory synced so that the
+/// rename survives a crash (on Unix; best effort). A new file is readable
+/// by the owner only; a replaced one keeps its permissions. The temporary
+/// file is removed if anything fails.
 pub fn replace(file: &Path, contents: &[u8]) -> io::Result<()> {
     static NEXT: AtomicU64 = AtomicU64::new(0);
     let mut name = file
@@ -133,6 +137,9 @@ pub fn replace(file: &Path, contents: &[u8]) -> io::Result<()> {
     let temp = file.with_file_name(name);
     let written = (|| {
         let mut out = private_new_file(&temp)?;
+        if let Ok(meta) = fs::metadata(file) {
+            out.set_permissions(meta.permissions())?;
+        }
         out.write_all(contents)?;
         out.sync_all()?;
         fs::rename(&temp, file)
@@ -140,7 +147,27 @@ pub fn replace(file: &Path, contents: &[u8]) -> io::Result<()> {
     if written.is_err() {
         let _ = fs::remove_file(&temp);
     }
-    written
+    written?;
+    sync_parent(file);
+    Ok(())
+}
+
+/// Syncs the directory holding `file`, so that a rename in it is durable.
+/// Best effort: the new contents are already in place for every reader.
+fn sync_parent(file: &Path) {
+    #[cfg(unix)]
+    if let Some(dir) = file.parent() {
+        let dir = if dir.as_os_str().is_empty() {
+            Path::new(".")
+        } else {
+            dir
+        };
+        if let Ok(dir) = File::open(dir) {
+            let _ = dir.sync_all();
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = file;
 }
 
 fn private_new_file(path: &Path) -> io::Result<File> {
@@ -241,6 +268,16 @@ mod tests {
             use std::os::unix::fs::PermissionsExt;
             let mode = fs::metadata(&file).unwrap().permissions().mode();
             assert_eq!(mode & 0o777, 0o600);
+        }
+        // A replaced file keeps the permissions it had.
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            fs::set_permissions(&file, fs::Permissions::from_mode(0o644)).unwrap();
+            replace(&file, b"[]\n").unwrap();
+            let mode = fs::metadata(&file).unwrap().permissions().mode();
+            assert_eq!(mode & 0o777, 0o644);
+            assert_eq!(fs::read(&file).unwrap(), b"[]\n");
         }
         // A failed write leaves no temporary file behind.
         assert!(replace(&dir.join("absent").join("x.json"), b"x").is_err());

@@ -50,9 +50,32 @@ fn buffered_f64<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<f64
 }
 
 impl Event {
+    /// The `kind` of each variant, as written.
+    pub const KINDS: [&'static str; 4] = ["result", "session", "speculation", "retrieval"];
+
     /// Parses one line of a telemetry file.
     pub fn parse_line(line: &str) -> serde_json::Result<Event> {
         serde_json::from_str(line)
+    }
+
+    /// The record's schema version (`v`).
+    pub fn version(&self) -> u32 {
+        match self {
+            Event::Result(r) => r.v,
+            Event::Session(s) => s.v,
+            Event::Speculation(s) => s.v,
+            Event::Retrieval(r) => r.v,
+        }
+    }
+
+    /// When the record was written, in Unix milliseconds.
+    pub fn ts_ms(&self) -> u64 {
+        match self {
+            Event::Result(r) => r.ts_ms,
+            Event::Session(s) => s.ts_ms,
+            Event::Speculation(s) => s.ts_ms,
+            Event::Retrieval(r) => r.ts_ms,
+        }
     }
 }
 

@@ -57,7 +57,7 @@ pub use event::{
 };
 pub use hash::{Hash128, Hash64, Salt};
 pub use names::EndpointNames;
-pub use read::{events_files, parse_events, read_events_file, FileEvents};
+pub use read::{events_files, parse_events, read_events_file, FileEvents, Unread};
 pub use recorder::{
     CallFacts, CallOrigin, Outcome, Sampler, Telemetry, TelemetryOptions, SALT_FILE,
 };

@@ -230,7 +230,7 @@ fn utc_stamp(time: SystemTime) -> String {
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_secs())
         .unwrap_or(0);
-    let (y, m, d) = civil_from_days((secs / 86_400) as i64);
+    let (y, m, d) = devboy_core::date::civil_from_days((secs / 86_400) as i64);
     let rest = secs % 86_400;
     format!(
         "{y:04}{m:02}{d:02}-{:02}{:02}{:02}",
@@ -238,21 +238,6 @@ fn utc_stamp(time: SystemTime) -> String {
         rest / 60 % 60,
         rest % 60
     )
-}
-
-/// The proleptic Gregorian date of a day count since 1970-01-01 (Howard
-/// Hinnant's `civil_from_days`).
-fn civil_from_days(days: i64) -> (i64, u32, u32) {
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    (y, m, d)
 }
 
 #[cfg(test)]
@@ -287,7 +272,6 @@ mod tests {
         // 2024-02-29T23:59:59Z, a leap day.
         assert_eq!(utc_stamp(at(1_709_251_199)), "20240229-235959");
         assert_eq!(utc_stamp(at(1_709_251_200)), "20240301-000000");
-        assert_eq!(civil_from_days(-1), (1969, 12, 31));
     }
 
     #[test]

@@ -341,24 +341,7 @@ impl ClaudeCode {
     /// Claude Code's session transcripts under the temporary `HOME`
     /// (`~/.claude/projects/<mangled project path>/…/*.jsonl`), sorted.
     pub fn session_logs(&self) -> Vec<PathBuf> {
-        let mut out = Vec::new();
-        collect_jsonl(&self.home.join(".claude").join("projects"), &mut out);
-        out.sort();
-        out
-    }
-}
-
-fn collect_jsonl(dir: &Path, out: &mut Vec<PathBuf>) {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return;
-    };
-    for entry in entries.flatten() {
-        let path = entry.path();
-        if path.is_dir() {
-            collect_jsonl(&path, out);
-        } else if path.extension().is_some_and(|e| e == "jsonl") {
-            out.push(path);
-        }
+        devboy_core::transcripts::files_under(&self.home.join(".claude").join("projects"))
     }
 }
 

@@ -56,7 +56,8 @@ pub struct AnalyzeOptions {
     pub summary_file: Option<PathBuf>,
     /// Print, write nothing.
     pub dry_run: bool,
-    /// Draw a progress bar on stderr for large inputs.
+    /// Not used: the read takes seconds even for a heavy user's year, too
+    /// short for a progress bar. Kept only while `src/main.rs` sets it.
     pub progress: bool,
     /// Now, in Unix milliseconds.
     pub now_ms: u64,
@@ -90,8 +91,6 @@ pub struct AnalyzeReport {
     pub analysis: Analysis,
     /// The names the records index into.
     pub vocab: Vocabulary,
-    /// Identifiers not in the schema's form.
-    pub odd_ids: Vec<(u64, String)>,
     /// Hash → name.
     pub names: ExposedNames,
     /// The verdicts, top-level changes first.
@@ -138,7 +137,6 @@ pub fn run(options: &AnalyzeOptions) -> Result<AnalyzeReport, TuneError> {
     let table = read_events(&ReadOptions {
         input: options.input.clone(),
         since_ms: EventTable::since(options.now_ms, options.days),
-        progress: options.progress,
     })
     .map_err(|e| TuneError::io(&options.input, e))?;
     let analysis = analyze(
@@ -321,7 +319,6 @@ pub fn run(options: &AnalyzeOptions) -> Result<AnalyzeReport, TuneError> {
         options: options.clone(),
         read: table.stats.clone(),
         vocab: table.vocab.clone(),
-        odd_ids: table.odd_ids.clone(),
         analysis,
         names,
         decisions,
@@ -402,7 +399,7 @@ fn write_summary(
         .iter()
         .map(|e| {
             json!({
-                "tool": id_text(e.tool, &table.odd_ids),
+                "tool": id_text(e.tool),
                 "calls": e.calls,
                 "observed": e.observed,
                 "scaled": e.scaled,
@@ -426,9 +423,10 @@ fn write_summary(
     if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
         std::fs::create_dir_all(parent)?;
     }
-    let temp = path.with_extension(format!("json.{}.tmp", std::process::id()));
-    std::fs::write(&temp, serde_json::to_string_pretty(&value)? + "\n")?;
-    std::fs::rename(&temp, path)
+    devboy_sharedfile::replace(
+        path,
+        (serde_json::to_string_pretty(&value)? + "\n").as_bytes(),
+    )
 }
 
 /// The endpoints of the analysis that have no name, with their calls.
@@ -438,7 +436,7 @@ pub fn unnamed(report: &AnalyzeReport) -> Vec<(String, u64)> {
         .endpoints
         .iter()
         .filter(|e| report.names.get(e.tool).is_none())
-        .map(|e| (id_text(e.tool, &report.odd_ids), e.calls))
+        .map(|e| (id_text(e.tool), e.calls))
         .collect()
 }
 

@@ -292,12 +292,7 @@ impl ConfigFile {
         if let Some(parent) = target.parent().filter(|p| !p.as_os_str().is_empty()) {
             std::fs::create_dir_all(parent).map_err(|e| TuneError::io(parent, e))?;
         }
-        let temp = target.with_extension(format!("toml.devboy-tune-{}.tmp", std::process::id()));
-        std::fs::write(&temp, text).map_err(|e| TuneError::io(&temp, e))?;
-        std::fs::rename(&temp, &target).map_err(|e| {
-            let _ = std::fs::remove_file(&temp);
-            TuneError::io(&target, e)
-        })
+        devboy_sharedfile::replace(&target, text.as_bytes()).map_err(|e| TuneError::io(&target, e))
     }
 }
 

@@ -1,122 +1,25 @@
-//! The telemetry event schema as the tuner reads it (`docs/telemetry.md`,
-//! schema version 1), and the compact [`Record`] each result event becomes.
+//! The compact form the tuner keeps of each telemetry record: a
+//! [`Record`] per result event, with its names in a [`Vocabulary`].
 //!
-//! The line is read into the tuner's own borrowed, all-optional [`Line`]
-//! rather than the writer's record types, so that a line missing what the
-//! tuner does not need still counts, and reading stays allocation-free;
-//! the fixed vocabularies ([`DedupOutcome`], [`ClientKind`]) are the
-//! writer's own enums. A test in [`crate::read`] writes events through
-//! `devboy_telemetry`'s recorder and sink and reads every field back.
-//! Unknown fields are ignored (the schema grows by additions within
-//! version 1); the fields the tuner needs are checked, and a line without
-//! them is malformed, never an error.
+//! The records are read by `devboy_telemetry`'s own reader, the one parser
+//! of the format (`docs/telemetry.md`, schema version 1), and compacted
+//! here ([`crate::read`]); the fixed vocabularies ([`DedupOutcome`],
+//! [`ClientKind`]) are the writer's own enums. A test in [`crate::read`]
+//! writes events through `devboy_telemetry`'s recorder and sink and reads
+//! every field back.
 //!
-//! A [`Record`] is 72 bytes, about a tenth of a JSON line: a million events
-//! fit in memory, which lets every analysis and every simulation run over
-//! the same table in recorded order instead of re-reading files.
-
-use std::borrow::Cow;
-
-use serde::Deserialize;
+//! A [`Record`] is 72 bytes, about a tenth of a JSON line: a year of a
+//! heavy user's events fits in memory, which lets every analysis and every
+//! simulation run over the same table in recorded order instead of
+//! re-reading files.
 
 /// The event's fixed vocabularies are the writer's own types
 /// (`devboy_telemetry`), so the two sides cannot spell them differently.
-pub use devboy_telemetry::{ClientKind, DedupOutcome, SpeculationKind, SpeculationSummary};
+pub use devboy_telemetry::{
+    ClientKind, DedupOutcome, SpeculationKind, SpeculationSummary, SCHEMA_VERSION,
+};
 
 use devboy_core::speculation::{DeclineReason, PrefetchEnd, Served};
-
-/// The schema version this reader understands.
-pub const SCHEMA_VERSION: u32 = 1;
-
-/// One JSONL line, result or session summary, with every field optional
-/// so that a line's kind decides which ones must be present.
-#[derive(Deserialize)]
-pub(crate) struct Line<'a> {
-    #[serde(default)]
-    pub v: Option<u32>,
-    #[serde(borrow, default)]
-    pub kind: Option<Cow<'a, str>>,
-    #[serde(default)]
-    pub ts_ms: Option<u64>,
-    #[serde(borrow, default)]
-    pub session: Option<Cow<'a, str>>,
-    // ---- result events
-    #[serde(borrow, default)]
-    pub tool: Option<Cow<'a, str>>,
-    #[serde(borrow, default)]
-    pub endpoint_class: Option<Cow<'a, str>>,
-    #[serde(default)]
-    pub response_chars: Option<u64>,
-    #[serde(borrow, default)]
-    pub shape: Option<Cow<'a, str>>,
-    #[serde(borrow, default)]
-    pub inner_formats: Option<Vec<Cow<'a, str>>>,
-    #[serde(borrow, default)]
-    pub fingerprint: Option<Cow<'a, str>>,
-    #[serde(default)]
-    pub dedup: Option<DedupOutcome>,
-    #[serde(borrow, default)]
-    pub format: Option<Cow<'a, str>>,
-    #[serde(borrow, default)]
-    pub template: Option<Cow<'a, str>>,
-    #[serde(borrow, default)]
-    pub tokenizer: Option<Cow<'a, str>>,
-    #[serde(default)]
-    pub tokens_baseline: Option<i64>,
-    #[serde(default)]
-    pub tokens_final: Option<i64>,
-    #[serde(default)]
-    pub dedup_saved: Option<i64>,
-    #[serde(default)]
-    pub encoder_saved: Option<i64>,
-    #[serde(default)]
-    pub elided: Option<bool>,
-    #[serde(default)]
-    pub context_partition: Option<u64>,
-    #[serde(default)]
-    pub is_error: Option<bool>,
-    #[serde(borrow, default)]
-    pub served: Option<Cow<'a, str>>,
-    // ---- speculation events
-    #[serde(default)]
-    pub event: Option<SpeculationKind>,
-    #[serde(borrow, default)]
-    pub reason: Option<Cow<'a, str>>,
-    #[serde(borrow, default)]
-    pub end: Option<Cow<'a, str>>,
-    #[serde(default)]
-    pub predicted_tokens: Option<u64>,
-    #[serde(default)]
-    pub actual_tokens: Option<u64>,
-    // ---- session summaries
-    #[serde(default)]
-    pub results: Option<u64>,
-    #[serde(default)]
-    pub sample_rate: Option<f64>,
-    #[serde(default)]
-    pub compactions: Option<u64>,
-    #[serde(default)]
-    pub dropped: Option<u64>,
-    #[serde(default)]
-    pub client: Option<ClientKind>,
-    #[serde(default)]
-    pub speculation: Option<SpeculationSummary>,
-    // ---- retrieval events
-    #[serde(borrow, default)]
-    pub strategy: Option<Cow<'a, str>>,
-    #[serde(borrow, default)]
-    pub provider: Option<Cow<'a, str>>,
-    #[serde(default)]
-    pub calls: Option<u64>,
-    #[serde(default)]
-    pub failed_calls: Option<u64>,
-    #[serde(default)]
-    pub input_tokens: Option<u64>,
-    #[serde(default)]
-    pub cached_input_tokens: Option<u64>,
-    #[serde(default)]
-    pub output_tokens: Option<u64>,
-}
 
 /// "No name" in a [`Record`]'s small name indexes.
 pub const NONE: u8 = u8::MAX;
@@ -297,11 +200,6 @@ impl Names {
     pub fn find(&self, name: &str) -> Option<u8> {
         self.names.iter().position(|n| n == name).map(|i| i as u8)
     }
-
-    /// Maps every index of `other` into this table (adding names).
-    pub(crate) fn absorb(&mut self, other: &Names) -> Vec<u8> {
-        other.names.iter().map(|n| self.index(n)).collect()
-    }
 }
 
 /// The name tables of a record table.
@@ -320,19 +218,6 @@ pub struct Vocabulary {
     pub classes: Names,
     /// Tokenizers named by the events.
     pub tokenizers: Names,
-}
-
-/// Why a line was not taken.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Skip {
-    /// Not JSON, or a required field missing or of the wrong type.
-    Malformed,
-    /// A schema version this reader does not know.
-    Unsupported,
-    /// A `kind` this reader does not use.
-    OtherKind,
-    /// Before the time window.
-    Old,
 }
 
 /// One session summary event, compacted to what the tuner uses.
@@ -398,133 +283,94 @@ pub struct RetrievalRecord {
     pub output_tokens: u64,
 }
 
-/// What one line turned into.
-pub(crate) enum Parsed {
-    Result(Record),
-    Session(u64, SessionRecord),
-    Speculation(SpeculationRecord),
-    Retrieval(RetrievalRecord),
+impl Record {
+    /// The compact form of a result event; its names go into `vocab`.
+    pub(crate) fn of(event: &devboy_telemetry::ResultEvent, vocab: &mut Vocabulary) -> Record {
+        let mut inner = 0u32;
+        for name in &event.inner_formats {
+            let i = vocab.inner.index(name);
+            if i < 32 {
+                inner |= 1 << i;
+            }
+        }
+        vocab.tokenizers.index(&event.tokenizer);
+        let served = [
+            Served::Prefetch,
+            Served::Joined,
+            Served::FailFast,
+            Served::Inline,
+        ]
+        .into_iter()
+        .find(|s| event.served.as_deref() == Some(s.name()))
+        .unwrap_or(Served::Upstream);
+        Record {
+            ts_ms: event.ts_ms,
+            fingerprint: event.fingerprint.0,
+            tool: event.tool.0,
+            session: event.session.0,
+            partition: clamp_u32(event.context_partition),
+            response_chars: clamp_u32(event.response_chars),
+            tokens_baseline: clamp_u32(event.tokens_baseline),
+            tokens_final: clamp_u32(event.tokens_final),
+            dedup_saved: clamp_i32(event.dedup_saved),
+            encoder_saved: clamp_i32(event.encoder_saved),
+            inner,
+            shape: name_index(&mut vocab.shapes, event.shape.as_deref()),
+            format: name_index(&mut vocab.formats, event.format.as_deref()),
+            template: name_index(&mut vocab.templates, event.template.as_deref()),
+            class: name_index(&mut vocab.classes, Some(event.endpoint_class.name())),
+            dedup: event.dedup,
+            flags: 0,
+        }
+        .with_flags(event.elided, event.is_error, true)
+        .with_served(served)
+    }
 }
 
-/// Parses one line. `since_ms` drops older events; `vocab` collects names;
-/// `odd_ids` keeps identifiers that are not 16 hex digits (so they can be
-/// shown as written).
-pub(crate) fn parse_line(
-    bytes: &[u8],
-    since_ms: u64,
-    vocab: &mut Vocabulary,
-    odd_ids: &mut Vec<(u64, String)>,
-) -> Result<Parsed, Skip> {
-    let line: Line<'_> = serde_json::from_slice(bytes).map_err(|_| Skip::Malformed)?;
-    match line.v {
-        Some(v) if v > SCHEMA_VERSION => return Err(Skip::Unsupported),
-        _ => {}
-    }
-    let ts_ms = line.ts_ms.ok_or(Skip::Malformed)?;
-    let session = line.session.as_deref().ok_or(Skip::Malformed)?;
-    match line.kind.as_deref() {
-        Some("result") => {}
-        Some("session") => {
-            if ts_ms < since_ms {
-                return Err(Skip::Old);
-            }
-            let summary = SessionRecord {
-                results: line.results.unwrap_or(0),
-                sample_rate: line
-                    .sample_rate
-                    .filter(|r| r.is_finite() && *r > 0.0)
-                    .unwrap_or(1.0),
-                compactions: line.compactions.unwrap_or(0),
-                dropped: line.dropped.unwrap_or(0),
-                client: line.client.unwrap_or(ClientKind::Other),
-                speculation: line.speculation.filter(|s| !s.is_empty()),
-            };
-            return Ok(Parsed::Session(id64(session, odd_ids), summary));
-        }
-        Some("speculation") => {
-            let tool = line.tool.as_deref().ok_or(Skip::Malformed)?;
-            let kind = line.event.ok_or(Skip::Malformed)?;
-            if ts_ms < since_ms {
-                return Err(Skip::Old);
-            }
-            return Ok(Parsed::Speculation(SpeculationRecord {
-                session: id64(session, odd_ids),
-                tool: id64(tool, odd_ids),
-                kind,
-                reason: line.reason.as_deref().and_then(DeclineReason::from_name),
-                end: line.end.as_deref().and_then(PrefetchEnd::from_name),
-                predicted_tokens: line.predicted_tokens.unwrap_or(0),
-                actual_tokens: line.actual_tokens.unwrap_or(0),
-            }));
-        }
-        Some("retrieval") => {
-            let strategy = line.strategy.as_deref().ok_or(Skip::Malformed)?;
-            if ts_ms < since_ms {
-                return Err(Skip::Old);
-            }
-            return Ok(Parsed::Retrieval(RetrievalRecord {
-                configured: line.provider.is_some(),
-                answered: strategy != "offline",
-                calls: line.calls.unwrap_or(0),
-                failed_calls: line.failed_calls.unwrap_or(0),
-                input_tokens: line.input_tokens.unwrap_or(0),
-                cached_input_tokens: line.cached_input_tokens.unwrap_or(0),
-                output_tokens: line.output_tokens.unwrap_or(0),
-            }));
-        }
-        Some(_) => return Err(Skip::OtherKind),
-        None => return Err(Skip::Malformed),
-    }
-    let tool = line.tool.as_deref().ok_or(Skip::Malformed)?;
-    let baseline = line.tokens_baseline.ok_or(Skip::Malformed)?;
-    let fin = line.tokens_final.ok_or(Skip::Malformed)?;
-    let dedup = line.dedup.ok_or(Skip::Malformed)?;
-    if ts_ms < since_ms {
-        return Err(Skip::Old);
-    }
-    let fingerprint = line.fingerprint.as_deref().and_then(parse_fingerprint);
-    let mut inner = 0u32;
-    for name in line.inner_formats.iter().flatten() {
-        let i = vocab.inner.index(name);
-        if i < 32 {
-            inner |= 1 << i;
+impl SessionRecord {
+    /// The compact form of a session summary.
+    pub(crate) fn of(summary: devboy_telemetry::SessionSummary) -> Self {
+        SessionRecord {
+            results: summary.results,
+            sample_rate: Some(summary.sample_rate)
+                .filter(|r| r.is_finite() && *r > 0.0)
+                .unwrap_or(1.0),
+            compactions: summary.compactions,
+            dropped: summary.dropped,
+            client: summary.client,
+            speculation: summary.speculation.filter(|s| !s.is_empty()),
         }
     }
-    let record = Record {
-        ts_ms,
-        fingerprint: fingerprint.unwrap_or(0),
-        tool: id64(tool, odd_ids),
-        session: id64(session, odd_ids),
-        partition: clamp_u32(line.context_partition.unwrap_or(0) as i64),
-        response_chars: clamp_u32(line.response_chars.unwrap_or(0) as i64),
-        tokens_baseline: clamp_u32(baseline),
-        tokens_final: clamp_u32(fin),
-        dedup_saved: clamp_i32(line.dedup_saved.unwrap_or(0)),
-        encoder_saved: clamp_i32(line.encoder_saved.unwrap_or(0)),
-        inner,
-        shape: name_index(&mut vocab.shapes, line.shape.as_deref()),
-        format: name_index(&mut vocab.formats, line.format.as_deref()),
-        template: name_index(&mut vocab.templates, line.template.as_deref()),
-        class: name_index(&mut vocab.classes, line.endpoint_class.as_deref()),
-        dedup,
-        flags: 0,
+}
+
+impl SpeculationRecord {
+    /// The compact form of a speculation event.
+    pub(crate) fn of(event: &devboy_telemetry::SpeculationRecord) -> Self {
+        SpeculationRecord {
+            session: event.session.0,
+            tool: event.tool.0,
+            kind: event.event,
+            reason: event.reason.as_deref().and_then(DeclineReason::from_name),
+            end: event.end.as_deref().and_then(PrefetchEnd::from_name),
+            predicted_tokens: event.predicted_tokens.unwrap_or(0),
+            actual_tokens: event.actual_tokens.unwrap_or(0),
+        }
     }
-    .with_flags(
-        line.elided.unwrap_or(false),
-        line.is_error.unwrap_or(false),
-        fingerprint.is_some(),
-    )
-    .with_served(match line.served.as_deref() {
-        Some("prefetch") => Served::Prefetch,
-        Some("joined") => Served::Joined,
-        Some("fail_fast") => Served::FailFast,
-        Some("inline") => Served::Inline,
-        _ => Served::Upstream,
-    });
-    if let Some(t) = line.tokenizer.as_deref() {
-        vocab.tokenizers.index(t);
+}
+
+impl RetrievalRecord {
+    /// The compact form of a retrieval event.
+    pub(crate) fn of(event: &devboy_telemetry::RetrievalRecord) -> Self {
+        RetrievalRecord {
+            configured: event.provider.is_some(),
+            answered: event.strategy != "offline",
+            calls: event.calls.into(),
+            failed_calls: event.failed_calls.into(),
+            input_tokens: event.input_tokens,
+            cached_input_tokens: event.cached_input_tokens,
+            output_tokens: event.output_tokens,
+        }
     }
-    Ok(Parsed::Result(record))
 }
 
 fn name_index(names: &mut Names, name: Option<&str>) -> u8 {
@@ -534,44 +380,22 @@ fn name_index(names: &mut Names, name: Option<&str>) -> u8 {
     }
 }
 
-fn parse_fingerprint(s: &str) -> Option<u128> {
-    if s.is_empty() || s.len() > 32 {
-        return None;
-    }
-    u128::from_str_radix(s, 16).ok()
+/// A hashed identifier written as text (in the names map, in the
+/// summary): its value when it is 16 hex digits, as telemetry writes
+/// them; else a stable hash of the text, which no record carries.
+pub(crate) fn id64(s: &str) -> u64 {
+    s.parse::<devboy_telemetry::Hash64>()
+        .map_or_else(|_| devboy_core::hash::fnv1a64(s.as_bytes()), |h| h.0)
 }
 
-/// A hashed identifier as 64 bits: its value when it is 16 hex digits (as
-/// the schema says), else a stable hash of the text, remembered in
-/// `odd_ids` so that it can be shown as written.
-pub(crate) fn id64(s: &str, odd_ids: &mut Vec<(u64, String)>) -> u64 {
-    if s.len() == 16
-        && s.bytes()
-            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
-    {
-        if let Ok(v) = u64::from_str_radix(s, 16) {
-            return v;
-        }
-    }
-    let v = devboy_core::hash::fnv1a64(s.as_bytes());
-    if !odd_ids.iter().any(|(k, _)| *k == v) {
-        odd_ids.push((v, s.to_owned()));
-    }
-    v
+/// The text of an identifier: 16 lower-case hex digits, as telemetry
+/// writes it.
+pub fn id_text(id: u64) -> String {
+    format!("{id:016x}")
 }
 
-/// The text of an identifier: 16 lower-case hex digits, or the odd form it
-/// was written in.
-pub fn id_text(id: u64, odd_ids: &[(u64, String)]) -> String {
-    odd_ids
-        .iter()
-        .find(|(k, _)| *k == id)
-        .map(|(_, s)| s.clone())
-        .unwrap_or_else(|| format!("{id:016x}"))
-}
-
-fn clamp_u32(v: i64) -> u32 {
-    v.clamp(0, i64::from(u32::MAX)) as u32
+fn clamp_u32(v: u64) -> u32 {
+    u32::try_from(v).unwrap_or(u32::MAX)
 }
 
 fn clamp_i32(v: i64) -> i32 {
@@ -582,24 +406,19 @@ fn clamp_i32(v: i64) -> i32 {
 mod tests {
     use super::*;
 
-    const RESULT: &str = r#"{"v":1,"kind":"result","ts_ms":1700000000000,"session":"00000000000000aa","call":"x","tool":"00000000000000bb","upstream":"u","endpoint_class":"list","response_chars":2048,"shape":"markdown_table","inner_formats":["url","hash"],"fingerprint":"0000000000000000000000000000beef","path_hashes":[],"dedup":"miss","layer":"L1","action":"encoded","format":"md_tables_csv","template":"md_tables_csv","tokenizer":"o200k_base","tokens_baseline":600,"tokens_final":250,"dedup_saved":-6,"encoder_saved":356,"elided":false,"context_partition":2,"is_error":false,"prefetched":null,"prefetch_hit":null,"future_field":{"x":1}}"#;
+    const RESULT: &str = r#"{"v":1,"kind":"result","ts_ms":1700000000000,"session":"00000000000000aa","call":"00000000000000cc","tool":"00000000000000bb","upstream":"00000000000000dd","endpoint_class":"list","response_chars":2048,"shape":"markdown_table","inner_formats":["url","hash"],"fingerprint":"0000000000000000000000000000beef","path_hashes":[],"dedup":"miss","layer":"L1","action":"encoded","format":"md_tables_csv","template":"md_tables_csv","tokenizer":"o200k_base","tokens_baseline":600,"tokens_final":250,"dedup_saved":-6,"encoder_saved":356,"elided":false,"context_partition":2,"is_error":false,"prefetched":null,"prefetch_hit":null,"future_field":{"x":1}}"#;
 
-    fn parse(line: &str, since: u64) -> Result<Parsed, Skip> {
-        parse_line(
-            line.as_bytes(),
-            since,
-            &mut Vocabulary::default(),
-            &mut Vec::new(),
-        )
+    fn record(line: &str, vocab: &mut Vocabulary) -> Record {
+        match devboy_telemetry::read::parse_line(line.as_bytes()) {
+            Ok(devboy_telemetry::Event::Result(r)) => Record::of(&r, vocab),
+            other => panic!("not a result: {other:?}"),
+        }
     }
 
     #[test]
     fn result_line_with_unknown_fields() {
         let mut vocab = Vocabulary::default();
-        let Ok(Parsed::Result(r)) = parse_line(RESULT.as_bytes(), 0, &mut vocab, &mut Vec::new())
-        else {
-            panic!("not a result");
-        };
+        let r = record(RESULT, &mut vocab);
         assert_eq!(r.tool, 0xbb);
         assert_eq!(r.session, 0xaa);
         assert_eq!(r.fingerprint, 0xbeef);
@@ -621,41 +440,23 @@ mod tests {
     }
 
     #[test]
-    fn malformed_unsupported_other_and_old() {
-        assert_eq!(parse("not json", 0).err(), Some(Skip::Malformed));
-        assert_eq!(
-            parse("{\"kind\":\"result\"", 0).err(),
-            Some(Skip::Malformed)
-        );
-        let no_tool = RESULT.replace("\"tool\":\"00000000000000bb\",", "");
-        assert_eq!(parse(&no_tool, 0).err(), Some(Skip::Malformed));
-        let bad_dedup = RESULT.replace("\"dedup\":\"miss\"", "\"dedup\":\"maybe\"");
-        assert_eq!(parse(&bad_dedup, 0).err(), Some(Skip::Malformed));
-        let v2 = RESULT.replace("\"v\":1", "\"v\":2");
-        assert_eq!(parse(&v2, 0).err(), Some(Skip::Unsupported));
-        let other = RESULT.replace("\"kind\":\"result\"", "\"kind\":\"heartbeat\"");
-        assert_eq!(parse(&other, 0).err(), Some(Skip::OtherKind));
-        assert_eq!(parse(RESULT, 1_800_000_000_000).err(), Some(Skip::Old));
-    }
-
-    #[test]
     fn escaped_strings_are_read() {
         let escaped = RESULT.replace("\"markdown_table\"", "\"markdown\\u005ftable\"");
         let mut vocab = Vocabulary::default();
-        let Ok(Parsed::Result(r)) = parse_line(escaped.as_bytes(), 0, &mut vocab, &mut Vec::new())
-        else {
-            panic!("not a result");
-        };
+        let r = record(&escaped, &mut vocab);
         assert_eq!(vocab.shapes.get(r.shape), Some("markdown_table"));
     }
 
     #[test]
     fn session_line() {
         let line = r#"{"v":1,"kind":"session","ts_ms":5,"session":"00000000000000aa","started_ms":1,"ended_ms":5,"events":10,"results":20,"sample_rate":0.5,"tokens_baseline":1,"tokens_final":1,"dedup_saved":0,"encoder_saved":0,"compactions":3,"client":"claude-code"}"#;
-        let Ok(Parsed::Session(id, s)) = parse(line, 0) else {
+        let Ok(devboy_telemetry::Event::Session(summary)) =
+            devboy_telemetry::read::parse_line(line.as_bytes())
+        else {
             panic!("not a session");
         };
-        assert_eq!(id, 0xaa);
+        assert_eq!(summary.session.0, 0xaa);
+        let s = SessionRecord::of(summary);
         assert_eq!(s.results, 20);
         assert_eq!(s.sample_rate, 0.5);
         assert_eq!(s.compactions, 3);
@@ -664,13 +465,11 @@ mod tests {
     }
 
     #[test]
-    fn odd_ids_are_kept_as_written() {
-        let mut odd = Vec::new();
-        let a = id64("not-hex", &mut odd);
-        assert_eq!(id_text(a, &odd), "not-hex");
-        let b = id64("00000000000000ff", &mut odd);
+    fn ids_read_as_written() {
+        let b = id64("00000000000000ff");
         assert_eq!(b, 0xff);
-        assert_eq!(id_text(b, &odd), "00000000000000ff");
+        assert_eq!(id_text(b), "00000000000000ff");
+        assert_ne!(id64("not-hex"), 0);
     }
 
     #[test]

@@ -5,17 +5,14 @@
 //!
 //! Key design decisions:
 //!
-//! - **One compact table, many passes.** Events are read once, in
-//!   parallel, into 72-byte [`event::Record`]s in recorded order
-//!   ([`read`]); aggregation, the sequence analysis, the rules and every
-//!   simulation are passes over that table. A million events read and
-//!   analysed in a few seconds.
-//! - **The reader owns its line, not the vocabulary.** [`event`]
-//!   deserializes the JSON contract of `docs/telemetry.md` into its own
-//!   borrowed, all-optional line and ignores unknown fields; the fixed
-//!   words (dedup outcome, client kind) are `devboy_telemetry`'s enums, and
-//!   a test writes through its recorder and reads every field back. A bad
-//!   line is counted and skipped, never an error.
+//! - **One compact table, many passes.** Events are read once into
+//!   72-byte [`event::Record`]s in recorded order ([`read`]); aggregation,
+//!   the sequence analysis, the rules and every simulation are passes over
+//!   that table. Two million events read and analysed in a few seconds.
+//! - **One reader of the format.** Files are read by `devboy_telemetry`'s
+//!   own reader, into the writer's own record types, and compacted; a test
+//!   writes through its recorder and reads every field back. A bad line is
+//!   counted and skipped, never an error.
 //! - **Rules, then a simulation that can say no.** [`rules`] are
 //!   thresholds with minimum support, each change carrying its evidence;
 //!   [`simulate`] replays the dedup cache over each recorded session under
@@ -57,7 +54,6 @@ pub mod edit;
 pub mod error;
 pub mod event;
 pub mod names;
-pub mod progress;
 pub mod read;
 mod report;
 pub mod retrieval;

@@ -58,10 +58,9 @@ impl ExposedNames {
 
     /// From `(hash text, name)` pairs.
     pub fn from_pairs<K: AsRef<str>>(pairs: impl IntoIterator<Item = (K, String)>) -> Self {
-        let mut odd = Vec::new();
         let names = pairs
             .into_iter()
-            .map(|(k, v)| (id64(&k.as_ref().to_ascii_lowercase(), &mut odd), v))
+            .map(|(k, v)| (id64(&k.as_ref().to_ascii_lowercase()), v))
             .collect();
         Self { names, note: None }
     }

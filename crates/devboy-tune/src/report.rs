@@ -134,7 +134,7 @@ impl AnalyzeReport {
     fn name_of(&self, e: &EndpointStats) -> String {
         match self.names.get(e.tool) {
             Some(n) => n.to_owned(),
-            None => format!("({})", id_text(e.tool, &self.odd_ids)),
+            None => format!("({})", id_text(e.tool)),
         }
     }
 

@@ -48,7 +48,7 @@ use crate::aggregate::{Analysis, EndpointStats};
 use crate::event::{DedupOutcome, Vocabulary};
 use crate::names::ExposedNames;
 use crate::read::EventTable;
-use crate::simulate::{hits, replay, Simulator};
+use crate::simulate::{hits, replay, Settings, Simulator};
 use crate::table::int;
 
 /// Observed result events (unscaled, see the module docs) an endpoint
@@ -587,20 +587,41 @@ fn pin_candidate(e: &EndpointStats, vocab: &Vocabulary) -> Option<(&'static str,
     ))
 }
 
-/// C1: raise `max_entries` when the replay shows references lost to it.
-fn cache_entries(input: &RuleInput<'_>, out: &mut Proposal) {
-    let sim = input.simulator;
-    let current = sim.current();
-    let now_hits = hits(sim.current_outcomes());
-    let unbounded = hits(&replay(
-        input.table,
-        input.analysis,
-        &current.with_cache(usize::MAX, current.ttl_ms),
-    ));
+/// What one cache bound costs (C1, C2): the references today's replay
+/// makes, and those a replay without the bound would make.
+struct BoundCost {
+    now_hits: u64,
+    unbounded: u64,
+    lost: u64,
+}
+
+/// The references the current settings lose to one bound, compared with
+/// `unbounded` (the current settings with that bound lifted); `None` when
+/// the loss is too small to act on (fewer than [`MIN_SUPPORT`], or under
+/// [`CACHE_MIN_LOST`] of the unbounded cache's references).
+fn bound_cost(input: &RuleInput<'_>, unbounded: &Settings) -> Option<BoundCost> {
+    let now_hits = hits(input.simulator.current_outcomes());
+    let unbounded = hits(&replay(input.table, input.analysis, unbounded));
     let lost = unbounded.saturating_sub(now_hits);
     if lost < MIN_SUPPORT || (lost as f64) < CACHE_MIN_LOST * unbounded as f64 {
-        return;
+        return None;
     }
+    Some(BoundCost {
+        now_hits,
+        unbounded,
+        lost,
+    })
+}
+
+/// C1: raise `max_entries` when the replay shows references lost to it.
+fn cache_entries(input: &RuleInput<'_>, out: &mut Proposal) {
+    let current = input.simulator.current();
+    let Some(BoundCost {
+        unbounded, lost, ..
+    }) = bound_cost(input, &current.with_cache(usize::MAX, current.ttl_ms))
+    else {
+        return;
+    };
     let mut size = current.max_entries.max(1);
     let mut chosen = None;
     while size < MAX_ENTRIES_CAP {
@@ -642,18 +663,15 @@ fn cache_entries(input: &RuleInput<'_>, out: &mut Proposal) {
 /// only when compactions are being signalled: the TTL is the only guard
 /// against a compaction devboy does not see.
 fn cache_ttl(input: &RuleInput<'_>, out: &mut Proposal) {
-    let sim = input.simulator;
-    let current = sim.current();
-    let now_hits = hits(sim.current_outcomes());
-    let unbounded = hits(&replay(
-        input.table,
-        input.analysis,
-        &current.with_cache(current.max_entries, u64::MAX),
-    ));
-    let lost = unbounded.saturating_sub(now_hits);
-    if lost < MIN_SUPPORT || (lost as f64) < CACHE_MIN_LOST * unbounded as f64 {
+    let current = input.simulator.current();
+    let Some(BoundCost {
+        now_hits,
+        unbounded,
+        lost,
+    }) = bound_cost(input, &current.with_cache(current.max_entries, u64::MAX))
+    else {
         return;
-    }
+    };
     let current_secs = current.ttl_ms / 1000;
     if input.analysis.sessions.compactions == 0 {
         out.notes.push(format!(
@@ -787,7 +805,6 @@ mod tests {
     use crate::aggregate::{analyze, SequenceParams};
     use crate::edit::ConfigFile;
     use crate::read::{read_events, ReadOptions};
-    use crate::simulate::Settings;
     use crate::synthetic::{EndpointSpec, Workload};
 
     /// The rules' proposal for `workload` against the config `text`.
@@ -806,7 +823,6 @@ mod tests {
         let mut table = read_events(&ReadOptions {
             input: dir.path().join("events"),
             since_ms: 0,
-            progress: false,
         })
         .unwrap();
         change(&mut table);

@@ -166,8 +166,7 @@ pub fn show(options: &ShowOptions) -> Result<String, TuneError> {
             ]);
             let mut unnamed = 0;
             for e in &endpoints {
-                let mut odd = Vec::new();
-                let hash = crate::event::id64(&e.tool, &mut odd);
+                let hash = crate::event::id64(&e.tool);
                 let Some(name) = names.get(hash) else {
                     unnamed += 1;
                     t.row(vec![

@@ -261,7 +261,7 @@ impl Workload {
                 let template = template.map_or("null".to_owned(), |t| format!("\"{t}\""));
                 writeln!(
                     out,
-                    r#"{{"v":1,"kind":"result","ts_ms":{ts},"session":"{session}","call":"{call:016x}","tool":"{tool}","upstream":"0000000000000000","endpoint_class":"get","response_chars":{chars},"shape":"{shape}","inner_formats":[{inner}],"fingerprint":"{fp:032x}","path_hashes":[],"dedup":"{dedup}","layer":"L2","action":"x","format":{template},"template":{template},"tokenizer":"o200k_base","tokens_baseline":{baseline},"tokens_final":{fin},"dedup_saved":{ds},"encoder_saved":{es},"elided":false,"context_partition":{partition},"is_error":false,"prefetched":null,"prefetch_hit":null}}"#,
+                    r#"{{"kind":"result","v":1,"ts_ms":{ts},"session":"{session}","call":"{call:016x}","tool":"{tool}","upstream":"0000000000000000","endpoint_class":"get","response_chars":{chars},"shape":"{shape}","inner_formats":[{inner}],"fingerprint":"{fp:032x}","path_hashes":[],"dedup":"{dedup}","layer":"L2","action":"x","format":{template},"template":{template},"tokenizer":"o200k_base","tokens_baseline":{baseline},"tokens_final":{fin},"dedup_saved":{ds},"encoder_saved":{es},"elided":false,"context_partition":{partition},"is_error":false,"prefetched":null,"prefetch_hit":null}}"#,
                     call = i,
                     tool = hashes[k],
                     shape = e.shape,
@@ -275,7 +275,7 @@ impl Workload {
             let end = start + self.events_per_session as u64 * self.interval_ms;
             writeln!(
                 out,
-                r#"{{"v":1,"kind":"session","ts_ms":{end},"session":"{session}","started_ms":{start},"ended_ms":{end},"events":{n},"results":{n},"sample_rate":1.0,"tokens_baseline":{base_total},"tokens_final":{fin_total},"dedup_saved":{ds_total},"encoder_saved":{es_total},"compactions":{partition},"client":"claude-code"}}"#,
+                r#"{{"kind":"session","v":1,"ts_ms":{end},"session":"{session}","started_ms":{start},"ended_ms":{end},"events":{n},"results":{n},"sample_rate":1.0,"tokens_baseline":{base_total},"tokens_final":{fin_total},"dedup_saved":{ds_total},"encoder_saved":{es_total},"compactions":{partition},"client":"claude-code"}}"#,
                 n = self.events_per_session,
             )?;
             out.flush()?;
@@ -323,7 +323,6 @@ mod tests {
         let table = read_events(&ReadOptions {
             input: dir.path().to_path_buf(),
             since_ms: 0,
-            progress: false,
         })
         .unwrap();
         assert_eq!(table.stats.results, 600);

@@ -127,17 +127,7 @@ pub fn pct(x: f64) -> String {
 
 /// The civil date (UTC) of a Unix millisecond, `YYYY-MM-DD`.
 pub fn date(unix_ms: u64) -> String {
-    // Days to civil date (Howard Hinnant's algorithm).
-    let days = (unix_ms / 86_400_000) as i64;
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
+    let (y, m, d) = devboy_core::date::civil_from_days((unix_ms / 86_400_000) as i64);
     format!("{y:04}-{m:02}-{d:02}")
 }
 

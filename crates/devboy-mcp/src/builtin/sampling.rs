@@ -17,7 +17,8 @@ use rmcp::model::{CreateMessageRequestParams, ModelHint, ModelPreferences, Sampl
 use rmcp::service::{Peer, RoleServer};
 
 /// The connected client's model, through `sampling/createMessage`. The
-/// client reports no token counts, so they are estimated (bytes / 4).
+/// client reports no token counts, so they are estimated
+/// ([`devboy_core::tokens::estimate`]).
 pub(super) struct SamplingLlm {
     peer: Peer<RoleServer>,
     model: String,
@@ -62,13 +63,13 @@ impl Llm for SamplingLlm {
                 .filter_map(|c| c.as_text().map(|t| t.text.clone()))
                 .collect();
             let (ranked_ids, done) = rank_from_text(&answer)?;
-            let input = (prompt.system.len() + text.len()).div_ceil(4) as u64;
+            let input = devboy_core::tokens::estimate(prompt.system.len() + text.len()) as u64;
             Ok(RankAnswer {
                 ranked_ids,
                 done,
                 usage: Usage {
                     input_tokens: input,
-                    output_tokens: answer.len().div_ceil(4) as u64,
+                    output_tokens: devboy_core::tokens::estimate(answer.len()) as u64,
                     ..Usage::default()
                 },
                 retries: 0,

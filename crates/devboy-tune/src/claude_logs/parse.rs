@@ -146,27 +146,11 @@ fn log_files(input: &Path, project: Option<&str>) -> std::io::Result<Vec<(String
             Some((part, false)) => name.contains(part.as_str()),
         };
         if keep {
-            let mut files = Vec::new();
-            collect_jsonl(&dir, &mut files);
-            files.sort();
+            let files = devboy_core::transcripts::files_under(&dir);
             out.extend(files.into_iter().map(|f| (name.clone(), f)));
         }
     }
     Ok(out)
-}
-
-fn collect_jsonl(dir: &Path, out: &mut Vec<PathBuf>) {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return;
-    };
-    for entry in entries.flatten() {
-        let path = entry.path();
-        if path.is_dir() {
-            collect_jsonl(&path, out);
-        } else if path.extension().is_some_and(|e| e == "jsonl") {
-            out.push(path);
-        }
-    }
 }
 
 /// Reads every session log under `input` (filtered by `project`).
