@@ -152,7 +152,6 @@ fn run(command: Command) -> anyhow::Result<()> {
 
 /// `devboy tune …`: the reports go to stdout.
 fn tune(command: TuneCommand) -> anyhow::Result<()> {
-    use std::io::IsTerminal as _;
     let telemetry = devboy_core::paths::telemetry_dir();
     let default_output = devboy_core::pipeline_config::default_file;
     match command {
@@ -169,7 +168,6 @@ fn tune(command: TuneCommand) -> anyhow::Result<()> {
                 names_file: devboy_core::paths::endpoint_names_file(),
                 summary_file: Some(telemetry.join(devboy_tune::show::SUMMARY_FILE)),
                 dry_run,
-                progress: std::io::stderr().is_terminal(),
                 now_ms: devboy_tune::now_ms(),
             };
             print!("{}", devboy_tune::analyze::run(&options)?);

@@ -55,7 +55,6 @@ fn main() {
         names_file: names,
         summary_file: None,
         dry_run: true,
-        progress: false,
         now_ms: now,
     };
     let t = Instant::now();

@@ -56,9 +56,6 @@ pub struct AnalyzeOptions {
     pub summary_file: Option<PathBuf>,
     /// Print, write nothing.
     pub dry_run: bool,
-    /// Not used: the read takes seconds even for a heavy user's year, too
-    /// short for a progress bar. Kept only while `src/main.rs` sets it.
-    pub progress: bool,
     /// Now, in Unix milliseconds.
     pub now_ms: u64,
 }
@@ -477,7 +474,6 @@ mod tests {
             names_file: dir.path().join("names.json"),
             summary_file: Some(dir.path().join("telemetry").join("tune-summary.json")),
             dry_run: false,
-            progress: false,
             now_ms: now,
         };
         Setup { dir, options }

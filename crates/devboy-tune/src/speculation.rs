@@ -411,7 +411,6 @@ follow_up = [{ tool = "gh__search", probability = 0.9 }]   # mine
             names_file: dir.join("names.json"),
             summary_file: None,
             dry_run: false,
-            progress: false,
             now_ms: crate::now_ms(),
         }
     }

@@ -166,7 +166,7 @@ fn estimated_tokens(text: &str, structured: Option<&Value>) -> usize {
         Some(value) => serde_json::to_string(value).map_or(text.len(), |s| s.len()),
         None => text.len(),
     };
-    bytes.div_ceil(4)
+    devboy_core::tokens::estimate(bytes)
 }
 
 impl PrefetchPlanner for ConfiguredPlanner {

@@ -472,7 +472,7 @@ impl<P: Held> PrefetchStore<P> {
             if prefetch.restarted() || !prefetch.fresh() {
                 continue;
             }
-            let tokens = bytes.div_ceil(4);
+            let tokens = devboy_core::tokens::estimate(*bytes);
             if spent + tokens > budget_tokens {
                 continue;
             }
