@@ -145,13 +145,15 @@ pub enum Command {
         #[command(flatten)]
         pipeline_config: PipelineConfigFile,
         /// Also write every result as the model was shown it, one JSON
-        /// line each (`{"tool", "action", "text"}`), to FILE: to see what
+        /// line each (`{"tool", "action", "text"}`, and `"id_line"`, the
+        /// block after the text, when it has an id), to FILE: to see what
         /// a change to the pipeline changes, result by result.
         #[arg(long, value_name = "FILE")]
         deliveries: Option<PathBuf>,
     },
     /// Claude Code hooks that tell running devboy processes the model's
-    /// context was compacted or cleared.
+    /// context was compacted or cleared, the session's model, and the
+    /// files Claude Code's own tools wrote.
     Hook {
         #[command(subcommand)]
         command: HookCommand,
@@ -258,7 +260,8 @@ pub enum HookCommand {
     Signal,
     /// Adds the hooks to a project's .claude/settings.json (created if
     /// missing; existing keys and hooks are kept; running it again adds
-    /// nothing). The hook runs this devboy executable by absolute path.
+    /// nothing). The hook runs `devboy hook signal` when the `devboy` on
+    /// PATH is this executable, else this executable by absolute path.
     Install {
         /// The project directory. Default: the current directory.
         #[arg(long, value_name = "DIR")]

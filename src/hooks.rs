@@ -23,7 +23,7 @@ pub fn signal() {
     let value: serde_json::Value = match serde_json::from_str(&input) {
         Ok(value) => value,
         Err(error) => {
-            tracing::warn!(%error, "hook signal: stdin is not JSON; ignored");
+            tracing::debug!(%error, "hook signal: stdin is not JSON; ignored");
             return;
         }
     };
@@ -205,6 +205,6 @@ fn write_settings(file: &Path, document: &serde_json::Value) -> anyhow::Result<(
     }
     let mut text = serde_json::to_string_pretty(document)?;
     text.push('\n');
-    devboy_sharedfile::replace(&target, text.as_bytes())
+    devboy_sharedfile::replace_shared(&target, text.as_bytes())
         .with_context(|| format!("replacing {}", target.display()))
 }

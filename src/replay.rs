@@ -307,11 +307,16 @@ impl Tally {
         });
         *self.actions.entry(processed.action.name()).or_default() += 1;
         if self.keep_deliveries {
-            self.deliveries.push(json!({
+            let mut line = json!({
                 "tool": body.endpoint,
                 "action": processed.action.name(),
                 "text": processed.text.as_deref().unwrap_or(&body.text),
-            }));
+            });
+            // The id goes out as a block of its own after the text.
+            if let Some(id_line) = &processed.id_line {
+                line["id_line"] = json!(id_line);
+            }
+            self.deliveries.push(line);
         }
         // Every result lands in one row, so the table adds up to the total:
         // a repeat is answered before its shape is looked at.

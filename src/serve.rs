@@ -56,9 +56,18 @@ pub fn mcp(args: McpArgs) -> anyhow::Result<()> {
         pipeline_config,
         capture,
     } = args;
-    if capture.is_some() && pipeline == PipelineArg::Passthrough {
-        anyhow::bail!("--capture records the pipeline's session; --pipeline passthrough has none");
-    }
+    // A client sees a server that exits at start as broken: serve, and
+    // say once why nothing is captured.
+    let capture = match capture {
+        Some(file) if pipeline == PipelineArg::Passthrough => {
+            tracing::warn!(
+                file = %file.display(),
+                "--capture records the pipeline's session and --pipeline passthrough runs none: serving without a capture"
+            );
+            None
+        }
+        other => other,
+    };
     let mut config = ProxyConfig::resolve(config.as_deref())?;
     if let Some(parent) = std::env::var_os(devboy_mcp::NESTED_ENV) {
         // Started as an upstream of another devboy (its config lists

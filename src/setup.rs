@@ -552,8 +552,12 @@ fn claude_desktop_config() -> Option<PathBuf> {
 }
 
 /// Replaces `path` whole (temporary file, synced, then renamed), so an
-/// interrupted write leaves the old file, never half of the new one.
+/// interrupted write leaves the old file, never half of the new one. A
+/// file that already says `text` is left as it is (its time and mode).
 fn write_replacing(path: &Path, text: &str) -> anyhow::Result<()> {
-    devboy_sharedfile::replace(path, text.as_bytes())
+    if std::fs::read(path).is_ok_and(|old| old == text.as_bytes()) {
+        return Ok(());
+    }
+    devboy_sharedfile::replace_shared(path, text.as_bytes())
         .with_context(|| format!("replacing {}", path.display()))
 }

@@ -90,7 +90,7 @@ async fn an_id_from_before_a_restart_is_stale_never_other_content() {
     assert_eq!(expanded.is_error, Some(true), "{expanded:?}");
     assert_eq!(
         text_of(&expanded),
-        format!("devboy: `{id}` is from an earlier devboy session; call the tool again")
+        format!("devboy: `{id}` was not issued by this devboy session (an earlier session's, or mistyped); call the tool again")
     );
     // The second process's own ids are its own and resolve.
     let other_id = id_of(&other);

@@ -228,7 +228,7 @@ fn record_to(
     event: SessionEvent<'_>,
 ) {
     match event {
-        SessionEvent::Call(_) => {}
+        SessionEvent::Call(call) => events.call(call),
         SessionEvent::ErrorResult(call, result) => {
             events.error(call, &error_body(call, result), tokenizer, partition);
         }
@@ -399,7 +399,7 @@ mod tests {
         assert_eq!(
             later.expand(&old, true),
             Err(format!(
-                "`{old}` is from an earlier devboy session; call the tool again"
+                "`{old}` was not issued by this devboy session (an earlier session's, or mistyped); call the tool again"
             ))
         );
         assert_eq!(later.expand(&new, true), Ok("9876543210".repeat(100)));

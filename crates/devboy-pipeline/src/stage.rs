@@ -231,7 +231,7 @@ pub enum ExpandError {
     /// Another devboy process printed the id (this one was restarted, or
     /// it is another server's): its bytes are not here, and the same
     /// number here names something else (invariant 10 in docs/invariants.md).
-    #[error("`{0}` is from an earlier devboy session; call the tool again")]
+    #[error("`{0}` was not issued by this devboy session (an earlier session's, or mistyped); call the tool again")]
     OtherSession(ReferenceId),
     /// The id has this session's tag but was never issued.
     #[error("`{0}` was never issued by this devboy session; use an id from a hint")]
@@ -1140,7 +1140,7 @@ mod tests {
         assert_eq!(err, ExpandError::OtherSession(old));
         assert_eq!(
             err.to_string(),
-            format!("`{old}` is from an earlier devboy session; call the tool again")
+            format!("`{old}` was not issued by this devboy session (an earlier session's, or mistyped); call the tool again")
         );
         // Upper-case or spaced, it is still that id; a number this session
         // never reached is its own.

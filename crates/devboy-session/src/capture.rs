@@ -312,8 +312,16 @@ pub struct CaptureWriter {
 impl CaptureWriter {
     /// A writer to `path`, created or truncated.
     pub fn create(path: &Path) -> std::io::Result<Self> {
+        let mut options = std::fs::OpenOptions::new();
+        options.write(true).create(true).truncate(true);
+        // It holds the session's results and arguments: the owner's only.
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::OpenOptionsExt;
+            options.mode(0o600);
+        }
         Ok(Self {
-            file: Some(std::fs::File::create(path)?),
+            file: Some(options.open(path)?),
         })
     }
 

@@ -32,6 +32,11 @@ impl SessionEvents {
         &self.telemetry
     }
 
+    /// The agent made `call` (its client's name goes with the session).
+    pub fn call(&self, call: &ResolvedCall) {
+        self.telemetry.set_client(call.client.as_deref());
+    }
+
     /// Speculation did something about `call` (see [`SpeculationEvent`]);
     /// `result` is what the client would forward of the prefetch's result
     /// when one ended after landing, counted with `tokenizer`. The result

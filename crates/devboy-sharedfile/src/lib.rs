@@ -120,9 +120,23 @@ fn is_stale(lock: &Path, stale: Duration) -> bool {
 /// Replaces `file` with `contents` whole: a temporary file beside it,
 /// synced, then renamed over it, and the directory synced so that the
 /// rename survives a crash (on Unix; best effort). A new file is readable
-/// by the owner only; a replaced one keeps its permissions. The temporary
+/// by the owner only (devboy's own state: the salt, partitions, kept
+/// listings); a replaced one keeps its permissions. Files people share
+/// go through [`replace_shared`]. The temporary
 /// file is removed if anything fails.
 pub fn replace(file: &Path, contents: &[u8]) -> io::Result<()> {
+    replace_with(file, contents, Some(0o600))
+}
+
+/// [`replace`] for a file people share and read (a project's
+/// `.mcp.json`, `.claude/settings.json`, `pipeline_config.toml`): a new
+/// file gets the mode any program's new file gets (the umask decides,
+/// 0644 usually); a replaced one keeps its permissions.
+pub fn replace_shared(file: &Path, contents: &[u8]) -> io::Result<()> {
+    replace_with(file, contents, None)
+}
+
+fn replace_with(file: &Path, contents: &[u8], new_mode: Option<u32>) -> io::Result<()> {
     static NEXT: AtomicU64 = AtomicU64::new(0);
     let mut name = file
         .file_name()
@@ -136,7 +150,7 @@ pub fn replace(file: &Path, contents: &[u8]) -> io::Result<()> {
     ));
     let temp = file.with_file_name(name);
     let written = (|| {
-        let mut out = private_new_file(&temp)?;
+        let mut out = new_file(&temp, new_mode)?;
         if let Ok(meta) = fs::metadata(file) {
             out.set_permissions(meta.permissions())?;
         }
@@ -170,14 +184,16 @@ fn sync_parent(file: &Path) {
     let _ = file;
 }
 
-fn private_new_file(path: &Path) -> io::Result<File> {
+fn new_file(path: &Path, mode: Option<u32>) -> io::Result<File> {
     let mut options = OpenOptions::new();
     options.write(true).create_new(true);
     #[cfg(unix)]
-    {
+    if let Some(mode) = mode {
         use std::os::unix::fs::OpenOptionsExt;
-        options.mode(0o600);
+        options.mode(mode);
     }
+    #[cfg(not(unix))]
+    let _ = mode;
     options.open(path)
 }
 
@@ -278,6 +294,27 @@ mod tests {
             let mode = fs::metadata(&file).unwrap().permissions().mode();
             assert_eq!(mode & 0o777, 0o644);
             assert_eq!(fs::read(&file).unwrap(), b"[]\n");
+        }
+        // A shared file is created as any new file is (the umask decides;
+        // never owner-only under the usual 022), and kept as it was.
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let shared = dir.join("settings.json");
+            replace_shared(&shared, b"{}\n").unwrap();
+            let made = fs::metadata(&shared).unwrap().permissions().mode() & 0o777;
+            let probe = dir.join("probe");
+            fs::write(&probe, b"").unwrap();
+            let default = fs::metadata(&probe).unwrap().permissions().mode() & 0o777;
+            fs::remove_file(&probe).unwrap();
+            assert_eq!(made, default, "a new shared file has the default mode");
+            fs::set_permissions(&shared, fs::Permissions::from_mode(0o640)).unwrap();
+            replace_shared(&shared, b"[]\n").unwrap();
+            assert_eq!(
+                fs::metadata(&shared).unwrap().permissions().mode() & 0o777,
+                0o640
+            );
+            fs::remove_file(&shared).unwrap();
         }
         // A failed write leaves no temporary file behind.
         assert!(replace(&dir.join("absent").join("x.json"), b"x").is_err());

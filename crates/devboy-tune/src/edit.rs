@@ -292,7 +292,8 @@ impl ConfigFile {
         if let Some(parent) = target.parent().filter(|p| !p.as_os_str().is_empty()) {
             std::fs::create_dir_all(parent).map_err(|e| TuneError::io(parent, e))?;
         }
-        devboy_sharedfile::replace(&target, text.as_bytes()).map_err(|e| TuneError::io(&target, e))
+        devboy_sharedfile::replace_shared(&target, text.as_bytes())
+            .map_err(|e| TuneError::io(&target, e))
     }
 }
 
