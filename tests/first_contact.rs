@@ -153,13 +153,9 @@ async fn first_tools_list_answers_with_what_is_ready_and_late_tools_follow() {
     );
     let started = Instant::now();
     let mut devboy = start(&dir, &config, &[]).await;
-    // Status, before any tools/list, answers at once with the real state.
+    // Status, before any tools/list, answers with the real state without
+    // waiting for the slow server (it is still starting).
     let status = devboy.status(1).await;
-    assert!(
-        started.elapsed() < Duration::from_secs(2),
-        "status took {:?}",
-        started.elapsed()
-    );
     assert_eq!(upstream(&status, "slow")["state"], "starting", "{status}");
     let names = devboy.tool_names(2).await;
     let listed_after = started.elapsed();
