@@ -137,6 +137,9 @@ pub enum Command {
     /// A session capture (`devboy mcp --capture`) is replayed on its own,
     /// exactly, and its report adds the session's status figures.
     Replay {
+        /// What to replay: directories, nock recordings, OpenAPI
+        /// documents, `.jsonl` bodies, a session capture (on its own), or
+        /// any file as one body.
         #[arg(required = true, value_name = "PATH")]
         paths: Vec<PathBuf>,
         /// `json` prints one JSON object instead of the table.

@@ -491,6 +491,32 @@ fn print_table(report: &Value) {
         n("decode_failures"),
         n("decode_checked")
     );
+    if let Some(status) = report["status"].as_object() {
+        // A capture: what devboy_status said of the session at its end.
+        let s = |k: &str| status.get(k).and_then(Value::as_u64).unwrap_or_default();
+        let forgotten = &status["forgotten"];
+        let session = &status["session"];
+        println!();
+        println!("  the session's status at its end (as devboy_status said):");
+        println!(
+            "  references {}, near references {}, part references {}, encoded {}, elided {}",
+            s("references"),
+            s("near_references"),
+            s("part_references"),
+            s("encoded"),
+            s("elided")
+        );
+        println!(
+            "  ids issued {}, remembered {}; forgotten: {} by mutating calls, {} by compactions ({} compactions), {} by capacity, {} by ttl",
+            s("ids_issued"),
+            s("remembered"),
+            forgotten["mutating_calls"].as_u64().unwrap_or_default(),
+            forgotten["compaction"].as_u64().unwrap_or_default(),
+            session["compactions"].as_u64().unwrap_or_default(),
+            forgotten["capacity"].as_u64().unwrap_or_default(),
+            forgotten["ttl"].as_u64().unwrap_or_default()
+        );
+    }
     for (title, key) in [("shape", "by_shape"), ("format", "by_format")] {
         println!();
         println!(
