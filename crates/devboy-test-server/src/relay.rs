@@ -58,10 +58,23 @@ pub async fn run(args: &[String]) -> i32 {
             line.clear();
         }
     });
-    // Server → client: responses after the delay, in order.
+    delay_responses(from_server, tokio::io::stdout(), delay).await;
+    match child.wait().await {
+        Ok(status) => status.code().unwrap_or(1),
+        Err(_) => 1,
+    }
+}
+
+/// Server → client: each response `delay` after it was read, in order;
+/// everything else at once. A line's due time is set when it is read, so
+/// responses read together arrive together (latency, not a queue).
+async fn delay_responses(
+    from_server: impl tokio::io::AsyncRead + Unpin,
+    mut out: impl tokio::io::AsyncWrite + Unpin + Send + 'static,
+    delay: Duration,
+) {
     let (lines_out, mut due_lines) = mpsc::unbounded_channel::<(Instant, Vec<u8>)>();
     let writer = tokio::spawn(async move {
-        let mut out = tokio::io::stdout();
         while let Some((due, line)) = due_lines.recv().await {
             tokio::time::sleep_until(due).await;
             if out.write_all(&line).await.is_err() || out.flush().await.is_err() {
@@ -83,10 +96,6 @@ pub async fn run(args: &[String]) -> i32 {
     }
     drop(lines_out);
     let _ = writer.await;
-    match child.wait().await {
-        Ok(status) => status.code().unwrap_or(1),
-        Err(_) => 1,
-    }
 }
 
 fn parse(args: &[String]) -> Result<(Duration, Vec<String>), String> {
@@ -128,6 +137,41 @@ fn is_response(line: &[u8]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// On tokio's paused clock: a notification arrives at once, and three
+    /// responses written at once all arrive exactly one delay later.
+    #[tokio::test(start_paused = true)]
+    async fn responses_overlap_and_notifications_pass_at_once() {
+        use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _};
+        let (mut server, server_side) = tokio::io::duplex(4096);
+        let (client_side, client) = tokio::io::duplex(4096);
+        let delay = Duration::from_millis(300);
+        tokio::spawn(delay_responses(server_side, client_side, delay));
+        let start = Instant::now();
+        server
+            .write_all(b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\"}\n")
+            .await
+            .unwrap();
+        for id in 1..=3 {
+            let line = format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"result\":{{}}}}\n");
+            server.write_all(line.as_bytes()).await.unwrap();
+        }
+        let mut lines = tokio::io::BufReader::new(client).lines();
+        let mut arrivals = Vec::new();
+        for _ in 0..4 {
+            let line = lines.next_line().await.unwrap().unwrap();
+            arrivals.push((is_response(line.as_bytes()), start.elapsed()));
+        }
+        assert_eq!(
+            arrivals,
+            [
+                (false, Duration::ZERO),
+                (true, delay),
+                (true, delay),
+                (true, delay)
+            ]
+        );
+    }
 
     #[test]
     fn only_responses_wait() {

@@ -627,24 +627,12 @@ async fn the_relay_delays_each_response_and_passes_it_unchanged() {
     let one = started.elapsed();
     assert_eq!(text(&echoed), "through");
     assert!(one >= Duration::from_millis(300), "{one:?}");
-    // Three at once overlap: latency, not a queue. Each answer's moment
-    // is taken as it arrives; queued, they would come one delay apart.
-    let started = Instant::now();
-    let shared = &client;
-    let calls = (0..3).map(|i| async move {
-        let result = call(shared, "echo", json!({"text": i.to_string()})).await;
-        (result, started.elapsed())
-    });
+    // Three at once, each answered unchanged. (That they overlap, latency
+    // rather than a queue, is checked on a paused clock in relay.rs.)
+    let calls = (0..3).map(|i| call(&client, "echo", json!({"text": i.to_string()})));
     let results = futures::future::join_all(calls).await;
-    let arrivals: Vec<Duration> = results.iter().map(|(_, at)| *at).collect();
-    for (i, (result, _)) in results.into_iter().enumerate() {
+    for (i, result) in results.into_iter().enumerate() {
         assert_eq!(text(&result.unwrap()), i.to_string());
     }
-    let spread = arrivals
-        .iter()
-        .max()
-        .unwrap()
-        .saturating_sub(*arrivals.iter().min().unwrap());
-    assert!(spread < Duration::from_millis(300), "arrivals {arrivals:?}");
     client.cancel().await.unwrap();
 }
