@@ -30,6 +30,11 @@ impl Resolver {
         Self { config, planner }
     }
 
+    /// The same classes, with what `planner` ships for well-known servers.
+    pub fn with_planner(&self, planner: Arc<dyn PrefetchPlanner>) -> Self {
+        Self::new(self.config.clone(), Some(planner))
+    }
+
     /// The effective class of the tool exposed as `exposed` (named `tool`
     /// where it is answered) whose annotations say `annotated`.
     pub fn side_effect(&self, exposed: &str, tool: &str, annotated: SideEffectClass) -> SideEffect {

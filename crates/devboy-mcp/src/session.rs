@@ -45,9 +45,6 @@ pub struct Session {
     seam: Seam,
     /// The pipeline's memory (dedup, ids), when a pipeline runs.
     pipeline: Option<Arc<PipelineProcessor>>,
-    /// The pipeline config whose `[tools."GLOB"]` tables decide calls'
-    /// side-effect classes (with the servers' annotations).
-    classes: Arc<devboy_core::pipeline_config::PipelineConfig>,
     /// Decides calls' facts (the classes, with the planner's shipped ones).
     resolver: Arc<Resolver>,
     counters: Arc<SessionCounters>,
@@ -79,7 +76,6 @@ impl Session {
             proxy,
             seam: Seam::new(transform, Arc::new(NoEvents)),
             pipeline: None,
-            classes: classes.clone(),
             resolver: Arc::new(Resolver::new(classes, None)),
             counters: Arc::default(),
             answers: Arc::new(NoAnswers),
@@ -123,8 +119,7 @@ impl Session {
         config: Arc<devboy_core::pipeline_config::PipelineConfig>,
     ) -> Self {
         debug_assert!(self.speculation.is_none(), "classes set after speculation");
-        self.resolver = Arc::new(Resolver::new(config.clone(), None));
-        self.classes = config;
+        self.resolver = Arc::new(Resolver::new(config, None));
         self
     }
 
@@ -201,7 +196,7 @@ impl Session {
     /// engine becomes the session's answer store (replacing any other).
     /// Without it nothing is prefetched.
     pub fn with_speculation(mut self, planner: Arc<dyn PrefetchPlanner>) -> Self {
-        self.resolver = Arc::new(Resolver::new(self.classes.clone(), Some(planner.clone())));
+        self.resolver = Arc::new(self.resolver.with_planner(planner.clone()));
         let engine = SpeculationEngine::new(
             planner,
             self.proxy.clone(),
