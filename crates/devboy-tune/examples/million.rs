@@ -56,6 +56,7 @@ fn main() {
         summary_file: None,
         dry_run: true,
         now_ms: now,
+        priors: Default::default(),
     };
     let t = Instant::now();
     let report = analyze::run(&options).expect("analyze");

@@ -31,10 +31,12 @@ use std::time::{Duration, Instant};
 use devboy_core::pipeline_config::PipelineConfig;
 use serde_json::json;
 
+use crate::aggregate::EndpointStats;
 use crate::aggregate::{analyze, Analysis, SequenceParams};
 use crate::edit::ConfigFile;
 use crate::error::TuneError;
 use crate::event::{id_text, Vocabulary};
+use crate::fingerprint::{blend, day_of, fingerprints, foreign_id, PriorSet, PriorSource};
 use crate::names::ExposedNames;
 use crate::read::{read_events, EventTable, ReadOptions, ReadStats};
 use crate::rules::{propose, Change, Held, Rule, RuleInput, Target};
@@ -58,6 +60,9 @@ pub struct AnalyzeOptions {
     pub dry_run: bool,
     /// Now, in Unix milliseconds.
     pub now_ms: u64,
+    /// Team and provider fingerprints to blend with this member's own
+    /// before the endpoint rules run (empty: none).
+    pub priors: PriorSet,
 }
 
 /// The verdict on one proposed change.
@@ -103,6 +108,11 @@ pub struct AnalyzeReport {
     pub find_files: Option<crate::retrieval::RetrievalFigures>,
     /// Rules held off by hand edits.
     pub held: Vec<Held>,
+    /// Endpoints whose figures were blended with team or provider data.
+    pub blended: Vec<Blended>,
+    /// Changes the member's own figures alone would not have made: decided
+    /// by team or provider data.
+    pub decided_by_priors: Vec<Target>,
     /// Other things worth telling.
     pub notes: Vec<String>,
     /// The whole kept proposal against the current config.
@@ -124,13 +134,99 @@ pub struct AnalyzeReport {
     pub elapsed: Duration,
 }
 
+/// One endpoint whose figures were blended.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Blended {
+    /// Its exposed name.
+    pub endpoint: String,
+    /// Where the prior came from.
+    pub source: PriorSource,
+    /// The prior's share of the blend (1 when the member has no results
+    /// of its own).
+    pub weight: f64,
+    /// The member's own results.
+    pub own_calls: u64,
+    /// The prior's results, sessions and members.
+    pub prior: (u64, u64, u32),
+}
+
+/// The endpoints the rules look at with the priors blended in: the local
+/// aggregate of each endpoint without a prior, the blend of each with one,
+/// and the priors' endpoints this member has not called (under
+/// [`foreign_id`]s, named in `names`).
+fn blend_endpoints(
+    priors: &PriorSet,
+    table: &EventTable,
+    analysis: &Analysis,
+    names: &mut ExposedNames,
+    vocab: &mut Vocabulary,
+    now_ms: u64,
+) -> (Vec<EndpointStats>, Vec<Blended>) {
+    let today = day_of(now_ms);
+    let own: std::collections::HashMap<String, crate::fingerprint::Fingerprint> =
+        fingerprints(table, analysis, names)
+            .into_iter()
+            .map(|f| (f.endpoint.clone(), f))
+            .collect();
+    let mut endpoints = Vec::with_capacity(analysis.endpoints.len());
+    let mut blended = Vec::new();
+    let mut seen = std::collections::HashSet::new();
+    let mut add = |name: &str,
+                   tool: u64,
+                   own_row: Option<&crate::fingerprint::Fingerprint>,
+                   endpoints: &mut Vec<EndpointStats>,
+                   vocab: &mut Vocabulary|
+     -> bool {
+        let own_calls = own_row.map_or(0, |r| r.calls);
+        let Some(prior) = priors.prior_for(name, own_calls, crate::rules::MIN_SUPPORT, today)
+        else {
+            return false;
+        };
+        let row = blend(own_row, &prior);
+        endpoints.push(row.to_stats(tool, vocab));
+        blended.push(Blended {
+            endpoint: name.to_owned(),
+            source: prior.source.clone(),
+            weight: if own_row.is_some() { prior.weight } else { 1.0 },
+            own_calls,
+            prior: (prior.row.calls, prior.row.sessions, prior.row.members),
+        });
+        true
+    };
+    for e in &analysis.endpoints {
+        let Some(name) = names.get(e.tool).map(str::to_owned) else {
+            endpoints.push(e.clone());
+            continue;
+        };
+        seen.insert(name.clone());
+        if !add(&name, e.tool, own.get(&name), &mut endpoints, vocab) {
+            endpoints.push(e.clone());
+        }
+    }
+    let mut foreign: Vec<&String> = priors
+        .team
+        .keys()
+        .chain(priors.providers.keys())
+        .filter(|n| !seen.contains(*n))
+        .collect();
+    foreign.sort();
+    foreign.dedup();
+    for name in foreign {
+        let tool = foreign_id(name);
+        if add(name, tool, None, &mut endpoints, vocab) {
+            names.insert(tool, name);
+        }
+    }
+    (endpoints, blended)
+}
+
 /// Runs `tune analyze`.
 pub fn run(options: &AnalyzeOptions) -> Result<AnalyzeReport, TuneError> {
     let started = Instant::now();
     let file = ConfigFile::open(&options.output)?;
     let config = file.config()?;
     let defaults = PipelineConfig::embedded_default();
-    let names = ExposedNames::load(&options.names_file);
+    let mut names = ExposedNames::load(&options.names_file);
     let table = read_events(&ReadOptions {
         input: options.input.clone(),
         since_ms: EventTable::since(options.now_ms, options.days),
@@ -143,20 +239,60 @@ pub fn run(options: &AnalyzeOptions) -> Result<AnalyzeReport, TuneError> {
             ttl_ms: config.dedup.ttl.as_millis() as u64,
         },
     );
-    let tools: Vec<u64> = analysis.endpoints.iter().map(|e| e.tool).collect();
+    let mut vocab = table.vocab.clone();
+    let (endpoints, blended) = if options.priors.is_empty() {
+        (analysis.endpoints.clone(), Vec::new())
+    } else {
+        blend_endpoints(
+            &options.priors,
+            &table,
+            &analysis,
+            &mut names,
+            &mut vocab,
+            options.now_ms,
+        )
+    };
+    let tools: Vec<u64> = endpoints.iter().map(|e| e.tool).collect();
     let current = Settings::from_config(&config, &names, tools.iter().copied());
     let simulator = Simulator::new(&table, &analysis, current);
     let reproduced = simulator.reproduced();
     let excluded = simulator.excluded();
     let held_by_hand = |t: &Target| file.held_by_hand(t, &defaults);
-    let mut proposal = propose(&RuleInput {
+    let input = RuleInput {
         table: &table,
         analysis: &analysis,
+        endpoints: &endpoints,
+        vocab: &vocab,
         names: &names,
         config: &config,
         simulator: &simulator,
         held_by_hand: &held_by_hand,
-    });
+    };
+    let mut proposal = propose(&input);
+    // What the member's own figures alone would have changed: the rest
+    // was decided by the priors.
+    let decided_by_priors: Vec<Target> = if blended.is_empty() {
+        Vec::new()
+    } else {
+        let own = crate::rules::propose_endpoints(&RuleInput {
+            endpoints: &analysis.endpoints,
+            vocab: &table.vocab,
+            ..input
+        });
+        let own: Vec<(&Target, &crate::rules::Setting)> = own
+            .endpoints
+            .iter()
+            .chain(&own.priors)
+            .map(|c| (&c.target, &c.to))
+            .collect();
+        proposal
+            .endpoints
+            .iter()
+            .chain(&proposal.priors)
+            .filter(|c| !own.contains(&(&c.target, &c.to)))
+            .map(|c| c.target.clone())
+            .collect()
+    };
     let date = crate::table::date(options.now_ms);
     let mut notes = std::mem::take(&mut proposal.notes);
 
@@ -231,8 +367,16 @@ pub fn run(options: &AnalyzeOptions) -> Result<AnalyzeReport, TuneError> {
                 continue;
             };
             let get = |s: &Simulation| s.endpoints.get(&tool).copied().unwrap_or_default();
-            let (before, after, ok) = if c.rule == Rule::T1 {
-                let (b, a) = (get(&sim_dedup), get(&sim_all));
+            // A change the priors decided is judged by the member's own
+            // events only as far as they go: kept unless they show a loss
+            // (an endpoint never called here has nothing to show).
+            let by_priors = decided_by_priors.contains(&c.target);
+            let (before, after, ok) = if c.rule == Rule::T1 || by_priors {
+                let (b, a) = if c.rule == Rule::T1 {
+                    (get(&sim_dedup), get(&sim_all))
+                } else {
+                    (get(&base_sim), get(&sim_dedup))
+                };
                 (b.new_saved, a.new_saved, a.new_saved >= b.new_saved)
             } else {
                 let (b, a) = (get(&base_sim), get(&sim_dedup));
@@ -324,6 +468,8 @@ pub fn run(options: &AnalyzeOptions) -> Result<AnalyzeReport, TuneError> {
         enrichment: Some(crate::speculation::SpeculationFigures::of(&table)).filter(|f| f.any()),
         find_files: crate::retrieval::RetrievalFigures::of(&table),
         held: proposal.held,
+        blended,
+        decided_by_priors,
         notes,
         total: (!kept.is_empty()).then_some(total),
         kept_old_config,
@@ -475,6 +621,7 @@ mod tests {
             summary_file: Some(dir.path().join("telemetry").join("tune-summary.json")),
             dry_run: false,
             now_ms: now,
+            priors: Default::default(),
         };
         Setup { dir, options }
     }

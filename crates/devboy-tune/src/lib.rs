@@ -39,6 +39,8 @@
 //! - [`aggregate`]: the per-endpoint and per-session figures of an event
 //!   table, and its sequence facts.
 //! - [`analyze`]: `devboy tune analyze`.
+//! - [`fingerprint`]: endpoint fingerprints, shared with a team and
+//!   blended back ([`fingerprint::blend`]).
 //! - [`show`]: `devboy tune show`.
 //! - [`speculation`]: what speculation did, and its rules (R7, E1).
 //! - [`claude_logs`]: `devboy tune from-claude-logs`.
@@ -53,6 +55,7 @@ pub mod claude_logs;
 pub mod edit;
 pub mod error;
 pub mod event;
+pub mod fingerprint;
 pub mod names;
 pub mod read;
 mod report;

@@ -70,6 +70,21 @@ impl ExposedNames {
         self.names.get(&tool).map(String::as_str)
     }
 
+    /// Adds a name for an endpoint that has no hash here (a team or
+    /// provider row, [`crate::fingerprint::foreign_id`]).
+    pub fn insert(&mut self, tool: u64, name: &str) {
+        self.names.insert(tool, name.to_owned());
+    }
+
+    /// The id of `name`, if it has one.
+    pub fn id_of(&self, name: &str) -> Option<u64> {
+        self.names
+            .iter()
+            .filter(|(_, n)| n.as_str() == name)
+            .map(|(id, _)| *id)
+            .min()
+    }
+
     /// How many names.
     pub fn len(&self) -> usize {
         self.names.len()

@@ -230,6 +230,26 @@ impl AnalyzeReport {
         t.render()
     }
 
+    /// "decided by team data (…)" when the priors, not the member's own
+    /// figures, made the change to `target`.
+    fn decided_by(&self, target: &crate::rules::Target) -> Option<String> {
+        if !self.decided_by_priors.contains(target) {
+            return None;
+        }
+        let name = match target {
+            crate::rules::Target::Endpoint { name, .. }
+            | crate::rules::Target::Tool { name, .. } => name,
+            crate::rules::Target::Global { .. } => return None,
+        };
+        let b = self.blended.iter().find(|b| &b.endpoint == name)?;
+        let kind = match b.source {
+            crate::fingerprint::PriorSource::Team => "team data",
+            crate::fingerprint::PriorSource::StaleTeam => "team data older than the TTL",
+            crate::fingerprint::PriorSource::Provider(_) => "provider data",
+        };
+        Some(format!("decided by {kind}: {}", blend_line(b)))
+    }
+
     fn decisions_text(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         if self.decisions.is_empty()
             && self.held.is_empty()
@@ -260,6 +280,9 @@ impl AnalyzeReport {
                 c.rule
             )?;
             writeln!(f, "          why: {}", c.reason)?;
+            if let Some(by) = self.decided_by(&c.target) {
+                writeln!(f, "          {by}")?;
+            }
             let gain = d.after - d.before;
             let pp = if d.baseline == 0 {
                 0.0
@@ -310,6 +333,19 @@ impl AnalyzeReport {
                     c.target, c.from, c.to, c.rule
                 )?;
                 writeln!(f, "          why: {}", c.reason)?;
+                if let Some(by) = self.decided_by(&c.target) {
+                    writeln!(f, "          {by}")?;
+                }
+            }
+        }
+        if !self.blended.is_empty() {
+            writeln!(
+                f,
+                "\nblended with team and provider fingerprints before the rules ran ({} endpoints):",
+                self.blended.len()
+            )?;
+            for b in &self.blended {
+                writeln!(f, "  {}", blend_line(b))?;
             }
         }
         if !self.held.is_empty() {
@@ -426,4 +462,21 @@ pub(crate) fn write_outcome(
         writeln!(f, "  {line}")?;
     }
     Ok(())
+}
+
+/// One blended endpoint, in one line.
+fn blend_line(b: &crate::analyze::Blended) -> String {
+    let (calls, sessions, members) = b.prior;
+    format!(
+        "{}: {:.0}% {} ({} results, {} sessions, {} member{}), {:.0}% own ({} results)",
+        b.endpoint,
+        b.weight * 100.0,
+        b.source,
+        int(calls as i64),
+        int(sessions as i64),
+        members,
+        if members == 1 { "" } else { "s" },
+        (1.0 - b.weight) * 100.0,
+        int(b.own_calls as i64)
+    )
 }

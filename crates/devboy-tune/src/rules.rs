@@ -313,6 +313,13 @@ pub struct RuleInput<'a> {
     pub table: &'a EventTable,
     /// Their aggregate.
     pub analysis: &'a Analysis,
+    /// The endpoints the endpoint rules look at: `analysis.endpoints`, or
+    /// those blended with team and provider figures
+    /// ([`crate::fingerprint::blend`]).
+    pub endpoints: &'a [EndpointStats],
+    /// The names `endpoints` index into (the table's, plus those of the
+    /// blended rows).
+    pub vocab: &'a Vocabulary,
     /// Hash → name.
     pub names: &'a ExposedNames,
     /// The current config.
@@ -368,8 +375,20 @@ impl Proposal {
 
 /// Runs every rule.
 pub fn propose(input: &RuleInput<'_>) -> Proposal {
+    let mut proposal = propose_endpoints(input);
+    cache_entries(input, &mut proposal);
+    cache_ttl(input, &mut proposal);
+    min_body(input, &mut proposal);
+    crate::speculation::speculation_rule(input, &mut proposal);
+    crate::speculation::follow_up_rule(input, &mut proposal);
+    proposal
+}
+
+/// Runs the per-endpoint rules (D1, D2, N1, T1, V1) only, over
+/// `input.endpoints`.
+pub fn propose_endpoints(input: &RuleInput<'_>) -> Proposal {
     let mut proposal = Proposal::default();
-    for e in &input.analysis.endpoints {
+    for e in input.endpoints {
         let Some(name) = input.names.get(e.tool) else {
             continue;
         };
@@ -379,11 +398,6 @@ pub fn propose(input: &RuleInput<'_>) -> Proposal {
         endpoint_rules(input, e, name, &mut proposal);
         typical_tokens(input, e, name, &mut proposal);
     }
-    cache_entries(input, &mut proposal);
-    cache_ttl(input, &mut proposal);
-    min_body(input, &mut proposal);
-    crate::speculation::speculation_rule(input, &mut proposal);
-    crate::speculation::follow_up_rule(input, &mut proposal);
     proposal
 }
 
@@ -401,7 +415,7 @@ fn pct(x: f64) -> String {
 
 fn endpoint_rules(input: &RuleInput<'_>, e: &EndpointStats, name: &str, out: &mut Proposal) {
     let now = input.simulator.current().endpoint(e.tool).clone();
-    let vocab = &input.table.vocab;
+    let vocab = input.vocab;
     // D2: dedup is off but the endpoint keeps returning bodies the model holds.
     let dedup_after =
         if !now.dedup && e.sequenced >= MIN_SUPPORT && e.implied_dup_rate() >= DEDUP_ON_MIN_DUP {
@@ -850,6 +864,8 @@ mod tests {
         propose(&RuleInput {
             table: &table,
             analysis: &analysis,
+            endpoints: &analysis.endpoints,
+            vocab: &table.vocab,
             names: &names,
             config: &config,
             simulator: &simulator,

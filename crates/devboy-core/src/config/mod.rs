@@ -27,6 +27,7 @@ mod filter;
 pub mod import;
 pub(crate) mod keypath;
 mod schema;
+pub mod team;
 pub(crate) mod tree;
 
 use std::collections::BTreeMap;
@@ -77,6 +78,12 @@ pub struct ProxyConfig {
     /// when there is none (or the section has a problem, which is then a
     /// warning): `find_files` ranks offline.
     pub retrieval_llm: Option<LlmConfig>,
+    /// `[team]` (devboy.toml only): the team's store and providers; the
+    /// default (nothing shared, nothing blended) when absent or invalid.
+    pub team: team::TeamConfig,
+    /// What was wrong with `[team]`, naming the file and key: the tune
+    /// commands that need it stop with it (the proxy only warns).
+    pub team_problem: Option<String>,
     /// Things worth telling the user that did not stop loading (ignored
     /// keys, unsupported transports, renamed prefixes), each starting with
     /// the file and key path.
@@ -339,6 +346,8 @@ impl ProxyConfig {
             server_name: resolved.server_name,
             upstreams: resolved.upstreams,
             retrieval_llm: resolved.retrieval_llm,
+            team: resolved.team,
+            team_problem: resolved.team_problem,
             warnings,
         })
     }
@@ -360,6 +369,8 @@ impl ProxyConfig {
             server_name: DEFAULT_SERVER_NAME.to_owned(),
             upstreams: Vec::new(),
             retrieval_llm: None,
+            team: team::TeamConfig::default(),
+            team_problem: None,
             warnings: Vec::new(),
         });
         config.source = ConfigSource::Embedded;

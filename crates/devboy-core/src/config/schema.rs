@@ -15,6 +15,7 @@ use globset::Glob;
 use super::error::{ConfigError, ConfigErrorKind};
 use super::expand::{expand, ExpandError};
 use super::keypath::{closest, KeyPath};
+use super::team::{ProviderConfig, ProviderSource, TeamConfig, STORE_SCHEMES};
 use super::tree::{describe, quote_short, Entry, Node, Pos, Value};
 use super::{
     ConfigFormat, LlmConfig, LlmProvider, ToolFilter, UpstreamConfig, UpstreamTransport,
@@ -55,7 +56,16 @@ const JSON_SILENT_KEYS: &[&str] = &[
 /// Claude Code keys devboy does not implement and whose absence can change
 /// behaviour (authentication); ignored with a specific warning.
 const JSON_UNSUPPORTED_KEYS: &[&str] = &["headersHelper", "oauth"];
-const TOML_TOP_KEYS: &[&str] = &["devboy", "servers", "mcpServers", "retrieval"];
+const TOML_TOP_KEYS: &[&str] = &["devboy", "servers", "mcpServers", "retrieval", "team"];
+const TEAM_KEYS: &[&str] = &[
+    "store",
+    "share",
+    "weight",
+    "ttl_days",
+    "k_anonymity",
+    "providers",
+];
+const PROVIDER_KEYS: &[&str] = &["url", "path", "server", "weight"];
 const RETRIEVAL_KEYS: &[&str] = &["llm"];
 const LLM_KEYS: &[&str] = &[
     "provider",
@@ -78,6 +88,8 @@ pub(super) struct Resolved {
     pub(super) server_name: String,
     pub(super) upstreams: Vec<UpstreamConfig>,
     pub(super) retrieval_llm: Option<LlmConfig>,
+    pub(super) team: TeamConfig,
+    pub(super) team_problem: Option<String>,
     pub(super) warnings: Vec<String>,
 }
 
@@ -94,7 +106,7 @@ pub(super) fn resolve(
         env,
         warnings: Vec::new(),
     };
-    let (server_name, servers, retrieval) = loader.top_level(root)?;
+    let (server_name, servers, retrieval, team) = loader.top_level(root)?;
     // A problem in `[retrieval]` costs only the model: find_files ranks
     // offline, and the servers start.
     let retrieval_llm = match retrieval.map(|(entry, path)| loader.retrieval(&entry.node, &path)) {
@@ -105,6 +117,19 @@ pub(super) fn resolve(
                 "{error}; find_files ranks without a model until this is fixed"
             ));
             None
+        }
+    };
+    // A problem in `[team]` costs only the team: the proxy never reads
+    // it, and the tune commands that need it report the error.
+    let (team, team_problem) = match team.map(|(entry, path)| loader.team(&entry.node, &path)) {
+        None => (TeamConfig::default(), None),
+        Some(Ok(team)) => (team, None),
+        Some(Err(error)) => {
+            let problem = error.to_string();
+            loader.warnings.push(format!(
+                "{problem}; team fingerprints are neither shared nor blended until this is fixed"
+            ));
+            (TeamConfig::default(), Some(problem))
         }
     };
     let mut pending = Vec::with_capacity(servers.len());
@@ -125,6 +150,8 @@ pub(super) fn resolve(
         server_name,
         upstreams,
         retrieval_llm,
+        team,
+        team_problem,
         warnings: loader.warnings,
     })
 }
@@ -376,6 +403,7 @@ impl Loader<'_> {
         String,
         Vec<(&'n Entry, KeyPath)>,
         Option<(&'n Entry, KeyPath)>,
+        Option<(&'n Entry, KeyPath)>,
     )> {
         let top = KeyPath::default();
         let entries = root.as_table().ok_or_else(|| {
@@ -390,11 +418,13 @@ impl Loader<'_> {
         let mut saw_servers = false;
         let mut ignored = Vec::new();
         let mut retrieval = None;
+        let mut team = None;
         for entry in entries {
             let path = top.key(&entry.key);
             match entry.key.as_str() {
                 "devboy" => server_name = self.settings(&entry.node, &path)?,
                 "retrieval" => retrieval = Some((entry, path)),
+                "team" if self.format == ConfigFormat::Toml => team = Some((entry, path)),
                 "mcpServers" | "servers"
                     if entry.key == "mcpServers" || self.format == ConfigFormat::Toml =>
                 {
@@ -440,7 +470,164 @@ impl Loader<'_> {
                 "no \"mcpServers\" object; no upstream servers configured",
             );
         }
-        Ok((server_name, servers, retrieval))
+        Ok((server_name, servers, retrieval, team))
+    }
+
+    /// `[team]` and its `[[team.providers]]`.
+    fn team(&mut self, node: &Node, path: &KeyPath) -> Result<TeamConfig> {
+        let entries = self.table(node, path)?;
+        for entry in entries {
+            if !TEAM_KEYS.contains(&entry.key.as_str()) {
+                return Err(self.unknown_key(path, entry, TEAM_KEYS));
+            }
+        }
+        let get = |key: &str| entries.iter().find(|e| e.key == key);
+        let mut team = TeamConfig {
+            origin: Some(self.origin.to_path_buf()),
+            ..TeamConfig::default()
+        };
+        if let Some(e) = get("store") {
+            let key_path = path.key("store");
+            let store = self.expanded(&e.node, &key_path, false)?;
+            let scheme = store.split_once("://").map(|(s, _)| s);
+            let usable = scheme.is_some_and(|s| STORE_SCHEMES.contains(&s))
+                && store
+                    .split_once("://")
+                    .is_some_and(|(_, rest)| !rest.trim_matches('/').is_empty());
+            if !usable {
+                return Err(self.invalid(
+                    &key_path,
+                    e.node.pos,
+                    "a store URL: s3://bucket/prefix, gs://bucket/prefix, az://container/prefix or file:///path",
+                    quote_short(&store),
+                ));
+            }
+            team.store = Some(store);
+        }
+        if let Some(e) = get("share") {
+            team.share = self.boolean(&e.node, &path.key("share"))?;
+        }
+        if let Some(e) = get("weight") {
+            team.weight = self.fraction(&e.node, &path.key("weight"), 1.0)?;
+        }
+        if let Some(e) = get("ttl_days") {
+            team.ttl_days = self.count_in(&e.node, &path.key("ttl_days"), 1, 365)?;
+        }
+        if let Some(e) = get("k_anonymity") {
+            team.k_anonymity = self.count_in(
+                &e.node,
+                &path.key("k_anonymity"),
+                super::team::MIN_K_ANONYMITY,
+                1000,
+            )?;
+        }
+        if let Some(e) = get("providers") {
+            let providers_path = path.key("providers");
+            let Value::Array(items) = &e.node.value else {
+                return Err(self.wrong_type(
+                    &providers_path,
+                    &e.node,
+                    "an array of tables ([[team.providers]])",
+                ));
+            };
+            for (i, item) in items.iter().enumerate() {
+                let provider = self.provider(item, &providers_path.index(i))?;
+                team.providers.push(provider);
+            }
+        }
+        Ok(team)
+    }
+
+    /// One `[[team.providers]]`.
+    fn provider(&mut self, node: &Node, path: &KeyPath) -> Result<ProviderConfig> {
+        let entries = self.table(node, path)?;
+        for entry in entries {
+            if !PROVIDER_KEYS.contains(&entry.key.as_str()) {
+                return Err(self.unknown_key(path, entry, PROVIDER_KEYS));
+            }
+        }
+        let get = |key: &str| entries.iter().find(|e| e.key == key);
+        let source = match (get("url"), get("path")) {
+            (Some(url), None) => {
+                let key_path = path.key("url");
+                let url_text = self.expanded(&url.node, &key_path, false)?;
+                if !(url_text.starts_with("https://") || url_text.starts_with("http://")) {
+                    return Err(self.invalid(
+                        &key_path,
+                        url.node.pos,
+                        "an http:// or https:// URL (or `path` for a file)",
+                        quote_short(&url_text),
+                    ));
+                }
+                ProviderSource::Url(url_text)
+            }
+            (None, Some(file)) => {
+                let text = self.expanded(&file.node, &path.key("path"), false)?;
+                ProviderSource::File(self.resolve_dir(&text))
+            }
+            (Some(_), Some(file)) => {
+                return Err(self.invalid(
+                    &path.key("path"),
+                    file.node.pos,
+                    "either `url` or `path`, not both",
+                    "both",
+                ))
+            }
+            (None, None) => {
+                return Err(self.invalid(
+                    &path.key("url"),
+                    node.pos,
+                    "`url` (or `path`) of the provider's fingerprints",
+                    "nothing",
+                ))
+            }
+        };
+        let server = match get("server") {
+            Some(e) => self.string(&e.node, &path.key("server"))?.to_owned(),
+            None => {
+                return Err(self.invalid(
+                    &path.key("server"),
+                    node.pos,
+                    "the server (its key under [servers]) whose tools the document describes",
+                    "nothing",
+                ))
+            }
+        };
+        let weight = match get("weight") {
+            Some(e) => self.fraction(
+                &e.node,
+                &path.key("weight"),
+                super::team::MAX_PROVIDER_WEIGHT,
+            )?,
+            None => super::team::MAX_PROVIDER_WEIGHT,
+        };
+        Ok(ProviderConfig {
+            source,
+            server,
+            weight,
+        })
+    }
+
+    /// A number from 0 to `max`.
+    fn fraction(&self, node: &Node, path: &KeyPath, max: f64) -> Result<f64> {
+        let value = match node.value {
+            Value::Float(x) => x,
+            Value::Integer(n) => n as f64,
+            _ => f64::NAN,
+        };
+        if (0.0..=max).contains(&value) {
+            Ok(value)
+        } else {
+            Err(self.wrong_type(path, node, &format!("a number from 0 to {max}")))
+        }
+    }
+
+    /// An integer from `min` to `max`.
+    fn count_in(&self, node: &Node, path: &KeyPath, min: u32, max: u32) -> Result<u32> {
+        match node.value {
+            Value::Integer(n) if (i128::from(min)..=i128::from(max)).contains(&n) => Ok(n as u32),
+            _ => Err(self.wrong_type(path, node, &format!("an integer from {min} to {max}"))),
+        }
     }
 
     /// `[retrieval]`: the model `find_files` ranks with, if any.

@@ -1186,3 +1186,71 @@ fn a_bad_retrieval_section_is_a_warning_naming_file_and_key_and_servers_still_st
         config.warnings
     );
 }
+
+#[test]
+fn team_is_read_with_defaults_and_providers_resolve_against_the_file() {
+    use super::team::*;
+    let config = ok(toml(
+        "[team]\nstore = \"s3://bucket/teams/a\"\nshare = true\n\n[[team.providers]]\nurl = \"https://mcp.example.com/mcp/fingerprints/v1\"\nserver = \"github\"\n\n[[team.providers]]\npath = \"prov/fp.json\"\nserver = \"gitlab\"\nweight = 0.25\n",
+    ));
+    let team = &config.team;
+    assert_eq!(team.store.as_deref(), Some("s3://bucket/teams/a"));
+    assert!(team.share);
+    assert_eq!(team.weight, DEFAULT_TEAM_WEIGHT);
+    assert_eq!(team.ttl_days, DEFAULT_TEAM_TTL_DAYS);
+    assert_eq!(team.k_anonymity, DEFAULT_K_ANONYMITY);
+    assert_eq!(team.providers.len(), 2);
+    assert_eq!(
+        team.providers[0].source,
+        ProviderSource::Url("https://mcp.example.com/mcp/fingerprints/v1".into())
+    );
+    assert_eq!(team.providers[0].weight, MAX_PROVIDER_WEIGHT);
+    assert_eq!(
+        team.providers[1].source,
+        ProviderSource::File(PathBuf::from("/cfg/prov/fp.json"))
+    );
+    assert_eq!(team.providers[1].weight, 0.25);
+    assert!(config.team_problem.is_none());
+    let none = ok(toml(""));
+    assert!(!none.team.is_set());
+    assert_eq!(none.team_problem, None);
+}
+
+#[test]
+fn a_bad_team_section_names_file_and_key_and_servers_still_start() {
+    for (text, key) in [
+        ("[team]\nstore = \"ftp://x/y\"\n", "team.store"),
+        ("[team]\nstore = \"s3://\"\n", "team.store"),
+        ("[team]\nweight = 1.5\n", "team.weight"),
+        ("[team]\nk_anonymity = 1\n", "team.k_anonymity"),
+        ("[team]\nstor = \"s3://b\"\n", "team.stor"),
+        (
+            "[[team.providers]]\nurl = \"https://p\"\nserver = \"s\"\nweight = 0.6\n",
+            "team.providers[0].weight",
+        ),
+        (
+            "[[team.providers]]\nserver = \"s\"\n",
+            "team.providers[0].url",
+        ),
+        (
+            "[[team.providers]]\nurl = \"ftp://p\"\nserver = \"s\"\n",
+            "team.providers[0].url",
+        ),
+        (
+            "[[team.providers]]\nurl = \"https://p\"\n",
+            "team.providers[0].server",
+        ),
+    ] {
+        let config = ok(toml(&format!("[servers.a]\ncommand = \"x\"\n{text}")));
+        assert_eq!(config.upstreams.len(), 1, "{text}");
+        assert!(!config.team.is_set(), "{text}");
+        let problem = config.team_problem.clone().unwrap_or_default();
+        assert!(problem.contains("/cfg/devboy.toml"), "{text}: {problem}");
+        assert!(problem.contains(key), "{text}: {problem}");
+        assert!(
+            config.warnings.iter().any(|w| w.contains(key)),
+            "{text}: {:?}",
+            config.warnings
+        );
+    }
+}
