@@ -211,6 +211,63 @@ pub enum TuneCommand {
         /// Print the report and the keys that would change; write nothing.
         #[arg(long)]
         dry_run: bool,
+        /// devboy.toml, for its [team] section: the team's fingerprints
+        /// and providers' are blended with this member's own before the
+        /// rules run, and with `share = true` this member's are shared
+        /// after (default as for `devboy mcp`).
+        #[arg(long, value_name = "FILE")]
+        config: Option<PathBuf>,
+    },
+    /// Share this member's endpoint fingerprints with the team: the last N
+    /// days of telemetry as one Parquet object in the [team] store, only
+    /// endpoints seen in at least k sessions, no content, paths,
+    /// arguments or session ids (docs/team.md lists every column). A copy
+    /// of what was uploaded is kept in the telemetry directory.
+    Share {
+        /// How many days back to read.
+        #[arg(long, default_value_t = 30, value_name = "N")]
+        days: u32,
+        /// The events directory. Default: <telemetry dir>/events.
+        #[arg(long, value_name = "DIR")]
+        input_dir: Option<PathBuf>,
+        /// devboy.toml with the [team] section (default as for `devboy mcp`).
+        #[arg(long, value_name = "FILE")]
+        config: Option<PathBuf>,
+    },
+    /// Merge every member's fingerprints in the team store into the team's
+    /// (weighted by sessions; endpoints with fewer than k sessions or 2
+    /// members dropped) and write them whole, with a manifest. Stateless:
+    /// anyone on the team, or a scheduled job beside the bucket, can run it.
+    Aggregate {
+        /// devboy.toml with the [team] section (default as for `devboy mcp`).
+        #[arg(long, value_name = "FILE")]
+        config: Option<PathBuf>,
+        /// The store, instead of [team] store (s3://, gs://, az://, file://).
+        #[arg(long, value_name = "URL")]
+        store: Option<String>,
+        /// Sessions an endpoint needs overall, instead of [team] k_anonymity.
+        #[arg(long, value_name = "K")]
+        k_anonymity: Option<u32>,
+    },
+    /// Write a provider fingerprint document (docs/team.md) of one
+    /// server's tools from this member's telemetry, for that server's
+    /// operator to serve (e.g. at /mcp/fingerprints/v1).
+    Publish {
+        /// The server (its key in the config) whose tools to publish.
+        #[arg(long, value_name = "NAME")]
+        server: String,
+        /// Where to write the document (`-` for stdout).
+        #[arg(long, short, value_name = "FILE", default_value = "-")]
+        output: PathBuf,
+        /// How many days back to read.
+        #[arg(long, default_value_t = 30, value_name = "N")]
+        days: u32,
+        /// The events directory. Default: <telemetry dir>/events.
+        #[arg(long, value_name = "DIR")]
+        input_dir: Option<PathBuf>,
+        /// devboy.toml or a .mcp.json (default as for `devboy mcp`).
+        #[arg(long, value_name = "FILE")]
+        config: Option<PathBuf>,
     },
     /// Print the effective pipeline config, its source and schema version,
     /// and the settings each endpoint seen by the last analysis gets.

@@ -12,14 +12,13 @@ mod logging;
 mod replay;
 mod serve;
 mod setup;
+mod tune;
 
-use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use anyhow::Context;
 use clap::Parser;
-use cli::{Cli, Command, EvalCommand, ExploreFormat, HookCommand, ReplayFormat, TuneCommand};
+use cli::{Cli, Command, EvalCommand, ExploreFormat, HookCommand, ReplayFormat};
 use devboy_core::pipeline_config::PipelineConfig;
 
 fn main() -> ExitCode {
@@ -146,66 +145,6 @@ fn run(command: Command) -> anyhow::Result<()> {
         Command::Hook {
             command: HookCommand::Install { project, settings },
         } => hooks::install(project, settings),
-        Command::Tune { command } => tune(command),
+        Command::Tune { command } => tune::tune(command),
     }
-}
-
-/// `devboy tune …`: the reports go to stdout.
-fn tune(command: TuneCommand) -> anyhow::Result<()> {
-    let telemetry = devboy_core::paths::telemetry_dir();
-    let default_output = devboy_core::pipeline_config::default_file;
-    match command {
-        TuneCommand::Analyze {
-            days,
-            input_dir,
-            output,
-            dry_run,
-        } => {
-            let options = devboy_tune::AnalyzeOptions {
-                input: input_dir.unwrap_or_else(|| telemetry.join("events")),
-                days,
-                output: output.unwrap_or_else(default_output),
-                names_file: devboy_core::paths::endpoint_names_file(),
-                summary_file: Some(telemetry.join(devboy_tune::show::SUMMARY_FILE)),
-                dry_run,
-                now_ms: devboy_tune::now_ms(),
-            };
-            print!("{}", devboy_tune::analyze::run(&options)?);
-        }
-        TuneCommand::Show { config } => {
-            let options = devboy_tune::ShowOptions {
-                config,
-                names_file: devboy_core::paths::endpoint_names_file(),
-                summary_file: telemetry.join(devboy_tune::show::SUMMARY_FILE),
-            };
-            print!("{}", devboy_tune::show::show(&options)?);
-        }
-        TuneCommand::FromClaudeLogs {
-            input_dir,
-            project,
-            dry_run,
-            tools,
-            server,
-            output,
-        } => {
-            let input = match input_dir {
-                Some(dir) => dir,
-                None => std::env::var_os("HOME")
-                    .filter(|h| !h.is_empty())
-                    .map(|h| PathBuf::from(h).join(".claude").join("projects"))
-                    .context("HOME is not set; give --input-dir")?,
-            };
-            let options = devboy_tune::ClaudeLogOptions {
-                input,
-                project,
-                server,
-                tools,
-                dry_run,
-                output: output.unwrap_or_else(default_output),
-                now_ms: devboy_tune::now_ms(),
-            };
-            print!("{}", devboy_tune::claude_logs::run(&options)?);
-        }
-    }
-    Ok(())
 }

@@ -45,9 +45,16 @@ const DAY_MS: u64 = 86_400_000;
 ///
 /// Rates are over the count named in their documentation; a rate whose
 /// count is zero is 0 and means "no evidence".
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+///
+/// As JSON (a provider's document, docs/team.md) the endpoint is
+/// `endpoint_class` and every other field may be left out (0, empty: no
+/// evidence).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Fingerprint {
-    /// The tool's exposed name (`<prefix>__<tool>`).
+    /// The tool's exposed name (`<prefix>__<tool>`); in a provider's
+    /// document, the upstream's own tool name.
+    #[serde(rename = "endpoint_class")]
     pub endpoint: String,
     /// Members whose rows were merged into this one (1 for a member's own).
     pub members: u32,

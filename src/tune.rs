@@ -1,0 +1,270 @@
+//! `devboy tune …`: the reports go to stdout.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+use devboy_core::config::team::TeamConfig;
+use devboy_core::config::ProxyConfig;
+
+use crate::cli::TuneCommand;
+
+/// The process environment, for the store's options (credentials stay in
+/// it; nothing here writes or prints them).
+fn env_vars() -> Vec<(String, String)> {
+    std::env::vars().collect()
+}
+
+fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")
+}
+
+/// The proxy config a tune command reads [team] from.
+fn proxy_config(config: Option<&Path>) -> anyhow::Result<ProxyConfig> {
+    Ok(ProxyConfig::resolve(config)?)
+}
+
+/// [team] for a command that cannot run without a store.
+fn team_with_store(config: &ProxyConfig) -> anyhow::Result<(TeamConfig, String)> {
+    if let Some(problem) = &config.team_problem {
+        anyhow::bail!("{problem}");
+    }
+    let store = config.team.store.clone().with_context(|| {
+        format!(
+            "no [team] store in {}; set `store = \"s3://bucket/prefix\"` (or gs://, az://, file://) under [team] (docs/team.md)",
+            describe_source(config)
+        )
+    })?;
+    Ok((config.team.clone(), store))
+}
+
+fn describe_source(config: &ProxyConfig) -> String {
+    match &config.source {
+        devboy_core::config::ConfigSource::File(path) => path.display().to_string(),
+        devboy_core::config::ConfigSource::Embedded => format!(
+            "the embedded default config (no {} found)",
+            devboy_core::paths::default_config_file().display()
+        ),
+    }
+}
+
+fn member(input_dir: Option<PathBuf>, days: u32) -> devboy_team::Member {
+    let telemetry = devboy_core::paths::telemetry_dir();
+    devboy_team::Member {
+        input: input_dir.unwrap_or_else(|| telemetry.join("events")),
+        names_file: devboy_core::paths::endpoint_names_file(),
+        salt_file: telemetry.join(devboy_team::commands::SALT_FILE),
+        pipeline_config: devboy_core::pipeline_config::default_file(),
+        days,
+        now_ms: devboy_tune::now_ms(),
+    }
+}
+
+/// The local copy of what `share` uploaded.
+fn local_copy() -> PathBuf {
+    devboy_core::paths::telemetry_dir().join("endpoints.parquet")
+}
+
+/// The prefix of the server named `name` in `config`.
+fn prefix_of(config: &ProxyConfig, name: &str) -> Option<String> {
+    config
+        .upstreams
+        .iter()
+        .find(|u| u.name == name)
+        .map(|u| u.prefix.clone())
+}
+
+pub fn tune(command: TuneCommand) -> anyhow::Result<()> {
+    let telemetry = devboy_core::paths::telemetry_dir();
+    let default_output = devboy_core::pipeline_config::default_file;
+    match command {
+        TuneCommand::Analyze {
+            days,
+            input_dir,
+            output,
+            dry_run,
+            config,
+        } => {
+            let proxy = proxy_config(config.as_deref())?;
+            let mut notes = Vec::new();
+            if let Some(problem) = &proxy.team_problem {
+                notes.push(format!("{problem}; tuned on this member's own figures"));
+            }
+            let team = &proxy.team;
+            let priors = if team.is_set() {
+                let (priors, mut loaded) =
+                    runtime()?.block_on(devboy_team::priors(team, env_vars(), &|name| {
+                        prefix_of(&proxy, name)
+                    }));
+                notes.append(&mut loaded);
+                priors
+            } else {
+                Default::default()
+            };
+            let options = devboy_tune::AnalyzeOptions {
+                input: input_dir
+                    .clone()
+                    .unwrap_or_else(|| telemetry.join("events")),
+                days,
+                output: output.unwrap_or_else(default_output),
+                names_file: devboy_core::paths::endpoint_names_file(),
+                summary_file: Some(telemetry.join(devboy_tune::show::SUMMARY_FILE)),
+                dry_run,
+                now_ms: devboy_tune::now_ms(),
+                priors,
+            };
+            let mut report = devboy_tune::analyze::run(&options)?;
+            if team.share && !dry_run {
+                if let Some(url) = &team.store {
+                    let shared = devboy_team::TeamStore::open(url, env_vars()).and_then(|store| {
+                        let member = devboy_team::Member {
+                            pipeline_config: options.output.clone(),
+                            ..member(input_dir, days)
+                        };
+                        runtime()
+                            .map_err(|e| devboy_team::TeamError::Config(e.to_string()))?
+                            .block_on(devboy_team::share(
+                                &store,
+                                team,
+                                &member,
+                                Some(local_copy()),
+                            ))
+                    });
+                    match shared {
+                        Ok(r) => notes.push(format!(
+                            "[team] share = true: shared {} endpoint fingerprints to {} (withheld {} under k = {})",
+                            r.shared.len(),
+                            r.object,
+                            r.withheld,
+                            r.k
+                        )),
+                        Err(e) => notes.push(format!("[team] share = true, but not shared: {e}")),
+                    }
+                }
+            }
+            report.notes.extend(notes);
+            print!("{report}");
+        }
+        TuneCommand::Share {
+            days,
+            input_dir,
+            config,
+        } => {
+            let proxy = proxy_config(config.as_deref())?;
+            let (team, url) = team_with_store(&proxy)?;
+            let store = devboy_team::TeamStore::open(&url, env_vars())?;
+            let report = runtime()?.block_on(devboy_team::share(
+                &store,
+                &team,
+                &member(input_dir, days),
+                Some(local_copy()),
+            ))?;
+            print!("{report}");
+        }
+        TuneCommand::Aggregate {
+            config,
+            store,
+            k_anonymity,
+        } => {
+            let (url, k) = match store {
+                Some(url) => {
+                    let k = k_anonymity.unwrap_or(devboy_core::config::team::DEFAULT_K_ANONYMITY);
+                    (url, k)
+                }
+                None => {
+                    let proxy = proxy_config(config.as_deref())?;
+                    let (team, url) = team_with_store(&proxy)?;
+                    (url, k_anonymity.unwrap_or(team.k_anonymity))
+                }
+            };
+            anyhow::ensure!(
+                k >= devboy_core::config::team::MIN_K_ANONYMITY,
+                "--k-anonymity must be at least {}",
+                devboy_core::config::team::MIN_K_ANONYMITY
+            );
+            let store = devboy_team::TeamStore::open(&url, env_vars())?;
+            let report =
+                runtime()?.block_on(devboy_team::aggregate(&store, k, devboy_tune::now_ms()))?;
+            print!("{report}");
+        }
+        TuneCommand::Publish {
+            server,
+            output,
+            days,
+            input_dir,
+            config,
+        } => {
+            let proxy = proxy_config(config.as_deref())?;
+            let prefix = prefix_of(&proxy, &server).with_context(|| {
+                let names: Vec<&str> = proxy.upstreams.iter().map(|u| u.name.as_str()).collect();
+                format!(
+                    "no server {server:?} in {} (servers: {})",
+                    describe_source(&proxy),
+                    if names.is_empty() {
+                        "none".to_owned()
+                    } else {
+                        names.join(", ")
+                    }
+                )
+            })?;
+            let (text, n, withheld) = devboy_team::publish(
+                &member(input_dir, days),
+                &server,
+                &prefix,
+                proxy.team.k_anonymity,
+            )?;
+            if output.as_os_str() == "-" {
+                print!("{text}");
+            } else {
+                devboy_sharedfile::replace_shared(&output, text.as_bytes())
+                    .with_context(|| format!("cannot write {}", output.display()))?;
+            }
+            eprintln!(
+                "devboy: {n} endpoint fingerprints of {server} published{}; {withheld} withheld (fewer than {} sessions)",
+                if output.as_os_str() == "-" {
+                    String::new()
+                } else {
+                    format!(" to {}", output.display())
+                },
+                proxy.team.k_anonymity
+            );
+        }
+        TuneCommand::Show { config } => {
+            let options = devboy_tune::ShowOptions {
+                config,
+                names_file: devboy_core::paths::endpoint_names_file(),
+                summary_file: telemetry.join(devboy_tune::show::SUMMARY_FILE),
+            };
+            print!("{}", devboy_tune::show::show(&options)?);
+        }
+        TuneCommand::FromClaudeLogs {
+            input_dir,
+            project,
+            dry_run,
+            tools,
+            server,
+            output,
+        } => {
+            let input = match input_dir {
+                Some(dir) => dir,
+                None => std::env::var_os("HOME")
+                    .filter(|h| !h.is_empty())
+                    .map(|h| PathBuf::from(h).join(".claude").join("projects"))
+                    .context("HOME is not set; give --input-dir")?,
+            };
+            let options = devboy_tune::ClaudeLogOptions {
+                input,
+                project,
+                server,
+                tools,
+                dry_run,
+                output: output.unwrap_or_else(default_output),
+                now_ms: devboy_tune::now_ms(),
+            };
+            print!("{}", devboy_tune::claude_logs::run(&options)?);
+        }
+    }
+    Ok(())
+}
