@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Installs devboy's pinned test peers (real MCP servers and clients):
 #   - tmux from Debian, when missing (a terminal for interactive Claude Code)
-#   - npm packages from package-lock.json into tests/peers/node_modules (npm ci)
-#   - Python packages from requirements.txt into tests/peers/.venv
+#   - npm packages from package-lock.json into tests/peers/node_modules (npm ci),
+#     among them Azurite, the Azure Storage emulator (azurite-blob)
+#   - Python packages from requirements.txt into tests/peers/.venv, among them
+#     moto's S3-compatible server (moto_server)
 # Idempotent: a stamp file records a hash of the lock inputs; when it matches
 # and the installed peers are present, the script exits immediately.
 # Usage: tests/peers/install.sh [--force]
@@ -27,7 +29,9 @@ installed() {
   command -v tmux >/dev/null && [[ -x node_modules/.bin/claude && -x node_modules/.bin/mcp-server-everything \
      && -x node_modules/.bin/mcp-server-filesystem && -x node_modules/.bin/mcp-server-memory \
      && -f node_modules/@octokit/fixtures/package.json && -f node_modules/@octokit/openapi/package.json \
-     && -x .venv/bin/python && -x .venv/bin/mcp-server-time && -x .venv/bin/mcp-server-git ]]
+     && -x node_modules/.bin/azurite-blob \
+     && -x .venv/bin/python && -x .venv/bin/mcp-server-time && -x .venv/bin/mcp-server-git \
+     && -x .venv/bin/moto_server ]]
 }
 
 if [[ $force -eq 0 && -f "$stamp" && "$(cat "$stamp")" == "$hash" ]] && installed; then

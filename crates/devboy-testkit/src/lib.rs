@@ -16,6 +16,9 @@
 //!   commands such as `/compact`.
 //! - [`terminal`]: interactive Claude Code in a private tmux terminal, for
 //!   what only the interactive mode does.
+//! - [`stores`]: real object-store servers on loopback (moto's S3 server,
+//!   Azurite's blob service), each with the environment `object_store`
+//!   reads to reach it.
 
 #![warn(missing_docs)]
 
@@ -25,10 +28,12 @@ pub mod oracle_llm;
 pub mod peers;
 pub mod scripted_model;
 pub mod session;
+pub mod stores;
 pub mod terminal;
 
 pub use claude::{ClaudeCode, ClaudeOutput};
 pub use oracle_llm::{OracleLlm, OracleOptions};
 pub use scripted_model::{RequestKind, Script, ScriptedModel, ToolResultSeen, Turn};
 pub use session::ClaudeSession;
+pub use stores::{AzuriteServer, S3Server};
 pub use terminal::TerminalSession;
