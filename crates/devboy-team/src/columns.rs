@@ -79,6 +79,16 @@ pub fn schema() -> Schema {
 /// `rows` as a Parquet file; `member` is this member's id (`None` for the
 /// team's aggregate).
 pub fn write(rows: &[Fingerprint], member: Option<&str>) -> Result<Bytes, TeamError> {
+    write_as(rows, member, FINGERPRINT_SCHEMA_VERSION)
+}
+
+/// [`write`] claiming another schema version: what a newer devboy's file
+/// looks like to this one (for tests of the reader's refusal).
+pub fn write_as(
+    rows: &[Fingerprint],
+    member: Option<&str>,
+    version: u32,
+) -> Result<Bytes, TeamError> {
     let schema = Arc::new(schema());
     let n = rows.len();
     let u64s = |f: fn(&Fingerprint) -> u64| -> ArrayRef {
@@ -98,7 +108,7 @@ pub fn write(rows: &[Fingerprint], member: Option<&str>) -> Result<Bytes, TeamEr
         inner.append(true);
     }
     let columns: Vec<ArrayRef> = vec![
-        Arc::new(UInt32Array::from(vec![FINGERPRINT_SCHEMA_VERSION; n])),
+        Arc::new(UInt32Array::from(vec![version; n])),
         Arc::new(std::iter::repeat_n(member, n).collect::<StringArray>()),
         texts(|r| Some(&r.endpoint)),
         Arc::new(UInt32Array::from_iter_values(
@@ -143,7 +153,7 @@ pub fn write(rows: &[Fingerprint], member: Option<&str>) -> Result<Bytes, TeamEr
         .set_compression(Compression::SNAPPY)
         .set_key_value_metadata(Some(vec![KeyValue::new(
             SCHEMA_KEY.to_owned(),
-            FINGERPRINT_SCHEMA_VERSION.to_string(),
+            version.to_string(),
         )]))
         .set_created_by(format!(
             "devboy {}",

@@ -196,7 +196,7 @@ impl TeamStore {
     fn error(&self, path: &StorePath, e: &object_store::Error) -> TeamError {
         TeamError::Store {
             store: self.describe(path),
-            message: short(e),
+            message: classify(e),
         }
     }
 
@@ -230,6 +230,19 @@ impl TeamStore {
             .collect();
         members.sort();
         Ok(members)
+    }
+
+    /// Every object under the prefix, sorted.
+    pub async fn objects(&self) -> Result<Vec<StorePath>, TeamError> {
+        let mut all: Vec<StorePath> = self
+            .inner
+            .list(Some(&self.prefix))
+            .map_ok(|meta| meta.location)
+            .try_collect()
+            .await
+            .map_err(|e| self.error(&self.prefix, &e))?;
+        all.sort();
+        Ok(all)
     }
 
     /// Reads `path`; `None` when there is no such object.
@@ -290,6 +303,49 @@ impl TeamStore {
             .await
             .map(|_| ())
             .map_err(|e| self.error(path, &e))
+    }
+}
+
+/// What went wrong, in words a user can act on, then the store's own
+/// words (without the response body).
+pub fn classify(e: &object_store::Error) -> String {
+    let text = short(e);
+    let detail = text
+        .split(" - Server returned")
+        .next()
+        .unwrap_or(&text)
+        .trim()
+        .to_owned();
+    let status = text
+        .split("non-2xx status code: ")
+        .nth(1)
+        .and_then(|rest| rest.split(':').next())
+        .map(|code| format!(" (HTTP {})", code.trim()))
+        .unwrap_or_default();
+    let missing = ["NoSuchBucket", "ContainerNotFound", "bucket does not exist"]
+        .iter()
+        .any(|w| text.contains(w));
+    let unreachable = [
+        "error sending request",
+        "Connection refused",
+        "connection refused",
+        "dns error",
+        "timed out",
+        "tcp connect",
+    ]
+    .iter()
+    .any(|w| text.contains(w));
+    match e {
+        _ if missing => format!("the bucket or container does not exist{status}"),
+        object_store::Error::PermissionDenied { .. }
+        | object_store::Error::Unauthenticated { .. } => format!(
+            "access denied{status}: check the credentials in the environment (AWS_*, GOOGLE_*, AZURE_*)"
+        ),
+        object_store::Error::NotFound { .. } => {
+            format!("not found{status}: does the bucket or container exist?")
+        }
+        _ if unreachable => format!("cannot reach the store ({detail})"),
+        _ => format!("{detail}{status}"),
     }
 }
 

@@ -346,6 +346,9 @@ pub fn run(options: &AnalyzeOptions) -> Result<AnalyzeReport, TuneError> {
     }
 
     // Pass 2: endpoint changes on top, judged per endpoint; pins apart.
+    // Changes the priors decided for an endpoint with too few results of
+    // its own to simulate are not judged (here or in pass 3).
+    let mut unjudged: Vec<&Change> = Vec::new();
     if !proposal.endpoints.is_empty() {
         let (_, base) = settings_of(&kept)?;
         let base_sim = simulator.run(&base);
@@ -371,7 +374,13 @@ pub fn run(options: &AnalyzeOptions) -> Result<AnalyzeReport, TuneError> {
             // events only as far as they go: kept unless they show a loss
             // (an endpoint never called here has nothing to show).
             let by_priors = decided_by_priors.contains(&c.target);
-            let (before, after, ok) = if c.rule == Rule::T1 || by_priors {
+            let own = analysis.endpoint(tool).map_or(0, |e| e.observed);
+            let (before, after, ok) = if by_priors && own < crate::rules::MIN_SUPPORT {
+                // Too few results of its own to judge the priors by.
+                let (b, a) = (get(&base_sim), get(&sim_dedup));
+                unjudged.push(c);
+                (b.new_saved, a.new_saved, true)
+            } else if c.rule == Rule::T1 || by_priors {
                 let (b, a) = if c.rule == Rule::T1 {
                     (get(&sim_dedup), get(&sim_all))
                 } else {
@@ -389,7 +398,7 @@ pub fn run(options: &AnalyzeOptions) -> Result<AnalyzeReport, TuneError> {
                 baseline: get(&base_sim).baseline,
                 kept: ok,
             });
-            if ok {
+            if ok && !unjudged.contains(&c) {
                 endpoint_kept.push(c);
             }
         }
@@ -397,15 +406,22 @@ pub fn run(options: &AnalyzeOptions) -> Result<AnalyzeReport, TuneError> {
     }
 
     // Pass 3: all kept changes together.
-    let (final_file, final_settings) = settings_of(&kept)?;
+    let (_, final_settings) = settings_of(&kept)?;
     let total = simulator.run(&final_settings).total;
     let kept_old_config = !kept.is_empty() && total.gain() < 0;
     if kept_old_config {
         for d in &mut decisions {
-            d.kept = false;
+            d.kept = unjudged.contains(&&d.change);
         }
         kept.clear();
     }
+    let total = if unjudged.is_empty() {
+        total
+    } else {
+        kept.extend(unjudged.iter().copied());
+        simulator.run(&settings_of(&kept)?.1).total
+    };
+    let (final_file, _) = settings_of(&kept)?;
     // R7 rides on the simulation's verdict: when the whole proposal would
     // save less, nothing the tuner proposes this run is switched.
     let speculation = guarded_switches(

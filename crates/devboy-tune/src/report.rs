@@ -298,7 +298,9 @@ impl AnalyzeReport {
                 int(gain),
                 pp,
                 int(d.baseline as i64),
-                if d.kept {
+                if d.kept && d.after < d.before {
+                    "; kept: too few results of this member's own to judge the team's or provider's figures by"
+                } else if d.kept {
                     ""
                 } else if self.kept_old_config {
                     "; the whole proposal would save less"
