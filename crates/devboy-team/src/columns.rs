@@ -346,3 +346,87 @@ fn read_batch(
     }
     Ok(file_member)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(endpoint: &str) -> Fingerprint {
+        Fingerprint {
+            endpoint: endpoint.to_owned(),
+            members: 1,
+            sessions: 7,
+            calls: 140,
+            errors: 2,
+            deduped: 120,
+            dup_rate: 0.25,
+            sequenced: 130,
+            implied_dup_rate: 0.4,
+            sequenced_bodies: 90,
+            near_share: 0.1,
+            id_line_tokens: 6.5,
+            reference_saved_tokens: 88.25,
+            chars_mean: 4012.5,
+            tokens_p50: 950,
+            tokens_p90: 3100,
+            shaped: 140,
+            shape_dominant: Some("markdown_table".into()),
+            shape_share: 0.97,
+            inner_formats_top3: vec!["url".into(), "hash".into()],
+            encoded: 60,
+            template_top: Some("md_tables_csv".into()),
+            template_share: 0.96,
+            baseline_tokens: 1200.0,
+            dedup_saved_tokens: 300.0,
+            encoder_saved_tokens: 210.5,
+            first_day: 20_400,
+            last_day: 20_418,
+            devboy_version: "0.1.0".into(),
+            tokenizer: "o200k_base".into(),
+        }
+    }
+
+    #[test]
+    fn every_field_survives_the_file() {
+        let plain = Fingerprint {
+            shape_dominant: None,
+            template_top: None,
+            inner_formats_top3: Vec::new(),
+            ..row("fs__read_text_file")
+        };
+        let rows = vec![row("gh__list_issues"), plain];
+        let bytes = write(&rows, Some("00000000000000aa")).unwrap();
+        assert_eq!(&bytes[..4], b"PAR1");
+        let back = read(bytes).unwrap();
+        assert_eq!(back.rows, rows);
+        assert_eq!(back.member.as_deref(), Some("00000000000000aa"));
+        // The team's file names no member; an empty file is a file.
+        let team = read(write(&rows, None).unwrap()).unwrap();
+        assert_eq!(team.member, None);
+        assert!(read(write(&[], None).unwrap()).unwrap().rows.is_empty());
+    }
+
+    #[test]
+    fn a_newer_or_damaged_file_is_refused_with_why() {
+        let newer = write_as(&[row("a__b")], None, FINGERPRINT_SCHEMA_VERSION + 1).unwrap();
+        assert!(matches!(read(newer), Err(TeamError::NewerSchema(2))));
+        let err = read(Bytes::from_static(b"not parquet at all")).unwrap_err();
+        assert!(err.to_string().contains("not a Parquet file"), "{err}");
+        // A Parquet file without the fingerprint columns.
+        let schema = Arc::new(Schema::new(vec![Field::new("x", DataType::UInt64, false)]));
+        let batch = RecordBatch::try_new(
+            schema.clone(),
+            vec![Arc::new(UInt64Array::from(vec![1u64])) as ArrayRef],
+        )
+        .unwrap();
+        let properties = WriterProperties::builder()
+            .set_key_value_metadata(Some(vec![KeyValue::new(SCHEMA_KEY.to_owned(), "1".to_owned())]))
+            .build();
+        let mut out = Vec::new();
+        let mut writer = ArrowWriter::try_new(&mut out, schema, Some(properties)).unwrap();
+        writer.write(&batch).unwrap();
+        writer.close().unwrap();
+        let err = read(Bytes::from(out)).unwrap_err();
+        assert!(err.to_string().contains("no column schema_version"), "{err}");
+    }
+}

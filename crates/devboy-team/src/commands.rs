@@ -236,7 +236,7 @@ pub async fn aggregate(
             retries: attempt,
             ..AggregateReport::default()
         };
-        let mut rows: Vec<Fingerprint> = Vec::new();
+        let mut merger = fingerprint::Merger::default();
         for (id, path) in store.members().await? {
             let fetched = match store.get(&path).await {
                 Ok(Some(f)) => f,
@@ -253,19 +253,19 @@ pub async fn aggregate(
                     // One row per endpoint per member, counted as one
                     // member whatever the file says.
                     let mut seen = HashSet::new();
-                    rows.extend(file.rows.into_iter().filter_map(|r| {
-                        seen.insert(r.endpoint.clone())
-                            .then_some(Fingerprint { members: 1, ..r })
-                    }));
+                    for row in file.rows {
+                        if seen.insert(row.endpoint.clone()) {
+                            merger.add(&Fingerprint { members: 1, ..row });
+                        }
+                    }
                 }
                 Err(e) => report
                     .skipped
                     .push(format!("{} (member {id}): {e}", store.describe(&path))),
             }
         }
-        let endpoints: HashSet<&str> = rows.iter().map(|r| r.endpoint.as_str()).collect();
-        let total_endpoints = endpoints.len();
-        let merged = fingerprint::merge(&rows, k);
+        let total_endpoints = merger.len();
+        let merged = merger.finish(k);
         report.endpoints = merged.len();
         report.dropped = total_endpoints - merged.len();
         report.sessions = merged.iter().map(|r| r.sessions).max().unwrap_or(0);

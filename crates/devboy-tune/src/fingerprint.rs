@@ -351,18 +351,13 @@ pub fn k_anonymous(rows: Vec<Fingerprint>, k: u32) -> (Vec<Fingerprint>, usize) 
 }
 
 /// A weighted mean over the rows that have evidence for it.
+#[derive(Clone, Copy, Debug, Default)]
 struct Mean {
     sum: f64,
     weight: f64,
 }
 
 impl Mean {
-    fn new() -> Self {
-        Self {
-            sum: 0.0,
-            weight: 0.0,
-        }
-    }
     fn add(&mut self, value: f64, weight: f64, evidence: bool) {
         if evidence && weight > 0.0 {
             self.sum += value * weight;
@@ -379,128 +374,211 @@ impl Mean {
 }
 
 /// Scores by name; the winner and its score's share of `total`.
-fn winner(scores: &HashMap<&str, f64>, total: f64) -> (Option<String>, f64) {
+fn winner<K: AsRef<str>>(scores: &HashMap<K, f64>, total: f64) -> (Option<String>, f64) {
     scores
         .iter()
-        .max_by(|a, b| a.1.total_cmp(b.1).then(b.0.cmp(a.0)))
+        .max_by(|a, b| a.1.total_cmp(b.1).then(b.0.as_ref().cmp(a.0.as_ref())))
         .map(|(name, s)| {
             (
-                Some((*name).to_owned()),
+                Some(name.as_ref().to_owned()),
                 if total > 0.0 { s / total } else { 0.0 },
             )
         })
         .unwrap_or((None, 0.0))
 }
 
+/// The name with the highest count (ties: the smaller name).
+fn most(counts: &HashMap<String, u64>) -> String {
+    counts
+        .iter()
+        .max_by(|a, b| a.1.cmp(b.1).then(b.0.cmp(a.0)))
+        .map(|(s, _)| s.clone())
+        .unwrap_or_default()
+}
+
+/// One endpoint's running merge.
+#[derive(Debug, Default)]
+struct Merging {
+    members: u32,
+    sessions: u64,
+    calls: u64,
+    errors: u64,
+    deduped: u64,
+    sequenced: u64,
+    sequenced_bodies: u64,
+    shaped: u64,
+    encoded: u64,
+    dup_rate: Mean,
+    implied_dup_rate: Mean,
+    near_share: Mean,
+    id_line_tokens: Mean,
+    reference_saved_tokens: Mean,
+    chars_mean: Mean,
+    tokens_p50: Mean,
+    tokens_p90: Mean,
+    baseline_tokens: Mean,
+    dedup_saved_tokens: Mean,
+    encoder_saved_tokens: Mean,
+    shapes: HashMap<String, f64>,
+    shaped_weight: f64,
+    templates: HashMap<String, f64>,
+    encoded_weight: f64,
+    inner: HashMap<String, f64>,
+    versions: HashMap<String, u64>,
+    tokenizers: HashMap<String, u64>,
+    first_day: Option<i32>,
+    last_day: Option<i32>,
+}
+
+impl Merging {
+    fn add(&mut self, r: &Fingerprint) {
+        let w = r.sessions as f64;
+        self.members += r.members;
+        self.sessions += r.sessions;
+        self.calls += r.calls;
+        self.errors += r.errors;
+        self.deduped += r.deduped;
+        self.sequenced += r.sequenced;
+        self.sequenced_bodies += r.sequenced_bodies;
+        self.shaped += r.shaped;
+        self.encoded += r.encoded;
+        let by_calls = r.calls > 0;
+        self.dup_rate.add(r.dup_rate, w, by_calls);
+        self.implied_dup_rate
+            .add(r.implied_dup_rate, w, r.sequenced > 0);
+        self.near_share.add(r.near_share, w, r.sequenced_bodies > 0);
+        self.id_line_tokens.add(r.id_line_tokens, w, by_calls);
+        self.reference_saved_tokens
+            .add(r.reference_saved_tokens, w, by_calls);
+        self.chars_mean.add(r.chars_mean, w, by_calls);
+        self.tokens_p50.add(r.tokens_p50 as f64, w, by_calls);
+        self.tokens_p90.add(r.tokens_p90 as f64, w, by_calls);
+        self.baseline_tokens.add(r.baseline_tokens, w, by_calls);
+        self.dedup_saved_tokens.add(r.dedup_saved_tokens, w, by_calls);
+        self.encoder_saved_tokens
+            .add(r.encoder_saved_tokens, w, by_calls);
+        if r.shaped > 0 {
+            self.shaped_weight += w;
+            if let Some(s) = &r.shape_dominant {
+                *self.shapes.entry(s.clone()).or_default() += w * r.shape_share;
+            }
+        }
+        if r.encoded > 0 {
+            self.encoded_weight += w;
+            if let Some(t) = &r.template_top {
+                *self.templates.entry(t.clone()).or_default() += w * r.template_share;
+            }
+        }
+        for (rank, f) in r.inner_formats_top3.iter().take(3).enumerate() {
+            *self.inner.entry(f.clone()).or_default() += w * (3 - rank) as f64;
+        }
+        *self.versions.entry(r.devboy_version.clone()).or_default() += r.sessions;
+        *self.tokenizers.entry(r.tokenizer.clone()).or_default() += r.sessions;
+        self.first_day = Some(self.first_day.map_or(r.first_day, |d| d.min(r.first_day)));
+        self.last_day = Some(self.last_day.map_or(r.last_day, |d| d.max(r.last_day)));
+    }
+
+    fn finish(self, endpoint: String) -> Fingerprint {
+        let (shape_dominant, shape_share) = winner(&self.shapes, self.shaped_weight);
+        let (template_top, template_share) = winner(&self.templates, self.encoded_weight);
+        let mut inner: Vec<(String, f64)> = self.inner.into_iter().collect();
+        inner.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+        Fingerprint {
+            endpoint,
+            members: self.members,
+            sessions: self.sessions,
+            calls: self.calls,
+            errors: self.errors,
+            deduped: self.deduped,
+            dup_rate: self.dup_rate.get(),
+            sequenced: self.sequenced,
+            implied_dup_rate: self.implied_dup_rate.get(),
+            sequenced_bodies: self.sequenced_bodies,
+            near_share: self.near_share.get(),
+            id_line_tokens: self.id_line_tokens.get(),
+            reference_saved_tokens: self.reference_saved_tokens.get(),
+            chars_mean: self.chars_mean.get(),
+            tokens_p50: self.tokens_p50.get().round() as u64,
+            tokens_p90: self.tokens_p90.get().round() as u64,
+            shaped: self.shaped,
+            shape_dominant,
+            shape_share,
+            inner_formats_top3: inner.into_iter().take(3).map(|(f, _)| f).collect(),
+            encoded: self.encoded,
+            template_top,
+            template_share,
+            baseline_tokens: self.baseline_tokens.get(),
+            dedup_saved_tokens: self.dedup_saved_tokens.get(),
+            encoder_saved_tokens: self.encoder_saved_tokens.get(),
+            first_day: self.first_day.unwrap_or(0),
+            last_day: self.last_day.unwrap_or(0),
+            devboy_version: most(&self.versions),
+            tokenizer: most(&self.tokenizers),
+        }
+    }
+}
+
+/// The team's rows, merged one member's rows at a time: memory holds one
+/// running sum per endpoint, never the members' rows, so the cost grows
+/// linearly with members × endpoints ([`merge`] says how each figure is
+/// merged).
+#[derive(Debug, Default)]
+pub struct Merger {
+    endpoints: HashMap<String, Merging>,
+}
+
+impl Merger {
+    /// Adds one row.
+    pub fn add(&mut self, row: &Fingerprint) {
+        match self.endpoints.get_mut(&row.endpoint) {
+            Some(m) => m.add(row),
+            None => {
+                let mut m = Merging::default();
+                m.add(row);
+                self.endpoints.insert(row.endpoint.clone(), m);
+            }
+        }
+    }
+
+    /// Endpoints seen so far.
+    pub fn len(&self) -> usize {
+        self.endpoints.len()
+    }
+
+    /// Whether nothing was added.
+    pub fn is_empty(&self) -> bool {
+        self.endpoints.is_empty()
+    }
+
+    /// The merged rows of endpoints with at least `k` sessions and
+    /// [`MIN_MEMBERS`] members, most calls first.
+    pub fn finish(self, k: u32) -> Vec<Fingerprint> {
+        let mut merged: Vec<Fingerprint> = self
+            .endpoints
+            .into_iter()
+            .filter(|(_, m)| m.members >= MIN_MEMBERS && m.sessions >= u64::from(k))
+            .map(|(endpoint, m)| m.finish(endpoint))
+            .collect();
+        merged.sort_by(|a, b| b.calls.cmp(&a.calls).then(a.endpoint.cmp(&b.endpoint)));
+        merged
+    }
+}
+
 /// The team's rows: every member's rows of the same endpoint merged, each
 /// member weighing by its session count; counts are summed. Endpoints
 /// with fewer than `k` sessions overall or fewer than [`MIN_MEMBERS`]
-/// members are dropped. Linear in the number of rows.
+/// members are dropped. Linear in the number of rows ([`Merger`]).
 ///
 /// A merged share (shape, template) is the sessions-weighted mean of the
 /// members' shares of the winning name, a member whose dominant name is
 /// another counting 0 for it: a lower bound. Percentiles are the
 /// sessions-weighted mean of the members' percentiles, an approximation.
 pub fn merge<'a>(rows: impl IntoIterator<Item = &'a Fingerprint>, k: u32) -> Vec<Fingerprint> {
-    let mut groups: HashMap<&str, Vec<&Fingerprint>> = HashMap::new();
+    let mut merger = Merger::default();
     for row in rows {
-        groups.entry(row.endpoint.as_str()).or_default().push(row);
+        merger.add(row);
     }
-    let mut merged: Vec<Fingerprint> = groups
-        .into_iter()
-        .filter_map(|(endpoint, rows)| {
-            let members: u32 = rows.iter().map(|r| r.members).sum();
-            let sessions: u64 = rows.iter().map(|r| r.sessions).sum();
-            (members >= MIN_MEMBERS && sessions >= u64::from(k))
-                .then(|| merge_one(endpoint, &rows, members, sessions))
-        })
-        .collect();
-    merged.sort_by(|a, b| b.calls.cmp(&a.calls).then(a.endpoint.cmp(&b.endpoint)));
-    merged
-}
-
-fn merge_one(endpoint: &str, rows: &[&Fingerprint], members: u32, sessions: u64) -> Fingerprint {
-    let sum = |f: fn(&Fingerprint) -> u64| rows.iter().map(|r| f(r)).sum::<u64>();
-    let mean = |value: fn(&Fingerprint) -> f64, evidence: fn(&Fingerprint) -> u64| {
-        let mut m = Mean::new();
-        for r in rows {
-            m.add(value(r), r.sessions as f64, evidence(r) > 0);
-        }
-        m.get()
-    };
-    let mut shapes: HashMap<&str, f64> = HashMap::new();
-    let mut templates: HashMap<&str, f64> = HashMap::new();
-    let mut inner: HashMap<&str, f64> = HashMap::new();
-    let mut versions: HashMap<&str, u64> = HashMap::new();
-    let mut tokenizers: HashMap<&str, u64> = HashMap::new();
-    let (mut shaped_weight, mut encoded_weight) = (0.0, 0.0);
-    for r in rows {
-        let w = r.sessions as f64;
-        if r.shaped > 0 {
-            shaped_weight += w;
-            if let Some(s) = &r.shape_dominant {
-                *shapes.entry(s).or_default() += w * r.shape_share;
-            }
-        }
-        if r.encoded > 0 {
-            encoded_weight += w;
-            if let Some(t) = &r.template_top {
-                *templates.entry(t).or_default() += w * r.template_share;
-            }
-        }
-        for (rank, f) in r.inner_formats_top3.iter().enumerate() {
-            *inner.entry(f).or_default() += w * (3 - rank) as f64;
-        }
-        *versions.entry(&r.devboy_version).or_default() += r.sessions;
-        *tokenizers.entry(&r.tokenizer).or_default() += r.sessions;
-    }
-    let (shape_dominant, shape_share) = winner(&shapes, shaped_weight);
-    let (template_top, template_share) = winner(&templates, encoded_weight);
-    let mut inner: Vec<(&str, f64)> = inner.into_iter().collect();
-    inner.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(b.0)));
-    let most = |counts: HashMap<&str, u64>| {
-        counts
-            .into_iter()
-            .max_by(|a, b| a.1.cmp(&b.1).then(b.0.cmp(a.0)))
-            .map(|(s, _)| s.to_owned())
-            .unwrap_or_default()
-    };
-    Fingerprint {
-        endpoint: endpoint.to_owned(),
-        members,
-        sessions,
-        calls: sum(|r| r.calls),
-        errors: sum(|r| r.errors),
-        deduped: sum(|r| r.deduped),
-        dup_rate: mean(|r| r.dup_rate, |r| r.calls),
-        sequenced: sum(|r| r.sequenced),
-        implied_dup_rate: mean(|r| r.implied_dup_rate, |r| r.sequenced),
-        sequenced_bodies: sum(|r| r.sequenced_bodies),
-        near_share: mean(|r| r.near_share, |r| r.sequenced_bodies),
-        id_line_tokens: mean(|r| r.id_line_tokens, |r| r.calls),
-        reference_saved_tokens: mean(|r| r.reference_saved_tokens, |r| r.calls),
-        chars_mean: mean(|r| r.chars_mean, |r| r.calls),
-        tokens_p50: mean(|r| r.tokens_p50 as f64, |r| r.calls).round() as u64,
-        tokens_p90: mean(|r| r.tokens_p90 as f64, |r| r.calls).round() as u64,
-        shaped: sum(|r| r.shaped),
-        shape_dominant,
-        shape_share,
-        inner_formats_top3: inner
-            .into_iter()
-            .take(3)
-            .map(|(f, _)| f.to_owned())
-            .collect(),
-        encoded: sum(|r| r.encoded),
-        template_top,
-        template_share,
-        baseline_tokens: mean(|r| r.baseline_tokens, |r| r.calls),
-        dedup_saved_tokens: mean(|r| r.dedup_saved_tokens, |r| r.calls),
-        encoder_saved_tokens: mean(|r| r.encoder_saved_tokens, |r| r.calls),
-        first_day: rows.iter().map(|r| r.first_day).min().unwrap_or(0),
-        last_day: rows.iter().map(|r| r.last_day).max().unwrap_or(0),
-        devboy_version: most(versions),
-        tokenizer: most(tokenizers),
-    }
+    merger.finish(k)
 }
 
 /// Where a prior came from.
