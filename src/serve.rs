@@ -101,7 +101,12 @@ pub fn mcp(args: McpArgs) -> anyhow::Result<()> {
         .context("starting the async runtime")?;
     let pipeline_config = PipelineConfig::resolve(pipeline_config.as_deref())?;
     if let ConfigSource::File(path) = &pipeline_config.source {
-        tracing::info!(pipeline_config = %path.display(), schema = pipeline_config.file_version, "pipeline config loaded");
+        let layers: Vec<String> = pipeline_config
+            .layers
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect();
+        tracing::info!(pipeline_config = %path.display(), layers = %layers.join(" < "), schema = pipeline_config.file_version, "pipeline config loaded");
     }
     for warning in &pipeline_config.warnings {
         tracing::warn!("{warning}");

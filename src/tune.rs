@@ -67,6 +67,13 @@ fn local_copy() -> PathBuf {
     devboy_core::paths::telemetry_dir().join("endpoints.parquet")
 }
 
+/// The project's committed `.devboy/pipeline_config.toml`, found from the
+/// current directory.
+fn project_config() -> Option<PathBuf> {
+    let cwd = std::env::current_dir().ok()?;
+    devboy_core::pipeline_config::project_file(&cwd)
+}
+
 /// The prefix of the server named `name` in `config`.
 fn prefix_of(config: &ProxyConfig, name: &str) -> Option<String> {
     config
@@ -114,6 +121,7 @@ pub fn tune(command: TuneCommand) -> anyhow::Result<()> {
                 dry_run,
                 now_ms: devboy_tune::now_ms(),
                 priors,
+                project_config: project_config(),
             };
             let mut report = devboy_tune::analyze::run(&options)?;
             if team.share && !dry_run {

@@ -565,3 +565,115 @@ async fn failures_name_the_store_and_lose_nothing_local() {
         "{err}"
     );
 }
+
+/// A project's committed `.devboy/pipeline_config.toml` applies to every
+/// member's session, in a checkout of any name; a member's own file
+/// overrides only the keys it sets; `tune show` says which values came
+/// from the project; `tune analyze` writes only the member's own keys.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_committed_project_config_applies_and_a_members_file_overrides_only_its_keys() {
+    let checkout = TempDir::new("wt-7f2");
+    let root = checkout.path();
+    std::fs::create_dir_all(root.join(".git")).unwrap();
+    std::fs::create_dir_all(root.join(".devboy")).unwrap();
+    std::fs::create_dir_all(root.join("src/deep")).unwrap();
+    std::fs::write(
+        root.join(".devboy/pipeline_config.toml"),
+        "schema_version = 3\n[dedup]\nttl_secs = 900\nmax_entries = 512\n\n[endpoints.\"srv__echo\"]\ndedup = false  # tune: D1 2026-11-20: few repeats\n",
+    )
+    .unwrap();
+    let member = Member::new("layered");
+    member.write(
+        "pipeline_config.toml",
+        "schema_version = 3\n[dedup]\nmax_entries = 1024\n",
+    );
+    let config = member.root.path().join("devboy.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[servers.srv]\ncommand = {}\n",
+            common::toml_str(&common::test_server_bin().display().to_string())
+        ),
+    )
+    .unwrap();
+    let config_dir = member.config();
+    let mut client = common::RawClient::start_command_in(
+        &["mcp", "--config", config.to_str().unwrap()],
+        &[("DEVBOY_CONFIG_DIR", config_dir.to_str().unwrap())],
+        Some(&root.join("src/deep")),
+    )
+    .await;
+    let text = "the same words again and again ".repeat(40);
+    let first = client
+        .call_tool(1, "srv__echo", json!({"text": text}))
+        .await;
+    let second = client
+        .call_tool(2, "srv__echo", json!({"text": text}))
+        .await;
+    let body = |v: &serde_json::Value| {
+        v["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap_or("")
+            .to_owned()
+    };
+    assert!(body(&first).contains("again and again"), "{first}");
+    assert!(
+        !body(&second).starts_with("> [ref:"),
+        "the project turned dedup off for srv__echo: {second}"
+    );
+    client.stop().await;
+
+    let show = |m: &Member| {
+        let out = Command::new(DEVBOY)
+            .args(["tune", "show"])
+            .current_dir(root.join("src/deep"))
+            .env("DEVBOY_CONFIG_DIR", m.config())
+            .env("DEVBOY_TELEMETRY_DIR", m.telemetry())
+            .output()
+            .unwrap();
+        ok(&out)
+    };
+    let shown = show(&member);
+    assert!(shown.contains("on top of the project's"), "{shown}");
+    let line = |key: &str| {
+        shown
+            .lines()
+            .find(|l| l.trim_start().starts_with(key))
+            .unwrap_or_default()
+            .to_owned()
+    };
+    assert!(
+        line("ttl_secs").contains("900") && line("ttl_secs").contains("(project)"),
+        "{shown}"
+    );
+    assert!(
+        line("max_entries").contains("1024") && !line("max_entries").contains("(project)"),
+        "{shown}"
+    );
+    assert!(shown.contains("dedup = false (project)"), "{shown}");
+
+    // A member without a file of its own: `tune analyze` writes only what
+    // it decides, and the project's keys keep applying.
+    let fresh = Member::new("fresh");
+    fresh.generated(&week(3));
+    let out = Command::new(DEVBOY)
+        .args(["tune", "analyze"])
+        .current_dir(root)
+        .env("DEVBOY_CONFIG_DIR", fresh.config())
+        .env("DEVBOY_TELEMETRY_DIR", fresh.telemetry())
+        .output()
+        .unwrap();
+    let report = ok(&out);
+    let own = std::fs::read_to_string(fresh.config().join("pipeline_config.toml")).unwrap();
+    assert!(
+        !own.contains("ttl_secs"),
+        "no default copied over the project's: {own}\n{report}"
+    );
+    assert!(own.contains("# tune:"), "{own}\n{report}");
+    let effective = devboy_core::pipeline_config::PipelineConfig::layered(
+        Some(&root.join(".devboy/pipeline_config.toml")),
+        Some(&fresh.config().join("pipeline_config.toml")),
+    )
+    .unwrap();
+    assert_eq!(effective.dedup.ttl, Duration::from_secs(900));
+}

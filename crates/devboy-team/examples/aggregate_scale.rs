@@ -38,7 +38,12 @@ impl Rng {
     }
 }
 
-const SHAPES: [&str; 4] = ["array_of_objects", "markdown_table", "nested_object", "prose"];
+const SHAPES: [&str; 4] = [
+    "array_of_objects",
+    "markdown_table",
+    "nested_object",
+    "prose",
+];
 const INNER: [&str; 5] = ["url", "diff", "hash", "log_line", "code_fence"];
 
 fn member_rows(member: usize, endpoints: usize) -> Vec<Fingerprint> {
@@ -162,6 +167,12 @@ fn main() {
     if std::env::args().any(|a| a == "--s3") {
         let s3 = devboy_testkit::stores::S3Server::start();
         s3.create_bucket("scale");
-        runtime.block_on(run("S3 (moto)", "s3://scale/team", s3.env(), members, endpoints));
+        runtime.block_on(run(
+            "S3 (moto)",
+            "s3://scale/team",
+            s3.env(),
+            members,
+            endpoints,
+        ));
     }
 }

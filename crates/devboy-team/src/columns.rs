@@ -420,13 +420,19 @@ mod tests {
         )
         .unwrap();
         let properties = WriterProperties::builder()
-            .set_key_value_metadata(Some(vec![KeyValue::new(SCHEMA_KEY.to_owned(), "1".to_owned())]))
+            .set_key_value_metadata(Some(vec![KeyValue::new(
+                SCHEMA_KEY.to_owned(),
+                "1".to_owned(),
+            )]))
             .build();
         let mut out = Vec::new();
         let mut writer = ArrowWriter::try_new(&mut out, schema, Some(properties)).unwrap();
         writer.write(&batch).unwrap();
         writer.close().unwrap();
         let err = read(Bytes::from(out)).unwrap_err();
-        assert!(err.to_string().contains("no column schema_version"), "{err}");
+        assert!(
+            err.to_string().contains("no column schema_version"),
+            "{err}"
+        );
     }
 }

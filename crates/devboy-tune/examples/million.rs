@@ -57,6 +57,7 @@ fn main() {
         dry_run: true,
         now_ms: now,
         priors: Default::default(),
+        project_config: None,
     };
     let t = Instant::now();
     let report = analyze::run(&options).expect("analyze");

@@ -63,6 +63,9 @@ pub struct AnalyzeOptions {
     /// Team and provider fingerprints to blend with this member's own
     /// before the endpoint rules run (empty: none).
     pub priors: PriorSet,
+    /// The project's committed `.devboy/pipeline_config.toml`, which
+    /// `output` is read on top of, if there is one.
+    pub project_config: Option<PathBuf>,
 }
 
 /// The verdict on one proposed change.
@@ -223,7 +226,7 @@ fn blend_endpoints(
 /// Runs `tune analyze`.
 pub fn run(options: &AnalyzeOptions) -> Result<AnalyzeReport, TuneError> {
     let started = Instant::now();
-    let file = ConfigFile::open(&options.output)?;
+    let file = ConfigFile::open_over(&options.output, options.project_config.as_deref())?;
     let config = file.config()?;
     let defaults = PipelineConfig::embedded_default();
     let mut names = ExposedNames::load(&options.names_file);
@@ -638,6 +641,7 @@ mod tests {
             dry_run: false,
             now_ms: now,
             priors: Default::default(),
+            project_config: None,
         };
         Setup { dir, options }
     }

@@ -67,20 +67,42 @@ pub struct ConfigFile {
     /// The `schema_version` this edit raised from 2 to 3, if it did.
     bumped: bool,
     doc: DocumentMut,
+    /// The project's committed config this file is read on top of
+    /// ([`PipelineConfig::layered`]), if there is one.
+    base: Option<PipelineConfig>,
 }
 
 impl ConfigFile {
     /// Reads `path`, or starts from the documented embedded default when
     /// it does not exist. The text must load as a pipeline config.
     pub fn open(path: &Path) -> Result<Self, TuneError> {
+        Self::open_over(path, None)
+    }
+
+    /// [`ConfigFile::open`] for a member's own file read on top of a
+    /// project's committed `project` file: its effective config is the
+    /// two layered, and a file that does not exist yet starts with no
+    /// keys of its own (the documented default would set, and so
+    /// override, every key of the project's).
+    pub fn open_over(path: &Path, project: Option<&Path>) -> Result<Self, TuneError> {
+        let base = project.map(PipelineConfig::load).transpose()?;
         let (text, existed) = match std::fs::read_to_string(path) {
             Ok(text) => (text, true),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                (EMBEDDED_PIPELINE_TOML.to_owned(), false)
-            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => match base {
+                Some(_) => (
+                    format!(
+                        "# devboy's pipeline config: this member's own values, on top of the project's {}\nschema_version = {SCHEMA_VERSION}\n",
+                        project.map(|p| p.display().to_string()).unwrap_or_default()
+                    ),
+                    false,
+                ),
+                None => (EMBEDDED_PIPELINE_TOML.to_owned(), false),
+            },
             Err(e) => return Err(TuneError::io(path, e)),
         };
-        Self::from_text(path, &text, existed)
+        let mut file = Self::from_text(path, &text, existed)?;
+        file.base = base;
+        Ok(file)
     }
 
     /// A file at `path` holding `text`.
@@ -95,6 +117,7 @@ impl ConfigFile {
             existed,
             bumped: false,
             doc,
+            base: None,
         })
     }
 
@@ -105,7 +128,10 @@ impl ConfigFile {
 
     /// The text loaded as a config.
     pub fn config(&self) -> Result<PipelineConfig, TuneError> {
-        Ok(PipelineConfig::from_str(&self.text(), &self.path)?)
+        Ok(match &self.base {
+            Some(base) => base.clone().overlaid(&self.text(), &self.path)?,
+            None => PipelineConfig::from_str(&self.text(), &self.path)?,
+        })
     }
 
     /// The file's `schema_version` (the current one when absent).

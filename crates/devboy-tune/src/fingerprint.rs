@@ -454,7 +454,8 @@ impl Merging {
         self.tokens_p50.add(r.tokens_p50 as f64, w, by_calls);
         self.tokens_p90.add(r.tokens_p90 as f64, w, by_calls);
         self.baseline_tokens.add(r.baseline_tokens, w, by_calls);
-        self.dedup_saved_tokens.add(r.dedup_saved_tokens, w, by_calls);
+        self.dedup_saved_tokens
+            .add(r.dedup_saved_tokens, w, by_calls);
         self.encoder_saved_tokens
             .add(r.encoder_saved_tokens, w, by_calls);
         if r.shaped > 0 {

@@ -64,9 +64,14 @@ pub fn show(options: &ShowOptions) -> Result<String, TuneError> {
         ConfigSource::Embedded => None,
     };
     let mut out = String::new();
-    let source = match &config.source {
-        ConfigSource::File(path) => path.display().to_string(),
-        ConfigSource::Embedded => {
+    let source = match (&config.source, config.layers.as_slice()) {
+        (ConfigSource::File(_), [project, own]) => format!(
+            "{} on top of the project's {} (values marked (project) come from it; where both set a key, this member's file wins)",
+            own.display(),
+            project.display()
+        ),
+        (ConfigSource::File(path), _) => path.display().to_string(),
+        (ConfigSource::Embedded, _) => {
             "the embedded default (no pipeline_config.toml in the config directory)".into()
         }
     };
@@ -83,11 +88,18 @@ pub fn show(options: &ShowOptions) -> Result<String, TuneError> {
             _ => String::new(),
         }
     );
-    let mark = |target: &Target| {
-        if file.as_ref().is_some_and(|f| f.is_tuned(target)) {
-            " (tune)"
+    // The project's committed file, when the config is layered on it.
+    let project = (config.layers.len() > 1).then(|| config.layers[0].clone());
+    let mark = |target: &Target, origin: &str| -> String {
+        let from_project = project
+            .as_ref()
+            .is_some_and(|p| config.key_origins.get(origin) == Some(p));
+        if from_project {
+            " (project)".to_owned()
+        } else if file.as_ref().is_some_and(|f| f.is_tuned(target)) {
+            " (tune)".to_owned()
         } else {
-            ""
+            String::new()
         }
     };
     // The sections in the order of the description; each key as the
@@ -245,7 +257,7 @@ fn print_section(
     config: &PipelineConfig,
     section: &KeySpec,
     first: bool,
-    mark: &dyn Fn(&Target) -> &'static str,
+    mark: &dyn Fn(&Target, &str) -> String,
 ) {
     let note = match section.path {
         "enrichment" => " (speculation: calling likely next read-only tools ahead of the agent)",
@@ -272,7 +284,7 @@ fn print_section(
             out,
             "  {:<17} = {value}{}{}",
             key.name(),
-            mark(&target),
+            mark(&target, key.path),
             if key.path == "telemetry.enabled" {
                 telemetry_env_note(&config.telemetry)
             } else {
@@ -305,12 +317,13 @@ fn rule_keys(
     table: &str,
     at: usize,
     target: impl Fn(&'static str) -> Target,
-    mark: &dyn Fn(&Target) -> &'static str,
+    mark: &dyn Fn(&Target, &str) -> String,
 ) -> Vec<String> {
     schema::children(table)
         .filter_map(|key| {
             let value = config.key_value(key.path, at)?;
-            let mark = mark(&target(key.name()));
+            let origin = devboy_core::pipeline_config::origin_key(key.path, at);
+            let mark = mark(&target(key.name()), &origin);
             Some(format!("{} = {value}{mark}", key.name()))
         })
         .collect()

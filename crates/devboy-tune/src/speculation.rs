@@ -413,6 +413,7 @@ follow_up = [{ tool = "gh__search", probability = 0.9 }]   # mine
             dry_run: false,
             now_ms: crate::now_ms(),
             priors: Default::default(),
+            project_config: None,
         }
     }
 

@@ -138,6 +138,8 @@ fn blank() -> PipelineConfig {
         endpoints: Vec::new(),
         tools: Vec::new(),
         warnings: Vec::new(),
+        layers: Vec::new(),
+        key_origins: Default::default(),
     }
 }
 
@@ -196,11 +198,21 @@ fn builtin_agents() -> Vec<AgentProfile> {
 }
 
 pub(super) fn parse(text: &str, origin: &Path) -> Result<PipelineConfig> {
+    parse_onto(defaults(), text, origin)
+}
+
+/// Reads `text` into `base`: the keys it sets replace `base`'s, its rules
+/// come after `base`'s.
+pub(super) fn parse_onto(
+    base: PipelineConfig,
+    text: &str,
+    origin: &Path,
+) -> Result<PipelineConfig> {
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let root = tree::parse_toml(text).map_err(|e| e.in_file(origin, ConfigFormat::Toml))?;
     let mut reader = Reader {
         origin,
-        config: defaults(),
+        config: base,
     };
     let entries = reader.table(&root, &KeyPath::default())?;
     let version = reader.version(entries)?;
@@ -573,6 +585,9 @@ impl Reader<'_> {
     fn store(&mut self, spec: &str, at: usize, value: KeyValue) {
         let bound = self.config.store(spec, at, value);
         debug_assert!(bound, "{spec} is described but bound to no field");
+        self.config
+            .key_origins
+            .insert(super::origin_key(spec, at), self.origin.to_path_buf());
     }
 
     /// Reads a table whose keys must be among `allowed`, handing each

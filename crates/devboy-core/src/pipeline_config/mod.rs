@@ -92,6 +92,25 @@ pub struct PipelineConfig {
     /// Migration notes and other things worth telling the user, each
     /// starting with the file and key.
     pub warnings: Vec<String>,
+    /// The files applied, in order: a project's committed
+    /// `.devboy/pipeline_config.toml` ([`project_file`]), then the user's
+    /// own; a key a later file sets wins. Empty for the embedded default.
+    pub layers: Vec<PathBuf>,
+    /// The file that set each key ([`origin_key`] names them); keys no
+    /// file set are at their defaults.
+    pub key_origins: std::collections::BTreeMap<String, PathBuf>,
+}
+
+/// The name [`PipelineConfig::key_origins`] gives a key: its path in the
+/// description (`dedup.ttl_secs`), with `#N` for a key of the Nth table of
+/// `[endpoints]`, `[tools]`, the profiles or the hints
+/// (`endpoints.*.dedup#0`).
+pub fn origin_key(spec: &str, at: usize) -> String {
+    if spec.contains('*') {
+        format!("{spec}#{at}")
+    } else {
+        spec.to_owned()
+    }
 }
 
 /// L0 dedup settings.
@@ -446,7 +465,36 @@ impl PipelineConfig {
     pub fn from_str(text: &str, origin: &Path) -> Result<Self, ConfigError> {
         let mut config = load::parse(text, origin)?;
         config.source = ConfigSource::File(origin.to_path_buf());
+        config.layers = vec![origin.to_path_buf()];
         Ok(config)
+    }
+
+    /// Parses `text` (the file `origin`) on top of this config: each key
+    /// it sets replaces this one's, its `[endpoints]` and `[tools]` rules
+    /// come after this one's (so they win where both match), and a
+    /// profile it names changes the fields it sets.
+    pub fn overlaid(self, text: &str, origin: &Path) -> Result<Self, ConfigError> {
+        let mut layers = self.layers.clone();
+        let mut config = load::parse_onto(self, text, origin)?;
+        config.source = ConfigSource::File(origin.to_path_buf());
+        layers.push(origin.to_path_buf());
+        config.layers = layers;
+        Ok(config)
+    }
+
+    /// The config of `own` (the user's file, when there is one) on top of
+    /// `project` (a project's committed file, when there is one); the
+    /// embedded default when neither.
+    pub fn layered(project: Option<&Path>, own: Option<&Path>) -> Result<Self, ConfigError> {
+        let read = |path: &Path| {
+            std::fs::read_to_string(path)
+                .map_err(|source| ConfigError::new(path, None, ConfigErrorKind::Read { source }))
+        };
+        match (project, own) {
+            (None, None) => Ok(Self::embedded_default()),
+            (Some(one), None) | (None, Some(one)) => Self::load(one),
+            (Some(project), Some(own)) => Self::load(project)?.overlaid(&read(own)?, own),
+        }
     }
 
     /// The defaults ([`EMBEDDED_PIPELINE_TOML`]).
@@ -456,22 +504,36 @@ impl PipelineConfig {
         // what it says anyway.
         let mut config = parsed.unwrap_or_else(|_| load::defaults());
         config.source = ConfigSource::Embedded;
+        config.layers.clear();
+        config.key_origins.clear();
         config
     }
 
-    /// The pipeline config devboy runs with: the explicit path if given;
-    /// else `<config_dir>/pipeline_config.toml` if it exists; else the
-    /// embedded default.
+    /// The pipeline config devboy runs with: the explicit path if given
+    /// (alone); else the project's committed
+    /// `.devboy/pipeline_config.toml` ([`project_file`], from the current
+    /// directory) with `<config_dir>/pipeline_config.toml` on top, each
+    /// when it exists ([`PipelineConfig::layered`]); else the embedded
+    /// default.
     pub fn resolve(explicit: Option<&Path>) -> Result<Self, ConfigError> {
+        let cwd = std::env::current_dir().ok();
+        Self::resolve_in(explicit, cwd.as_deref())
+    }
+
+    /// [`PipelineConfig::resolve`] for a project at `project`.
+    pub fn resolve_in(
+        explicit: Option<&Path>,
+        project: Option<&Path>,
+    ) -> Result<Self, ConfigError> {
         if let Some(path) = explicit {
             return Self::load(path);
         }
         let default = default_file();
-        if default.is_file() {
-            Self::load(&default)
-        } else {
-            Ok(Self::embedded_default())
-        }
+        let team = project.and_then(project_file);
+        Self::layered(
+            team.as_deref(),
+            Some(default.as_path()).filter(|p| p.is_file()),
+        )
     }
 
     /// The effective settings for the tool exposed as `exposed`, with no
@@ -581,6 +643,26 @@ impl PipelineConfig {
             .iter()
             .any(|r| !r.invalidates.is_empty() && r.matcher.is_match(caller))
     }
+}
+
+/// The directory a project keeps devboy's committed files in.
+pub const PROJECT_DIR_NAME: &str = ".devboy";
+
+/// A project's committed pipeline config, shared by everyone who works on
+/// it: `.devboy/pipeline_config.toml` in `start` or the nearest directory
+/// above it, looking no higher than the repository's root (the first
+/// directory that holds `.git`).
+pub fn project_file(start: &Path) -> Option<PathBuf> {
+    for dir in start.ancestors() {
+        let candidate = dir.join(PROJECT_DIR_NAME).join(FILE_NAME);
+        if candidate.is_file() {
+            return Some(candidate);
+        }
+        if dir.join(".git").exists() {
+            return None;
+        }
+    }
+    None
 }
 
 /// `<config_dir>/pipeline_config.toml`.

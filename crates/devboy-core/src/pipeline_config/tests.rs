@@ -955,3 +955,56 @@ fn every_described_key_is_read_into_a_field_and_reported_back() {
         );
     }
 }
+
+#[test]
+fn a_members_file_overrides_only_the_keys_it_sets_of_the_projects() {
+    let dir = std::env::temp_dir().join(format!("devboy-layers-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let repo = dir.join("checkout");
+    let nested = repo.join("src").join("deep");
+    std::fs::create_dir_all(&nested).unwrap();
+    std::fs::create_dir_all(repo.join(".git")).unwrap();
+    std::fs::create_dir_all(repo.join(PROJECT_DIR_NAME)).unwrap();
+    let project = repo.join(PROJECT_DIR_NAME).join(FILE_NAME);
+    std::fs::write(
+        &project,
+        "schema_version = 3\n[dedup]\nttl_secs = 900\nmax_entries = 512\n\n[endpoints.\"gh__*\"]\nnear_ref = true\n\n[endpoints.\"gh__list_issues\"]\ndedup = false\n",
+    )
+    .unwrap();
+    let own = dir.join("own.toml");
+    std::fs::write(
+        &own,
+        "schema_version = 3\n[dedup]\nmax_entries = 1024\n\n[endpoints.\"gh__list_issues\"]\ndedup = true\n",
+    )
+    .unwrap();
+    // Found from anywhere inside the checkout, never above its root.
+    assert_eq!(project_file(&nested), Some(project.clone()));
+    assert_eq!(project_file(&dir), None);
+    let outside = dir.join("elsewhere");
+    std::fs::create_dir_all(outside.join(".git")).unwrap();
+    assert_eq!(project_file(&outside), None);
+
+    let config = PipelineConfig::layered(Some(&project), Some(&own)).unwrap();
+    assert_eq!(config.layers, vec![project.clone(), own.clone()]);
+    assert_eq!(config.dedup.ttl, Duration::from_secs(900), "the project's");
+    assert_eq!(config.dedup.max_entries, 1024, "the member's");
+    let issues = config.endpoint("gh__list_issues");
+    assert!(issues.dedup, "the member's rule comes last and wins");
+    assert!(issues.near_ref, "the project's other rule still applies");
+    assert_eq!(config.key_origins["dedup.ttl_secs"], project);
+    assert_eq!(config.key_origins["dedup.max_entries"], own);
+    assert_eq!(config.key_origins["endpoints.*.near_ref#0"], project);
+    assert_eq!(config.key_origins["endpoints.*.dedup#2"], own);
+    assert!(!config.key_origins.contains_key("dedup.min_body_bytes"));
+    // Either alone; neither is the embedded default.
+    let only = PipelineConfig::layered(Some(&project), None).unwrap();
+    assert_eq!(only.dedup.max_entries, 512);
+    assert_eq!(only.layers, vec![project.clone()]);
+    let none = PipelineConfig::layered(None, None).unwrap();
+    assert!(none.layers.is_empty() && none.key_origins.is_empty());
+    // A project file that does not load names itself.
+    std::fs::write(&project, "[dedup]\nttl = 3\n").unwrap();
+    let err = PipelineConfig::layered(Some(&project), Some(&own)).unwrap_err();
+    assert!(err.to_string().contains(".devboy"), "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -272,6 +272,7 @@ fn a_rarely_called_endpoint_is_tuned_by_the_team_and_the_report_says_so() {
         dry_run: false,
         now_ms: now,
         priors,
+        project_config: None,
     };
     let report = crate::analyze::run(&options).unwrap();
     let text = std::fs::read_to_string(&options.output).unwrap();
