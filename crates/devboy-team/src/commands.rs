@@ -47,7 +47,7 @@ pub struct Member {
 pub fn member_id(salt_file: &std::path::Path) -> Result<String, TeamError> {
     let salt = Salt::load_or_create(salt_file).map_err(|source| TeamError::Io {
         path: salt_file.display().to_string(),
-        source,
+        error: source,
     })?;
     Ok(salt.h(&[b"devboy team member v1"]).to_string())
 }
@@ -62,7 +62,7 @@ pub fn own_rows(member: &Member) -> Result<Vec<Fingerprint>, TeamError> {
     })
     .map_err(|source| TeamError::Io {
         path: member.input.display().to_string(),
-        source,
+        error: source,
     })?;
     let analysis = analyze(
         &table,
@@ -131,19 +131,26 @@ pub async fn share(
     member: &Member,
     local_copy: Option<PathBuf>,
 ) -> Result<ShareReport, TeamError> {
+    let all = own_rows(member)?;
+    if all.is_empty() {
+        return Err(TeamError::NothingToShare {
+            dir: member.input.display().to_string(),
+            days: member.days,
+        });
+    }
     let id = member_id(&member.salt_file)?;
-    let (rows, withheld) = k_anonymous(own_rows(member)?, team.k_anonymity);
+    let (rows, withheld) = k_anonymous(all, team.k_anonymity);
     let bytes = columns::write(&rows, Some(&id))?;
     if let Some(copy) = &local_copy {
         if let Some(dir) = copy.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir).map_err(|source| TeamError::Io {
                 path: dir.display().to_string(),
-                source,
+                error: source,
             })?;
         }
         devboy_sharedfile::replace(copy, &bytes).map_err(|source| TeamError::Io {
             path: copy.display().to_string(),
-            source,
+            error: source,
         })?;
     }
     let path = store.put_member(&id, bytes.clone()).await?;

@@ -35,12 +35,21 @@ pub enum TeamError {
     /// The member's own telemetry could not be read.
     #[error(transparent)]
     Tune(#[from] devboy_tune::TuneError),
-    /// A local file.
-    #[error("{path}: {source}")]
+    /// A local file. (Its error is part of the message, not a source, so
+    /// a chain of causes does not print it twice.)
+    #[error("{path}: {error}")]
     Io {
         /// The file.
         path: String,
         /// The error.
-        source: std::io::Error,
+        error: std::io::Error,
+    },
+    /// Nothing to share: no telemetry in the window.
+    #[error("no result events in the last {days} days under {dir}: nothing to share (devboy writes them while `devboy mcp` serves, unless telemetry is off)")]
+    NothingToShare {
+        /// The events directory.
+        dir: String,
+        /// The window.
+        days: u32,
     },
 }
