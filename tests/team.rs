@@ -212,7 +212,8 @@ async fn six_members_share_to_s3_and_the_team_tunes_a_newcomer() {
     s3.create_bucket("devboy-team");
     let url = "s3://devboy-team/acme/backend";
     let env = s3.env();
-    let work = TempDir::new("team-work");
+    // Every path a tool is given carries the canary.
+    let work = TempDir::new(&format!("team-work-{CANARY}"));
     project(work.path());
     let members: Vec<Member> = (0..6).map(|i| Member::new(&format!("member{i}"))).collect();
     for m in &members {
@@ -370,9 +371,15 @@ fn azure_and_a_shared_folder_hold_a_team_too() {
         }
         let out = ok(&members[1].devboy(&["tune", "aggregate"], env));
         assert!(out.contains("aggregated 2 member(s)"), "{url}: {out}");
-        let n = newcomer(url, "");
+        let n = newcomer(url, "share = true\n");
         let report = ok(&n.devboy(&["tune", "analyze"], env));
         assert!(report.contains("decided by team data"), "{url}: {report}");
+        // One session: nothing of this member's reaches k = 5 sessions.
+        assert!(
+            report.contains("[team] share = true: shared 0 endpoint fingerprints")
+                && report.contains("withheld 2 under k = 5"),
+            "{url}: {report}"
+        );
         assert!(
             report.contains("gh__list_issues: 70% team"),
             "{url}: {report}"
@@ -676,4 +683,94 @@ async fn a_committed_project_config_applies_and_a_members_file_overrides_only_it
     )
     .unwrap();
     assert_eq!(effective.dedup.ttl, Duration::from_secs(900));
+}
+
+/// A team row last seen longer ago than `ttl_days` is demoted: at most
+/// 40%, and not used for a tool this member has enough results of.
+#[test]
+fn stale_team_rows_are_demoted() {
+    let folder = TempDir::new("team-stale");
+    let url = format!("file://{}/acme", folder.path().display());
+    let old = devboy_tune::now_ms() - 25 * 86_400_000;
+    for i in 0..2 {
+        let m = Member::new(&format!("old{i}"));
+        m.generated(&Workload {
+            start_ms: old,
+            ..week(40 + i)
+        });
+        m.write("devboy.toml", &team_toml(&url, ""));
+        ok(&m.devboy(&["tune", "share"], &[]));
+    }
+    ok(&Member::new("agg").devboy(&["tune", "aggregate", "--store", &url], &[]));
+    let n = newcomer(&url, "");
+    let report = ok(&n.devboy(&["tune", "analyze", "--dry-run"], &[]));
+    assert!(
+        report.contains("gh__list_issues: 40% team (stale)"),
+        "{report}"
+    );
+    assert!(
+        report.contains("decided by team data older than the TTL"),
+        "{report}"
+    );
+    // A member with enough results of its own does not take them at all.
+    let busy = Member::new("busy");
+    busy.generated(&week(77));
+    busy.write("pipeline_config.toml", ISSUES_OFF);
+    busy.write("devboy.toml", &team_toml(&url, ""));
+    let report = ok(&busy.devboy(&["tune", "analyze", "--dry-run"], &[]));
+    assert!(!report.contains("blended with team"), "{report}");
+}
+
+/// A provider document served over HTTP is fetched and blended; a server
+/// that answers 404 is one note, and the tune runs.
+#[test]
+fn a_provider_url_is_fetched_and_a_failing_one_is_a_note() {
+    let operator = Member::new("op-http");
+    operator.generated(&week(8));
+    operator.write("devboy.toml", "[servers.gh]\ncommand = \"true\"\n");
+    let doc = ok(&operator.devboy(&["tune", "publish", "--server", "gh"], &[]));
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let served = std::thread::spawn(move || {
+        use std::io::{Read, Write};
+        for (i, stream) in listener.incoming().take(2).enumerate() {
+            let mut stream = stream.unwrap();
+            let mut request = [0u8; 4096];
+            let _ = stream.read(&mut request);
+            let reply = if i == 0 {
+                format!(
+                    "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{doc}",
+                    doc.len()
+                )
+            } else {
+                "HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
+                    .to_owned()
+            };
+            stream.write_all(reply.as_bytes()).unwrap();
+        }
+    });
+    let n = Member::new("newcomer-http");
+    n.generated(&Workload {
+        sessions: 1,
+        events_per_session: 6,
+        ..week(98)
+    });
+    n.write("pipeline_config.toml", ISSUES_OFF);
+    n.write(
+        "devboy.toml",
+        &format!(
+            "[servers.gh]\ncommand = \"true\"\n\n[[team.providers]]\nurl = \"http://127.0.0.1:{port}/mcp/fingerprints/v1\"\nserver = \"gh\"\n"
+        ),
+    );
+    let report = ok(&n.devboy(&["tune", "analyze", "--dry-run"], &[]));
+    assert!(report.contains("decided by provider data"), "{report}");
+    let report = ok(&n.devboy(&["tune", "analyze", "--dry-run"], &[]));
+    assert!(
+        report.contains(&format!(
+            "provider fingerprints http://127.0.0.1:{port}/mcp/fingerprints/v1: HTTP 404"
+        )),
+        "{report}"
+    );
+    assert!(!report.contains("blended with"), "{report}");
+    served.join().unwrap();
 }
