@@ -90,46 +90,27 @@ impl TeamStore {
             retry_timeout: Duration::from_secs(15),
         };
         let bucket_prefix = || parsed.path().trim_matches('/').to_owned();
+        // The three cloud builders share their setup: client options,
+        // retries, the URL, then each option their config keys parse.
+        macro_rules! cloud {
+            ($builder:ty) => {{
+                let mut b = <$builder>::new()
+                    .with_client_options(client)
+                    .with_retry(retry)
+                    .with_url(url);
+                for (k, v) in &options {
+                    if let Ok(key) = k.parse() {
+                        b = b.with_config(key, v);
+                    }
+                }
+                let store = b.build().map_err(|e| store_error(short(&e)))?;
+                (Arc::new(store) as Arc<dyn ObjectStore>, bucket_prefix())
+            }};
+        }
         let (inner, prefix): (Arc<dyn ObjectStore>, String) = match parsed.scheme() {
-            "s3" => {
-                let mut b = object_store::aws::AmazonS3Builder::new()
-                    .with_client_options(client)
-                    .with_retry(retry)
-                    .with_url(url);
-                for (k, v) in &options {
-                    if let Ok(key) = k.parse() {
-                        b = b.with_config(key, v);
-                    }
-                }
-                let store = b.build().map_err(|e| store_error(short(&e)))?;
-                (Arc::new(store), bucket_prefix())
-            }
-            "gs" => {
-                let mut b = object_store::gcp::GoogleCloudStorageBuilder::new()
-                    .with_client_options(client)
-                    .with_retry(retry)
-                    .with_url(url);
-                for (k, v) in &options {
-                    if let Ok(key) = k.parse() {
-                        b = b.with_config(key, v);
-                    }
-                }
-                let store = b.build().map_err(|e| store_error(short(&e)))?;
-                (Arc::new(store), bucket_prefix())
-            }
-            "az" => {
-                let mut b = object_store::azure::MicrosoftAzureBuilder::new()
-                    .with_client_options(client)
-                    .with_retry(retry)
-                    .with_url(url);
-                for (k, v) in &options {
-                    if let Ok(key) = k.parse() {
-                        b = b.with_config(key, v);
-                    }
-                }
-                let store = b.build().map_err(|e| store_error(short(&e)))?;
-                (Arc::new(store), bucket_prefix())
-            }
+            "s3" => cloud!(object_store::aws::AmazonS3Builder),
+            "gs" => cloud!(object_store::gcp::GoogleCloudStorageBuilder),
+            "az" => cloud!(object_store::azure::MicrosoftAzureBuilder),
             "file" => {
                 let root = parsed
                     .to_file_path()

@@ -9,13 +9,14 @@ use devboy_core::config::ConfigError;
 /// Why a tuner command could not finish.
 #[derive(Debug, thiserror::Error)]
 pub enum TuneError {
-    /// Reading or writing a file failed.
-    #[error("{}: {source}", path.display())]
+    /// Reading or writing a file failed. (The error is part of the
+    /// message, not a source, so a chain of causes prints it once.)
+    #[error("{}: {error}", path.display())]
     Io {
         /// The file.
         path: PathBuf,
         /// What went wrong.
-        source: std::io::Error,
+        error: std::io::Error,
     },
     /// A pipeline config does not load (the message names file and key).
     #[error(transparent)]
@@ -38,7 +39,7 @@ impl TuneError {
     pub fn io(path: &Path, source: std::io::Error) -> Self {
         TuneError::Io {
             path: path.to_path_buf(),
-            source,
+            error: source,
         }
     }
 }
