@@ -94,8 +94,17 @@ pub fn tune(command: TuneCommand) -> anyhow::Result<()> {
             dry_run,
             config,
         } => {
-            let proxy = proxy_config(config.as_deref())?;
             let mut notes = Vec::new();
+            // The default devboy.toml only adds [team]: one that does not
+            // load costs the team's figures, never the local tune.
+            let proxy = match (proxy_config(config.as_deref()), &config) {
+                (Ok(proxy), _) => proxy,
+                (Err(e), Some(_)) => return Err(e),
+                (Err(e), None) => {
+                    notes.push(format!("{e:#}; tuned without [team]"));
+                    ProxyConfig::embedded_default()
+                }
+            };
             if let Some(problem) = &proxy.team_problem {
                 notes.push(format!("{problem}; tuned on this member's own figures"));
             }
