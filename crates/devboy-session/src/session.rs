@@ -465,9 +465,14 @@ impl PipelineSession {
         let store = stage.store().stats();
         let (dedup_pct, encoder_pct, combined_pct) = totals.split_pct();
         serde_json::json!({
-            "config": match &self.config.source {
-                ConfigSource::File(path) => path.display().to_string(),
-                ConfigSource::Embedded => "embedded default".to_owned(),
+            "config": match (&self.config.source, self.config.layers.as_slice()) {
+                (ConfigSource::File(_), [project, own]) => format!(
+                    "{} on top of the project's {}",
+                    own.display(),
+                    project.display()
+                ),
+                (ConfigSource::File(path), _) => path.display().to_string(),
+                (ConfigSource::Embedded, _) => "embedded default".to_owned(),
             },
             "tokenizer": state.pipeline.tokenizer().to_string(),
             "session": {
