@@ -341,10 +341,24 @@ impl AnalyzeReport {
             }
         }
         if !self.blended.is_empty() {
+            let team = self
+                .blended
+                .iter()
+                .any(|b| !matches!(b.source, crate::fingerprint::PriorSource::Provider(_)));
+            let provider = self
+                .blended
+                .iter()
+                .any(|b| matches!(b.source, crate::fingerprint::PriorSource::Provider(_)));
+            let whose = match (team, provider) {
+                (true, true) => "team and provider",
+                (true, false) => "team",
+                _ => "provider",
+            };
             writeln!(
                 f,
-                "\nblended with team and provider fingerprints before the rules ran ({} endpoints):",
-                self.blended.len()
+                "\nblended with {whose} fingerprints before the rules ran ({} endpoint{}):",
+                self.blended.len(),
+                if self.blended.len() == 1 { "" } else { "s" }
             )?;
             for b in &self.blended {
                 writeln!(f, "  {}", blend_line(b))?;
@@ -414,9 +428,13 @@ impl AnalyzeReport {
             if self.options.output.exists() {
                 writeln!(f, "\n{} unchanged", self.options.output.display())?;
             } else {
+                let applies = match &self.options.project_config {
+                    Some(project) => format!("the project's {} applies", project.display()),
+                    None => "the built-in defaults apply".to_owned(),
+                };
                 writeln!(
                     f,
-                    "\nnothing to change; {} not written (the built-in defaults apply)",
+                    "\nnothing to change; {} not written ({applies})",
                     self.options.output.display()
                 )?;
             }
@@ -470,15 +488,17 @@ pub(crate) fn write_outcome(
 fn blend_line(b: &crate::analyze::Blended) -> String {
     let (calls, sessions, members) = b.prior;
     format!(
-        "{}: {:.0}% {} ({} results, {} sessions, {} member{}), {:.0}% own ({} results)",
+        "{}: {:.0}% {} ({} result{}, {} sessions, {} member{}), {:.0}% own ({} result{})",
         b.endpoint,
         b.weight * 100.0,
         b.source,
         int(calls as i64),
+        if calls == 1 { "" } else { "s" },
         int(sessions as i64),
         members,
         if members == 1 { "" } else { "s" },
         (1.0 - b.weight) * 100.0,
-        int(b.own_calls as i64)
+        int(b.own_calls as i64),
+        if b.own_calls == 1 { "" } else { "s" }
     )
 }

@@ -60,6 +60,7 @@ pub(super) fn read_literal(
     let mut reader = Reader {
         origin,
         config: config.clone(),
+        yield_to: None,
     };
     let path = KeyPath::default().key(key.name());
     let entries = reader.table(&root, &path)?;
@@ -203,6 +204,11 @@ pub(super) fn parse(text: &str, origin: &Path) -> Result<PipelineConfig> {
 
 /// Reads `text` into `base`: the keys it sets replace `base`'s, its rules
 /// come after `base`'s.
+///
+/// Over a file (`base` read from one), a value equal to the built-in
+/// default does not replace one that file set: the file `devboy tune`
+/// first writes is the documented default, which sets every key, and
+/// must not undo a project's committed settings.
 pub(super) fn parse_onto(
     base: PipelineConfig,
     text: &str,
@@ -210,9 +216,11 @@ pub(super) fn parse_onto(
 ) -> Result<PipelineConfig> {
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let root = tree::parse_toml(text).map_err(|e| e.in_file(origin, ConfigFormat::Toml))?;
+    let yield_to = (!base.layers.is_empty()).then(defaults);
     let mut reader = Reader {
         origin,
         config: base,
+        yield_to,
     };
     let entries = reader.table(&root, &KeyPath::default())?;
     let version = reader.version(entries)?;
@@ -227,6 +235,9 @@ pub(super) fn parse_onto(
 struct Reader<'a> {
     origin: &'a Path,
     config: PipelineConfig,
+    /// When reading over another file: the built-in defaults, whose
+    /// values do not replace what that file set.
+    yield_to: Option<PipelineConfig>,
 }
 
 impl Reader<'_> {
@@ -583,11 +594,19 @@ impl Reader<'_> {
 
     /// Stores a value read from the file.
     fn store(&mut self, spec: &str, at: usize, value: KeyValue) {
+        let key = super::origin_key(spec, at);
+        if let Some(defaults) = &self.yield_to {
+            let set_below = self.config.key_origins.contains_key(&key);
+            let is_default = defaults
+                .key_value(spec, at)
+                .is_some_and(|d| d.to_string() == value.to_string());
+            if set_below && is_default {
+                return;
+            }
+        }
         let bound = self.config.store(spec, at, value);
         debug_assert!(bound, "{spec} is described but bound to no field");
-        self.config
-            .key_origins
-            .insert(super::origin_key(spec, at), self.origin.to_path_buf());
+        self.config.key_origins.insert(key, self.origin.to_path_buf());
     }
 
     /// Reads a table whose keys must be among `allowed`, handing each

@@ -1002,6 +1002,19 @@ fn a_members_file_overrides_only_the_keys_it_sets_of_the_projects() {
     assert_eq!(only.layers, vec![project.clone()]);
     let none = PipelineConfig::layered(None, None).unwrap();
     assert!(none.layers.is_empty() && none.key_origins.is_empty());
+    // The file `tune` first writes is the documented default: its values
+    // equal to the built-in defaults do not undo the project's.
+    let documented = dir.join("documented.toml");
+    std::fs::write(
+        &documented,
+        EMBEDDED_PIPELINE_TOML.replace("max_entries = 256", "max_entries = 2048"),
+    )
+    .unwrap();
+    let config = PipelineConfig::layered(Some(&project), Some(&documented)).unwrap();
+    assert_eq!(config.dedup.ttl, Duration::from_secs(900), "the project's");
+    assert_eq!(config.dedup.max_entries, 2048, "the member's own change");
+    assert_eq!(config.key_origins["dedup.ttl_secs"], project);
+    assert!(config.endpoint("gh__x").near_ref, "the project's rule");
     // A project file that does not load names itself.
     std::fs::write(&project, "[dedup]\nttl = 3\n").unwrap();
     let err = PipelineConfig::layered(Some(&project), Some(&own)).unwrap_err();
