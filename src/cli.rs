@@ -245,9 +245,14 @@ pub enum TuneCommand {
         /// The store, instead of [team] store (s3://, gs://, az://, file://).
         #[arg(long, value_name = "URL")]
         store: Option<String>,
-        /// Sessions an endpoint needs overall, instead of [team] k_anonymity.
+        /// Sessions an endpoint needs overall, instead of [team]
+        /// k_anonymity (with --store and no devboy.toml: 5).
         #[arg(long, value_name = "K")]
         k_anonymity: Option<u32>,
+        /// Member objects last seen longer ago are left out, instead of
+        /// [team] ttl_days (with --store and no devboy.toml: 14).
+        #[arg(long, value_name = "DAYS")]
+        ttl_days: Option<u32>,
     },
     /// Write a provider fingerprint document (docs/team.md) of one
     /// server's tools from this member's telemetry, for that server's

@@ -57,6 +57,7 @@ fn member(input_dir: Option<PathBuf>, days: u32) -> devboy_team::Member {
         names_file: devboy_core::paths::endpoint_names_file(),
         salt_file: telemetry.join(devboy_team::commands::SALT_FILE),
         pipeline_config: devboy_core::pipeline_config::default_file(),
+        project_config: project_config(),
         days,
         now_ms: devboy_tune::now_ms(),
     }
@@ -74,13 +75,25 @@ fn project_config() -> Option<PathBuf> {
     devboy_core::pipeline_config::project_file(&cwd)
 }
 
-/// The prefix of the server named `name` in `config`.
+/// The prefix of the server named `name`: from `config`, else from the
+/// project's own server lists in the current directory (`devboy
+/// init --project` moves them to `devboy.mcp.json`; Claude Code keeps
+/// them in `.mcp.json`).
 fn prefix_of(config: &ProxyConfig, name: &str) -> Option<String> {
-    config
-        .upstreams
-        .iter()
-        .find(|u| u.name == name)
-        .map(|u| u.prefix.clone())
+    let find = |c: &ProxyConfig| {
+        c.upstreams
+            .iter()
+            .find(|u| u.name == name)
+            .map(|u| u.prefix.clone())
+    };
+    find(config).or_else(|| {
+        ["devboy.mcp.json", ".mcp.json"]
+            .iter()
+            .map(PathBuf::from)
+            .filter(|p| p.is_file())
+            .filter_map(|p| ProxyConfig::load(&p).ok())
+            .find_map(|c| find(&c))
+    })
 }
 
 pub fn tune(command: TuneCommand) -> anyhow::Result<()> {
@@ -110,10 +123,12 @@ pub fn tune(command: TuneCommand) -> anyhow::Result<()> {
             }
             let team = &proxy.team;
             let priors = if team.is_set() {
-                let (priors, mut loaded) =
-                    runtime()?.block_on(devboy_team::priors(team, env_vars(), &|name| {
-                        prefix_of(&proxy, name)
-                    }));
+                let (priors, mut loaded) = runtime()?.block_on(devboy_team::shared_figures(
+                    team,
+                    env_vars(),
+                    &|name| prefix_of(&proxy, name),
+                    devboy_tune::now_ms(),
+                ));
                 notes.append(&mut loaded);
                 priors
             } else {
@@ -129,7 +144,7 @@ pub fn tune(command: TuneCommand) -> anyhow::Result<()> {
                 summary_file: Some(telemetry.join(devboy_tune::show::SUMMARY_FILE)),
                 dry_run,
                 now_ms: devboy_tune::now_ms(),
-                priors,
+                shared: priors,
                 project_config: project_config(),
             };
             let mut report = devboy_tune::analyze::run(&options)?;
@@ -184,16 +199,22 @@ pub fn tune(command: TuneCommand) -> anyhow::Result<()> {
             config,
             store,
             k_anonymity,
+            ttl_days,
         } => {
-            let (url, k) = match store {
-                Some(url) => {
-                    let k = k_anonymity.unwrap_or(devboy_core::config::team::DEFAULT_K_ANONYMITY);
-                    (url, k)
-                }
+            let (url, k, ttl) = match store {
+                Some(url) => (
+                    url,
+                    k_anonymity.unwrap_or(devboy_core::config::team::DEFAULT_K_ANONYMITY),
+                    ttl_days.unwrap_or(devboy_core::config::team::DEFAULT_TEAM_TTL_DAYS),
+                ),
                 None => {
                     let proxy = proxy_config(config.as_deref())?;
                     let (team, url) = team_with_store(&proxy)?;
-                    (url, k_anonymity.unwrap_or(team.k_anonymity))
+                    (
+                        url,
+                        k_anonymity.unwrap_or(team.k_anonymity),
+                        ttl_days.unwrap_or(team.ttl_days),
+                    )
                 }
             };
             anyhow::ensure!(
@@ -202,8 +223,12 @@ pub fn tune(command: TuneCommand) -> anyhow::Result<()> {
                 devboy_core::config::team::MIN_K_ANONYMITY
             );
             let store = devboy_team::TeamStore::open(&url, env_vars())?;
-            let report =
-                runtime()?.block_on(devboy_team::aggregate(&store, k, devboy_tune::now_ms()))?;
+            let report = runtime()?.block_on(devboy_team::aggregate(
+                &store,
+                k,
+                ttl,
+                devboy_tune::now_ms(),
+            ))?;
             print!("{report}");
         }
         TuneCommand::Publish {
@@ -214,6 +239,11 @@ pub fn tune(command: TuneCommand) -> anyhow::Result<()> {
             config,
         } => {
             let proxy = proxy_config(config.as_deref())?;
+            // k-anonymity comes from [team]: a section that does not load
+            // must not quietly publish under the default.
+            if let Some(problem) = &proxy.team_problem {
+                anyhow::bail!("{problem}");
+            }
             let prefix = prefix_of(&proxy, &server).with_context(|| {
                 let names: Vec<&str> = proxy.upstreams.iter().map(|u| u.name.as_str()).collect();
                 format!(
@@ -279,6 +309,7 @@ pub fn tune(command: TuneCommand) -> anyhow::Result<()> {
                 dry_run,
                 output: output.unwrap_or_else(default_output),
                 now_ms: devboy_tune::now_ms(),
+                project_config: project_config(),
             };
             print!("{}", devboy_tune::claude_logs::run(&options)?);
         }

@@ -586,7 +586,7 @@ async fn a_committed_project_config_applies_and_a_members_file_overrides_only_it
     std::fs::create_dir_all(root.join("src/deep")).unwrap();
     std::fs::write(
         root.join(".devboy/pipeline_config.toml"),
-        "schema_version = 3\n[dedup]\nttl_secs = 900\nmax_entries = 512\n\n[endpoints.\"srv__echo\"]\ndedup = false  # tune: D1 2026-11-20: few repeats\n",
+        "schema_version = 3\n[dedup]\nttl_secs = 900\nmax_entries = 512\n\n[endpoints.\"srv__echo\"]\ndedup = false  # tune: D1 2026-11-20: few repeats\n\n[endpoints.\"gh__list_issues\"]\ndedup = false  # the team decided this by hand\n",
     )
     .unwrap();
     let member = Member::new("layered");
@@ -677,6 +677,20 @@ async fn a_committed_project_config_applies_and_a_members_file_overrides_only_it
         "no default copied over the project's: {own}\n{report}"
     );
     assert!(own.contains("# tune:"), "{own}\n{report}");
+    // The team's hand-set value holds against the member's tuner.
+    assert!(
+        report.contains("held by hand edits") && report.contains(".devboy/pipeline_config.toml)"),
+        "{report}"
+    );
+    assert!(!own.contains("gh__list_issues\"]\ndedup"), "{own}");
+    // Without a file of its own, `tune show` names the project's.
+    let bare = Member::new("bare");
+    let shown = show(&bare);
+    assert!(
+        shown.contains("this member has no pipeline_config.toml"),
+        "{shown}"
+    );
+    assert!(shown.contains("900 (project)"), "{shown}");
     let effective = devboy_core::pipeline_config::PipelineConfig::layered(
         Some(&root.join(".devboy/pipeline_config.toml")),
         Some(&fresh.config().join("pipeline_config.toml")),
@@ -701,7 +715,12 @@ fn stale_team_rows_are_demoted() {
         m.write("devboy.toml", &team_toml(&url, ""));
         ok(&m.devboy(&["tune", "share"], &[]));
     }
-    ok(&Member::new("agg").devboy(&["tune", "aggregate", "--store", &url], &[]));
+    // Aggregated when these members were still active (a member TTL
+    // longer than their age); nobody aggregated since.
+    ok(&Member::new("agg").devboy(
+        &["tune", "aggregate", "--store", &url, "--ttl-days", "60"],
+        &[],
+    ));
     let n = newcomer(&url, "");
     let report = ok(&n.devboy(&["tune", "analyze", "--dry-run"], &[]));
     assert!(
@@ -773,4 +792,100 @@ fn a_provider_url_is_fetched_and_a_failing_one_is_a_note() {
     );
     assert!(!report.contains("blended with"), "{report}");
     served.join().unwrap();
+}
+
+/// Nothing local is lost when a share fails; a missing shared folder is an
+/// error, not a new local folder; a member object copied under another id
+/// and one of a member gone longer than the TTL are skipped; a
+/// conditional write loses to a newer object.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_failed_share_loses_nothing_and_copies_and_leavers_do_not_count() {
+    let s3 = S3Server::start();
+    s3.create_bucket("guard");
+    let env = s3.env();
+    let url = "s3://guard/team";
+    let m = Member::new("guard");
+    m.generated(&week(21));
+    m.write("pipeline_config.toml", ISSUES_OFF);
+    m.write("devboy.toml", &team_toml(url, ""));
+    ok(&m.devboy(&["tune", "share"], &env));
+    let copy = m.telemetry().join("endpoints.parquet");
+    let before = (
+        std::fs::read(&copy).unwrap(),
+        std::fs::read(m.config().join("pipeline_config.toml")).unwrap(),
+    );
+    m.write("devboy.toml", &team_toml("s3://no-such-bucket/x", ""));
+    failed(&m.devboy(&["tune", "share"], &env));
+    let after = (
+        std::fs::read(&copy).unwrap(),
+        std::fs::read(m.config().join("pipeline_config.toml")).unwrap(),
+    );
+    assert!(
+        before == after,
+        "the local copy and config are as they were"
+    );
+
+    // A shared folder whose mount is missing.
+    let err = failed(&m.devboy(
+        &[
+            "tune",
+            "aggregate",
+            "--store",
+            "file:///nonexistent-mount-7f/devboy",
+        ],
+        &[],
+    ));
+    assert!(
+        err.contains("does not exist (is the share mounted?)"),
+        "{err}"
+    );
+    assert!(!Path::new("/nonexistent-mount-7f").exists());
+
+    // The same object under a second id does not make a second member;
+    // a member last seen long ago no longer counts.
+    let store = devboy_team::TeamStore::open(url, env.clone()).unwrap();
+    let mine = store.members().await.unwrap();
+    assert_eq!(mine.len(), 1);
+    let bytes = store.get(&mine[0].1).await.unwrap().unwrap().bytes;
+    store
+        .put(&store.member_path("00000000c0ffee00"), bytes)
+        .await
+        .unwrap();
+    let gone = Member::new("gone");
+    gone.generated(&Workload {
+        start_ms: devboy_tune::now_ms() - 40 * 86_400_000,
+        ..week(22)
+    });
+    gone.write("devboy.toml", &team_toml(url, ""));
+    ok(&gone.devboy(&["tune", "share", "--days", "60"], &env));
+    let out = ok(&m.devboy(&["tune", "aggregate", "--store", url], &env));
+    assert!(out.contains("aggregated 1 member(s)"), "{out}");
+    assert!(out.contains("a copied object"), "{out}");
+    assert!(out.contains("more than ttl_days = 14"), "{out}");
+    assert!(
+        team_rows(url, &env).await.is_empty(),
+        "one member is no team"
+    );
+
+    // The team object is written only over the version it was read at.
+    let team = store.team_path();
+    let seen = store.version(&team).await.unwrap().expect("written");
+    assert!(store
+        .put_if(&team, b"a".to_vec().into(), Some(&seen))
+        .await
+        .unwrap());
+    assert!(
+        !store
+            .put_if(&team, b"b".to_vec().into(), Some(&seen))
+            .await
+            .unwrap(),
+        "a stale version loses"
+    );
+    assert!(
+        !store
+            .put_if(&team, b"c".to_vec().into(), None)
+            .await
+            .unwrap(),
+        "creating over an existing object loses"
+    );
 }

@@ -130,7 +130,7 @@ async fn run(label: &str, url: &str, env: Vec<(String, String)>, members: usize,
         }
         reset_peak();
         let t = Instant::now();
-        let report = devboy_team::aggregate(&store, 5, 1_764_200_000_000)
+        let report = devboy_team::aggregate(&store, 5, 14, 1_764_200_000_000)
             .await
             .expect("aggregate");
         let seconds = t.elapsed().as_secs_f64();

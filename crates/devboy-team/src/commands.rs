@@ -1,7 +1,6 @@
-//! `devboy tune share`, `tune aggregate`, `tune publish`, and the priors
-//! `tune analyze` blends.
+//! `devboy tune share`, `tune aggregate`, `tune publish`, and the shared
+//! figures `tune analyze` blends.
 
-use std::collections::HashSet;
 use std::fmt;
 use std::path::PathBuf;
 use std::time::Instant;
@@ -12,7 +11,7 @@ use devboy_telemetry::Salt;
 pub use devboy_telemetry::SALT_FILE;
 use devboy_tune::aggregate::{analyze, SequenceParams};
 use devboy_tune::fingerprint::{
-    self, fingerprints, k_anonymous, Fingerprint, Prior, PriorSet, PriorSource,
+    self, fingerprints, k_anonymous, Fingerprint, SharedFigures, SharedRow, SharedSource,
     FINGERPRINT_SCHEMA_VERSION, MIN_MEMBERS,
 };
 use devboy_tune::names::ExposedNames;
@@ -35,6 +34,9 @@ pub struct Member {
     /// The pipeline config (its dedup settings shape the sequence
     /// analysis).
     pub pipeline_config: PathBuf,
+    /// The project's committed `.devboy/pipeline_config.toml` it is read
+    /// on top of, if any.
+    pub project_config: Option<PathBuf>,
     /// Days of events to read.
     pub days: u32,
     /// Now, in Unix milliseconds.
@@ -54,7 +56,10 @@ pub fn member_id(salt_file: &std::path::Path) -> Result<String, TeamError> {
 
 /// This member's rows, all of them (before k-anonymity).
 pub fn own_rows(member: &Member) -> Result<Vec<Fingerprint>, TeamError> {
-    let file = devboy_tune::edit::ConfigFile::open(&member.pipeline_config)?;
+    let file = devboy_tune::edit::ConfigFile::open_over(
+        &member.pipeline_config,
+        member.project_config.as_deref(),
+    )?;
     let config = file.config()?;
     let table = read_events(&ReadOptions {
         input: member.input.clone(),
@@ -141,6 +146,8 @@ pub async fn share(
     let id = member_id(&member.salt_file)?;
     let (rows, withheld) = k_anonymous(all, team.k_anonymity);
     let bytes = columns::write(&rows, Some(&id))?;
+    let path = store.put_member(&id, bytes.clone()).await?;
+    // Only once uploaded: the copy is what the store holds.
     if let Some(copy) = &local_copy {
         if let Some(dir) = copy.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir).map_err(|source| TeamError::Io {
@@ -153,7 +160,6 @@ pub async fn share(
             error: source,
         })?;
     }
-    let path = store.put_member(&id, bytes.clone()).await?;
     Ok(ShareReport {
         member: id,
         object: store.describe(&path),
@@ -173,18 +179,20 @@ pub async fn share(
 pub struct AggregateReport {
     /// The team object written.
     pub object: String,
-    /// Member objects read.
+    /// Members whose rows were merged.
     pub members: usize,
     /// Member objects skipped, with why (one line each).
     pub skipped: Vec<String>,
+    /// Rows refused, with why (one line each).
+    pub refused: Vec<String>,
     /// Rows read.
     pub rows_in: usize,
     /// Endpoints in the aggregate.
     pub endpoints: usize,
     /// Endpoints dropped (fewer than k sessions or 2 members).
     pub dropped: usize,
-    /// Sessions behind the aggregate.
-    pub sessions: u64,
+    /// The most sessions behind one endpoint.
+    pub max_sessions: u64,
     /// Bytes written.
     pub bytes: usize,
     /// Times another aggregator wrote first and the merge was redone.
@@ -197,13 +205,13 @@ impl fmt::Display for AggregateReport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         writeln!(
             f,
-            "aggregated {} member(s), {} rows: {} endpoints in {} ({} bytes, {} sessions); {} dropped (fewer than k sessions or {} members); {:.2} s",
+            "aggregated {} member(s), {} rows: {} endpoints in {} ({} bytes, up to {} sessions an endpoint); {} dropped (fewer than k sessions or {} members); {:.2} s",
             self.members,
             self.rows_in,
             self.endpoints,
             self.object,
             self.bytes,
-            self.sessions,
+            self.max_sessions,
             self.dropped,
             MIN_MEMBERS,
             self.seconds
@@ -218,6 +226,12 @@ impl fmt::Display for AggregateReport {
         for s in &self.skipped {
             writeln!(f, "skipped: {s}")?;
         }
+        for r in self.refused.iter().take(20) {
+            writeln!(f, "refused row: {r}")?;
+        }
+        if self.refused.len() > 20 {
+            writeln!(f, "refused {} more rows", self.refused.len() - 20)?;
+        }
         Ok(())
     }
 }
@@ -229,15 +243,23 @@ const AGGREGATE_ATTEMPTS: u32 = 4;
 /// `tune aggregate`: every member's object, merged into the team object,
 /// written whole and only if no other aggregate was written meanwhile
 /// (where the store can tell), then the manifest beside it.
+///
+/// A member object is skipped, with a line saying why, when it is not a
+/// fingerprint file (or is of a newer schema), names another member than
+/// the folder it is in, or was last seen more than `ttl_days` ago (a
+/// member who left the team stops counting). A row no devboy could have
+/// written ([`Fingerprint::check`]) is refused, the member's others kept.
 pub async fn aggregate(
     store: &TeamStore,
     k: u32,
+    ttl_days: u32,
     now_ms: u64,
 ) -> Result<AggregateReport, TeamError> {
     let started = Instant::now();
+    let today = fingerprint::day_of(now_ms);
     let team_path = store.team_path();
     for attempt in 0..AGGREGATE_ATTEMPTS {
-        let previous = store.get(&team_path).await?.map(|f| f.version);
+        let previous = store.version(&team_path).await?;
         let mut report = AggregateReport {
             object: store.describe(&team_path),
             retries: attempt,
@@ -253,29 +275,44 @@ pub async fn aggregate(
                     continue;
                 }
             };
-            match columns::read(fetched.bytes) {
-                Ok(file) => {
-                    report.members += 1;
-                    report.rows_in += file.rows.len();
-                    // One row per endpoint per member, counted as one
-                    // member whatever the file says.
-                    let mut seen = HashSet::new();
-                    for row in file.rows {
-                        if seen.insert(row.endpoint.clone()) {
-                            merger.add(&Fingerprint { members: 1, ..row });
-                        }
-                    }
+            let object = store.describe(&path);
+            let file = match columns::read(fetched.bytes) {
+                Ok(file) => file,
+                Err(e) => {
+                    report.skipped.push(format!("{object} (member {id}): {e}"));
+                    continue;
                 }
-                Err(e) => report
-                    .skipped
-                    .push(format!("{} (member {id}): {e}", store.describe(&path))),
+            };
+            if file.member.as_deref().is_some_and(|m| m != id) {
+                report.skipped.push(format!(
+                    "{object}: its rows name member {}, not {id} (a copied object)",
+                    file.member.as_deref().unwrap_or_default()
+                ));
+                continue;
+            }
+            let last = file.rows.iter().map(|r| r.last_day).max();
+            if last.is_some_and(|d| today - d > ttl_days as i32) {
+                report.skipped.push(format!(
+                    "{object} (member {id}): last seen {} days ago, more than ttl_days = {ttl_days}",
+                    today - last.unwrap_or(today)
+                ));
+                continue;
+            }
+            report.rows_in += file.rows.len();
+            let offered = file.rows.len();
+            let refused = merger.add_member(file.rows, today);
+            if refused.len() < offered {
+                report.members += 1;
+            }
+            for why in refused {
+                report.refused.push(format!("member {id}: {why}"));
             }
         }
         let total_endpoints = merger.len();
         let merged = merger.finish(k);
         report.endpoints = merged.len();
         report.dropped = total_endpoints - merged.len();
-        report.sessions = merged.iter().map(|r| r.sessions).max().unwrap_or(0);
+        report.max_sessions = merged.iter().map(|r| r.sessions).max().unwrap_or(0);
         let bytes = columns::write(&merged, None)?;
         report.bytes = bytes.len();
         if !store.put_if(&team_path, bytes, previous.as_ref()).await? {
@@ -288,10 +325,12 @@ pub async fn aggregate(
             "generated": devboy_tune::table::date(now_ms),
             "members": report.members,
             "members_skipped": report.skipped.len(),
+            "rows_refused": report.refused.len(),
             "endpoints": report.endpoints,
-            "sessions_max": report.sessions,
+            "sessions_max": report.max_sessions,
             "k_anonymity": k,
             "min_members": MIN_MEMBERS,
+            "ttl_days": ttl_days,
             "devboy_version": fingerprint::DEVBOY_VERSION,
         });
         let mut text = serde_json::to_vec_pretty(&manifest).unwrap_or_default();
@@ -308,28 +347,36 @@ pub async fn aggregate(
     })
 }
 
-/// The priors `tune analyze` blends: the team's aggregate (when `[team]
-/// store` is set) and each provider's document. Whatever cannot be read
+/// The shared figures `tune analyze` blends: the team's aggregate (when
+/// `[team] store` is set) and each provider's document, each row checked
+/// ([`Fingerprint::check`]). Whatever cannot be read
 /// becomes one line in the returned notes; the tune runs on what there is.
-pub async fn priors(
+pub async fn shared_figures(
     team: &TeamConfig,
     env: impl IntoIterator<Item = (String, String)>,
     prefix_of: &dyn Fn(&str) -> Option<String>,
-) -> (PriorSet, Vec<String>) {
-    let mut set = PriorSet {
+    now_ms: u64,
+) -> (SharedFigures, Vec<String>) {
+    let today = fingerprint::day_of(now_ms);
+    let mut set = SharedFigures {
         team_weight: team.weight,
         ttl_days: team.ttl_days,
-        ..PriorSet::default()
+        ..SharedFigures::default()
     };
     let mut notes = Vec::new();
+    let mut refused = 0usize;
     if let Some(url) = &team.store {
         let loaded = async {
             let store = TeamStore::open(url, env)?;
             let path = store.team_path();
             match store.get(&path).await? {
-                None => Err(TeamError::Store {
-                    store: store.describe(&path),
-                    message: "no team aggregate yet (run `devboy tune aggregate`)".into(),
+                // No aggregate, or no bucket at all: listing tells which.
+                None => Err(match store.objects().await {
+                    Err(e) => e,
+                    Ok(_) => TeamError::Store {
+                        store: store.describe(&path),
+                        message: "no team aggregate yet (run `devboy tune aggregate`)".into(),
+                    },
                 }),
                 Some(fetched) => columns::read(fetched.bytes).map_err(|e| TeamError::Store {
                     store: store.describe(&path),
@@ -340,11 +387,13 @@ pub async fn priors(
         .await;
         match loaded {
             Ok(file) => {
-                set.team = file
-                    .rows
-                    .into_iter()
-                    .map(|r| (r.endpoint.clone(), r))
-                    .collect();
+                for row in file.rows {
+                    if row.check(today).is_ok() {
+                        set.team.insert(row.endpoint.clone(), row);
+                    } else {
+                        refused += 1;
+                    }
+                }
             }
             Err(e) => notes.push(format!("{e}; tuned on this member's own figures")),
         }
@@ -360,11 +409,15 @@ pub async fn priors(
         match crate::provider::load(provider, &prefix).await {
             Ok(rows) => {
                 for row in rows {
+                    if row.check(today).is_err() {
+                        refused += 1;
+                        continue;
+                    }
                     set.providers.insert(
                         row.endpoint.clone(),
-                        Prior {
+                        SharedRow {
                             row,
-                            source: PriorSource::Provider(provider.source.to_string()),
+                            source: SharedSource::Provider(provider.source.to_string()),
                             weight: provider.weight,
                         },
                     );
@@ -372,6 +425,11 @@ pub async fn priors(
             }
             Err(e) => notes.push(format!("{e}; skipped")),
         }
+    }
+    if refused > 0 {
+        notes.push(format!(
+            "{refused} shared row(s) no devboy could have written (rates outside 0–1, counts above their results, future days) were left out"
+        ));
     }
     (set, notes)
 }

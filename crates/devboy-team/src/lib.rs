@@ -34,7 +34,7 @@ pub mod error;
 pub mod provider;
 pub mod store;
 
-pub use commands::{aggregate, member_id, priors, publish, share, Member};
+pub use commands::{aggregate, member_id, publish, share, shared_figures, Member};
 pub use error::TeamError;
 pub use store::TeamStore;
 

@@ -115,8 +115,27 @@ impl TeamStore {
                 let root = parsed
                     .to_file_path()
                     .map_err(|()| store_error("not an absolute file path".into()))?;
-                std::fs::create_dir_all(&root)
-                    .map_err(|e| store_error(format!("cannot create {} ({e})", root.display())))?;
+                // The folder the store lives in must be there (an
+                // unmounted share must not become a local folder); the
+                // store's own folder is made in it, like a bucket prefix.
+                if !root.is_dir() {
+                    match root.parent() {
+                        Some(parent) if parent.is_dir() => std::fs::create_dir(&root)
+                            .or_else(|e| match e.kind() {
+                                std::io::ErrorKind::AlreadyExists => Ok(()),
+                                _ => Err(e),
+                            })
+                            .map_err(|e| {
+                                store_error(format!("cannot create {} ({e})", root.display()))
+                            })?,
+                        _ => {
+                            return Err(store_error(format!(
+                                "the folder {} does not exist (is the share mounted?)",
+                                root.parent().unwrap_or(&root).display()
+                            )))
+                        }
+                    }
+                }
                 let store = object_store::local::LocalFileSystem::new_with_prefix(&root)
                     .map_err(|e| store_error(short(&e)))?;
                 (Arc::new(store), String::new())
@@ -211,6 +230,19 @@ impl TeamStore {
             .collect();
         members.sort();
         Ok(members)
+    }
+
+    /// The version of `path` a conditional write can name; `None` when
+    /// there is no such object. Needs no read access to its bytes.
+    pub async fn version(&self, path: &StorePath) -> Result<Option<UpdateVersion>, TeamError> {
+        match self.inner.head(path).await {
+            Ok(meta) => Ok(Some(UpdateVersion {
+                e_tag: meta.e_tag,
+                version: meta.version,
+            })),
+            Err(object_store::Error::NotFound { .. }) => Ok(None),
+            Err(e) => Err(self.error(path, &e)),
+        }
     }
 
     /// Every object under the prefix, sorted.
@@ -316,8 +348,12 @@ pub fn classify(e: &object_store::Error) -> String {
     ]
     .iter()
     .any(|w| text.contains(w));
+    let no_credentials = text.contains("169.254.169.254") || text.contains("metadata.google");
+    let plain_http = text.contains("URL scheme is not allowed");
     match e {
         _ if missing => format!("the bucket or container does not exist{status}"),
+        _ if no_credentials => "no credentials: set them in the environment (AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, GOOGLE_SERVICE_ACCOUNT, or AZURE_STORAGE_ACCOUNT_NAME and AZURE_STORAGE_ACCOUNT_KEY; docs/team.md)".to_owned(),
+        _ if plain_http => "the endpoint is plain http://: set AWS_ALLOW_HTTP=true (or AZURE_ALLOW_HTTP=true) to allow it".to_owned(),
         object_store::Error::PermissionDenied { .. }
         | object_store::Error::Unauthenticated { .. } => format!(
             "access denied{status}: check the credentials in the environment (AWS_*, GOOGLE_*, AZURE_*)"

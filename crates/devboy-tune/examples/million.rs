@@ -56,7 +56,7 @@ fn main() {
         summary_file: None,
         dry_run: true,
         now_ms: now,
-        priors: Default::default(),
+        shared: Default::default(),
         project_config: None,
     };
     let t = Instant::now();

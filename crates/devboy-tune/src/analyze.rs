@@ -36,7 +36,7 @@ use crate::aggregate::{analyze, Analysis, SequenceParams};
 use crate::edit::ConfigFile;
 use crate::error::TuneError;
 use crate::event::{id_text, Vocabulary};
-use crate::fingerprint::{blend, day_of, fingerprints, foreign_id, PriorSet, PriorSource};
+use crate::fingerprint::{blend, day_of, fingerprints, foreign_id, SharedFigures, SharedSource};
 use crate::names::ExposedNames;
 use crate::read::{read_events, EventTable, ReadOptions, ReadStats};
 use crate::rules::{propose, Change, Held, Rule, RuleInput, Target};
@@ -62,7 +62,7 @@ pub struct AnalyzeOptions {
     pub now_ms: u64,
     /// Team and provider fingerprints to blend with this member's own
     /// before the endpoint rules run (empty: none).
-    pub priors: PriorSet,
+    pub shared: SharedFigures,
     /// The project's committed `.devboy/pipeline_config.toml`, which
     /// `output` is read on top of, if there is one.
     pub project_config: Option<PathBuf>,
@@ -82,6 +82,10 @@ pub struct Decision {
     pub baseline: u64,
     /// Whether it is kept.
     pub kept: bool,
+    /// Whether the simulation judged it: false for a change team or
+    /// provider figures decided for an endpoint with too few results of
+    /// this member's own to simulate (kept whatever the estimate says).
+    pub judged: bool,
 }
 
 /// Everything `tune analyze` found and did; [`std::fmt::Display`] is the
@@ -115,7 +119,7 @@ pub struct AnalyzeReport {
     pub blended: Vec<Blended>,
     /// Changes the member's own figures alone would not have made: decided
     /// by team or provider data.
-    pub decided_by_priors: Vec<Target>,
+    pub decided_by_shared: Vec<Target>,
     /// Other things worth telling.
     pub notes: Vec<String>,
     /// The whole kept proposal against the current config.
@@ -143,14 +147,18 @@ pub struct Blended {
     /// Its exposed name.
     pub endpoint: String,
     /// Where the prior came from.
-    pub source: PriorSource,
+    pub source: SharedSource,
     /// The prior's share of the blend (1 when the member has no results
     /// of its own).
     pub weight: f64,
     /// The member's own results.
     pub own_calls: u64,
-    /// The prior's results, sessions and members.
-    pub prior: (u64, u64, u32),
+    /// The shared row's results.
+    pub shared_calls: u64,
+    /// The shared row's sessions.
+    pub shared_sessions: u64,
+    /// The shared row's members.
+    pub shared_members: u32,
 }
 
 /// The endpoints the rules look at with the priors blended in: the local
@@ -158,12 +166,13 @@ pub struct Blended {
 /// and the priors' endpoints this member has not called (under
 /// [`foreign_id`]s, named in `names`).
 fn blend_endpoints(
-    priors: &PriorSet,
+    priors: &SharedFigures,
     table: &EventTable,
     analysis: &Analysis,
     names: &mut ExposedNames,
     vocab: &mut Vocabulary,
     now_ms: u64,
+    notes: &mut Vec<String>,
 ) -> (Vec<EndpointStats>, Vec<Blended>) {
     let today = day_of(now_ms);
     let own: std::collections::HashMap<String, crate::fingerprint::Fingerprint> =
@@ -174,6 +183,10 @@ fn blend_endpoints(
     let mut endpoints = Vec::with_capacity(analysis.endpoints.len());
     let mut blended = Vec::new();
     let mut seen = std::collections::HashSet::new();
+    // Token figures in another tokenizer do not compare with this
+    // member's: such rows are left out.
+    let tokenizer = analysis.tokenizer.as_deref();
+    let mut other_tokenizer = 0usize;
     let mut add = |name: &str,
                    tool: u64,
                    own_row: Option<&crate::fingerprint::Fingerprint>,
@@ -181,10 +194,14 @@ fn blend_endpoints(
                    vocab: &mut Vocabulary|
      -> bool {
         let own_calls = own_row.map_or(0, |r| r.calls);
-        let Some(prior) = priors.prior_for(name, own_calls, crate::rules::MIN_SUPPORT, today)
+        let Some(prior) = priors.shared_for(name, own_calls, crate::rules::MIN_SUPPORT, today)
         else {
             return false;
         };
+        if tokenizer.is_some_and(|t| !prior.row.tokenizer.is_empty() && prior.row.tokenizer != t) {
+            other_tokenizer += 1;
+            return false;
+        }
         let row = blend(own_row, &prior);
         endpoints.push(row.to_stats(tool, vocab));
         blended.push(Blended {
@@ -192,7 +209,9 @@ fn blend_endpoints(
             source: prior.source.clone(),
             weight: if own_row.is_some() { prior.weight } else { 1.0 },
             own_calls,
-            prior: (prior.row.calls, prior.row.sessions, prior.row.members),
+            shared_calls: prior.row.calls,
+            shared_sessions: prior.row.sessions,
+            shared_members: prior.row.members,
         });
         true
     };
@@ -220,6 +239,12 @@ fn blend_endpoints(
             names.insert(tool, name);
         }
     }
+    if other_tokenizer > 0 {
+        notes.push(format!(
+            "{other_tokenizer} shared row(s) counted in another tokenizer than this member's {} were left out",
+            tokenizer.unwrap_or("o200k_base")
+        ));
+    }
     (endpoints, blended)
 }
 
@@ -243,16 +268,18 @@ pub fn run(options: &AnalyzeOptions) -> Result<AnalyzeReport, TuneError> {
         },
     );
     let mut vocab = table.vocab.clone();
-    let (endpoints, blended) = if options.priors.is_empty() {
+    let mut blend_notes = Vec::new();
+    let (endpoints, blended) = if options.shared.is_empty() {
         (analysis.endpoints.clone(), Vec::new())
     } else {
         blend_endpoints(
-            &options.priors,
+            &options.shared,
             &table,
             &analysis,
             &mut names,
             &mut vocab,
             options.now_ms,
+            &mut blend_notes,
         )
     };
     let tools: Vec<u64> = endpoints.iter().map(|e| e.tool).collect();
@@ -274,7 +301,7 @@ pub fn run(options: &AnalyzeOptions) -> Result<AnalyzeReport, TuneError> {
     let mut proposal = propose(&input);
     // What the member's own figures alone would have changed: the rest
     // was decided by the priors.
-    let decided_by_priors: Vec<Target> = if blended.is_empty() {
+    let decided_by_shared: Vec<Target> = if blended.is_empty() {
         Vec::new()
     } else {
         let own = crate::rules::propose_endpoints(&RuleInput {
@@ -298,6 +325,7 @@ pub fn run(options: &AnalyzeOptions) -> Result<AnalyzeReport, TuneError> {
     };
     let date = crate::table::date(options.now_ms);
     let mut notes = std::mem::take(&mut proposal.notes);
+    notes.append(&mut blend_notes);
 
     // Changes the file cannot take (an endpoint table written inline).
     let applicable = |c: &Change| file.clone().apply(c, &date);
@@ -342,6 +370,7 @@ pub fn run(options: &AnalyzeOptions) -> Result<AnalyzeReport, TuneError> {
             after: sim.total.new_saved,
             baseline: sim.total.baseline,
             kept: ok,
+            judged: true,
         });
         if ok {
             kept.push(c);
@@ -376,7 +405,7 @@ pub fn run(options: &AnalyzeOptions) -> Result<AnalyzeReport, TuneError> {
             // A change the priors decided is judged by the member's own
             // events only as far as they go: kept unless they show a loss
             // (an endpoint never called here has nothing to show).
-            let by_priors = decided_by_priors.contains(&c.target);
+            let by_priors = decided_by_shared.contains(&c.target);
             let own = analysis.endpoint(tool).map_or(0, |e| e.observed);
             let (before, after, ok) = if by_priors && own < crate::rules::MIN_SUPPORT {
                 // Too few results of its own to judge the priors by.
@@ -394,14 +423,16 @@ pub fn run(options: &AnalyzeOptions) -> Result<AnalyzeReport, TuneError> {
                 let (b, a) = (get(&base_sim), get(&sim_dedup));
                 (b.new_saved, a.new_saved, a.new_saved > b.new_saved)
             };
+            let judged = !unjudged.contains(&c);
             decisions.push(Decision {
                 change: c.clone(),
                 before,
                 after,
                 baseline: get(&base_sim).baseline,
                 kept: ok,
+                judged,
             });
-            if ok && !unjudged.contains(&c) {
+            if ok && judged {
                 endpoint_kept.push(c);
             }
         }
@@ -414,7 +445,7 @@ pub fn run(options: &AnalyzeOptions) -> Result<AnalyzeReport, TuneError> {
     let kept_old_config = !kept.is_empty() && total.gain() < 0;
     if kept_old_config {
         for d in &mut decisions {
-            d.kept = unjudged.contains(&&d.change);
+            d.kept = !d.judged;
         }
         kept.clear();
     }
@@ -488,7 +519,7 @@ pub fn run(options: &AnalyzeOptions) -> Result<AnalyzeReport, TuneError> {
         find_files: crate::retrieval::RetrievalFigures::of(&table),
         held: proposal.held,
         blended,
-        decided_by_priors,
+        decided_by_shared,
         notes,
         total: (!kept.is_empty()).then_some(total),
         kept_old_config,
@@ -640,7 +671,7 @@ mod tests {
             summary_file: Some(dir.path().join("telemetry").join("tune-summary.json")),
             dry_run: false,
             now_ms: now,
-            priors: Default::default(),
+            shared: Default::default(),
             project_config: None,
         };
         Setup { dir, options }

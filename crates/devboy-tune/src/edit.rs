@@ -67,9 +67,9 @@ pub struct ConfigFile {
     /// The `schema_version` this edit raised from 2 to 3, if it did.
     bumped: bool,
     doc: DocumentMut,
-    /// The project's committed config this file is read on top of
+    /// The project's committed file this one is read on top of
     /// ([`PipelineConfig::layered`]), if there is one.
-    base: Option<PipelineConfig>,
+    project: Option<Box<ConfigFile>>,
 }
 
 impl ConfigFile {
@@ -85,7 +85,16 @@ impl ConfigFile {
     /// keys of its own (the documented default would set, and so
     /// override, every key of the project's).
     pub fn open_over(path: &Path, project: Option<&Path>) -> Result<Self, TuneError> {
-        let base = project.map(PipelineConfig::load).transpose()?;
+        let base = match project {
+            Some(p) if p.is_file() => Some(Box::new(Self::open(p)?)),
+            Some(p) => {
+                return Err(TuneError::io(
+                    p,
+                    std::io::Error::new(std::io::ErrorKind::NotFound, "no such file"),
+                ))
+            }
+            None => None,
+        };
         let (text, existed) = match std::fs::read_to_string(path) {
             Ok(text) => (text, true),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => match base {
@@ -101,7 +110,7 @@ impl ConfigFile {
             Err(e) => return Err(TuneError::io(path, e)),
         };
         let mut file = Self::from_text(path, &text, existed)?;
-        file.base = base;
+        file.project = base;
         Ok(file)
     }
 
@@ -117,7 +126,7 @@ impl ConfigFile {
             existed,
             bumped: false,
             doc,
-            base: None,
+            project: None,
         })
     }
 
@@ -128,8 +137,8 @@ impl ConfigFile {
 
     /// The text loaded as a config.
     pub fn config(&self) -> Result<PipelineConfig, TuneError> {
-        Ok(match &self.base {
-            Some(base) => base.clone().overlaid(&self.text(), &self.path)?,
+        Ok(match &self.project {
+            Some(project) => project.config()?.overlaid(&self.text(), &self.path)?,
             None => PipelineConfig::from_str(&self.text(), &self.path)?,
         })
     }
@@ -151,6 +160,17 @@ impl ConfigFile {
     /// The hand edit that holds `target`, as written, if one does; see the
     /// module docs. `defaults` is the built-in config.
     pub fn held_by_hand(&self, target: &Target, defaults: &PipelineConfig) -> Option<String> {
+        // A person's value in the project's committed file holds too: a
+        // member's tuner does not undo what the team decided by hand.
+        self.held_here(target, defaults).or_else(|| {
+            let project = self.project.as_ref()?;
+            project
+                .held_here(target, defaults)
+                .map(|by| format!("{by} (in {})", project.path.display()))
+        })
+    }
+
+    fn held_here(&self, target: &Target, defaults: &PipelineConfig) -> Option<String> {
         match target {
             Target::Global { section, key } => {
                 let value = self

@@ -199,6 +199,76 @@ pub fn fingerprints(
 }
 
 impl Fingerprint {
+    /// Whether the row can be what a devboy wrote on `today` (days since
+    /// 1970): rates from 0 to 1, finite means, no count above the results
+    /// it counts, at least one result per session, days not in the
+    /// future. A damaged or hand-made row that fails must not weigh in a
+    /// team's figures.
+    pub fn check(&self, today: i32) -> Result<(), String> {
+        let name_ok = !self.endpoint.is_empty() && self.endpoint.len() <= 256;
+        if !name_ok {
+            return Err("no endpoint name, or one over 256 bytes".into());
+        }
+        for (name, rate) in [
+            ("dup_rate", self.dup_rate),
+            ("implied_dup_rate", self.implied_dup_rate),
+            ("near_share", self.near_share),
+            ("shape_share", self.shape_share),
+            ("template_share", self.template_share),
+        ] {
+            if !(0.0..=1.0).contains(&rate) {
+                return Err(format!("{name} {rate} is not from 0 to 1"));
+            }
+        }
+        for (name, value) in [
+            ("id_line_tokens", self.id_line_tokens),
+            ("reference_saved_tokens", self.reference_saved_tokens),
+            ("chars_mean", self.chars_mean),
+            ("baseline_tokens", self.baseline_tokens),
+        ] {
+            if !value.is_finite() || value < 0.0 {
+                return Err(format!(
+                    "{name} {value} is not a finite non-negative number"
+                ));
+            }
+        }
+        for (name, value) in [
+            ("dedup_saved_tokens", self.dedup_saved_tokens),
+            ("encoder_saved_tokens", self.encoder_saved_tokens),
+        ] {
+            if !value.is_finite() {
+                return Err(format!("{name} is not a finite number"));
+            }
+        }
+        let n = self.calls;
+        for (name, count, most) in [
+            ("sessions", self.sessions, n),
+            ("errors", self.errors, n),
+            ("deduped", self.deduped, n),
+            ("sequenced", self.sequenced, n),
+            ("sequenced_bodies", self.sequenced_bodies, self.sequenced),
+            ("shaped", self.shaped, n),
+            ("encoded", self.encoded, n),
+        ] {
+            if count > most {
+                return Err(format!("{name} {count} is more than the {most} it counts"));
+            }
+        }
+        if self.sessions == 0 {
+            return Err("no sessions".into());
+        }
+        if self.tokens_p50 > self.tokens_p90 {
+            return Err("tokens_p50 is above tokens_p90".into());
+        }
+        if self.first_day > self.last_day || self.last_day > today + 1 {
+            return Err(format!(
+                "days {}..{} are not a span up to today",
+                self.first_day, self.last_day
+            ));
+        }
+        Ok(())
+    }
+
     /// One endpoint's row from its aggregate.
     fn of_stats(
         e: &EndpointStats,
@@ -295,8 +365,8 @@ impl Fingerprint {
         let mut templates = HashMap::new();
         let mut formats = HashMap::new();
         if self.encoded > 0 {
-            let label = self.template_top.as_deref().unwrap_or("other");
-            formats.insert(vocab.formats.index(label), self.encoded);
+            // Only their total is read (the results re-encoded at all).
+            formats.insert(vocab.formats.index("shared"), self.encoded);
             if let Some(t) = &self.template_top {
                 templates.insert(
                     vocab.templates.index(t),
@@ -433,15 +503,15 @@ struct Merging {
 impl Merging {
     fn add(&mut self, r: &Fingerprint) {
         let w = r.sessions as f64;
-        self.members += r.members;
-        self.sessions += r.sessions;
-        self.calls += r.calls;
-        self.errors += r.errors;
-        self.deduped += r.deduped;
-        self.sequenced += r.sequenced;
-        self.sequenced_bodies += r.sequenced_bodies;
-        self.shaped += r.shaped;
-        self.encoded += r.encoded;
+        self.members = self.members.saturating_add(r.members);
+        self.sessions = self.sessions.saturating_add(r.sessions);
+        self.calls = self.calls.saturating_add(r.calls);
+        self.errors = self.errors.saturating_add(r.errors);
+        self.deduped = self.deduped.saturating_add(r.deduped);
+        self.sequenced = self.sequenced.saturating_add(r.sequenced);
+        self.sequenced_bodies = self.sequenced_bodies.saturating_add(r.sequenced_bodies);
+        self.shaped = self.shaped.saturating_add(r.shaped);
+        self.encoded = self.encoded.saturating_add(r.encoded);
         let by_calls = r.calls > 0;
         self.dup_rate.add(r.dup_rate, w, by_calls);
         self.implied_dup_rate
@@ -529,8 +599,29 @@ pub struct Merger {
 }
 
 impl Merger {
+    /// Adds one member's rows: each endpoint once (the first row), counted
+    /// as one member whatever the row says, and only rows that pass
+    /// [`Fingerprint::check`] for `today`. Returns why each refused row was
+    /// refused.
+    pub fn add_member(&mut self, rows: Vec<Fingerprint>, today: i32) -> Vec<String> {
+        let mut seen = HashSet::new();
+        let mut refused = Vec::new();
+        for row in rows {
+            if !seen.insert(row.endpoint.clone()) {
+                refused.push(format!("{}: listed twice", row.endpoint));
+                continue;
+            }
+            if let Err(why) = row.check(today) {
+                refused.push(format!("{}: {why}", row.endpoint));
+                continue;
+            }
+            self.add(&Fingerprint { members: 1, ..row });
+        }
+        refused
+    }
+
     /// Adds one row.
-    pub fn add(&mut self, row: &Fingerprint) {
+    fn add(&mut self, row: &Fingerprint) {
         match self.endpoints.get_mut(&row.endpoint) {
             Some(m) => m.add(row),
             None => {
@@ -565,8 +656,9 @@ impl Merger {
     }
 }
 
-/// The team's rows: every member's rows of the same endpoint merged, each
-/// member weighing by its session count; counts are summed. Endpoints
+/// The team's rows: every member's rows (one list per member, checked as
+/// [`Merger::add_member`] does) of the same endpoint merged, each member
+/// weighing by its session count; counts are summed. Endpoints
 /// with fewer than `k` sessions overall or fewer than [`MIN_MEMBERS`]
 /// members are dropped. Linear in the number of rows ([`Merger`]).
 ///
@@ -574,17 +666,21 @@ impl Merger {
 /// members' shares of the winning name, a member whose dominant name is
 /// another counting 0 for it: a lower bound. Percentiles are the
 /// sessions-weighted mean of the members' percentiles, an approximation.
-pub fn merge<'a>(rows: impl IntoIterator<Item = &'a Fingerprint>, k: u32) -> Vec<Fingerprint> {
+pub fn merge(
+    members: impl IntoIterator<Item = Vec<Fingerprint>>,
+    k: u32,
+    today: i32,
+) -> Vec<Fingerprint> {
     let mut merger = Merger::default();
-    for row in rows {
-        merger.add(row);
+    for rows in members {
+        merger.add_member(rows, today);
     }
     merger.finish(k)
 }
 
 /// Where a prior came from.
 #[derive(Clone, Debug, PartialEq)]
-pub enum PriorSource {
+pub enum SharedSource {
     /// The team's aggregate, fresh.
     Team,
     /// The team's aggregate, older than the TTL: demoted to a provider's
@@ -594,34 +690,34 @@ pub enum PriorSource {
     Provider(String),
 }
 
-impl std::fmt::Display for PriorSource {
+impl std::fmt::Display for SharedSource {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            PriorSource::Team => f.write_str("team"),
-            PriorSource::StaleTeam => f.write_str("team (stale)"),
-            PriorSource::Provider(p) => write!(f, "provider {p}"),
+            SharedSource::Team => f.write_str("team"),
+            SharedSource::StaleTeam => f.write_str("team (stale)"),
+            SharedSource::Provider(p) => write!(f, "provider {p}"),
         }
     }
 }
 
 /// A row someone else measured, with the weight it may have.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Prior {
+pub struct SharedRow {
     /// The figures.
     pub row: Fingerprint,
     /// Where they came from.
-    pub source: PriorSource,
+    pub source: SharedSource,
     /// Their share of a blend with the member's own figures.
     pub weight: f64,
 }
 
 /// What the member's own figures and the priors make of the endpoints.
 #[derive(Clone, Debug, Default, PartialEq)]
-pub struct PriorSet {
+pub struct SharedFigures {
     /// Team rows by endpoint.
     pub team: HashMap<String, Fingerprint>,
     /// Provider rows by exposed endpoint name, with the source and weight.
-    pub providers: HashMap<String, Prior>,
+    pub providers: HashMap<String, SharedRow>,
     /// The team's share of a blend.
     pub team_weight: f64,
     /// Days after which a team row is demoted.
@@ -629,9 +725,9 @@ pub struct PriorSet {
 }
 
 /// The most a demoted team row or a provider may weigh.
-pub const MAX_PRIOR_WEIGHT: f64 = devboy_core::config::team::MAX_PROVIDER_WEIGHT;
+pub const MAX_SHARED_WEIGHT: f64 = devboy_core::config::team::MAX_PROVIDER_WEIGHT;
 
-impl PriorSet {
+impl SharedFigures {
     /// Whether there is nothing to blend.
     pub fn is_empty(&self) -> bool {
         self.team.is_empty() && self.providers.is_empty()
@@ -639,21 +735,21 @@ impl PriorSet {
 
     /// The prior for `endpoint` given the member's own row and today's
     /// day: a fresh team row at the team's weight; else a provider's row,
-    /// or a stale team row, at most [`MAX_PRIOR_WEIGHT`] and only while
+    /// or a stale team row, at most [`MAX_SHARED_WEIGHT`] and only while
     /// the member has fewer than `min_support` results of its own.
-    pub fn prior_for(
+    pub fn shared_for(
         &self,
         endpoint: &str,
         own_calls: u64,
         min_support: u64,
         today: i32,
-    ) -> Option<Prior> {
+    ) -> Option<SharedRow> {
         let team = self.team.get(endpoint);
         if let Some(row) = team {
             if today - row.last_day <= self.ttl_days as i32 {
-                return Some(Prior {
+                return Some(SharedRow {
                     row: row.clone(),
-                    source: PriorSource::Team,
+                    source: SharedSource::Team,
                     weight: self.team_weight,
                 });
             }
@@ -662,31 +758,40 @@ impl PriorSet {
             return None;
         }
         if let Some(p) = self.providers.get(endpoint) {
-            return Some(Prior {
-                weight: p.weight.min(MAX_PRIOR_WEIGHT),
+            return Some(SharedRow {
+                weight: p.weight.min(MAX_SHARED_WEIGHT),
                 ..p.clone()
             });
         }
-        team.map(|row| Prior {
+        team.map(|row| SharedRow {
             row: row.clone(),
-            source: PriorSource::StaleTeam,
-            weight: self.team_weight.min(MAX_PRIOR_WEIGHT),
+            source: SharedSource::StaleTeam,
+            weight: self.team_weight.min(MAX_SHARED_WEIGHT),
         })
     }
 }
 
 /// The figures the rules read for one endpoint: the prior's rates
 /// weighted `prior.weight`, the member's own `1 - weight`, each rate only
-/// where both have evidence for it (else the one that has); counts are
-/// summed, so the team's evidence counts toward the rules' minimum
-/// support. Without an own row the prior stands alone.
-pub fn blend(own: Option<&Fingerprint>, prior: &Prior) -> Fingerprint {
+/// where both have evidence for it (else the one that has); counts are the
+/// larger of the two for a team's row (which may hold the member's own)
+/// and the sum for a provider's, so the shared evidence counts toward the
+/// rules' minimum support. Without an own row the prior stands alone.
+pub fn blend(own: Option<&Fingerprint>, prior: &SharedRow) -> Fingerprint {
     let p = &prior.row;
     let Some(s) = own else {
-        return Fingerprint {
-            members: p.members,
-            ..p.clone()
-        };
+        return p.clone();
+    };
+    // A team's row may already hold this member's own (when it shared):
+    // its counts are the larger of the two, never their sum. A
+    // provider's never does.
+    let within = !matches!(prior.source, SharedSource::Provider(_));
+    let add = |a: u64, b: u64| {
+        if within {
+            a.max(b)
+        } else {
+            a.saturating_add(b)
+        }
     };
     let w = prior.weight.clamp(0.0, 1.0);
     let rate = |pv: f64, pn: u64, sv: f64, sn: u64| match (pn > 0, sn > 0) {
@@ -736,20 +841,20 @@ pub fn blend(own: Option<&Fingerprint>, prior: &Prior) -> Fingerprint {
     let calls = (p.calls, s.calls);
     Fingerprint {
         endpoint: s.endpoint.clone(),
-        members: p.members + 1,
-        sessions: p.sessions + s.sessions,
-        calls: p.calls + s.calls,
-        errors: p.errors + s.errors,
-        deduped: p.deduped + s.deduped,
+        members: if within { p.members } else { p.members + 1 },
+        sessions: add(p.sessions, s.sessions),
+        calls: add(p.calls, s.calls),
+        errors: add(p.errors, s.errors),
+        deduped: add(p.deduped, s.deduped),
         dup_rate: rate(p.dup_rate, calls.0, s.dup_rate, calls.1),
-        sequenced: p.sequenced + s.sequenced,
+        sequenced: add(p.sequenced, s.sequenced),
         implied_dup_rate: rate(
             p.implied_dup_rate,
             p.sequenced,
             s.implied_dup_rate,
             s.sequenced,
         ),
-        sequenced_bodies: p.sequenced_bodies + s.sequenced_bodies,
+        sequenced_bodies: add(p.sequenced_bodies, s.sequenced_bodies),
         near_share: rate(
             p.near_share,
             p.sequenced_bodies,
@@ -766,7 +871,7 @@ pub fn blend(own: Option<&Fingerprint>, prior: &Prior) -> Fingerprint {
         chars_mean: rate(p.chars_mean, calls.0, s.chars_mean, calls.1),
         tokens_p50: rate(p.tokens_p50 as f64, calls.0, s.tokens_p50 as f64, calls.1).round() as u64,
         tokens_p90: rate(p.tokens_p90 as f64, calls.0, s.tokens_p90 as f64, calls.1).round() as u64,
-        shaped: p.shaped + s.shaped,
+        shaped: add(p.shaped, s.shaped),
         shape_dominant,
         shape_share,
         inner_formats_top3: inner
@@ -774,7 +879,7 @@ pub fn blend(own: Option<&Fingerprint>, prior: &Prior) -> Fingerprint {
             .take(3)
             .map(|(f, _)| f.to_owned())
             .collect(),
-        encoded: p.encoded + s.encoded,
+        encoded: add(p.encoded, s.encoded),
         template_top,
         template_share,
         baseline_tokens: rate(p.baseline_tokens, calls.0, s.baseline_tokens, calls.1),

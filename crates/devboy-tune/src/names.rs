@@ -76,15 +76,6 @@ impl ExposedNames {
         self.names.insert(tool, name.to_owned());
     }
 
-    /// The id of `name`, if it has one.
-    pub fn id_of(&self, name: &str) -> Option<u64> {
-        self.names
-            .iter()
-            .filter(|(_, n)| n.as_str() == name)
-            .map(|(id, _)| *id)
-            .min()
-    }
-
     /// How many names.
     pub fn len(&self) -> usize {
         self.names.len()

@@ -233,7 +233,7 @@ impl AnalyzeReport {
     /// "decided by team data (…)" when the priors, not the member's own
     /// figures, made the change to `target`.
     fn decided_by(&self, target: &crate::rules::Target) -> Option<String> {
-        if !self.decided_by_priors.contains(target) {
+        if !self.decided_by_shared.contains(target) {
             return None;
         }
         let name = match target {
@@ -243,9 +243,9 @@ impl AnalyzeReport {
         };
         let b = self.blended.iter().find(|b| &b.endpoint == name)?;
         let kind = match b.source {
-            crate::fingerprint::PriorSource::Team => "team data",
-            crate::fingerprint::PriorSource::StaleTeam => "team data older than the TTL",
-            crate::fingerprint::PriorSource::Provider(_) => "provider data",
+            crate::fingerprint::SharedSource::Team => "team data",
+            crate::fingerprint::SharedSource::StaleTeam => "team data older than the TTL",
+            crate::fingerprint::SharedSource::Provider(_) => "provider data",
         };
         Some(format!("decided by {kind}: {}", blend_line(b)))
     }
@@ -298,8 +298,8 @@ impl AnalyzeReport {
                 int(gain),
                 pp,
                 int(d.baseline as i64),
-                if d.kept && d.after < d.before {
-                    "; kept: too few results of this member's own to judge the team's or provider's figures by"
+                if !d.judged {
+                    "; kept unjudged: too few results of this member's own to judge the team's or provider's figures by"
                 } else if d.kept {
                     ""
                 } else if self.kept_old_config {
@@ -344,11 +344,11 @@ impl AnalyzeReport {
             let team = self
                 .blended
                 .iter()
-                .any(|b| !matches!(b.source, crate::fingerprint::PriorSource::Provider(_)));
+                .any(|b| !matches!(b.source, crate::fingerprint::SharedSource::Provider(_)));
             let provider = self
                 .blended
                 .iter()
-                .any(|b| matches!(b.source, crate::fingerprint::PriorSource::Provider(_)));
+                .any(|b| matches!(b.source, crate::fingerprint::SharedSource::Provider(_)));
             let whose = match (team, provider) {
                 (true, true) => "team and provider",
                 (true, false) => "team",
@@ -419,10 +419,18 @@ impl AnalyzeReport {
             )?;
         }
         if self.kept_old_config {
-            writeln!(
-                f,
-                "\nthe proposal as a whole would save less than the current config: nothing changed"
-            )?;
+            let unjudged = self.decisions.iter().filter(|d| !d.judged).count();
+            if unjudged == 0 {
+                writeln!(
+                    f,
+                    "\nthe proposal as a whole would save less than the current config: nothing changed"
+                )?;
+            } else {
+                writeln!(
+                    f,
+                    "\nthe proposal as a whole would save less than the current config: only the {unjudged} change(s) team or provider figures decided unjudged are made"
+                )?;
+            }
         }
         if self.snippet.is_empty() {
             if self.options.output.exists() {
@@ -486,7 +494,7 @@ pub(crate) fn write_outcome(
 
 /// One blended endpoint, in one line.
 fn blend_line(b: &crate::analyze::Blended) -> String {
-    let (calls, sessions, members) = b.prior;
+    let (calls, sessions, members) = (b.shared_calls, b.shared_sessions, b.shared_members);
     format!(
         "{}: {:.0}% {} ({} result{}, {} sessions, {} member{}), {:.0}% own ({} result{})",
         b.endpoint,

@@ -70,6 +70,17 @@ pub fn show(options: &ShowOptions) -> Result<String, TuneError> {
             own.display(),
             project.display()
         ),
+        (ConfigSource::File(path), [only])
+            if path.ends_with(
+                std::path::Path::new(devboy_core::pipeline_config::PROJECT_DIR_NAME)
+                    .join(devboy_core::pipeline_config::FILE_NAME),
+            ) =>
+        {
+            format!(
+                "the project's {} (this member has no pipeline_config.toml of its own; values marked (project) come from it)",
+                only.display()
+            )
+        }
         (ConfigSource::File(path), _) => path.display().to_string(),
         (ConfigSource::Embedded, _) => {
             "the embedded default (no pipeline_config.toml in the config directory)".into()
@@ -88,8 +99,11 @@ pub fn show(options: &ShowOptions) -> Result<String, TuneError> {
             _ => String::new(),
         }
     );
-    // The project's committed file, when the config is layered on it.
-    let project = (config.layers.len() > 1).then(|| config.layers[0].clone());
+    // The project's committed file, when it is one of the config's.
+    let project = std::env::current_dir()
+        .ok()
+        .and_then(|cwd| devboy_core::pipeline_config::project_file(&cwd))
+        .filter(|p| config.layers.contains(p));
     let mark = |target: &Target, origin: &str| -> String {
         let from_project = project
             .as_ref()

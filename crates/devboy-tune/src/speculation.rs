@@ -412,7 +412,7 @@ follow_up = [{ tool = "gh__search", probability = 0.9 }]   # mine
             summary_file: None,
             dry_run: false,
             now_ms: crate::now_ms(),
-            priors: Default::default(),
+            shared: Default::default(),
             project_config: None,
         }
     }

@@ -91,7 +91,11 @@ pub enum ProviderSource {
 impl std::fmt::Display for ProviderSource {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            ProviderSource::Url(u) => f.write_str(u),
+            // A query may carry a token: never printed.
+            ProviderSource::Url(u) => match u.split_once('?') {
+                Some((base, _)) => write!(f, "{base}?…"),
+                None => f.write_str(u),
+            },
             ProviderSource::File(p) => write!(f, "{}", p.display()),
         }
     }

@@ -606,7 +606,9 @@ impl Reader<'_> {
         }
         let bound = self.config.store(spec, at, value);
         debug_assert!(bound, "{spec} is described but bound to no field");
-        self.config.key_origins.insert(key, self.origin.to_path_buf());
+        self.config
+            .key_origins
+            .insert(key, self.origin.to_path_buf());
     }
 
     /// Reads a table whose keys must be among `allowed`, handing each

@@ -115,6 +115,9 @@ pub struct ClaudeLogOptions {
     pub output: PathBuf,
     /// Now, Unix milliseconds (for the mark's date).
     pub now_ms: u64,
+    /// The project's committed `.devboy/pipeline_config.toml`, which
+    /// `output` is read on top of, if there is one.
+    pub project_config: Option<PathBuf>,
 }
 
 /// The result of `from-claude-logs`; [`fmt::Display`] is the report.
@@ -147,7 +150,7 @@ pub fn run(options: &ClaudeLogOptions) -> Result<ClaudeLogReport, TuneError> {
         )));
     }
     let stats = read_logs(&options.input, options.project.as_deref())?;
-    let file = ConfigFile::open(&options.output)?;
+    let file = ConfigFile::open_over(&options.output, options.project_config.as_deref())?;
     let config = file.config()?;
     let defaults = PipelineConfig::embedded_default();
     let date = crate::table::date(options.now_ms);

@@ -153,6 +153,7 @@ impl Run {
             dry_run: false,
             output,
             now_ms: 1_700_000_000_000,
+            project_config: None,
         };
         std::fs::create_dir_all(&options.input).unwrap();
         Run { _dir: dir, options }

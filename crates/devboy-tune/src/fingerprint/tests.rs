@@ -122,7 +122,15 @@ fn the_team_row_weighs_members_by_sessions_and_drops_the_few() {
     let alone = row("private__tool", 50, 500, 0.9);
     let few = row("gh__rare", 2, 10, 0.0);
     let few2 = row("gh__rare", 2, 10, 0.0);
-    let merged = merge([&a, &b, &alone, &few, &few2], 5);
+    let today = 20_030;
+    let merged = merge(
+        [
+            vec![a.clone(), alone.clone(), few.clone()],
+            vec![b.clone(), few2.clone()],
+        ],
+        5,
+        today,
+    );
     assert_eq!(merged.len(), 1, "{merged:#?}");
     let m = &merged[0];
     assert_eq!((m.members, m.sessions, m.calls), (2, 40, 1200));
@@ -139,15 +147,26 @@ fn the_team_row_weighs_members_by_sessions_and_drops_the_few() {
 fn a_blend_is_seventy_thirty_and_a_prior_alone_stands_alone() {
     let own = row("gh__list_issues", 3, 30, 0.0);
     let team = row("gh__list_issues", 200, 4000, 0.6);
-    let prior = Prior {
+    let prior = SharedRow {
         row: team.clone(),
-        source: PriorSource::Team,
+        source: SharedSource::Team,
         weight: 0.7,
     };
     let b = blend(Some(&own), &prior);
     assert!((b.implied_dup_rate - 0.42).abs() < 1e-9);
-    assert_eq!(b.calls, 4030);
-    assert_eq!(b.sessions, 203);
+    // The team's row may hold this member's own: not counted twice.
+    assert_eq!((b.calls, b.sessions), (4000, 200));
+    // A provider's never does: added.
+    let provided = blend(
+        Some(&own),
+        &SharedRow {
+            source: SharedSource::Provider("p".into()),
+            weight: 0.4,
+            ..prior.clone()
+        },
+    );
+    assert_eq!((provided.calls, provided.sessions), (4030, 203));
+    assert!((provided.implied_dup_rate - 0.24).abs() < 1e-9);
     let alone = blend(None, &prior);
     assert_eq!(alone.implied_dup_rate, 0.6);
     assert_eq!(alone.calls, 4000);
@@ -156,38 +175,38 @@ fn a_blend_is_seventy_thirty_and_a_prior_alone_stands_alone() {
 #[test]
 fn stale_team_rows_and_providers_never_outvote_a_member_with_its_own_evidence() {
     let team_row = row("gh__list_issues", 200, 4000, 0.6);
-    let mut set = PriorSet {
+    let mut set = SharedFigures {
         team: [(team_row.endpoint.clone(), team_row.clone())].into(),
         providers: Default::default(),
         team_weight: 0.7,
         ttl_days: 14,
     };
     // Fresh: the team's weight, whatever the member has.
-    let fresh = set.prior_for("gh__list_issues", 500, 20, 20_015).unwrap();
+    let fresh = set.shared_for("gh__list_issues", 500, 20, 20_015).unwrap();
     assert_eq!(
         (fresh.source.clone(), fresh.weight),
-        (PriorSource::Team, 0.7)
+        (SharedSource::Team, 0.7)
     );
     // Stale (last seen 20 days ago): demoted, and gone when the member has
     // enough results of its own.
-    let stale = set.prior_for("gh__list_issues", 5, 20, 20_030).unwrap();
-    assert_eq!(stale.source, PriorSource::StaleTeam);
-    assert_eq!(stale.weight, MAX_PRIOR_WEIGHT);
-    assert!(set.prior_for("gh__list_issues", 20, 20, 20_030).is_none());
+    let stale = set.shared_for("gh__list_issues", 5, 20, 20_030).unwrap();
+    assert_eq!(stale.source, SharedSource::StaleTeam);
+    assert_eq!(stale.weight, MAX_SHARED_WEIGHT);
+    assert!(set.shared_for("gh__list_issues", 20, 20, 20_030).is_none());
     // A provider: capped at 40%, only under the member's minimum support.
     set.team.clear();
     set.providers.insert(
         "gh__search_code".into(),
-        Prior {
+        SharedRow {
             row: row("gh__search_code", 1000, 10_000, 0.0),
-            source: PriorSource::Provider("https://p".into()),
+            source: SharedSource::Provider("https://p".into()),
             weight: 0.9,
         },
     );
-    let p = set.prior_for("gh__search_code", 3, 20, 20_015).unwrap();
-    assert_eq!(p.weight, MAX_PRIOR_WEIGHT);
-    assert!(set.prior_for("gh__search_code", 25, 20, 20_015).is_none());
-    assert!(set.prior_for("gh__other", 0, 20, 20_015).is_none());
+    let p = set.shared_for("gh__search_code", 3, 20, 20_015).unwrap();
+    assert_eq!(p.weight, MAX_SHARED_WEIGHT);
+    assert!(set.shared_for("gh__search_code", 25, 20, 20_015).is_none());
+    assert!(set.shared_for("gh__other", 0, 20, 20_015).is_none());
 }
 
 #[test]
@@ -254,7 +273,7 @@ fn a_rarely_called_endpoint_is_tuned_by_the_team_and_the_report_says_so() {
         last_day: today - 1,
         ..row(name, 120, 2400, 0.55)
     };
-    let priors = PriorSet {
+    let priors = SharedFigures {
         team: ["gh__list_issues", "gh__get_issue"]
             .into_iter()
             .map(|n| (n.to_owned(), team_row(n)))
@@ -271,7 +290,7 @@ fn a_rarely_called_endpoint_is_tuned_by_the_team_and_the_report_says_so() {
         summary_file: None,
         dry_run: false,
         now_ms: now,
-        priors,
+        shared: priors,
         project_config: None,
     };
     let report = crate::analyze::run(&options).unwrap();
@@ -285,7 +304,7 @@ fn a_rarely_called_endpoint_is_tuned_by_the_team_and_the_report_says_so() {
     assert_eq!(report.blended.len(), 2, "{:?}", report.blended);
     // D2 on both, and V1 (the typical size) on both.
     let decided: Vec<String> = report
-        .decided_by_priors
+        .decided_by_shared
         .iter()
         .map(|t| t.to_string())
         .collect();
@@ -301,10 +320,150 @@ fn a_rarely_called_endpoint_is_tuned_by_the_team_and_the_report_says_so() {
     assert!(printed.contains("decided by team data"), "{printed}");
     // Without the team, nothing changes.
     let alone = crate::analyze::run(&crate::AnalyzeOptions {
-        priors: PriorSet::default(),
+        shared: SharedFigures::default(),
         dry_run: true,
         ..options.clone()
     })
     .unwrap();
-    assert!(alone.decisions.iter().all(|d| !d.kept), "{alone}");
+    assert!(alone.blended.is_empty() && alone.decided_by_shared.is_empty());
+    assert!(alone.snippet.is_empty(), "{alone}");
+}
+
+#[test]
+fn rows_no_devboy_could_write_are_refused_and_one_member_counts_once() {
+    let today = 20_030;
+    let good = row("gh__list_issues", 10, 100, 0.2);
+    assert_eq!(good.check(today), Ok(()));
+    let bad = [
+        Fingerprint {
+            dup_rate: f64::NAN,
+            ..good.clone()
+        },
+        Fingerprint {
+            implied_dup_rate: 1.5,
+            ..good.clone()
+        },
+        Fingerprint {
+            sessions: u64::MAX,
+            ..good.clone()
+        },
+        Fingerprint {
+            errors: 101,
+            ..good.clone()
+        },
+        Fingerprint {
+            sessions: 0,
+            ..good.clone()
+        },
+        Fingerprint {
+            chars_mean: f64::INFINITY,
+            ..good.clone()
+        },
+        Fingerprint {
+            last_day: today + 30,
+            ..good.clone()
+        },
+        Fingerprint {
+            tokens_p50: 5000,
+            ..good.clone()
+        },
+        Fingerprint {
+            endpoint: String::new(),
+            ..good.clone()
+        },
+    ];
+    for b in &bad {
+        assert!(b.check(today).is_err(), "{b:?}");
+    }
+    // One member's file claiming many members, listing an endpoint twice,
+    // or carrying a poisoned row changes nothing but its own one row.
+    let mut merger = Merger::default();
+    let refused = merger.add_member(
+        vec![
+            Fingerprint {
+                members: 50,
+                ..good.clone()
+            },
+            good.clone(),
+            Fingerprint {
+                endpoint: "x__y".into(),
+                dup_rate: f64::NAN,
+                ..good.clone()
+            },
+        ],
+        today,
+    );
+    assert_eq!(refused.len(), 2, "{refused:?}");
+    assert!(merger.finish(2).is_empty(), "one member is not a team");
+    let mut merger = Merger::default();
+    merger.add_member(vec![good.clone()], today);
+    merger.add_member(
+        vec![Fingerprint {
+            sessions: u64::MAX,
+            ..good.clone()
+        }],
+        today,
+    );
+    assert!(merger.finish(2).is_empty(), "the poisoned row was refused");
+}
+
+#[test]
+fn a_member_with_enough_results_of_its_own_can_refuse_what_the_team_decided() {
+    let now = crate::now_ms();
+    let dir = tempfile::tempdir().unwrap();
+    // 60 results of an endpoint that never repeats here, dedup off.
+    let mine = Workload {
+        endpoints: vec![EndpointSpec {
+            dup_rate: 0.0,
+            dedup_on: false,
+            chars: 3000,
+            ..EndpointSpec::new("gh__list_issues")
+        }],
+        sessions: 2,
+        events_per_session: 30,
+        compactions_per_session: 0,
+        interval_ms: 1000,
+        start_ms: now - DAY,
+        malformed_every: 0,
+        seed: 4,
+    };
+    mine.write(&dir.path().join("events")).unwrap();
+    std::fs::write(dir.path().join("names.json"), mine.names_json()).unwrap();
+    std::fs::write(
+        dir.path().join("pipeline_config.toml"),
+        "schema_version = 3\n\n[endpoints.\"gh__list_issues\"]\ndedup = false  # tune: D1 2026-11-01: earlier\n",
+    )
+    .unwrap();
+    // The team's results repeat a lot.
+    let team_row = Fingerprint {
+        deduped: 0,
+        dup_rate: 0.0,
+        last_day: day_of(now) - 1,
+        ..row("gh__list_issues", 200, 4000, 0.6)
+    };
+    let options = crate::AnalyzeOptions {
+        input: dir.path().join("events"),
+        days: 30,
+        output: dir.path().join("pipeline_config.toml"),
+        names_file: dir.path().join("names.json"),
+        summary_file: None,
+        dry_run: true,
+        now_ms: now,
+        shared: SharedFigures {
+            team: [(team_row.endpoint.clone(), team_row)].into(),
+            providers: Default::default(),
+            team_weight: 0.7,
+            ttl_days: 14,
+        },
+        project_config: None,
+    };
+    let report = crate::analyze::run(&options).unwrap();
+    let d2 = report
+        .decisions
+        .iter()
+        .find(|d| d.change.rule == crate::rules::Rule::D2)
+        .unwrap_or_else(|| panic!("the team's figures propose D2: {report}"));
+    assert!(d2.judged, "60 results of its own are enough to judge by");
+    assert!(!d2.kept, "dedup on would only cost id lines here: {report}");
+    assert!(report.decided_by_shared.contains(&d2.change.target));
 }
