@@ -260,7 +260,15 @@ pub fn show(options: &ShowOptions) -> Result<String, TuneError> {
             let _ = writeln!(out, "  {w}");
         }
     }
-    let _ = writeln!(out, "\n(tune) marks a value `devboy tune` set.");
+    let _ = writeln!(
+        out,
+        "\n(tune) marks a value `devboy tune` set{}.",
+        if project.is_some() {
+            " in this member's file; (project) a value the project's committed file sets (whoever set it)"
+        } else {
+            ""
+        }
+    );
     Ok(out)
 }
 
