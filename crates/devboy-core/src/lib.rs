@@ -29,6 +29,8 @@
 //!   came from, why a follow-up was declined, how a prefetch ended).
 //! - [`tokens`]: the cheap token estimate, where the tokenizer would cost
 //!   more than the figure is worth.
+//! - [`tool_schema`]: tool input schemas compacted, accepting the same
+//!   arguments.
 //! - [`tool_verb`]: [`tool_verb::VerbClass`], the verb a tool's name
 //!   carries (telemetry's endpoint class, the tuner's side-effect guess).
 //! - [`transcripts`]: Claude Code's session transcripts, collected.
@@ -51,6 +53,7 @@ pub mod paths;
 pub mod pipeline_config;
 pub mod speculation;
 pub mod tokens;
+pub mod tool_schema;
 pub mod tool_verb;
 pub mod transcripts;
 pub mod value_model;

@@ -12,6 +12,7 @@ use std::sync::Arc;
 
 use devboy_core::naming::{ToolNamer, CLIENT_TOOL_NAME_MAX};
 use devboy_core::pipeline_config::SideEffectClass;
+use devboy_core::tool_schema::compact;
 use rmcp::model::{Prompt, Resource, ResourceTemplate, Tool};
 
 use crate::builtin::BuiltinRegistry;
@@ -89,6 +90,9 @@ impl Catalog {
                 }
                 let mut visible = tool.clone();
                 visible.name = name.clone().into();
+                // The same arguments accepted, in fewer tokens on every
+                // request (devboy_core::tool_schema).
+                visible.input_schema = Arc::new(compact(&tool.input_schema, &tool.name));
                 catalog.tool_routes.insert(
                     name,
                     ToolRoute::Upstream {
