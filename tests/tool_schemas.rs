@@ -227,6 +227,54 @@ async fn compacted_schemas_accept_exactly_what_the_originals_accept() {
     assert!(after_all < before_all, "something is saved");
 }
 
+/// The same for the GitHub MCP server's 117 tools, as its own repository
+/// records them (tests/data/github-mcp-server-tools.json).
+#[test]
+fn the_github_servers_recorded_schemas_keep_their_meaning_compacted() {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data/github-mcp-server-tools.json");
+    let doc: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let tools = doc["tools"].as_array().unwrap();
+    assert_eq!(tools.len(), 117);
+    let (mut before, mut after, mut n) = (0, 0, 0);
+    for tool in tools {
+        let name = tool["name"].as_str().unwrap();
+        let original = tool["inputSchema"].as_object().unwrap().clone();
+        let compacted = compact(&original, name);
+        let cost = |schema: &Map<String, Value>| {
+            let definition = json!({
+                "name": name,
+                "description": tool["description"],
+                "input_schema": schema,
+            });
+            Tokenizer::O200k.count(&definition.to_string())
+        };
+        before += cost(&original);
+        after += cost(&compacted);
+        let original_v = Value::Object(original);
+        let compacted_v = Value::Object(compacted);
+        let a = jsonschema::validator_for(&original_v).unwrap();
+        let b = jsonschema::validator_for(&compacted_v).unwrap();
+        for args in instances(&original_v) {
+            assert_eq!(
+                a.is_valid(&args),
+                b.is_valid(&args),
+                "github/{name}: {args}\noriginal: {original_v}\ncompacted: {compacted_v}"
+            );
+            n += 1;
+        }
+        assert_eq!(
+            collect(&original_v, "description"),
+            collect(&compacted_v, "description")
+        );
+    }
+    println!(
+        "github: 117 tools, {before} -> {after} o200k tokens ({:.3}), {n} argument objects judged alike",
+        after as f64 / before as f64
+    );
+    assert!(after <= before);
+}
+
 /// Every `key` string in `value`, in document order.
 fn collect(value: &Value, key: &str) -> Vec<String> {
     let mut out = Vec::new();
