@@ -297,3 +297,17 @@ fn collect(value: &Value, key: &str) -> Vec<String> {
     walk(value, key, &mut out);
     out
 }
+
+/// `[builtins] enabled` leaves out the built-ins a user does not want;
+/// upstream tools are untouched.
+#[tokio::test(flavor = "multi_thread")]
+async fn builtins_enabled_offers_only_those() {
+    let devboy = common::Devboy::start(
+        "[builtins]\nenabled = [\"expand\", \"status\"]\n\n[servers.srv]\ncommand = \"{server}\"\n",
+    )
+    .await;
+    let names = devboy.tool_names().await;
+    let builtins: Vec<&String> = names.iter().filter(|n| n.starts_with("devboy_")).collect();
+    assert_eq!(builtins, ["devboy_status", "devboy_expand"], "{names:?}");
+    assert!(names.iter().any(|n| n == "srv__echo"), "{names:?}");
+}

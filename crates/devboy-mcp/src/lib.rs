@@ -133,7 +133,8 @@ pub async fn serve_stdio(
     let proxy = Proxy::start_with(
         config,
         options,
-        BuiltinRegistry::shipped_for(&planning, config.retrieval_llm.clone()),
+        BuiltinRegistry::shipped_for(&planning, config.retrieval_llm.clone())
+            .only(config.builtins.as_deref()),
     );
     // Claude Code starts MCP servers in the project directory; its
     // compaction hooks signal the state file keyed by that directory.

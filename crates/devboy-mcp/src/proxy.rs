@@ -66,7 +66,8 @@ impl Proxy {
         let builtins = BuiltinRegistry::shipped_for(
             &devboy_core::pipeline_config::PipelineConfig::embedded_default(),
             config.retrieval_llm.clone(),
-        );
+        )
+        .only(config.builtins.as_deref());
         Self::start_with(config, options, builtins)
     }
 

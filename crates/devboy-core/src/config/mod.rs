@@ -84,6 +84,10 @@ pub struct ProxyConfig {
     /// What was wrong with `[team]`, naming the file and key: the tune
     /// commands that need it stop with it (the proxy only warns).
     pub team_problem: Option<String>,
+    /// `[builtins] enabled` (devboy.toml only): the built-in tools to offer,
+    /// by exposed name (`devboy_status`, …); `None`: all of them.
+    /// `devboy_expand` is always among them.
+    pub builtins: Option<Vec<String>>,
     /// Things worth telling the user that did not stop loading (ignored
     /// keys, unsupported transports, renamed prefixes), each starting with
     /// the file and key path.
@@ -348,6 +352,7 @@ impl ProxyConfig {
             retrieval_llm: resolved.retrieval_llm,
             team: resolved.team,
             team_problem: resolved.team_problem,
+            builtins: resolved.builtins,
             warnings,
         })
     }
@@ -371,6 +376,7 @@ impl ProxyConfig {
             retrieval_llm: None,
             team: team::TeamConfig::default(),
             team_problem: None,
+            builtins: None,
             warnings: Vec::new(),
         });
         config.source = ConfigSource::Embedded;

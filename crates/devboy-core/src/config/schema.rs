@@ -56,7 +56,17 @@ const JSON_SILENT_KEYS: &[&str] = &[
 /// Claude Code keys devboy does not implement and whose absence can change
 /// behaviour (authentication); ignored with a specific warning.
 const JSON_UNSUPPORTED_KEYS: &[&str] = &["headersHelper", "oauth"];
-const TOML_TOP_KEYS: &[&str] = &["devboy", "servers", "mcpServers", "retrieval", "team"];
+const TOML_TOP_KEYS: &[&str] = &[
+    "devboy",
+    "servers",
+    "mcpServers",
+    "retrieval",
+    "team",
+    "builtins",
+];
+const BUILTINS_KEYS: &[&str] = &["enabled"];
+/// devboy's built-in tools, by the name after `devboy_`.
+pub(super) const BUILTIN_NAMES: &[&str] = &["status", "compact", "expand", "explore", "find_files"];
 const TEAM_KEYS: &[&str] = &[
     "store",
     "share",
@@ -90,6 +100,7 @@ pub(super) struct Resolved {
     pub(super) retrieval_llm: Option<LlmConfig>,
     pub(super) team: TeamConfig,
     pub(super) team_problem: Option<String>,
+    pub(super) builtins: Option<Vec<String>>,
     pub(super) warnings: Vec<String>,
 }
 
@@ -106,7 +117,18 @@ pub(super) fn resolve(
         env,
         warnings: Vec::new(),
     };
-    let (server_name, servers, retrieval, team) = loader.top_level(root)?;
+    let (server_name, servers, retrieval, team, builtins) = loader.top_level(root)?;
+    // A problem in `[builtins]` keeps every built-in.
+    let builtins = match builtins.map(|(entry, path)| loader.builtins(&entry.node, &path)) {
+        None => None,
+        Some(Ok(list)) => Some(list),
+        Some(Err(error)) => {
+            loader
+                .warnings
+                .push(format!("{error}; every built-in tool is offered"));
+            None
+        }
+    };
     // A problem in `[retrieval]` costs only the model: find_files ranks
     // offline, and the servers start.
     let retrieval_llm = match retrieval.map(|(entry, path)| loader.retrieval(&entry.node, &path)) {
@@ -152,6 +174,7 @@ pub(super) fn resolve(
         retrieval_llm,
         team,
         team_problem,
+        builtins,
         warnings: loader.warnings,
     })
 }
@@ -404,6 +427,7 @@ impl Loader<'_> {
         Vec<(&'n Entry, KeyPath)>,
         Option<(&'n Entry, KeyPath)>,
         Option<(&'n Entry, KeyPath)>,
+        Option<(&'n Entry, KeyPath)>,
     )> {
         let top = KeyPath::default();
         let entries = root.as_table().ok_or_else(|| {
@@ -419,12 +443,14 @@ impl Loader<'_> {
         let mut ignored = Vec::new();
         let mut retrieval = None;
         let mut team = None;
+        let mut builtins = None;
         for entry in entries {
             let path = top.key(&entry.key);
             match entry.key.as_str() {
                 "devboy" => server_name = self.settings(&entry.node, &path)?,
                 "retrieval" => retrieval = Some((entry, path)),
                 "team" if self.format == ConfigFormat::Toml => team = Some((entry, path)),
+                "builtins" if self.format == ConfigFormat::Toml => builtins = Some((entry, path)),
                 "mcpServers" | "servers"
                     if entry.key == "mcpServers" || self.format == ConfigFormat::Toml =>
                 {
@@ -470,7 +496,47 @@ impl Loader<'_> {
                 "no \"mcpServers\" object; no upstream servers configured",
             );
         }
-        Ok((server_name, servers, retrieval, team))
+        Ok((server_name, servers, retrieval, team, builtins))
+    }
+
+    /// `[builtins] enabled`: the built-in tools to offer, as exposed names.
+    fn builtins(&mut self, node: &Node, path: &KeyPath) -> Result<Vec<String>> {
+        let entries = self.table(node, path)?;
+        for entry in entries {
+            if !BUILTINS_KEYS.contains(&entry.key.as_str()) {
+                return Err(self.unknown_key(path, entry, BUILTINS_KEYS));
+            }
+        }
+        let Some(enabled) = entries.iter().find(|e| e.key == "enabled") else {
+            return Ok(BUILTIN_NAMES
+                .iter()
+                .map(|n| format!("devboy_{n}"))
+                .collect());
+        };
+        let key_path = path.key("enabled");
+        let names = self.string_array(&enabled.node, &key_path, None)?;
+        let mut out = Vec::new();
+        for (i, name) in names.iter().enumerate() {
+            let short = name.strip_prefix("devboy_").unwrap_or(name);
+            if !BUILTIN_NAMES.contains(&short) {
+                return Err(self.invalid(
+                    &key_path.index(i),
+                    enabled.node.pos,
+                    format!("one of {}", BUILTIN_NAMES.join(", ")),
+                    quote_short(name),
+                ));
+            }
+            out.push(format!("devboy_{short}"));
+        }
+        if !out.iter().any(|n| n == "devboy_expand") {
+            return Err(self.invalid(
+                &key_path,
+                enabled.node.pos,
+                "a list with \"expand\": devboy_expand resolves devboy's references, which are never sent without it",
+                "a list without it",
+            ));
+        }
+        Ok(out)
     }
 
     /// `[team]` and its `[[team.providers]]`.

@@ -1254,3 +1254,30 @@ fn a_bad_team_section_names_file_and_key_and_servers_still_start() {
         );
     }
 }
+
+#[test]
+fn builtins_enabled_names_the_tools_and_expand_always_stays() {
+    let config = ok(toml(
+        "[builtins]\nenabled = [\"status\", \"devboy_expand\"]\n",
+    ));
+    assert_eq!(
+        config.builtins,
+        Some(vec!["devboy_status".to_owned(), "devboy_expand".to_owned()])
+    );
+    assert_eq!(ok(toml("")).builtins, None);
+    for (text, key) in [
+        ("[builtins]\nenabled = [\"status\"]\n", "builtins.enabled"),
+        (
+            "[builtins]\nenabled = [\"expand\", \"statuz\"]\n",
+            "builtins.enabled[1]",
+        ),
+        ("[builtins]\nenable = [\"expand\"]\n", "builtins.enable"),
+    ] {
+        let config = ok(toml(&format!("[servers.a]\ncommand = \"x\"\n{text}")));
+        assert_eq!(config.builtins, None, "{text}: all built-ins kept");
+        assert_eq!(config.upstreams.len(), 1);
+        let warnings = config.warnings.join("\n");
+        assert!(warnings.contains(key), "{text}: {warnings}");
+        assert!(warnings.contains("/cfg/devboy.toml"), "{warnings}");
+    }
+}

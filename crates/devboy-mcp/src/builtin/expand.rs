@@ -17,12 +17,12 @@ impl BuiltinTool for Expand {
     fn definition(&self) -> Tool {
         definition(
             "devboy_expand",
-            "Returns the whole tool result behind an id in a devboy hint (e.g. kafrum12), as a full result reads: a file's text as it is, safe to copy into an edit. raw: true returns the server's exact text instead (JSON-escaped, for a file read).",
+            "The whole tool result behind the id in a devboy hint (e.g. kafrum12), as a full result reads: a file's text as it is, safe to copy into an edit.",
             json!({
                 "type": "object",
                 "properties": {
-                    "id": {"type": "string", "description": "The id from the hint, e.g. kafrum12"},
-                    "raw": {"type": "boolean", "description": "The server's exact text rather than the readable form (default false)"}
+                    "id": {"type": "string", "description": "The hint's id"},
+                    "raw": {"type": "boolean", "description": "The server's exact text instead (JSON-escaped for a file read)"}
                 },
                 "required": ["id"]
             }),

@@ -37,13 +37,13 @@ impl BuiltinTool for Explore {
     fn definition(&self) -> Tool {
         definition(
             "devboy_explore",
-            "Answer a question about how the code works (\"how does a request go through the interceptor chain?\", or the names of the types and functions involved) with the source that matters: the call path between the symbols it names in full, interchangeable implementations of a shared interface as signatures only, sized to about budget_chars. Cheaper than searching and reading files one by one. Covers Rust, Python, TypeScript, JavaScript, Go, Java and Kotlin.",
+            "Answers how code works with the source that matters: the call path between the symbols asked about, in full; alternative implementations as signatures. Cheaper than searching and reading files.",
             json!({
                 "type": "object",
                 "properties": {
-                    "query": {"type": "string", "description": "The question, or the names of the symbols it is about."},
-                    "root": {"type": "string", "description": "The source tree (default: the project devboy runs in); must be inside that project, a root the client declares, or [explore] allowed_roots."},
-                    "budget_chars": {"type": "integer", "minimum": 1000, "description": "About how many characters to answer in (default 16000)."}
+                    "query": {"type": "string", "description": "The question, or symbol names"},
+                    "root": {"type": "string", "description": "Source tree (default: the project)"},
+                    "budget_chars": {"type": "integer", "minimum": 1000, "description": "Answer size (default 16000)"}
                 },
                 "required": ["query"]
             }),

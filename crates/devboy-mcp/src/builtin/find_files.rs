@@ -81,13 +81,13 @@ impl BuiltinTool for FindFiles {
     fn definition(&self) -> Tool {
         definition(
             "devboy_find_files",
-            "Find the files a task or an issue is about, ranked: give it the issue text (stack traces, names and paths in it help). Reads the code graph (symbols and the calls between them), file paths and file text of the project, and navigates its tree with a model when one is configured; returns paths, best first. Use it before listing and reading directories to guess.",
+            "The project's files a task or issue is about, best first, from its text (stack traces, names and paths help): code graph, paths and text. Use it before listing directories to guess.",
             json!({
                 "type": "object",
                 "properties": {
-                    "query": {"type": "string", "description": "The task or issue text."},
-                    "root": {"type": "string", "description": "The source tree (default: the project devboy runs in); must be inside that project, a root the client declares, or [explore] allowed_roots."},
-                    "k": {"type": "integer", "minimum": 1, "description": "How many files (default 10)."}
+                    "query": {"type": "string", "description": "The task or issue text"},
+                    "root": {"type": "string", "description": "Source tree (default: the project)"},
+                    "k": {"type": "integer", "minimum": 1, "description": "How many files (default 10)"}
                 },
                 "required": ["query"]
             }),

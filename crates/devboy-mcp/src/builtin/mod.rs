@@ -123,6 +123,16 @@ impl BuiltinRegistry {
             ))
     }
 
+    /// Only the tools named in `enabled` (exposed names), when given
+    /// (`[builtins] enabled` in devboy.toml).
+    pub fn only(mut self, enabled: Option<&[String]>) -> Self {
+        if let Some(enabled) = enabled {
+            self.tools
+                .retain(|t| enabled.iter().any(|n| *n == t.definition().name));
+        }
+        self
+    }
+
     /// No built-in tools.
     pub fn empty() -> Self {
         Self { tools: Vec::new() }
@@ -176,4 +186,40 @@ fn definition(name: &'static str, description: &'static str, schema: serde_json:
         _ => Arc::new(JsonObject::new()),
     };
     Tool::new(name, description, schema)
+}
+
+#[cfg(test)]
+mod definition_size {
+    use super::*;
+
+    /// What a definition costs the model on every request: o200k tokens of
+    /// the name, description and input schema, as Claude Code sends them.
+    fn cost(tool: &Tool) -> usize {
+        let definition = serde_json::json!({
+            "name": tool.name,
+            "description": tool.description,
+            "input_schema": tool.input_schema,
+        });
+        devboy_pipeline::Tokenizer::O200k.count(&definition.to_string())
+    }
+
+    /// Each built-in pays for itself only if it is short: none over 120
+    /// tokens (issue 26).
+    #[test]
+    fn no_builtin_definition_is_longer_than_120_tokens() {
+        let registry = BuiltinRegistry::shipped();
+        let mut total = 0;
+        let mut over = Vec::new();
+        for tool in registry.tools() {
+            let d = tool.definition();
+            let n = cost(&d);
+            println!("{:<20} {n:>4} tokens", d.name);
+            total += n;
+            if n > 120 {
+                over.push(format!("{} costs {n} tokens", d.name));
+            }
+        }
+        println!("{:<20} {total:>4} tokens", "all built-ins");
+        assert!(over.is_empty(), "{over:?}");
+    }
 }
