@@ -311,3 +311,38 @@ async fn builtins_enabled_offers_only_those() {
     assert_eq!(builtins, ["devboy_status", "devboy_expand"], "{names:?}");
     assert!(names.iter().any(|n| n == "srv__echo"), "{names:?}");
 }
+
+/// Through devboy a server's input schemas arrive compacted, and exactly
+/// as the server sent them with `[tools] compact_schemas = false`.
+#[tokio::test(flavor = "multi_thread")]
+async fn compaction_is_applied_through_devboy_and_can_be_turned_off() {
+    let direct = tools_of(&peers::server_time()).await;
+    let time = common::peer_toml("time", &peers::server_time());
+    for (compacting, extra) in [(true, ""), (false, "[tools]\ncompact_schemas = false\n\n")] {
+        let devboy = common::Devboy::start(&format!("{extra}{time}")).await;
+        devboy
+            .wait_upstream("time", "ready", |u| u["state"] == "ready")
+            .await;
+        let via = devboy.client.peer().list_all_tools().await.unwrap();
+        for tool in &direct {
+            let exposed = via
+                .iter()
+                .find(|t| t.name == format!("time__{}", tool.name))
+                .unwrap_or_else(|| panic!("{} not listed", tool.name));
+            let expected = if compacting {
+                compact(&tool.input_schema, &tool.name)
+            } else {
+                tool.input_schema.as_ref().clone()
+            };
+            assert_eq!(*exposed.input_schema, expected, "{}", tool.name);
+        }
+        if compacting {
+            assert!(
+                direct
+                    .iter()
+                    .any(|t| compact(&t.input_schema, &t.name) != *t.input_schema),
+                "the time server has something to compact"
+            );
+        }
+    }
+}

@@ -60,6 +60,7 @@ impl Catalog {
         server_name: &str,
         builtins: &BuiltinRegistry,
         upstreams: &[Arc<Upstream>],
+        compact_schemas: bool,
     ) -> Self {
         let namer = ToolNamer::new(server_name);
         let mut catalog = Catalog::default();
@@ -92,7 +93,9 @@ impl Catalog {
                 visible.name = name.clone().into();
                 // The same arguments accepted, in fewer tokens on every
                 // request (devboy_core::tool_schema).
-                visible.input_schema = Arc::new(compact(&tool.input_schema, &tool.name));
+                if compact_schemas {
+                    visible.input_schema = Arc::new(compact(&tool.input_schema, &tool.name));
+                }
                 catalog.tool_routes.insert(
                     name,
                     ToolRoute::Upstream {

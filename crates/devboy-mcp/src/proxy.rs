@@ -47,6 +47,8 @@ impl Default for ProxyOptions {
 /// All upstreams and the catalog built from them.
 pub struct Proxy {
     server_name: String,
+    /// `[tools] compact_schemas`.
+    compact_schemas: bool,
     builtins: BuiltinRegistry,
     upstreams: Vec<Arc<Upstream>>,
     catalog: RwLock<Arc<Catalog>>,
@@ -96,9 +98,15 @@ impl Proxy {
                     Upstream::with_listing_file(u.clone(), hook, file)
                 })
                 .collect();
-            let catalog = Arc::new(Catalog::build(&config.server_name, &builtins, &upstreams));
+            let catalog = Arc::new(Catalog::build(
+                &config.server_name,
+                &builtins,
+                &upstreams,
+                config.compact_schemas,
+            ));
             Self {
                 server_name: config.server_name.clone(),
+                compact_schemas: config.compact_schemas,
                 builtins,
                 upstreams,
                 catalog: RwLock::new(catalog.clone()),
@@ -209,6 +217,7 @@ impl Proxy {
             &self.server_name,
             &self.builtins,
             &self.upstreams,
+            self.compact_schemas,
         ));
         for (original, exposed) in &catalog.renamed {
             let previously = read(&self.catalog)

@@ -88,6 +88,10 @@ pub struct ProxyConfig {
     /// by exposed name (`devboy_status`, …); `None`: all of them.
     /// `devboy_expand` is always among them.
     pub builtins: Option<Vec<String>>,
+    /// `[tools] compact_schemas` (devboy.toml only, default true): the
+    /// servers' input schemas passed on in their smallest equivalent form
+    /// ([`crate::tool_schema`]).
+    pub compact_schemas: bool,
     /// Things worth telling the user that did not stop loading (ignored
     /// keys, unsupported transports, renamed prefixes), each starting with
     /// the file and key path.
@@ -353,6 +357,7 @@ impl ProxyConfig {
             team: resolved.team,
             team_problem: resolved.team_problem,
             builtins: resolved.builtins,
+            compact_schemas: resolved.compact_schemas,
             warnings,
         })
     }
@@ -377,6 +382,7 @@ impl ProxyConfig {
             team: team::TeamConfig::default(),
             team_problem: None,
             builtins: None,
+            compact_schemas: true,
             warnings: Vec::new(),
         });
         config.source = ConfigSource::Embedded;

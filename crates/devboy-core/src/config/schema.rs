@@ -63,8 +63,10 @@ const TOML_TOP_KEYS: &[&str] = &[
     "retrieval",
     "team",
     "builtins",
+    "tools",
 ];
 const BUILTINS_KEYS: &[&str] = &["enabled"];
+const TOOLS_KEYS: &[&str] = &["compact_schemas"];
 /// devboy's built-in tools, by the name after `devboy_`.
 pub(super) const BUILTIN_NAMES: &[&str] = &["status", "compact", "expand", "explore", "find_files"];
 const TEAM_KEYS: &[&str] = &[
@@ -101,6 +103,7 @@ pub(super) struct Resolved {
     pub(super) team: TeamConfig,
     pub(super) team_problem: Option<String>,
     pub(super) builtins: Option<Vec<String>>,
+    pub(super) compact_schemas: bool,
     pub(super) warnings: Vec<String>,
 }
 
@@ -117,7 +120,18 @@ pub(super) fn resolve(
         env,
         warnings: Vec::new(),
     };
-    let (server_name, servers, retrieval, team, builtins) = loader.top_level(root)?;
+    let (server_name, servers, retrieval, team, builtins, tools) = loader.top_level(root)?;
+    // A problem in `[tools]` keeps the defaults.
+    let compact_schemas = match tools.map(|(entry, path)| loader.tools(&entry.node, &path)) {
+        None => true,
+        Some(Ok(compact)) => compact,
+        Some(Err(error)) => {
+            loader
+                .warnings
+                .push(format!("{error}; the defaults of [tools] apply"));
+            true
+        }
+    };
     // A problem in `[builtins]` keeps every built-in.
     let builtins = match builtins.map(|(entry, path)| loader.builtins(&entry.node, &path)) {
         None => None,
@@ -175,6 +189,7 @@ pub(super) fn resolve(
         team,
         team_problem,
         builtins,
+        compact_schemas,
         warnings: loader.warnings,
     })
 }
@@ -428,6 +443,7 @@ impl Loader<'_> {
         Option<(&'n Entry, KeyPath)>,
         Option<(&'n Entry, KeyPath)>,
         Option<(&'n Entry, KeyPath)>,
+        Option<(&'n Entry, KeyPath)>,
     )> {
         let top = KeyPath::default();
         let entries = root.as_table().ok_or_else(|| {
@@ -444,6 +460,7 @@ impl Loader<'_> {
         let mut retrieval = None;
         let mut team = None;
         let mut builtins = None;
+        let mut tools = None;
         for entry in entries {
             let path = top.key(&entry.key);
             match entry.key.as_str() {
@@ -451,6 +468,7 @@ impl Loader<'_> {
                 "retrieval" => retrieval = Some((entry, path)),
                 "team" if self.format == ConfigFormat::Toml => team = Some((entry, path)),
                 "builtins" if self.format == ConfigFormat::Toml => builtins = Some((entry, path)),
+                "tools" if self.format == ConfigFormat::Toml => tools = Some((entry, path)),
                 "mcpServers" | "servers"
                     if entry.key == "mcpServers" || self.format == ConfigFormat::Toml =>
                 {
@@ -496,7 +514,23 @@ impl Loader<'_> {
                 "no \"mcpServers\" object; no upstream servers configured",
             );
         }
-        Ok((server_name, servers, retrieval, team, builtins))
+        Ok((server_name, servers, retrieval, team, builtins, tools))
+    }
+
+    /// `[tools]`: how the servers' tool definitions are passed on; returns
+    /// `compact_schemas`.
+    fn tools(&mut self, node: &Node, path: &KeyPath) -> Result<bool> {
+        let entries = self.table(node, path)?;
+        let mut compact = true;
+        for entry in entries {
+            match entry.key.as_str() {
+                "compact_schemas" => {
+                    compact = self.boolean(&entry.node, &path.key("compact_schemas"))?
+                }
+                _ => return Err(self.unknown_key(path, entry, TOOLS_KEYS)),
+            }
+        }
+        Ok(compact)
     }
 
     /// `[builtins] enabled`: the built-in tools to offer, as exposed names.

@@ -1281,3 +1281,16 @@ fn builtins_enabled_names_the_tools_and_expand_always_stays() {
         assert!(warnings.contains("/cfg/devboy.toml"), "{warnings}");
     }
 }
+
+#[test]
+fn tools_compact_schemas_is_on_unless_turned_off() {
+    assert!(ok(toml("")).compact_schemas);
+    assert!(!ok(toml("[tools]\ncompact_schemas = false\n")).compact_schemas);
+    let config = ok(toml("[tools]\ncompact_schemas = \"no\"\n"));
+    assert!(config.compact_schemas, "a bad value keeps the default");
+    assert!(
+        config.warnings.join("\n").contains("tools.compact_schemas"),
+        "{:?}",
+        config.warnings
+    );
+}
