@@ -275,12 +275,36 @@ fn devboy_toml(servers: &[(&str, PeerCommand)]) -> String {
 
 /// Runs the session in Claude Code with tools named `prefix` + server +
 /// `__` + tool; returns the results the model was sent, in order.
+/// What the model was sent of one run: each tool result, and the MCP tool
+/// definitions of the last request (`mcp__…` only: Claude Code's own are
+/// the same either way), with the number of requests that carried them.
+struct Seen {
+    results: Vec<ToolResultSeen>,
+    definitions: Vec<Value>,
+    requests: usize,
+}
+
+/// The o200k tokens of definitions as Claude Code sends them.
+fn definition_tokens(definitions: &[Value]) -> usize {
+    definitions
+        .iter()
+        .map(|d| {
+            let sent = json!({
+                "name": d["name"],
+                "description": d["description"],
+                "input_schema": d["input_schema"],
+            });
+            Tokenizer::O200k.count(&sent.to_string())
+        })
+        .sum()
+}
+
 fn run(
     claude: ClaudeCode,
     steps: &[Step],
     prefix: &str,
     register: impl FnOnce(&ClaudeCode),
-) -> Vec<ToolResultSeen> {
+) -> Seen {
     let names: Vec<String> = steps
         .iter()
         .map(|(server, tool, _)| format!("{prefix}{server}__{tool}"))
@@ -310,7 +334,16 @@ fn run(
     for (result, name) in results.iter().zip(&names) {
         assert_eq!(result.tool_name.as_deref(), Some(name.as_str()));
     }
-    results
+    let definitions: Vec<Value> = model
+        .tool_definitions()
+        .into_iter()
+        .filter(|d| d["name"].as_str().is_some_and(|n| n.starts_with("mcp__")))
+        .collect();
+    Seen {
+        results,
+        definitions,
+        requests: model.main_requests().len(),
+    }
 }
 
 #[test]
@@ -333,7 +366,7 @@ fn a_coding_session_costs_the_model_at_most_the_target_share_of_its_tokens() {
     let memory = dir.path().join("memory-via.jsonl");
     let config = dir.path().join("devboy.toml");
     std::fs::write(&config, devboy_toml(&servers(&root, &memory))).unwrap();
-    let via = run(claude, &steps, "mcp__devboy__", |claude| {
+    let via_seen = run(claude, &steps, "mcp__devboy__", |claude| {
         claude
             .mcp_add(
                 "devboy",
@@ -347,17 +380,18 @@ fn a_coding_session_costs_the_model_at_most_the_target_share_of_its_tokens() {
     git(&root, "Ann Lee", 0, &["checkout", "--", "."]);
     let plain = session(ClaudeCode::new().unwrap());
     let memory = dir.path().join("memory-direct.jsonl");
-    let direct = run(plain, &steps, "mcp__", |claude| {
+    let direct_seen = run(plain, &steps, "mcp__", |claude| {
         for (name, peer) in servers(&root, &memory) {
             claude.mcp_add_peer(name, &peer).unwrap();
         }
     });
+    let (direct, via) = (&direct_seen.results, &via_seen.results);
 
     // For a closer look: DEVBOY_SESSION_DUMP=DIR writes what the model saw.
     if let Some(out) = std::env::var_os("DEVBOY_SESSION_DUMP") {
         let out = PathBuf::from(out);
         std::fs::create_dir_all(&out).unwrap();
-        for (n, (d, v)) in direct.iter().zip(&via).enumerate() {
+        for (n, (d, v)) in direct.iter().zip(via).enumerate() {
             std::fs::write(out.join(format!("{:02}-direct.txt", n + 1)), d.text()).unwrap();
             std::fs::write(out.join(format!("{:02}-devboy.txt", n + 1)), v.text()).unwrap();
         }
@@ -365,7 +399,7 @@ fn a_coding_session_costs_the_model_at_most_the_target_share_of_its_tokens() {
     let tok = Tokenizer::O200k;
     let (mut total_direct, mut total_via) = (0usize, 0usize);
     eprintln!("step | call | direct | devboy | ratio");
-    for (n, ((step, d), v)) in steps.iter().zip(&direct).zip(&via).enumerate() {
+    for (n, ((step, d), v)) in steps.iter().zip(direct).zip(via).enumerate() {
         assert_eq!(d.is_error, v.is_error, "step {}: {d:?} / {v:?}", n + 1);
         assert!(!d.is_error, "step {} failed: {d:?}", n + 1);
         let (dt, vt) = (tok.count(&d.text()), tok.count(&v.text()));
@@ -394,6 +428,32 @@ fn a_coding_session_costs_the_model_at_most_the_target_share_of_its_tokens() {
     assert!(share(17) <= 0.6, "read_graph: {:.3}", share(17));
     let ratio = total_via as f64 / total_direct as f64;
     eprintln!("total | {total_direct} | {total_via} | {ratio:.3}");
+    // The definitions every request carries (issue 26), and the session
+    // priced as providers price prompt caching: the definitions written
+    // once at 1.25x and read at 0.1x by every later request.
+    let (defs_direct, defs_via) = (
+        definition_tokens(&direct_seen.definitions),
+        definition_tokens(&via_seen.definitions),
+    );
+    let cached = |defs: usize, requests: usize| {
+        defs as f64 * 1.25 + defs as f64 * 0.1 * requests.saturating_sub(1) as f64
+    };
+    let (cost_direct, cost_via) = (
+        cached(defs_direct, direct_seen.requests) + total_direct as f64,
+        cached(defs_via, via_seen.requests) + total_via as f64,
+    );
+    eprintln!(
+        "MCP tool definitions per request: direct {defs_direct} ({} tools), devboy {defs_via} ({} tools), {:.3}",
+        direct_seen.definitions.len(),
+        via_seen.definitions.len(),
+        defs_via as f64 / defs_direct.max(1) as f64
+    );
+    eprintln!(
+        "the session with cached definitions ({} requests): direct {cost_direct:.0}, devboy {cost_via:.0} tokens, {:.3}",
+        via_seen.requests,
+        cost_via / cost_direct.max(1.0)
+    );
+    assert_eq!(direct_seen.requests, via_seen.requests);
     assert!(
         ratio <= TARGET,
         "the session cost {total_via} tokens through devboy, {total_direct} directly ({ratio:.3} > {TARGET})"
