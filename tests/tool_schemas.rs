@@ -145,13 +145,48 @@ fn instances(schema: &Value) -> Vec<Value> {
     out
 }
 
-fn definition_tokens(tool: &rmcp::model::Tool, schema: &Map<String, Value>) -> usize {
-    let definition = json!({
-        "name": tool.name,
-        "description": tool.description,
-        "input_schema": schema,
-    });
-    Tokenizer::O200k.count(&definition.to_string())
+/// What one tool's compaction did: tokens of its definition (name,
+/// description, input schema, as Claude Code sends them) before and
+/// after, and how many argument objects both schemas judged alike. Panics
+/// on the first object judged differently, or a changed description.
+fn check_tool(
+    label: &str,
+    name: &str,
+    description: &Value,
+    original: &Map<String, Value>,
+) -> (usize, usize, usize) {
+    let compacted = compact(original, name);
+    let cost = |schema: &Map<String, Value>| {
+        let definition = json!({
+            "name": name,
+            "description": description,
+            "input_schema": schema,
+        });
+        Tokenizer::O200k.count(&definition.to_string())
+    };
+    let (before, after) = (cost(original), cost(&compacted));
+    let original_v = Value::Object(original.clone());
+    let compacted_v = Value::Object(compacted);
+    let a = jsonschema::validator_for(&original_v)
+        .unwrap_or_else(|e| panic!("{label}/{name}: the original schema: {e}"));
+    let b = jsonschema::validator_for(&compacted_v)
+        .unwrap_or_else(|e| panic!("{label}/{name}: the compacted schema: {e}"));
+    let mut n = 0;
+    for args in instances(&original_v) {
+        assert_eq!(
+            a.is_valid(&args),
+            b.is_valid(&args),
+            "{label}/{name}: {args} is judged differently\noriginal: {original_v}\ncompacted: {compacted_v}"
+        );
+        n += 1;
+    }
+    // The descriptions are the author's words: untouched.
+    assert_eq!(
+        collect(&original_v, "description"),
+        collect(&compacted_v, "description"),
+        "{label}/{name}"
+    );
+    (before, after, n)
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -181,32 +216,11 @@ async fn compacted_schemas_accept_exactly_what_the_originals_accept() {
         assert!(!tools.is_empty(), "{name} lists tools");
         let (mut before, mut after, mut n) = (0, 0, 0);
         for tool in &tools {
-            let original = tool.input_schema.as_ref().clone();
-            let compacted = compact(&original, &tool.name);
-            before += definition_tokens(tool, &original);
-            after += definition_tokens(tool, &compacted);
-            let original_v = Value::Object(original.clone());
-            let compacted_v = Value::Object(compacted.clone());
-            let a = jsonschema::validator_for(&original_v)
-                .unwrap_or_else(|e| panic!("{name}/{}: the original schema: {e}", tool.name));
-            let b = jsonschema::validator_for(&compacted_v)
-                .unwrap_or_else(|e| panic!("{name}/{}: the compacted schema: {e}", tool.name));
-            for args in instances(&original_v) {
-                assert_eq!(
-                    a.is_valid(&args),
-                    b.is_valid(&args),
-                    "{name}/{}: {args} is judged differently\noriginal: {original_v}\ncompacted: {compacted_v}",
-                    tool.name
-                );
-                n += 1;
-            }
-            // The descriptions are the author's words: untouched.
-            assert_eq!(
-                collect(&original_v, "description"),
-                collect(&compacted_v, "description"),
-                "{name}/{}",
-                tool.name
-            );
+            let description = json!(tool.description);
+            let (b, a, k) = check_tool(name, &tool.name, &description, &tool.input_schema);
+            before += b;
+            after += a;
+            n += k;
         }
         println!(
             "{name:<12} {:>6} {before:>14} {after:>14} {:>7.3} {n:>10}",
@@ -238,35 +252,15 @@ fn the_github_servers_recorded_schemas_keep_their_meaning_compacted() {
     assert_eq!(tools.len(), 117);
     let (mut before, mut after, mut n) = (0, 0, 0);
     for tool in tools {
-        let name = tool["name"].as_str().unwrap();
-        let original = tool["inputSchema"].as_object().unwrap().clone();
-        let compacted = compact(&original, name);
-        let cost = |schema: &Map<String, Value>| {
-            let definition = json!({
-                "name": name,
-                "description": tool["description"],
-                "input_schema": schema,
-            });
-            Tokenizer::O200k.count(&definition.to_string())
-        };
-        before += cost(&original);
-        after += cost(&compacted);
-        let original_v = Value::Object(original);
-        let compacted_v = Value::Object(compacted);
-        let a = jsonschema::validator_for(&original_v).unwrap();
-        let b = jsonschema::validator_for(&compacted_v).unwrap();
-        for args in instances(&original_v) {
-            assert_eq!(
-                a.is_valid(&args),
-                b.is_valid(&args),
-                "github/{name}: {args}\noriginal: {original_v}\ncompacted: {compacted_v}"
-            );
-            n += 1;
-        }
-        assert_eq!(
-            collect(&original_v, "description"),
-            collect(&compacted_v, "description")
+        let (b, a, k) = check_tool(
+            "github",
+            tool["name"].as_str().unwrap(),
+            &tool["description"],
+            tool["inputSchema"].as_object().unwrap(),
         );
+        before += b;
+        after += a;
+        n += k;
     }
     println!(
         "github: 117 tools, {before} -> {after} o200k tokens ({:.3}), {n} argument objects judged alike",
