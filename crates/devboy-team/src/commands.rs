@@ -9,13 +9,11 @@ use devboy_core::config::team::TeamConfig;
 use devboy_telemetry::Salt;
 /// The telemetry salt's file name in the telemetry directory.
 pub use devboy_telemetry::SALT_FILE;
-use devboy_tune::aggregate::{analyze, SequenceParams};
 use devboy_tune::fingerprint::{
     self, fingerprints, k_anonymous, Fingerprint, SharedFigures, SharedRow, SharedSource,
     FINGERPRINT_SCHEMA_VERSION, MIN_MEMBERS,
 };
 use devboy_tune::names::ExposedNames;
-use devboy_tune::read::{read_events, EventTable, ReadOptions};
 use serde_json::json;
 
 use crate::columns;
@@ -61,21 +59,8 @@ pub fn own_rows(member: &Member) -> Result<Vec<Fingerprint>, TeamError> {
         member.project_config.as_deref(),
     )?;
     let config = file.config()?;
-    let table = read_events(&ReadOptions {
-        input: member.input.clone(),
-        since_ms: EventTable::since(member.now_ms, member.days),
-    })
-    .map_err(|source| TeamError::Io {
-        path: member.input.display().to_string(),
-        error: source,
-    })?;
-    let analysis = analyze(
-        &table,
-        SequenceParams {
-            near_min_body_bytes: config.dedup.near_ref.min_body_bytes,
-            ttl_ms: config.dedup.ttl.as_millis() as u64,
-        },
-    );
+    let (table, analysis) =
+        devboy_tune::analyze::read_window(&member.input, member.days, member.now_ms, &config)?;
     let names = ExposedNames::load(&member.names_file);
     Ok(fingerprints(&table, &analysis, &names))
 }

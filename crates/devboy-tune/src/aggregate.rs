@@ -224,7 +224,8 @@ pub fn split_pct(baseline: u64, dedup: i64, encoder: i64) -> (f64, f64, f64) {
     (pct(dedup), pct(encoder), pct(dedup + encoder))
 }
 
-fn ratio(a: u64, b: u64) -> f64 {
+/// `a / b`, 0 when `b` is 0 (no evidence).
+pub(crate) fn ratio(a: u64, b: u64) -> f64 {
     if b == 0 {
         0.0
     } else {

@@ -248,18 +248,20 @@ fn blend_endpoints(
     (endpoints, blended)
 }
 
-/// Runs `tune analyze`.
-pub fn run(options: &AnalyzeOptions) -> Result<AnalyzeReport, TuneError> {
-    let started = Instant::now();
-    let file = ConfigFile::open_over(&options.output, options.project_config.as_deref())?;
-    let config = file.config()?;
-    let defaults = PipelineConfig::embedded_default();
-    let mut names = ExposedNames::load(&options.names_file);
+/// The events of the last `days` before `now_ms` under `input`, and
+/// their aggregate under `config`'s dedup settings (the sequence analysis
+/// reads them): what `tune analyze` and `tune share` start from.
+pub fn read_window(
+    input: &Path,
+    days: u32,
+    now_ms: u64,
+    config: &PipelineConfig,
+) -> Result<(EventTable, Analysis), TuneError> {
     let table = read_events(&ReadOptions {
-        input: options.input.clone(),
-        since_ms: EventTable::since(options.now_ms, options.days),
+        input: input.to_path_buf(),
+        since_ms: EventTable::since(now_ms, days),
     })
-    .map_err(|e| TuneError::io(&options.input, e))?;
+    .map_err(|e| TuneError::io(input, e))?;
     let analysis = analyze(
         &table,
         SequenceParams {
@@ -267,6 +269,17 @@ pub fn run(options: &AnalyzeOptions) -> Result<AnalyzeReport, TuneError> {
             ttl_ms: config.dedup.ttl.as_millis() as u64,
         },
     );
+    Ok((table, analysis))
+}
+
+/// Runs `tune analyze`.
+pub fn run(options: &AnalyzeOptions) -> Result<AnalyzeReport, TuneError> {
+    let started = Instant::now();
+    let file = ConfigFile::open_over(&options.output, options.project_config.as_deref())?;
+    let config = file.config()?;
+    let defaults = PipelineConfig::embedded_default();
+    let mut names = ExposedNames::load(&options.names_file);
+    let (table, analysis) = read_window(&options.input, options.days, options.now_ms, &config)?;
     let mut vocab = table.vocab.clone();
     let mut blend_notes = Vec::new();
     let (endpoints, blended) = if options.shared.is_empty() {

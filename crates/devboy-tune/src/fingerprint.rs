@@ -25,7 +25,7 @@ use std::collections::{HashMap, HashSet};
 
 use serde::{Deserialize, Serialize};
 
-use crate::aggregate::{Analysis, EndpointStats};
+use crate::aggregate::{ratio, Analysis, EndpointStats};
 use crate::event::{DedupOutcome, Vocabulary, NONE};
 use crate::names::ExposedNames;
 use crate::read::EventTable;
@@ -119,14 +119,6 @@ pub struct Fingerprint {
 
 /// The devboy version writing fingerprints.
 pub const DEVBOY_VERSION: &str = env!("CARGO_PKG_VERSION");
-
-fn ratio(a: u64, b: u64) -> f64 {
-    if b == 0 {
-        0.0
-    } else {
-        a as f64 / b as f64
-    }
-}
 
 fn per(sum: i64, n: u64) -> f64 {
     if n == 0 {
@@ -901,12 +893,7 @@ pub fn blend(own: Option<&Fingerprint>, prior: &SharedRow) -> Fingerprint {
 /// provider row): FNV-1a of its name with the top bit set, apart from the
 /// salted hashes real events carry.
 pub fn foreign_id(endpoint: &str) -> u64 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in endpoint.bytes() {
-        h ^= u64::from(b);
-        h = h.wrapping_mul(0x0100_0000_01b3);
-    }
-    h | (1 << 63)
+    devboy_core::hash::fnv1a64(endpoint.as_bytes()) | (1 << 63)
 }
 
 #[cfg(test)]

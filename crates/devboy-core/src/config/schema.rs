@@ -121,53 +121,30 @@ pub(super) fn resolve(
         warnings: Vec::new(),
     };
     let (server_name, servers, retrieval, team, builtins, tools) = loader.top_level(root)?;
-    // A problem in `[tools]` keeps the defaults.
-    let compact_schemas = match tools.map(|(entry, path)| loader.tools(&entry.node, &path)) {
-        None => true,
-        Some(Ok(compact)) => compact,
-        Some(Err(error)) => {
-            loader
-                .warnings
-                .push(format!("{error}; the defaults of [tools] apply"));
-            true
-        }
-    };
-    // A problem in `[builtins]` keeps every built-in.
-    let builtins = match builtins.map(|(entry, path)| loader.builtins(&entry.node, &path)) {
-        None => None,
-        Some(Ok(list)) => Some(list),
-        Some(Err(error)) => {
-            loader
-                .warnings
-                .push(format!("{error}; every built-in tool is offered"));
-            None
-        }
-    };
-    // A problem in `[retrieval]` costs only the model: find_files ranks
-    // offline, and the servers start.
-    let retrieval_llm = match retrieval.map(|(entry, path)| loader.retrieval(&entry.node, &path)) {
-        None | Some(Ok(None)) => None,
-        Some(Ok(Some(llm))) => Some(llm),
-        Some(Err(error)) => {
-            loader.warnings.push(format!(
-                "{error}; find_files ranks without a model until this is fixed"
-            ));
-            None
-        }
-    };
-    // A problem in `[team]` costs only the team: the proxy never reads
-    // it, and the tune commands that need it report the error.
-    let (team, team_problem) = match team.map(|(entry, path)| loader.team(&entry.node, &path)) {
-        None => (TeamConfig::default(), None),
-        Some(Ok(team)) => (team, None),
-        Some(Err(error)) => {
-            let problem = error.to_string();
-            loader.warnings.push(format!(
-                "{problem}; team fingerprints are neither shared nor blended until this is fixed"
-            ));
-            (TeamConfig::default(), Some(problem))
-        }
-    };
+    // A problem in one of these sections is a warning that says what it
+    // costs, never an error of the file: the servers start.
+    let compact_schemas = loader
+        .section(tools, Loader::tools, "the defaults of [tools] apply")
+        .0
+        .unwrap_or(true);
+    let builtins = loader
+        .section(builtins, Loader::builtins, "every built-in tool is offered")
+        .0;
+    let retrieval_llm = loader
+        .section(
+            retrieval,
+            Loader::retrieval,
+            "find_files ranks without a model until this is fixed",
+        )
+        .0
+        .flatten();
+    // The tune commands that need `[team]` report its problem themselves.
+    let (team, team_problem) = loader.section(
+        team,
+        Loader::team,
+        "team fingerprints are neither shared nor blended until this is fixed",
+    );
+    let team = team.unwrap_or_default();
     let mut pending = Vec::with_capacity(servers.len());
     for (entry, path) in servers {
         // Warnings of an entry that turns out invalid would only repeat
@@ -571,6 +548,28 @@ impl Loader<'_> {
             ));
         }
         Ok(out)
+    }
+
+    /// An optional top-level section read by `read`: its value, or `None`
+    /// when it is absent or has a problem; a problem becomes a warning
+    /// ending in `costs` (what it costs the user), and is returned too.
+    fn section<T>(
+        &mut self,
+        found: Option<(&Entry, KeyPath)>,
+        read: impl FnOnce(&mut Self, &Node, &KeyPath) -> Result<T>,
+        costs: &str,
+    ) -> (Option<T>, Option<String>) {
+        let Some((entry, path)) = found else {
+            return (None, None);
+        };
+        match read(self, &entry.node, &path) {
+            Ok(value) => (Some(value), None),
+            Err(error) => {
+                let problem = error.to_string();
+                self.warnings.push(format!("{problem}; {costs}"));
+                (None, Some(problem))
+            }
+        }
     }
 
     /// `[team]` and its `[[team.providers]]`.
