@@ -998,3 +998,81 @@ fn find_files_navigates_the_project_with_the_configured_model_in_claude_code() {
     }
     assert!(!oracle.calls().is_empty());
 }
+
+/// Issue 26: with Claude Code's own tool search on (`ENABLE_TOOL_SEARCH=true`),
+/// devboy's tools are deferred like any MCP server's: the model finds
+/// devboy's proxied tool by keywords through `ToolSearch` and calls it.
+/// (devboy's `[tools] lazy = "auto"` stays off for Claude Code, whose
+/// search does this for it.)
+#[test]
+fn claude_codes_tool_search_finds_and_calls_devboys_tools() {
+    let claude = ClaudeCode::new().unwrap();
+    let text = "found through Claude Code's tool search 5521";
+    let file = claude.project().join("found.txt");
+    std::fs::write(&file, text).unwrap();
+    let tool = "mcp__devboy__fs__read_text_file";
+    let model = ScriptedModel::start(
+        Script::new()
+            .tool_use(
+                "ToolSearch",
+                json!({"query": "read text file contents", "max_results": 5}),
+            )
+            .tool_use(tool, json!({"path": file.to_str().unwrap()}))
+            .final_text("read"),
+    )
+    .unwrap();
+    let claude = claude.model(&model).env("ENABLE_TOOL_SEARCH", "true");
+    add_devboy_with_fs(&claude, claude.project());
+    let out = claude
+        .run_print("Read found.txt.", &["ToolSearch", tool])
+        .unwrap();
+    out.assert_success();
+
+    let requests = model.main_requests();
+    let first = &requests[0];
+    let defined = |request: &Value, name: &str| {
+        request["tools"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .any(|t| t["name"] == name && t.get("defer_loading").is_none())
+    };
+    assert!(
+        !defined(first, tool),
+        "with tool search on, devboy's tools are deferred, not defined up front"
+    );
+    assert!(
+        first["messages"].to_string().contains(tool),
+        "the deferred tool is named to the model"
+    );
+    let results = model.tool_results();
+    assert_eq!(results.len(), 2, "{results:?}");
+    let search = &results[0];
+    assert!(!search.is_error, "{search:?}");
+    // Claude Code answers with references to the tools found, the best
+    // first, and sends their definitions (devboy's, compacted) from then on.
+    let found: Vec<&str> = search
+        .content
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|b| b["type"] == "tool_reference")
+        .filter_map(|b| b["tool_name"].as_str())
+        .collect();
+    assert_eq!(found.first(), Some(&tool), "{found:?}");
+    let loaded = requests[1]["tools"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|t| t["name"] == tool)
+        .unwrap_or_else(|| panic!("{tool} is not loaded after the search"));
+    assert!(
+        loaded["input_schema"]["properties"]["path"].is_object(),
+        "{loaded}"
+    );
+    assert!(loaded["input_schema"].get("$schema").is_none(), "{loaded}");
+    let read = &results[1];
+    assert_eq!(read.tool_name.as_deref(), Some(tool));
+    assert!(!read.is_error, "{read:?}");
+    assert!(read.text().contains(text), "{}", read.text());
+}

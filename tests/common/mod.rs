@@ -139,13 +139,15 @@ pub struct Recorder {
     pub progress: Arc<Mutex<Vec<ProgressNotificationParam>>>,
     pub tool_list_changed: Arc<AtomicUsize>,
     pub changed: Arc<tokio::sync::Notify>,
+    /// The client's name at `initialize` (`devboy-e2e` unless set).
+    pub name: Option<&'static str>,
 }
 
 impl ClientHandler for Recorder {
     fn get_info(&self) -> ClientConfig {
         ClientConfig::new(
             ClientCapabilities::default(),
-            Implementation::new("devboy-e2e", "0"),
+            Implementation::new(self.name.unwrap_or("devboy-e2e"), "0"),
         )
     }
 
@@ -207,6 +209,27 @@ impl Devboy {
         pipeline: Option<&str>,
         env: &[(&str, &std::ffi::OsStr)],
     ) -> Self {
+        Self::start_as(
+            Recorder::default(),
+            config,
+            file_name,
+            extra_args,
+            pipeline,
+            env,
+        )
+        .await
+    }
+
+    /// [`start_full`](Self::start_full) with `recorder` as the client (its
+    /// name, say).
+    pub async fn start_as(
+        recorder: Recorder,
+        config: &str,
+        file_name: &str,
+        extra_args: &[&str],
+        pipeline: Option<&str>,
+        env: &[(&str, &std::ffi::OsStr)],
+    ) -> Self {
         let dir = TempDir::new("proxy");
         if let Some(pipeline) = pipeline {
             std::fs::write(dir.path().join("pipeline_config.toml"), pipeline)
@@ -233,7 +256,6 @@ impl Devboy {
         cmd.env("DEVBOY_CACHE_DIR", dir.path().join("cache"));
         cmd.envs(env.iter().copied());
         let transport = TokioChildProcess::new(cmd).expect("spawn devboy");
-        let recorder = Recorder::default();
         let client =
             tokio::time::timeout(Duration::from_secs(20), recorder.clone().serve(transport))
                 .await

@@ -209,6 +209,10 @@ impl Session {
     /// Answers `call` through the layers of the call path.
     pub async fn call(&self, call: PendingCall) -> Result<CallToolResult, McpError> {
         let route = self.route(&call.name).await?;
+        if let ToolRoute::Upstream { .. } = route {
+            // A tool the agent calls is one it uses: a lazy session lists it.
+            self.reveal_tools([call.name.as_str()]);
+        }
         self.answer(&call, route).await
     }
 

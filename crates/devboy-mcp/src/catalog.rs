@@ -8,7 +8,7 @@
 //! within 64 characters, and made unique when shortening collides.
 
 use std::collections::{HashMap, HashSet};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use devboy_core::naming::{ToolNamer, CLIENT_TOOL_NAME_MAX};
 use devboy_core::pipeline_config::SideEffectClass;
@@ -16,6 +16,7 @@ use devboy_core::tool_schema::compact;
 use rmcp::model::{Prompt, Resource, ResourceTemplate, Tool};
 
 use crate::builtin::BuiltinRegistry;
+use crate::tool_search::ToolIndex;
 use crate::upstream::Upstream;
 
 /// Where a tool call goes.
@@ -51,6 +52,23 @@ pub struct Catalog {
     prompt_routes: HashMap<String, (usize, String)>,
     /// Names that had to be shortened or de-duplicated: `(original, exposed)`.
     pub renamed: Vec<(String, String)>,
+    /// Built-ins listed only to a lazy session (`devboy_find_tools`).
+    lazy_only: HashSet<String>,
+    /// What the full listing costs the model per request, measured once.
+    listing_tokens: OnceLock<usize>,
+    /// The search over the upstream tools, built on first use.
+    index: OnceLock<ToolIndex>,
+}
+
+/// What one tool definition costs the model on every request: o200k tokens
+/// of its name, description and input schema, as Claude Code sends them.
+pub fn definition_tokens(tool: &Tool) -> usize {
+    let sent = serde_json::json!({
+        "name": tool.name,
+        "description": tool.description,
+        "input_schema": tool.input_schema,
+    });
+    devboy_pipeline::Tokenizer::O200k.count(&sent.to_string())
 }
 
 impl Catalog {
@@ -68,6 +86,9 @@ impl Catalog {
         for (index, builtin) in builtins.tools().iter().enumerate() {
             let tool = builtin.definition();
             taken.insert(tool.name.to_string());
+            if builtin.lazy_only() {
+                catalog.lazy_only.insert(tool.name.to_string());
+            }
             catalog
                 .tool_routes
                 .insert(tool.name.to_string(), ToolRoute::Builtin(index));
@@ -152,6 +173,58 @@ impl Catalog {
             .template_routes
             .sort_by_key(|(head, _)| std::cmp::Reverse(head.len()));
         catalog
+    }
+
+    /// The tools a session that lists everything sees: all but the
+    /// lazy-only built-ins.
+    pub fn full_listing(&self) -> Vec<Tool> {
+        self.tools
+            .iter()
+            .filter(|t| !self.lazy_only.contains(t.name.as_ref()))
+            .cloned()
+            .collect()
+    }
+
+    /// The tools a lazy session sees: every built-in, and the upstream
+    /// tools it has found or used (`revealed`), in catalog order.
+    pub fn lazy_listing(&self, revealed: &HashSet<String>) -> Vec<Tool> {
+        self.tools
+            .iter()
+            .filter(|t| {
+                matches!(self.tool_route(&t.name), Some(ToolRoute::Builtin(_)))
+                    || revealed.contains(t.name.as_ref())
+            })
+            .cloned()
+            .collect()
+    }
+
+    /// O200k tokens of [`full_listing`](Self::full_listing): what listing
+    /// every tool costs on every model request.
+    pub fn listing_tokens(&self) -> usize {
+        *self.listing_tokens.get_or_init(|| {
+            self.tools
+                .iter()
+                .filter(|t| !self.lazy_only.contains(t.name.as_ref()))
+                .map(definition_tokens)
+                .sum()
+        })
+    }
+
+    /// The search over the upstream tools' names, descriptions and
+    /// argument names.
+    pub fn index(&self) -> &ToolIndex {
+        self.index.get_or_init(|| {
+            ToolIndex::new(
+                self.tools.iter().filter(|t| {
+                    matches!(self.tool_route(&t.name), Some(ToolRoute::Upstream { .. }))
+                }),
+            )
+        })
+    }
+
+    /// Whether `name` is an upstream tool of this catalog.
+    pub fn is_upstream_tool(&self, name: &str) -> bool {
+        matches!(self.tool_route(name), Some(ToolRoute::Upstream { .. }))
     }
 
     /// Where a tool call by its exposed name goes.

@@ -12,7 +12,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
-use devboy_core::config::ProxyConfig;
+use devboy_core::config::{ProxyConfig, ToolsConfig};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
@@ -47,8 +47,8 @@ impl Default for ProxyOptions {
 /// All upstreams and the catalog built from them.
 pub struct Proxy {
     server_name: String,
-    /// `[tools] compact_schemas`.
-    compact_schemas: bool,
+    /// `[tools]`.
+    tools: ToolsConfig,
     builtins: BuiltinRegistry,
     upstreams: Vec<Arc<Upstream>>,
     catalog: RwLock<Arc<Catalog>>,
@@ -102,11 +102,11 @@ impl Proxy {
                 &config.server_name,
                 &builtins,
                 &upstreams,
-                config.compact_schemas,
+                config.tools.compact_schemas,
             ));
             Self {
                 server_name: config.server_name.clone(),
-                compact_schemas: config.compact_schemas,
+                tools: config.tools,
                 builtins,
                 upstreams,
                 catalog: RwLock::new(catalog.clone()),
@@ -135,6 +135,11 @@ impl Proxy {
     /// devboy's own tools, as the catalog routes to them.
     pub fn builtins(&self) -> &BuiltinRegistry {
         &self.builtins
+    }
+
+    /// `[tools]`: how tool definitions are passed on.
+    pub fn tools_config(&self) -> &ToolsConfig {
+        &self.tools
     }
 
     /// The current catalog.
@@ -217,7 +222,7 @@ impl Proxy {
             &self.server_name,
             &self.builtins,
             &self.upstreams,
-            self.compact_schemas,
+            self.tools.compact_schemas,
         ));
         for (original, exposed) in &catalog.renamed {
             let previously = read(&self.catalog)

@@ -22,6 +22,7 @@ use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 use crate::answers::{AnswerStore, NoAnswers};
 use crate::call::PendingCall;
 use crate::catalog::Catalog;
+use crate::lazy::LazyListing;
 use crate::partition::PartitionWatcher;
 use crate::processor::PipelineProcessor;
 use crate::proxy::Proxy;
@@ -62,6 +63,9 @@ pub struct Session {
     rules: Option<Arc<devboy_core::pipeline_config::PipelineConfig>>,
     /// The tables already warned about.
     rules_warned: Arc<std::sync::Mutex<std::collections::HashSet<String>>>,
+    /// `[tools] lazy`: whether this session is listed only some tools,
+    /// and which.
+    lazy: Arc<LazyListing>,
 }
 
 impl Session {
@@ -87,6 +91,7 @@ impl Session {
             client: ClientProfile::Auto,
             rules: None,
             rules_warned: Arc::default(),
+            lazy: Arc::default(),
         }
     }
 
@@ -354,20 +359,30 @@ impl Session {
         self.client.forwards_structured(name)
     }
 
-    /// Sends `list_changed` notifications for as long as the agent listens.
+    /// Sends `list_changed` notifications for as long as the agent listens:
+    /// when the catalog changes what the session is listed, and when a
+    /// lazy session's list grows.
     fn start_notifier(&self, peer: rmcp::Peer<RoleServer>) {
         if self.notifier_started.swap(true, Ordering::SeqCst) {
             return;
         }
         let mut updates = self.proxy.subscribe();
+        let mut grown = self.lazy.subscribe();
         let mut last: Arc<Catalog> = updates.borrow_and_update().clone();
+        let mut listed = self.lazy.listing(&last);
         let session = self.clone();
         tokio::spawn(async move {
-            while updates.changed().await.is_ok() {
+            loop {
+                tokio::select! {
+                    changed = updates.changed() => if changed.is_err() { return },
+                    grew = grown.changed() => if grew.is_err() { return },
+                }
                 session.warn_unmatched_rules(&mut crate::upstream::lock(&session.rules_warned));
                 let next = updates.borrow_and_update().clone();
+                grown.borrow_and_update();
+                let now_listed = session.lazy.listing(&next);
                 let sent = async {
-                    if next.tools != last.tools {
+                    if now_listed != listed {
                         peer.notify_tool_list_changed().await?;
                     }
                     if next.resources != last.resources
@@ -386,8 +401,21 @@ impl Session {
                     return;
                 }
                 last = next;
+                listed = now_listed;
             }
         });
+    }
+
+    /// Adds upstream tools (exposed names) to a lazy session's list
+    /// (`devboy_find_tools` found them, or the agent called them).
+    pub fn reveal_tools<'a>(&self, names: impl IntoIterator<Item = &'a str>) {
+        self.lazy.reveal(names);
+    }
+
+    /// Whether this session is listed only some tools (`[tools] lazy`),
+    /// and how many upstream tools it has found or used.
+    pub fn lazy_listing(&self) -> (bool, usize) {
+        (self.lazy.is_active(), self.lazy.revealed())
     }
 }
 
@@ -522,11 +550,15 @@ impl ServerHandler for Session {
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
         let strip_schemas = self.rewrites_structured() && self.forwards_structured(&context.peer);
-        self.start_notifier(context.peer);
+        self.start_notifier(context.peer.clone());
         self.proxy.settle().await;
         let catalog = self.proxy.catalog();
         self.warn_unmatched_rules(&mut crate::upstream::lock(&self.rules_warned));
-        let mut tools = catalog.tools.clone();
+        let client = context.peer.peer_info();
+        let client_name = client.as_ref().map(|i| i.client_info.name.as_str());
+        self.lazy
+            .decide(self.proxy.tools_config(), client_name, &catalog);
+        let mut tools = self.lazy.listing(&catalog);
         if strip_schemas {
             // Results may come back without structuredContent (rewritten as
             // the text the client would have shown), so no schema may bind them.

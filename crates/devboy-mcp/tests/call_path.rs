@@ -147,13 +147,14 @@ async fn a_builtin_is_one_type_and_one_registry_line() {
         .map(|t| t.name.to_string())
         .collect();
     assert_eq!(
-        names[..6],
+        names[..7],
         [
             "devboy_status",
             "devboy_compact",
             "devboy_expand",
             "devboy_explore",
             "devboy_find_files",
+            "devboy_find_tools",
             "devboy_echo_twice"
         ]
     );

@@ -88,14 +88,78 @@ pub struct ProxyConfig {
     /// by exposed name (`devboy_status`, …); `None`: all of them.
     /// `devboy_expand` is always among them.
     pub builtins: Option<Vec<String>>,
-    /// `[tools] compact_schemas` (devboy.toml only, default true): the
-    /// servers' input schemas passed on in their smallest equivalent form
-    /// ([`crate::tool_schema`]).
-    pub compact_schemas: bool,
+    /// `[tools]` (devboy.toml only): how the servers' tool definitions
+    /// are passed on.
+    pub tools: ToolsConfig,
     /// Things worth telling the user that did not stop loading (ignored
     /// keys, unsupported transports, renamed prefixes), each starting with
     /// the file and key path.
     pub warnings: Vec<String>,
+}
+
+/// `[tools]`: how the servers' tool definitions reach the client.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ToolsConfig {
+    /// `compact_schemas` (default true): the servers' input schemas passed
+    /// on in their smallest equivalent form ([`crate::tool_schema`]).
+    pub compact_schemas: bool,
+    /// `lazy` (default `auto`): whether `tools/list` offers every tool or
+    /// only the built-ins, `devboy_find_tools` and the tools the session
+    /// has found or used.
+    pub lazy: LazyTools,
+    /// `lazy_budget` (default [`DEFAULT_LAZY_BUDGET`]): the definition
+    /// tokens above which `lazy = "auto"` holds the tools back.
+    pub lazy_budget: usize,
+}
+
+/// Tokens of tool definitions above which `lazy = "auto"` holds tools
+/// back: a tenth of a 200k context, Claude Code's own threshold for
+/// deferring MCP tools behind its tool search.
+pub const DEFAULT_LAZY_BUDGET: usize = 20_000;
+
+impl Default for ToolsConfig {
+    fn default() -> Self {
+        Self {
+            compact_schemas: true,
+            lazy: LazyTools::Auto,
+            lazy_budget: DEFAULT_LAZY_BUDGET,
+        }
+    }
+}
+
+/// `[tools] lazy`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LazyTools {
+    /// Lazy when the definitions pass the budget and the client does not
+    /// defer tools itself (Claude Code does, behind its tool search).
+    Auto,
+    /// Always lazy.
+    On,
+    /// Every tool listed.
+    Off,
+}
+
+impl LazyTools {
+    /// Whether a session is lazy: its client (by the name it gave at
+    /// `initialize`) and what the full listing would cost.
+    pub fn applies(
+        self,
+        client_name: Option<&str>,
+        definition_tokens: usize,
+        budget: usize,
+    ) -> bool {
+        match self {
+            LazyTools::On => true,
+            LazyTools::Off => false,
+            LazyTools::Auto => !client_defers_tools(client_name) && definition_tokens > budget,
+        }
+    }
+}
+
+/// Whether a client holds MCP tools back behind a search of its own:
+/// Claude Code (`claude-code`) does, past a share of its context.
+pub fn client_defers_tools(client_name: Option<&str>) -> bool {
+    client_name.is_some_and(|n| n.starts_with("claude-code"))
 }
 
 /// `[retrieval.llm]`: the model that ranks candidates for `find_files`'
@@ -357,7 +421,7 @@ impl ProxyConfig {
             team: resolved.team,
             team_problem: resolved.team_problem,
             builtins: resolved.builtins,
-            compact_schemas: resolved.compact_schemas,
+            tools: resolved.tools,
             warnings,
         })
     }
@@ -382,7 +446,7 @@ impl ProxyConfig {
             team: team::TeamConfig::default(),
             team_problem: None,
             builtins: None,
-            compact_schemas: true,
+            tools: ToolsConfig::default(),
             warnings: Vec::new(),
         });
         config.source = ConfigSource::Embedded;

@@ -18,10 +18,10 @@ use super::keypath::{closest, KeyPath};
 use super::team::{ProviderConfig, ProviderSource, TeamConfig, STORE_SCHEMES};
 use super::tree::{describe, quote_short, Entry, Node, Pos, Value};
 use super::{
-    ConfigFormat, LlmConfig, LlmProvider, ToolFilter, UpstreamConfig, UpstreamTransport,
-    DEFAULT_LLM_PARALLEL, DEFAULT_LLM_RETRIES, DEFAULT_LLM_TIMEOUT, DEFAULT_RUNNER_STARTUP_TIMEOUT,
-    DEFAULT_SERVER_NAME, DEFAULT_STARTUP_TIMEOUT, DEFAULT_TIMEOUT, DERIVED_PREFIX_MAX,
-    RESERVED_PREFIX,
+    ConfigFormat, LazyTools, LlmConfig, LlmProvider, ToolFilter, ToolsConfig, UpstreamConfig,
+    UpstreamTransport, DEFAULT_LLM_PARALLEL, DEFAULT_LLM_RETRIES, DEFAULT_LLM_TIMEOUT,
+    DEFAULT_RUNNER_STARTUP_TIMEOUT, DEFAULT_SERVER_NAME, DEFAULT_STARTUP_TIMEOUT, DEFAULT_TIMEOUT,
+    DERIVED_PREFIX_MAX, RESERVED_PREFIX,
 };
 use crate::naming::sanitize_component;
 
@@ -66,9 +66,17 @@ const TOML_TOP_KEYS: &[&str] = &[
     "tools",
 ];
 const BUILTINS_KEYS: &[&str] = &["enabled"];
-const TOOLS_KEYS: &[&str] = &["compact_schemas"];
+const TOOLS_KEYS: &[&str] = &["compact_schemas", "lazy", "lazy_budget"];
+const LAZY_MODES: &[&str] = &["auto", "on", "off"];
 /// devboy's built-in tools, by the name after `devboy_`.
-pub(super) const BUILTIN_NAMES: &[&str] = &["status", "compact", "expand", "explore", "find_files"];
+pub(super) const BUILTIN_NAMES: &[&str] = &[
+    "status",
+    "compact",
+    "expand",
+    "explore",
+    "find_files",
+    "find_tools",
+];
 const TEAM_KEYS: &[&str] = &[
     "store",
     "share",
@@ -103,7 +111,7 @@ pub(super) struct Resolved {
     pub(super) team: TeamConfig,
     pub(super) team_problem: Option<String>,
     pub(super) builtins: Option<Vec<String>>,
-    pub(super) compact_schemas: bool,
+    pub(super) tools: ToolsConfig,
     pub(super) warnings: Vec<String>,
 }
 
@@ -123,10 +131,10 @@ pub(super) fn resolve(
     let (server_name, servers, retrieval, team, builtins, tools) = loader.top_level(root)?;
     // A problem in one of these sections is a warning that says what it
     // costs, never an error of the file: the servers start.
-    let compact_schemas = loader
+    let tools = loader
         .section(tools, Loader::tools, "the defaults of [tools] apply")
         .0
-        .unwrap_or(true);
+        .unwrap_or_default();
     let builtins = loader
         .section(builtins, Loader::builtins, "every built-in tool is offered")
         .0;
@@ -166,7 +174,7 @@ pub(super) fn resolve(
         team,
         team_problem,
         builtins,
-        compact_schemas,
+        tools,
         warnings: loader.warnings,
     })
 }
@@ -494,20 +502,46 @@ impl Loader<'_> {
         Ok((server_name, servers, retrieval, team, builtins, tools))
     }
 
-    /// `[tools]`: how the servers' tool definitions are passed on; returns
-    /// `compact_schemas`.
-    fn tools(&mut self, node: &Node, path: &KeyPath) -> Result<bool> {
+    /// `[tools]`: how the servers' tool definitions are passed on.
+    fn tools(&mut self, node: &Node, path: &KeyPath) -> Result<ToolsConfig> {
         let entries = self.table(node, path)?;
-        let mut compact = true;
+        let mut tools = ToolsConfig::default();
         for entry in entries {
+            let key = path.key(&entry.key);
             match entry.key.as_str() {
-                "compact_schemas" => {
-                    compact = self.boolean(&entry.node, &path.key("compact_schemas"))?
+                "compact_schemas" => tools.compact_schemas = self.boolean(&entry.node, &key)?,
+                "lazy" => {
+                    let mode = self.string(&entry.node, &key)?;
+                    tools.lazy = match mode {
+                        "auto" => LazyTools::Auto,
+                        "on" => LazyTools::On,
+                        "off" => LazyTools::Off,
+                        other => {
+                            return Err(self.invalid(
+                                &key,
+                                entry.node.pos,
+                                format!("one of {}", LAZY_MODES.join(", ")),
+                                quote_short(other),
+                            ))
+                        }
+                    };
                 }
+                "lazy_budget" => match entry.node.value {
+                    Value::Integer(n) if n > 0 => {
+                        tools.lazy_budget = usize::try_from(n).unwrap_or(usize::MAX)
+                    }
+                    _ => {
+                        return Err(self.wrong_type(
+                            &key,
+                            &entry.node,
+                            "a positive integer (tokens)",
+                        ))
+                    }
+                },
                 _ => return Err(self.unknown_key(path, entry, TOOLS_KEYS)),
             }
         }
-        Ok(compact)
+        Ok(tools)
     }
 
     /// `[builtins] enabled`: the built-in tools to offer, as exposed names.

@@ -1284,13 +1284,80 @@ fn builtins_enabled_names_the_tools_and_expand_always_stays() {
 
 #[test]
 fn tools_compact_schemas_is_on_unless_turned_off() {
-    assert!(ok(toml("")).compact_schemas);
-    assert!(!ok(toml("[tools]\ncompact_schemas = false\n")).compact_schemas);
+    assert!(ok(toml("")).tools.compact_schemas);
+    assert!(
+        !ok(toml("[tools]\ncompact_schemas = false\n"))
+            .tools
+            .compact_schemas
+    );
     let config = ok(toml("[tools]\ncompact_schemas = \"no\"\n"));
-    assert!(config.compact_schemas, "a bad value keeps the default");
+    assert!(
+        config.tools.compact_schemas,
+        "a bad value keeps the default"
+    );
     assert!(
         config.warnings.join("\n").contains("tools.compact_schemas"),
         "{:?}",
         config.warnings
     );
+}
+
+#[test]
+fn tools_lazy_is_auto_with_a_tenth_of_a_200k_context_unless_set() {
+    let tools = ok(toml("")).tools;
+    assert_eq!(tools.lazy, LazyTools::Auto);
+    assert_eq!(tools.lazy_budget, 20_000);
+    let tools = ok(toml("[tools]\nlazy = \"on\"\nlazy_budget = 5000\n")).tools;
+    assert_eq!((tools.lazy, tools.lazy_budget), (LazyTools::On, 5000));
+    assert_eq!(
+        ok(toml("[tools]\nlazy = \"off\"\n")).tools.lazy,
+        LazyTools::Off
+    );
+    for (text, key, says) in [
+        (
+            "[tools]\nlazy = \"sometimes\"\n",
+            "tools.lazy",
+            "one of auto, on, off",
+        ),
+        ("[tools]\nlazy = true\n", "tools.lazy", "a string"),
+        (
+            "[tools]\nlazy_budget = 0\n",
+            "tools.lazy_budget",
+            "positive integer",
+        ),
+        (
+            "[tools]\nlazy_budget = \"20k\"\n",
+            "tools.lazy_budget",
+            "positive integer",
+        ),
+    ] {
+        let config = ok(toml(text));
+        assert_eq!(
+            config.tools,
+            ToolsConfig::default(),
+            "{text}: the defaults apply"
+        );
+        let warnings = config.warnings.join("\n");
+        assert!(
+            warnings.contains(key) && warnings.contains(says),
+            "{text}: {warnings}"
+        );
+    }
+}
+
+#[test]
+fn auto_lazy_applies_past_the_budget_for_clients_without_tool_search() {
+    let auto = LazyTools::Auto;
+    assert!(auto.applies(Some("mcp"), 20_001, 20_000));
+    assert!(auto.applies(None, 20_001, 20_000));
+    assert!(
+        !auto.applies(Some("mcp"), 20_000, 20_000),
+        "at the budget, all listed"
+    );
+    assert!(
+        !auto.applies(Some("claude-code"), 90_000, 20_000),
+        "Claude Code searches itself"
+    );
+    assert!(LazyTools::On.applies(Some("claude-code"), 0, 20_000));
+    assert!(!LazyTools::Off.applies(Some("cursor"), 90_000, 20_000));
 }

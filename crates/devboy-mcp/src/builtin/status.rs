@@ -71,6 +71,7 @@ fn report(session: &Session, pipeline_report: Option<Value>) -> String {
         .speculation()
         .map_or_else(|| json!({"enabled": false}), |engine| engine.report_json());
     let seam = session.seam().stats();
+    let (lazy, found) = session.lazy_listing();
     let session = session.counters();
     let catalog = proxy.catalog();
     let upstreams: Vec<Value> = proxy
@@ -131,8 +132,13 @@ fn report(session: &Session, pipeline_report: Option<Value>) -> String {
             "compaction_signals": partition.signals(),
             "partition_file": partition.file().map(|f| f.display().to_string()),
             "speculation": speculation,
+            // `[tools] lazy`: listed only the tools it found or used.
+            "lazy_tools": lazy,
+            "tools_found": found,
         },
         "upstreams": upstreams,
+        // What listing every tool costs on every model request (o200k).
+        "definition_tokens": catalog.listing_tokens(),
         "pipeline_rules": session_rules,
     })
     .to_string()
