@@ -273,15 +273,30 @@ fn devboy_toml(servers: &[(&str, PeerCommand)]) -> String {
         .collect()
 }
 
-/// Runs the session in Claude Code with tools named `prefix` + server +
-/// `__` + tool; returns the results the model was sent, in order.
-/// What the model was sent of one run: each tool result, and the MCP tool
+/// What the model was sent of one run: each tool result, the MCP tool
 /// definitions of the last request (`mcp__…` only: Claude Code's own are
-/// the same either way), with the number of requests that carried them.
+/// the same either way), and the MCP definition tokens of every request.
 struct Seen {
     results: Vec<ToolResultSeen>,
     definitions: Vec<Value>,
-    requests: usize,
+    /// O200k tokens of the MCP tool definitions each main request carried.
+    per_request: Vec<usize>,
+}
+
+impl Seen {
+    /// The definitions priced as providers price prompt caching: written
+    /// at 1.25x by a request whose tools differ from the one before (the
+    /// first, or after the list changed), read at 0.1x by the others.
+    fn cached_definitions(&self) -> f64 {
+        let mut cost = 0.0;
+        let mut before: Option<usize> = None;
+        for &tokens in &self.per_request {
+            let rate = if before == Some(tokens) { 0.1 } else { 1.25 };
+            cost += tokens as f64 * rate;
+            before = Some(tokens);
+        }
+        cost
+    }
 }
 
 /// The o200k tokens of definitions as Claude Code sends them.
@@ -299,27 +314,37 @@ fn definition_tokens(definitions: &[Value]) -> usize {
         .sum()
 }
 
-fn run(
-    claude: ClaudeCode,
-    steps: &[Step],
-    prefix: &str,
-    register: impl FnOnce(&ClaudeCode),
-) -> Seen {
-    let names: Vec<String> = steps
+/// The MCP tools (`mcp__…`) a request defines.
+fn mcp_definitions(request: &Value) -> Vec<Value> {
+    request["tools"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|d| d["name"].as_str().is_some_and(|n| n.starts_with("mcp__")))
+        .cloned()
+        .collect()
+}
+
+/// The session's calls with tools named `prefix` + server + `__` + tool.
+fn calls(steps: &[Step], prefix: &str) -> Vec<(String, Value)> {
+    steps
         .iter()
-        .map(|(server, tool, _)| format!("{prefix}{server}__{tool}"))
-        .collect();
-    let script = steps
+        .map(|(server, tool, args)| (format!("{prefix}{server}__{tool}"), args.clone()))
+        .collect()
+}
+
+/// Runs `calls` in Claude Code; returns what the model was sent.
+fn run(claude: ClaudeCode, calls: &[(String, Value)], register: impl FnOnce(&ClaudeCode)) -> Seen {
+    let script = calls
         .iter()
-        .zip(&names)
-        .fold(Script::new(), |s, ((_, _, args), name)| {
+        .fold(Script::new(), |s, (name, args)| {
             s.tool_use(name.clone(), args.clone())
         })
         .final_text("done");
     let model = ScriptedModel::start(script).unwrap();
     let claude = claude.model(&model);
     register(&claude);
-    let mut allowed: Vec<&str> = names.iter().map(String::as_str).collect();
+    let mut allowed: Vec<&str> = calls.iter().map(|(n, _)| n.as_str()).collect();
     allowed.sort();
     allowed.dedup();
     claude
@@ -330,19 +355,18 @@ fn run(
         .unwrap()
         .assert_success();
     let results = model.tool_results();
-    assert_eq!(results.len(), steps.len(), "{results:#?}");
-    for (result, name) in results.iter().zip(&names) {
+    assert_eq!(results.len(), calls.len(), "{results:#?}");
+    for (result, (name, _)) in results.iter().zip(calls) {
         assert_eq!(result.tool_name.as_deref(), Some(name.as_str()));
     }
-    let definitions: Vec<Value> = model
-        .tool_definitions()
-        .into_iter()
-        .filter(|d| d["name"].as_str().is_some_and(|n| n.starts_with("mcp__")))
-        .collect();
+    let requests = model.main_requests();
     Seen {
         results,
-        definitions,
-        requests: model.main_requests().len(),
+        definitions: requests.last().map(mcp_definitions).unwrap_or_default(),
+        per_request: requests
+            .iter()
+            .map(|r| definition_tokens(&mcp_definitions(r)))
+            .collect(),
     }
 }
 
@@ -366,7 +390,7 @@ fn a_coding_session_costs_the_model_at_most_the_target_share_of_its_tokens() {
     let memory = dir.path().join("memory-via.jsonl");
     let config = dir.path().join("devboy.toml");
     std::fs::write(&config, devboy_toml(&servers(&root, &memory))).unwrap();
-    let via_seen = run(claude, &steps, "mcp__devboy__", |claude| {
+    let via_seen = run(claude, &calls(&steps, "mcp__devboy__"), |claude| {
         claude
             .mcp_add(
                 "devboy",
@@ -380,7 +404,7 @@ fn a_coding_session_costs_the_model_at_most_the_target_share_of_its_tokens() {
     git(&root, "Ann Lee", 0, &["checkout", "--", "."]);
     let plain = session(ClaudeCode::new().unwrap());
     let memory = dir.path().join("memory-direct.jsonl");
-    let direct_seen = run(plain, &steps, "mcp__", |claude| {
+    let direct_seen = run(plain, &calls(&steps, "mcp__"), |claude| {
         for (name, peer) in servers(&root, &memory) {
             claude.mcp_add_peer(name, &peer).unwrap();
         }
@@ -435,12 +459,9 @@ fn a_coding_session_costs_the_model_at_most_the_target_share_of_its_tokens() {
         definition_tokens(&direct_seen.definitions),
         definition_tokens(&via_seen.definitions),
     );
-    let cached = |defs: usize, requests: usize| {
-        defs as f64 * 1.25 + defs as f64 * 0.1 * requests.saturating_sub(1) as f64
-    };
     let (cost_direct, cost_via) = (
-        cached(defs_direct, direct_seen.requests) + total_direct as f64,
-        cached(defs_via, via_seen.requests) + total_via as f64,
+        direct_seen.cached_definitions() + total_direct as f64,
+        via_seen.cached_definitions() + total_via as f64,
     );
     eprintln!(
         "MCP tool definitions per request: direct {defs_direct} ({} tools), devboy {defs_via} ({} tools), {:.3}",
@@ -450,10 +471,11 @@ fn a_coding_session_costs_the_model_at_most_the_target_share_of_its_tokens() {
     );
     eprintln!(
         "the session with cached definitions ({} requests): direct {cost_direct:.0}, devboy {cost_via:.0} tokens, {:.3}",
-        via_seen.requests,
+        via_seen.per_request.len(),
         cost_via / cost_direct.max(1.0)
     );
-    assert_eq!(direct_seen.requests, via_seen.requests);
+    assert_eq!(direct_seen.per_request.len(), via_seen.per_request.len());
+
     assert!(
         ratio <= TARGET,
         "the session cost {total_via} tokens through devboy, {total_direct} directly ({ratio:.3} > {TARGET})"
