@@ -33,6 +33,10 @@ pub struct Cli {
 pub enum Command {
     /// Serve MCP on stdio, proxying the configured upstream servers.
     Mcp(serve::McpArgs),
+    /// Serve MCP over Streamable HTTP (--http ADDR) to several clients at
+    /// once, each with its own session over one set of upstreams; a bearer
+    /// token is required unless ADDR is loopback.
+    Serve(serve::ServeArgs),
     /// Write a starting config. Without --project: devboy.toml in the
     /// config directory (~/.config/devboy/), importing the servers of
     /// --from or of Claude Desktop's config when there is one; then

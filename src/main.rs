@@ -46,6 +46,7 @@ fn main() -> ExitCode {
 fn run(command: Command) -> anyhow::Result<()> {
     match command {
         Command::Mcp(args) => serve::mcp(args),
+        Command::Serve(args) => serve::serve(args),
         Command::Encode {
             tool,
             pipeline_config,

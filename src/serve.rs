@@ -1,4 +1,5 @@
-//! `devboy mcp`: serve MCP on stdio, proxying the configured upstreams.
+//! `devboy mcp`: serve MCP on stdio, proxying the configured upstreams;
+//! `devboy serve --http`: the same over Streamable HTTP, for several clients.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -49,6 +50,112 @@ pub enum PipelineArg {
 
 /// Loads the configs and serves until the client closes stdin.
 pub fn mcp(args: McpArgs) -> anyhow::Result<()> {
+    let loaded = load(args)?;
+    let runtime = runtime()?;
+    runtime.block_on(devboy_mcp::serve_stdio(
+        &loaded.config,
+        loaded.options,
+        loaded.pipeline,
+        loaded.planning,
+    ))?;
+    // Upstream children are already stopped; do not wait for stray tasks.
+    runtime.shutdown_timeout(Duration::from_millis(200));
+    Ok(())
+}
+
+/// The arguments of `devboy serve`.
+#[derive(clap::Args)]
+pub struct ServeArgs {
+    /// Serve MCP over Streamable HTTP on ADDR (host:port) at /mcp; every
+    /// client gets its own session over one set of upstreams.
+    #[arg(long, value_name = "ADDR")]
+    http: std::net::SocketAddr,
+    /// A file holding the bearer token every request must carry
+    /// (`Authorization: Bearer TOKEN`); or set DEVBOY_HTTP_TOKEN. Required
+    /// unless ADDR is loopback.
+    #[arg(long, value_name = "FILE")]
+    token_file: Option<PathBuf>,
+    /// A browser origin allowed to call (repeatable), e.g.
+    /// https://app.example.com; a request with another Origin is refused.
+    #[arg(long = "allow-origin", value_name = "ORIGIN")]
+    allow_origins: Vec<String>,
+    /// A Host value allowed besides loopback names (repeatable): the name
+    /// remote clients reach devboy by.
+    #[arg(long = "allow-host", value_name = "HOST")]
+    allow_hosts: Vec<String>,
+    /// Requests per second per token (per client address without one);
+    /// twice as many may come at once.
+    #[arg(long, default_value_t = devboy_mcp::http::DEFAULT_RATE_PER_SECOND, value_name = "N")]
+    rate_limit: u32,
+    /// Seconds an MCP session may stay idle before it ends.
+    #[arg(long, default_value_t = devboy_mcp::http::DEFAULT_IDLE.as_secs(), value_name = "S")]
+    idle_timeout: u64,
+    #[command(flatten)]
+    common: McpArgs,
+}
+
+/// Serves MCP over HTTP until SIGTERM/SIGINT.
+pub fn serve(args: ServeArgs) -> anyhow::Result<()> {
+    let token = match &args.token_file {
+        Some(file) => Some(
+            std::fs::read_to_string(file)
+                .with_context(|| format!("reading the token file {}", file.display()))?,
+        ),
+        None => std::env::var(devboy_mcp::http::TOKEN_ENV).ok(),
+    };
+    let mut http = devboy_mcp::http::HttpOptions::new(args.http);
+    http.token = token.map(|t| t.trim().to_owned());
+    http.allowed_origins = args.allow_origins;
+    http.allowed_hosts = args.allow_hosts;
+    http.rate_per_second = args.rate_limit;
+    http.idle = Duration::from_secs(args.idle_timeout.max(1));
+    if let Some(why) = http.refusal() {
+        anyhow::bail!("not serving on {}: {why}", args.http);
+    }
+    if args.common.capture.is_some() {
+        anyhow::bail!(
+            "--capture records one session; devboy serve has many (use devboy mcp --capture)"
+        );
+    }
+    let loaded = load(args.common)?;
+    let runtime = runtime()?;
+    runtime.block_on(devboy_mcp::http::serve_http(
+        &loaded.config,
+        loaded.options,
+        loaded.pipeline,
+        loaded.planning,
+        http,
+        devboy_mcp::http::CancellationToken::new(),
+        |bound| {
+            // The address, for whoever started devboy (port 0 picks one).
+            eprintln!(
+                "devboy: serving MCP at http://{bound}{}",
+                devboy_mcp::http::MCP_PATH
+            );
+        },
+    ))?;
+    runtime.shutdown_timeout(Duration::from_millis(200));
+    Ok(())
+}
+
+fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("starting the async runtime")
+}
+
+/// What serving needs, loaded from the arguments.
+struct Loaded {
+    config: ProxyConfig,
+    options: devboy_mcp::ProxyOptions,
+    pipeline: devboy_mcp::Pipeline,
+    planning: Arc<PipelineConfig>,
+}
+
+/// Loads devboy.toml (or a .mcp.json) and the pipeline config, reporting
+/// what was loaded and every warning.
+fn load(args: McpArgs) -> anyhow::Result<Loaded> {
     let McpArgs {
         config,
         list_grace_ms,
@@ -95,10 +202,6 @@ pub fn mcp(args: McpArgs) -> anyhow::Result<()> {
         list_grace: Duration::from_millis(list_grace_ms),
         listing_cache: Some(devboy_core::paths::listing_cache_dir()),
     };
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .context("starting the async runtime")?;
     let pipeline_config = PipelineConfig::resolve(pipeline_config.as_deref())?;
     if let ConfigSource::File(path) = &pipeline_config.source {
         let layers: Vec<String> = pipeline_config
@@ -120,13 +223,10 @@ pub fn mcp(args: McpArgs) -> anyhow::Result<()> {
             capture,
         },
     };
-    runtime.block_on(devboy_mcp::serve_stdio(
-        &config,
+    Ok(Loaded {
+        config,
         options,
         pipeline,
-        pipeline_config,
-    ))?;
-    // Upstream children are already stopped; do not wait for stray tasks.
-    runtime.shutdown_timeout(Duration::from_millis(200));
-    Ok(())
+        planning: pipeline_config,
+    })
 }

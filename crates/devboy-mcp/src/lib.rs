@@ -21,6 +21,7 @@ pub mod call;
 pub mod catalog;
 pub mod child;
 pub mod doctor;
+pub mod http;
 mod lazy;
 pub mod listing_cache;
 pub mod partition;
@@ -84,6 +85,9 @@ pub enum ServeError {
     /// The service loop ended abnormally.
     #[error("MCP service ended abnormally: {0}")]
     Service(String),
+    /// Serving could not start as asked (an address, a missing token).
+    #[error("{0}")]
+    Refused(String),
 }
 
 /// Which response pipeline a session runs.
@@ -150,52 +154,7 @@ pub async fn serve_stdio(
     if let Some(file) = partition.file() {
         tracing::debug!(file = %file.display(), "watching the context partition file");
     }
-    let (mut session, client) = match &pipeline {
-        Pipeline::Configured {
-            config,
-            encode,
-            capture,
-        } => {
-            let client = config.client;
-            let mut processor = processor::PipelineProcessor::new(config.clone(), *encode);
-            if let Some(path) = capture {
-                match devboy_session::capture::CaptureWriter::create(path) {
-                    Ok(writer) => processor = processor.with_capture(writer),
-                    Err(error) => {
-                        tracing::error!(file = %path.display(), %error, "cannot write the capture; serving without it")
-                    }
-                }
-            }
-            let tokenizer = processor.tokenizer().to_string();
-            let telemetry = devboy_telemetry::Telemetry::for_session(&config.telemetry, &tokenizer);
-            let processor = Arc::new(processor.with_telemetry(telemetry));
-            (
-                Session::pipelined(proxy.clone(), processor).with_rules(config.clone()),
-                client,
-            )
-        }
-        Pipeline::Passthrough => {
-            // Nothing is transformed; what happens is still recorded.
-            let tokenizer = devboy_session::default_tokenizer(&planning);
-            let telemetry = devboy_telemetry::Telemetry::for_session(
-                &planning.telemetry,
-                &tokenizer.to_string(),
-            );
-            let events = processor::PassthroughEvents::new(telemetry, tokenizer);
-            (
-                Session::new(proxy.clone(), Arc::new(Passthrough)).with_events(Arc::new(events)),
-                ClientProfile::Auto,
-            )
-        }
-    };
-    session = session
-        .with_partition(partition)
-        .with_client(client)
-        .with_classes(planning.clone());
-    if planning.enrichment.enabled || has_fail_fast(&planning) {
-        let planner = speculation::ConfiguredPlanner::new(planning, proxy.clone());
-        session = session.with_speculation(Arc::new(planner));
-    }
+    let session = agent_session(&proxy, &pipeline, &planning, partition);
     // Non-blocking pipes when stdin/stdout are pipes (as under Claude Code):
     // no hand-off to the blocking pool per message. Falls back to stdio().
     // devboy's own framing answers broken and oversized requests (`wire`).
@@ -275,6 +234,64 @@ pub async fn serve_stdio(
     outcome
 }
 
+/// One agent connection's session over `proxy`: its own pipeline (memory,
+/// references, telemetry), context partition, client profile, classes and
+/// speculation.
+pub(crate) fn agent_session(
+    proxy: &Arc<Proxy>,
+    pipeline: &Pipeline,
+    planning: &Arc<PipelineConfig>,
+    partition: PartitionWatcher,
+) -> Session {
+    let (mut session, client) = match pipeline {
+        Pipeline::Configured {
+            config,
+            encode,
+            capture,
+        } => {
+            let client = config.client;
+            let mut processor = processor::PipelineProcessor::new(config.clone(), *encode);
+            if let Some(path) = capture {
+                match devboy_session::capture::CaptureWriter::create(path) {
+                    Ok(writer) => processor = processor.with_capture(writer),
+                    Err(error) => {
+                        tracing::error!(file = %path.display(), %error, "cannot write the capture; serving without it")
+                    }
+                }
+            }
+            let tokenizer = processor.tokenizer().to_string();
+            let telemetry = devboy_telemetry::Telemetry::for_session(&config.telemetry, &tokenizer);
+            let processor = Arc::new(processor.with_telemetry(telemetry));
+            (
+                Session::pipelined(proxy.clone(), processor).with_rules(config.clone()),
+                client,
+            )
+        }
+        Pipeline::Passthrough => {
+            // Nothing is transformed; what happens is still recorded.
+            let tokenizer = devboy_session::default_tokenizer(planning);
+            let telemetry = devboy_telemetry::Telemetry::for_session(
+                &planning.telemetry,
+                &tokenizer.to_string(),
+            );
+            let events = processor::PassthroughEvents::new(telemetry, tokenizer);
+            (
+                Session::new(proxy.clone(), Arc::new(Passthrough)).with_events(Arc::new(events)),
+                ClientProfile::Auto,
+            )
+        }
+    };
+    session = session
+        .with_partition(partition)
+        .with_client(client)
+        .with_classes(planning.clone());
+    if planning.enrichment.enabled || has_fail_fast(planning) {
+        let planner = speculation::ConfiguredPlanner::new(planning.clone(), proxy.clone());
+        session = session.with_speculation(Arc::new(planner));
+    }
+    session
+}
+
 /// How long devboy's ending steps take at most once asked to end,
 /// whatever is running: with a quarter of it for answers under way and the
 /// runtime's own shutdown wait (the binary's `serve.rs`, 200 ms), stdin closing or
@@ -282,7 +299,7 @@ pub async fn serve_stdio(
 pub const ENDING: std::time::Duration = std::time::Duration::from_millis(600);
 
 /// Resolves on SIGTERM or SIGINT with the signal's name.
-async fn termination() -> &'static str {
+pub(crate) async fn termination() -> &'static str {
     #[cfg(unix)]
     {
         use tokio::signal::unix::{signal, SignalKind};

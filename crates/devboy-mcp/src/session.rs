@@ -38,6 +38,10 @@ pub struct SessionCounters {
     pub calls: AtomicU64,
 }
 
+/// How often a session's `list_changed` notifier checks that its client
+/// is still connected.
+const NOTIFIER_POLL: std::time::Duration = std::time::Duration::from_secs(2);
+
 /// The MCP server side of one agent connection.
 #[derive(Clone)]
 pub struct Session {
@@ -66,6 +70,35 @@ pub struct Session {
     /// `[tools] lazy`: whether this session is listed only some tools,
     /// and which.
     lazy: Arc<LazyListing>,
+    /// Ends the session when its last handle goes
+    /// ([`end_when_dropped`](Self::end_when_dropped)).
+    ending: Option<Arc<EndOnDrop>>,
+}
+
+/// Ends a session whose transport ends without devboy ending (an HTTP
+/// session the client deleted, or that idled out): speculation in flight
+/// is cancelled and awaited, then the session's events are told it ended
+/// (its telemetry summary is written).
+struct EndOnDrop {
+    seam: Seam,
+    speculation: Option<Arc<SpeculationEngine>>,
+}
+
+impl Drop for EndOnDrop {
+    fn drop(&mut self) {
+        let seam = self.seam.clone();
+        let speculation = self.speculation.take();
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            seam.record(SessionEvent::Ended);
+            return;
+        };
+        runtime.spawn(async move {
+            if let Some(engine) = speculation {
+                engine.end_session().await;
+            }
+            let _ = tokio::task::spawn_blocking(move || seam.record(SessionEvent::Ended)).await;
+        });
+    }
 }
 
 impl Session {
@@ -92,7 +125,19 @@ impl Session {
             rules: None,
             rules_warned: Arc::default(),
             lazy: Arc::default(),
+            ending: None,
         }
+    }
+
+    /// This session, ended when its last handle is dropped: for transports
+    /// that end sessions on their own (HTTP). Call it last, once the
+    /// session's seam and speculation are set.
+    pub fn end_when_dropped(mut self) -> Self {
+        self.ending = Some(Arc::new(EndOnDrop {
+            seam: self.seam.clone(),
+            speculation: self.speculation.clone(),
+        }));
+        self
     }
 
     /// A session over `proxy` running `pipeline`: its transform, its
@@ -370,12 +415,21 @@ impl Session {
         let mut grown = self.lazy.subscribe();
         let mut last: Arc<Catalog> = updates.borrow_and_update().clone();
         let mut listed = self.lazy.listing(&last);
+        // Stops once the client's transport is closed, letting go of the
+        // session (an HTTP session deleted or idled out then ends).
         let session = self.clone();
         tokio::spawn(async move {
+            let mut gone = tokio::time::interval(NOTIFIER_POLL);
             loop {
                 tokio::select! {
                     changed = updates.changed() => if changed.is_err() { return },
                     grew = grown.changed() => if grew.is_err() { return },
+                    _ = gone.tick() => {
+                        if peer.is_transport_closed() {
+                            return;
+                        }
+                        continue;
+                    }
                 }
                 session.warn_unmatched_rules(&mut crate::upstream::lock(&session.rules_warned));
                 let next = updates.borrow_and_update().clone();

@@ -1,0 +1,473 @@
+//! `devboy serve --http`: MCP over Streamable HTTP at `/mcp`, one devboy
+//! for several clients.
+//!
+//! Every MCP session (`Mcp-Session-Id`) gets its own [`Session`] — its own
+//! pipeline memory, references, partition and telemetry — over one shared
+//! [`Proxy`]: the upstreams start once and serve everyone. rmcp's
+//! Streamable HTTP service does the protocol (sessions, SSE, `DELETE`,
+//! idle expiry, the `Host`/`Origin` checks against DNS rebinding, the body
+//! size limit); devboy's [`Guard`] stands in front of it: the path, the
+//! bearer token (compared in constant time, never logged) and a per-token
+//! rate limit. Binding an address other than loopback without a token is
+//! refused at start.
+
+use std::collections::HashMap;
+use std::convert::Infallible;
+use std::net::{IpAddr, SocketAddr};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use devboy_core::config::ProxyConfig;
+use devboy_core::pipeline_config::PipelineConfig;
+use http::{header, Request, Response, StatusCode};
+use http_body_util::{combinators::BoxBody, BodyExt, Full};
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use sha2::{Digest, Sha256};
+pub use tokio_util::sync::CancellationToken;
+
+use crate::partition::PartitionWatcher;
+use crate::proxy::{Proxy, ProxyOptions};
+use crate::sync::lock;
+use crate::{agent_session, BuiltinRegistry, Pipeline, ServeError};
+
+/// The one path devboy answers MCP on.
+pub const MCP_PATH: &str = "/mcp";
+/// The environment variable a bearer token may come from.
+pub const TOKEN_ENV: &str = "DEVBOY_HTTP_TOKEN";
+/// Requests per second one token (or, without a token, one client
+/// address) may make, by default; twice as many may come at once.
+pub const DEFAULT_RATE_PER_SECOND: u32 = 50;
+/// How long an MCP session may stay idle before it is ended, by default.
+pub const DEFAULT_IDLE: Duration = Duration::from_secs(30 * 60);
+
+/// How `devboy serve --http` listens.
+#[derive(Clone, Debug)]
+pub struct HttpOptions {
+    /// The address to listen on.
+    pub addr: SocketAddr,
+    /// The bearer token every request must carry; required unless `addr`
+    /// is loopback.
+    pub token: Option<String>,
+    /// Browser origins allowed to call (`https://app.example.com`); a
+    /// request with any other `Origin` is refused. Clients that are not
+    /// browsers send none.
+    pub allowed_origins: Vec<String>,
+    /// `Host` values accepted besides loopback names (the address a remote
+    /// client uses); with a non-loopback address and none given, any host
+    /// is accepted, the token guarding the door.
+    pub allowed_hosts: Vec<String>,
+    /// Requests per second per token ([`DEFAULT_RATE_PER_SECOND`]).
+    pub rate_per_second: u32,
+    /// Idle sessions end after this long ([`DEFAULT_IDLE`]).
+    pub idle: Duration,
+    /// The largest request body accepted (as on stdio).
+    pub max_body_bytes: usize,
+}
+
+impl HttpOptions {
+    /// Options for `addr` with the defaults.
+    pub fn new(addr: SocketAddr) -> Self {
+        Self {
+            addr,
+            token: None,
+            allowed_origins: Vec::new(),
+            allowed_hosts: Vec::new(),
+            rate_per_second: DEFAULT_RATE_PER_SECOND,
+            idle: DEFAULT_IDLE,
+            max_body_bytes: crate::wire::MAX_MESSAGE_BYTES,
+        }
+    }
+
+    /// Why these options must not be served, if they must not: a token is
+    /// required off loopback, and an empty one protects nothing.
+    pub fn refusal(&self) -> Option<String> {
+        match &self.token {
+            Some(token) if token.trim().is_empty() => {
+                Some("the bearer token is empty; give a token of at least 16 characters".into())
+            }
+            Some(token) if token.trim().chars().count() < 16 => Some(format!(
+                "the bearer token has {} characters; give at least 16",
+                token.trim().chars().count()
+            )),
+            None if !self.addr.ip().is_loopback() => Some(format!(
+                "{} is not a loopback address: a bearer token is required (--token-file FILE or {TOKEN_ENV})",
+                self.addr
+            )),
+            _ => None,
+        }
+    }
+}
+
+/// What stands in front of the MCP service: the path, the token, the rate.
+pub struct Guard {
+    /// SHA-256 of the token, compared with the request's in constant time.
+    token: Option<[u8; 32]>,
+    rate_per_second: u32,
+    buckets: Mutex<HashMap<BucketKey, Bucket>>,
+}
+
+#[derive(Clone, PartialEq, Eq, Hash)]
+enum BucketKey {
+    Token,
+    Address(IpAddr),
+}
+
+struct Bucket {
+    tokens: f64,
+    at: Instant,
+}
+
+/// A request refused before it reaches MCP.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Refusal {
+    /// The HTTP status.
+    pub status: StatusCode,
+    /// What the body says.
+    pub message: &'static str,
+    /// Seconds to wait before retrying (429).
+    pub retry_after: Option<u64>,
+}
+
+impl Guard {
+    /// A guard requiring `token` (when given), allowing `rate_per_second`
+    /// requests per second per token or client address.
+    pub fn new(token: Option<&str>, rate_per_second: u32) -> Self {
+        Self {
+            token: token.map(|t| digest(t.trim())),
+            rate_per_second: rate_per_second.max(1),
+            buckets: Mutex::default(),
+        }
+    }
+
+    /// Whether a request for `path` with `authorization` (the header's
+    /// value) from `peer` may go on, at `now`.
+    pub fn check(
+        &self,
+        path: &str,
+        authorization: Option<&[u8]>,
+        peer: IpAddr,
+        now: Instant,
+    ) -> Result<(), Refusal> {
+        if path != MCP_PATH {
+            return Err(Refusal {
+                status: StatusCode::NOT_FOUND,
+                message: "Not Found: devboy serves MCP at /mcp",
+                retry_after: None,
+            });
+        }
+        let key = match &self.token {
+            Some(expected) => {
+                let given = authorization
+                    .and_then(|v| v.strip_prefix(b"Bearer ".as_slice()))
+                    .map(|t| digest_bytes(t.trim_ascii()));
+                let Some(given) = given else {
+                    return Err(Refusal {
+                        status: StatusCode::UNAUTHORIZED,
+                        message: "Unauthorized: send Authorization: Bearer <token>",
+                        retry_after: None,
+                    });
+                };
+                if !constant_time_eq(&given, expected) {
+                    return Err(Refusal {
+                        status: StatusCode::UNAUTHORIZED,
+                        message: "Unauthorized: the bearer token is not devboy's",
+                        retry_after: None,
+                    });
+                }
+                BucketKey::Token
+            }
+            None => BucketKey::Address(peer),
+        };
+        self.take(key, now)
+    }
+
+    /// One request from `key`'s bucket: `rate_per_second` refill per
+    /// second, up to twice that held.
+    fn take(&self, key: BucketKey, now: Instant) -> Result<(), Refusal> {
+        let rate = f64::from(self.rate_per_second);
+        let mut buckets = lock(&self.buckets);
+        if buckets.len() > 10_000 {
+            // Addresses seen once long ago: their buckets are full again.
+            buckets.retain(|_, b| now.duration_since(b.at) < Duration::from_secs(2));
+        }
+        let bucket = buckets.entry(key).or_insert(Bucket {
+            tokens: rate * 2.0,
+            at: now,
+        });
+        let elapsed = now.saturating_duration_since(bucket.at).as_secs_f64();
+        bucket.tokens = (bucket.tokens + elapsed * rate).min(rate * 2.0);
+        bucket.at = now;
+        if bucket.tokens >= 1.0 {
+            bucket.tokens -= 1.0;
+            Ok(())
+        } else {
+            Err(Refusal {
+                status: StatusCode::TOO_MANY_REQUESTS,
+                message: "Too Many Requests: slow down",
+                retry_after: Some(1),
+            })
+        }
+    }
+}
+
+fn digest(token: &str) -> [u8; 32] {
+    digest_bytes(token.as_bytes())
+}
+
+fn digest_bytes(bytes: &[u8]) -> [u8; 32] {
+    Sha256::digest(bytes).into()
+}
+
+/// Equal without an early exit: the time taken does not tell how much of
+/// a guess was right (and the digests hide the token's length).
+fn constant_time_eq(a: &[u8; 32], b: &[u8; 32]) -> bool {
+    a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+type Body = BoxBody<Bytes, Infallible>;
+
+fn refusal_response(refusal: &Refusal) -> Response<Body> {
+    let mut response = Response::builder()
+        .status(refusal.status)
+        .header(header::CONTENT_TYPE, "text/plain; charset=utf-8");
+    if refusal.status == StatusCode::UNAUTHORIZED {
+        response = response.header(header::WWW_AUTHENTICATE, "Bearer");
+    }
+    if let Some(seconds) = refusal.retry_after {
+        response = response.header(header::RETRY_AFTER, seconds.to_string());
+    }
+    response
+        .body(Full::new(Bytes::from_static(refusal.message.as_bytes())).boxed())
+        .unwrap_or_else(|_| Response::new(Full::new(Bytes::new()).boxed()))
+}
+
+/// Serves MCP over Streamable HTTP on `http.addr` until SIGTERM/SIGINT or
+/// `stop` is cancelled, then ends every session and stops the upstreams.
+/// `ready` gets the address actually bound (port 0 picks one).
+pub async fn serve_http(
+    config: &ProxyConfig,
+    options: ProxyOptions,
+    pipeline: Pipeline,
+    planning: Arc<PipelineConfig>,
+    http: HttpOptions,
+    stop: CancellationToken,
+    ready: impl FnOnce(SocketAddr),
+) -> Result<(), ServeError> {
+    if let Some(why) = http.refusal() {
+        return Err(ServeError::Refused(why));
+    }
+    crate::install_tls_provider();
+    let listener = tokio::net::TcpListener::bind(http.addr)
+        .await
+        .map_err(|e| ServeError::Refused(format!("cannot listen on {}: {e}", http.addr)))?;
+    let bound = listener
+        .local_addr()
+        .map_err(|e| ServeError::Refused(format!("cannot listen on {}: {e}", http.addr)))?;
+    let proxy = Proxy::start_with(
+        config,
+        options,
+        BuiltinRegistry::shipped_for(&planning, config.retrieval_llm.clone())
+            .only(config.builtins.as_deref()),
+    );
+    let sessions_end = stop.child_token();
+    let mut service_config = StreamableHttpServerConfig::default()
+        .with_cancellation_token(sessions_end.clone())
+        .with_max_request_body_bytes(http.max_body_bytes)
+        .with_allowed_origins(http.allowed_origins.clone())
+        .enforce_origin_validation();
+    service_config = if http.addr.ip().is_loopback() {
+        let mut hosts: Vec<String> = ["localhost", "127.0.0.1", "::1", "[::1]"]
+            .iter()
+            .map(|h| (*h).to_owned())
+            .collect();
+        hosts.extend(http.allowed_hosts.iter().cloned());
+        service_config.with_allowed_hosts(hosts)
+    } else if http.allowed_hosts.is_empty() {
+        service_config.disable_allowed_hosts()
+    } else {
+        service_config.with_allowed_hosts(http.allowed_hosts.clone())
+    };
+    let mut manager = LocalSessionManager::default();
+    manager.session_config.keep_alive = Some(http.idle);
+    let manager = Arc::new(manager);
+    let factory_proxy = proxy.clone();
+    let service = StreamableHttpService::new(
+        move || {
+            // HTTP clients are not in devboy's working directory: their
+            // context partition advances through devboy_compact only.
+            Ok(agent_session(
+                &factory_proxy,
+                &pipeline,
+                &planning,
+                PartitionWatcher::manual(),
+            )
+            .end_when_dropped())
+        },
+        manager,
+        service_config,
+    );
+    let guard = Arc::new(Guard::new(http.token.as_deref(), http.rate_per_second));
+    tracing::info!(address = %bound, path = MCP_PATH, token = http.token.is_some(), "serving MCP over HTTP");
+    ready(bound);
+    let connections = tokio_util::task::TaskTracker::new();
+    let outcome = loop {
+        let accepted = tokio::select! {
+            accepted = listener.accept() => accepted,
+            () = stop.cancelled() => break Ok(()),
+            signal = crate::termination() => {
+                tracing::info!(%signal, "stopping");
+                break Ok(());
+            }
+        };
+        let (stream, peer) = match accepted {
+            Ok(pair) => pair,
+            Err(error) => {
+                // Out of file descriptors, say: wait a little, keep serving.
+                tracing::warn!(%error, "accepting a connection failed");
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                continue;
+            }
+        };
+        let (service, guard) = (service.clone(), guard.clone());
+        let closing = stop.clone();
+        connections.spawn(async move {
+            let handler =
+                hyper::service::service_fn(move |request: Request<hyper::body::Incoming>| {
+                    let (service, guard) = (service.clone(), guard.clone());
+                    async move {
+                        let checked = guard.check(
+                            request.uri().path(),
+                            request
+                                .headers()
+                                .get(header::AUTHORIZATION)
+                                .map(|v| v.as_bytes()),
+                            peer.ip(),
+                            Instant::now(),
+                        );
+                        let ending = request.method() == http::Method::DELETE;
+                        Ok::<_, Infallible>(match checked {
+                            Ok(()) => {
+                                let mut response = service.handle(request).await;
+                                // The session is ended by then: say so (clients
+                                // such as the Python SDK expect 200 or 204).
+                                if ending && response.status() == StatusCode::ACCEPTED {
+                                    *response.status_mut() = StatusCode::NO_CONTENT;
+                                }
+                                response
+                            }
+                            Err(refusal) => {
+                                tracing::debug!(status = %refusal.status, %peer, "request refused");
+                                refusal_response(&refusal)
+                            }
+                        })
+                    }
+                });
+            let connection = hyper::server::conn::http1::Builder::new()
+                .serve_connection(hyper_util::rt::TokioIo::new(stream), handler);
+            tokio::pin!(connection);
+            tokio::select! {
+                served = connection.as_mut() => {
+                    if let Err(error) = served {
+                        tracing::debug!(%error, %peer, "connection ended with an error");
+                    }
+                }
+                () = closing.cancelled() => connection.as_mut().graceful_shutdown(),
+            }
+        });
+    };
+    // Sessions end (their SSE streams close), connections drain briefly,
+    // and the upstreams stop.
+    sessions_end.cancel();
+    connections.close();
+    let _ = tokio::time::timeout(crate::ENDING / 2, connections.wait()).await;
+    let _ = tokio::time::timeout(crate::ENDING / 2, proxy.shutdown()).await;
+    outcome
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn localhost() -> IpAddr {
+        IpAddr::from([127, 0, 0, 1])
+    }
+
+    #[test]
+    fn a_token_is_required_off_loopback_and_must_be_long_enough() {
+        let mut options = HttpOptions::new("0.0.0.0:8080".parse().unwrap());
+        assert!(options
+            .refusal()
+            .unwrap()
+            .contains("bearer token is required"));
+        options.token = Some("short".into());
+        assert!(options.refusal().unwrap().contains("at least 16"));
+        options.token = Some("a-token-of-enough-length".into());
+        assert_eq!(options.refusal(), None);
+        let local = HttpOptions::new("127.0.0.1:0".parse().unwrap());
+        assert_eq!(local.refusal(), None);
+        let mut empty = local.clone();
+        empty.token = Some("  \n".into());
+        assert!(empty.refusal().unwrap().contains("empty"));
+    }
+
+    #[test]
+    fn the_guard_checks_path_then_token_then_rate() {
+        let guard = Guard::new(Some("sixteen-chars-token\n"), 1);
+        let now = Instant::now();
+        let good = Some(b"Bearer sixteen-chars-token".as_slice());
+        assert_eq!(
+            guard
+                .check("/other", good, localhost(), now)
+                .unwrap_err()
+                .status,
+            StatusCode::NOT_FOUND
+        );
+        assert_eq!(
+            guard
+                .check(MCP_PATH, None, localhost(), now)
+                .unwrap_err()
+                .status,
+            StatusCode::UNAUTHORIZED
+        );
+        let wrong = Some(b"Bearer sixteen-chars-tokeN".as_slice());
+        assert_eq!(
+            guard
+                .check(MCP_PATH, wrong, localhost(), now)
+                .unwrap_err()
+                .status,
+            StatusCode::UNAUTHORIZED
+        );
+        let basic = Some(b"Basic c2l4dGVlbg==".as_slice());
+        assert!(guard.check(MCP_PATH, basic, localhost(), now).is_err());
+        // Two at once (twice the rate), then one per second.
+        assert_eq!(guard.check(MCP_PATH, good, localhost(), now), Ok(()));
+        assert_eq!(guard.check(MCP_PATH, good, localhost(), now), Ok(()));
+        let limited = guard.check(MCP_PATH, good, localhost(), now).unwrap_err();
+        assert_eq!(
+            (limited.status, limited.retry_after),
+            (StatusCode::TOO_MANY_REQUESTS, Some(1))
+        );
+        let later = now + Duration::from_millis(1_100);
+        assert_eq!(guard.check(MCP_PATH, good, localhost(), later), Ok(()));
+    }
+
+    #[test]
+    fn without_a_token_each_address_has_its_own_rate() {
+        let guard = Guard::new(None, 1);
+        let now = Instant::now();
+        let other = IpAddr::from([127, 0, 0, 2]);
+        for _ in 0..2 {
+            assert_eq!(guard.check(MCP_PATH, None, localhost(), now), Ok(()));
+        }
+        assert!(guard.check(MCP_PATH, None, localhost(), now).is_err());
+        assert_eq!(guard.check(MCP_PATH, None, other, now), Ok(()));
+    }
+
+    #[test]
+    fn constant_time_eq_is_equality() {
+        assert!(constant_time_eq(&digest("a"), &digest("a")));
+        assert!(!constant_time_eq(&digest("a"), &digest("b")));
+    }
+}
