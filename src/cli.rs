@@ -37,6 +37,12 @@ pub enum Command {
     /// once, each with its own session over one set of upstreams; a bearer
     /// token is required unless ADDR is loopback.
     Serve(serve::ServeArgs),
+    /// Restart, enable, disable or list the servers of a running devboy
+    /// (through its control socket, with this user's permissions only).
+    Ctl(crate::ctl::CtlArgs),
+    /// Every running devboy of this user: what it serves, its servers'
+    /// states, its sessions' calls and savings.
+    Status(crate::ctl::StatusArgs),
     /// Write a starting config. Without --project: devboy.toml in the
     /// config directory (~/.config/devboy/), importing the servers of
     /// --from or of Claude Desktop's config when there is one; then

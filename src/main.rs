@@ -4,6 +4,7 @@
 
 mod cli;
 mod codec;
+mod ctl;
 mod eval;
 mod explore;
 mod find;
@@ -47,6 +48,8 @@ fn run(command: Command) -> anyhow::Result<()> {
     match command {
         Command::Mcp(args) => serve::mcp(args),
         Command::Serve(args) => serve::serve(args),
+        Command::Ctl(args) => ctl::ctl(args),
+        Command::Status(args) => ctl::status(args),
         Command::Encode {
             tool,
             pipeline_config,

@@ -96,7 +96,7 @@ impl Catalog {
         }
         for (index, upstream) in upstreams.iter().enumerate() {
             let config = upstream.config();
-            if !config.enabled {
+            if !upstream.is_enabled() {
                 continue;
             }
             let listed = upstream.catalog();

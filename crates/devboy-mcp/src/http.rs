@@ -292,6 +292,17 @@ pub async fn serve_http(
     let mut manager = LocalSessionManager::default();
     manager.session_config.keep_alive = Some(http.idle);
     let manager = Arc::new(manager);
+    let counted = manager.clone();
+    let _control = crate::control::listen(
+        &devboy_core::paths::runtime_dir(),
+        proxy.clone(),
+        format!("http {bound}{MCP_PATH}"),
+        Arc::new(move || {
+            // Each session's own figures are in its telemetry; here, how
+            // many are open.
+            serde_json::json!({"open": counted.sessions.try_read().map(|s| s.len()).ok()})
+        }),
+    );
     let factory_proxy = proxy.clone();
     let service = StreamableHttpService::new(
         move || {

@@ -20,6 +20,7 @@ pub mod builtin;
 pub mod call;
 pub mod catalog;
 pub mod child;
+pub mod control;
 pub mod doctor;
 pub mod http;
 mod lazy;
@@ -155,6 +156,13 @@ pub async fn serve_stdio(
         tracing::debug!(file = %file.display(), "watching the context partition file");
     }
     let session = agent_session(&proxy, &pipeline, &planning, partition);
+    let reported = session.clone();
+    let _control = control::listen(
+        &devboy_core::paths::runtime_dir(),
+        proxy.clone(),
+        "stdio".to_owned(),
+        Arc::new(move || serde_json::json!([reported.figures()])),
+    );
     // Non-blocking pipes when stdin/stdout are pipes (as under Claude Code):
     // no hand-off to the blocking pool per message. Falls back to stdio().
     // devboy's own framing answers broken and oversized requests (`wire`).

@@ -20,7 +20,7 @@ use crate::builtin::BuiltinRegistry;
 use crate::catalog::Catalog;
 use crate::listing_cache::ListingFile;
 use crate::sync::{read, write};
-use crate::upstream::{ChangeHook, ListingSource, Phase, Upstream};
+use crate::upstream::{ChangeHook, Control, ListingSource, Phase, Upstream};
 
 /// Options that are not part of the config file.
 #[derive(Debug, Clone)]
@@ -47,6 +47,8 @@ impl Default for ProxyOptions {
 /// All upstreams and the catalog built from them.
 pub struct Proxy {
     server_name: String,
+    /// Where the config came from, for `devboy status`.
+    config_label: String,
     /// `[tools]`.
     tools: ToolsConfig,
     builtins: BuiltinRegistry,
@@ -106,6 +108,10 @@ impl Proxy {
             ));
             Self {
                 server_name: config.server_name.clone(),
+                config_label: match &config.source {
+                    devboy_core::config::ConfigSource::File(path) => path.display().to_string(),
+                    devboy_core::config::ConfigSource::Embedded => "embedded default".to_owned(),
+                },
                 tools: config.tools,
                 builtins,
                 upstreams,
@@ -135,6 +141,11 @@ impl Proxy {
     /// devboy's own tools, as the catalog routes to them.
     pub fn builtins(&self) -> &BuiltinRegistry {
         &self.builtins
+    }
+
+    /// Where the config came from: its file, or `embedded default`.
+    pub fn config_label(&self) -> &str {
+        &self.config_label
     }
 
     /// `[tools]`: how tool definitions are passed on.
@@ -201,6 +212,60 @@ impl Proxy {
             match tokio::time::timeout_at(deadline, phase.changed()).await {
                 Ok(Ok(())) => continue,
                 _ => return,
+            }
+        }
+    }
+
+    /// The upstream called `name` (its key in the config), or whose prefix
+    /// is `name`.
+    pub fn upstream_named(&self, name: &str) -> Option<&Arc<Upstream>> {
+        self.upstreams
+            .iter()
+            .find(|u| u.config().name == name)
+            .or_else(|| self.upstreams.iter().find(|u| u.config().prefix == name))
+    }
+
+    /// Restarts, enables or disables the upstream `name` and waits (at
+    /// most its startup timeout) until it has done so: ready or failed
+    /// after a restart or an enable, disabled after a disable. Returns the
+    /// phase it reached, or why there is no such upstream.
+    pub async fn control(&self, name: &str, control: Control) -> Result<Phase, String> {
+        let upstream = self.upstream_named(name).ok_or_else(|| {
+            let names: Vec<&str> = self
+                .upstreams
+                .iter()
+                .map(|u| u.config().name.as_str())
+                .collect();
+            if names.is_empty() {
+                format!("no server `{name}`: devboy has no servers configured")
+            } else {
+                format!("no server `{name}`; the servers are {}", names.join(", "))
+            }
+        })?;
+        let generation = upstream.generation();
+        let mut phase = upstream.watch_phase();
+        phase.borrow_and_update();
+        tracing::info!(upstream = %upstream.config().name, ?control, "asked at runtime");
+        upstream.control(control);
+        let deadline = tokio::time::Instant::now() + upstream.config().startup_timeout;
+        loop {
+            let now = upstream.phase();
+            let done = match control {
+                Control::Disable => now == Phase::Disabled,
+                Control::Restart | Control::Enable => match &now {
+                    Phase::Ready => {
+                        upstream.generation() > generation || control == Control::Enable
+                    }
+                    Phase::Failed { .. } => true,
+                    _ => false,
+                },
+            };
+            if done || matches!(now, Phase::Stopped) {
+                return Ok(now);
+            }
+            match tokio::time::timeout_at(deadline, phase.changed()).await {
+                Ok(Ok(())) => continue,
+                _ => return Ok(upstream.phase()),
             }
         }
     }

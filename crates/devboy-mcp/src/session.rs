@@ -460,6 +460,23 @@ impl Session {
         });
     }
 
+    /// What this session did, for `devboy status`: calls, what the model
+    /// was sent and saved (the pipeline's figures; may wait for a result
+    /// being processed), the seam's counts, speculation.
+    pub fn figures(&self) -> serde_json::Value {
+        let seam = self.seam.stats();
+        serde_json::json!({
+            "calls": self.counters.calls.load(Ordering::Relaxed),
+            "pipeline": self.pipeline(),
+            "savings": self.pipeline_report(),
+            "processed": seam.processed.load(Ordering::Relaxed),
+            "replaced": seam.replaced.load(Ordering::Relaxed),
+            "pipeline_failures": seam.failures.load(Ordering::Relaxed),
+            "context_partition": self.partition.current(),
+            "speculation": self.speculation.as_ref().map(|engine| engine.report_json()),
+        })
+    }
+
     /// Adds upstream tools (exposed names) to a lazy session's list
     /// (`devboy_find_tools` found them, or the agent called them).
     pub fn reveal_tools<'a>(&self, names: impl IntoIterator<Item = &'a str>) {
@@ -535,6 +552,9 @@ pub(crate) fn explain_unknown_tool(proxy: &Proxy, name: &str) -> McpError {
 pub(crate) fn why_unavailable(upstream: &Upstream, name: &str) -> Option<String> {
     let server = &upstream.config().name;
     Some(match upstream.phase() {
+        Phase::Disabled if upstream.config().enabled => format!(
+            "tool `{name}`: its server `{server}` was disabled while devboy runs (devboy_servers or devboy ctl enable {server} starts it again)"
+        ),
         Phase::Disabled => {
             format!("tool `{name}`: its server `{server}` is disabled in devboy's config")
         }

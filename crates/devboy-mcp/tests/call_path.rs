@@ -147,9 +147,10 @@ async fn a_builtin_is_one_type_and_one_registry_line() {
         .map(|t| t.name.to_string())
         .collect();
     assert_eq!(
-        names[..7],
+        names[..8],
         [
             "devboy_status",
+            "devboy_servers",
             "devboy_compact",
             "devboy_expand",
             "devboy_explore",

@@ -71,6 +71,7 @@ const LAZY_MODES: &[&str] = &["auto", "on", "off"];
 /// devboy's built-in tools, by the name after `devboy_`.
 pub(super) const BUILTIN_NAMES: &[&str] = &[
     "status",
+    "servers",
     "compact",
     "expand",
     "explore",

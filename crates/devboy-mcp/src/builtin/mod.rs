@@ -19,9 +19,13 @@ mod find_files;
 mod find_tools;
 mod roots;
 mod sampling;
+mod servers;
 mod status;
 
 use std::sync::Arc;
+
+pub(crate) use servers::control_of;
+pub(crate) use status::upstreams_report;
 
 use futures::future::BoxFuture;
 use rmcp::model::{CallToolResult, JsonObject, Tool, ToolAnnotations};
@@ -120,6 +124,7 @@ impl BuiltinRegistry {
     ) -> Self {
         Self::empty()
             .with(status::Status)
+            .with(servers::Servers)
             .with(compact::Compact)
             .with(expand::Expand)
             .with(explore::Explore::new(&config.explore))

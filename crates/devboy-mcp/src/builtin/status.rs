@@ -74,7 +74,39 @@ fn report(session: &Session, pipeline_report: Option<Value>) -> String {
     let (lazy, found) = session.lazy_listing();
     let session = session.counters();
     let catalog = proxy.catalog();
-    let upstreams: Vec<Value> = proxy
+    let upstreams = upstreams_report(proxy);
+    json!({
+        "devboy": env!("CARGO_PKG_VERSION"),
+        "uptime_s": proxy.uptime().as_secs(),
+        "session": {
+            "calls": session.calls.load(Ordering::Relaxed),
+            "pipeline": pipeline,
+            "savings": pipeline_report,
+            "processed": seam.processed.load(Ordering::Relaxed),
+            "replaced": seam.replaced.load(Ordering::Relaxed),
+            "pipeline_failures": seam.failures.load(Ordering::Relaxed),
+            "passed_at_deadline": seam.deadline.load(Ordering::Relaxed),
+            "context_partition": partition.current(),
+            "compaction_signals": partition.signals(),
+            "partition_file": partition.file().map(|f| f.display().to_string()),
+            "speculation": speculation,
+            // `[tools] lazy`: listed only the tools it found or used.
+            "lazy_tools": lazy,
+            "tools_found": found,
+        },
+        "upstreams": upstreams,
+        // What listing every tool costs on every model request (o200k).
+        "definition_tokens": catalog.listing_tokens(),
+        "pipeline_rules": session_rules,
+    })
+    .to_string()
+}
+
+/// Each upstream's state, tool count, counters and last error (what
+/// `devboy_status`, `devboy_servers` and `devboy status` show).
+pub(crate) fn upstreams_report(proxy: &crate::proxy::Proxy) -> Vec<Value> {
+    let catalog = proxy.catalog();
+    proxy
         .upstreams()
         .iter()
         .enumerate()
@@ -116,30 +148,5 @@ fn report(session: &Session, pipeline_report: Option<Value>) -> String {
             }
             entry
         })
-        .collect();
-    json!({
-        "devboy": env!("CARGO_PKG_VERSION"),
-        "uptime_s": proxy.uptime().as_secs(),
-        "session": {
-            "calls": session.calls.load(Ordering::Relaxed),
-            "pipeline": pipeline,
-            "savings": pipeline_report,
-            "processed": seam.processed.load(Ordering::Relaxed),
-            "replaced": seam.replaced.load(Ordering::Relaxed),
-            "pipeline_failures": seam.failures.load(Ordering::Relaxed),
-            "passed_at_deadline": seam.deadline.load(Ordering::Relaxed),
-            "context_partition": partition.current(),
-            "compaction_signals": partition.signals(),
-            "partition_file": partition.file().map(|f| f.display().to_string()),
-            "speculation": speculation,
-            // `[tools] lazy`: listed only the tools it found or used.
-            "lazy_tools": lazy,
-            "tools_found": found,
-        },
-        "upstreams": upstreams,
-        // What listing every tool costs on every model request (o200k).
-        "definition_tokens": catalog.listing_tokens(),
-        "pipeline_rules": session_rules,
-    })
-    .to_string()
+        .collect()
 }

@@ -200,6 +200,34 @@ impl Transport {
     }
 }
 
+/// What the user wants of an upstream at runtime.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Wanted {
+    enabled: bool,
+    /// Restarts asked for so far; a new one ends the current connection.
+    restarts: u64,
+}
+
+/// A change asked of a running upstream.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Control {
+    /// End the connection (the process, for stdio) and start again now.
+    Restart,
+    /// Start it (again), whatever the config said.
+    Enable,
+    /// Stop it and withdraw its tools until enabled.
+    Disable,
+}
+
+/// Why a connection ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Ended {
+    /// The server went away.
+    Dropped,
+    /// devboy ended it: shutdown, or a runtime change.
+    Asked,
+}
+
 /// Called when an upstream's catalog changes.
 pub type ChangeHook = Arc<dyn Fn() + Send + Sync>;
 
@@ -228,6 +256,9 @@ pub struct Upstream {
     /// Counts the connections made: a result obtained under an earlier
     /// one may describe a server state that is gone.
     generation: AtomicU64,
+    /// What the user asked for at runtime (`devboy_servers`, `devboy ctl`):
+    /// enabled or not, and how many restarts.
+    wanted: watch::Sender<Wanted>,
     /// Counters for status.
     pub stats: UpstreamStats,
 }
@@ -260,6 +291,7 @@ impl Upstream {
         } else {
             ListingSource::None
         };
+        let config_enabled = config.enabled;
         Arc::new(Self {
             transport: Transport::from_config(&config.transport),
             config,
@@ -276,8 +308,36 @@ impl Upstream {
             progress: Arc::new(Mutex::new(HashMap::new())),
             on_change,
             generation: AtomicU64::new(0),
+            wanted: watch::Sender::new(Wanted {
+                enabled: config_enabled,
+                restarts: 0,
+            }),
             stats: UpstreamStats::default(),
         })
+    }
+
+    /// Whether the upstream is enabled now: its config's `enabled`, unless
+    /// changed at runtime ([`control`](Self::control)).
+    pub fn is_enabled(&self) -> bool {
+        self.wanted.borrow().enabled
+    }
+
+    /// Restarts, enables or disables the running upstream. Its tools are
+    /// withdrawn while it is disabled (the catalog is rebuilt at once) and
+    /// offered again once it lists after being enabled.
+    pub fn control(&self, control: Control) {
+        let before = self.is_enabled();
+        self.wanted.send_modify(|wanted| match control {
+            Control::Restart => {
+                wanted.enabled = true;
+                wanted.restarts += 1;
+            }
+            Control::Enable => wanted.enabled = true,
+            Control::Disable => wanted.enabled = false,
+        });
+        if before != self.is_enabled() {
+            (self.on_change)();
+        }
     }
 
     /// The configuration this upstream runs from.
@@ -346,16 +406,49 @@ impl Upstream {
         }
     }
 
-    /// Runs the upstream until `shutdown` fires: connect, serve, restart.
+    /// Runs the upstream until `shutdown` fires: connect, serve, restart;
+    /// while disabled (by the config or at runtime), wait to be enabled.
     pub async fn supervise(self: Arc<Self>, shutdown: CancellationToken) {
-        if !self.config.enabled {
-            return;
+        let mut wanted = self.wanted.subscribe();
+        loop {
+            if !wanted.borrow_and_update().enabled {
+                self.set_phase(Phase::Disabled);
+                loop {
+                    tokio::select! {
+                        _ = shutdown.cancelled() => {
+                            self.set_phase(Phase::Stopped);
+                            return;
+                        }
+                        changed = wanted.changed() => if changed.is_err() { return },
+                    }
+                    if wanted.borrow_and_update().enabled {
+                        break;
+                    }
+                }
+            }
+            if let Err(error) = &self.transport {
+                self.fail_for_good(error.clone(), &shutdown, &mut wanted)
+                    .await;
+            } else {
+                self.run_enabled(&shutdown, &mut wanted).await;
+            }
+            if shutdown.is_cancelled() {
+                self.set_phase(Phase::Stopped);
+                return;
+            }
         }
+    }
+
+    /// Connects, serves and restarts with backoff until `shutdown`, or
+    /// until `wanted` says to stop (disabled) or to start afresh (a
+    /// restart: the loop returns and [`supervise`](Self::supervise) comes
+    /// straight back).
+    async fn run_enabled(
+        &self,
+        shutdown: &CancellationToken,
+        wanted: &mut watch::Receiver<Wanted>,
+    ) {
         let name = self.config.name.clone();
-        if let Err(error) = &self.transport {
-            self.fail_for_good(error.clone(), &shutdown).await;
-            return;
-        }
         let mut backoff = BACKOFF_START;
         let mut last_logged: Option<String> = None;
         loop {
@@ -365,7 +458,12 @@ impl Upstream {
             }
             let (refresh_tx, mut refresh_rx) = mpsc::unbounded_channel();
             let attempt = tokio::select! {
-                _ = shutdown.cancelled() => break,
+                _ = shutdown.cancelled() => return,
+                _ = wanted.changed() => {
+                    wanted.borrow_and_update();
+                    *lock(&self.pid) = None;
+                    return;
+                }
                 r = tokio::time::timeout(self.config.startup_timeout, self.connect(refresh_tx)) => r,
             };
             let error = match attempt {
@@ -380,7 +478,7 @@ impl Upstream {
                 Ok(Err(ConnectError::Retry(error))) => error,
                 Ok(Err(ConnectError::Permanent(error))) => {
                     *lock(&self.pid) = None;
-                    self.fail_for_good(error, &shutdown).await;
+                    self.fail_for_good(error, shutdown, wanted).await;
                     return;
                 }
                 Ok(Ok(running)) => {
@@ -395,21 +493,25 @@ impl Upstream {
                     self.set_phase(Phase::Ready);
                     let stop = running.cancellation_token();
                     let mut quit = Box::pin(running.waiting());
-                    let stopped = loop {
+                    let ended = loop {
                         tokio::select! {
-                            _ = &mut quit => break false,
-                            _ = shutdown.cancelled() => {
-                                stop.cancel();
-                                let _ = tokio::time::timeout(Duration::from_secs(5), &mut quit).await;
-                                break true;
+                            _ = &mut quit => break Ended::Dropped,
+                            _ = shutdown.cancelled() => break Ended::Asked,
+                            _ = wanted.changed() => {
+                                wanted.borrow_and_update();
+                                break Ended::Asked;
                             }
                             Some(kind) = refresh_rx.recv() => self.refresh(&peer, kind).await,
                         }
                     };
+                    if ended == Ended::Asked {
+                        stop.cancel();
+                        let _ = tokio::time::timeout(Duration::from_secs(5), &mut quit).await;
+                    }
                     *write(&self.peer) = None;
                     *lock(&self.pid) = None;
-                    if stopped {
-                        break;
+                    if ended == Ended::Asked {
+                        return;
                     }
                     if started.elapsed() >= STABLE_UPTIME {
                         backoff = BACKOFF_START;
@@ -436,25 +538,37 @@ impl Upstream {
                 retry_in: Some(backoff),
             });
             tokio::select! {
-                _ = shutdown.cancelled() => break,
+                _ = shutdown.cancelled() => return,
+                _ = wanted.changed() => {
+                    wanted.borrow_and_update();
+                    return;
+                }
                 _ = tokio::time::sleep(backoff) => {}
             }
             backoff = (backoff * 2).min(BACKOFF_MAX);
         }
-        self.set_phase(Phase::Stopped);
     }
 
     /// Marks the upstream failed with no retry (its config or what it is
-    /// cannot work) and waits for shutdown.
-    async fn fail_for_good(&self, error: String, shutdown: &CancellationToken) {
+    /// cannot work) and waits for shutdown or a change asked at runtime.
+    async fn fail_for_good(
+        &self,
+        error: String,
+        shutdown: &CancellationToken,
+        wanted: &mut watch::Receiver<Wanted>,
+    ) {
         tracing::warn!(upstream = %self.config.name, %error, "upstream not started");
         lock(&self.down_since).get_or_insert_with(SystemTime::now);
         self.set_phase(Phase::Failed {
             error,
             retry_in: None,
         });
-        shutdown.cancelled().await;
-        self.set_phase(Phase::Stopped);
+        tokio::select! {
+            _ = shutdown.cancelled() => {}
+            _ = wanted.changed() => {
+                wanted.borrow_and_update();
+            }
+        }
     }
 
     /// How long the upstream has been down (failed, or restarting after a
