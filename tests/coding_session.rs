@@ -299,17 +299,18 @@ impl Seen {
     }
 }
 
-/// The o200k tokens of definitions as Claude Code sends them.
+/// The o200k tokens of definitions as Claude Code sent them, by the one
+/// measure telemetry records too ([`Tokenizer::count_definition`]).
 fn definition_tokens(definitions: &[Value]) -> usize {
+    let no_schema = serde_json::Map::new();
     definitions
         .iter()
         .map(|d| {
-            let sent = json!({
-                "name": d["name"],
-                "description": d["description"],
-                "input_schema": d["input_schema"],
-            });
-            Tokenizer::O200k.count(&sent.to_string())
+            Tokenizer::O200k.count_definition(
+                d["name"].as_str().unwrap_or_default(),
+                d["description"].as_str(),
+                d["input_schema"].as_object().unwrap_or(&no_schema),
+            )
         })
         .sum()
 }

@@ -17,7 +17,8 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use common::{Devboy, Recorder, TempDir};
-use devboy_mcp::catalog::definition_tokens;
+use devboy_mcp::definition_tokens;
+use devboy_pipeline::Tokenizer;
 use devboy_testkit::peers::{self, PeerCommand};
 use rmcp::model::Tool;
 use rmcp::transport::TokioChildProcess;
@@ -72,20 +73,20 @@ async fn direct_tools(peer: &PeerCommand) -> Vec<Tool> {
 
 /// Tokens of definitions given as the Python client received them.
 fn listing_tokens(listing: &Value) -> usize {
-    listing
+    let tools: Vec<Tool> = listing
         .as_array()
         .expect("a listing is an array")
         .iter()
         .map(|d| {
             let schema = d["input_schema"].as_object().cloned().unwrap_or_default();
-            let tool = Tool::new(
+            Tool::new(
                 d["name"].as_str().unwrap_or_default().to_owned(),
                 d["description"].as_str().unwrap_or_default().to_owned(),
                 std::sync::Arc::new(schema),
-            );
-            definition_tokens(&tool)
+            )
         })
-        .sum()
+        .collect();
+    definition_tokens(&tools, Tokenizer::O200k) as usize
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -100,7 +101,7 @@ async fn a_client_without_tool_search_finds_and_calls_every_tool_it_needs() {
     for (_, peer) in &servers {
         let tools = direct_tools(peer).await;
         direct_count += tools.len();
-        direct += tools.iter().map(definition_tokens).sum::<usize>();
+        direct += definition_tokens(&tools, Tokenizer::O200k) as usize;
     }
     // `auto` with a budget these five servers pass: the SDK client has no
     // tool search, so devboy holds the tools back.

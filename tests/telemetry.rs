@@ -579,3 +579,109 @@ fn a_damaged_salt_is_replaced_with_a_warning_and_telemetry_goes_on() {
         salt
     );
 }
+
+/// A session over real servers (the reference filesystem and memory
+/// servers) records in its summary the tool list it served: the tools the
+/// client received, their definitions' tokens by the one measure
+/// (`Tokenizer::count_definition`, over what the client got), and how many
+/// lists; no tool name. `devboy tune analyze` then reports the figure.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_summary_records_the_definitions_the_client_was_served() {
+    use devboy_testkit::peers;
+
+    let root = TempDir::new("definitions-root");
+    let notes = root.path().join("notes.txt");
+    std::fs::write(&notes, "definitions ride on every request\n").unwrap();
+    let memory = TempDir::new("definitions-memory");
+    let config = common::peer_toml("fs", &peers::server_filesystem(root.path()))
+        + &common::peer_toml(
+            "mem",
+            &peers::server_memory(&memory.path().join("memory.jsonl")),
+        );
+    let telemetry = TempDir::new("definitions-telemetry");
+    let devboy = Devboy::start_with_env(
+        &config,
+        None,
+        &[("DEVBOY_TELEMETRY_DIR", telemetry.path().as_os_str())],
+    )
+    .await;
+    let list = || async {
+        devboy
+            .client
+            .peer()
+            .list_all_tools()
+            .await
+            .expect("tools/list")
+    };
+    let first = list().await;
+    for server in ["fs__", "mem__"] {
+        assert!(
+            first.iter().any(|t| t.name.starts_with(server)),
+            "{server} tools listed: {first:?}"
+        );
+    }
+    let read = devboy
+        .call(
+            "fs__read_text_file",
+            json!({"path": notes.display().to_string()}),
+        )
+        .await;
+    assert_ne!(read.is_error, Some(true), "{read:?}");
+    // The client lists again (as after list_changed): the later list is
+    // what the summary keeps.
+    let last = list().await;
+    let config_dir = stop(devboy, telemetry.path(), true).await;
+
+    let all = records(telemetry.path());
+    let sessions: Vec<&Value> = all.iter().filter(|r| r["kind"] == "session").collect();
+    assert_eq!(sessions.len(), 1, "{all:#?}");
+    let expected = devboy_mcp::definition_tokens(&last, devboy_pipeline::Tokenizer::O200k);
+    assert!(
+        expected > 1_000,
+        "{expected} tokens for {} tools",
+        last.len()
+    );
+    assert_eq!(
+        sessions[0]["definitions"],
+        json!({"tokens": expected, "tools": last.len(), "lists": 2}),
+        "{:#}",
+        sessions[0]
+    );
+    // Counts only: no tool's name reaches the telemetry directory.
+    for (path, bytes) in files_under(telemetry.path()) {
+        let text = String::from_utf8_lossy(&bytes);
+        for tool in &last {
+            assert!(
+                !text.contains(tool.name.as_ref()),
+                "{} found in {}",
+                tool.name,
+                path.display()
+            );
+        }
+    }
+
+    // The tuner reports it, next to the session's result tokens.
+    let out = std::process::Command::new(common::devboy_bin())
+        .args(["tune", "analyze", "--dry-run"])
+        .env("DEVBOY_CONFIG_DIR", config_dir.path())
+        .env("DEVBOY_TELEMETRY_DIR", telemetry.path())
+        .env_remove("XDG_CONFIG_HOME")
+        .env_remove("DEVBOY_TELEMETRY")
+        .output()
+        .expect("run devboy tune analyze");
+    let report = String::from_utf8_lossy(&out.stdout);
+    println!("{report}");
+    assert!(
+        out.status.success(),
+        "{report}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let tokens = sessions[0]["tokens_final"].as_u64().unwrap();
+    let line = format!(
+        "# tool definitions per session (1 of 1 sessions recorded them): {} tokens on every model request, for {} tools (name, description and input schema of the last tools/list devboy served; 2.0 lists per session); tool results sent to the model: {} tokens over the whole session\n",
+        devboy_tune::table::int(expected as i64),
+        last.len(),
+        devboy_tune::table::int(tokens as i64)
+    );
+    assert!(report.contains(&line), "{line:?} not in:\n{report}");
+}

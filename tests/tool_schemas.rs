@@ -157,12 +157,7 @@ fn check_tool(
 ) -> (usize, usize, usize) {
     let compacted = compact(original, name);
     let cost = |schema: &Map<String, Value>| {
-        let definition = json!({
-            "name": name,
-            "description": description,
-            "input_schema": schema,
-        });
-        Tokenizer::O200k.count(&definition.to_string())
+        Tokenizer::O200k.count_definition(name, description.as_str(), schema)
     };
     let (before, after) = (cost(original), cost(&compacted));
     let original_v = Value::Object(original.clone());

@@ -580,6 +580,12 @@ fn from_claude_logs_reads_what_real_claude_code_wrote() {
         "{out}"
     );
     assert!(!out.contains("malformed"), "{out}");
+    // Claude Code listed devboy's tools: the definitions it was served
+    // are reported per request, next to the session's result tokens.
+    assert!(
+        out.contains("\n# tool definitions per session (1 of 1 sessions recorded them): "),
+        "{out}"
+    );
     for tool in ["fs__read_text_file", "fs__list_directory"] {
         assert!(
             out.lines().any(|l| l.starts_with(tool)),

@@ -60,17 +60,6 @@ pub struct Catalog {
     index: OnceLock<ToolIndex>,
 }
 
-/// What one tool definition costs the model on every request: o200k tokens
-/// of its name, description and input schema, as Claude Code sends them.
-pub fn definition_tokens(tool: &Tool) -> usize {
-    let sent = serde_json::json!({
-        "name": tool.name,
-        "description": tool.description,
-        "input_schema": tool.input_schema,
-    });
-    devboy_pipeline::Tokenizer::O200k.count(&sent.to_string())
-}
-
 impl Catalog {
     /// Builds the view from the built-in tools and the upstreams' last
     /// listings.
@@ -202,11 +191,8 @@ impl Catalog {
     /// every tool costs on every model request.
     pub fn listing_tokens(&self) -> usize {
         *self.listing_tokens.get_or_init(|| {
-            self.tools
-                .iter()
-                .filter(|t| !self.lazy_only.contains(t.name.as_ref()))
-                .map(definition_tokens)
-                .sum()
+            let listing = self.full_listing();
+            crate::definition_tokens(&listing, devboy_pipeline::Tokenizer::O200k) as usize
         })
     }
 

@@ -242,6 +242,13 @@ fn record_to(
             events.speculation(call, event, forwarded.as_ref(), tokenizer);
         }
         SessionEvent::Retrieval(record) => events.retrieval(record),
+        SessionEvent::ToolsListed { tools, served } => {
+            // Counting is the work; none when nothing records it.
+            if events.telemetry().is_active() {
+                let tokens = crate::definition_tokens(tools, tokenizer);
+                events.tools_listed(tools.len() as u64, tokens, served);
+            }
+        }
         SessionEvent::Ended => events.end(),
     }
 }

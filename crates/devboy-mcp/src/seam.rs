@@ -22,7 +22,7 @@ use std::time::Duration;
 use devboy_core::call::ResolvedCall;
 use devboy_core::speculation::SpeculationEvent;
 pub use devboy_pipeline::Handoff;
-use rmcp::model::CallToolResult;
+use rmcp::model::{CallToolResult, Tool};
 
 /// How long a transform may work on one result when the session is not
 /// told otherwise (`encoding.deadline_ms`).
@@ -79,6 +79,15 @@ pub enum SessionEvent<'a> {
     },
     /// A `find_files` query was answered (counts only).
     Retrieval(devboy_telemetry::RetrievalRecord),
+    /// The agent was served this tool list (`tools/list`); telemetry keeps
+    /// what its definitions cost ([`crate::definitions`]), not the names.
+    ToolsListed {
+        /// The tools, as served.
+        tools: &'a [Tool],
+        /// When: of several lists, the one served last is what later
+        /// requests carry.
+        served: std::time::Instant,
+    },
     /// The agent's session is over (the client disconnected or devboy is
     /// stopping): write what must outlive it. Sent once, from a thread
     /// that may block briefly.
@@ -98,6 +107,7 @@ pub fn record(sink: &dyn EventSink, stats: &SeamStats, event: SessionEvent<'_>) 
         SessionEvent::ErrorResult(call, _) => ("recording an error result", call.exposed.as_str()),
         SessionEvent::Speculation { call, .. } => ("recording speculation", call.exposed.as_str()),
         SessionEvent::Retrieval(_) => ("recording a find_files query", "devboy_find_files"),
+        SessionEvent::ToolsListed { .. } => ("recording a tool list", ""),
         SessionEvent::Ended => ("ending the session", ""),
     };
     if fail_open(what, tool, || sink.record(event)).is_none() {

@@ -640,6 +640,7 @@ impl ServerHandler for Session {
                 tool.output_schema = None;
             }
         }
+        self.record_listed(&tools);
         Ok(ListToolsResult::with_all_items(tools))
     }
 

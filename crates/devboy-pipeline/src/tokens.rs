@@ -113,6 +113,43 @@ impl Tokenizer {
     }
 }
 
+impl Tokenizer {
+    /// What one tool definition costs the model on every request: the
+    /// tokens of `{"name":…,"description":…,"input_schema":…}` as compact
+    /// JSON, the three parts Claude Code sends for each tool, on every
+    /// request (an absent description is `null`). The one measure
+    /// of "definition tokens": telemetry records it for each `tools/list`
+    /// devboy serves, and the tests that compare definitions direct and
+    /// through devboy count with it.
+    ///
+    /// ```
+    /// use devboy_pipeline::Tokenizer;
+    ///
+    /// let schema = serde_json::json!({"type": "object"});
+    /// let schema = schema.as_object().unwrap();
+    /// let n = Tokenizer::O200k.count_definition("echo", Some("Echoes its input."), schema);
+    /// assert_eq!(
+    ///     n,
+    ///     Tokenizer::O200k.count(
+    ///         r#"{"name":"echo","description":"Echoes its input.","input_schema":{"type":"object"}}"#
+    ///     )
+    /// );
+    /// ```
+    pub fn count_definition(
+        &self,
+        name: &str,
+        description: Option<&str>,
+        input_schema: &serde_json::Map<String, serde_json::Value>,
+    ) -> usize {
+        let sent = serde_json::json!({
+            "name": name,
+            "description": description,
+            "input_schema": input_schema,
+        });
+        self.count(&sent.to_string())
+    }
+}
+
 impl Default for Tokenizer {
     /// [`Tokenizer::O200k`], the stand-in for Claude's unpublished tokenizer.
     fn default() -> Self {

@@ -1,6 +1,7 @@
 //! [`SessionEvents`]: what a session records besides the results the
 //! pipeline processed — error results, speculation, `find_files` queries,
-//! its end — whatever pipeline runs, passthrough included.
+//! the tool lists it served, its end — whatever pipeline runs, passthrough
+//! included.
 
 use devboy_core::call::ResolvedCall;
 use devboy_core::speculation::SpeculationEvent;
@@ -85,6 +86,13 @@ impl SessionEvents {
     /// One `find_files` query.
     pub fn retrieval(&self, record: RetrievalRecord) {
         self.telemetry.record_retrieval(record);
+    }
+
+    /// The agent was served, at `served`, a list of `tools` tools whose
+    /// definitions cost `tokens` on every model request (counts only: no
+    /// name).
+    pub fn tools_listed(&self, tools: u64, tokens: u64, served: std::time::Instant) {
+        self.telemetry.tools_listed(tools, tokens, served);
     }
 
     /// The model's context was compacted or cleared.

@@ -345,6 +345,29 @@ pub struct SessionSummary {
     /// What speculation did; omitted when it did nothing.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub speculation: Option<SpeculationSummary>,
+    /// The tool definitions devboy served the agent; omitted when the
+    /// session never listed tools, and absent from files written before
+    /// devboy recorded them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub definitions: Option<DefinitionsSummary>,
+}
+
+/// The tool lists a session served (`tools/list`), in its summary: counts
+/// only, no tool name. Every definition (name, description, input schema)
+/// rides on every model request, so the last list served is what each
+/// later request carries.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct DefinitionsSummary {
+    /// Tokens of the last list's definitions as Claude Code sends them
+    /// (`devboy_pipeline::Tokenizer::count_definition`), in the session's
+    /// tokenizer, the one its results are counted in.
+    pub tokens: u64,
+    /// Tools in the last list.
+    pub tools: u64,
+    /// Lists served (more than one when the tools changed and the client
+    /// listed again after `list_changed`).
+    pub lists: u64,
 }
 
 /// The client of a session, coarsely.
@@ -464,6 +487,7 @@ mod tests {
             compactions: 1,
             client: ClientKind::ClaudeCode,
             speculation: None,
+            definitions: None,
         });
         let line = serde_json::to_string(&summary).unwrap();
         assert!(line.starts_with(r#"{"kind":"session","v":1,"#), "{line}");
@@ -564,6 +588,36 @@ mod tests {
         );
         // And written back the same, with no new field.
         assert_eq!(serde_json::to_string(&Event::Result(r)).unwrap(), old);
+    }
+
+    #[test]
+    fn session_lines_of_before_definitions_still_read() {
+        // A summary as written before `definitions` existed: none, and
+        // written back the same, with no new field.
+        let old = r#"{"kind":"session","v":1,"ts_ms":5,"session":"00000000000000aa","started_ms":1,"ended_ms":5,"events":2,"results":2,"sample_rate":1.0,"dropped":0,"tokens_baseline":10,"tokens_final":8,"dedup_saved":2,"encoder_saved":0,"compactions":0,"client":"other"}"#;
+        let Event::Session(s) = Event::parse_line(old).unwrap() else {
+            panic!("a session")
+        };
+        assert_eq!(s.definitions, None);
+        assert_eq!(
+            serde_json::to_string(&Event::Session(s.clone())).unwrap(),
+            old
+        );
+        // With them: the wire names are pinned.
+        let listed = SessionSummary {
+            definitions: Some(DefinitionsSummary {
+                tokens: 4187,
+                tools: 46,
+                lists: 2,
+            }),
+            ..s
+        };
+        let line = serde_json::to_string(&Event::Session(listed.clone())).unwrap();
+        assert!(
+            line.ends_with(r#","definitions":{"tokens":4187,"tools":46,"lists":2}}"#),
+            "{line}"
+        );
+        assert_eq!(Event::parse_line(&line).unwrap(), Event::Session(listed));
     }
 
     #[test]

@@ -51,9 +51,9 @@ pub mod sink;
 mod tests;
 
 pub use event::{
-    CallsSaved, ClientKind, DedupOutcome, EndpointClass, Event, Layer, ResultEvent,
-    RetrievalRecord, SessionSummary, SpeculationKind, SpeculationRecord, SpeculationSummary,
-    SCHEMA_VERSION,
+    CallsSaved, ClientKind, DedupOutcome, DefinitionsSummary, EndpointClass, Event, Layer,
+    ResultEvent, RetrievalRecord, SessionSummary, SpeculationKind, SpeculationRecord,
+    SpeculationSummary, SCHEMA_VERSION,
 };
 pub use hash::{Hash128, Hash64, Salt};
 pub use names::EndpointNames;

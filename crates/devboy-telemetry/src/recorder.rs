@@ -1,6 +1,7 @@
 //! [`Telemetry`]: one session's recorder. The proxy calls
-//! [`Telemetry::record`] once per tool result and [`Telemetry::finish`]
-//! when the session ends; everything slow happens on a writer thread.
+//! [`Telemetry::record`] once per tool result, [`Telemetry::tools_listed`]
+//! once per tool list it serves, and [`Telemetry::finish`] when the
+//! session ends; everything slow happens on a writer thread.
 //!
 //! On the caller's thread `record` only hashes (the names from a cache,
 //! the call, the paths and the body), decides sampling, adds to the
@@ -28,8 +29,9 @@ use devboy_core::pipeline_config::TelemetrySettings;
 use devboy_core::speculation::{Served, SpeculationEvent};
 
 use crate::event::{
-    ClientKind, DedupOutcome, EndpointClass, Event, Layer, ResultEvent, RetrievalRecord,
-    SessionSummary, SpeculationKind, SpeculationRecord, SpeculationSummary, SCHEMA_VERSION,
+    ClientKind, DedupOutcome, DefinitionsSummary, EndpointClass, Event, Layer, ResultEvent,
+    RetrievalRecord, SessionSummary, SpeculationKind, SpeculationRecord, SpeculationSummary,
+    SCHEMA_VERSION,
 };
 use crate::hash::{hex, random_bytes, Hash64, Salt};
 use crate::names::EndpointNames;
@@ -238,6 +240,16 @@ struct Active {
     /// key matches only within its session.
     key_salt: Salt,
     speculation: Mutex<SpeculationState>,
+    /// The tool lists served so far.
+    definitions: Mutex<Definitions>,
+}
+
+/// The tool lists served so far (`lists` 0: none), and when the one the
+/// summary holds was served.
+#[derive(Debug, Default)]
+struct Definitions {
+    summary: DefinitionsSummary,
+    served: Option<Instant>,
 }
 
 /// How many call keys the session remembers of each kind; past it the
@@ -416,6 +428,25 @@ impl Telemetry {
         }
     }
 
+    /// Notes one tool list served to the agent at `served`: `tools`
+    /// definitions costing `tokens` on every model request (counted by the
+    /// caller with `devboy_pipeline::Tokenizer::count_definition`, in the
+    /// session's tokenizer). The summary keeps the list served last (by
+    /// `served`, whatever order the counts arrive in) and the number of
+    /// lists. A session that only listed tools (a client's health check,
+    /// `claude mcp list`) writes no summary: it sent the model nothing.
+    pub fn tools_listed(&self, tools: u64, tokens: u64, served: Instant) {
+        if let Some(active) = &self.active {
+            let mut d = active.definitions.lock().unwrap_or_else(|e| e.into_inner());
+            d.summary.lists += 1;
+            if d.served.is_none_or(|last| served >= last) {
+                d.served = Some(served);
+                d.summary.tokens = tokens;
+                d.summary.tools = tools;
+            }
+        }
+    }
+
     /// Records one result. Returns whether its event was kept by sampling
     /// and queued for writing.
     pub fn record(&self, facts: &CallFacts<'_>, outcome: Outcome) -> bool {
@@ -478,7 +509,8 @@ impl Telemetry {
         }
     }
 
-    /// Ends the session: queues its summary (when it had any result) and
+    /// Ends the session: queues its summary (when it had any result or any
+    /// speculation) and
     /// waits up to two seconds for the writer to write everything queued.
     /// Later calls, and later [`record`](Self::record)s, do nothing.
     pub fn finish(&self) {
@@ -539,6 +571,7 @@ impl Active {
             writer: Mutex::new(Some(writer)),
             key_salt: Salt::random()?,
             speculation: Mutex::new(SpeculationState::default()),
+            definitions: Mutex::default(),
         })
     }
 
@@ -716,6 +749,12 @@ impl Active {
         let deadline = Instant::now() + FINISH_WAIT;
         let speculation = std::mem::take(&mut self.speculation().summary);
         let speculated = !speculation.is_empty();
+        let definitions = self
+            .definitions
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .summary;
+        let listed = definitions.lists > 0;
         if (results > 0 || speculated) && !self.failed.load(Ordering::SeqCst) {
             let now = unix_ms(SystemTime::now());
             let summary = SessionSummary {
@@ -735,6 +774,7 @@ impl Active {
                 compactions: t.compactions.load(Ordering::SeqCst),
                 client: self.client.get().copied().unwrap_or(ClientKind::Other),
                 speculation: speculated.then_some(speculation),
+                definitions: listed.then_some(definitions),
             };
             let message = Message::Event(Box::new(Event::Session(summary)));
             self.send_until(message, deadline);

@@ -277,6 +277,68 @@ fn off_means_no_files_at_all() {
 }
 
 #[test]
+fn the_summary_keeps_the_last_tool_list_and_counts_the_lists() {
+    let dir = temp_dir("lists");
+    // Listed twice (the second after a list_changed) around a call: the
+    // summary holds the figures of the list served last, though its count
+    // came first.
+    let telemetry = Telemetry::start(options(&dir));
+    let first = Instant::now();
+    let second = first + Duration::from_millis(1);
+    telemetry.tools_listed(14, 1_050, second);
+    telemetry.record(
+        &CallFacts {
+            tool: "a__b",
+            upstream: "a",
+            body: "x",
+            paths: &[],
+        },
+        outcome(1),
+    );
+    telemetry.tools_listed(12, 900, first);
+    telemetry.finish();
+    let (_, sessions) = split(all_events(&dir));
+    assert_eq!(sessions.len(), 1);
+    assert_eq!(
+        sessions[0].definitions,
+        Some(DefinitionsSummary {
+            tokens: 1_050,
+            tools: 14,
+            lists: 2,
+        })
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+
+    // A session that only listed (a health check) sent the model nothing:
+    // no summary.
+    let dir = temp_dir("only-lists");
+    let telemetry = Telemetry::start(options(&dir));
+    telemetry.tools_listed(14, 1_050, Instant::now());
+    telemetry.finish();
+    assert!(split(all_events(&dir)).1.is_empty());
+    let _ = std::fs::remove_dir_all(&dir);
+
+    // A session that never listed writes no `definitions`.
+    let dir = temp_dir("no-lists");
+    let telemetry = Telemetry::start(options(&dir));
+    telemetry.record(
+        &CallFacts {
+            tool: "a__b",
+            upstream: "a",
+            body: "x",
+            paths: &[],
+        },
+        outcome(1),
+    );
+    telemetry.finish();
+    let (_, sessions) = split(all_events(&dir));
+    assert_eq!(sessions[0].definitions, None);
+    let text = everything_under(&dir);
+    assert!(!text.contains("definitions"), "{text}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
 fn setup_and_write_failures_turn_telemetry_off_quietly() {
     let dir = temp_dir("fail");
     // The telemetry "directory" is a file: setup fails, nothing panics.

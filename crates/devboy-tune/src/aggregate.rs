@@ -701,6 +701,8 @@ mod tests {
                 dropped: 0,
                 client: ClientKind::ClaudeCode,
                 speculation: None,
+                tokens_final: 0,
+                definitions: None,
             },
         );
         let a = analyze(&t, PARAMS);
@@ -719,6 +721,8 @@ mod tests {
             dropped: 0,
             client: ClientKind::Other,
             speculation: None,
+            tokens_final: 0,
+            definitions: None,
         }
     }
 

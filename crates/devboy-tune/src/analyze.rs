@@ -113,6 +113,9 @@ pub struct AnalyzeReport {
     pub enrichment: Option<crate::speculation::SpeculationFigures>,
     /// What `find_files` did in the window, when it was called.
     pub find_files: Option<crate::retrieval::RetrievalFigures>,
+    /// The tool definitions per session next to the results, when the
+    /// window has session summaries.
+    pub definitions: Option<crate::definitions::DefinitionFigures>,
     /// Rules held off by hand edits.
     pub held: Vec<Held>,
     /// Endpoints whose figures were blended with team or provider data.
@@ -530,6 +533,7 @@ pub fn run(options: &AnalyzeOptions) -> Result<AnalyzeReport, TuneError> {
         speculation,
         enrichment: Some(crate::speculation::SpeculationFigures::of(&table)).filter(|f| f.any()),
         find_files: crate::retrieval::RetrievalFigures::of(&table),
+        definitions: crate::definitions::DefinitionFigures::of(&table),
         held: proposal.held,
         blended,
         decided_by_shared,
@@ -800,6 +804,12 @@ side_effect = "mutating"
         assert!(!s.options.summary_file.as_ref().unwrap().exists());
         let text = report.to_string();
         assert!(text.contains("dry run: nothing written"), "{text}");
+        // The generated summaries are written as before devboy recorded
+        // tool lists: the report says so, it prints no 0.
+        assert!(
+            text.contains("\n# tool definitions: not recorded by any of the 2 sessions (their telemetry predates it); tool results sent to the model: "),
+            "{text}"
+        );
         assert!(
             text.contains("[endpoints.\"gh__search_code\"]\n  dedup = false  # tune: D1"),
             "{text}"

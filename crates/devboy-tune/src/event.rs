@@ -16,7 +16,8 @@
 /// The event's fixed vocabularies are the writer's own types
 /// (`devboy_telemetry`), so the two sides cannot spell them differently.
 pub use devboy_telemetry::{
-    ClientKind, DedupOutcome, SpeculationKind, SpeculationSummary, SCHEMA_VERSION,
+    ClientKind, DedupOutcome, DefinitionsSummary, SpeculationKind, SpeculationSummary,
+    SCHEMA_VERSION,
 };
 
 use devboy_core::speculation::{DeclineReason, PrefetchEnd, Served};
@@ -235,6 +236,12 @@ pub struct SessionRecord {
     pub client: ClientKind,
     /// What speculation did in the session, when it did anything.
     pub speculation: Option<SpeculationSummary>,
+    /// Tokens of the tool results sent to the model over the session
+    /// (every result, sampled or not).
+    pub tokens_final: u64,
+    /// The tool lists devboy served the session; `None` when it served
+    /// none, or the summary was written before devboy recorded them.
+    pub definitions: Option<DefinitionsSummary>,
 }
 
 /// One speculation event (`"kind": "speculation"`), compacted.
@@ -339,6 +346,8 @@ impl SessionRecord {
             dropped: summary.dropped,
             client: summary.client,
             speculation: summary.speculation.filter(|s| !s.is_empty()),
+            tokens_final: summary.tokens_final,
+            definitions: summary.definitions.filter(|d| d.lists > 0),
         }
     }
 }
@@ -462,6 +471,21 @@ mod tests {
         assert_eq!(s.compactions, 3);
         assert_eq!(s.dropped, 0);
         assert_eq!(s.client, ClientKind::ClaudeCode);
+        // Written before devboy recorded tool lists: none, not zero.
+        assert_eq!(s.definitions, None);
+        assert_eq!(s.tokens_final, 1);
+
+        let listed = line.replace(
+            r#""client":"claude-code"}"#,
+            r#""client":"claude-code","definitions":{"tokens":4187,"tools":46,"lists":2}}"#,
+        );
+        let Ok(devboy_telemetry::Event::Session(summary)) =
+            devboy_telemetry::read::parse_line(listed.as_bytes())
+        else {
+            panic!("not a session: {listed}");
+        };
+        let d = SessionRecord::of(summary).definitions.unwrap();
+        assert_eq!((d.tokens, d.tools, d.lists), (4187, 46, 2));
     }
 
     #[test]

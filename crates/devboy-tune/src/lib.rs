@@ -39,6 +39,8 @@
 //! - [`aggregate`]: the per-endpoint and per-session figures of an event
 //!   table, and its sequence facts.
 //! - [`analyze`]: `devboy tune analyze`.
+//! - [`definitions`]: the tool definitions per session, next to the
+//!   results.
 //! - [`fingerprint`]: endpoint fingerprints, shared with a team and
 //!   blended back ([`fingerprint::blend`]).
 //! - [`show`]: `devboy tune show`.
@@ -52,6 +54,7 @@
 pub mod aggregate;
 pub mod analyze;
 pub mod claude_logs;
+pub mod definitions;
 pub mod edit;
 pub mod error;
 pub mod event;

@@ -284,6 +284,8 @@ mod tests {
         telemetry.set_client(Some("claude-code"));
         telemetry.compaction();
         telemetry.compaction();
+        telemetry.tools_listed(40, 3900, std::time::Instant::now());
+        telemetry.tools_listed(41, 4012, std::time::Instant::now());
         let paths = ["src/lib.rs".to_owned()];
         let mut kept = 0;
         for i in 0..64u64 {
@@ -408,6 +410,7 @@ mod tests {
                     late_invoked: [("host_busy".to_owned(), 2)].into(),
                     ..Default::default()
                 }),
+                definitions: None,
             }),
         ];
         let mut sink = JsonlSink::new(dir.path(), SinkLimits::new(1 << 20, 30));
@@ -454,6 +457,21 @@ mod tests {
             }
         }
         assert_eq!((sessions, table.sessions.len()), (2, 2));
+        // The recorder's session keeps its last tool list, the one written
+        // by hand (as before devboy recorded lists) none.
+        let mut listed: Vec<_> = table.sessions.values().map(|s| s.definitions).collect();
+        listed.sort_by_key(Option::is_some);
+        assert_eq!(
+            listed,
+            [
+                None,
+                Some(crate::event::DefinitionsSummary {
+                    tokens: 4012,
+                    tools: 41,
+                    lists: 2
+                })
+            ]
+        );
         let written_speculation: Vec<&devboy_telemetry::SpeculationRecord> = written
             .iter()
             .filter_map(|e| match e {
@@ -630,10 +648,12 @@ mod tests {
             ended_ms: _,
             events: _,
             tokens_baseline: _,
-            tokens_final: _,
             dedup_saved: _,
             encoder_saved: _,
+            // Read for the definitions line, next to the definitions.
+            tokens_final,
             speculation,
+            definitions,
         } = written;
         let SessionRecord {
             results: read_results,
@@ -642,8 +662,12 @@ mod tests {
             dropped: read_dropped,
             client: read_client,
             speculation: read_speculation,
+            tokens_final: read_tokens_final,
+            definitions: read_definitions,
         } = read;
         assert_eq!(read_speculation, speculation);
+        assert_eq!(read_tokens_final, tokens_final);
+        assert_eq!(read_definitions, definitions);
         assert_eq!(*v, crate::event::SCHEMA_VERSION);
         assert_eq!(read_results, results);
         assert_eq!(read_rate, sample_rate);

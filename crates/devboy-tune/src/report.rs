@@ -52,6 +52,9 @@ impl fmt::Display for AnalyzeReport {
                 f,
                 "\nno result events in the window: nothing to tune. (devboy writes them while `devboy mcp` serves, unless telemetry is off.)"
             )?;
+            if let Some(figures) = &self.definitions {
+                writeln!(f, "{}", figures.line())?;
+            }
             return self.outcome(f);
         }
         let s = &self.analysis.sessions;
@@ -123,6 +126,9 @@ impl fmt::Display for AnalyzeReport {
             writeln!(f, "{}", figures.line())?;
         }
         if let Some(figures) = &self.find_files {
+            writeln!(f, "{}", figures.line())?;
+        }
+        if let Some(figures) = &self.definitions {
             writeln!(f, "{}", figures.line())?;
         }
         self.decisions_text(f)?;

@@ -811,6 +811,8 @@ mod tests {
                     dropped: 0,
                     client: ClientKind::ClaudeCode,
                     speculation: None,
+                    tokens_final: 0,
+                    definitions: None,
                 },
             );
         }

@@ -205,15 +205,12 @@ fn definition(name: &'static str, description: &'static str, schema: serde_json:
 mod definition_size {
     use super::*;
 
-    /// What a definition costs the model on every request: o200k tokens of
-    /// the name, description and input schema, as Claude Code sends them.
+    /// What a definition costs the model on every request, in o200k.
     fn cost(tool: &Tool) -> usize {
-        let definition = serde_json::json!({
-            "name": tool.name,
-            "description": tool.description,
-            "input_schema": tool.input_schema,
-        });
-        devboy_pipeline::Tokenizer::O200k.count(&definition.to_string())
+        crate::definition_tokens(
+            std::slice::from_ref(tool),
+            devboy_pipeline::Tokenizer::O200k,
+        ) as usize
     }
 
     /// Each built-in pays for itself only if it is short: none over 120
