@@ -198,9 +198,21 @@ fn load(args: McpArgs) -> anyhow::Result<Loaded> {
     for warning in &config.warnings {
         tracing::warn!("{warning}");
     }
+    // Edits to either file apply while devboy runs (devboy_mcp::reload);
+    // a nested devboy serves built-ins only and reads no servers.
+    let nested = std::env::var_os(devboy_mcp::NESTED_ENV).is_some();
+    let reload = devboy_mcp::reload::ReloadSources {
+        config: match &config.source {
+            ConfigSource::File(path) if !nested => Some(path.clone()),
+            _ => None,
+        },
+        pipeline_explicit: pipeline_config.clone(),
+        project: std::env::current_dir().ok(),
+    };
     let options = devboy_mcp::ProxyOptions {
         list_grace: Duration::from_millis(list_grace_ms),
         listing_cache: Some(devboy_core::paths::listing_cache_dir()),
+        reload: Some(reload),
     };
     let pipeline_config = PipelineConfig::resolve(pipeline_config.as_deref())?;
     if let ConfigSource::File(path) = &pipeline_config.source {

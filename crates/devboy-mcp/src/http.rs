@@ -265,6 +265,7 @@ pub async fn serve_http(
     let bound = listener
         .local_addr()
         .map_err(|e| ServeError::Refused(format!("cannot listen on {}: {e}", http.addr)))?;
+    let reload_sources = options.reload.clone();
     let proxy = Proxy::start_with(
         config,
         options,
@@ -303,18 +304,52 @@ pub async fn serve_http(
             serde_json::json!({"open": counted.sessions.try_read().map(|s| s.len()).ok()})
         }),
     );
+    // New sessions follow the pipeline config as it is now; live ones are
+    // told when it changes (their processors, held weakly).
+    let pipeline = Arc::new(std::sync::RwLock::new(pipeline));
+    let processors: Arc<Mutex<Vec<std::sync::Weak<crate::processor::PipelineProcessor>>>> =
+        Arc::default();
+    let _reload = reload_sources.map(|sources| {
+        let (pipeline, processors) = (pipeline.clone(), processors.clone());
+        crate::reload::watch(
+            proxy.clone(),
+            sources,
+            Arc::new(move |config| {
+                if let Pipeline::Configured {
+                    config: current, ..
+                } = &mut *crate::sync::write(&pipeline)
+                {
+                    *current = config.clone();
+                }
+                lock(&processors).retain(|weak| match weak.upgrade() {
+                    Some(processor) => {
+                        processor.set_config(config.clone());
+                        true
+                    }
+                    None => false,
+                });
+            }),
+        )
+    });
     let factory_proxy = proxy.clone();
     let service = StreamableHttpService::new(
         move || {
+            let current = crate::sync::read(&pipeline).clone();
             // HTTP clients are not in devboy's working directory: their
             // context partition advances through devboy_compact only.
-            Ok(agent_session(
+            let session = agent_session(
                 &factory_proxy,
-                &pipeline,
+                &current,
                 &planning,
                 PartitionWatcher::manual(),
             )
-            .end_when_dropped())
+            .end_when_dropped();
+            if let Some(processor) = session.pipeline_memory() {
+                let mut live = lock(&processors);
+                live.retain(|weak| weak.strong_count() > 0);
+                live.push(Arc::downgrade(processor));
+            }
+            Ok(session)
         },
         manager,
         service_config,

@@ -29,6 +29,7 @@ pub mod listing_cache;
 pub mod partition;
 pub mod processor;
 pub mod proxy;
+pub mod reload;
 pub mod resolve;
 pub mod seam;
 pub mod session;
@@ -139,6 +140,7 @@ pub async fn serve_stdio(
     planning: Arc<PipelineConfig>,
 ) -> Result<(), ServeError> {
     install_tls_provider();
+    let reload_sources = options.reload.clone();
     let proxy = Proxy::start_with(
         config,
         options,
@@ -158,6 +160,18 @@ pub async fn serve_stdio(
         tracing::debug!(file = %file.display(), "watching the context partition file");
     }
     let session = agent_session(&proxy, &pipeline, &planning, partition);
+    let _reload = reload_sources.map(|sources| {
+        let processor = session.pipeline_memory().cloned();
+        reload::watch(
+            proxy.clone(),
+            sources,
+            Arc::new(move |config| {
+                if let Some(processor) = &processor {
+                    processor.set_config(config);
+                }
+            }),
+        )
+    });
     let reported = session.clone();
     let _control = control::listen(
         &devboy_core::paths::runtime_dir(),

@@ -153,6 +153,12 @@ impl PipelineProcessor {
         self.session.report()
     }
 
+    /// Follows `config` from the next result on (the file changed while
+    /// devboy runs).
+    pub fn set_config(&self, config: Arc<PipelineConfig>) {
+        self.session.set_config(config);
+    }
+
     /// The whole result an id this session emitted stood for, in the form
     /// a full delivery of it is shown (a file's text fenced, unescaped), or
     /// with `raw` the exact text the server sent; `Err` with a message for

@@ -33,6 +33,9 @@ pub struct ProxyOptions {
     /// (`devboy mcp` and `devboy doctor` use
     /// [`devboy_core::paths::listing_cache_dir`]); `None` keeps nothing.
     pub listing_cache: Option<PathBuf>,
+    /// Where the configs came from, to apply their edits while devboy runs
+    /// ([`crate::reload`]); `None` applies none.
+    pub reload: Option<crate::reload::ReloadSources>,
 }
 
 impl Default for ProxyOptions {
@@ -40,6 +43,7 @@ impl Default for ProxyOptions {
         Self {
             list_grace: Duration::from_millis(crate::DEFAULT_LIST_GRACE_MS),
             listing_cache: None,
+            reload: None,
         }
     }
 }
@@ -49,10 +53,16 @@ pub struct Proxy {
     server_name: String,
     /// Where the config came from, for `devboy status`.
     config_label: String,
-    /// `[tools]`.
-    tools: ToolsConfig,
+    /// `[tools]` (reloaded with the config).
+    tools: RwLock<ToolsConfig>,
     builtins: BuiltinRegistry,
-    upstreams: Vec<Arc<Upstream>>,
+    /// Every upstream this devboy has run, in config order; an entry that
+    /// left the config (or changed) stays, retired, so that the indices
+    /// routes hold keep naming the same upstream.
+    upstreams: RwLock<Arc<Vec<Arc<Upstream>>>>,
+    /// A weak handle to this proxy, for the change hooks of upstreams
+    /// added by a reload.
+    this: std::sync::Weak<Proxy>,
     catalog: RwLock<Arc<Catalog>>,
     updates: watch::Sender<Arc<Catalog>>,
     shutdown: CancellationToken,
@@ -60,6 +70,48 @@ pub struct Proxy {
     options: ProxyOptions,
     tasks: std::sync::Mutex<Vec<tokio::task::JoinHandle<()>>>,
     rebuilding: std::sync::Mutex<()>,
+    reloading: std::sync::Mutex<()>,
+}
+
+/// What a [`Proxy::reload`] did, by server name.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Reloaded {
+    /// New entries, started.
+    pub added: Vec<String>,
+    /// Entries that left the config, stopped.
+    pub removed: Vec<String>,
+    /// Entries whose config changed, restarted from it.
+    pub changed: Vec<String>,
+    /// Entries unchanged, still running.
+    pub kept: Vec<String>,
+}
+
+impl Reloaded {
+    /// Whether the reload changed any server.
+    pub fn changed_servers(&self) -> bool {
+        !(self.added.is_empty() && self.removed.is_empty() && self.changed.is_empty())
+    }
+}
+
+/// An upstream for `entry`, whose changes rebuild `proxy`'s catalog, with
+/// its kept listing when enabled.
+fn new_upstream(
+    proxy: &std::sync::Weak<Proxy>,
+    options: &ProxyOptions,
+    entry: &devboy_core::config::UpstreamConfig,
+) -> Arc<Upstream> {
+    let weak = proxy.clone();
+    let hook: ChangeHook = Arc::new(move || {
+        if let Some(proxy) = weak.upgrade() {
+            proxy.rebuild();
+        }
+    });
+    let file = options
+        .listing_cache
+        .as_deref()
+        .filter(|_| entry.enabled)
+        .and_then(|dir| ListingFile::for_upstream(dir, entry));
+    Upstream::with_listing_file(entry.clone(), hook, file)
 }
 
 impl Proxy {
@@ -85,20 +137,7 @@ impl Proxy {
             let upstreams: Vec<Arc<Upstream>> = config
                 .upstreams
                 .iter()
-                .map(|u| {
-                    let weak = weak.clone();
-                    let hook: ChangeHook = Arc::new(move || {
-                        if let Some(proxy) = weak.upgrade() {
-                            proxy.rebuild();
-                        }
-                    });
-                    let file = options
-                        .listing_cache
-                        .as_deref()
-                        .filter(|_| u.enabled)
-                        .and_then(|dir| ListingFile::for_upstream(dir, u));
-                    Upstream::with_listing_file(u.clone(), hook, file)
-                })
+                .map(|u| new_upstream(weak, &options, u))
                 .collect();
             let catalog = Arc::new(Catalog::build(
                 &config.server_name,
@@ -112,9 +151,10 @@ impl Proxy {
                     devboy_core::config::ConfigSource::File(path) => path.display().to_string(),
                     devboy_core::config::ConfigSource::Embedded => "embedded default".to_owned(),
                 },
-                tools: config.tools,
+                tools: RwLock::new(config.tools),
                 builtins,
-                upstreams,
+                upstreams: RwLock::new(Arc::new(upstreams)),
+                this: weak.clone(),
                 catalog: RwLock::new(catalog.clone()),
                 updates: watch::Sender::new(catalog),
                 shutdown: CancellationToken::new(),
@@ -122,10 +162,11 @@ impl Proxy {
                 options,
                 tasks: Default::default(),
                 rebuilding: Default::default(),
+                reloading: Default::default(),
             }
         });
         let tasks = proxy
-            .upstreams
+            .upstreams()
             .iter()
             .map(|upstream| tokio::spawn(upstream.clone().supervise(proxy.shutdown.clone())))
             .collect();
@@ -133,9 +174,68 @@ impl Proxy {
         proxy
     }
 
-    /// The upstreams, in config order.
-    pub fn upstreams(&self) -> &[Arc<Upstream>] {
-        &self.upstreams
+    /// Every upstream this devboy has run, in config order, retired ones
+    /// included ([`Upstream::is_retired`]); an index into it names the
+    /// same upstream for the life of the proxy.
+    pub fn upstreams(&self) -> Arc<Vec<Arc<Upstream>>> {
+        read(&self.upstreams).clone()
+    }
+
+    /// The upstreams of the config devboy runs now (not retired).
+    pub fn current_upstreams(&self) -> Vec<Arc<Upstream>> {
+        self.upstreams()
+            .iter()
+            .filter(|u| !u.is_retired())
+            .cloned()
+            .collect()
+    }
+
+    /// Applies a config read again while devboy runs: entries that are new
+    /// start, entries that left stop, entries that changed restart from
+    /// their new config (their tools withdrawn and offered again), and the
+    /// untouched keep running with their connections. `[tools]` takes
+    /// effect at once. What the reload did, for the log.
+    pub fn reload(&self, config: &ProxyConfig) -> Reloaded {
+        let _serial = crate::sync::lock(&self.reloading);
+        *write(&self.tools) = config.tools;
+        let mut reloaded = Reloaded::default();
+        let current = self.current_upstreams();
+        for upstream in &current {
+            let name = &upstream.config().name;
+            match config.upstreams.iter().find(|u| &u.name == name) {
+                Some(entry) if entry == upstream.config() => reloaded.kept.push(name.clone()),
+                Some(_) => reloaded.changed.push(name.clone()),
+                None => reloaded.removed.push(name.clone()),
+            }
+        }
+        let mut list: Vec<Arc<Upstream>> = self.upstreams().as_ref().clone();
+        let mut started = Vec::new();
+        for entry in &config.upstreams {
+            let known = current.iter().find(|u| u.config().name == entry.name);
+            if known.is_some_and(|u| u.config() == entry) {
+                continue;
+            }
+            if known.is_none() {
+                reloaded.added.push(entry.name.clone());
+            }
+            let upstream = new_upstream(&self.this, &self.options, entry);
+            list.push(upstream.clone());
+            started.push(upstream);
+        }
+        for upstream in &current {
+            let name = &upstream.config().name;
+            if reloaded.removed.contains(name) || reloaded.changed.contains(name) {
+                upstream.retire();
+            }
+        }
+        *write(&self.upstreams) = Arc::new(list);
+        let mut tasks = crate::sync::lock(&self.tasks);
+        for upstream in started {
+            tasks.push(tokio::spawn(upstream.supervise(self.shutdown.clone())));
+        }
+        drop(tasks);
+        self.rebuild();
+        reloaded
     }
 
     /// devboy's own tools, as the catalog routes to them.
@@ -149,8 +249,8 @@ impl Proxy {
     }
 
     /// `[tools]`: how tool definitions are passed on.
-    pub fn tools_config(&self) -> &ToolsConfig {
-        &self.tools
+    pub fn tools_config(&self) -> ToolsConfig {
+        *read(&self.tools)
     }
 
     /// The current catalog.
@@ -173,7 +273,7 @@ impl Proxy {
     /// proxy start) is over.
     pub async fn settle(&self) {
         let deadline = tokio::time::Instant::from_std(self.started + self.options.list_grace);
-        for upstream in &self.upstreams {
+        for upstream in self.current_upstreams() {
             let mut phase = upstream.watch_phase();
             loop {
                 if *phase.borrow_and_update() != Phase::Starting
@@ -192,7 +292,7 @@ impl Proxy {
     /// Whether every upstream has finished its first start (ready,
     /// failed, disabled or stopped).
     pub fn all_started(&self) -> bool {
-        self.upstreams.iter().all(|u| !u.on_first_start())
+        self.current_upstreams().iter().all(|u| !u.on_first_start())
     }
 
     /// When `tool` (an exposed name) carries the prefix of an upstream that
@@ -203,7 +303,11 @@ impl Proxy {
         let Some((prefix, _)) = tool.split_once("__") else {
             return;
         };
-        let Some(upstream) = self.upstreams.iter().find(|u| u.config().prefix == prefix) else {
+        let Some(upstream) = self
+            .current_upstreams()
+            .into_iter()
+            .find(|u| u.config().prefix == prefix)
+        else {
             return;
         };
         let deadline = tokio::time::Instant::now() + upstream.config().timeout;
@@ -218,11 +322,13 @@ impl Proxy {
 
     /// The upstream called `name` (its key in the config), or whose prefix
     /// is `name`.
-    pub fn upstream_named(&self, name: &str) -> Option<&Arc<Upstream>> {
-        self.upstreams
+    pub fn upstream_named(&self, name: &str) -> Option<Arc<Upstream>> {
+        let current = self.current_upstreams();
+        current
             .iter()
             .find(|u| u.config().name == name)
-            .or_else(|| self.upstreams.iter().find(|u| u.config().prefix == name))
+            .or_else(|| current.iter().find(|u| u.config().prefix == name))
+            .cloned()
     }
 
     /// Restarts, enables or disables the upstream `name` and waits (at
@@ -231,11 +337,8 @@ impl Proxy {
     /// phase it reached, or why there is no such upstream.
     pub async fn control(&self, name: &str, control: Control) -> Result<Phase, String> {
         let upstream = self.upstream_named(name).ok_or_else(|| {
-            let names: Vec<&str> = self
-                .upstreams
-                .iter()
-                .map(|u| u.config().name.as_str())
-                .collect();
+            let current = self.current_upstreams();
+            let names: Vec<&str> = current.iter().map(|u| u.config().name.as_str()).collect();
             if names.is_empty() {
                 format!("no server `{name}`: devboy has no servers configured")
             } else {
@@ -286,8 +389,8 @@ impl Proxy {
         let catalog = Arc::new(Catalog::build(
             &self.server_name,
             &self.builtins,
-            &self.upstreams,
-            self.tools.compact_schemas,
+            &self.upstreams(),
+            self.tools_config().compact_schemas,
         ));
         for (original, exposed) in &catalog.renamed {
             let previously = read(&self.catalog)

@@ -76,7 +76,7 @@ impl Resolver {
                 tool,
                 side_effect,
             } => {
-                let upstream = proxy.upstreams().get(*upstream)?;
+                let upstream = proxy.upstreams().get(*upstream)?.clone();
                 (
                     CallRoute::Upstream {
                         upstream: upstream.config().name.clone(),

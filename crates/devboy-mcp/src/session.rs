@@ -523,8 +523,8 @@ pub(crate) fn explain_unknown_tool(proxy: &Proxy, name: &str) -> McpError {
         return unknown_tool(name);
     };
     let Some(upstream) = proxy
-        .upstreams()
-        .iter()
+        .current_upstreams()
+        .into_iter()
         .find(|u| u.config().prefix == prefix)
     else {
         return unknown_tool(name);
@@ -537,7 +537,7 @@ pub(crate) fn explain_unknown_tool(proxy: &Proxy, name: &str) -> McpError {
             "tool `{name}` is filtered out: `{tool}` of server `{server}` does not pass its allow/deny globs in devboy's config"
         )
     } else {
-        why_unavailable(upstream, name).unwrap_or_else(|| {
+        why_unavailable(&upstream, name).unwrap_or_else(|| {
             format!("unknown tool `{name}`: server `{server}` has no tool `{tool}`")
         })
     };
@@ -631,7 +631,7 @@ impl ServerHandler for Session {
         let client = context.peer.peer_info();
         let client_name = client.as_ref().map(|i| i.client_info.name.as_str());
         self.lazy
-            .decide(self.proxy.tools_config(), client_name, &catalog);
+            .decide(&self.proxy.tools_config(), client_name, &catalog);
         let mut tools = self.lazy.listing(&catalog);
         if strip_schemas {
             // Results may come back without structuredContent (rewritten as
@@ -695,7 +695,7 @@ impl ServerHandler for Session {
                 None,
             ));
         };
-        let upstream = &self.proxy.upstreams()[index];
+        let upstream = self.proxy.upstreams()[index].clone();
         upstream
             .read_resource(request)
             .await

@@ -42,7 +42,9 @@ pub enum Forwarded<'a> {
 /// One session's pipeline under the config's policy; see the crate docs.
 /// Safe to share between the calls of a session.
 pub struct PipelineSession {
-    config: Arc<PipelineConfig>,
+    /// The pipeline config, replaced when its file changes while devboy
+    /// runs ([`set_config`](Self::set_config)).
+    config: std::sync::RwLock<Arc<PipelineConfig>>,
     encode: bool,
     state: Mutex<State>,
     events: SessionEvents,
@@ -144,7 +146,7 @@ impl PipelineSession {
         let session = Arc::new(config.resolve_session(&context));
         Self {
             encode: encode && config.encoding.enabled,
-            config,
+            config: std::sync::RwLock::new(config),
             state: Mutex::new(State {
                 pipeline,
                 exposed: HashMap::new(),
@@ -175,6 +177,26 @@ impl PipelineSession {
             state.capture = Some(capture);
         }
         self
+    }
+
+    /// The pipeline config the session follows now.
+    pub fn config(&self) -> Arc<PipelineConfig> {
+        self.config
+            .read()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .clone()
+    }
+
+    /// Follows `config` from the next result on: its endpoint rules,
+    /// dedup and hint settings, the session settings it resolves (model
+    /// profile, tokenizer, budget, ttl). What the session already showed
+    /// and its ids stay; the cache's sizes stay those it started with.
+    pub fn set_config(&self, config: Arc<PipelineConfig>) {
+        *self
+            .config
+            .write()
+            .unwrap_or_else(|poisoned| poisoned.into_inner()) = config.clone();
+        lock(&self.state).refresh(&config);
     }
 
     /// Whether results are re-encoded (not only deduplicated).
@@ -217,7 +239,8 @@ impl PipelineSession {
         } else {
             SideEffect::ReadOnly
         };
-        let configured = self.config.has_invalidations(&call.exposed);
+        let config = self.config();
+        let configured = config.has_invalidations(&call.exposed);
         let mut state = lock(&self.state);
         let State {
             pipeline, exposed, ..
@@ -226,7 +249,7 @@ impl PipelineSession {
             configured
                 && exposed
                     .get(key)
-                    .is_some_and(|name| self.config.invalidates(&call.exposed, name))
+                    .is_some_and(|name| config.invalidates(&call.exposed, name))
         });
         if forgotten > 0 {
             tracing::debug!(
@@ -311,7 +334,7 @@ impl PipelineSession {
             }
             state.count_hints(&processed);
             state.context.stats.events += 1;
-            state.refresh(&self.config);
+            state.refresh(&self.config());
             let partition = state.pipeline.stage_ref().cache().partition();
             (processed, policy.dedup.is_some(), partition)
         };
@@ -353,12 +376,13 @@ impl PipelineSession {
         call_fingerprint: Option<Fingerprint>,
     ) -> Option<BodyPolicy> {
         let session = &state.session;
-        let settings = self.config.endpoint_in(&call.exposed, session);
+        let config = self.config();
+        let settings = config.endpoint_in(&call.exposed, session);
         // A hint kind the policy does not allow here means its content goes
         // out in full instead.
         let model = session.model.as_deref();
         let allows = |kind: HintKind| {
-            self.config
+            config
                 .hints
                 .rule(kind)
                 .allows(model, state.hints_sent[kind.index()])
@@ -368,7 +392,7 @@ impl PipelineSession {
         if !dedup && !encode {
             return None;
         }
-        let near = &self.config.dedup.near_ref;
+        let near = &config.dedup.near_ref;
         let near_on = settings.near_ref && allows(HintKind::NearRef);
         Some(BodyPolicy {
             dedup: dedup.then(|| ResultPolicy {
@@ -378,18 +402,19 @@ impl PipelineSession {
                     min_body_bytes: near.min_body_bytes,
                 }),
                 call: call_fingerprint,
-                freshness: Some(self.config.freshness(&call.exposed, session)),
+                freshness: Some(config.freshness(&call.exposed, session)),
                 parts: true,
-                ids_by_saving: settings.min_body_bytes == self.config.dedup.min_body_bytes,
+                ids_by_saving: settings.min_body_bytes == config.dedup.min_body_bytes,
                 // Filled in by the pipeline, which counts the body.
                 body_tokens: None,
                 // A built-in's answer, like a write's result, answers this
                 // one call: its repeat rate has no prior.
                 mutating: call.is_builtin() || call.side_effect.changes_something(),
-                text_diff: (self.config.dedup.text_diff.enabled && allows(HintKind::NearRef))
-                    .then_some(TextDiffPolicy {
-                        max_share: self.config.dedup.text_diff.max_share,
-                    }),
+                text_diff: (config.dedup.text_diff.enabled && allows(HintKind::NearRef)).then_some(
+                    TextDiffPolicy {
+                        max_share: config.dedup.text_diff.max_share,
+                    },
+                ),
             }),
             encode: encode && single,
             // Without `encoded` hints only compact JSON (which needs none)
@@ -413,7 +438,7 @@ impl PipelineSession {
                 model: model.clone(),
             });
             state.context.model = model;
-            state.refresh(&self.config);
+            state.refresh(&self.config());
         }
     }
 
@@ -425,7 +450,7 @@ impl PipelineSession {
         state.capture(|| CaptureRecord::Compaction);
         let partition = state.pipeline.stage().advance_partition();
         state.context.stats.compactions += 1;
-        state.refresh(&self.config);
+        state.refresh(&self.config());
         partition
     }
 
@@ -464,8 +489,9 @@ impl PipelineSession {
         let cache = stage.cache().stats();
         let store = stage.store().stats();
         let (dedup_pct, encoder_pct, combined_pct) = totals.split_pct();
+        let config = self.config();
         serde_json::json!({
-            "config": match (&self.config.source, self.config.layers.as_slice()) {
+            "config": match (&config.source, config.layers.as_slice()) {
                 (ConfigSource::File(_), [project, own]) => format!(
                     "{} on top of the project's {}",
                     own.display(),

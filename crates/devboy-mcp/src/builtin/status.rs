@@ -110,6 +110,8 @@ pub(crate) fn upstreams_report(proxy: &crate::proxy::Proxy) -> Vec<Value> {
         .upstreams()
         .iter()
         .enumerate()
+        // Indices stay those of the proxy's list, which the catalog uses.
+        .filter(|(_, upstream)| !upstream.is_retired())
         .map(|(index, upstream)| {
             let config = upstream.config();
             let stats = &upstream.stats;

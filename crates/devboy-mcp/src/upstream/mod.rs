@@ -259,6 +259,10 @@ pub struct Upstream {
     /// What the user asked for at runtime (`devboy_servers`, `devboy ctl`):
     /// enabled or not, and how many restarts.
     wanted: watch::Sender<Wanted>,
+    /// Removed from the config (or replaced by a changed entry) while
+    /// devboy runs: stopped for good, kept only so that indices into the
+    /// proxy's list stay valid.
+    retired: AtomicBool,
     /// Counters for status.
     pub stats: UpstreamStats,
 }
@@ -312,14 +316,30 @@ impl Upstream {
                 enabled: config_enabled,
                 restarts: 0,
             }),
+            retired: AtomicBool::new(false),
             stats: UpstreamStats::default(),
         })
     }
 
     /// Whether the upstream is enabled now: its config's `enabled`, unless
-    /// changed at runtime ([`control`](Self::control)).
+    /// changed at runtime ([`control`](Self::control)); never once retired.
     pub fn is_enabled(&self) -> bool {
-        self.wanted.borrow().enabled
+        self.wanted.borrow().enabled && !self.is_retired()
+    }
+
+    /// Whether the upstream left the config while devboy ran
+    /// ([`retire`](Self::retire)).
+    pub fn is_retired(&self) -> bool {
+        self.retired.load(Ordering::SeqCst)
+    }
+
+    /// Stops the upstream for good: its entry left the config, or changed
+    /// (a new upstream runs the new entry). Its supervisor ends (the
+    /// process with it) and its tools are withdrawn.
+    pub fn retire(&self) {
+        self.retired.store(true, Ordering::SeqCst);
+        self.wanted.send_modify(|wanted| wanted.enabled = false);
+        (self.on_change)();
     }
 
     /// Restarts, enables or disables the running upstream. Its tools are
@@ -411,6 +431,10 @@ impl Upstream {
     pub async fn supervise(self: Arc<Self>, shutdown: CancellationToken) {
         let mut wanted = self.wanted.subscribe();
         loop {
+            if self.is_retired() {
+                self.set_phase(Phase::Stopped);
+                return;
+            }
             if !wanted.borrow_and_update().enabled {
                 self.set_phase(Phase::Disabled);
                 loop {
@@ -420,6 +444,10 @@ impl Upstream {
                             return;
                         }
                         changed = wanted.changed() => if changed.is_err() { return },
+                    }
+                    if self.is_retired() {
+                        self.set_phase(Phase::Stopped);
+                        return;
                     }
                     if wanted.borrow_and_update().enabled {
                         break;
