@@ -284,6 +284,10 @@ pub enum TuneCommand {
         #[arg(long, value_name = "FILE")]
         config: Option<PathBuf>,
     },
+    /// Savings over time: per day, session, server and tool, the tokens the
+    /// model would have received, those it received, and the dedup/encoder
+    /// split; as tables, JSON, or a self-contained HTML page with charts.
+    Report(crate::tune::ReportArgs),
     /// Print the effective pipeline config, its source and schema version,
     /// and the settings each endpoint seen by the last analysis gets.
     Show {

@@ -6,7 +6,7 @@ use anyhow::Context;
 use devboy_core::config::team::TeamConfig;
 use devboy_core::config::ProxyConfig;
 
-use crate::cli::TuneCommand;
+use crate::cli::{ExploreFormat, TuneCommand};
 
 /// The process environment, for the store's options (credentials stay in
 /// it; nothing here writes or prints them).
@@ -94,6 +94,52 @@ fn prefix_of(config: &ProxyConfig, name: &str) -> Option<String> {
             .filter_map(|p| ProxyConfig::load(&p).ok())
             .find_map(|c| find(&c))
     })
+}
+
+/// `devboy tune report`'s arguments.
+#[derive(Debug, clap::Args)]
+pub struct ReportArgs {
+    /// How many days back to read.
+    #[arg(long, default_value_t = 30, value_name = "N")]
+    days: u32,
+    /// The events directory. Default: <telemetry dir>/events.
+    #[arg(long, value_name = "DIR")]
+    input_dir: Option<PathBuf>,
+    /// `json` prints one JSON object (keys in docs/telemetry.md) instead
+    /// of the tables.
+    #[arg(long, value_enum, default_value_t = ExploreFormat::Text)]
+    format: ExploreFormat,
+    /// Also write the report as one self-contained HTML page with charts
+    /// (tokens saved per day and per server) to FILE.
+    #[arg(long, value_name = "FILE")]
+    html: Option<PathBuf>,
+}
+
+/// `devboy tune report`.
+fn report(args: ReportArgs) -> anyhow::Result<()> {
+    let telemetry = devboy_core::paths::telemetry_dir();
+    let options = devboy_tune::savings::SavingsOptions {
+        input: args.input_dir.unwrap_or_else(|| telemetry.join("events")),
+        names_file: devboy_core::paths::endpoint_names_file(),
+        days: args.days,
+        now_ms: devboy_tune::now_ms(),
+    };
+    let report = devboy_tune::savings::run(&options)?;
+    if let Some(path) = &args.html {
+        std::fs::write(path, devboy_tune::savings::html::page(&report))
+            .with_context(|| format!("cannot write {}", path.display()))?;
+        eprintln!("devboy: wrote {}", path.display());
+    }
+    let text = match args.format {
+        ExploreFormat::Json => format!("{:#}\n", report.to_json()),
+        ExploreFormat::Text => report.to_string(),
+    };
+    // A report is often piped into `head` or `less`: a reader that stops
+    // early is not an error.
+    match std::io::Write::write_all(&mut std::io::stdout().lock(), text.as_bytes()) {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        written => written.context("cannot write the report to stdout"),
+    }
 }
 
 pub fn tune(command: TuneCommand) -> anyhow::Result<()> {
@@ -278,6 +324,7 @@ pub fn tune(command: TuneCommand) -> anyhow::Result<()> {
                 proxy.team.k_anonymity
             );
         }
+        TuneCommand::Report(args) => report(args)?,
         TuneCommand::Show { config } => {
             let options = devboy_tune::ShowOptions {
                 config,

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Installs devboy's pinned test peers (real MCP servers and clients):
 #   - tmux from Debian, when missing (a terminal for interactive Claude Code)
+#   - chromium from Debian, when missing (renders `devboy tune report --html`
+#     headless, tests/tune_report.rs)
 #   - npm packages from package-lock.json into tests/peers/node_modules (npm ci),
 #     among them Azurite, the Azure Storage emulator (azurite-blob)
 #   - Python packages from requirements.txt into tests/peers/.venv, among them
@@ -26,7 +28,7 @@ fi
 hash="$(cat package.json package-lock.json requirements.txt | sha256sum | cut -d' ' -f1)"
 
 installed() {
-  command -v tmux >/dev/null && [[ -x node_modules/.bin/claude && -x node_modules/.bin/mcp-server-everything \
+  command -v tmux >/dev/null && command -v chromium >/dev/null && [[ -x node_modules/.bin/claude && -x node_modules/.bin/mcp-server-everything \
      && -x node_modules/.bin/mcp-server-filesystem && -x node_modules/.bin/mcp-server-memory \
      && -f node_modules/@octokit/fixtures/package.json && -f node_modules/@octokit/openapi/package.json \
      && -x node_modules/.bin/azurite-blob \
@@ -50,6 +52,16 @@ if ! command -v tmux >/dev/null; then
     apt-get update -qq >&2 && apt-get install -y -qq tmux >&2
   else
     sudo apt-get update -qq >&2 && sudo apt-get install -y -qq tmux >&2
+  fi
+fi
+
+# chromium renders the report page in a real browser (Debian package).
+if ! command -v chromium >/dev/null; then
+  echo "install.sh: installing chromium (apt-get)" >&2
+  if [[ $(id -u) -eq 0 ]]; then
+    apt-get update -qq >&2 && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >&2
+  else
+    sudo apt-get update -qq >&2 && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >&2
   fi
 fi
 

@@ -64,6 +64,7 @@ pub mod read;
 mod report;
 pub mod retrieval;
 pub mod rules;
+pub mod savings;
 pub mod show;
 pub mod simulate;
 pub mod speculation;

@@ -1,0 +1,731 @@
+//! `devboy tune report` on real telemetry: two real `devboy mcp` sessions
+//! over the real filesystem and memory servers write their events, the
+//! report (text, JSON, HTML) is checked against sums computed here from
+//! the events files themselves, and the HTML page is rendered by a real
+//! headless chromium, its screenshot decoded by chromium's own image
+//! decoder and checked for the charts' bars.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::ffi::OsStr;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::Duration;
+
+use common::{peer_toml, Devboy, TempDir};
+use devboy_testkit::peers;
+use devboy_tune::synthetic::{EndpointSpec, Workload};
+use devboy_tune::table::int;
+use serde_json::{json, Value};
+
+const DEVBOY: &str = env!("CARGO_BIN_EXE_devboy");
+
+/// The fill of a bar that saved tokens, as red, green, blue.
+fn bar_rgb() -> [u8; 3] {
+    let hex = devboy_tune::savings::html::SAVED_FILL.trim_start_matches('#');
+    let channel = |i: usize| u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).expect("#rrggbb");
+    [channel(0), channel(1), channel(2)]
+}
+
+/// `devboy ARGS…` with this config and telemetry directory.
+fn devboy(config: &Path, telemetry: &Path, args: &[&str]) -> Output {
+    let out = Command::new(DEVBOY)
+        .args(args)
+        .env("DEVBOY_CONFIG_DIR", config)
+        .env("DEVBOY_TELEMETRY_DIR", telemetry)
+        .env_remove("XDG_CONFIG_HOME")
+        .env_remove("DEVBOY_TELEMETRY")
+        .output()
+        .expect("run devboy");
+    assert!(
+        out.status.success(),
+        "devboy {args:?} failed: {}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+fn stdout(out: &Output) -> String {
+    String::from_utf8(out.stdout.clone()).expect("UTF-8 stdout")
+}
+
+/// Every line of the events files under `telemetry/events`, parsed.
+fn events(telemetry: &Path) -> Vec<Value> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(telemetry.join("events"))
+        .expect("events dir")
+        .map(|e| e.unwrap().path())
+        .collect();
+    files.sort();
+    files
+        .iter()
+        .flat_map(|f| {
+            std::fs::read_to_string(f)
+                .unwrap()
+                .lines()
+                .map(|l| serde_json::from_str::<Value>(l).expect("a JSON line"))
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}
+
+/// One real session: devboy over server-filesystem (rooted at `root`)
+/// and server-memory, listed once, `calls` made, then closed; waits for
+/// its summary (`sessions_before + 1` in all).
+async fn session(
+    telemetry: &Path,
+    config_dir: &Path,
+    root: &Path,
+    memory: &Path,
+    calls: &[(&str, Value)],
+    sessions_before: usize,
+) {
+    let config = format!(
+        "{}{}",
+        peer_toml("fs", &peers::server_filesystem(root)),
+        peer_toml("mem", &peers::server_memory(memory))
+    );
+    let devboy = Devboy::start_with_env(
+        &config,
+        None,
+        &[
+            ("DEVBOY_TELEMETRY_DIR", telemetry.as_os_str()),
+            // One names map for both sessions, as for a user.
+            ("DEVBOY_CONFIG_DIR", config_dir.as_os_str()),
+        ],
+    )
+    .await;
+    let names = devboy.tool_names().await;
+    for (tool, args) in calls {
+        assert!(names.iter().any(|n| n == tool), "{tool} not in {names:?}");
+        let result = devboy.call(tool, args.clone()).await;
+        assert_ne!(result.is_error, Some(true), "{tool}: {result:?}");
+    }
+    let Devboy { client, .. } = devboy;
+    let _ = client.cancel().await;
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(15);
+    loop {
+        let summaries = events(telemetry)
+            .iter()
+            .filter(|e| e["kind"] == "session")
+            .count();
+        if summaries > sessions_before {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "no session summary within 15 s"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Sums of the figures of a group of result events.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+struct Sums {
+    calls: i64,
+    baseline: i64,
+    fin: i64,
+    dedup: i64,
+    encoder: i64,
+}
+
+impl Sums {
+    fn add(&mut self, e: &Value) {
+        let n = |k: &str| e[k].as_i64().unwrap_or_else(|| panic!("{k} in {e}"));
+        self.calls += 1;
+        self.baseline += n("tokens_baseline");
+        self.fin += n("tokens_final");
+        self.dedup += n("dedup_saved");
+        self.encoder += n("encoder_saved");
+    }
+
+    /// Checks a row of the JSON report.
+    fn check(&self, row: &Value, what: &str) {
+        let got = Sums {
+            calls: row["calls"].as_i64().unwrap(),
+            baseline: row["tokens_baseline"].as_i64().unwrap(),
+            fin: row["tokens_final"].as_i64().unwrap(),
+            dedup: row["dedup_saved"].as_i64().unwrap(),
+            encoder: row["encoder_saved"].as_i64().unwrap(),
+        };
+        assert_eq!(&got, self, "{what}: {row}");
+        assert_eq!(
+            row["tokens_saved"].as_i64(),
+            Some(self.baseline - self.fin),
+            "{what}"
+        );
+    }
+
+    /// The figure cells of a text row: calls, baseline, received, saved,
+    /// saved %, dedup, encoder (numbers as the tables print them).
+    fn cells(&self) -> Vec<String> {
+        let saved = self.baseline - self.fin;
+        vec![
+            int(self.calls),
+            int(self.baseline),
+            int(self.fin),
+            int(saved),
+            format!("{:.1}", saved as f64 * 100.0 / self.baseline as f64),
+            int(self.dedup),
+            int(self.encoder),
+        ]
+    }
+}
+
+fn utc_date(ts_ms: i64) -> String {
+    let (y, m, d) = devboy_core::date::civil_from_days(ts_ms.div_euclid(86_400_000));
+    format!("{y:04}-{m:02}-{d:02}")
+}
+
+/// The rows of the text table titled `title`: from its header to its
+/// totals row, each split on runs of two or more spaces.
+fn text_rows(text: &str, title: &str) -> Vec<Vec<String>> {
+    let start = text
+        .find(&format!("\n{title}"))
+        .unwrap_or_else(|| panic!("no {title:?} in {text}"));
+    text[start..]
+        .lines()
+        // The blank line, the title, the header.
+        .skip(3)
+        .filter(|l| !l.starts_with("---"))
+        .map(|l| {
+            l.split("  ")
+                .map(str::trim)
+                .filter(|c| !c.is_empty())
+                .map(str::to_owned)
+                .collect::<Vec<String>>()
+        })
+        .scan(false, |ended, row| {
+            // Up to and with the totals row.
+            let take = !*ended;
+            *ended |= row.first().is_some_and(|c| c == "total");
+            take.then_some(row)
+        })
+        .collect()
+}
+
+/// A bar of a chart, read back from the page's SVG.
+#[derive(Debug)]
+struct SvgBar {
+    label: String,
+    value: i64,
+    height: f64,
+}
+
+/// The bars of the `<svg id="ID">` in `html`.
+fn svg_bars(html: &str, id: &str) -> Vec<SvgBar> {
+    let start = html
+        .find(&format!("<svg id=\"{id}\""))
+        .unwrap_or_else(|| panic!("no chart {id}"));
+    let svg = &html[start..start + html[start..].find("</svg>").unwrap()];
+    svg.split("<rect class=\"bar\"")
+        .skip(1)
+        .map(|rest| {
+            let tag = &rest[..rest.find('>').unwrap()];
+            let attr = |name: &str| {
+                let key = format!(" {name}=\"");
+                let from = tag.find(&key).unwrap_or_else(|| panic!("{name} in {tag}")) + key.len();
+                tag[from..from + tag[from..].find('"').unwrap()].to_owned()
+            };
+            SvgBar {
+                label: attr("data-label"),
+                value: attr("data-value").parse().unwrap(),
+                height: attr("height").parse().unwrap(),
+            }
+        })
+        .collect()
+}
+
+/// Bars as tall as their values, on one scale.
+fn assert_heights_proportional(bars: &[SvgBar]) {
+    let Some(top) = bars.iter().max_by_key(|b| b.value.abs()) else {
+        return;
+    };
+    assert!(top.value != 0 && top.height > 0.0, "{bars:?}");
+    let per_token = top.height / top.value.unsigned_abs() as f64;
+    for b in bars {
+        assert!(
+            (b.height - b.value.unsigned_abs() as f64 * per_token).abs() < 0.05,
+            "bar {} ({} tokens) is {} high, expected {}: {bars:?}",
+            b.label,
+            b.value,
+            b.height,
+            b.value.unsigned_abs() as f64 * per_token
+        );
+    }
+}
+
+/// The installed chromium; the test fails without it (tests/peers/install.sh
+/// installs it).
+fn chromium() -> PathBuf {
+    std::env::var_os("PATH")
+        .iter()
+        .flat_map(std::env::split_paths)
+        .map(|dir| dir.join("chromium"))
+        .find(|p| p.is_file())
+        .expect("chromium not installed: run tests/peers/install.sh")
+}
+
+/// Runs headless chromium in `dir`, each run with a fresh profile there
+/// (nothing of the user's, nothing left from an earlier run).
+fn chromium_headless(dir: &Path, args: &[&OsStr]) -> Output {
+    static RUN: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let mut profile = std::ffi::OsString::from("--user-data-dir=");
+    profile.push(dir.join(format!(
+        "chromium-profile-{}",
+        RUN.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+    )));
+    let out = Command::new(chromium())
+        .args(["--headless", "--no-sandbox", "--disable-gpu"])
+        .arg(profile)
+        .args(args)
+        // Its profile and crash reports stay in the test's directory.
+        .env("HOME", dir)
+        .env("XDG_CONFIG_HOME", dir.join("xdg-config"))
+        .env("XDG_CACHE_HOME", dir.join("xdg-cache"))
+        .current_dir(dir)
+        .output()
+        .expect("run chromium");
+    assert!(
+        out.status.success(),
+        "chromium failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+/// What chromium decodes of a PNG: its size, its distinct colours and
+/// how many pixels have the bars' fill.
+fn decode_in_chromium(dir: &Path, png: &Path) -> Value {
+    let page = dir.join("decode.html");
+    std::fs::write(
+        &page,
+        format!(
+            r#"<!DOCTYPE html><html><body><script>
+const img = new Image();
+img.onload = () => {{
+  const c = document.createElement('canvas');
+  c.width = img.width; c.height = img.height;
+  const g = c.getContext('2d');
+  g.drawImage(img, 0, 0);
+  const d = g.getImageData(0, 0, img.width, img.height).data;
+  const colors = new Set(); let bar = 0;
+  for (let i = 0; i < d.length; i += 4) {{
+    colors.add((d[i] << 16) | (d[i + 1] << 8) | d[i + 2]);
+    if (Math.abs(d[i] - {}) <= 6 && Math.abs(d[i + 1] - {}) <= 6 && Math.abs(d[i + 2] - {}) <= 6) bar++;
+  }}
+  const out = document.createElement('pre');
+  out.id = 'decoded';
+  out.textContent = JSON.stringify({{width: img.width, height: img.height, colors: colors.size, bar}});
+  document.body.appendChild(out);
+}};
+img.onerror = () => {{ document.body.insertAdjacentHTML('beforeend', '<pre id="decoded">{{"error": "not a PNG"}}</pre>'); }};
+img.src = {};
+</script></body></html>"#,
+            bar_rgb()[0],
+            bar_rgb()[1],
+            bar_rgb()[2],
+            json!(png.file_name().unwrap().to_str().unwrap())
+        ),
+    )
+    .unwrap();
+    let mut url = std::ffi::OsString::from("file://");
+    url.push(&page);
+    let out = chromium_headless(
+        dir,
+        &[
+            OsStr::new("--allow-file-access-from-files"),
+            OsStr::new("--dump-dom"),
+            &url,
+        ],
+    );
+    let dom = stdout(&out);
+    // The last: the script's own text, earlier in the dump, holds the
+    // error element's markup too.
+    let start = dom
+        .rfind("<pre id=\"decoded\">")
+        .unwrap_or_else(|| panic!("chromium did not decode the screenshot: {dom}"))
+        + "<pre id=\"decoded\">".len();
+    let text = &dom[start..start + dom[start..].find("</pre>").unwrap()];
+    serde_json::from_str(text).unwrap_or_else(|e| panic!("{e}: {text}"))
+}
+
+/// Renders `page` in headless chromium at 1200×900 and checks the
+/// screenshot: a PNG of that size, not blank, with the bars drawn.
+fn assert_renders_with_bars(dir: &Path, page: &Path) {
+    let shot = dir.join("screenshot.png");
+    let _ = std::fs::remove_file(&shot);
+    let mut screenshot = std::ffi::OsString::from("--screenshot=");
+    screenshot.push(&shot);
+    let mut url = std::ffi::OsString::from("file://");
+    url.push(page);
+    chromium_headless(
+        dir,
+        &[
+            &screenshot,
+            OsStr::new("--window-size=1200,900"),
+            OsStr::new("--hide-scrollbars"),
+            &url,
+        ],
+    );
+    let bytes = std::fs::read(&shot).expect("chromium wrote the screenshot");
+    assert!(bytes.starts_with(b"\x89PNG\r\n\x1a\n"), "a PNG");
+    let decoded = decode_in_chromium(dir, &shot);
+    assert_eq!(
+        (&decoded["width"], &decoded["height"]),
+        (&json!(1200), &json!(900)),
+        "{decoded}"
+    );
+    // A blank page is one colour; text and charts give many.
+    assert!(decoded["colors"].as_u64().unwrap() > 20, "{decoded}");
+    // Bars: at least a few thousand pixels of their fill.
+    assert!(decoded["bar"].as_u64().unwrap() > 2_000, "{decoded}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn report_on_real_sessions_adds_up_and_renders_in_chromium() {
+    let work = TempDir::new("tune-report");
+    let telemetry = work.path().join("telemetry");
+    let config_dir = work.path().join("config");
+    let root = work.path().join("project");
+    std::fs::create_dir_all(&config_dir).unwrap();
+    std::fs::create_dir_all(root.join("src")).unwrap();
+    let notes = root.join("notes.md");
+    std::fs::write(
+        &notes,
+        "| id | title | state |\n|---|---|---|\n".to_owned()
+            + &(0..120)
+                .map(|i| format!("| {i} | issue number {i} about the parser | open |\n"))
+                .collect::<String>(),
+    )
+    .unwrap();
+    for i in 0..30 {
+        std::fs::write(root.join("src").join(format!("m{i}.rs")), "fn f() {}\n").unwrap();
+    }
+    let memory = work.path().join("memory.jsonl");
+    let read = json!({"path": notes.to_str().unwrap()});
+    let list = json!({"path": root.join("src").to_str().unwrap()});
+    let entities = json!({"entities": (0..12).map(|i| json!({
+        "name": format!("module_{i}"), "entityType": "module",
+        "observations": [format!("module {i} parses the input"), "owned by the parser team"],
+    })).collect::<Vec<_>>()});
+
+    session(
+        &telemetry,
+        &config_dir,
+        &root,
+        &memory,
+        &[
+            ("fs__read_text_file", read.clone()),
+            ("fs__read_text_file", read.clone()),
+            ("fs__list_directory", list.clone()),
+            ("fs__list_directory", list.clone()),
+            ("mem__create_entities", entities),
+            ("mem__read_graph", json!({})),
+            ("mem__read_graph", json!({})),
+        ],
+        0,
+    )
+    .await;
+    session(
+        &telemetry,
+        &config_dir,
+        &root,
+        &memory,
+        &[
+            ("fs__read_text_file", read.clone()),
+            ("fs__read_text_file", read),
+            ("mem__read_graph", json!({})),
+        ],
+        1,
+    )
+    .await;
+
+    // The figures, summed here from the events files.
+    let all = events(&telemetry);
+    let names: BTreeMap<String, String> = serde_json::from_slice(
+        &std::fs::read(config_dir.join(devboy_core::paths::ENDPOINT_NAMES_FILE_NAME)).unwrap(),
+    )
+    .unwrap();
+    let mut total = Sums::default();
+    let mut days: BTreeMap<String, Sums> = BTreeMap::new();
+    let mut sessions: BTreeMap<String, Sums> = BTreeMap::new();
+    let mut servers: BTreeMap<String, Sums> = BTreeMap::new();
+    let mut tools: BTreeMap<String, Sums> = BTreeMap::new();
+    for e in all.iter().filter(|e| e["kind"] == "result") {
+        let tool = &names[e["tool"].as_str().unwrap()];
+        total.add(e);
+        days.entry(utc_date(e["ts_ms"].as_i64().unwrap()))
+            .or_default()
+            .add(e);
+        sessions
+            .entry(e["session"].as_str().unwrap().to_owned())
+            .or_default()
+            .add(e);
+        servers
+            .entry(tool.split("__").next().unwrap().to_owned())
+            .or_default()
+            .add(e);
+        tools.entry(tool.clone()).or_default().add(e);
+    }
+    assert_eq!(total.calls, 10, "one event per call: {all:#?}");
+    assert_eq!(sessions.len(), 2);
+    assert_eq!(servers.len(), 2);
+    assert!(total.dedup > 0, "the repeats were references: {total:?}");
+    assert!(total.baseline > total.fin, "{total:?}");
+    let summaries: BTreeMap<String, &Value> = all
+        .iter()
+        .filter(|e| e["kind"] == "session")
+        .map(|e| (e["session"].as_str().unwrap().to_owned(), e))
+        .collect();
+
+    // JSON.
+    let report: Value = serde_json::from_str(&stdout(&devboy(
+        &config_dir,
+        &telemetry,
+        &["tune", "report", "--format", "json"],
+    )))
+    .expect("one JSON object");
+    assert_eq!(report["version"], 1);
+    assert_eq!(report["estimated"], false);
+    assert_eq!(report["tokenizers"], json!(["o200k_base"]));
+    assert_eq!(report["read"]["results"], 10);
+    assert_eq!(report["read"]["sessions"], 2);
+    assert_eq!(report["read"]["malformed"], 0);
+    total.check(&report["total"], "total");
+    let rows = |key: &str, name: &str| -> BTreeMap<String, Value> {
+        report[key]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| (r[name].as_str().unwrap().to_owned(), r.clone()))
+            .collect()
+    };
+    for (key, name, expected) in [
+        ("days", "date", &days),
+        ("sessions", "session", &sessions),
+        ("servers", "server", &servers),
+        ("tools", "tool", &tools),
+    ] {
+        let got = rows(key, name);
+        assert_eq!(
+            got.keys().collect::<Vec<_>>(),
+            expected.keys().collect::<Vec<_>>(),
+            "{key}"
+        );
+        for (k, sums) in expected {
+            sums.check(&got[k], &format!("{key} {k}"));
+        }
+    }
+    for (id, row) in rows("sessions", "session") {
+        let summary = summaries[&id];
+        assert_eq!(row["client"], summary["client"]);
+        assert_eq!(
+            row["definitions"], summary["definitions"],
+            "definitions as the summary recorded them"
+        );
+        assert!(row["definitions"]["tokens"].as_u64().unwrap() > 0);
+        for (figure, field) in [
+            ("tokens_baseline", "tokens_baseline"),
+            ("tokens_final", "tokens_final"),
+            ("dedup_saved", "dedup_saved"),
+            ("encoder_saved", "encoder_saved"),
+        ] {
+            assert_eq!(row[figure], summary[field], "{id} {figure}");
+        }
+    }
+    for (name, row) in rows("tools", "tool") {
+        assert_eq!(row["server"], name.split("__").next().unwrap());
+    }
+
+    // Text: each table's rows and its totals row.
+    let text = stdout(&devboy(&config_dir, &telemetry, &["tune", "report"]));
+    for (title, expected, lead) in [
+        ("Savings per day (UTC)", &days, 1),
+        ("Savings per server", &servers, 1),
+        ("Savings per tool", &tools, 1),
+        ("Savings per session", &sessions, 3),
+    ] {
+        let table = text_rows(&text, title);
+        assert_eq!(table.len(), expected.len() + 1, "{title}:\n{text}");
+        for (key, sums) in expected {
+            let row = table
+                .iter()
+                .find(|r| &r[0] == key)
+                .unwrap_or_else(|| panic!("{key} in {title}:\n{text}"));
+            assert_eq!(
+                row[lead..lead + 7],
+                sums.cells()[..],
+                "{title} {key}:\n{text}"
+            );
+        }
+        let last = table.last().unwrap();
+        assert_eq!(last[0], "total");
+        assert_eq!(last[1..8], total.cells()[..], "{title} total:\n{text}");
+    }
+
+    // A damaged line is skipped and counted; the figures hold.
+    let file = std::fs::read_dir(telemetry.join("events"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .max()
+        .unwrap();
+    let mut bytes = std::fs::read(&file).unwrap();
+    bytes.extend_from_slice(b"{\"v\":1,\"kind\":\"result\",\"ts_ms\":\n");
+    std::fs::write(&file, bytes).unwrap();
+    let damaged = stdout(&devboy(&config_dir, &telemetry, &["tune", "report"]));
+    assert!(damaged.contains("skipped: 1 damaged lines"), "{damaged}");
+    let json_damaged: Value = serde_json::from_str(&stdout(&devboy(
+        &config_dir,
+        &telemetry,
+        &["tune", "report", "--format", "json"],
+    )))
+    .unwrap();
+    assert_eq!(json_damaged["read"]["malformed"], 1);
+    total.check(&json_damaged["total"], "total with a damaged line");
+
+    // HTML: self-contained, one bar per server at the right height, and
+    // rendered by chromium.
+    let page = work.path().join("savings.html");
+    devboy(
+        &config_dir,
+        &telemetry,
+        &["tune", "report", "--html", page.to_str().unwrap()],
+    );
+    let html = std::fs::read_to_string(&page).unwrap();
+    for outside in ["<script", " src=", " href=", "url(", "@import", "<link"] {
+        assert!(!html.contains(outside), "{outside} in the page");
+    }
+    let bars = svg_bars(&html, "chart-servers");
+    let got: BTreeMap<&str, i64> = bars.iter().map(|b| (b.label.as_str(), b.value)).collect();
+    let want: BTreeMap<&str, i64> = servers
+        .iter()
+        .map(|(k, s)| (k.as_str(), s.baseline - s.fin))
+        .collect();
+    assert_eq!(got, want);
+    assert_heights_proportional(&bars);
+    let day_bars = svg_bars(&html, "chart-days");
+    assert_eq!(day_bars.len(), days.len());
+    for bar in &day_bars {
+        let s = days[&bar.label];
+        assert_eq!(bar.value, s.baseline - s.fin);
+    }
+    assert_heights_proportional(&day_bars);
+    for tool in tools.keys() {
+        assert!(
+            html.contains(&format!("<td>{tool}</td>")),
+            "{tool} in a table"
+        );
+    }
+    assert_renders_with_bars(work.path(), &page);
+}
+
+/// A week of telemetry over several days, with a tool name that is
+/// markup: one bar per day, as tall as its saving, and every name escaped.
+#[test]
+fn the_page_charts_each_day_and_escapes_names() {
+    let work = TempDir::new("tune-report-days");
+    let telemetry = work.path().join("telemetry");
+    let config_dir = work.path().join("config");
+    std::fs::create_dir_all(&config_dir).unwrap();
+    let now = devboy_tune::now_ms();
+    let spec = EndpointSpec::new;
+    let workload = Workload {
+        endpoints: vec![
+            EndpointSpec {
+                shape: "markdown_table",
+                chars: 8000,
+                dup_rate: 0.3,
+                template: Some("md_tables_csv"),
+                encoder_ratio: 0.45,
+                weight: 3,
+                ..spec("gh__list_issues")
+            },
+            EndpointSpec {
+                chars: 3000,
+                encoder_ratio: 0.2,
+                weight: 2,
+                ..spec("<img src=x onerror=alert(1)>__tool")
+            },
+        ],
+        sessions: 5,
+        events_per_session: 120,
+        compactions_per_session: 0,
+        // One after another over four days and a bit.
+        interval_ms: 10 * 60 * 1000,
+        start_ms: now - 5 * 86_400_000,
+        malformed_every: 0,
+        seed: 7,
+    };
+    workload.write(&telemetry.join("events")).unwrap();
+    let names: serde_json::Map<String, Value> = workload
+        .endpoints
+        .iter()
+        .map(|e| (e.hash(), json!(e.name)))
+        .collect();
+    std::fs::write(
+        config_dir.join(devboy_core::paths::ENDPOINT_NAMES_FILE_NAME),
+        Value::Object(names).to_string(),
+    )
+    .unwrap();
+
+    let page = work.path().join("week.html");
+    let report: Value = serde_json::from_str(&stdout(&devboy(
+        &config_dir,
+        &telemetry,
+        &[
+            "tune",
+            "report",
+            "--format",
+            "json",
+            "--html",
+            page.to_str().unwrap(),
+        ],
+    )))
+    .unwrap();
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(!html.contains("<img"), "names are escaped");
+    assert!(html.contains("&lt;img src=x onerror=alert(1)&gt;"));
+    let days = report["days"].as_array().unwrap();
+    assert!(days.len() >= 3, "several days: {days:?}");
+    let bars = svg_bars(&html, "chart-days");
+    assert_eq!(bars.len(), days.len());
+    for (bar, day) in bars.iter().zip(days) {
+        assert_eq!(bar.label, day["date"].as_str().unwrap());
+        assert_eq!(bar.value, day["tokens_saved"].as_i64().unwrap());
+    }
+    let values: Vec<i64> = bars.iter().map(|b| b.value).collect();
+    assert!(
+        values.iter().any(|v| *v != values[0]),
+        "days differ: {values:?}"
+    );
+    assert_heights_proportional(&bars);
+    let server_bars = svg_bars(&html, "chart-servers");
+    assert_eq!(server_bars.len(), 2);
+    assert!(server_bars
+        .iter()
+        .any(|b| b.label == "&lt;img src=x onerror=alert(1)&gt;"));
+    assert_renders_with_bars(work.path(), &page);
+}
+
+#[test]
+fn no_telemetry_is_a_clear_message_not_an_error() {
+    let work = TempDir::new("tune-report-empty");
+    let out = devboy(
+        &work.path().join("config"),
+        &work.path().join("telemetry"),
+        &["tune", "report"],
+    );
+    let text = stdout(&out);
+    assert!(text.contains("nothing to report yet"), "{text}");
+    let json: Value = serde_json::from_str(&stdout(&devboy(
+        &work.path().join("config"),
+        &work.path().join("telemetry"),
+        &["tune", "report", "--format", "json"],
+    )))
+    .unwrap();
+    assert_eq!(json["total"]["calls"], 0);
+    assert_eq!(json["days"], json!([]));
+}
