@@ -141,6 +141,39 @@ fn upstream_line(u: &Value) -> String {
     line
 }
 
+/// One session's figures as a line.
+fn session_line(s: &Value) -> String {
+    let savings = &s["savings"];
+    let tokens = match (
+        savings["tokens_raw"].as_u64(),
+        savings["tokens_final"].as_u64(),
+    ) {
+        (Some(raw), Some(fin)) if raw > 0 => format!(
+            "{raw} tokens as sent, {fin} to the model ({:.1}% saved; dedup {}%, encoder {}%)",
+            100.0 * (raw as f64 - fin as f64) / raw as f64,
+            savings["dedup_savings_pct"],
+            savings["encoder_savings_pct"],
+        ),
+        _ => "no results yet".to_owned(),
+    };
+    let mut line = match s["calls"].as_u64() {
+        Some(calls) => format!("  session: {calls} calls, {tokens}"),
+        None => format!("  session: {tokens}"),
+    };
+    if let Some(pipeline) = s["pipeline"].as_str() {
+        line.push_str(&format!("; pipeline {pipeline}"));
+    }
+    let speculation = &s["speculation"];
+    if speculation["enabled"] == true {
+        line.push_str(&format!(
+            "; speculation {} prefetched, {} used",
+            speculation["dispatched"], speculation["used"]
+        ));
+    }
+    line.push('\n');
+    line
+}
+
 /// One process as text.
 fn process_text(report: &Value) -> String {
     let pid = &report["pid"];
@@ -158,42 +191,25 @@ fn process_text(report: &Value) -> String {
         out.push_str(&upstream_line(upstream));
         out.push('\n');
     }
-    match &report["sessions"] {
-        Value::Array(sessions) => {
-            for s in sessions {
-                let savings = &s["savings"];
-                let (raw, fin) = (
-                    savings["tokens_raw"].as_u64(),
-                    savings["tokens_final"].as_u64(),
-                );
-                let tokens = match (raw, fin) {
-                    (Some(raw), Some(fin)) if raw > 0 => format!(
-                        "{raw} tokens as sent, {fin} to the model ({:.1}% saved; dedup {}%, encoder {}%)",
-                        100.0 * (raw as f64 - fin as f64) / raw as f64,
-                        savings["dedup_savings_pct"],
-                        savings["encoder_savings_pct"],
-                    ),
-                    _ => "no results yet".to_owned(),
-                };
-                let speculation = &s["speculation"];
-                out.push_str(&format!(
-                    "  session: {} calls, {tokens}; pipeline {}",
-                    s["calls"],
-                    s["pipeline"].as_str().unwrap_or("?")
-                ));
-                if speculation["enabled"] == true {
-                    out.push_str(&format!(
-                        "; speculation {} prefetched, {} used",
-                        speculation["dispatched"], speculation["used"]
-                    ));
-                }
-                out.push('\n');
-            }
+    let (open, sessions) = match &report["sessions"] {
+        Value::Array(sessions) => (None, sessions.clone()),
+        Value::Object(o) => (
+            Some(o.get("open").cloned().unwrap_or_default()),
+            o.get("sessions")
+                .and_then(Value::as_array)
+                .cloned()
+                .unwrap_or_default(),
+        ),
+        other => {
+            out.push_str(&format!("  sessions: {other}\n"));
+            (None, Vec::new())
         }
-        Value::Object(o) if o.contains_key("open") => {
-            out.push_str(&format!("  open HTTP sessions: {}\n", o["open"]));
-        }
-        other => out.push_str(&format!("  sessions: {other}\n")),
+    };
+    if let Some(open) = open {
+        out.push_str(&format!("  open HTTP sessions: {open}\n"));
+    }
+    for s in &sessions {
+        out.push_str(&session_line(s));
     }
     out
 }

@@ -63,6 +63,7 @@ fn serve(dir: &Path, root: &Path) -> Served {
         .env("RUST_LOG", common::test_log_filter())
         .env("DEVBOY_CONFIG_DIR", dir)
         .env("DEVBOY_CACHE_DIR", dir.join("cache"))
+        .env("DEVBOY_RUNTIME_DIR", dir.join("run"))
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
@@ -137,6 +138,25 @@ fn two_http_clients_share_the_upstreams_and_never_each_others_references() {
         std::thread::sleep(Duration::from_millis(100));
     }
     assert!(served_still(&served));
+    // `devboy status` finds it, serving HTTP, its sessions ended.
+    let status = Command::new(common::devboy_bin())
+        .args(["status", "--format", "json"])
+        .env("DEVBOY_RUNTIME_DIR", dir.path().join("run"))
+        .output()
+        .unwrap();
+    let status: Value = serde_json::from_slice(&status.stdout).unwrap();
+    let process = &status["processes"][0];
+    assert_eq!(
+        process["serving"].as_str(),
+        Some(format!("http {}", served.url.trim_start_matches("http://")).as_str()),
+        "{status}"
+    );
+    assert_eq!(process["sessions"]["open"], 0, "{status}");
+    assert_eq!(
+        process["upstreams"].as_array().unwrap().len(),
+        2,
+        "{status}"
+    );
 }
 
 /// Session summary lines in the telemetry under `dir`.

@@ -293,22 +293,28 @@ pub async fn serve_http(
     let mut manager = LocalSessionManager::default();
     manager.session_config.keep_alive = Some(http.idle);
     let manager = Arc::new(manager);
-    let counted = manager.clone();
-    let _control = crate::control::listen(
-        &devboy_core::paths::runtime_dir(),
-        proxy.clone(),
-        format!("http {bound}{MCP_PATH}"),
-        Arc::new(move || {
-            // Each session's own figures are in its telemetry; here, how
-            // many are open.
-            serde_json::json!({"open": counted.sessions.try_read().map(|s| s.len()).ok()})
-        }),
-    );
     // New sessions follow the pipeline config as it is now; live ones are
     // told when it changes (their processors, held weakly).
     let pipeline = Arc::new(std::sync::RwLock::new(pipeline));
     let processors: Arc<Mutex<Vec<std::sync::Weak<crate::processor::PipelineProcessor>>>> =
         Arc::default();
+    let (counted, reported) = (manager.clone(), processors.clone());
+    let _control = crate::control::listen(
+        &devboy_core::paths::runtime_dir(),
+        proxy.clone(),
+        format!("http {bound}{MCP_PATH}"),
+        Arc::new(move || {
+            let live: Vec<serde_json::Value> = lock(&reported)
+                .iter()
+                .filter_map(std::sync::Weak::upgrade)
+                .map(|processor| serde_json::json!({"savings": processor.report()}))
+                .collect();
+            serde_json::json!({
+                "open": counted.sessions.try_read().map(|s| s.len()).ok(),
+                "sessions": live,
+            })
+        }),
+    );
     let _reload = reload_sources.map(|sources| {
         let (pipeline, processors) = (pipeline.clone(), processors.clone());
         crate::reload::watch(
