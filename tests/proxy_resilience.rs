@@ -425,7 +425,7 @@ prefix = "y"
         "x__a_really_long_tool_name_prefix_that_goes_on_and_on_echo"
     );
     let result = devboy.call(&long.name, json!({"text": "short"})).await;
-    assert_eq!(text_of(&result), "short");
+    assert_eq!(text_of(&result), "short", "{result:?}");
     assert!(names.contains(&"y__echo".to_string()));
 }
 
