@@ -576,7 +576,7 @@ async fn report_on_real_sessions_adds_up_and_renders_in_chromium() {
     bytes.extend_from_slice(b"{\"v\":1,\"kind\":\"result\",\"ts_ms\":\n");
     std::fs::write(&file, bytes).unwrap();
     let damaged = stdout(&devboy(&config_dir, &telemetry, &["tune", "report"]));
-    assert!(damaged.contains("skipped: 1 damaged lines"), "{damaged}");
+    assert!(damaged.contains("skipped: 1 damaged line\n"), "{damaged}");
     let json_damaged: Value = serde_json::from_str(&stdout(&devboy(
         &config_dir,
         &telemetry,

@@ -92,13 +92,15 @@ fn short(n: f64) -> String {
 /// title and a legend.
 pub fn bar_chart(id: &str, title: &str, x_title: &str, bars: &[Bar]) -> String {
     const W: f64 = 960.0;
-    const H: f64 = 380.0;
     const LEFT: f64 = 90.0;
     const RIGHT: f64 = 20.0;
     const TOP: f64 = 60.0;
-    const BOTTOM: f64 = 90.0;
+    // Labels turn 45° when many; they need the room below.
+    let rotate = bars.len() > 12;
+    let bottom = if rotate { 100.0 } else { 56.0 };
+    let h = TOP + 230.0 + bottom;
     let plot_w = W - LEFT - RIGHT;
-    let plot_h = H - TOP - BOTTOM;
+    let plot_h = h - TOP - bottom;
     let max = bars.iter().map(|b| b.value).max().unwrap_or(0).max(0) as f64;
     let min = bars.iter().map(|b| b.value).min().unwrap_or(0).min(0) as f64;
     let step = tick_step(max - min);
@@ -108,12 +110,12 @@ pub fn bar_chart(id: &str, title: &str, x_title: &str, bars: &[Bar]) -> String {
     let mut s = String::new();
     let _ = write!(
         s,
-        r#"<svg id="{id}" class="chart" xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" viewBox="0 0 {W} {H}" role="img" aria-labelledby="{id}-title">"#,
+        r#"<svg id="{id}" class="chart" xmlns="http://www.w3.org/2000/svg" width="{W}" height="{h}" viewBox="0 0 {W} {h}" role="img" aria-labelledby="{id}-title">"#,
         id = escape(id)
     );
     let _ = write!(
         s,
-        r##"<title id="{}-title">{}</title><rect x="0" y="0" width="{W}" height="{H}" fill="#ffffff"/>"##,
+        r##"<title id="{}-title">{}</title><rect x="0" y="0" width="{W}" height="{h}" fill="#ffffff"/>"##,
         escape(id),
         escape(title)
     );
@@ -165,14 +167,13 @@ pub fn bar_chart(id: &str, title: &str, x_title: &str, bars: &[Bar]) -> String {
         s,
         r#"<text class="axis-title" x="{:.1}" y="{}" text-anchor="middle" font-size="12">{}</text>"#,
         LEFT + plot_w / 2.0,
-        H - 8.0,
+        h - 8.0,
         escape(x_title)
     );
     // Bars.
     let n = bars.len().max(1) as f64;
     let slot = plot_w / n;
     let width = (slot * 0.7).min(80.0);
-    let rotate = bars.len() > 12;
     let zero = y(0.0);
     for (i, bar) in bars.iter().enumerate() {
         let cx = LEFT + slot * (i as f64 + 0.5);
@@ -421,6 +422,54 @@ mod tests {
             escape(r#"<img src=x onerror="a('b')">&"#),
             "&lt;img src=x onerror=&quot;a(&#39;b&#39;)&quot;&gt;&amp;"
         );
+    }
+
+    fn report(tool_name: &str, records: usize) -> SavingsReport {
+        use crate::event::Record;
+        use crate::names::ExposedNames;
+        use crate::read::EventTable;
+        let table = EventTable {
+            records: (0..records as u64)
+                .map(|i| Record {
+                    ts_ms: 1_764_201_600_000 + i * 86_400_000,
+                    tokens_baseline: 100,
+                    tokens_final: 40,
+                    encoder_saved: 60,
+                    ..Record::blank(7, 1)
+                })
+                .collect(),
+            ..EventTable::default()
+        };
+        let names = ExposedNames::from_pairs([("0000000000000007", tool_name.to_owned())]);
+        SavingsReport::of(
+            &table,
+            &names,
+            super::super::SavingsOptions {
+                input: "/t/events".into(),
+                names_file: "/t/names.json".into(),
+                days: 30,
+                now_ms: 1_764_201_600_000 + 40 * 86_400_000,
+            },
+        )
+    }
+
+    #[test]
+    fn the_page_is_self_contained_and_escapes_server_names() {
+        let page = page(&report("<script>alert(1)</script>__x", 3));
+        assert!(!page.contains("<script"), "{page}");
+        assert!(page.contains("&lt;script&gt;alert(1)&lt;/script&gt;__x"));
+        for outside in [" src=", " href=", "url(", "@import"] {
+            assert!(!page.contains(outside), "{outside}");
+        }
+        assert_eq!(bars(&page).len(), 3 + 1, "three days, one server");
+        assert!(page.contains("<tfoot><tr><td>total</td>"));
+    }
+
+    #[test]
+    fn an_empty_page_says_so() {
+        let page = page(&report("a__b", 0));
+        assert!(page.contains("nothing to report yet"), "{page}");
+        assert!(!page.contains("<svg"));
     }
 
     #[test]

@@ -130,6 +130,14 @@ impl Sums {
         self.encoder += f64::from(r.encoder_saved) * weight;
     }
 
+    fn merge(&mut self, other: &Sums) {
+        self.calls += other.calls;
+        self.baseline += other.baseline;
+        self.fin += other.fin;
+        self.dedup += other.dedup;
+        self.encoder += other.encoder;
+    }
+
     fn tally(&self) -> Tally {
         Tally {
             calls: self.calls.round() as u64,
@@ -291,12 +299,7 @@ impl SavingsReport {
             .map(|(id, sums)| {
                 let name = names.get(*id).map(str::to_owned);
                 let server = name.as_deref().map_or(UNNAMED_SERVER, server_of).to_owned();
-                let s = servers.entry(server.clone()).or_default();
-                s.calls += sums.calls;
-                s.baseline += sums.baseline;
-                s.fin += sums.fin;
-                s.dedup += sums.dedup;
-                s.encoder += sums.encoder;
+                servers.entry(server.clone()).or_default().merge(sums);
                 ToolRow {
                     name,
                     id: id_text(*id),
@@ -411,14 +414,26 @@ impl SavingsReport {
     pub fn skipped(&self) -> Option<String> {
         let r = &self.read;
         let parts: Vec<String> = [
-            (r.malformed, "damaged lines"),
-            (r.unsupported, "lines of a newer schema"),
-            (r.other_kinds, "lines of other kinds"),
-            (r.unreadable.len() as u64, "unreadable files"),
+            (r.malformed, "damaged line", "damaged lines"),
+            (
+                r.unsupported,
+                "line of a newer schema",
+                "lines of a newer schema",
+            ),
+            (
+                r.other_kinds,
+                "line of another kind",
+                "lines of other kinds",
+            ),
+            (
+                r.unreadable.len() as u64,
+                "unreadable file",
+                "unreadable files",
+            ),
         ]
         .iter()
-        .filter(|(n, _)| *n > 0)
-        .map(|(n, what)| format!("{} {what}", int(*n as i64)))
+        .filter(|(n, _, _)| *n > 0)
+        .map(|(n, one, many)| format!("{} {}", int(*n as i64), if *n == 1 { one } else { many }))
         .collect();
         (!parts.is_empty()).then(|| parts.join(", "))
     }
