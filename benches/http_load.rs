@@ -109,7 +109,12 @@ async fn client_calls(url: String, tool: &'static str, calls: usize) -> (Vec<Dur
 }
 
 /// All clients at once; every call's latency, and the errors.
-async fn round(url: &str, tool: &'static str, clients: usize, calls: usize) -> (Vec<Duration>, usize) {
+async fn round(
+    url: &str,
+    tool: &'static str,
+    clients: usize,
+    calls: usize,
+) -> (Vec<Duration>, usize) {
     let tasks: Vec<_> = (0..clients)
         .map(|_| tokio::spawn(client_calls(url.to_owned(), tool, calls)))
         .collect();

@@ -30,6 +30,7 @@ async fn no_config_serves_the_builtin_tools() {
         names,
         [
             "devboy_status",
+            "devboy_servers",
             "devboy_compact",
             "devboy_expand",
             "devboy_explore",
