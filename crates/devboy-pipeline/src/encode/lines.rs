@@ -88,7 +88,7 @@ mod tests {
         let value = json!({"name": "x", "n": 1, "empty": "", "none": null, "user": {"login": "a", "site_admin": false}, "e": {}});
         assert_eq!(
             round_trip(&value, false),
-            "name: x\nn: 1\nempty: \"\"\nnone: null\nuser.login: a\nuser.site_admin: false\ne: {}"
+            "name: x\nn:1\nempty: \"\"\nnone: null\nuser.login: a\nuser.site_admin: false\ne: {}"
         );
     }
 
@@ -110,7 +110,7 @@ mod tests {
             "items": [{"id": 1, "title": "a"}, {"id": 2, "title": "b"}], "after": "x"});
         assert_eq!(
             round_trip(&value, true),
-            "total_count: 2\nincomplete_results: false\nitems[2]:\nid,title\n1,a\n2,b\nafter: x"
+            "total_count:2\nincomplete_results: false\nitems[2]:\nid,title\n1,a\n2,b\nafter: x"
         );
         assert!(round_trip(&value, false).contains("items: [{"));
     }
@@ -120,7 +120,8 @@ mod tests {
         for bad in [
             "",
             "a",
-            "a:1",
+            "a:x",
+            "a:-1",
             "a: ",
             "a[0]:\nx\n1",
             "a[2]:\nx\n1",

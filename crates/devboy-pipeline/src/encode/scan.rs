@@ -10,6 +10,9 @@ use super::FormatDecodeError;
 pub(super) struct Scanner<'a> {
     text: &'a str,
     pos: usize,
+    /// The name a line value's leading `~` stands for, in braces, when the
+    /// hint declares one (`~ = {url}`).
+    tilde: Option<&'a str>,
 }
 
 impl<'a> Scanner<'a> {
@@ -20,7 +23,24 @@ impl<'a> Scanner<'a> {
         } else {
             text.len()
         };
-        Self { text, pos }
+        Self {
+            text,
+            pos,
+            tilde: None,
+        }
+    }
+
+    /// The same cursor, reading a line value's leading `~` as `{name}`.
+    pub(super) fn with_tilde(self, name: Option<&'a str>) -> Self {
+        Self {
+            tilde: name,
+            ..self
+        }
+    }
+
+    /// The name a line value's leading `~` stands for, if declared.
+    pub(super) fn tilde(&self) -> Option<&'a str> {
+        self.tilde
     }
 
     pub(super) fn pos(&self) -> usize {

@@ -259,8 +259,14 @@ pub(super) fn write_entry(text: &mut String, plan: &Plan<'_>, c: usize, flags: &
         flags.placed |= block.placed;
         let _ = write!(text, "[{rows}]:\n{}", block.text);
     } else {
-        text.push_str(": ");
+        text.push(':');
+        let at = text.len();
         write_declaration(text, plan, c);
+        // o200k splits a space from the digits after it, so a value that
+        // starts with a digit follows the colon directly (one token less).
+        if !text[at..].starts_with(|c: char| c.is_ascii_digit()) {
+            text.insert(at, ' ');
+        }
     }
 }
 
@@ -332,7 +338,12 @@ pub(super) fn parse_entry(
         sc.reset(start);
         return Ok(None);
     };
-    if sc.eat(": ") {
+    let digit_next = |sc: &Scanner<'_>| {
+        sc.rest()
+            .strip_prefix(':')
+            .is_some_and(|v| v.starts_with(|c: char| c.is_ascii_digit()))
+    };
+    if sc.eat(": ") || (digit_next(sc) && sc.eat(":")) {
         let value = parse_line_value(sc)?;
         sc.end_line()?;
         return Ok(Some((key, value)));
@@ -510,7 +521,7 @@ mod tests {
     #[test]
     fn identical_rows_keep_a_column() {
         let items = json!([{"a": 1, "b": 2}, {"a": 1, "b": 2}]);
-        assert_eq!(round_trip(&items), "b: 2\na,*\n1\n1");
+        assert_eq!(round_trip(&items), "b:2\na,*\n1\n1");
     }
 
     #[test]
