@@ -2,10 +2,19 @@
 //! nested table blocks (`doc`).
 //!
 //! ```text
-//! body   = entry *( LF entry )
-//! entry  = key ": " value                  ; a value or a pattern
-//!        | key "[" N "]:" LF block(N)      ; an array of N objects
+//! body    = line *( LF line )
+//! line    = entry
+//!         | path ":" LF 1*( " " entry LF ) ; a section: its lines' keys
+//!                                          ; go under `path`
+//! entry   = key ": " value                 ; a value or a pattern
+//!         | key ":" value                  ; a value starting with a digit
+//!         | key "[" N "]:" LF block(N)     ; an array of N objects
 //! ```
+//!
+//! A section line (`owner:`, nothing after the colon) stands for the
+//! shared start of the keys of the indented lines under it: ` login: a`
+//! there is `owner.login: a`. Keys stay the full paths they stand for, so
+//! patterns resolve as in dotted lines.
 //!
 //! Keys are dotted paths into nested objects (`user.login: octocat`) or
 //! quoted literal keys; values follow [`super::cell`] in the line slot; a
@@ -41,15 +50,11 @@ pub(super) fn encode(object: &Map<String, Value>, tables: bool) -> Option<table:
         lists: false,
         placed: false,
     };
-    for (c, node) in plan.nodes.iter().enumerate() {
-        if matches!(node.role, Role::Group | Role::Hidden) {
-            continue;
-        }
-        if !text.is_empty() {
-            text.push('\n');
-        }
-        table::write_entry(&mut text, &plan, c, &mut out);
-    }
+    let written: Vec<usize> = (0..plan.nodes.len())
+        .filter(|&c| !matches!(plan.nodes[c].role, Role::Group | Role::Hidden))
+        .collect();
+    table::write_entries(&mut text, &plan, &written, &mut out);
+    text.pop();
     out.text = text;
     Some(out)
 }
@@ -57,8 +62,9 @@ pub(super) fn encode(object: &Map<String, Value>, tables: bool) -> Option<table:
 /// Reads `key: value` lines and nested tables to the end of the text.
 pub(super) fn parse(sc: &mut Scanner<'_>) -> Result<Value, FormatDecodeError> {
     let mut entries = Vec::new();
+    let mut section = None;
     while !sc.at_end() {
-        match table::parse_entry(sc, table::MAX_NESTING)? {
+        match table::parse_entry(sc, table::MAX_NESTING, &mut section)? {
             Some(entry) => entries.push(entry),
             None => return Err(sc.error("expected `key: value` or `key[N]:`")),
         }
@@ -115,6 +121,29 @@ mod tests {
         assert!(round_trip(&value, false).contains("items: [{"));
     }
 
+    /// Four or more lines of one group go under a section line; a
+    /// section of a two-segment group pays from three lines.
+    #[test]
+    fn sections_group_lines() {
+        let value = json!({
+            "id": 1,
+            "owner": {"login": "a", "id": 2, "type": "User", "site_admin": false,
+                      "plan": {"name": "pro", "space": 9, "seats": 1}},
+            "name": "r",
+            "few": {"a": 1, "b": 2, "c": 3},
+        });
+        assert_eq!(
+            round_trip(&value, false),
+            "id:1\nowner:\n login: a\n id:2\n type: User\n site_admin: false\n\
+             owner.plan:\n name: pro\n space:9\n seats:1\nname: r\n\
+             few.a:1\nfew.b:2\nfew.c:3"
+        );
+        // A section may open again, after other lines.
+        let text = "a:\n x:1\n y:2\nb:3\na:\n z:4";
+        let back = parse(&mut Scanner::new(text, 0)).unwrap();
+        assert_eq!(back.to_string(), r#"{"a":{"x":1,"y":2,"z":4},"b":3}"#);
+    }
+
     #[test]
     fn malformed_bodies_are_errors() {
         for bad in [
@@ -127,6 +156,10 @@ mod tests {
             "a[2]:\nx\n1",
             "a[x]:",
             "a: {b}\nb: {a}",
+            " a: 1",
+            "a:\nb: 1",
+            "a:",
+            "a:\n \"q\": 1",
         ] {
             assert!(parse(&mut Scanner::new(bad, 0)).is_err(), "{bad:?}");
         }

@@ -44,6 +44,9 @@
 //! word     = "csv"                                ; body = block, rows to the end
 //!          | "kv" | "doc"                         ; body = entry *( LF entry )
 //! entry    = key ": " value                       ; one field (or a pattern)
+//!          | key ":" value                        ; a value that starts
+//!                                                 ; with a digit
+//!          | path ":" LF 1*( " " entry LF )      ; a section (below)
 //!          | key "[" N "]:" LF block(N)           ; an array of N objects
 //! block    = *( entry LF ) names LF row *( LF row )
 //!          | 1*( entry LF )                       ; nested only: the empty
@@ -65,6 +68,14 @@
 //!   a JSON string) is one literal key. So a line is an entry exactly
 //!   when a key is followed by `": "` or `"["`, and the first line of a
 //!   block that is not an entry is its header.
+//! - **Sections.** A line `a.b:`, nothing after the colon, opens a
+//!   section: the indented lines after it (one space) are keyed under
+//!   `a.b` (` login: x` there is `a.b.login: x`), and the first line
+//!   without the space closes it. Keys, and so references, stay the full
+//!   paths they stand for.
+//! - **Tilde.** A hint note `~ = {x}` makes a line value (not a cell)
+//!   that starts with `~` read as if it started with `{x}`: `~/forks` is
+//!   `{x}/forks`. Line strings that start with `~` are always quoted.
 //! - **Values** (a `cell` ends at `,` or the line end, a `value` at the
 //!   line end): `"…"`, a JSON string (RFC 8259 escapes, never spanning
 //!   lines: what the model copies out of it is the string), is a
