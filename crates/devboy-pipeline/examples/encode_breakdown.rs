@@ -79,12 +79,17 @@ fn cells(row: &str) -> Vec<&str> {
     out
 }
 
-/// An entry line's key and value, if the line is `key: value`.
+/// An entry line's key and value, if the line is `key: value` (or
+/// `key:1`, a value starting with a digit).
 fn entry(line: &str) -> Option<(&str, &str)> {
-    let at = line.find(": ")?;
+    let at = line.find(':')?;
     let key = &line[..at];
-    (!key.is_empty() && !key.contains(',') && !key.starts_with('"') || key.starts_with('"'))
-        .then(|| (key, &line[at + 2..]))
+    let rest = &line[at + 1..];
+    let value = rest.strip_prefix(' ').or_else(|| {
+        rest.starts_with(|c: char| c.is_ascii_digit())
+            .then_some(rest)
+    })?;
+    (!key.is_empty() && !key.contains(',') || key.starts_with('"')).then_some((key, value))
 }
 
 fn main() {
@@ -157,6 +162,10 @@ fn main() {
                     format!("{ctx} value: {}", value_kind(value)),
                     tok.count(&format!(" {value}")),
                 );
+                continue;
+            }
+            if l.ends_with(':') && !l.contains(' ') && !l.ends_with("]:") {
+                add("section line".into(), tok.count(&format!("\n{l}")) - 1);
                 continue;
             }
             if l.ends_with("]:") && !l.contains(' ') {

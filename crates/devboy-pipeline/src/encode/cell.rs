@@ -274,7 +274,7 @@ pub(super) fn parse_line_value(sc: &mut Scanner<'_>) -> Result<LineValue, Format
 }
 
 /// At the start of a line value, stands for the reference the hint
-/// declares (`~ = {url}`: `~/forks` reads `{url}/forks`). A line string
+/// declares (`~={url}`: `~/forks` reads `{url}/forks`). A line string
 /// that starts with it is always quoted, declared or not.
 pub(super) const TILDE: char = '~';
 

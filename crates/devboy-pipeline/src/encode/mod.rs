@@ -23,7 +23,7 @@
 //! where the two shared fields sit in each label's own key order):
 //!
 //! ```text
-//! > [encoded: csv; shared fields first; {x} = field x; *N = N shared fields #620708614]
+//! > [encoded: csv; shared fields first; {x}=field x; *N=N shared #538993380]
 //! url: https://api.github.com/repos/o/r/labels/{name}
 //! default: true
 //! id,name,*2
@@ -73,7 +73,7 @@
 //!   `a.b` (` login: x` there is `a.b.login: x`), and the first line
 //!   without the space closes it. Keys, and so references, stay the full
 //!   paths they stand for.
-//! - **Tilde.** A hint note `~ = {x}` makes a line value (not a cell)
+//! - **Tilde.** A hint note `~={x}` makes a line value (not a cell)
 //!   that starts with `~` read as if it started with `{x}`: `~/forks` is
 //!   `{x}/forks`. Line strings that start with `~` are always quoted.
 //! - **Values** (a `cell` ends at `,` or the line end, a `value` at the
@@ -132,7 +132,7 @@
 //! assert_eq!(best.format(), Format::Csv);
 //! assert_eq!(
 //!     best.text(),
-//!     "> [encoded: csv; shared fields first; {x} = field x; *N = N shared fields #620708614]\n\
+//!     "> [encoded: csv; shared fields first; {x}=field x; *N=N shared #538993380]\n\
 //!      url: https://api.github.com/repos/o/r/labels/{name}\n\
 //!      default: true\n\
 //!      id,name,*2\n\
@@ -315,30 +315,30 @@ fn decode_hinted<'a>(
 /// declared above a header for every row, references.
 fn push_notes(text: &mut String, block: &table::Block) {
     if block.tables {
-        text.push_str("; k[N]: N-row CSV");
+        text.push_str("; k[N]: N rows");
     }
     if block.declared {
         text.push_str("; shared fields first");
     }
     if block.references {
-        text.push_str("; {x} = field x");
+        text.push_str("; {x}=field x");
     }
     if block.lists {
         text.push_str("; k[]: rest of row");
     }
     if block.placed {
-        text.push_str("; *N = N shared fields");
+        text.push_str("; *N=N shared");
     }
     text.push_str("]\n");
 }
 
 /// How a hint declares what a line value's leading `~` stands for:
-/// `~ = {url}`.
-const TILDE_NOTE: &str = "~ = {";
+/// `~={url}`.
+const TILDE_NOTE: &str = "~={";
 
 /// The fewest lines a `~` must shorten to pay for its note in the hint
-/// (6 o200k tokens; `~` saves 2 on `{url}`, the usual case).
-const MIN_TILDE_LINES: usize = 4;
+/// (`; ~={url}`, 5 o200k tokens; `~` saves 2 on `{url}`, the usual case).
+const MIN_TILDE_LINES: usize = 3;
 
 /// `text` (a hinted text from [`render`], not yet sealed) with `~` for the
 /// reference that starts the most `key: value` lines, and the note that
@@ -589,7 +589,7 @@ mod tests {
         let encoded = encode(&value, Format::Document).unwrap();
         assert_eq!(
             shown(&encoded),
-            "> [encoded: doc; k[N]: N-row CSV; shared fields first; *N = N shared fields]\n\
+            "> [encoded: doc; k[N]: N rows; shared fields first; *N=N shared]\n\
              total_count:2\nincomplete_results: false\nitems[2]:\n\
              state: open\nnumber,title,*\n1,Found a bug\n2,\"Docs, please\""
         );
@@ -623,7 +623,7 @@ mod tests {
         let encoded = encode(&value, Format::Csv).unwrap();
         assert_eq!(
             shown(&encoded),
-            "> [encoded: csv; k[N]: N-row CSV; shared fields first; {x} = field x; *N = N shared fields]\n\
+            "> [encoded: csv; k[N]: N rows; shared fields first; {x}=field x; *N=N shared]\n\
              assignees: [{user}]\n\
              steps[2]:\nok: true\nname,*\nbuild\ntest\n\
              same[2]:\nk:1\n\n\
@@ -644,11 +644,11 @@ mod tests {
         let encoded = encode(&value, Format::Kv).unwrap();
         assert_eq!(
             shown(&encoded),
-            "> [encoded: kv; {x} = field x]\n\
+            "> [encoded: kv; {x}=field x]\n\
              url: https://api.github.com/repos/o/r\n\
-             owner.url: https://api.github.com/users/o\n\
-             owner.repos_url: {url}/repos\n\
-             owner.home: https://api.github.com/repos/o/r/home"
+             owner:\n url: https://api.github.com/users/o\n\
+             \x20repos_url: {url}/repos\n\
+             \x20home: https://api.github.com/repos/o/r/home"
         );
     }
 
@@ -670,15 +670,16 @@ mod tests {
         let encoded = encode(&value, Format::Kv).unwrap();
         assert_eq!(
             shown(&encoded),
-            "> [encoded: kv; {x} = field x; ~ = {url}]\n\
+            "> [encoded: kv; {x}=field x; ~={url}]\n\
              url: https://api.github.com/repos/o/r\n\
              forks_url: ~/forks\nkeys_url: ~/keys{/key_id}\nhooks_url: ~/hooks\n\
              tags_url: ~/tags\nhome: \"~/src\"\nsize:0"
         );
         assert_eq!(decode(encoded.text()).unwrap(), value);
-        // Three such lines do not pay for the note.
+        // Two such lines do not pay for the note.
         let mut fewer = value.clone();
         fewer.as_object_mut().unwrap().remove("tags_url");
+        fewer.as_object_mut().unwrap().remove("hooks_url");
         let encoded = encode(&fewer, Format::Kv).unwrap();
         assert!(!encoded.text().contains('~') || !encoded.text().contains("~ = "));
         assert!(encoded.text().contains("forks_url: {url}/forks"));
@@ -688,7 +689,7 @@ mod tests {
             json!({"a": "~/x"})
         );
         assert_eq!(
-            decode_sealed("> [encoded: csv; ~ = {a}]\nb: ~/y\na,c\nx,~\nz,~q").unwrap(),
+            decode_sealed("> [encoded: csv; ~={a}]\nb: ~/y\na,c\nx,~\nz,~q").unwrap(),
             json!([{"b": "x/y", "a": "x", "c": "~"}, {"b": "z/y", "a": "z", "c": "~q"}])
         );
     }
@@ -813,18 +814,18 @@ mod tests {
         let tok = Tokenizer::O200k;
         for (hint, cost) in [
             ("> [encoded: kv]", 6),
-            ("> [encoded: kv; {x} = field x]", 13),
+            ("> [encoded: kv; {x}=field x]", 12),
             ("> [encoded: csv]", 6),
             ("> [encoded: csv; shared fields first]", 10),
-            ("> [encoded: csv; shared fields first; {x} = field x]", 17),
+            ("> [encoded: csv; shared fields first; {x}=field x]", 16),
             (
-                "> [encoded: csv; k[N]: N-row CSV; shared fields first; {x} = field x]",
-                24,
+                "> [encoded: csv; k[N]: N rows; shared fields first; {x}=field x]",
+                22,
             ),
-            ("> [encoded: doc; k[N]: N-row CSV]", 13),
+            ("> [encoded: doc; k[N]: N rows]", 12),
             (
-                "> [encoded: doc; k[N]: N-row CSV; shared fields first; k[]: rest of row]",
-                24,
+                "> [encoded: doc; k[N]: N rows; shared fields first; k[]: rest of row]",
+                23,
             ),
         ] {
             assert_eq!(tok.count(hint), cost, "{hint}");

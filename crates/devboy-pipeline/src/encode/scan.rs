@@ -11,7 +11,7 @@ pub(super) struct Scanner<'a> {
     text: &'a str,
     pos: usize,
     /// The name a line value's leading `~` stands for, in braces, when the
-    /// hint declares one (`~ = {url}`).
+    /// hint declares one (`~={url}`).
     tilde: Option<&'a str>,
 }
 

@@ -321,10 +321,11 @@ pub(super) fn write_entries(
 /// Whether a section line for group `name` pays for `lines` lines under
 /// it: each line drops the group's segments (about a token each) and
 /// gains nothing (o200k reads ` key` as it reads `key`), and the section
-/// line costs its segments, the colon and a line end.
+/// line costs its segments and the colon with its line end (`:\n` is
+/// one token).
 fn section_pays(name: &str, lines: usize) -> bool {
     let segments = name.split('.').count();
-    lines * segments > segments + 2
+    lines * segments > segments + 1
 }
 
 /// Writes a column's key: its dotted name when bare, else quoted.
