@@ -77,6 +77,10 @@ const STRINGS: &[&str] = &[
     "{url}~",
     "9lives",
     "1:2",
+    "^",
+    "^/x",
+    "https://api.github.com/repos/octokit/rest.js/a",
+    "https://api.github.com/repos/octokit/rest.js/b/c",
 ];
 
 fn key() -> impl Strategy<Value = String> {

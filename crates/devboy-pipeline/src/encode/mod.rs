@@ -155,6 +155,7 @@ mod records;
 mod scan;
 mod table;
 
+use std::collections::HashMap;
 use std::fmt;
 
 use serde_json::Value;
@@ -295,7 +296,10 @@ fn decode_hinted<'a>(
     let tilde = words
         .split("; ")
         .find_map(|note| note.strip_prefix(TILDE_NOTE)?.strip_suffix('}'));
-    let mut sc = Scanner::new(text, body_start).with_tilde(tilde);
+    let caret = words
+        .split("; ")
+        .find_map(|note| note.strip_prefix(CARET_NOTE));
+    let mut sc = Scanner::new(text, body_start).with_leads(tilde, caret);
     let value = match word {
         "csv" => Value::Array(table::parse_block(
             &mut sc,
@@ -398,6 +402,78 @@ fn with_tilde(text: &str) -> Option<String> {
     Some(out)
 }
 
+/// How a hint declares what a line value's leading `^` stands for:
+/// `^=https://x/y`.
+const CARET_NOTE: &str = "^=";
+
+/// The shortest text worth a `^`: its note costs about its own length.
+const MIN_CARET_TEXT: usize = 24;
+
+/// Where the value of `line` starts, if the line reads as `key: value`
+/// (a bare key, perhaps indented under a section). Lines are recognised
+/// by their text alone: a text made with this is kept only if it decodes
+/// back exactly.
+fn line_value_start(line: &str) -> Option<usize> {
+    let key = line.find(": ")?;
+    let bad_key = line[..key].contains([',', '"', ':', '{', '}', '[', ']']);
+    (key > 0 && !bad_key).then_some(key + 2)
+}
+
+/// `text` (a hinted text, not yet sealed) with `^` for the longest-paying
+/// text up to a `/` that starts the values of two or more `key: value`
+/// lines, and the note that declares it; `None` if none pays. The text
+/// is declared in the hint, so it holds no `;`, `]`, `#`, braces or
+/// whitespace.
+fn with_caret(text: &str) -> Option<String> {
+    let (hint, body) = text.split_once('\n')?;
+    let value = |line: &str| -> Option<(usize, usize)> {
+        let at = line_value_start(line)?;
+        let v = &line[at..];
+        let plain = !v.starts_with(['{', '"', '[', cell::TILDE, cell::CARET]);
+        // The declarable part: up to the first character a note cannot hold.
+        let len = v
+            .find(|c: char| matches!(c, ';' | ']' | '#' | '{' | '}') || c.is_whitespace())
+            .unwrap_or(v.len());
+        plain.then_some((at, len))
+    };
+    // Each candidate's count and first line, by text.
+    let mut counts: HashMap<&str, (usize, usize), FastHash> = HashMap::default();
+    for (i, line) in body.split('\n').enumerate() {
+        let Some((at, len)) = value(line) else {
+            continue;
+        };
+        let v = &line[at..at + len];
+        for (slash, _) in v.match_indices('/').take(16) {
+            if slash >= MIN_CARET_TEXT {
+                counts.entry(&v[..slash]).or_insert((0, i)).0 += 1;
+            }
+        }
+    }
+    let (prefix, _) = counts
+        .iter()
+        .filter(|(_, &(count, _))| count >= 2)
+        .max_by_key(|(p, &(count, first))| ((count - 1) * p.len(), std::cmp::Reverse(first)))?;
+    let hint = hint.strip_suffix(']')?;
+    let mut out = String::with_capacity(text.len());
+    out.push_str(hint);
+    out.push_str("; ");
+    out.push_str(CARET_NOTE);
+    out.push_str(prefix);
+    out.push(']');
+    for line in body.split('\n') {
+        out.push('\n');
+        match value(line) {
+            Some((at, len)) if line[at..at + len].starts_with(prefix) => {
+                out.push_str(&line[..at]);
+                out.push(cell::CARET);
+                out.push_str(&line[at + prefix.len()..]);
+            }
+            _ => out.push_str(line),
+        }
+    }
+    Some(out)
+}
+
 /// Encodes `value` in `format`, if that format applies and reproduces
 /// `value` exactly. [`Format::Kv`] writes arrays of objects inline;
 /// [`Format::Document`] declines an object it would write without a table.
@@ -409,12 +485,17 @@ pub fn encode(value: &Value, format: Format) -> Option<Encoded> {
     verified_shortest(value, made, text)
 }
 
-/// [`verified_for`] of `text` with a `~` (see [`with_tilde`]) when there
-/// is one that decodes exactly, else of `text` itself.
+/// [`verified_for`] of the shortest of `text` with a `~` and a `^` (see
+/// [`with_tilde`], [`with_caret`]), `text` with a `~`, and `text` itself,
+/// that decodes exactly.
 fn verified_shortest(value: &Value, format: Format, text: String) -> Option<Encoded> {
     if format != Format::JsonCompact {
-        if let Some(short) = with_tilde(&text).and_then(|t| verified_for(value, format, t)) {
-            return Some(short);
+        let tilde = with_tilde(&text);
+        let both = with_caret(tilde.as_deref().unwrap_or(&text));
+        for short in [both, tilde].into_iter().flatten() {
+            if let Some(encoded) = verified_for(value, format, short) {
+                return Some(encoded);
+            }
         }
     }
     verified_for(value, format, text)
@@ -644,11 +725,11 @@ mod tests {
         let encoded = encode(&value, Format::Kv).unwrap();
         assert_eq!(
             shown(&encoded),
-            "> [encoded: kv; {x}=field x]\n\
-             url: https://api.github.com/repos/o/r\n\
+            "> [encoded: kv; {x}=field x; ^=https://api.github.com/repos/o]\n\
+             url: ^/r\n\
              owner:\n url: https://api.github.com/users/o\n\
              \x20repos_url: {url}/repos\n\
-             \x20home: https://api.github.com/repos/o/r/home"
+             \x20home: ^/r/home"
         );
     }
 
@@ -691,6 +772,37 @@ mod tests {
         assert_eq!(
             decode_sealed("> [encoded: csv; ~={a}]\nb: ~/y\na,c\nx,~\nz,~q").unwrap(),
             json!([{"b": "x/y", "a": "x", "c": "~"}, {"b": "z/y", "a": "z", "c": "~q"}])
+        );
+    }
+
+    /// A text up to a `/` that starts two or more line values, and is long
+    /// enough to pay, is declared once and written `^`; a string that
+    /// starts with `^` is quoted, and an undeclared `^` is itself.
+    #[test]
+    fn a_shared_value_start_is_declared_once_as_caret() {
+        let base = "https://api.github.com/repos/octokit/rest.js/branches/main";
+        let value = json!({
+            "url": format!("{base}/protection"),
+            "rules": format!("{base}/rules"),
+            "regex": "^v[0-9]+$",
+            "name": "main",
+        });
+        let encoded = encode(&value, Format::Kv).unwrap();
+        assert_eq!(
+            shown(&encoded),
+            format!(
+                "> [encoded: kv; ^={base}]\n\
+                 url: ^/protection\nrules: ^/rules\n\
+                 regex: \"^v[0-9]+$\"\nname: main"
+            )
+        );
+        assert_eq!(decode(encoded.text()).unwrap(), value);
+        // Too short a shared start is not worth its note.
+        let short = json!({"a": "https://x.io/a/b", "b": "https://x.io/a/c"});
+        assert!(!encode(&short, Format::Kv).unwrap().text().contains('^'));
+        assert_eq!(
+            decode_sealed("> [encoded: kv]\na: ^/x").unwrap(),
+            json!({"a": "^/x"})
         );
     }
 

@@ -13,6 +13,9 @@ pub(super) struct Scanner<'a> {
     /// The name a line value's leading `~` stands for, in braces, when the
     /// hint declares one (`~={url}`).
     tilde: Option<&'a str>,
+    /// The text a line value's leading `^` stands for, when the hint
+    /// declares one (`^=https://x/y`).
+    caret: Option<&'a str>,
 }
 
 impl<'a> Scanner<'a> {
@@ -27,15 +30,23 @@ impl<'a> Scanner<'a> {
             text,
             pos,
             tilde: None,
+            caret: None,
         }
     }
 
-    /// The same cursor, reading a line value's leading `~` as `{name}`.
-    pub(super) fn with_tilde(self, name: Option<&'a str>) -> Self {
+    /// The same cursor, reading a line value's leading `~` as `{name}`
+    /// and its leading `^` as `prefix`.
+    pub(super) fn with_leads(self, name: Option<&'a str>, prefix: Option<&'a str>) -> Self {
         Self {
             tilde: name,
+            caret: prefix,
             ..self
         }
+    }
+
+    /// The text a line value's leading `^` stands for, if declared.
+    pub(super) fn caret(&self) -> Option<&'a str> {
+        self.caret
     }
 
     /// The name a line value's leading `~` stands for, if declared.
