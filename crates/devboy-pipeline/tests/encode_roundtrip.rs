@@ -19,7 +19,8 @@ use serde_json::{json, Map, Number, Value};
 
 const KEYS: &[&str] = &[
     "id", "url", "login", "name", "user", "a.b", "a", "b", "", "a,b", "x: y", "\"q\"", "{url}",
-    "[0]", " sp", "sp ", "null", "1", "ü", "名前", "+1", ">x", "a b", "html_url", "items",
+    "[0]", " sp", "sp ", "null", "1", "ü", "名前", "+1", ">x", "a b", "html_url", "items", "~",
+    "9",
 ];
 
 const STRINGS: &[&str] = &[
@@ -69,6 +70,17 @@ const STRINGS: &[&str] = &[
     "-",
     "-x",
     "2011-04-22T13:33:48Z",
+    "~",
+    "~/x",
+    "~url",
+    "~{url}/x",
+    "{url}~",
+    "9lives",
+    "1:2",
+    "^",
+    "^/x",
+    "https://api.github.com/repos/octokit/rest.js/a",
+    "https://api.github.com/repos/octokit/rest.js/b/c",
 ];
 
 fn key() -> impl Strategy<Value = String> {

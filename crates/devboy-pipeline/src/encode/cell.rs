@@ -103,7 +103,7 @@ pub(super) fn bare_string_ok(s: &str, slot: Slot<'_>) -> bool {
     }
     match slot {
         Slot::Cell => true,
-        Slot::Line(names, parent) => !names.has_ref(parent, s),
+        Slot::Line(names, parent) => first != TILDE && first != CARET && !names.has_ref(parent, s),
     }
 }
 
@@ -267,8 +267,24 @@ pub(super) fn parse_line_value(sc: &mut Scanner<'_>) -> Result<LineValue, Format
         return Err(sc.error("missing value after `: `"));
     }
     sc.advance(line.len());
+    if let (Some(rest), Some(name)) = (line.strip_prefix(TILDE), sc.tilde()) {
+        return Ok(classify_line(&format!("{{{name}}}{rest}")));
+    }
+    if let (Some(rest), Some(prefix)) = (line.strip_prefix(CARET), sc.caret()) {
+        return Ok(classify_line(&format!("{prefix}{rest}")));
+    }
     Ok(classify_line(line))
 }
+
+/// At the start of a line value, stands for the reference the hint
+/// declares (`~={url}`: `~/forks` reads `{url}/forks`). A line string
+/// that starts with it is always quoted, declared or not.
+pub(super) const TILDE: char = '~';
+
+/// At the start of a line value, stands for the text the hint declares
+/// (`^=https://x/y`: `^/z` reads `https://x/y/z`). A line string that
+/// starts with it is always quoted, declared or not.
+pub(super) const CARET: char = '^';
 
 /// What unquoted line text reads as.
 pub(super) fn classify_line(text: &str) -> LineValue {

@@ -2,10 +2,19 @@
 //! nested table blocks (`doc`).
 //!
 //! ```text
-//! body   = entry *( LF entry )
-//! entry  = key ": " value                  ; a value or a pattern
-//!        | key "[" N "]:" LF block(N)      ; an array of N objects
+//! body    = line *( LF line )
+//! line    = entry
+//!         | path ":" LF 1*( " " entry LF ) ; a section: its lines' keys
+//!                                          ; go under `path`
+//! entry   = key ": " value                 ; a value or a pattern
+//!         | key ":" value                  ; a value starting with a digit
+//!         | key "[" N "]:" LF block(N)     ; an array of N objects
 //! ```
+//!
+//! A section line (`owner:`, nothing after the colon) stands for the
+//! shared start of the keys of the indented lines under it: ` login: a`
+//! there is `owner.login: a`. Keys stay the full paths they stand for, so
+//! patterns resolve as in dotted lines.
 //!
 //! Keys are dotted paths into nested objects (`user.login: octocat`) or
 //! quoted literal keys; values follow [`super::cell`] in the line slot; a
@@ -41,15 +50,11 @@ pub(super) fn encode(object: &Map<String, Value>, tables: bool) -> Option<table:
         lists: false,
         placed: false,
     };
-    for (c, node) in plan.nodes.iter().enumerate() {
-        if matches!(node.role, Role::Group | Role::Hidden) {
-            continue;
-        }
-        if !text.is_empty() {
-            text.push('\n');
-        }
-        table::write_entry(&mut text, &plan, c, &mut out);
-    }
+    let written: Vec<usize> = (0..plan.nodes.len())
+        .filter(|&c| !matches!(plan.nodes[c].role, Role::Group | Role::Hidden))
+        .collect();
+    table::write_entries(&mut text, &plan, &written, &mut out);
+    text.pop();
     out.text = text;
     Some(out)
 }
@@ -57,8 +62,9 @@ pub(super) fn encode(object: &Map<String, Value>, tables: bool) -> Option<table:
 /// Reads `key: value` lines and nested tables to the end of the text.
 pub(super) fn parse(sc: &mut Scanner<'_>) -> Result<Value, FormatDecodeError> {
     let mut entries = Vec::new();
+    let mut section = None;
     while !sc.at_end() {
-        match table::parse_entry(sc, table::MAX_NESTING)? {
+        match table::parse_entry(sc, table::MAX_NESTING, &mut section)? {
             Some(entry) => entries.push(entry),
             None => return Err(sc.error("expected `key: value` or `key[N]:`")),
         }
@@ -88,7 +94,7 @@ mod tests {
         let value = json!({"name": "x", "n": 1, "empty": "", "none": null, "user": {"login": "a", "site_admin": false}, "e": {}});
         assert_eq!(
             round_trip(&value, false),
-            "name: x\nn: 1\nempty: \"\"\nnone: null\nuser.login: a\nuser.site_admin: false\ne: {}"
+            "name: x\nn:1\nempty: \"\"\nnone: null\nuser.login: a\nuser.site_admin: false\ne: {}"
         );
     }
 
@@ -99,8 +105,8 @@ mod tests {
         let value = json!({"user": user, "assignee": user, "body": "{user.login} is literal"});
         assert_eq!(
             round_trip(&value, false),
-            "user.login: octocat\nuser.url: https://api.github.com/users/octocat\n\
-             user.repos_url: {url}/repos\nassignee: {user}\nbody: \"{user.login} is literal\""
+            "user:\n login: octocat\n url: https://api.github.com/users/octocat\n\
+             \x20repos_url: {url}/repos\nassignee: {user}\nbody: \"{user.login} is literal\""
         );
     }
 
@@ -110,9 +116,32 @@ mod tests {
             "items": [{"id": 1, "title": "a"}, {"id": 2, "title": "b"}], "after": "x"});
         assert_eq!(
             round_trip(&value, true),
-            "total_count: 2\nincomplete_results: false\nitems[2]:\nid,title\n1,a\n2,b\nafter: x"
+            "total_count:2\nincomplete_results: false\nitems[2]:\nid,title\n1,a\n2,b\nafter: x"
         );
         assert!(round_trip(&value, false).contains("items: [{"));
+    }
+
+    /// Three or more lines of one group go under a section line; a
+    /// section of a two-segment group pays from two lines.
+    #[test]
+    fn sections_group_lines() {
+        let value = json!({
+            "id": 1,
+            "owner": {"login": "a", "id": 2, "type": "User", "site_admin": false,
+                      "plan": {"name": "pro", "space": 9, "seats": 1}},
+            "name": "r",
+            "few": {"a": 1, "b": 2},
+        });
+        assert_eq!(
+            round_trip(&value, false),
+            "id:1\nowner:\n login: a\n id:2\n type: User\n site_admin: false\n\
+             owner.plan:\n name: pro\n space:9\n seats:1\nname: r\n\
+             few.a:1\nfew.b:2"
+        );
+        // A section may open again, after other lines.
+        let text = "a:\n x:1\n y:2\nb:3\na:\n z:4";
+        let back = parse(&mut Scanner::new(text, 0)).unwrap();
+        assert_eq!(back.to_string(), r#"{"a":{"x":1,"y":2,"z":4},"b":3}"#);
     }
 
     #[test]
@@ -120,12 +149,17 @@ mod tests {
         for bad in [
             "",
             "a",
-            "a:1",
+            "a:x",
+            "a:-1",
             "a: ",
             "a[0]:\nx\n1",
             "a[2]:\nx\n1",
             "a[x]:",
             "a: {b}\nb: {a}",
+            " a: 1",
+            "a:\nb: 1",
+            "a:",
+            "a:\n \"q\": 1",
         ] {
             assert!(parse(&mut Scanner::new(bad, 0)).is_err(), "{bad:?}");
         }

@@ -23,7 +23,7 @@
 //! where the two shared fields sit in each label's own key order):
 //!
 //! ```text
-//! > [encoded: csv; shared fields first; {x} = field x; *N = N shared fields #620708614]
+//! > [encoded: csv; shared fields first; {x}=field x; *N=N shared #538993380]
 //! url: https://api.github.com/repos/o/r/labels/{name}
 //! default: true
 //! id,name,*2
@@ -44,6 +44,9 @@
 //! word     = "csv"                                ; body = block, rows to the end
 //!          | "kv" | "doc"                         ; body = entry *( LF entry )
 //! entry    = key ": " value                       ; one field (or a pattern)
+//!          | key ":" value                        ; a value that starts
+//!                                                 ; with a digit
+//!          | path ":" LF 1*( " " entry LF )      ; a section (below)
 //!          | key "[" N "]:" LF block(N)           ; an array of N objects
 //! block    = *( entry LF ) names LF row *( LF row )
 //!          | 1*( entry LF )                       ; nested only: the empty
@@ -65,6 +68,14 @@
 //!   a JSON string) is one literal key. So a line is an entry exactly
 //!   when a key is followed by `": "` or `"["`, and the first line of a
 //!   block that is not an entry is its header.
+//! - **Sections.** A line `a.b:`, nothing after the colon, opens a
+//!   section: the indented lines after it (one space) are keyed under
+//!   `a.b` (` login: x` there is `a.b.login: x`), and the first line
+//!   without the space closes it. Keys, and so references, stay the full
+//!   paths they stand for.
+//! - **Tilde.** A hint note `~={x}` makes a line value (not a cell)
+//!   that starts with `~` read as if it started with `{x}`: `~/forks` is
+//!   `{x}/forks`. Line strings that start with `~` are always quoted.
 //! - **Values** (a `cell` ends at `,` or the line end, a `value` at the
 //!   line end): `"…"`, a JSON string (RFC 8259 escapes, never spanning
 //!   lines: what the model copies out of it is the string), is a
@@ -121,7 +132,7 @@
 //! assert_eq!(best.format(), Format::Csv);
 //! assert_eq!(
 //!     best.text(),
-//!     "> [encoded: csv; shared fields first; {x} = field x; *N = N shared fields #620708614]\n\
+//!     "> [encoded: csv; shared fields first; {x}=field x; *N=N shared #538993380]\n\
 //!      url: https://api.github.com/repos/o/r/labels/{name}\n\
 //!      default: true\n\
 //!      id,name,*2\n\
@@ -144,6 +155,7 @@ mod records;
 mod scan;
 mod table;
 
+use std::collections::HashMap;
 use std::fmt;
 
 use serde_json::Value;
@@ -268,9 +280,9 @@ pub(crate) fn decode_unchecked(text: &str) -> Result<Value, FormatDecodeError> {
 
 /// Decodes the body of `text`, which starts at `body_start`, by the
 /// grammar `hint` (a hint line without its check) names.
-fn decode_hinted(
-    hint: &str,
-    text: &str,
+fn decode_hinted<'a>(
+    hint: &'a str,
+    text: &'a str,
     body_start: Option<usize>,
 ) -> Result<Value, FormatDecodeError> {
     let words = hint.strip_prefix(HINT_PREFIX).unwrap_or(hint);
@@ -281,7 +293,13 @@ fn decode_hinted(
     let Some(body_start) = body_start else {
         return Err(Scanner::new(text, 0).error("nothing after the hint line"));
     };
-    let mut sc = Scanner::new(text, body_start);
+    let tilde = words
+        .split("; ")
+        .find_map(|note| note.strip_prefix(TILDE_NOTE)?.strip_suffix('}'));
+    let caret = words
+        .split("; ")
+        .find_map(|note| note.strip_prefix(CARET_NOTE));
+    let mut sc = Scanner::new(text, body_start).with_leads(tilde, caret);
     let value = match word {
         "csv" => Value::Array(table::parse_block(
             &mut sc,
@@ -301,21 +319,160 @@ fn decode_hinted(
 /// declared above a header for every row, references.
 fn push_notes(text: &mut String, block: &table::Block) {
     if block.tables {
-        text.push_str("; k[N]: N-row CSV");
+        text.push_str("; k[N]: N rows");
     }
     if block.declared {
         text.push_str("; shared fields first");
     }
     if block.references {
-        text.push_str("; {x} = field x");
+        text.push_str("; {x}=field x");
     }
     if block.lists {
         text.push_str("; k[]: rest of row");
     }
     if block.placed {
-        text.push_str("; *N = N shared fields");
+        text.push_str("; *N=N shared");
     }
     text.push_str("]\n");
+}
+
+/// How a hint declares what a line value's leading `~` stands for:
+/// `~={url}`.
+const TILDE_NOTE: &str = "~={";
+
+/// The fewest lines a `~` must shorten to pay for its note in the hint
+/// (`; ~={url}`, 5 o200k tokens; `~` saves 2 on `{url}`, the usual case).
+const MIN_TILDE_LINES: usize = 3;
+
+/// `text` (a hinted text from [`render`], not yet sealed) with `~` for the
+/// reference that starts the most `key: value` lines, and the note that
+/// declares it; `None` if no reference starts enough lines to pay. Lines
+/// are recognised by their text alone: the caller keeps this text only if
+/// it decodes back exactly.
+fn with_tilde(text: &str) -> Option<String> {
+    let (hint, body) = text.split_once('\n')?;
+    // The reference name at the start of a line's value, and where the
+    // value starts.
+    let lead = |line: &str| -> Option<(usize, usize)> {
+        let key = line.find(": {")?;
+        if key == 0 || line[..key].contains([',', '"', ':', '{', '}', '[', ']']) {
+            return None;
+        }
+        let name = &line[key + 3..];
+        let len = name.find('}')?;
+        let bare = !name[..len].contains(['{', '"', ';', ']', ' ']);
+        (len > 0 && bare).then_some((key + 2, len))
+    };
+    let mut counts: Vec<(&str, usize)> = Vec::new();
+    for line in body.split('\n') {
+        if let Some((at, len)) = lead(line) {
+            let name = &line[at + 1..at + 1 + len];
+            match counts.iter_mut().find(|(n, _)| *n == name) {
+                Some((_, count)) => *count += 1,
+                None => counts.push((name, 1)),
+            }
+        }
+    }
+    // The most used, the first seen on a tie.
+    let (name, count) = counts
+        .iter()
+        .copied()
+        .reduce(|best, next| if next.1 > best.1 { next } else { best })?;
+    if count < MIN_TILDE_LINES {
+        return None;
+    }
+    let hint = hint.strip_suffix(']')?;
+    let mut out = String::with_capacity(text.len());
+    out.push_str(hint);
+    out.push_str("; ");
+    out.push_str(TILDE_NOTE);
+    out.push_str(name);
+    out.push_str("}]");
+    for line in body.split('\n') {
+        out.push('\n');
+        match lead(line) {
+            Some((at, len)) if &line[at + 1..at + 1 + len] == name => {
+                out.push_str(&line[..at]);
+                out.push(cell::TILDE);
+                out.push_str(&line[at + len + 2..]);
+            }
+            _ => out.push_str(line),
+        }
+    }
+    Some(out)
+}
+
+/// How a hint declares what a line value's leading `^` stands for:
+/// `^=https://x/y`.
+const CARET_NOTE: &str = "^=";
+
+/// The shortest text worth a `^` (its note costs about its own length;
+/// 16 measured best on the fixtures, 8 to 32 tried).
+const MIN_CARET_TEXT: usize = 16;
+
+/// Where the value of `line` starts, if the line reads as `key: value`
+/// (a bare key, perhaps indented under a section). Lines are recognised
+/// by their text alone: a text made with this is kept only if it decodes
+/// back exactly.
+fn line_value_start(line: &str) -> Option<usize> {
+    let key = line.find(": ")?;
+    let bad_key = line[..key].contains([',', '"', ':', '{', '}', '[', ']']);
+    (key > 0 && !bad_key).then_some(key + 2)
+}
+
+/// `text` (a hinted text, not yet sealed) with `^` for the longest-paying
+/// text up to a `/` that starts the values of two or more `key: value`
+/// lines, and the note that declares it; `None` if none pays. The text
+/// is declared in the hint, so it holds no `;`, `]`, `#`, braces or
+/// whitespace.
+fn with_caret(text: &str) -> Option<String> {
+    let (hint, body) = text.split_once('\n')?;
+    let value = |line: &str| -> Option<(usize, usize)> {
+        let at = line_value_start(line)?;
+        let v = &line[at..];
+        let plain = !v.starts_with(['{', '"', '[', cell::TILDE, cell::CARET]);
+        // The declarable part: up to the first character a note cannot hold.
+        let len = v
+            .find(|c: char| matches!(c, ';' | ']' | '#' | '{' | '}') || c.is_whitespace())
+            .unwrap_or(v.len());
+        plain.then_some((at, len))
+    };
+    // Each candidate's count and first line, by text.
+    let mut counts: HashMap<&str, (usize, usize), FastHash> = HashMap::default();
+    for (i, line) in body.split('\n').enumerate() {
+        let Some((at, len)) = value(line) else {
+            continue;
+        };
+        let v = &line[at..at + len];
+        for (slash, _) in v.match_indices('/').take(16) {
+            if slash >= MIN_CARET_TEXT {
+                counts.entry(&v[..slash]).or_insert((0, i)).0 += 1;
+            }
+        }
+    }
+    let (prefix, _) = counts
+        .iter()
+        .filter(|(_, &(count, _))| count >= 2)
+        .max_by_key(|(p, &(count, first))| ((count - 1) * p.len(), std::cmp::Reverse(first)))?;
+    let hint = hint.strip_suffix(']')?;
+    let mut out = String::with_capacity(text.len());
+    out.push_str(hint);
+    out.push_str("; ");
+    out.push_str(CARET_NOTE);
+    out.push_str(prefix);
+    out.push(']');
+    for line in body.split('\n') {
+        out.push('\n');
+        match value(line) {
+            Some((at, len)) if line[at..at + len].starts_with(prefix) => {
+                out.push_str(&line[..at]);
+                out.push(cell::CARET);
+                out.push_str(&line[at + prefix.len()..]);
+            }
+            _ => out.push_str(line),
+        }
+    }
+    Some(out)
 }
 
 /// Encodes `value` in `format`, if that format applies and reproduces
@@ -326,7 +483,23 @@ pub fn encode(value: &Value, format: Format) -> Option<Encoded> {
     if made != format {
         return None;
     }
-    verified_for(value, made, text)
+    verified_shortest(value, made, text)
+}
+
+/// [`verified_for`] of the shortest of `text` with a `~` and a `^` (see
+/// [`with_tilde`], [`with_caret`]), `text` with a `~`, and `text` itself,
+/// that decodes exactly.
+fn verified_shortest(value: &Value, format: Format, text: String) -> Option<Encoded> {
+    if format != Format::JsonCompact {
+        let tilde = with_tilde(&text);
+        let both = with_caret(tilde.as_deref().unwrap_or(&text));
+        for short in [both, tilde].into_iter().flatten() {
+            if let Some(encoded) = verified_for(value, format, short) {
+                return Some(encoded);
+            }
+        }
+    }
+    verified_for(value, format, text)
 }
 
 /// `text` (made by [`render`]) as an [`Encoded`], its hint line sealed
@@ -383,7 +556,7 @@ pub fn candidates(value: &Value) -> Vec<Encoded> {
         _ => None,
     };
     if let Some((format, text)) = structured {
-        out.extend(verified_for(value, format, text));
+        out.extend(verified_shortest(value, format, text));
     }
     out
 }
@@ -481,7 +654,7 @@ mod tests {
         let encoded = encode(&value, Format::Kv).unwrap();
         assert_eq!(
             shown(&encoded),
-            "> [encoded: kv]\nlogin: octocat\nid: 1\nsite_admin: false\nbio: null\nblog: \"\""
+            "> [encoded: kv]\nlogin: octocat\nid:1\nsite_admin: false\nbio: null\nblog: \"\""
         );
     }
 
@@ -498,8 +671,8 @@ mod tests {
         let encoded = encode(&value, Format::Document).unwrap();
         assert_eq!(
             shown(&encoded),
-            "> [encoded: doc; k[N]: N-row CSV; shared fields first; *N = N shared fields]\n\
-             total_count: 2\nincomplete_results: false\nitems[2]:\n\
+            "> [encoded: doc; k[N]: N rows; shared fields first; *N=N shared]\n\
+             total_count:2\nincomplete_results: false\nitems[2]:\n\
              state: open\nnumber,title,*\n1,Found a bug\n2,\"Docs, please\""
         );
     }
@@ -532,10 +705,10 @@ mod tests {
         let encoded = encode(&value, Format::Csv).unwrap();
         assert_eq!(
             shown(&encoded),
-            "> [encoded: csv; k[N]: N-row CSV; shared fields first; {x} = field x; *N = N shared fields]\n\
+            "> [encoded: csv; k[N]: N rows; shared fields first; {x}=field x; *N=N shared]\n\
              assignees: [{user}]\n\
              steps[2]:\nok: true\nname,*\nbuild\ntest\n\
-             same[2]:\nk: 1\n\n\
+             same[2]:\nk:1\n\n\
              id,user.login,user.url,*3\n\
              7,octocat,https://api.github.com/users/octocat"
         );
@@ -553,12 +726,103 @@ mod tests {
         let encoded = encode(&value, Format::Kv).unwrap();
         assert_eq!(
             shown(&encoded),
-            "> [encoded: kv; {x} = field x]\n\
-             url: https://api.github.com/repos/o/r\n\
-             owner.url: https://api.github.com/users/o\n\
-             owner.repos_url: {url}/repos\n\
-             owner.home: https://api.github.com/repos/o/r/home"
+            "> [encoded: kv; {x}=field x; ^=https://api.github.com]\n\
+             url: ^/repos/o/r\n\
+             owner:\n url: ^/users/o\n\
+             \x20repos_url: {url}/repos\n\
+             \x20home: ^/repos/o/r/home"
         );
+    }
+
+    /// The reference that starts most lines is written `~` after the hint
+    /// declares it; a string that starts with `~` is quoted, and a `~`
+    /// that no hint declares, or in a cell, is a plain character.
+    #[test]
+    fn a_leading_reference_is_declared_once_as_tilde() {
+        let base = "https://api.github.com/repos/o/r";
+        let value = json!({
+            "url": base,
+            "forks_url": format!("{base}/forks"),
+            "keys_url": format!("{base}/keys{{/key_id}}"),
+            "hooks_url": format!("{base}/hooks"),
+            "tags_url": format!("{base}/tags"),
+            "home": "~/src",
+            "size": 0,
+        });
+        let encoded = encode(&value, Format::Kv).unwrap();
+        assert_eq!(
+            shown(&encoded),
+            "> [encoded: kv; {x}=field x; ~={url}]\n\
+             url: https://api.github.com/repos/o/r\n\
+             forks_url: ~/forks\nkeys_url: ~/keys{/key_id}\nhooks_url: ~/hooks\n\
+             tags_url: ~/tags\nhome: \"~/src\"\nsize:0"
+        );
+        assert_eq!(decode(encoded.text()).unwrap(), value);
+        // Two such lines do not pay for the note.
+        let mut fewer = value.clone();
+        fewer.as_object_mut().unwrap().remove("tags_url");
+        fewer.as_object_mut().unwrap().remove("hooks_url");
+        let encoded = encode(&fewer, Format::Kv).unwrap();
+        assert!(!encoded.text().contains('~') || !encoded.text().contains("~ = "));
+        assert!(encoded.text().contains("forks_url: {url}/forks"));
+        // Undeclared, or in a cell, `~` is itself.
+        assert_eq!(
+            decode_sealed("> [encoded: kv]\na: ~/x").unwrap(),
+            json!({"a": "~/x"})
+        );
+        assert_eq!(
+            decode_sealed("> [encoded: csv; ~={a}]\nb: ~/y\na,c\nx,~\nz,~q").unwrap(),
+            json!([{"b": "x/y", "a": "x", "c": "~"}, {"b": "z/y", "a": "z", "c": "~q"}])
+        );
+    }
+
+    /// A text up to a `/` that starts two or more line values, and is long
+    /// enough to pay, is declared once and written `^`; a string that
+    /// starts with `^` is quoted, and an undeclared `^` is itself.
+    #[test]
+    fn a_shared_value_start_is_declared_once_as_caret() {
+        let base = "https://api.github.com/repos/octokit/rest.js/branches/main";
+        let value = json!({
+            "url": format!("{base}/protection"),
+            "rules": format!("{base}/rules"),
+            "regex": "^v[0-9]+$",
+            "name": "main",
+        });
+        let encoded = encode(&value, Format::Kv).unwrap();
+        assert_eq!(
+            shown(&encoded),
+            format!(
+                "> [encoded: kv; ^={base}]\n\
+                 url: ^/protection\nrules: ^/rules\n\
+                 regex: \"^v[0-9]+$\"\nname: main"
+            )
+        );
+        assert_eq!(decode(encoded.text()).unwrap(), value);
+        // Too short a shared start is not worth its note.
+        let short = json!({"a": "https://x.io/a/b", "b": "https://x.io/a/c"});
+        assert!(!encode(&short, Format::Kv).unwrap().text().contains('^'));
+        assert_eq!(
+            decode_sealed("> [encoded: kv]\na: ^/x").unwrap(),
+            json!({"a": "^/x"})
+        );
+    }
+
+    /// A value that starts with a digit follows its colon directly: o200k
+    /// would spend a token on the space.
+    #[test]
+    fn digits_follow_the_colon() {
+        let value = json!({"id": 7, "at": "2011-04-22T13:33:48Z", "n": -1, "v": "1.0"});
+        let encoded = encode(&value, Format::Kv).unwrap();
+        assert_eq!(
+            shown(&encoded),
+            "> [encoded: kv]\nid:7\nat:2011-04-22T13:33:48Z\nn: -1\nv: \"1.0\""
+        );
+        assert_eq!(decode(encoded.text()).unwrap(), value);
+        assert_eq!(
+            decode_sealed("> [encoded: kv]\na: 1\nb:2").unwrap(),
+            json!({"a": 1, "b": 2})
+        );
+        assert!(decode_sealed("> [encoded: kv]\na:x").is_err());
     }
 
     #[test]
@@ -663,18 +927,18 @@ mod tests {
         let tok = Tokenizer::O200k;
         for (hint, cost) in [
             ("> [encoded: kv]", 6),
-            ("> [encoded: kv; {x} = field x]", 13),
+            ("> [encoded: kv; {x}=field x]", 12),
             ("> [encoded: csv]", 6),
             ("> [encoded: csv; shared fields first]", 10),
-            ("> [encoded: csv; shared fields first; {x} = field x]", 17),
+            ("> [encoded: csv; shared fields first; {x}=field x]", 16),
             (
-                "> [encoded: csv; k[N]: N-row CSV; shared fields first; {x} = field x]",
-                24,
+                "> [encoded: csv; k[N]: N rows; shared fields first; {x}=field x]",
+                22,
             ),
-            ("> [encoded: doc; k[N]: N-row CSV]", 13),
+            ("> [encoded: doc; k[N]: N rows]", 12),
             (
-                "> [encoded: doc; k[N]: N-row CSV; shared fields first; k[]: rest of row]",
-                24,
+                "> [encoded: doc; k[N]: N rows; shared fields first; k[]: rest of row]",
+                23,
             ),
         ] {
             assert_eq!(tok.count(hint), cost, "{hint}");

@@ -490,7 +490,7 @@ impl<'v> Plan<'v> {
     /// Whether the decoder reads `text`, on the line of column `c`, back as
     /// exactly `parts`.
     fn reads_back(&self, c: usize, text: &str, parts: &[Part<usize>]) -> bool {
-        let plain = !text.starts_with('"')
+        let plain = !text.starts_with(['"', cell::TILDE, cell::CARET])
             && !text.starts_with(char::is_whitespace)
             && !text.ends_with(char::is_whitespace)
             && !text.chars().any(char::is_control)

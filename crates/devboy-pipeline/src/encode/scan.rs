@@ -10,6 +10,12 @@ use super::FormatDecodeError;
 pub(super) struct Scanner<'a> {
     text: &'a str,
     pos: usize,
+    /// The name a line value's leading `~` stands for, in braces, when the
+    /// hint declares one (`~={url}`).
+    tilde: Option<&'a str>,
+    /// The text a line value's leading `^` stands for, when the hint
+    /// declares one (`^=https://x/y`).
+    caret: Option<&'a str>,
 }
 
 impl<'a> Scanner<'a> {
@@ -20,7 +26,32 @@ impl<'a> Scanner<'a> {
         } else {
             text.len()
         };
-        Self { text, pos }
+        Self {
+            text,
+            pos,
+            tilde: None,
+            caret: None,
+        }
+    }
+
+    /// The same cursor, reading a line value's leading `~` as `{name}`
+    /// and its leading `^` as `prefix`.
+    pub(super) fn with_leads(self, name: Option<&'a str>, prefix: Option<&'a str>) -> Self {
+        Self {
+            tilde: name,
+            caret: prefix,
+            ..self
+        }
+    }
+
+    /// The text a line value's leading `^` stands for, if declared.
+    pub(super) fn caret(&self) -> Option<&'a str> {
+        self.caret
+    }
+
+    /// The name a line value's leading `~` stands for, if declared.
+    pub(super) fn tilde(&self) -> Option<&'a str> {
+        self.tilde
     }
 
     pub(super) fn pos(&self) -> usize {

@@ -112,21 +112,20 @@ pub(super) fn block(items: &[Value], nesting: usize, nested: bool) -> Option<Blo
         lists: false,
         placed: false,
     };
-    for (c, node) in plan.nodes.iter().enumerate() {
-        if !matches!(
-            node.role,
-            Role::Const
-                | Role::Alias(_)
-                | Role::AliasList(_)
-                | Role::Pattern(_)
-                | Role::Table { .. }
-        ) {
-            continue;
-        }
-        out.declared = true;
-        write_entry(&mut text, &plan, c, &mut out);
-        text.push('\n');
-    }
+    let declared: Vec<usize> = (0..plan.nodes.len())
+        .filter(|&c| {
+            matches!(
+                plan.nodes[c].role,
+                Role::Const
+                    | Role::Alias(_)
+                    | Role::AliasList(_)
+                    | Role::Pattern(_)
+                    | Role::Table { .. }
+            )
+        })
+        .collect();
+    out.declared = !declared.is_empty();
+    write_entries(&mut text, &plan, &declared, &mut out);
     let stored: Vec<&Node<'_>> = plan
         .nodes
         .iter()
@@ -247,10 +246,14 @@ fn list_column(stored: &[&Node<'_>], rows: usize) -> bool {
 
 /// Writes the line of column `c` written once, `key: value` or
 /// `key[N]:` and its block (without a final line end), and notes in `flags`
-/// what a nested block needs explained.
-pub(super) fn write_entry(text: &mut String, plan: &Plan<'_>, c: usize, flags: &mut Block) {
+/// what a nested block needs explained. The key is written without its
+/// first `skip` bytes (the section's name and its `.`).
+fn write_entry(text: &mut String, plan: &Plan<'_>, c: usize, flags: &mut Block, skip: usize) {
     let node = &plan.nodes[c];
-    write_key(text, node);
+    match node.name.get(skip..).filter(|_| node.bare && skip > 0) {
+        Some(rest) => text.push_str(rest),
+        None => write_key(text, node),
+    }
     if let Role::Table { rows, block } = &node.role {
         flags.tables = true;
         flags.declared |= block.declared;
@@ -259,9 +262,70 @@ pub(super) fn write_entry(text: &mut String, plan: &Plan<'_>, c: usize, flags: &
         flags.placed |= block.placed;
         let _ = write!(text, "[{rows}]:\n{}", block.text);
     } else {
-        text.push_str(": ");
+        text.push(':');
+        let at = text.len();
         write_declaration(text, plan, c);
+        // o200k splits a space from the digits after it, so a value that
+        // starts with a digit follows the colon directly (one token less).
+        if !text[at..].starts_with(|c: char| c.is_ascii_digit()) {
+            text.insert(at, ' ');
+        }
     }
+}
+
+/// Writes the lines of the columns `columns` (each written once, in
+/// order), each line followed by `\n`. A run of lines whose keys share
+/// a group goes under a section line, `group:`, each line indented by one
+/// space and keyed by the rest of its path, where that saves more key
+/// text than the section line costs (see [`section_pays`]).
+pub(super) fn write_entries(
+    text: &mut String,
+    plan: &Plan<'_>,
+    columns: &[usize],
+    flags: &mut Block,
+) {
+    let group = |c: usize| match plan.nodes[c].role {
+        Role::Table { .. } => None,
+        _ if plan.nodes[c].bare => Some(plan.parent_name(c)).filter(|p| !p.is_empty()),
+        _ => None,
+    };
+    let mut i = 0;
+    while i < columns.len() {
+        let section = group(columns[i]);
+        let run = columns[i..]
+            .iter()
+            .take_while(|&&c| section.is_some() && group(c) == section)
+            .count()
+            .max(1);
+        match section.filter(|name| section_pays(name, run)) {
+            Some(name) => {
+                text.push_str(name);
+                text.push_str(":\n");
+                for &c in &columns[i..i + run] {
+                    text.push(' ');
+                    write_entry(text, plan, c, flags, name.len() + 1);
+                    text.push('\n');
+                }
+            }
+            None => {
+                for &c in &columns[i..i + run] {
+                    write_entry(text, plan, c, flags, 0);
+                    text.push('\n');
+                }
+            }
+        }
+        i += run;
+    }
+}
+
+/// Whether a section line for group `name` pays for `lines` lines under
+/// it: each line drops the group's segments (about a token each) and
+/// gains nothing (o200k reads ` key` as it reads `key`), and the section
+/// line costs its segments and the colon with its line end (`:\n` is
+/// one token).
+fn section_pays(name: &str, lines: usize) -> bool {
+    let segments = name.split('.').count();
+    lines * segments > segments + 1
 }
 
 /// Writes a column's key: its dotted name when bare, else quoted.
@@ -323,16 +387,57 @@ pub(super) enum Rows {
 /// Reads one declaration or `key: value` line (with a nested block if it
 /// is `key[N]:`), or returns `None` with the cursor unmoved if the line is
 /// not one. `nesting` is how many more levels of tables may nest.
+///
+/// `section` is the open section of the caller's block: a line `a.b:`
+/// (nothing after the colon) opens it, and the line after it must be
+/// indented; an indented line (one space) is keyed under it; any other
+/// line closes it.
 pub(super) fn parse_entry(
     sc: &mut Scanner<'_>,
     nesting: usize,
+    section: &mut Option<Vec<String>>,
 ) -> Result<Option<(Key, LineValue)>, FormatDecodeError> {
     let start = sc.pos();
+    let indented = sc.eat(" ");
+    if indented && section.is_none() {
+        return Err(sc.error("an indented line outside a section"));
+    }
+    if !indented {
+        *section = None;
+    }
     let Ok(key) = parse_key(sc) else {
         sc.reset(start);
         return Ok(None);
     };
-    if sc.eat(": ") {
+    let key = match (key, indented) {
+        (Key::Path(segments), false)
+            if sc.rest().starts_with(':') && {
+                let after = &sc.rest()[1..];
+                after.is_empty() || after.starts_with('\n')
+            } =>
+        {
+            sc.advance(1);
+            sc.end_line()?;
+            if !sc.rest().starts_with(' ') {
+                return Err(sc.error("expected an indented line under the section"));
+            }
+            *section = Some(segments);
+            return parse_entry(sc, nesting, section);
+        }
+        (Key::Path(segments), true) => {
+            let mut path = section.clone().unwrap_or_default();
+            path.extend(segments);
+            Key::Path(path)
+        }
+        (Key::Literal(_), true) => return Err(sc.error("a quoted key in a section")),
+        (key, false) => key,
+    };
+    let digit_next = |sc: &Scanner<'_>| {
+        sc.rest()
+            .strip_prefix(':')
+            .is_some_and(|v| v.starts_with(|c: char| c.is_ascii_digit()))
+    };
+    if sc.eat(": ") || (digit_next(sc) && sc.eat(":")) {
         let value = parse_line_value(sc)?;
         sc.end_line()?;
         return Ok(Some((key, value)));
@@ -369,7 +474,8 @@ pub(super) fn parse_block(
     nesting: usize,
 ) -> Result<Vec<Value>, FormatDecodeError> {
     let mut lines = Vec::new();
-    while let Some(entry) = parse_entry(sc, nesting)? {
+    let mut section = None;
+    while let Some(entry) = parse_entry(sc, nesting, &mut section)? {
         lines.push(entry);
     }
     let mut names: Vec<Key> = Vec::new();
@@ -510,7 +616,7 @@ mod tests {
     #[test]
     fn identical_rows_keep_a_column() {
         let items = json!([{"a": 1, "b": 2}, {"a": 1, "b": 2}]);
-        assert_eq!(round_trip(&items), "b: 2\na,*\n1\n1");
+        assert_eq!(round_trip(&items), "b:2\na,*\n1\n1");
     }
 
     #[test]
@@ -564,7 +670,9 @@ mod tests {
         }
         // A nested block with a list column, and declarations after it.
         let mut sc = Scanner::new("t[2]:\nk,v[]\n1,a,b\n2\nz: 3", 0);
-        let (_, value) = parse_entry(&mut sc, MAX_NESTING).unwrap().unwrap();
+        let (_, value) = parse_entry(&mut sc, MAX_NESTING, &mut None)
+            .unwrap()
+            .unwrap();
         assert!(
             matches!(value, LineValue::Value(v) if v == json!([{"k": 1, "v": ["a", "b"]}, {"k": 2, "v": []}]))
         );

@@ -50,7 +50,7 @@
 //! being an object; its hint has no check of its own). Folding both into
 //! one line would save 4 o200k tokens (35 for the two lines
 //! `> [encoded: "content" parsed from indented JSON text #…]` and
-//! `> [encoded: doc; k[N]: N-row CSV; shared fields first]`, line breaks
+//! `> [encoded: doc; k[N]: N rows; shared fields first]`, line breaks
 //! and the check included, against 31 for one line joining them with `; `),
 //! only for structured bodies, and would tie this grammar to the encoders'
 //! hint words. Kept apart, `body` is a text [`crate::encode::decode`]
