@@ -187,6 +187,9 @@ fn process_text(report: &Value) -> String {
         report["config"].as_str().unwrap_or("?"),
         report["uptime_s"],
     );
+    if let Some(problem) = report["config_problem"].as_str() {
+        out.push_str(&format!("  config problem: {problem}\n"));
+    }
     for upstream in report["upstreams"].as_array().into_iter().flatten() {
         out.push_str(&upstream_line(upstream));
         out.push('\n');

@@ -97,10 +97,24 @@ pub struct ServeArgs {
 /// Serves MCP over HTTP until SIGTERM/SIGINT.
 pub fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let token = match &args.token_file {
-        Some(file) => Some(
-            std::fs::read_to_string(file)
-                .with_context(|| format!("reading the token file {}", file.display()))?,
-        ),
+        Some(file) => {
+            #[cfg(unix)]
+            {
+                use std::os::unix::fs::PermissionsExt;
+                if let Ok(meta) = std::fs::metadata(file) {
+                    if meta.permissions().mode() & 0o077 != 0 {
+                        tracing::warn!(
+                            file = %file.display(),
+                            "the token file can be read by other users; chmod 600 it"
+                        );
+                    }
+                }
+            }
+            Some(
+                std::fs::read_to_string(file)
+                    .with_context(|| format!("reading the token file {}", file.display()))?,
+            )
+        }
         None => std::env::var(devboy_mcp::http::TOKEN_ENV).ok(),
     };
     let mut http = devboy_mcp::http::HttpOptions::new(args.http);
@@ -132,6 +146,12 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<()> {
                 "devboy: serving MCP at http://{bound}{}",
                 devboy_mcp::http::MCP_PATH
             );
+            if bound.ip().is_unspecified() {
+                eprintln!(
+                    "devboy: (listening on every interface: clients use this machine's name or address, port {})",
+                    bound.port()
+                );
+            }
         },
     ))?;
     runtime.shutdown_timeout(Duration::from_millis(200));

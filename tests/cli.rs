@@ -110,3 +110,46 @@ async fn log_file_gets_the_logs_and_stdout_stays_protocol() {
         "{text}"
     );
 }
+
+/// What a user tries first by hand: requests piped in, stdin closed at
+/// once. Every request is answered before devboy ends, listing and
+/// status included (neither may wait for the tokenizer's vocabulary).
+#[test]
+fn requests_piped_in_with_stdin_closed_are_all_answered() {
+    use std::io::Write;
+    for _ in 0..3 {
+        let empty = TempDir::new("piped");
+        let mut child = Command::new(devboy_bin())
+            .arg("mcp")
+            .env("DEVBOY_CONFIG_DIR", empty.path())
+            .env("HOME", empty.path())
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let requests = [
+            json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "by-hand", "version": "0"}}}),
+            json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+            json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}),
+            json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "devboy_status", "arguments": {}}}),
+        ];
+        let mut stdin = child.stdin.take().unwrap();
+        for request in requests {
+            writeln!(stdin, "{request}").unwrap();
+        }
+        drop(stdin);
+        let output = child.wait_with_output().unwrap();
+        let ids: Vec<u64> = String::from_utf8_lossy(&output.stdout)
+            .lines()
+            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+            .filter_map(|v| v["id"].as_u64())
+            .collect();
+        assert_eq!(
+            ids,
+            [1, 2, 3],
+            "{}",
+            String::from_utf8_lossy(&output.stdout)
+        );
+    }
+}

@@ -86,7 +86,16 @@ async fn config_edits_apply_while_the_client_stays_connected() {
 
     // Broken: nothing changes, everything still works.
     rewrite(&devboy, "[servers.t\ncommand = ");
-    tokio::time::sleep(Duration::from_millis(2_500)).await;
+    until("the problem shown", async || {
+        devboy.status().await["config_problem"].is_string()
+    })
+    .await;
+    let problem = devboy.status().await["config_problem"].clone();
+    let said = problem.as_str().unwrap();
+    assert!(
+        said.contains("devboy.toml:1") && said.contains("last config that parsed"),
+        "{problem}"
+    );
     assert_eq!(text_of(&devboy.call("t__pid", json!({})).await), pid);
     assert!(devboy
         .tool_names()
@@ -104,6 +113,7 @@ async fn config_edits_apply_while_the_client_stays_connected() {
     })
     .await;
     let status = devboy.status().await;
+    assert!(status["config_problem"].is_null(), "fixed: {status}");
     let names: Vec<&str> = status["upstreams"]
         .as_array()
         .unwrap()

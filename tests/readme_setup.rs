@@ -174,3 +174,92 @@ fn readme_project_setup_works_as_written_with_a_realistic_mcp_json() {
     assert!(!results[0].is_error, "{:?}", results[0]);
     assert!(results[0].text().contains(marker), "{:?}", results[0]);
 }
+
+/// Kills the `devboy serve` a README block left running.
+struct ServeGuard(PathBuf);
+
+impl Drop for ServeGuard {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("pkill")
+            .args([
+                "-f",
+                &format!(
+                    "devboy serve --http 127.0.0.1:8765 --token-file {}",
+                    self.0.display()
+                ),
+            ])
+            .status();
+    }
+}
+
+/// Issue 27: the README's HTTP setup as written, in a fresh `HOME`: a
+/// token file only its user reads, `devboy serve --http` in the
+/// background, Claude Code registering it with the bearer header; then
+/// `claude mcp list` says connected and a scripted model calls a devboy
+/// tool over HTTP.
+#[test]
+fn readme_http_setup_works_as_written() {
+    let blocks = readme_blocks("## Adding devboy to Claude Code");
+    let block = blocks
+        .iter()
+        .find(|b| b.contains("devboy serve --http"))
+        .expect("an HTTP block");
+    let model = ScriptedModel::start(
+        Script::new()
+            .tool_use("mcp__devboy-http__devboy_status", json!({}))
+            .final_text("done"),
+    )
+    .unwrap();
+    let claude = ClaudeCode::new().unwrap().model(&model);
+    let token = claude.home().join(".devboy-token");
+    let _serve = ServeGuard(token.clone());
+    // The background server keeps no pipe of the test's open.
+    let log = claude.scratch_dir().join("block.log");
+    let script = format!("set -euo pipefail\nexec >{} 2>&1\n{block}", log.display());
+    // Not through run_with_timeout, which ends the whole process group
+    // with the shell: the user's `devboy serve … &` outlives the block.
+    let status = claude
+        .shell(&script, &[&bin_dir(&claude)])
+        .current_dir(claude.project())
+        .stdin(std::process::Stdio::null())
+        .status()
+        .unwrap();
+    assert!(
+        status.success(),
+        "README block failed:\n{script}\n{}",
+        std::fs::read_to_string(&log).unwrap_or_default()
+    );
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(&token).unwrap().permissions().mode();
+    assert_eq!(
+        mode & 0o077,
+        0,
+        "the token file is the user's alone: {mode:o}"
+    );
+    // Connected once devboy listens.
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let list = claude.mcp_list().unwrap();
+        if connected(&list, "devboy-http") {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{list}\n{}",
+            std::fs::read_to_string(&log).unwrap_or_default()
+        );
+        std::thread::sleep(Duration::from_millis(300));
+    }
+    claude
+        .run_print("Status?", &["mcp__devboy-http__devboy_status"])
+        .unwrap()
+        .assert_success();
+    let results = model.tool_results();
+    assert_eq!(results.len(), 1, "{results:?}");
+    assert!(!results[0].is_error, "{:?}", results[0]);
+    assert!(
+        results[0].text().contains("\"upstreams\""),
+        "{}",
+        results[0].text()
+    );
+}

@@ -196,6 +196,28 @@ impl Catalog {
         })
     }
 
+    /// [`listing_tokens`](Self::listing_tokens) if already counted.
+    pub fn listing_tokens_if_counted(&self) -> Option<usize> {
+        self.listing_tokens.get().copied()
+    }
+
+    /// Bytes of [`full_listing`](Self::full_listing) as the JSON the
+    /// tokens are counted over: an upper bound of its tokens, cheap.
+    pub fn listing_bytes(&self) -> usize {
+        self.full_listing()
+            .iter()
+            .map(|t| {
+                serde_json::json!({
+                    "name": t.name,
+                    "description": t.description,
+                    "input_schema": t.input_schema,
+                })
+                .to_string()
+                .len()
+            })
+            .sum()
+    }
+
     /// The search over the upstream tools' names, descriptions and
     /// argument names.
     pub fn index(&self) -> &ToolIndex {

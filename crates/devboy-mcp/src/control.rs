@@ -135,6 +135,7 @@ async fn answer(
             "devboy": env!("CARGO_PKG_VERSION"),
             "serving": kind,
             "config": config,
+            "config_problem": proxy.config_problem(),
             "uptime_s": proxy.uptime().as_secs(),
             "upstreams": upstreams_report(proxy),
             "sessions": session_figures(sessions).await,

@@ -153,7 +153,7 @@ impl Guard {
         if path != MCP_PATH {
             return Err(Refusal {
                 status: StatusCode::NOT_FOUND,
-                message: "Not Found: devboy serves MCP at /mcp",
+                message: "Not Found: devboy serves MCP at /mcp\n",
                 retry_after: None,
             });
         }
@@ -162,17 +162,19 @@ impl Guard {
                 let given = authorization
                     .and_then(|v| v.strip_prefix(b"Bearer ".as_slice()))
                     .map(|t| digest_bytes(t.trim_ascii()));
-                let Some(given) = given else {
-                    return Err(Refusal {
-                        status: StatusCode::UNAUTHORIZED,
-                        message: "Unauthorized: send Authorization: Bearer <token>",
-                        retry_after: None,
-                    });
+                let refused = match given {
+                    None => Some("Unauthorized: send Authorization: Bearer <token>\n"),
+                    Some(given) if !constant_time_eq(&given, expected) => {
+                        Some("Unauthorized: the bearer token is not devboy's\n")
+                    }
+                    Some(_) => None,
                 };
-                if !constant_time_eq(&given, expected) {
+                if let Some(message) = refused {
+                    // Guesses are rate-limited too, per client address.
+                    self.take(BucketKey::Address(peer), now)?;
                     return Err(Refusal {
                         status: StatusCode::UNAUTHORIZED,
-                        message: "Unauthorized: the bearer token is not devboy's",
+                        message,
                         retry_after: None,
                     });
                 }
@@ -205,7 +207,7 @@ impl Guard {
         } else {
             Err(Refusal {
                 status: StatusCode::TOO_MANY_REQUESTS,
-                message: "Too Many Requests: slow down",
+                message: "Too Many Requests: slow down\n",
                 retry_after: Some(1),
             })
         }
@@ -503,6 +505,22 @@ mod tests {
         );
         let later = now + Duration::from_millis(1_100);
         assert_eq!(guard.check(MCP_PATH, good, localhost(), later), Ok(()));
+    }
+
+    #[test]
+    fn wrong_tokens_are_rate_limited_per_address() {
+        let guard = Guard::new(Some("sixteen-chars-token"), 1);
+        let now = Instant::now();
+        let wrong = Some(b"Bearer guess-guess-guess".as_slice());
+        for _ in 0..2 {
+            let refused = guard.check(MCP_PATH, wrong, localhost(), now).unwrap_err();
+            assert_eq!(refused.status, StatusCode::UNAUTHORIZED);
+        }
+        let limited = guard.check(MCP_PATH, wrong, localhost(), now).unwrap_err();
+        assert_eq!(limited.status, StatusCode::TOO_MANY_REQUESTS);
+        // The token's own bucket is untouched.
+        let good = Some(b"Bearer sixteen-chars-token".as_slice());
+        assert_eq!(guard.check(MCP_PATH, good, localhost(), now), Ok(()));
     }
 
     #[test]

@@ -71,6 +71,8 @@ pub struct Proxy {
     tasks: std::sync::Mutex<Vec<tokio::task::JoinHandle<()>>>,
     rebuilding: std::sync::Mutex<()>,
     reloading: std::sync::Mutex<()>,
+    /// Why an edited config file is not applied, while it is not.
+    config_problem: std::sync::Mutex<Option<String>>,
 }
 
 /// What a [`Proxy::reload`] did, by server name.
@@ -163,6 +165,7 @@ impl Proxy {
                 tasks: Default::default(),
                 rebuilding: Default::default(),
                 reloading: Default::default(),
+                config_problem: Default::default(),
             }
         });
         let tasks = proxy
@@ -246,6 +249,19 @@ impl Proxy {
     /// Where the config came from: its file, or `embedded default`.
     pub fn config_label(&self) -> &str {
         &self.config_label
+    }
+
+    /// Why the config file as it is now is not what runs (it no longer
+    /// parses), while that lasts; shown by `devboy_status` and `devboy
+    /// status`.
+    pub fn config_problem(&self) -> Option<String> {
+        crate::sync::lock(&self.config_problem).clone()
+    }
+
+    /// Records (or, with `None`, clears) why an edited config is not
+    /// applied.
+    pub fn set_config_problem(&self, problem: Option<String>) {
+        *crate::sync::lock(&self.config_problem) = problem;
     }
 
     /// `[tools]`: how tool definitions are passed on.

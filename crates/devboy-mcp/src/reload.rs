@@ -108,6 +108,7 @@ pub fn watch(proxy: Arc<Proxy>, sources: ReloadSources, apply: ApplyPipeline) ->
                     match ProxyConfig::resolve(Some(path)) {
                         Ok(config) => {
                             said = None;
+                            proxy.set_config_problem(None);
                             for warning in &config.warnings {
                                 tracing::warn!("{warning}");
                             }
@@ -120,7 +121,12 @@ pub fn watch(proxy: Arc<Proxy>, sources: ReloadSources, apply: ApplyPipeline) ->
                                 "config reloaded"
                             );
                         }
-                        Err(error) => say_once(&mut said, &error.to_string()),
+                        Err(error) => {
+                            proxy.set_config_problem(Some(format!(
+                                "{error}; devboy runs the last config that parsed"
+                            )));
+                            say_once(&mut said, &error.to_string());
+                        }
                     }
                 }
             }
@@ -132,6 +138,7 @@ pub fn watch(proxy: Arc<Proxy>, sources: ReloadSources, apply: ApplyPipeline) ->
                 match loaded {
                     Ok(Ok(config)) => {
                         said = None;
+                        proxy.set_config_problem(None);
                         for warning in &config.warnings {
                             tracing::warn!("{warning}");
                         }
@@ -146,7 +153,12 @@ pub fn watch(proxy: Arc<Proxy>, sources: ReloadSources, apply: ApplyPipeline) ->
                         tracing::info!(pipeline_config = %from, "pipeline config reloaded");
                         apply(Arc::new(config));
                     }
-                    Ok(Err(error)) => say_once(&mut said, &error.to_string()),
+                    Ok(Err(error)) => {
+                        proxy.set_config_problem(Some(format!(
+                            "{error}; sessions follow the last pipeline config that parsed"
+                        )));
+                        say_once(&mut said, &error.to_string());
+                    }
                     Err(_) => {}
                 }
             }

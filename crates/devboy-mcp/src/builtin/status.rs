@@ -50,7 +50,15 @@ impl BuiltinTool for Status {
                 Ok(Ok(report)) => report,
                 _ => Some(json!({"busy": "a result is being processed; ask again"})),
             };
-            let text = report(context.session, savings);
+            // Counting the definitions may first load the tokenizer's
+            // vocabulary: never on this path; counted in the background for
+            // the next status when not known yet.
+            let catalog = context.session.proxy().catalog();
+            let definitions = catalog.listing_tokens_if_counted();
+            if definitions.is_none() {
+                tokio::task::spawn_blocking(move || catalog.listing_tokens());
+            }
+            let text = report(context.session, savings, definitions);
             Ok(CallToolResult::success(vec![ContentBlock::text(text)]))
         })
     }
@@ -58,7 +66,7 @@ impl BuiltinTool for Status {
 
 /// A compact JSON report: each upstream's state, tool count, counters and
 /// last error, and this session's counters and context partition.
-fn report(session: &Session, pipeline_report: Option<Value>) -> String {
+fn report(session: &Session, pipeline_report: Option<Value>, definitions: Option<usize>) -> String {
     let proxy = session.proxy();
     let partition = session.partition();
     let pipeline = session.pipeline();
@@ -73,7 +81,6 @@ fn report(session: &Session, pipeline_report: Option<Value>) -> String {
     let seam = session.seam().stats();
     let (lazy, found) = session.lazy_listing();
     let session = session.counters();
-    let catalog = proxy.catalog();
     let upstreams = upstreams_report(proxy);
     json!({
         "devboy": env!("CARGO_PKG_VERSION"),
@@ -95,8 +102,10 @@ fn report(session: &Session, pipeline_report: Option<Value>) -> String {
             "tools_found": found,
         },
         "upstreams": upstreams,
+        // An edited config that does not parse (what runs is the last good one).
+        "config_problem": proxy.config_problem(),
         // What listing every tool costs on every model request (o200k).
-        "definition_tokens": catalog.listing_tokens(),
+        "definition_tokens": definitions,
         "pipeline_rules": session_rules,
     })
     .to_string()
