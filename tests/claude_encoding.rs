@@ -118,7 +118,15 @@ fn memory_graph_and_directory_tree_cost_fewer_tokens_and_decode_back() {
         .mcp_add(
             "devboy",
             DEVBOY,
-            &["mcp", "--config", config.to_str().unwrap()],
+            // The first listing waits for both servers (still inside
+            // Claude Code's 5 s) on a busy machine, as in claude_code.rs.
+            &[
+                "mcp",
+                "--config",
+                config.to_str().unwrap(),
+                "--list-grace-ms",
+                "4500",
+            ],
         )
         .unwrap();
     let tools = [
