@@ -107,13 +107,7 @@ fn two_http_clients_share_the_upstreams_and_never_each_others_references() {
         .stdin(Stdio::null())
         .output()
         .expect("run the SDK client");
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    let summary: Value = stdout
-        .lines()
-        .rev()
-        .find_map(|l| serde_json::from_str(l).ok())
-        .unwrap_or_else(|| panic!("no summary\nstdout:\n{stdout}\nstderr:\n{stderr}"));
+    let (summary, stderr) = common::python_summary(&output);
     assert_eq!(
         summary["ok"], true,
         "failed: {}\nsummary: {summary}\nstderr:\n{stderr}",

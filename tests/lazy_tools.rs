@@ -133,13 +133,7 @@ async fn a_client_without_tool_search_finds_and_calls_every_tool_it_needs() {
         .await
         .expect("the lazy session finished within 150 s")
         .expect("run the SDK client");
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    let summary: Value = stdout
-        .lines()
-        .rev()
-        .find_map(|l| serde_json::from_str(l).ok())
-        .unwrap_or_else(|| panic!("no summary\nstdout:\n{stdout}\nstderr:\n{stderr}"));
+    let (summary, stderr) = common::python_summary(&output);
     assert_eq!(
         summary["ok"], true,
         "failed checks: {}\ncalls: {}\nstderr:\n{stderr}",

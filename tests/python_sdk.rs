@@ -68,16 +68,7 @@ async fn run_sdk_client(mode: &str) -> Value {
         .await
         .expect("the SDK client finished within 60 s")
         .expect("run the SDK client");
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    let summary: Value = stdout
-        .lines()
-        .rev()
-        .find(|l| l.trim_start().starts_with('{'))
-        .and_then(|l| serde_json::from_str(l).ok())
-        .unwrap_or_else(|| {
-            panic!("no JSON summary from the SDK client\nstdout:\n{stdout}\nstderr:\n{stderr}")
-        });
+    let (summary, stderr) = common::python_summary(&output);
     assert!(
         output.status.success(),
         "the SDK client failed ({}): failed checks {}\nsummary: {summary}\nstderr:\n{stderr}",

@@ -561,3 +561,24 @@ pub async fn wait_process_gone(pid: u32) -> bool {
     }
     process_gone(pid)
 }
+
+/// The JSON summary a Python SDK test client (`tests/python/*.py`, their
+/// `checks.finish`) printed last on stdout, and its stderr; panics with
+/// both when there is none.
+#[allow(dead_code)]
+pub fn python_summary(output: &std::process::Output) -> (Value, String) {
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    let summary = stdout
+        .lines()
+        .rev()
+        .find_map(|l| {
+            serde_json::from_str::<Value>(l)
+                .ok()
+                .filter(Value::is_object)
+        })
+        .unwrap_or_else(|| {
+            panic!("no JSON summary from the SDK client\nstdout:\n{stdout}\nstderr:\n{stderr}")
+        });
+    (summary, stderr)
+}

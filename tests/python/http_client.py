@@ -17,9 +17,7 @@ bare `assert`).
 from __future__ import annotations
 
 import argparse
-import json
 import sys
-import traceback
 from typing import Any
 
 import anyio
@@ -27,6 +25,8 @@ import httpx2
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
+
+from checks import Checks, finish
 
 INIT = {
     "jsonrpc": "2.0",
@@ -39,21 +39,6 @@ INIT = {
     },
 }
 ACCEPT = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
-
-
-class Checks:
-    def __init__(self) -> None:
-        self.passed: list[str] = []
-        self.failed: list[str] = []
-
-    def check(self, condition: bool, what: str, detail: Any = None) -> bool:
-        if condition:
-            self.passed.append(what)
-        else:
-            message = what if detail is None else f"{what}: {detail!r}"
-            self.failed.append(message)
-            print(f"CHECK FAILED: {message}", file=sys.stderr)
-        return condition
 
 
 def texts(result: Any) -> str:
@@ -139,19 +124,7 @@ def main() -> int:
     parser.add_argument("--token", required=True)
     parser.add_argument("--file", required=True)
     args = parser.parse_args()
-    checks = Checks()
-    summary: dict[str, Any] = {}
-    try:
-        anyio.run(run, args, checks, summary)
-    except BaseException as error:  # noqa: BLE001 - any escape is a failed run
-        traceback.print_exc(file=sys.stderr)
-        checks.check(False, "session ran to the end", repr(error))
-    summary["passed"] = len(checks.passed)
-    summary["failed"] = checks.failed
-    summary["ok"] = not checks.failed and len(checks.passed) > 0
-    print(json.dumps(summary, default=str))
-    return 0 if summary["ok"] else 1
-
+    return finish(run, args, {})
 
 if __name__ == "__main__":
     sys.exit(main())

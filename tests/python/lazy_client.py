@@ -18,10 +18,8 @@ exits 1 if any check failed. Checks are explicit, never bare `assert`.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
-import traceback
 from typing import Any
 
 import anyio
@@ -30,26 +28,11 @@ from mcp.client.stdio import StdioServerParameters
 from mcp.shared.exceptions import MCPError
 from mcp.types import ToolListChangedNotification
 
+from checks import Checks, finish
+
 STEP_TIMEOUT_S = 30
 # How long a found tool may take to be announced by `list_changed`.
 NOTIFY_TIMEOUT_S = 10
-
-
-class Checks:
-    """Collects check outcomes instead of stopping at the first failure."""
-
-    def __init__(self) -> None:
-        self.passed: list[str] = []
-        self.failed: list[str] = []
-
-    def check(self, condition: bool, what: str, detail: Any = None) -> bool:
-        if condition:
-            self.passed.append(what)
-        else:
-            message = what if detail is None else f"{what}: {detail!r}"
-            self.failed.append(message)
-            print(f"CHECK FAILED: {message}", file=sys.stderr)
-        return condition
 
 
 def texts(result: Any) -> str:
@@ -179,19 +162,7 @@ def main() -> int:
     parser.add_argument("--file", required=True, help="a text file inside the filesystem root")
     parser.add_argument("--repo", required=True, help="the git repository the git server serves")
     args = parser.parse_args()
-    checks = Checks()
-    summary: dict[str, Any] = {}
-    try:
-        anyio.run(run, args, checks, summary)
-    except BaseException as error:  # noqa: BLE001 - any escape is a failed run
-        traceback.print_exc(file=sys.stderr)
-        checks.check(False, "session ran to the end", repr(error))
-    summary["passed"] = len(checks.passed)
-    summary["failed"] = checks.failed
-    summary["ok"] = not checks.failed and len(checks.passed) > 0
-    print(json.dumps(summary, default=str))
-    return 0 if summary["ok"] else 1
-
+    return finish(run, args, {})
 
 if __name__ == "__main__":
     sys.exit(main())

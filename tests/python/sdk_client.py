@@ -24,7 +24,6 @@ import json
 import os
 import subprocess
 import sys
-import traceback
 from typing import Any
 
 import anyio
@@ -32,35 +31,10 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 from mcp.shared.exceptions import MCPError
 
+from checks import Checks, finish
+
 # Every request must be answered well within this (the Rust side has its own limit too).
 STEP_TIMEOUT_S = 20
-
-
-class Checks:
-    """Collects check outcomes instead of stopping at the first failure."""
-
-    def __init__(self) -> None:
-        self.passed: list[str] = []
-        self.failed: list[str] = []
-
-    def check(self, condition: bool, what: str, detail: Any = None) -> bool:
-        if condition:
-            self.passed.append(what)
-        else:
-            message = what if detail is None else f"{what}: {detail!r}"
-            self.failed.append(message)
-            print(f"CHECK FAILED: {message}", file=sys.stderr)
-        return condition
-
-    def equal(self, actual: Any, expected: Any, what: str) -> bool:
-        return self.check(actual == expected, what, {"actual": actual, "expected": expected})
-
-
-def leaf_errors(error: BaseException) -> list[str]:
-    """The innermost exceptions of a (possibly nested) exception group, as text."""
-    if isinstance(error, BaseExceptionGroup):
-        return [leaf for inner in error.exceptions for leaf in leaf_errors(inner)]
-    return [f"{type(error).__name__}: {error}"]
 
 
 def texts(result: Any) -> list[str]:
@@ -244,19 +218,7 @@ def main() -> int:
     parser.add_argument("--mode", default="auto", choices=["auto", "legacy"], help="the SDK's connect mode")
     args = parser.parse_args()
 
-    checks = Checks()
-    summary: dict[str, Any] = {"mode": args.mode}
-    try:
-        anyio.run(run, args, checks, summary)
-    except BaseException as error:  # noqa: BLE001 - any escape is a failed run, reported in the summary
-        traceback.print_exc(file=sys.stderr)
-        checks.check(False, "session ran to the end", "; ".join(leaf_errors(error)))
-    summary["passed"] = len(checks.passed)
-    summary["failed"] = checks.failed
-    summary["ok"] = not checks.failed and len(checks.passed) > 0
-    print(json.dumps(summary, default=str))
-    return 0 if summary["ok"] else 1
-
+    return finish(run, args, {"mode": args.mode})
 
 if __name__ == "__main__":
     sys.exit(main())
