@@ -56,6 +56,8 @@ pub struct Catalog {
     lazy_only: HashSet<String>,
     /// What the full listing costs the model per request, measured once.
     listing_tokens: OnceLock<usize>,
+    /// Its size as the JSON counted, measured once.
+    listing_bytes: OnceLock<usize>,
     /// The search over the upstream tools, built on first use.
     index: OnceLock<ToolIndex>,
 }
@@ -201,21 +203,30 @@ impl Catalog {
         self.listing_tokens.get().copied()
     }
 
-    /// Bytes of [`full_listing`](Self::full_listing) as the JSON the
-    /// tokens are counted over: an upper bound of its tokens, cheap.
-    pub fn listing_bytes(&self) -> usize {
-        self.full_listing()
-            .iter()
-            .map(|t| {
-                serde_json::json!({
-                    "name": t.name,
-                    "description": t.description,
-                    "input_schema": t.input_schema,
+    /// [`listing_tokens`](Self::listing_tokens), or the listing's bytes
+    /// when those are within `limit`: a token is at least a byte, so the
+    /// bytes bound the tokens, and no tokenizer runs for a listing that
+    /// is certainly within the limit.
+    pub fn listing_tokens_within(&self, limit: usize) -> usize {
+        let bytes = *self.listing_bytes.get_or_init(|| {
+            self.tools
+                .iter()
+                .filter(|t| !self.lazy_only.contains(t.name.as_ref()))
+                .map(|t| {
+                    devboy_pipeline::definition_json(
+                        &t.name,
+                        t.description.as_deref(),
+                        &t.input_schema,
+                    )
+                    .len()
                 })
-                .to_string()
-                .len()
-            })
-            .sum()
+                .sum()
+        });
+        if bytes <= limit {
+            bytes
+        } else {
+            self.listing_tokens()
+        }
     }
 
     /// The search over the upstream tools' names, descriptions and

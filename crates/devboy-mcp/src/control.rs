@@ -72,7 +72,7 @@ pub fn listen(
         }
     };
     let _ = std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600));
-    let config = proxy_config_label(&proxy);
+    let config = proxy.config_label().to_owned();
     let task = tokio::spawn(async move {
         loop {
             let Ok((stream, _)) = listener.accept().await else {
@@ -110,10 +110,6 @@ pub fn listen(
     _sessions: SessionsReport,
 ) -> Option<ControlSocket> {
     None
-}
-
-fn proxy_config_label(proxy: &Proxy) -> String {
-    proxy.config_label().to_owned()
 }
 
 /// The answer to one request line.

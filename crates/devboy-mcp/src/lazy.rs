@@ -12,7 +12,7 @@ use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 
-use devboy_core::config::{LazyTools, ToolsConfig};
+use devboy_core::config::ToolsConfig;
 use rmcp::model::Tool;
 use tokio::sync::watch;
 
@@ -49,18 +49,15 @@ impl LazyListing {
         if self.active.load(Ordering::SeqCst) {
             return true;
         }
-        // Only `auto` needs the listing measured, and only for a client
-        // without a search of its own; a listing whose JSON is no longer
-        // than the budget in bytes is within it in tokens (a token is at
-        // least a byte), so the tokenizer is not needed on this path.
-        let lazy = match tools.lazy {
-            LazyTools::Auto => {
-                !devboy_core::config::client_defers_tools(client_name)
-                    && catalog.listing_bytes() > tools.lazy_budget
-                    && catalog.listing_tokens() > tools.lazy_budget
-            }
-            mode => mode.applies(client_name, 0, tools.lazy_budget),
+        // Measured only when the decision depends on it, and bounded by
+        // its bytes first so that the tokenizer stays off this path for
+        // any listing within the budget.
+        let tokens = if tools.lazy.measures(client_name) {
+            catalog.listing_tokens_within(tools.lazy_budget)
+        } else {
+            0
         };
+        let lazy = tools.lazy.applies(client_name, tokens, tools.lazy_budget);
         if lazy {
             self.active.store(true, Ordering::SeqCst);
         }

@@ -460,20 +460,38 @@ impl Session {
         });
     }
 
-    /// What this session did, for `devboy status`: calls, what the model
-    /// was sent and saved (the pipeline's figures; may wait for a result
-    /// being processed), the seam's counts, speculation.
+    /// What this session did, for `devboy status`: [`figures_with`]
+    /// (Self::figures_with) the pipeline's figures (which may wait for a
+    /// result being processed).
     pub fn figures(&self) -> serde_json::Value {
+        self.figures_with(self.pipeline_report())
+    }
+
+    /// What this session did, as `devboy_status` and `devboy status` show
+    /// it: calls, `savings` (the pipeline's figures, given), the seam's
+    /// counts, the context partition, speculation and the lazy listing.
+    pub fn figures_with(&self, savings: Option<serde_json::Value>) -> serde_json::Value {
         let seam = self.seam.stats();
+        let partition = &self.partition;
+        let (lazy, found) = self.lazy_listing();
         serde_json::json!({
             "calls": self.counters.calls.load(Ordering::Relaxed),
             "pipeline": self.pipeline(),
-            "savings": self.pipeline_report(),
+            "savings": savings,
             "processed": seam.processed.load(Ordering::Relaxed),
             "replaced": seam.replaced.load(Ordering::Relaxed),
             "pipeline_failures": seam.failures.load(Ordering::Relaxed),
-            "context_partition": self.partition.current(),
-            "speculation": self.speculation.as_ref().map(|engine| engine.report_json()),
+            "passed_at_deadline": seam.deadline.load(Ordering::Relaxed),
+            "context_partition": partition.current(),
+            "compaction_signals": partition.signals(),
+            "partition_file": partition.file().map(|f| f.display().to_string()),
+            "speculation": self.speculation.as_ref().map_or_else(
+                || serde_json::json!({"enabled": false}),
+                |engine| engine.report_json()
+            ),
+            // `[tools] lazy`: listed only the tools it found or used.
+            "lazy_tools": lazy,
+            "tools_found": found,
         })
     }
 

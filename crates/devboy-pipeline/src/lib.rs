@@ -142,4 +142,4 @@ pub use stage::{
 };
 pub use template::{DecodedBody, Template};
 pub use time::Timestamp;
-pub use tokens::Tokenizer;
+pub use tokens::{definition_json, Tokenizer};

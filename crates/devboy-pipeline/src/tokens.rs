@@ -141,13 +141,23 @@ impl Tokenizer {
         description: Option<&str>,
         input_schema: &serde_json::Map<String, serde_json::Value>,
     ) -> usize {
-        let sent = serde_json::json!({
-            "name": name,
-            "description": description,
-            "input_schema": input_schema,
-        });
-        self.count(&sent.to_string())
+        self.count(&definition_json(name, description, input_schema))
     }
+}
+
+/// A tool definition as Claude Code sends it to the model, compact JSON:
+/// what [`Tokenizer::count_definition`] counts.
+pub fn definition_json(
+    name: &str,
+    description: Option<&str>,
+    input_schema: &serde_json::Map<String, serde_json::Value>,
+) -> String {
+    serde_json::json!({
+        "name": name,
+        "description": description,
+        "input_schema": input_schema,
+    })
+    .to_string()
 }
 
 impl Default for Tokenizer {

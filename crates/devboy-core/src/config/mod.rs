@@ -141,7 +141,8 @@ pub enum LazyTools {
 
 impl LazyTools {
     /// Whether a session is lazy: its client (by the name it gave at
-    /// `initialize`) and what the full listing would cost.
+    /// `initialize`) and what the full listing costs (`definition_tokens`,
+    /// read only when [`measures`](Self::measures) says so).
     pub fn applies(
         self,
         client_name: Option<&str>,
@@ -151,8 +152,15 @@ impl LazyTools {
         match self {
             LazyTools::On => true,
             LazyTools::Off => false,
-            LazyTools::Auto => !client_defers_tools(client_name) && definition_tokens > budget,
+            LazyTools::Auto => self.measures(client_name) && definition_tokens > budget,
         }
+    }
+
+    /// Whether the decision for this client depends on what the listing
+    /// costs (so that it need be measured at all): `auto`, for a client
+    /// without a tool search of its own.
+    pub fn measures(self, client_name: Option<&str>) -> bool {
+        self == LazyTools::Auto && !client_defers_tools(client_name)
     }
 }
 

@@ -68,39 +68,16 @@ impl BuiltinTool for Status {
 /// last error, and this session's counters and context partition.
 fn report(session: &Session, pipeline_report: Option<Value>, definitions: Option<usize>) -> String {
     let proxy = session.proxy();
-    let partition = session.partition();
-    let pipeline = session.pipeline();
     let session_rules: Vec<Value> = session
         .rule_matches()
         .into_iter()
         .map(|rule| json!({"table": rule.table, "pattern": rule.pattern, "matches": rule.matches}))
         .collect();
-    let speculation = session
-        .speculation()
-        .map_or_else(|| json!({"enabled": false}), |engine| engine.report_json());
-    let seam = session.seam().stats();
-    let (lazy, found) = session.lazy_listing();
-    let session = session.counters();
     let upstreams = upstreams_report(proxy);
     json!({
         "devboy": env!("CARGO_PKG_VERSION"),
         "uptime_s": proxy.uptime().as_secs(),
-        "session": {
-            "calls": session.calls.load(Ordering::Relaxed),
-            "pipeline": pipeline,
-            "savings": pipeline_report,
-            "processed": seam.processed.load(Ordering::Relaxed),
-            "replaced": seam.replaced.load(Ordering::Relaxed),
-            "pipeline_failures": seam.failures.load(Ordering::Relaxed),
-            "passed_at_deadline": seam.deadline.load(Ordering::Relaxed),
-            "context_partition": partition.current(),
-            "compaction_signals": partition.signals(),
-            "partition_file": partition.file().map(|f| f.display().to_string()),
-            "speculation": speculation,
-            // `[tools] lazy`: listed only the tools it found or used.
-            "lazy_tools": lazy,
-            "tools_found": found,
-        },
+        "session": session.figures_with(pipeline_report),
         "upstreams": upstreams,
         // An edited config that does not parse (what runs is the last good one).
         "config_problem": proxy.config_problem(),
