@@ -36,25 +36,20 @@ fn add_devboy_with_fs_and_env(claude: &ClaudeCode, root: &Path, env: &[(&str, &s
         ),
     )
     .unwrap();
-    // These tests call a proxied tool in the model's first request, which
-    // Claude Code builds from devboy's first tools/list: let that wait for
-    // the filesystem server (still inside Claude Code's 5 s) on a busy
-    // machine. `late_upstream_tools_reach_interactive_claude_code` covers the
-    // default.
     claude
         .mcp_add_with_env(
             "devboy",
             DEVBOY,
-            &[
-                "mcp",
-                "--config",
-                config.to_str().unwrap(),
-                "--list-grace-ms",
-                "4500",
-            ],
+            &["mcp", "--config", config.to_str().unwrap()],
             env,
         )
         .unwrap();
+    // These tests call a proxied tool in the model's first request, which
+    // Claude Code builds from devboy's first tools/list: the filesystem
+    // server's listing is kept first, as `devboy doctor` does for a user.
+    // `late_upstream_tools_reach_interactive_claude_code` covers a server
+    // with no kept listing.
+    common::keep_listings(claude, &config, env, &["fs"]);
 }
 
 #[test]

@@ -118,17 +118,10 @@ fn memory_graph_and_directory_tree_cost_fewer_tokens_and_decode_back() {
         .mcp_add(
             "devboy",
             DEVBOY,
-            // The first listing waits for both servers (still inside
-            // Claude Code's 5 s) on a busy machine, as in claude_code.rs.
-            &[
-                "mcp",
-                "--config",
-                config.to_str().unwrap(),
-                "--list-grace-ms",
-                "4500",
-            ],
+            &["mcp", "--config", config.to_str().unwrap()],
         )
         .unwrap();
+    common::keep_listings(&claude, &config, &[], &["mem", "fs"]);
     let tools = [
         "mcp__devboy__mem__create_entities",
         "mcp__devboy__mem__read_graph",

@@ -399,6 +399,7 @@ fn a_coding_session_costs_the_model_at_most_the_target_share_of_its_tokens() {
                 &["mcp", "--config", config.to_str().unwrap()],
             )
             .unwrap();
+        common::keep_listings(claude, &config, &[], &["fs", "git", "mem", "time"]);
     });
 
     // The edit is undone; directly, the same calls on the same tree.

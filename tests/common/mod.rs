@@ -582,3 +582,35 @@ pub fn python_summary(output: &std::process::Output) -> (Value, String) {
         });
     (summary, stderr)
 }
+
+/// Runs `devboy doctor --config CONFIG` in `claude`'s environment (plus
+/// `env`, what devboy's registration sets), as the README has a user do
+/// after registering: it starts every server once and keeps its listing, so
+/// print mode's one `tools/list` has every tool however slowly a server's
+/// first start goes (a clean CI machine's first Python or npx start has
+/// taken longer than the 4 s grace). Panics unless each of `servers` came
+/// up.
+pub fn keep_listings(
+    claude: &devboy_testkit::ClaudeCode,
+    config: &Path,
+    env: &[(&str, &str)],
+    servers: &[&str],
+) {
+    let out = claude
+        .shell(
+            &format!("{} doctor --config {}", devboy_bin(), config.display()),
+            &[],
+        )
+        .envs(env.iter().copied())
+        .output()
+        .expect("run devboy doctor");
+    let said = String::from_utf8_lossy(&out.stdout);
+    for server in servers {
+        assert!(
+            said.lines()
+                .any(|l| l.contains(&format!("✔ {server} (")) && l.contains("ready")),
+            "devboy doctor did not find {server} ready:\n{said}{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
