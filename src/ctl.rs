@@ -25,6 +25,9 @@ pub struct StatusArgs {
     /// text for people, json for scripts.
     #[arg(long, default_value = "text", value_parser = ["text", "json"])]
     format: String,
+    /// Only this devboy process (its pid, as devboy status shows it).
+    #[arg(long)]
+    pid: Option<u32>,
 }
 
 fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
@@ -101,7 +104,14 @@ pub fn ctl(args: CtlArgs) -> anyhow::Result<()> {
 /// its sessions' figures.
 pub fn status(args: StatusArgs) -> anyhow::Result<()> {
     let runtime = runtime()?;
-    let reports: Vec<Value> = sockets()
+    let mut running = sockets();
+    if let Some(pid) = args.pid {
+        running.retain(|(p, _)| *p == pid);
+        if running.is_empty() {
+            bail!("no running devboy has pid {pid}; see devboy status");
+        }
+    }
+    let reports: Vec<Value> = running
         .into_iter()
         .map(|(pid, socket)| {
             runtime

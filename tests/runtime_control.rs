@@ -229,3 +229,54 @@ async fn devboy_ctl_and_status_reach_the_running_devboy() {
     let (ok, _, err) = devboy_cli(&runtime, &["ctl", "list"]);
     assert!(!ok && err.contains("no devboy is running"), "{err}");
 }
+
+/// `devboy status --pid` shows that one process, and the config it runs
+/// is named by its absolute path, however devboy was started (here with a
+/// path relative to its own directory, read from another one).
+#[test]
+fn status_names_one_process_and_its_config_by_absolute_path() {
+    let dir = common::TempDir::new("status-pid");
+    let runtime = dir.path().join("run");
+    let project = dir.path().join("project");
+    std::fs::create_dir_all(&project).unwrap();
+    std::fs::write(project.join("devboy.toml"), "[servers]\n").unwrap();
+    let mut child = Command::new(common::devboy_bin())
+        .args(["mcp", "--config", "devboy.toml"])
+        .current_dir(&project)
+        .env("DEVBOY_RUNTIME_DIR", &runtime)
+        .env("DEVBOY_CONFIG_DIR", dir.path())
+        .env("DEVBOY_CACHE_DIR", dir.path().join("cache"))
+        .env("DEVBOY_TELEMETRY", "off")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = child.id().to_string();
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    let status = loop {
+        let (ok, out, err) = devboy_cli(&runtime, &["status", "--format", "json", "--pid", &pid]);
+        if ok {
+            break serde_json::from_str::<Value>(&out).unwrap();
+        }
+        assert!(std::time::Instant::now() < deadline, "{err}");
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let processes = status["processes"].as_array().unwrap();
+    assert_eq!(processes.len(), 1, "{status}");
+    let expected = project.canonicalize().unwrap().join("devboy.toml");
+    assert_eq!(
+        std::path::Path::new(processes[0]["config"].as_str().unwrap())
+            .canonicalize()
+            .unwrap(),
+        expected,
+        "{status}"
+    );
+    assert!(std::path::Path::new(processes[0]["config"].as_str().unwrap()).is_absolute());
+
+    // Another pid: said plainly, not an empty list.
+    let (ok, _, err) = devboy_cli(&runtime, &["status", "--pid", "1"]);
+    assert!(!ok && err.contains("no running devboy has pid 1"), "{err}");
+
+    drop(child.stdin.take());
+    child.wait().unwrap();
+}

@@ -150,7 +150,11 @@ impl Proxy {
             Self {
                 server_name: config.server_name.clone(),
                 config_label: match &config.source {
-                    devboy_core::config::ConfigSource::File(path) => path.display().to_string(),
+                    // Absolute, for `devboy status` read from another directory.
+                    devboy_core::config::ConfigSource::File(path) => std::path::absolute(path)
+                        .unwrap_or_else(|_| path.clone())
+                        .display()
+                        .to_string(),
                     devboy_core::config::ConfigSource::Embedded => "embedded default".to_owned(),
                 },
                 tools: RwLock::new(config.tools),
