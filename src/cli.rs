@@ -422,7 +422,10 @@ impl PipelineConfigFile {
 /// An evaluation's dataset and where its repositories are.
 #[derive(Debug, clap::Args)]
 pub struct EvalDataset {
-    pub dataset: PathBuf,
+    /// One or more datasets, each reported as a split named by its file
+    /// (say a tuning set and a validation set, measured in one run).
+    #[arg(required = true, value_name = "DATASET")]
+    pub datasets: Vec<PathBuf>,
     /// Where the repositories are.
     #[arg(long, value_name = "DIR")]
     pub repos: PathBuf,

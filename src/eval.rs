@@ -9,6 +9,11 @@
 //! full, as an excerpt or as a skeleton) give its recall. The report gives
 //! per repository and overall: instances, mean gold-file recall, mean o200k
 //! tokens and characters of the answer, mean seconds (index and answer).
+//!
+//! Several datasets can be measured in one run, each a split named by its
+//! file (a tuning set and a validation set never tuned on, so both figures
+//! come from the same binary and the same command); each split is
+//! reported on its own, and the JSON report also holds all rows together.
 
 use std::io::{BufRead, IsTerminal, Write};
 use std::path::{Path, PathBuf};
@@ -127,56 +132,118 @@ fn export(repo: &Path, commit: &str, into: &Path) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Runs `answer` on every row of `dataset`: the row's tree exported at
+/// An instance's outcome, grouped by its repository.
+trait OfRepo {
+    fn repo(&self) -> &str;
+}
+
+impl OfRepo for Outcome {
+    fn repo(&self) -> &str {
+        &self.repo
+    }
+}
+
+impl OfRepo for FindOutcome {
+    fn repo(&self) -> &str {
+        &self.repo
+    }
+}
+
+/// One dataset of an evaluation: its rows and the name it is reported by.
+pub struct Split {
+    pub name: String,
+    pub rows: Vec<Row>,
+}
+
+/// Reads every dataset; each is named by its file's stem (numbered when
+/// two files share one).
+pub fn read_splits(paths: &[PathBuf]) -> anyhow::Result<Vec<Split>> {
+    let mut splits: Vec<Split> = Vec::with_capacity(paths.len());
+    for path in paths {
+        let rows = read_dataset(path)?;
+        if rows.is_empty() {
+            bail!("{}: no rows", path.display());
+        }
+        let stem = path.file_stem().map_or_else(
+            || "dataset".to_owned(),
+            |s| s.to_string_lossy().into_owned(),
+        );
+        let mut name = stem.clone();
+        let mut n = 1;
+        while splits.iter().any(|s| s.name == name) {
+            n += 1;
+            name = format!("{stem}-{n}");
+        }
+        splits.push(Split { name, rows });
+    }
+    Ok(splits)
+}
+
+/// What a run gave: each outcome with the index of its split, and the
+/// rows that failed per split.
+struct Run<T> {
+    outcomes: Vec<(usize, T)>,
+    failures: Vec<usize>,
+}
+
+/// Runs `answer` on every row of every split: the row's tree exported at
 /// its base commit into a scratch directory and indexed cold (`answer`
 /// gets the row, the index and when indexing started), with a progress
 /// line per instance (in place on a terminal). A row that fails is named
-/// and skipped. Returns the outcomes and how many rows failed.
-fn run_dataset<T>(
-    dataset: &Path,
+/// and skipped.
+fn run_splits<T>(
+    splits: &[Split],
     repos: &Path,
     answer: impl Fn(&Row, &devboy_explore::Index, Instant) -> anyhow::Result<T>,
     progress: impl Fn(&T) -> String,
-) -> anyhow::Result<(Vec<T>, usize)> {
-    let rows = read_dataset(dataset)?;
-    if rows.is_empty() {
-        bail!("{}: no rows", dataset.display());
-    }
+) -> anyhow::Result<Run<T>> {
     let scratch = std::env::temp_dir().join(format!("devboy-eval-{}", std::process::id()));
     let tty = std::io::stderr().is_terminal();
-    let mut outcomes = Vec::with_capacity(rows.len());
-    let mut failures = 0usize;
-    for (n, row) in rows.iter().enumerate() {
-        let run = || -> anyhow::Result<T> {
-            let repo = repository(repos, &row.repo)?;
-            let tree = scratch.join(&row.instance_id);
-            let cache = scratch.join("cache");
-            let _ = std::fs::remove_dir_all(&tree);
-            export(&repo, &row.base_commit, &tree)?;
-            let started = Instant::now();
-            let index = devboy_explore::Index::open(&tree, &cache)?;
-            let outcome = answer(row, &index, started);
-            let outcome = outcome?;
-            let _ = std::fs::remove_dir_all(&tree);
-            let _ = std::fs::remove_dir_all(&cache);
-            Ok(outcome)
-        };
-        match run() {
-            Ok(outcome) => {
-                let line = format!("[{}/{}] {}", n + 1, rows.len(), progress(&outcome));
-                if tty {
-                    eprint!("\r\x1b[2K{line}");
-                } else {
-                    eprintln!("{line}");
+    let total: usize = splits.iter().map(|s| s.rows.len()).sum();
+    let several = splits.len() > 1;
+    let mut run = Run {
+        outcomes: Vec::with_capacity(total),
+        failures: vec![0; splits.len()],
+    };
+    let mut n = 0;
+    for (index, split) in splits.iter().enumerate() {
+        for row in &split.rows {
+            n += 1;
+            let label = if several {
+                format!("[{n}/{total}] {}:", split.name)
+            } else {
+                format!("[{n}/{total}]")
+            };
+            let one = || -> anyhow::Result<T> {
+                let repo = repository(repos, &row.repo)?;
+                let tree = scratch.join(&row.instance_id);
+                let cache = scratch.join("cache");
+                let _ = std::fs::remove_dir_all(&tree);
+                export(&repo, &row.base_commit, &tree)?;
+                let started = Instant::now();
+                let index = devboy_explore::Index::open(&tree, &cache)?;
+                let outcome = answer(row, &index, started)?;
+                let _ = std::fs::remove_dir_all(&tree);
+                let _ = std::fs::remove_dir_all(&cache);
+                Ok(outcome)
+            };
+            match one() {
+                Ok(outcome) => {
+                    let line = format!("{label} {}", progress(&outcome));
+                    if tty {
+                        eprint!("\r\x1b[2K{line}");
+                    } else {
+                        eprintln!("{line}");
+                    }
+                    run.outcomes.push((index, outcome));
                 }
-                outcomes.push(outcome);
-            }
-            Err(e) => {
-                failures += 1;
-                if tty {
-                    eprintln!();
+                Err(e) => {
+                    run.failures[index] += 1;
+                    if tty {
+                        eprintln!();
+                    }
+                    eprintln!("{label} {}: {e:#}", row.instance_id);
                 }
-                eprintln!("[{}/{}] {}: {e:#}", n + 1, rows.len(), row.instance_id);
             }
         }
     }
@@ -184,48 +251,117 @@ fn run_dataset<T>(
         eprintln!();
     }
     let _ = std::fs::remove_dir_all(&scratch);
-    if outcomes.is_empty() {
+    if run.outcomes.is_empty() {
         bail!("every instance failed");
     }
-    Ok((outcomes, failures))
+    Ok(run)
 }
 
 /// `summarize` over each repository's outcomes (by name) and over all.
-fn per_repo<T, S>(
-    outcomes: &[T],
-    repo_of: impl Fn(&T) -> &str,
+fn per_repo<T: OfRepo, S>(
+    outcomes: &[&T],
     summarize: impl Fn(&[&T]) -> S,
 ) -> (Vec<(String, S)>, S) {
-    let mut names: Vec<&str> = outcomes.iter().map(&repo_of).collect();
+    let mut names: Vec<&str> = outcomes.iter().map(|o| o.repo()).collect();
     names.sort_unstable();
     names.dedup();
     let repos = names
         .iter()
         .map(|r| {
-            let of: Vec<&T> = outcomes.iter().filter(|o| repo_of(o) == *r).collect();
+            let of: Vec<&T> = outcomes
+                .iter()
+                .copied()
+                .filter(|o| o.repo() == *r)
+                .collect();
             (r.to_string(), summarize(&of))
         })
         .collect();
-    (repos, summarize(&outcomes.iter().collect::<Vec<_>>()))
+    (repos, summarize(outcomes))
 }
 
-/// The JSON report: `fields`, then `overall`, `repos`, `failures` and
-/// every instance.
-fn write_json<T: Serialize, S: Serialize>(
-    mut fields: serde_json::Map<String, serde_json::Value>,
-    repos: &[(String, S)],
-    overall: &S,
+/// One split's figures: per repository and overall.
+struct SplitReport<'a, T, S> {
+    name: &'a str,
+    outcomes: Vec<&'a T>,
+    repos: Vec<(String, S)>,
+    overall: S,
     failures: usize,
-    outcomes: &[T],
-) -> anyhow::Result<()> {
-    fields.insert("overall".into(), serde_json::to_value(overall)?);
-    let repos: serde_json::Map<String, serde_json::Value> = repos
+}
+
+impl<T: OfRepo> Run<T> {
+    /// Each split's figures, in the order given.
+    fn reports<'a, S>(
+        &'a self,
+        splits: &'a [Split],
+        summarize: impl Fn(&[&T]) -> S + Copy,
+    ) -> Vec<SplitReport<'a, T, S>> {
+        splits
+            .iter()
+            .enumerate()
+            .map(|(index, split)| {
+                let outcomes: Vec<&T> = self
+                    .outcomes
+                    .iter()
+                    .filter(|(i, _)| *i == index)
+                    .map(|(_, o)| o)
+                    .collect();
+                let (repos, overall) = per_repo(&outcomes, summarize);
+                SplitReport {
+                    name: &split.name,
+                    outcomes,
+                    repos,
+                    overall,
+                    failures: self.failures[index],
+                }
+            })
+            .collect()
+    }
+}
+
+fn repos_json<S: Serialize>(repos: &[(String, S)]) -> anyhow::Result<serde_json::Value> {
+    Ok(repos
         .iter()
         .map(|(r, s)| Ok((r.clone(), serde_json::to_value(s)?)))
-        .collect::<Result<_, serde_json::Error>>()?;
-    fields.insert("repos".into(), repos.into());
-    fields.insert("failures".into(), failures.into());
-    fields.insert("instances".into(), serde_json::to_value(outcomes)?);
+        .collect::<Result<serde_json::Map<_, _>, serde_json::Error>>()?
+        .into())
+}
+
+/// The JSON report: `fields`; `overall`, `repos` and `failures` over all
+/// rows; `splits` (each split's `overall`, `repos` and `failures`); every
+/// instance, with its `split`.
+fn write_json<T: Serialize + OfRepo, S: Serialize>(
+    mut fields: serde_json::Map<String, serde_json::Value>,
+    run: &Run<T>,
+    splits: &[Split],
+    reports: &[SplitReport<'_, T, S>],
+    summarize: impl Fn(&[&T]) -> S,
+) -> anyhow::Result<()> {
+    let all: Vec<&T> = run.outcomes.iter().map(|(_, o)| o).collect();
+    let (repos, overall) = per_repo(&all, summarize);
+    fields.insert("overall".into(), serde_json::to_value(&overall)?);
+    fields.insert("repos".into(), repos_json(&repos)?);
+    fields.insert("failures".into(), run.failures.iter().sum::<usize>().into());
+    let mut by_split = serde_json::Map::new();
+    for report in reports {
+        by_split.insert(
+            report.name.to_owned(),
+            serde_json::json!({
+                "overall": serde_json::to_value(&report.overall)?,
+                "repos": repos_json(&report.repos)?,
+                "failures": report.failures,
+            }),
+        );
+    }
+    fields.insert("splits".into(), by_split.into());
+    let mut instances = Vec::with_capacity(run.outcomes.len());
+    for (index, outcome) in &run.outcomes {
+        let mut value = serde_json::to_value(outcome)?;
+        if let Some(object) = value.as_object_mut() {
+            object.insert("split".into(), splits[*index].name.clone().into());
+        }
+        instances.push(value);
+    }
+    fields.insert("instances".into(), instances.into());
     let mut out = std::io::stdout().lock();
     serde_json::to_writer(&mut out, &fields)?;
     writeln!(out)?;
@@ -234,18 +370,19 @@ fn write_json<T: Serialize, S: Serialize>(
 
 /// `devboy eval explore`.
 pub fn eval_explore(
-    dataset: &Path,
+    datasets: &[PathBuf],
     repos: &Path,
     budget_chars: usize,
     json: bool,
 ) -> anyhow::Result<()> {
+    let splits = read_splits(datasets)?;
     let options = devboy_explore::Options {
         budget_chars,
         adaptive: devboy_core::pipeline_config::ExploreSettings::adaptive_allowed_by_env(),
     };
     let tokenizer = devboy_pipeline::Tokenizer::O200k;
-    let (outcomes, failures) = run_dataset(
-        dataset,
+    let run = run_splits(
+        &splits,
         repos,
         |row, index, started| {
             let answer = devboy_explore::explore(index, &row.problem_statement, &options);
@@ -275,33 +412,43 @@ pub fn eval_explore(
             )
         },
     )?;
-    let (per_repo, overall) = per_repo(&outcomes, |o| o.repo.as_str(), summarize);
+    let reports = run.reports(&splits, summarize);
     if json {
-        return write_json(
-            serde_json::Map::new(),
-            &per_repo,
-            &overall,
-            failures,
-            &outcomes,
-        );
+        return write_json(serde_json::Map::new(), &run, &splits, &reports, summarize);
     }
     let mut out = std::io::stdout().lock();
-    writeln!(out, "devboy eval explore: {} instances ({failures} failed), budget {budget_chars} chars, tokens in o200k", outcomes.len())?;
-    writeln!(out)?;
-    writeln!(
-        out,
+    let header = format!(
         "{:<24} {:>9} {:>8} {:>10} {:>10} {:>8}",
         "repo", "instances", "recall", "avg tokens", "avg chars", "avg s"
-    )?;
-    for (repo, s) in per_repo
-        .iter()
-        .chain(std::iter::once(&("overall".to_string(), overall)))
-    {
+    );
+    let line = |name: &str, s: &Summary| {
+        format!(
+            "{:<24} {:>9} {:>8.3} {:>10.0} {:>10.0} {:>8.2}",
+            name, s.instances, s.gold_file_recall, s.avg_tokens, s.avg_chars, s.avg_seconds
+        )
+    };
+    for report in &reports {
         writeln!(
             out,
-            "{:<24} {:>9} {:>8.3} {:>10.0} {:>10.0} {:>8.2}",
-            repo, s.instances, s.gold_file_recall, s.avg_tokens, s.avg_chars, s.avg_seconds
+            "devboy eval explore, {}: {} instances ({} failed), budget {budget_chars} chars, tokens in o200k",
+            report.name,
+            report.outcomes.len(),
+            report.failures
         )?;
+        writeln!(out)?;
+        writeln!(out, "{header}")?;
+        for (repo, s) in &report.repos {
+            writeln!(out, "{}", line(repo, s))?;
+        }
+        writeln!(out, "{}", line("overall", &report.overall))?;
+        writeln!(out)?;
+    }
+    if reports.len() > 1 {
+        writeln!(out, "side by side:")?;
+        writeln!(out, "{}", header.replacen("repo", "split", 1))?;
+        for report in &reports {
+            writeln!(out, "{}", line(report.name, &report.overall))?;
+        }
     }
     Ok(())
 }
@@ -409,13 +556,14 @@ fn find_summary(outcomes: &[&FindOutcome]) -> FindSummary {
 /// `devboy eval find-files`: each instance answered as `devboy
 /// find-files --strategy STRATEGY` would, with the model of `config`.
 pub fn eval_find_files(
-    dataset: &Path,
+    datasets: &[PathBuf],
     repos: &Path,
     k: usize,
     strategy: FindStrategy,
     json: bool,
     config: Option<&Path>,
 ) -> anyhow::Result<()> {
+    let splits = read_splits(datasets)?;
     let model = Model::for_strategy(strategy, config)?;
     let runtime = crate::find::runtime()?;
     // A model returns k files; the offline ranker ranks at least 10
@@ -428,8 +576,8 @@ pub fn eval_find_files(
         },
         ..Default::default()
     };
-    let (outcomes, failures) = run_dataset(
-        dataset,
+    let run = run_splits(
+        &splits,
         repos,
         |row, index, started| {
             let prepared = devboy_retrieval::prepare(index, &row.problem_statement);
@@ -474,31 +622,17 @@ pub fn eval_find_files(
             )
         },
     )?;
-    let (per_repo, overall) = per_repo(&outcomes, |o| o.repo.as_str(), find_summary);
-    let fallbacks = overall.fallbacks;
+    let reports = run.reports(&splits, find_summary);
+    let strategy_name = format!("{strategy:?}").to_lowercase();
     if json {
         let mut fields = serde_json::Map::new();
-        fields.insert(
-            "strategy".into(),
-            format!("{strategy:?}").to_lowercase().into(),
-        );
+        fields.insert("strategy".into(), strategy_name.into());
         fields.insert("model".into(), model.llm().map(|l| l.describe()).into());
         fields.insert("k".into(), k.into());
-        return write_json(fields, &per_repo, &overall, failures, &outcomes);
+        return write_json(fields, &run, &splits, &reports, find_summary);
     }
     let mut out = std::io::stdout().lock();
-    writeln!(
-        out,
-        "devboy eval find-files: {} instances ({failures} failed), strategy {}, model {}, k {k}",
-        outcomes.len(),
-        format!("{strategy:?}").to_lowercase(),
-        model
-            .llm()
-            .map_or_else(|| "none".to_owned(), |l| l.describe()),
-    )?;
-    writeln!(out)?;
-    writeln!(
-        out,
+    let header = format!(
         "{:<24} {:>5} {:>9} {:>8} {:>8} {:>9} {:>6} {:>8} {:>6} {:>9} {:>9} {:>7}",
         "repo",
         "n",
@@ -512,15 +646,11 @@ pub fn eval_find_files(
         "in tok",
         "cached",
         "out tok"
-    )?;
-    for (repo, s) in per_repo
-        .iter()
-        .chain(std::iter::once(&("overall".to_string(), overall)))
-    {
-        writeln!(
-            out,
+    );
+    let line = |name: &str, s: &FindSummary| {
+        format!(
             "{:<24} {:>5} {:>9.3} {:>8.3} {:>8.3} {:>9.3} {:>6.3} {:>8.3} {:>6.1} {:>9.0} {:>9.0} {:>7.0}",
-            repo,
+            name,
             s.instances,
             s.recall_at_gold,
             s.exact_at_gold,
@@ -532,13 +662,40 @@ pub fn eval_find_files(
             s.llm_input_tokens,
             s.llm_cached_input_tokens,
             s.llm_output_tokens
-        )?;
-    }
-    if fallbacks > 0 {
+        )
+    };
+    let model_name = model
+        .llm()
+        .map_or_else(|| "none".to_owned(), |l| l.describe());
+    for report in &reports {
         writeln!(
             out,
-            "\n{fallbacks} queries ranked offline because the model failed or picked no file"
+            "devboy eval find-files, {}: {} instances ({} failed), strategy {strategy_name}, model {model_name}, k {k}",
+            report.name,
+            report.outcomes.len(),
+            report.failures,
         )?;
+        writeln!(out)?;
+        writeln!(out, "{header}")?;
+        for (repo, s) in &report.repos {
+            writeln!(out, "{}", line(repo, s))?;
+        }
+        writeln!(out, "{}", line("overall", &report.overall))?;
+        if report.overall.fallbacks > 0 {
+            writeln!(
+                out,
+                "{} queries ranked offline because the model failed or picked no file",
+                report.overall.fallbacks
+            )?;
+        }
+        writeln!(out)?;
+    }
+    if reports.len() > 1 {
+        writeln!(out, "side by side:")?;
+        writeln!(out, "{}", header.replacen("repo", "split", 1))?;
+        for report in &reports {
+            writeln!(out, "{}", line(report.name, &report.overall))?;
+        }
     }
     Ok(())
 }

@@ -63,7 +63,7 @@ fn run(command: Command) -> anyhow::Result<()> {
                     format,
                 },
         } => eval::eval_explore(
-            &dataset.dataset,
+            &dataset.datasets,
             &dataset.repos,
             budget_chars,
             format.json(),
@@ -78,7 +78,7 @@ fn run(command: Command) -> anyhow::Result<()> {
                     config,
                 },
         } => eval::eval_find_files(
-            &dataset.dataset,
+            &dataset.datasets,
             &dataset.repos,
             k,
             strategy,

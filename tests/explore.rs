@@ -300,6 +300,57 @@ async fn the_index_is_kept_and_refreshed_and_the_tool_answers_over_mcp() {
     }
 }
 
+/// Issue 28: a question that names the project itself ("How does
+/// DemoKit …") matched the files named after the project (version
+/// constants) whenever the checkout's folder was not named after it. The
+/// project's name is read from its build files and git remote too.
+#[test]
+fn the_projects_own_name_does_not_pull_in_files_named_after_it() {
+    let dir = common::TempDir::new("explore-name");
+    let question = "How does DemoKit run a document through its StageChain?";
+    let answer_in = |folder: &str, named_by: &[(&str, &str)]| {
+        let root = dir.path().join(folder);
+        fixture(&root);
+        write(
+            &root,
+            "src/demo/DemoKit.kt",
+            "package demo\n\n/** DemoKit's version. */\nobject DemoKit {\n    const val VERSION = \"1.2.3\"\n    const val USER_AGENT = \"demokit/$VERSION\"\n}\n",
+        );
+        for (file, text) in named_by {
+            write(&root, file, text);
+        }
+        explore(&root, &dir.path().join("cache"), true, question)
+    };
+    // The control: with a folder named otherwise and no build file, the
+    // name is an ordinary identifier and its file is shown.
+    let plain = answer_in("checkout-1", &[]);
+    assert!(render_of(&plain, "DemoKit.kt").is_some(), "{plain}");
+    for (folder, named_by) in [
+        (
+            "checkout-2",
+            &[(
+                "settings.gradle.kts",
+                "rootProject.name = \"demokit-parent\"\n",
+            )][..],
+        ),
+        (
+            "checkout-3",
+            &[(
+                ".git/config",
+                "[remote \"origin\"]\n\turl = git@github.com:example/demo-kit.git\n",
+            )][..],
+        ),
+        ("demokit", &[][..]),
+    ] {
+        let answer = answer_in(folder, named_by);
+        assert_eq!(render_of(&answer, "DemoKit.kt"), None, "{folder}: {answer}");
+        assert!(
+            render_of(&answer, "StageChain.kt").is_some(),
+            "{folder}: {answer}"
+        );
+    }
+}
+
 fn git(dir: &Path, args: &[&str]) -> String {
     common::git_as(dir, "Eval", None, args)
 }
@@ -359,6 +410,53 @@ fn eval_explore_reports_gold_file_recall_per_repository() {
     assert!(
         progress.contains("[2/2] demo__bare-1 recall 0.50"),
         "{progress}"
+    );
+
+    // Two datasets in one run: each a split named by its file, reported on
+    // its own and side by side; the top level still holds all rows.
+    let (tune, validate) = (
+        dir.path().join("tune.jsonl"),
+        dir.path().join("validate.jsonl"),
+    );
+    std::fs::write(&tune, format!("{}\n", rows[0])).unwrap();
+    std::fs::write(&validate, format!("{}\n", rows[1])).unwrap();
+    let both = [
+        "eval",
+        "explore",
+        path(&tune),
+        path(&validate),
+        "--repos",
+        path(&repos),
+    ];
+    let split = json_of(&devboy(&[&both[..], &["--format", "json"]].concat(), None));
+    assert_eq!(
+        split["splits"]["tune"]["overall"]["gold_file_recall"], 1.0,
+        "{split}"
+    );
+    assert_eq!(
+        split["splits"]["validate"]["overall"]["gold_file_recall"], 0.5,
+        "{split}"
+    );
+    assert_eq!(
+        split["splits"]["validate"]["repos"]["demo/bare"]["instances"], 1,
+        "{split}"
+    );
+    assert_eq!(split["overall"]["gold_file_recall"], 0.75, "{split}");
+    assert_eq!(split["instances"][1]["split"], "validate", "{split}");
+    let text = devboy(&both, None);
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(
+        text.contains("devboy eval explore, tune: 1 instances"),
+        "{text}"
+    );
+    let side = text.split("side by side:").nth(1).unwrap_or_default();
+    assert!(
+        side.lines()
+            .any(|l| l.starts_with("tune ") && l.contains("1.000"))
+            && side
+                .lines()
+                .any(|l| l.starts_with("validate ") && l.contains("0.500")),
+        "{text}"
     );
 
     // A row whose repository is missing fails alone, named.

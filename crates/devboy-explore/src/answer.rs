@@ -241,18 +241,16 @@ fn path_mentions(text: &str) -> Vec<String> {
     out
 }
 
-/// The query's identifiers and words; a word that is the project's name
-/// (`project`, lowercase without `-` and `_`) is left out.
-fn parse_query(text: &str, project: Option<&str>) -> Query {
+/// The query's identifiers and words; a word that is one of the project's
+/// names (`project`, [`crate::project::normalize`]d) is left out.
+fn parse_query(text: &str, project: &[String]) -> Query {
     let mut q = Query {
         paths: path_mentions(text),
         ..Query::default()
     };
     for raw in text.split(|c: char| !(c.is_alphanumeric() || c == '_' || c == '.')) {
         let raw = raw.trim_matches('.');
-        if raw.is_empty()
-            || project.is_some_and(|p| raw.to_ascii_lowercase().replace(['-', '_'], "") == p)
-        {
+        if raw.is_empty() || project.contains(&crate::project::normalize(raw)) {
             continue;
         }
         let inner_case = raw.chars().skip(1).any(char::is_uppercase);
@@ -694,12 +692,7 @@ impl Analysis {
 /// Reads `query` against `graph`: entry symbols, spine, file ranking.
 pub(crate) fn analyze(graph: &Graph<'_>, index: &Index, query: &str) -> Analysis {
     // The project's own name says nothing about where to look.
-    let project = index
-        .root
-        .file_name()
-        .and_then(|n| n.to_str())
-        .map(|n| n.to_ascii_lowercase().replace(['-', '_'], ""));
-    let q = parse_query(query, project.as_deref());
+    let q = parse_query(query, &crate::project::project_names(&index.root));
     let scores = score_symbols(graph, &q);
     let entry = entries(&scores);
     if tracing::enabled!(tracing::Level::DEBUG) {
@@ -1041,7 +1034,7 @@ mod tests {
     fn queries_give_identifiers_and_terms() {
         let text =
             "How does OkHttp process a request through RealCall.execute and its interceptors?";
-        let q = parse_query(text, None);
+        let q = parse_query(text, &[]);
         assert_eq!(q.identifiers, ["OkHttp", "RealCall", "execute"]);
         assert_eq!(
             q.terms,
@@ -1060,7 +1053,7 @@ mod tests {
         assert!(q.paths.is_empty(), "{:?}", q.paths);
         let q = parse_query(
             "File \"/usr/lib/site-packages/_pytest/python.py\", line 3, in f; see requests/models.py and sphinx.ext.autodoc",
-            None,
+            &[],
         );
         assert!(
             q.paths
@@ -1087,7 +1080,7 @@ mod tests {
         assert!(!mentions_path("src/_pytest/python.py", "test/python.py"));
         assert!(!mentions_path("src/my_python.py", "python.py"));
         // The project's own name is left out.
-        let q = parse_query(text, Some("okhttp"));
+        let q = parse_query(text, &["okhttp".to_owned()]);
         assert_eq!(q.identifiers, ["RealCall", "execute"]);
         assert_eq!(q.terms[0], "process");
     }

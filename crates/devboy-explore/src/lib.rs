@@ -17,6 +17,7 @@ pub mod find;
 pub mod graph;
 pub mod index;
 pub mod lang;
+pub mod project;
 
 pub use answer::{explore, Answer, Options, Render};
 pub use find::{rank_offline, Found};
