@@ -5,14 +5,20 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::{bail, Context};
-use devboy_core::config::import::{self, ProjectApproval, Registration, PROJECT_SERVERS_FILE};
+use devboy_core::config::import::{
+    self, ProjectApproval, RegisteredServer, Registration, PROJECT_SERVERS_FILE,
+};
 use devboy_core::config::{ConfigSource, ProxyConfig, EMBEDDED_DEFAULT_TOML};
-use devboy_mcp::doctor::{self, ServerCommand};
+use devboy_mcp::doctor::{self, ServerCommand, ServerUrl, UrlProbeError};
 use serde_json::Value;
 
 /// Claude Code's limit for `tools/list` (`claude mcp list` reports a
 /// timeout past it).
 const CLAUDE_TOOLS_LIST_LIMIT: Duration = Duration::from_secs(5);
+
+/// How long an HTTP server registered under another name gets to say, in
+/// `initialize`, whether it is devboy.
+const IDENTIFY_WAIT: Duration = Duration::from_secs(2);
 
 /// How long `devboy init` waits for the servers it starts (as `devboy
 /// doctor` does by default).
@@ -211,10 +217,14 @@ pub fn doctor(config: Option<&Path>, wait: Duration) -> anyhow::Result<()> {
     println!("devboy {}", env!("CARGO_PKG_VERSION"));
     let project = std::env::current_dir().context("the current directory")?;
     let registrations = claude_code_registrations(&project);
-    // Without --config, the config Claude Code starts devboy with here.
+    // Without --config, the config Claude Code starts devboy with here
+    // (an HTTP registration's devboy was started with its own).
     let registered = registrations
-        .first()
-        .and_then(|r| config_argument(&r.args))
+        .iter()
+        .find_map(|r| match &r.server {
+            RegisteredServer::Stdio { args, .. } => config_argument(args),
+            RegisteredServer::Http { .. } => None,
+        })
         .map(|file| project.join(file));
     let loaded = ProxyConfig::resolve(config.or(registered.as_deref()));
     match &loaded {
@@ -252,45 +262,58 @@ pub fn doctor(config: Option<&Path>, wait: Duration) -> anyhow::Result<()> {
     }
 
     println!("\nClaude Code:");
+    let registrations = devboy_registrations(&runtime, registrations);
     if registrations.is_empty() {
         println!(
             "  devboy is not registered for {} (`claude mcp add devboy -s user -- devboy mcp`)",
             project.display()
         );
     }
-    if registrations.len() > 1 {
-        problems += 1;
-        println!(
-            "  ✘ devboy is registered in {} places; Claude Code uses the first (local, then project, then user) and warns about the rest: keep one (`claude mcp remove NAME -s SCOPE`)",
-            registrations.len()
-        );
-    }
+    problems += print_name_clashes(&registrations);
     let approvals = ApprovalSettings::read(&project);
     for registration in &registrations {
-        let line = std::iter::once(registration.command.as_str())
-            .chain(registration.args.iter().map(String::as_str))
-            .collect::<Vec<_>>()
-            .join(" ");
-        let server = ServerCommand {
-            command: registration.command.clone(),
-            args: registration.args.clone(),
-            env: registration.env.iter().cloned().collect(),
-            cwd: Some(project.clone()),
+        let (target, checked) = match &registration.server {
+            RegisteredServer::Stdio { command, args, env } => {
+                let line = std::iter::once(command.as_str())
+                    .chain(args.iter().map(String::as_str))
+                    .collect::<Vec<_>>()
+                    .join(" ");
+                let server = ServerCommand {
+                    command: command.clone(),
+                    args: args.clone(),
+                    env: env.iter().cloned().collect(),
+                    cwd: Some(project.clone()),
+                };
+                let checked = runtime
+                    .block_on(doctor::probe_server(&server, CLAUDE_TOOLS_LIST_LIMIT))
+                    .map(|probe| format!("started as Claude Code would: {}", timings(&probe)))
+                    .map_err(|error| format!("started as Claude Code would: {error}"));
+                (line, checked)
+            }
+            RegisteredServer::Http { sse, url, headers } => {
+                // Claude Code expands `${VAR}` in a project's .mcp.json
+                // from its environment, which is this shell's here.
+                let expanded = if registration.scope == "project" {
+                    expand_http(url, headers)
+                } else {
+                    Ok((url.clone(), headers.clone()))
+                };
+                let checked = match &expanded {
+                    Ok((url, headers)) => check_http(&runtime, registration, *sse, url, headers),
+                    Err(error) => Err(format!(
+                        "{error} in this shell; Claude Code started here would send the entry without it (set it before `claude`, or write the value)"
+                    )),
+                };
+                (url.clone(), checked)
+            }
         };
-        let (mut mark, started) =
-            match runtime.block_on(doctor::probe_server(&server, CLAUDE_TOOLS_LIST_LIMIT)) {
-                Ok(probe) => ("✔", format!(
-                    "started as Claude Code would: initialize {} ms, tools/list {} ms ({} tools; Claude Code allows {} s)",
-                    probe.initialize_ms,
-                    probe.tools_list_ms,
-                    probe.tools,
-                    CLAUDE_TOOLS_LIST_LIMIT.as_secs()
-                )),
-                Err(error) => {
-                    problems += 1;
-                    ("✘", format!("started as Claude Code would: {error}"))
-                }
-            };
+        let (mut mark, said) = match checked {
+            Ok(said) => ("✔", said),
+            Err(said) => {
+                problems += 1;
+                ("✘", said)
+            }
+        };
         // A project server runs only once approved in Claude Code.
         let approval = (registration.scope == "project").then(|| {
             import::project_server_approval(
@@ -307,7 +330,9 @@ pub fn doctor(config: Option<&Path>, wait: Duration) -> anyhow::Result<()> {
                 Some("pending approval in Claude Code: it asks when `claude` next starts in this project and does not start it until then (`claude mcp list` shows it as pending)".to_owned())
             }
             Some(ProjectApproval::Rejected) => {
-                problems += 1;
+                if mark != "✘" {
+                    problems += 1;
+                }
                 mark = "✘";
                 Some(format!(
                     "rejected in Claude Code (disabledMcpjsonServers): it is not started; `claude mcp reset-project-choices` asks again, or take \"{}\" out of disabledMcpjsonServers in .claude/settings.local.json",
@@ -317,13 +342,13 @@ pub fn doctor(config: Option<&Path>, wait: Duration) -> anyhow::Result<()> {
             Some(ProjectApproval::Approved) | None => None,
         };
         println!(
-            "  {mark} {} scope, `{}`: {line}",
+            "  {mark} {} scope, `{}`: {target}",
             registration.scope, registration.name
         );
         if let Some(approval) = approval {
             println!("      {approval}");
         }
-        println!("      {started}");
+        println!("      {said}");
     }
     runtime.shutdown_timeout(Duration::from_millis(200));
     if problems > 0 {
@@ -331,6 +356,192 @@ pub fn doctor(config: Option<&Path>, wait: Duration) -> anyhow::Result<()> {
     }
     println!("\nno problems found");
     Ok(())
+}
+
+/// A probe's timings, as the doctor prints them.
+fn timings(probe: &doctor::ServerProbe) -> String {
+    format!(
+        "initialize {} ms, tools/list {} ms ({} tools; Claude Code allows {} s)",
+        probe.initialize_ms,
+        probe.tools_list_ms,
+        probe.tools,
+        CLAUDE_TOOLS_LIST_LIMIT.as_secs()
+    )
+}
+
+/// A project entry's URL and header values with `${VAR}` expanded as
+/// Claude Code expands them.
+#[allow(clippy::type_complexity)]
+fn expand_http(
+    url: &str,
+    headers: &[(String, String)],
+) -> Result<(String, Vec<(String, String)>), String> {
+    let url = import::expand_from_env(url)?;
+    let headers = headers
+        .iter()
+        .map(|(k, v)| Ok((k.clone(), import::expand_from_env(v)?)))
+        .collect::<Result<_, String>>()?;
+    Ok((url, headers))
+}
+
+/// The registrations that are devboy: those whose entry says so, and the
+/// HTTP entries under other names whose server answers `initialize` as
+/// devboy (asked all at once, each for [`IDENTIFY_WAIT`]; nothing is said
+/// of the others, which are not devboy's business).
+fn devboy_registrations(
+    runtime: &tokio::runtime::Runtime,
+    registrations: Vec<Registration>,
+) -> Vec<Registration> {
+    let unknown: Vec<ServerUrl> = registrations
+        .iter()
+        .filter(|r| !r.known_devboy())
+        .filter_map(|r| match &r.server {
+            RegisteredServer::Http { url, headers, .. } => Some(ServerUrl {
+                url: url.clone(),
+                headers: headers.clone(),
+            }),
+            RegisteredServer::Stdio { .. } => None,
+        })
+        .collect();
+    let mut names = if unknown.is_empty() {
+        Vec::new()
+    } else {
+        runtime.block_on(doctor::server_names(&unknown, IDENTIFY_WAIT))
+    }
+    .into_iter();
+    registrations
+        .into_iter()
+        .filter(|r| {
+            r.known_devboy()
+                || names.next().flatten().as_deref() == Some(devboy_mcp::SERVER_INFO_NAME)
+        })
+        .collect()
+}
+
+/// Says what Claude Code makes of devboy registered more than once;
+/// returns the problems. One name in several scopes: Claude Code uses the
+/// first and warns of the rest (a problem). Several names (a stdio
+/// `devboy` and an HTTP `devboy-http`, say): each runs, and the model is
+/// offered every tool once per name (a note).
+fn print_name_clashes(registrations: &[Registration]) -> usize {
+    let mut names: Vec<(&str, Vec<&str>)> = Vec::new();
+    for registration in registrations {
+        match names.iter_mut().find(|(n, _)| *n == registration.name) {
+            Some((_, scopes)) => scopes.push(registration.scope),
+            None => names.push((&registration.name, vec![registration.scope])),
+        }
+    }
+    let mut problems = 0;
+    for (name, scopes) in &names {
+        if scopes.len() > 1 {
+            problems += 1;
+            println!(
+                "  ✘ `{name}` is registered in {} scopes ({}); Claude Code uses the first (local, then project, then user) and warns about the rest: keep one (`claude mcp remove {name} -s {}`)",
+                scopes.len(),
+                scopes.join(", "),
+                scopes[scopes.len() - 1]
+            );
+        }
+    }
+    if names.len() > 1 {
+        let tools: Vec<String> = names
+            .iter()
+            .map(|(name, _)| format!("mcp__{name}__…"))
+            .collect();
+        let removes: Vec<String> = names
+            .iter()
+            .map(|(name, scopes)| format!("`claude mcp remove {name} -s {}`", scopes[0]))
+            .collect();
+        println!(
+            "  note: devboy is registered under {} names; Claude Code starts each and offers the model every tool once per name ({}): keep one and remove the others ({})",
+            names.len(),
+            tools.join(", "),
+            removes.join(", ")
+        );
+    }
+    problems
+}
+
+/// Asks a devboy registered over HTTP as Claude Code would (its URL, its
+/// headers as written); what went wrong says how to fix it, and never
+/// the token.
+fn check_http(
+    runtime: &tokio::runtime::Runtime,
+    registration: &Registration,
+    sse: bool,
+    url: &str,
+    headers: &[(String, String)],
+) -> Result<String, String> {
+    let (name, scope) = (&registration.name, registration.scope);
+    let add_again = format!(
+        "`claude mcp remove {name} -s {scope}`, then `claude mcp add --transport http -s {scope} {name} {url} --header \"Authorization: Bearer $(cat TOKEN_FILE)\"`"
+    );
+    if sse {
+        return Err(format!(
+            "registered with `--transport sse`, which devboy does not serve (`devboy serve --http` speaks Streamable HTTP): {add_again}"
+        ));
+    }
+    let server = ServerUrl {
+        url: url.to_owned(),
+        headers: headers.to_vec(),
+    };
+    let probe = match runtime.block_on(doctor::probe_url(&server, CLAUDE_TOOLS_LIST_LIMIT)) {
+        Ok(probe) => probe,
+        Err(error) => return Err(http_failure(&error, url, headers, &add_again)),
+    };
+    if probe.name != devboy_mcp::SERVER_INFO_NAME {
+        return Err(format!(
+            "answers as `{}`, not devboy: is another server listening at {url}?",
+            probe.server
+        ));
+    }
+    Ok(format!(
+        "answered as Claude Code would ask: {}",
+        timings(&probe)
+    ))
+}
+
+/// What a failed HTTP probe means for a devboy registration, and the fix.
+fn http_failure(
+    error: &UrlProbeError,
+    url: &str,
+    headers: &[(String, String)],
+    add_again: &str,
+) -> String {
+    let authorized = headers
+        .iter()
+        .any(|(key, _)| key.eq_ignore_ascii_case("authorization"));
+    match error {
+        UrlProbeError::NotListening { address } => format!(
+            "not answering: nothing listens at {address} (connection refused); is `devboy serve --http {address}` running?"
+        ),
+        UrlProbeError::Refused { status: 401, .. } if !authorized => format!(
+            "devboy refused it ({error}): the registration sends no Authorization header; add --header \"Authorization: Bearer …\" ({add_again}); without it Claude Code reads the 401 as a request for OAuth"
+        ),
+        UrlProbeError::Refused { status: 401, .. } => format!(
+            "devboy refused it ({error}): the Authorization header's token is not the one `devboy serve` was started with (its --token-file or DEVBOY_HTTP_TOKEN); register the right one: {add_again}"
+        ),
+        UrlProbeError::Refused { status: 403, .. } => format!(
+            "devboy refused it ({error}): it refuses a browser Origin not given with --allow-origin and a Host that is not loopback or given with --allow-host"
+        ),
+        UrlProbeError::Refused { status: 404, .. } => format!(
+            "{error}: the URL's path is `{}`, and `devboy serve` answers MCP at {} only",
+            url_path(url),
+            devboy_mcp::http::MCP_PATH
+        ),
+        UrlProbeError::Timeout {
+            request: "tools/list",
+            ..
+        } => format!("{error} (Claude Code would report `tools fetch failed`)"),
+        _ => error.to_string(),
+    }
+}
+
+/// The path of `url` (`/` when it has none).
+fn url_path(url: &str) -> &str {
+    let rest = url.split_once("://").map_or(url, |(_, rest)| rest);
+    let rest = rest.split(['?', '#']).next().unwrap_or(rest);
+    rest.find('/').map_or("/", |at| &rest[at..])
 }
 
 /// Prints one line per upstream check (and the error and last stderr
@@ -456,7 +667,7 @@ fn warn_other_registrations(expected: &[&str]) {
         return;
     };
     for registration in claude_code_registrations(&project) {
-        if !expected.contains(&registration.scope) {
+        if registration.known_devboy() && !expected.contains(&registration.scope) {
             println!(
                 "note: devboy is also registered in Claude Code's {} scope as `{}`; keep one registration (`claude mcp remove {} -s {}`)",
                 registration.scope, registration.name, registration.name, registration.scope
@@ -465,7 +676,8 @@ fn warn_other_registrations(expected: &[&str]) {
     }
 }
 
-/// devboy's registrations in Claude Code's files for `project`.
+/// devboy's registrations in Claude Code's files for `project`, and every
+/// HTTP entry (see [`Registration`]).
 fn claude_code_registrations(project: &Path) -> Vec<Registration> {
     let claude_json = claude_json_path().and_then(|p| read_json(&p));
     let project_json = read_json(&project.join(".mcp.json"));

@@ -7,6 +7,9 @@
 //!   references that never cross sessions.
 //! - Real Claude Code registered with `claude mcp add --transport http …
 //!   --header "Authorization: Bearer …"` calls a proxied tool.
+//! - `devboy doctor` in that Claude Code's HOME asks each HTTP registration
+//!   as Claude Code would, and says why one would fail: a wrong token, no
+//!   header, a wrong path, a refused Origin, devboy not running.
 //! - An address other than loopback without a token is refused at start.
 
 mod common;
@@ -216,6 +219,180 @@ fn claude_code_calls_a_tool_through_devboy_over_http_with_a_bearer_header() {
         "{}",
         results[0].text()
     );
+}
+
+/// `devboy doctor` run in `claude`'s HOME and project, as a user would
+/// there: its exit code and stdout.
+fn doctor(claude: &ClaudeCode) -> (Option<i32>, String) {
+    let out = Command::new(common::devboy_bin())
+        .arg("doctor")
+        .current_dir(claude.project())
+        .env("HOME", claude.home())
+        .env("XDG_CONFIG_HOME", claude.home().join(".config"))
+        .env_remove("DEVBOY_CONFIG_DIR")
+        .env_remove("CLAUDE_CONFIG_DIR")
+        .env("DEVBOY_TELEMETRY", "off")
+        // What a project's .mcp.json may refer to as ${DEVBOY_HTTP_TEST_TOKEN}.
+        .env("DEVBOY_HTTP_TEST_TOKEN", TOKEN)
+        .env_remove("DEVBOY_HTTP_TEST_UNSET")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+    )
+}
+
+/// The line after the one starting with `start` (trimmed), in `out`.
+fn line_after<'a>(out: &'a str, start: &str) -> &'a str {
+    let mut lines = out.lines().map(str::trim);
+    lines.find(|l| l.starts_with(start));
+    lines.next().unwrap_or_default()
+}
+
+#[test]
+fn doctor_asks_an_http_registration_as_claude_code_would() {
+    let (dir, root, _) = project("http-doctor");
+    let served = serve(dir.path(), &root);
+    let url = served.url.clone();
+    let address = url
+        .trim_start_matches("http://")
+        .trim_end_matches("/mcp")
+        .to_owned();
+    let claude = ClaudeCode::new().unwrap();
+    let bearer = format!("Authorization: Bearer {TOKEN}");
+    // The README's registration, a stdio devboy beside it, and the same
+    // devboy under a name that does not say so (local scope).
+    for (scope, name) in [("user", "devboy-http"), ("local", "shared")] {
+        let added = claude
+            .run(&[
+                "mcp",
+                "add",
+                "--transport",
+                "http",
+                "-s",
+                scope,
+                name,
+                &url,
+                "--header",
+                &bearer,
+            ])
+            .unwrap();
+        assert!(added.success(), "{added:?}");
+    }
+    claude
+        .mcp_add("devboy", common::devboy_bin(), &["mcp"])
+        .unwrap();
+    // A server that is not devboy (nothing listens there): not devboy's
+    // business, never mentioned.
+    let claude_json = claude.home().join(".claude.json");
+    let edit = |change: &dyn Fn(&mut Value)| {
+        let mut state: Value =
+            serde_json::from_str(&std::fs::read_to_string(&claude_json).unwrap()).unwrap();
+        change(&mut state);
+        std::fs::write(&claude_json, state.to_string()).unwrap();
+    };
+    edit(&|state| {
+        state["mcpServers"]["elsewhere"] = json!({"type": "http", "url": "http://127.0.0.1:9/mcp"});
+    });
+
+    let (code, out) = doctor(&claude);
+    assert_eq!(code, Some(0), "{out}");
+    assert!(
+        out.contains(&format!("✔ user scope, `devboy-http`: {url}")),
+        "{out}"
+    );
+    let said = line_after(&out, "✔ user scope, `devboy-http`");
+    let tools: usize = said
+        .strip_prefix("answered as Claude Code would ask: initialize ")
+        .and_then(|rest| rest.split_once(" ms, tools/list "))
+        .and_then(|(_, rest)| rest.split_once(" ms ("))
+        .and_then(|(_, rest)| rest.split_once(" tools; Claude Code allows 5 s)"))
+        .and_then(|(count, _)| count.parse().ok())
+        .unwrap_or_else(|| panic!("{said:?} in\n{out}"));
+    // devboy's own tools, the test server's and server-filesystem's.
+    assert!(tools > 10, "{out}");
+    assert!(
+        out.contains(&format!("✔ local scope, `shared`: {url}")),
+        "{out}"
+    );
+    assert!(out.contains("✔ user scope, `devboy`: "), "{out}");
+    // Three names, one devboy: a note, not a problem.
+    assert!(
+        out.contains("note: devboy is registered under 3 names")
+            && out.contains("mcp__devboy-http__…")
+            && out.contains("`claude mcp remove shared -s local`"),
+        "{out}"
+    );
+    assert!(!out.contains("not registered"), "{out}");
+    assert!(!out.contains("elsewhere"), "{out}");
+    assert!(!out.contains(TOKEN), "{out}");
+
+    // What goes wrong: a wrong token, no header, another path (the
+    // project's .mcp.json), a browser Origin.
+    let wrong = "wrong-token-of-some-length-0451";
+    edit(&|state| {
+        let servers = &mut state["mcpServers"];
+        servers["devboy-http"]["headers"]["Authorization"] = json!(format!("Bearer {wrong}"));
+        servers["devboy-bare"] = json!({"type": "http", "url": url});
+        servers["devboy-origin"] = json!({"type": "http", "url": url,
+            "headers": {"Authorization": format!("Bearer {TOKEN}"), "Origin": "https://evil.example"}});
+        servers.as_object_mut().unwrap().remove("devboy");
+    });
+    // In .mcp.json, ${VAR} is expanded from the environment, as Claude
+    // Code does: a set variable gives the token, an unset one is named.
+    claude
+        .write_project_mcp_json(&json!({
+            "devboy-path": {"type": "http",
+                "url": format!("http://{address}/other"),
+                "headers": {"Authorization": format!("Bearer {TOKEN}")}},
+            "devboy-env": {"type": "http", "url": url,
+                "headers": {"Authorization": "Bearer ${DEVBOY_HTTP_TEST_TOKEN}"}},
+            "devboy-unset": {"type": "http", "url": url,
+                "headers": {"Authorization": "Bearer ${DEVBOY_HTTP_TEST_UNSET}"}},
+        }))
+        .unwrap();
+    let (code, out) = doctor(&claude);
+    assert_eq!(code, Some(1), "{out}");
+    assert!(out.contains("✘ user scope, `devboy-http`"), "{out}");
+    assert!(
+        line_after(&out, "✘ user scope, `devboy-http`")
+            .contains("token is not the one `devboy serve` was started with"),
+        "{out}"
+    );
+    assert!(
+        line_after(&out, "✘ user scope, `devboy-bare`").contains("add --header"),
+        "{out}"
+    );
+    assert!(
+        line_after(&out, "✘ project scope, `devboy-path`").contains("the URL's path is `/other`"),
+        "{out}"
+    );
+    assert!(
+        line_after(&out, "✘ user scope, `devboy-origin`").contains("Origin header is not allowed"),
+        "{out}"
+    );
+    assert!(out.contains("✔ local scope, `shared`"), "{out}");
+    assert!(out.contains("✔ project scope, `devboy-env`"), "{out}");
+    assert!(
+        line_after(&out, "✘ project scope, `devboy-unset`")
+            .contains("${DEVBOY_HTTP_TEST_UNSET} is not set"),
+        "{out}"
+    );
+    assert!(!out.contains(TOKEN) && !out.contains(wrong), "{out}");
+
+    // devboy stopped.
+    drop(served);
+    let (code, out) = doctor(&claude);
+    assert_eq!(code, Some(1), "{out}");
+    assert!(
+        line_after(&out, "✘ user scope, `devboy-http`").contains(&format!(
+            "not answering: nothing listens at {address} (connection refused); is `devboy serve --http {address}` running?"
+        )),
+        "{out}"
+    );
+    assert!(!out.contains(TOKEN) && !out.contains(wrong), "{out}");
 }
 
 #[test]

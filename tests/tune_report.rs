@@ -3,7 +3,8 @@
 //! report (text, JSON, HTML) is checked against sums computed here from
 //! the events files themselves, and the HTML page is rendered by a real
 //! headless chromium, its screenshot decoded by chromium's own image
-//! decoder and checked for the charts' bars.
+//! decoder and checked for the charts' bars. `tune analyze` run on the
+//! same telemetry sums the same figures per tool.
 
 mod common;
 
@@ -177,6 +178,72 @@ impl Sums {
 fn utc_date(ts_ms: i64) -> String {
     let (y, m, d) = devboy_core::date::civil_from_days(ts_ms.div_euclid(86_400_000));
     format!("{y:04}-{m:02}-{d:02}")
+}
+
+/// The dates (`YYYY-MM-DD`, UTC) from the day of `first_ms` to the day of
+/// `last_ms`, both included.
+fn dates_between(first_ms: i64, last_ms: i64) -> Vec<String> {
+    const DAY: i64 = 86_400_000;
+    (first_ms.div_euclid(DAY)..=last_ms.div_euclid(DAY))
+        .map(|d| utc_date(d * DAY))
+        .collect()
+}
+
+/// The report's days (JSON) are every date from the first day with
+/// results (that of `first_ms`) to the window's last day; days with
+/// results have the figures of `expected`, the others zero.
+fn check_days(report: &Value, expected: &BTreeMap<String, Sums>, first_ms: i64) {
+    let rows = report["days"].as_array().expect("days");
+    let dates: Vec<&str> = rows.iter().map(|d| d["date"].as_str().unwrap()).collect();
+    let until_ms = report["window"]["until_ms"].as_i64().unwrap();
+    assert_eq!(
+        dates,
+        dates_between(first_ms, until_ms),
+        "days without gaps"
+    );
+    for row in rows {
+        let date = row["date"].as_str().unwrap();
+        expected
+            .get(date)
+            .copied()
+            .unwrap_or_default()
+            .check(row, &format!("day {date}"));
+    }
+}
+
+/// `devboy tune analyze` on the same telemetry: the per-endpoint figures
+/// it leaves for `tune show` (the machine-readable output it has) are the
+/// report's per-tool figures, and they add up to the report's total.
+fn assert_analyze_agrees(config: &Path, telemetry: &Path, work: &Path, report: &Value) {
+    let output = work.join("analyze-pipeline_config.toml");
+    devboy(
+        config,
+        telemetry,
+        &["tune", "analyze", "--output", output.to_str().unwrap()],
+    );
+    let summary: Value = serde_json::from_slice(
+        &std::fs::read(telemetry.join(devboy_tune::show::SUMMARY_FILE))
+            .expect("tune analyze leaves its summary"),
+    )
+    .unwrap();
+    let endpoints = summary["endpoints"].as_array().unwrap();
+    let tools = report["tools"].as_array().unwrap();
+    assert_eq!(endpoints.len(), tools.len(), "{summary}");
+    let figures = ["calls", "tokens_baseline", "dedup_saved", "encoder_saved"];
+    let mut sums = [0i64; 4];
+    for e in endpoints {
+        let tool = tools
+            .iter()
+            .find(|t| t["id"] == e["tool"])
+            .unwrap_or_else(|| panic!("{} in the report", e["tool"]));
+        for (i, key) in figures.iter().enumerate() {
+            assert_eq!(e[key], tool[key], "{key} of {}", tool["tool"]);
+            sums[i] += e[key].as_i64().unwrap();
+        }
+    }
+    for (i, key) in figures.iter().enumerate() {
+        assert_eq!(Some(sums[i]), report["total"][key].as_i64(), "total {key}");
+    }
 }
 
 /// The rows of the text table titled `title`: from its header to its
@@ -488,7 +555,7 @@ async fn report_on_real_sessions_adds_up_and_renders_in_chromium() {
         &["tune", "report", "--format", "json"],
     )))
     .expect("one JSON object");
-    assert_eq!(report["version"], 1);
+    assert_eq!(report["version"], 2);
     assert_eq!(report["estimated"], false);
     assert_eq!(report["tokenizers"], json!(["o200k_base"]));
     assert_eq!(report["read"]["results"], 10);
@@ -503,8 +570,14 @@ async fn report_on_real_sessions_adds_up_and_renders_in_chromium() {
             .map(|r| (r[name].as_str().unwrap().to_owned(), r.clone()))
             .collect()
     };
+    let first_ms = all
+        .iter()
+        .filter(|e| e["kind"] == "result")
+        .map(|e| e["ts_ms"].as_i64().unwrap())
+        .min()
+        .unwrap();
+    check_days(&report, &days, first_ms);
     for (key, name, expected) in [
-        ("days", "date", &days),
         ("sessions", "session", &sessions),
         ("servers", "server", &servers),
         ("tools", "tool", &tools),
@@ -542,14 +615,22 @@ async fn report_on_real_sessions_adds_up_and_renders_in_chromium() {
 
     // Text: each table's rows and its totals row.
     let text = stdout(&devboy(&config_dir, &telemetry, &["tune", "report"]));
-    for (title, expected, lead) in [
-        ("Savings per day (UTC)", &days, 1),
-        ("Savings per server", &servers, 1),
-        ("Savings per tool", &tools, 1),
-        ("Savings per session", &sessions, 3),
+    // The day table has every day from the first with results to today
+    // (one, unless the sessions ran over midnight), days without at zero.
+    let day_dates: Vec<String> = report["days"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["date"].as_str().unwrap().to_owned())
+        .collect();
+    for (title, expected, lead, rows) in [
+        ("Savings per day (UTC)", &days, 1, day_dates.len()),
+        ("Savings per server", &servers, 1, servers.len()),
+        ("Savings per tool", &tools, 1, tools.len()),
+        ("Savings per session", &sessions, 3, sessions.len()),
     ] {
         let table = text_rows(&text, title);
-        assert_eq!(table.len(), expected.len() + 1, "{title}:\n{text}");
+        assert_eq!(table.len(), rows + 1, "{title}:\n{text}");
         for (key, sums) in expected {
             let row = table
                 .iter()
@@ -607,9 +688,12 @@ async fn report_on_real_sessions_adds_up_and_renders_in_chromium() {
     assert_eq!(got, want);
     assert_heights_proportional(&bars);
     let day_bars = svg_bars(&html, "chart-days");
-    assert_eq!(day_bars.len(), days.len());
+    assert_eq!(
+        day_bars.iter().map(|b| &b.label).collect::<Vec<_>>(),
+        day_dates.iter().collect::<Vec<_>>()
+    );
     for bar in &day_bars {
-        let s = days[&bar.label];
+        let s = days.get(&bar.label).copied().unwrap_or_default();
         assert_eq!(bar.value, s.baseline - s.fin);
     }
     assert_heights_proportional(&day_bars);
@@ -620,6 +704,8 @@ async fn report_on_real_sessions_adds_up_and_renders_in_chromium() {
         );
     }
     assert_renders_with_bars(work.path(), &page);
+
+    assert_analyze_agrees(&config_dir, &telemetry, work.path(), &report);
 }
 
 /// A week of telemetry over several days, with a tool name that is
@@ -708,6 +794,161 @@ fn the_page_charts_each_day_and_escapes_names() {
         .iter()
         .any(|b| b.label == "&lt;img src=x onerror=alert(1)&gt;"));
     assert_renders_with_bars(work.path(), &page);
+    assert_analyze_agrees(&config_dir, &telemetry, work.path(), &report);
+}
+
+/// Two sessions with results every other day over twelve days, and two
+/// sessions without a result event in the window: every day from the
+/// first result to today is a row and a bar (zero when empty), every
+/// session a row (the rows adding up to the total), and one line says
+/// which sessions had no result.
+#[test]
+fn empty_days_and_sessions_without_results_are_shown() {
+    const DAY: u64 = 86_400_000;
+    let work = TempDir::new("tune-report-gaps");
+    let telemetry = work.path().join("telemetry");
+    let events_dir = telemetry.join("events");
+    let config_dir = work.path().join("config");
+    std::fs::create_dir_all(&config_dir).unwrap();
+    let now = devboy_tune::now_ms();
+    let workload = Workload {
+        endpoints: vec![EndpointSpec {
+            shape: "markdown_table",
+            chars: 6000,
+            encoder_ratio: 0.4,
+            ..EndpointSpec::new("gh__list_issues")
+        }],
+        sessions: 2,
+        events_per_session: 3,
+        compactions_per_session: 0,
+        // Results on days -12, -10, …, -2: a day without between each.
+        interval_ms: 2 * DAY,
+        start_ms: now - 12 * DAY,
+        malformed_every: 0,
+        seed: 3,
+    };
+    workload.write(&events_dir).unwrap();
+    std::fs::write(
+        config_dir.join(devboy_core::paths::ENDPOINT_NAMES_FILE_NAME),
+        workload.names_json(),
+    )
+    .unwrap();
+    // Two summaries without result events: a session whose four results
+    // were all sampled out (rate 0.1), and one that speculated without a
+    // tool result; both were served a tool list.
+    let summary = |session: &str, results: u64, rate: f64| {
+        format!(
+            r#"{{"kind":"session","v":1,"ts_ms":{ts},"session":"{session}","started_ms":{start},"ended_ms":{ts},"events":0,"results":{results},"sample_rate":{rate},"tokens_baseline":0,"tokens_final":0,"dedup_saved":0,"encoder_saved":0,"compactions":0,"client":"claude-code","definitions":{{"tokens":5321,"tools":17,"lists":1}}}}"#,
+            ts = now - DAY,
+            start = now - DAY - 60_000,
+        )
+    };
+    std::fs::write(
+        events_dir.join("events-99999999-000099.jsonl"),
+        format!(
+            "{}\n{}\n",
+            summary("b000000000000001", 4, 0.1),
+            summary("b000000000000002", 0, 1.0)
+        ),
+    )
+    .unwrap();
+
+    let page = work.path().join("gaps.html");
+    let report: Value = serde_json::from_str(&stdout(&devboy(
+        &config_dir,
+        &telemetry,
+        &[
+            "tune",
+            "report",
+            "--format",
+            "json",
+            "--html",
+            page.to_str().unwrap(),
+        ],
+    )))
+    .unwrap();
+
+    // Days: from the first result (12 days ago) to today, 13 rows, the
+    // days without results at zero.
+    let days = report["days"].as_array().unwrap();
+    let dates: Vec<&str> = days.iter().map(|d| d["date"].as_str().unwrap()).collect();
+    let until_ms = report["window"]["until_ms"].as_i64().unwrap();
+    assert_eq!(dates, dates_between((now - 12 * DAY) as i64, until_ms));
+    let with_results = days.iter().filter(|d| d["calls"] != 0).count();
+    assert_eq!(with_results, 6, "{days:?}");
+    for d in days.iter().filter(|d| d["calls"] == 0) {
+        assert_eq!(d["tokens_saved"], 0, "{d}");
+        assert_eq!(d["saved_pct"], Value::Null, "{d}");
+    }
+    let bars = svg_bars(&std::fs::read_to_string(&page).unwrap(), "chart-days");
+    assert_eq!(
+        bars.iter().map(|b| b.label.as_str()).collect::<Vec<_>>(),
+        dates
+    );
+    for (bar, day) in bars.iter().zip(days) {
+        assert_eq!(bar.value, day["tokens_saved"].as_i64().unwrap());
+    }
+    assert_heights_proportional(&bars);
+
+    // Sessions: the two with results, then the two without, at zero.
+    let sessions = report["sessions"].as_array().unwrap();
+    let ids: Vec<&str> = sessions
+        .iter()
+        .map(|s| s["session"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        ids,
+        [
+            "a000000000000000",
+            "a000000000000001",
+            "b000000000000001",
+            "b000000000000002"
+        ]
+    );
+    for s in &sessions[2..] {
+        assert_eq!((&s["calls"], &s["first_ms"]), (&json!(0), &Value::Null));
+        assert_eq!(s["definitions"]["tokens"], 5321);
+    }
+    for key in ["calls", "tokens_baseline", "tokens_final", "dedup_saved"] {
+        let sum: i64 = sessions.iter().map(|s| s[key].as_i64().unwrap()).sum();
+        assert_eq!(Some(sum), report["total"][key].as_i64(), "{key}");
+    }
+    assert_eq!(report["estimated"], false, "no event was scaled up");
+
+    // Text: the same rows, and the line on the sessions without results.
+    let text = stdout(&devboy(&config_dir, &telemetry, &["tune", "report"]));
+    let day_rows = text_rows(&text, "Savings per day (UTC)");
+    assert_eq!(day_rows.len(), dates.len() + 1, "{text}");
+    let empty = day_rows.iter().find(|r| r[1] == "0").expect("a zero day");
+    assert_eq!(empty[1..], ["0", "0", "0", "0", "-", "0", "0"], "{text}");
+    let session_rows = text_rows(&text, "Savings per session");
+    assert_eq!(session_rows.len(), 4 + 1, "{text}");
+    let sampled_out = session_rows
+        .iter()
+        .find(|r| r[0] == "b000000000000001")
+        .unwrap();
+    assert_eq!(
+        sampled_out[1..],
+        [
+            "claude-code",
+            "-",
+            "0",
+            "0",
+            "0",
+            "0",
+            "-",
+            "0",
+            "0",
+            "5,321",
+            "17"
+        ],
+        "{text}"
+    );
+    assert!(
+        text.contains("\n2 of 4 sessions have no result event in the window (shown with 0 calls): 1 had no tool result; 1 had results, none recorded in the window (sampled out, dropped, or before the window)\n"),
+        "{text}"
+    );
+    assert_analyze_agrees(&config_dir, &telemetry, work.path(), &report);
 }
 
 #[test]
@@ -728,4 +969,5 @@ fn no_telemetry_is_a_clear_message_not_an_error() {
     .unwrap();
     assert_eq!(json["total"]["calls"], 0);
     assert_eq!(json["days"], json!([]));
+    assert_eq!(json["sessions"], json!([]));
 }

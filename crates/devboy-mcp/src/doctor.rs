@@ -1,15 +1,17 @@
 //! `devboy doctor`'s live checks: start the configured upstreams the way
 //! `devboy mcp` does and report how each one came up (keeping each
 //! listing, so the next `devboy mcp` lists every tool at once), and start an MCP
-//! server command the way Claude Code does and time its `initialize` and
-//! `tools/list`. No MCP client is needed to see what is wrong.
+//! server command, or ask an MCP server at a URL, the way Claude Code does
+//! and time its `initialize` and `tools/list`. No MCP client is needed to
+//! see what is wrong.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use devboy_core::config::ProxyConfig;
-use rmcp::ServiceExt;
+use rmcp::service::{Peer, RunningService};
+use rmcp::{RoleClient, ServiceExt};
 
 use crate::proxy::{Proxy, ProxyOptions};
 use crate::sync::lock;
@@ -122,14 +124,18 @@ pub struct ServerCommand {
 /// What starting a server command showed.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct ServerProbe {
-    /// From spawn to the `initialize` answer.
+    /// From spawn (or the first request, for a URL) to the `initialize`
+    /// answer.
     pub initialize_ms: u64,
-    /// From spawn to the first `tools/list` answer.
+    /// From spawn (or the first request) to the first `tools/list` answer.
     pub tools_list_ms: u64,
     /// Tools in that first answer.
     pub tools: usize,
     /// The server's name and version, from `initialize`.
     pub server: String,
+    /// The server's name alone (`serverInfo.name`; devboy's is
+    /// [`crate::SERVER_INFO_NAME`]).
+    pub name: String,
 }
 
 /// Starts `server`, initializes it and lists its tools once, each within
@@ -187,15 +193,7 @@ pub async fn probe_server(server: &ServerCommand, limit: Duration) -> Result<Ser
         }
     };
     let initialize_ms = started.elapsed().as_millis() as u64;
-    let server_name = client
-        .peer()
-        .peer_info()
-        .and_then(|info| {
-            info.server_info
-                .as_ref()
-                .map(|s| format!("{} {}", s.name, s.version))
-        })
-        .unwrap_or_else(|| "unnamed".to_owned());
+    let (name, server_name) = server_info(client.peer());
     let listed = tokio::time::timeout(limit, client.peer().list_tools(None)).await;
     let tools_list_ms = started.elapsed().as_millis() as u64;
     let _ = client.cancel().await;
@@ -205,11 +203,291 @@ pub async fn probe_server(server: &ServerCommand, limit: Duration) -> Result<Ser
             tools_list_ms,
             tools: tools.tools.len(),
             server: server_name,
+            name,
         }),
         Ok(Err(e)) => Err(format!("tools/list failed: {e}")),
         Err(_) => Err(format!(
             "no answer to tools/list within {:.1} s (Claude Code would report `tools fetch failed`)",
             limit.as_secs_f64()
         )),
+    }
+}
+
+/// `serverInfo` of an initialized peer: its name, and its name and version.
+fn server_info(peer: &Peer<RoleClient>) -> (String, String) {
+    peer.peer_info()
+        .and_then(|info| {
+            info.server_info
+                .as_ref()
+                .map(|s| (s.name.clone(), format!("{} {}", s.name, s.version)))
+        })
+        .unwrap_or_else(|| ("unnamed".to_owned(), "unnamed".to_owned()))
+}
+
+/// An MCP server at a URL, as a client reaches it (Claude Code's `"type":
+/// "http"` entries).
+#[derive(Debug, Clone)]
+pub struct ServerUrl {
+    /// The endpoint.
+    pub url: String,
+    /// Headers sent with every request, as given (nothing expanded).
+    pub headers: Vec<(String, String)>,
+}
+
+/// Why an MCP server at a URL did not answer as a client needs. Holds no
+/// header value (a bearer token never reaches a message).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum UrlProbeError {
+    /// Nothing accepts connections at the URL's host and port.
+    #[error("nothing listens at {address} (connection refused)")]
+    NotListening {
+        /// `host:port`.
+        address: String,
+    },
+    /// The server answered the `initialize` POST with an HTTP error.
+    #[error("HTTP {status}{}", if said.is_empty() { String::new() } else { format!(": {said}") })]
+    Refused {
+        /// The HTTP status.
+        status: u16,
+        /// The first line of its body (header values in it blanked out).
+        said: String,
+    },
+    /// No answer in time.
+    #[error("no answer to {request} within {:.1} s", limit.as_secs_f64())]
+    Timeout {
+        /// `initialize` or `tools/list`.
+        request: &'static str,
+        /// The time it had.
+        limit: Duration,
+    },
+    /// Anything else: a header that is not valid HTTP, a name that does
+    /// not resolve, TLS, an answer that is not MCP, an MCP error.
+    #[error("{request} failed: {error}")]
+    Failed {
+        /// `initialize` or `tools/list`.
+        request: &'static str,
+        /// What went wrong.
+        error: String,
+    },
+}
+
+/// Asks the server at `server` as a Streamable HTTP client does (POST
+/// `initialize` with its headers, then `tools/list`), each within `limit`
+/// (Claude Code's is 5 s for `tools/list`), then ends the session.
+pub async fn probe_url(server: &ServerUrl, limit: Duration) -> Result<ServerProbe, UrlProbeError> {
+    let started = Instant::now();
+    let client = connect_url(server, limit, true).await?;
+    let initialize_ms = started.elapsed().as_millis() as u64;
+    let (name, described) = server_info(client.peer());
+    let listed = tokio::time::timeout(limit, client.peer().list_tools(None)).await;
+    let tools_list_ms = started.elapsed().as_millis() as u64;
+    let _ = tokio::time::timeout(limit, client.cancel()).await;
+    match listed {
+        Ok(Ok(tools)) => Ok(ServerProbe {
+            initialize_ms,
+            tools_list_ms,
+            tools: tools.tools.len(),
+            server: described,
+            name,
+        }),
+        Ok(Err(e)) => Err(UrlProbeError::Failed {
+            request: "tools/list",
+            error: blank_out(&e.to_string(), &server.headers),
+        }),
+        Err(_) => Err(UrlProbeError::Timeout {
+            request: "tools/list",
+            limit,
+        }),
+    }
+}
+
+/// The `serverInfo.name` each of `servers` gives in `initialize`, asked
+/// all at once, each within `limit`; `None` for one that does not answer
+/// as an MCP server.
+pub async fn server_names(servers: &[ServerUrl], limit: Duration) -> Vec<Option<String>> {
+    futures::future::join_all(servers.iter().map(|server| async move {
+        let client = connect_url(server, limit, false).await.ok()?;
+        let (name, _) = server_info(client.peer());
+        let _ = tokio::time::timeout(limit, client.cancel()).await;
+        Some(name)
+    }))
+    .await
+}
+
+/// An initialized Streamable HTTP client of `server`; when it is not,
+/// and `explain`, the request once more to say why.
+async fn connect_url(
+    server: &ServerUrl,
+    limit: Duration,
+    explain: bool,
+) -> Result<RunningService<RoleClient, ()>, UrlProbeError> {
+    crate::install_tls_provider();
+    let invalid = |error: String| UrlProbeError::Failed {
+        request: "initialize",
+        error,
+    };
+    let mut headers = HashMap::new();
+    for (key, value) in &server.headers {
+        let name = http::HeaderName::try_from(key.as_str())
+            .map_err(|_| invalid(format!("the header name `{key}` is not valid HTTP")))?;
+        let value = http::HeaderValue::try_from(value.as_str())
+            .map_err(|_| invalid(format!("the value of header `{key}` is not valid HTTP")))?;
+        headers.insert(name, value);
+    }
+    let http = reqwest::Client::builder()
+        .connect_timeout(limit)
+        .build()
+        .map_err(|e| invalid(e.to_string()))?;
+    let config =
+        rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig::with_uri(
+            server.url.as_str(),
+        )
+        .custom_headers(headers.clone());
+    let transport =
+        rmcp::transport::StreamableHttpClientTransport::with_client(http.clone(), config);
+    match tokio::time::timeout(limit, ().serve(transport)).await {
+        Ok(Ok(client)) => Ok(client),
+        // rmcp's errors do not say which status or which connection error:
+        // the same request once more, plainly, does.
+        Ok(Err(error)) if explain => {
+            Err(initialize_refusal(&http, server, headers, limit, error.to_string()).await)
+        }
+        Ok(Err(error)) => Err(invalid(blank_out(&error.to_string(), &server.headers))),
+        Err(_) => Err(UrlProbeError::Timeout {
+            request: "initialize",
+            limit,
+        }),
+    }
+}
+
+/// Why `initialize` failed at `server`, by one plain POST of it (its
+/// session, if one opens after all, ended at once).
+async fn initialize_refusal(
+    http: &reqwest::Client,
+    server: &ServerUrl,
+    headers: HashMap<http::HeaderName, http::HeaderValue>,
+    limit: Duration,
+    rmcp_error: String,
+) -> UrlProbeError {
+    let initialize = serde_json::json!({
+        "jsonrpc": "2.0",
+        "id": 0,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "devboy-doctor", "version": env!("CARGO_PKG_VERSION")}
+        }
+    });
+    let mut request = http
+        .post(&server.url)
+        .timeout(limit)
+        .header(http::header::ACCEPT, "application/json, text/event-stream")
+        .header(http::header::CONTENT_TYPE, "application/json")
+        .body(initialize.to_string());
+    for (name, value) in &headers {
+        request = request.header(name, value);
+    }
+    let response = match request.send().await {
+        Ok(response) => response,
+        Err(error) if error.is_timeout() => {
+            return UrlProbeError::Timeout {
+                request: "initialize",
+                limit,
+            }
+        }
+        Err(error) => return request_failure(&server.url, &error),
+    };
+    let status = response.status();
+    if status.is_success() {
+        if let Some(session) = response.headers().get("mcp-session-id").cloned() {
+            let mut end = http
+                .delete(&server.url)
+                .timeout(limit)
+                .header("mcp-session-id", session);
+            for (name, value) in &headers {
+                end = end.header(name, value);
+            }
+            let _ = end.send().await;
+        }
+        return UrlProbeError::Failed {
+            request: "initialize",
+            error: format!(
+                "HTTP {status}, but not a Streamable HTTP MCP answer ({})",
+                blank_out(&rmcp_error, &server.headers)
+            ),
+        };
+    }
+    let body = tokio::time::timeout(limit, response.bytes())
+        .await
+        .ok()
+        .and_then(Result::ok)
+        .unwrap_or_default();
+    let first_line = String::from_utf8_lossy(&body[..body.len().min(1024)])
+        .lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .unwrap_or_default()
+        .chars()
+        .take(200)
+        .collect::<String>();
+    UrlProbeError::Refused {
+        status: status.as_u16(),
+        said: blank_out(&first_line, &server.headers),
+    }
+}
+
+/// `text` with every header value of some length in it replaced by `…`: a
+/// server that echoes a token back must not get it printed.
+fn blank_out(text: &str, headers: &[(String, String)]) -> String {
+    let mut text = text.to_owned();
+    for (_, value) in headers {
+        let secret = value.trim();
+        let secret = secret.strip_prefix("Bearer ").unwrap_or(secret).trim();
+        if secret.len() >= 6 {
+            text = text.replace(secret, "…");
+        }
+    }
+    text
+}
+
+/// A request that got no answer: nothing listening, or the innermost cause.
+fn request_failure(url: &str, error: &reqwest::Error) -> UrlProbeError {
+    let mut cause = error.to_string();
+    let mut current: Option<&(dyn std::error::Error + 'static)> = std::error::Error::source(error);
+    while let Some(e) = current {
+        if let Some(io) = e.downcast_ref::<std::io::Error>() {
+            if io.kind() == std::io::ErrorKind::ConnectionRefused {
+                let address = reqwest::Url::parse(url)
+                    .ok()
+                    .and_then(|u| Some(format!("{}:{}", u.host_str()?, u.port_or_known_default()?)))
+                    .unwrap_or_else(|| url.to_owned());
+                return UrlProbeError::NotListening { address };
+            }
+        }
+        cause = e.to_string();
+        current = e.source();
+    }
+    UrlProbeError::Failed {
+        request: "initialize",
+        error: format!("{cause} ({url})"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn header_values_are_blanked_out_of_what_a_server_said() {
+        let headers = vec![(
+            "Authorization".to_owned(),
+            "Bearer devboy-test-token-7f3a9c21".to_owned(),
+        )];
+        assert_eq!(
+            blank_out("bad token devboy-test-token-7f3a9c21, sorry", &headers),
+            "bad token …, sorry"
+        );
+        assert_eq!(blank_out("Unauthorized", &headers), "Unauthorized");
     }
 }

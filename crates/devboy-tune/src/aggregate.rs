@@ -210,6 +210,19 @@ impl EndpointStats {
     pub fn split_pct(&self) -> (f64, f64, f64) {
         split_pct(self.tokens_baseline, self.dedup_saved, self.encoder_saved)
     }
+
+    /// The volume figures (calls, tokens, savings), as [`WeightedSums`]
+    /// summed them.
+    pub fn tally(&self) -> Tally {
+        Tally {
+            calls: self.calls,
+            tokens_baseline: self.tokens_baseline,
+            tokens_final: self.tokens_final,
+            dedup_saved: self.dedup_saved,
+            encoder_saved: self.encoder_saved,
+            scaled: self.scaled,
+        }
+    }
 }
 
 /// `(dedup %, encoder %, combined %)` of `baseline`.
@@ -331,31 +344,97 @@ pub fn session_weight(summary: Option<&SessionRecord>) -> f64 {
     }
 }
 
-/// Weighted sums, rounded once at the end.
-#[derive(Clone, Copy, Default)]
-struct Weighted {
+/// The volume figures of a group of results: each result event weighted
+/// by its session's [`session_weight`], summed, and rounded once
+/// ([`WeightedSums::tally`]). With a weight other than 1 in the group they
+/// are estimates of what all results did (`scaled`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Tally {
+    /// Results.
+    pub calls: u64,
+    /// Tokens the model would have received without devboy.
+    pub tokens_baseline: u64,
+    /// Tokens it received.
+    pub tokens_final: u64,
+    /// Of the saving, L0's (references to bodies already sent; negative
+    /// when the id lines cost more than the references saved).
+    pub dedup_saved: i64,
+    /// Of the saving, L1/L2's (templates, encoders, elision).
+    pub encoder_saved: i64,
+    /// Some event of the group weighed other than 1: the figures are
+    /// scaled estimates.
+    pub scaled: bool,
+}
+
+impl Tally {
+    /// Tokens saved: `tokens_baseline - tokens_final` (negative when
+    /// devboy cost more than it saved).
+    pub fn saved(&self) -> i64 {
+        self.tokens_baseline as i64 - self.tokens_final as i64
+    }
+
+    /// The saving as a percentage of the baseline; `None` with no baseline.
+    pub fn saved_pct(&self) -> Option<f64> {
+        (self.tokens_baseline > 0)
+            .then(|| self.saved() as f64 * 100.0 / self.tokens_baseline as f64)
+    }
+}
+
+/// Weighted sums of a group of result events, rounded once into a
+/// [`Tally`]: the one rule for how results' tokens add up, used for the
+/// endpoints of `tune analyze` ([`EndpointStats`]) and every group of
+/// `tune report` (days, sessions, servers, tools). Rounding once, not per
+/// event, keeps three events at rate 0.3 at 10 results, not 3 × 3 = 9.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct WeightedSums {
     calls: f64,
     baseline: f64,
     fin: f64,
     dedup_saved: f64,
     encoder_saved: f64,
+    scaled: bool,
 }
 
-impl Weighted {
-    fn add(&mut self, r: &Record, w: f64) {
+impl WeightedSums {
+    /// Adds one event of weight `w` (its session's [`session_weight`]).
+    pub fn add(&mut self, r: &Record, w: f64) {
         self.calls += w;
         self.baseline += w * f64::from(r.tokens_baseline);
         self.fin += w * f64::from(r.tokens_final);
         self.dedup_saved += w * f64::from(r.dedup_saved);
         self.encoder_saved += w * f64::from(r.encoder_saved);
+        self.scaled |= w != 1.0;
+    }
+
+    /// Adds the sums of another group (unrounded).
+    pub fn merge(&mut self, other: &WeightedSums) {
+        self.calls += other.calls;
+        self.baseline += other.baseline;
+        self.fin += other.fin;
+        self.dedup_saved += other.dedup_saved;
+        self.encoder_saved += other.encoder_saved;
+        self.scaled |= other.scaled;
+    }
+
+    /// The sums, rounded.
+    pub fn tally(&self) -> Tally {
+        Tally {
+            calls: self.calls.round() as u64,
+            tokens_baseline: self.baseline.round() as u64,
+            tokens_final: self.fin.round() as u64,
+            dedup_saved: self.dedup_saved.round() as i64,
+            encoder_saved: self.encoder_saved.round() as i64,
+            scaled: self.scaled,
+        }
     }
 
     fn store(&self, e: &mut EndpointStats) {
-        e.calls = self.calls.round() as u64;
-        e.tokens_baseline = self.baseline.round() as u64;
-        e.tokens_final = self.fin.round() as u64;
-        e.dedup_saved = self.dedup_saved.round() as i64;
-        e.encoder_saved = self.encoder_saved.round() as i64;
+        let t = self.tally();
+        e.calls = t.calls;
+        e.tokens_baseline = t.tokens_baseline;
+        e.tokens_final = t.tokens_final;
+        e.dedup_saved = t.dedup_saved;
+        e.encoder_saved = t.encoder_saved;
     }
 }
 
@@ -433,8 +512,8 @@ pub fn analyze(table: &EventTable, params: SequenceParams) -> Analysis {
 
     let mut endpoints: HashMap<u64, EndpointStats> = HashMap::new();
     let mut total = EndpointStats::default();
-    let mut weighted: HashMap<u64, Weighted> = HashMap::new();
-    let mut weighted_total = Weighted::default();
+    let mut weighted: HashMap<u64, WeightedSums> = HashMap::new();
+    let mut weighted_total = WeightedSums::default();
     let (mut id_sum, mut id_n) = (0i64, 0u64);
     let (mut ref_sum, mut ref_n) = (0u64, 0u64);
     let (mut near_sum, mut near_n) = (0u64, 0u64);
@@ -506,7 +585,7 @@ fn last_name(vocab: &Vocabulary) -> Option<String> {
 }
 
 /// Adds one event to `e`: the unweighted counts here; the weighted sums
-/// (`calls`, tokens, savings) are stored from [`Weighted`] afterwards.
+/// (`calls`, tokens, savings) are stored from [`WeightedSums`] afterwards.
 fn add(e: &mut EndpointStats, r: &Record, f: &EventFacts, weight: f64) {
     e.observed += 1;
     e.scaled |= weight != 1.0;

@@ -158,27 +158,69 @@ pub fn split_project_mcp_json(
     })
 }
 
-/// Where Claude Code has devboy registered.
+/// An entry in Claude Code's files that is, or may be, devboy.
+///
+/// Every [`RegisteredServer::Stdio`] entry runs `devboy mcp`; an HTTP entry
+/// is devboy's when its name says so ([`Registration::known_devboy`]) or
+/// when its server answers `initialize` as devboy, which only a request
+/// can tell: every HTTP entry is kept for the caller to ask.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Registration {
     /// `local` (`~/.claude.json`, this project only), `project`
     /// (`.mcp.json`) or `user` (`~/.claude.json`, every project): the
     /// order in which Claude Code lets one shadow another.
     pub scope: &'static str,
-    /// The name devboy is registered under.
+    /// The name it is registered under (Claude Code names its tools
+    /// `mcp__<name>__<tool>`).
     pub name: String,
-    /// The program.
-    pub command: String,
-    /// Its arguments.
-    pub args: Vec<String>,
-    /// Its extra environment.
-    pub env: Vec<(String, String)>,
+    /// How Claude Code reaches it.
+    pub server: RegisteredServer,
 }
 
-/// Every entry that starts devboy in Claude Code's files for the project
-/// at `project_dir` (as written in `~/.claude.json`'s `projects` keys):
-/// `claude_json` is `~/.claude.json`, `project_mcp_json` the project's
-/// `.mcp.json`. In scope order: local, project, user.
+/// How Claude Code reaches a registered server, as its entry says
+/// (nothing expanded: `claude mcp add --header "…$(cat FILE)"` stores
+/// what the shell made of it).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RegisteredServer {
+    /// A command Claude Code starts (`"type": "stdio"`, or no type).
+    Stdio {
+        /// The program.
+        command: String,
+        /// Its arguments.
+        args: Vec<String>,
+        /// Its extra environment.
+        env: Vec<(String, String)>,
+    },
+    /// A URL Claude Code sends requests to: `"type": "http"` (Streamable
+    /// HTTP, what `devboy serve --http` speaks) or `"sse"` (the older
+    /// HTTP+SSE transport, which devboy does not serve).
+    Http {
+        /// `"type": "sse"`.
+        sse: bool,
+        /// The endpoint.
+        url: String,
+        /// Headers sent with every request.
+        headers: Vec<(String, String)>,
+    },
+}
+
+impl Registration {
+    /// Whether the entry alone says it is devboy: a command that runs
+    /// `devboy mcp`, or an HTTP entry whose name contains `devboy` (in any
+    /// case). Another HTTP entry is devboy only if its server says so.
+    pub fn known_devboy(&self) -> bool {
+        match self.server {
+            RegisteredServer::Stdio { .. } => true,
+            RegisteredServer::Http { .. } => self.name.to_ascii_lowercase().contains("devboy"),
+        }
+    }
+}
+
+/// Every entry that starts devboy, and every HTTP entry, in Claude Code's
+/// files for the project at `project_dir` (as written in
+/// `~/.claude.json`'s `projects` keys): `claude_json` is
+/// `~/.claude.json`, `project_mcp_json` the project's `.mcp.json`. In
+/// scope order: local, project, user; in file order within a scope.
 pub fn claude_registrations(
     claude_json: Option<&Value>,
     project_dir: &str,
@@ -196,44 +238,73 @@ pub fn claude_registrations(
             continue;
         };
         for (name, server) in servers {
-            if !runs_devboy(server) {
-                continue;
+            if let Some(server) = registered_server(server) {
+                out.push(Registration {
+                    scope,
+                    name: name.clone(),
+                    server,
+                });
             }
-            let strings = |key: &str| -> Vec<String> {
-                server
-                    .get(key)
-                    .and_then(Value::as_array)
-                    .map(|a| {
-                        a.iter()
-                            .filter_map(Value::as_str)
-                            .map(str::to_owned)
-                            .collect()
-                    })
-                    .unwrap_or_default()
-            };
-            let env = server
-                .get("env")
-                .and_then(Value::as_object)
-                .map(|e| {
-                    e.iter()
-                        .filter_map(|(k, v)| v.as_str().map(|v| (k.clone(), v.to_owned())))
-                        .collect()
-                })
-                .unwrap_or_default();
-            out.push(Registration {
-                scope,
-                name: name.clone(),
-                command: server
-                    .get("command")
-                    .and_then(Value::as_str)
-                    .unwrap_or_default()
-                    .to_owned(),
-                args: strings("args"),
-                env,
-            });
         }
     }
     out
+}
+
+/// An entry that runs devboy, or any HTTP entry; `None` for the rest.
+fn registered_server(server: &Value) -> Option<RegisteredServer> {
+    let strings = |key: &str| -> Vec<String> {
+        server
+            .get(key)
+            .and_then(Value::as_array)
+            .map(|a| {
+                a.iter()
+                    .filter_map(Value::as_str)
+                    .map(str::to_owned)
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let pairs = |key: &str| -> Vec<(String, String)> {
+        server
+            .get(key)
+            .and_then(Value::as_object)
+            .map(|e| {
+                e.iter()
+                    .filter_map(|(k, v)| v.as_str().map(|v| (k.clone(), v.to_owned())))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let kind = server.get("type").and_then(Value::as_str);
+    if let Some(kind @ ("http" | "sse")) = kind {
+        return Some(RegisteredServer::Http {
+            sse: kind == "sse",
+            url: server.get("url").and_then(Value::as_str)?.to_owned(),
+            headers: pairs("headers"),
+        });
+    }
+    runs_devboy(server).then(|| RegisteredServer::Stdio {
+        command: server
+            .get("command")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned(),
+        args: strings("args"),
+        env: pairs("env"),
+    })
+}
+
+/// `text` with its `${VAR}` and `${VAR:-default}` expanded from this
+/// process's environment, as Claude Code expands a project's `.mcp.json`
+/// (its `url` and `headers` among the rest); the error names the variable
+/// that is not set, or the reference whose `}` is missing.
+pub fn expand_from_env(text: &str) -> Result<String, String> {
+    super::expand::expand(text, &|name| std::env::var(name).ok()).map_err(|error| match error {
+        super::expand::ExpandError::Unset(name) => format!("${{{name}}} is not set"),
+        super::expand::ExpandError::Unterminated { reference, .. } => {
+            format!("`{reference}` has no closing `}}`")
+        }
+    })
 }
 
 /// What Claude Code makes of a project server (one in `.mcp.json`): it
@@ -491,12 +562,86 @@ mod tests {
         let project: Value = serde_json::from_str(MCP_JSON).unwrap();
         let found = claude_registrations(Some(&claude), "/p", Some(&project));
         let scopes: Vec<(&str, &str)> = found.iter().map(|r| (r.scope, r.name.as_str())).collect();
+        // The project's `github` is an HTTP entry: kept, for its server to
+        // say whether it is devboy.
         assert_eq!(
             scopes,
-            [("local", "db"), ("project", "devboy"), ("user", "devboy")]
+            [
+                ("local", "db"),
+                ("project", "github"),
+                ("project", "devboy"),
+                ("user", "devboy")
+            ]
         );
-        assert_eq!(found[0].env, [("A".to_owned(), "1".to_owned())]);
+        assert_eq!(
+            found[0].server,
+            RegisteredServer::Stdio {
+                command: "/opt/bin/devboy".into(),
+                args: vec!["mcp".into(), "--config".into(), "x.json".into()],
+                env: vec![("A".to_owned(), "1".to_owned())],
+            }
+        );
+        assert!(!found[1].known_devboy());
+        assert!(found[2].known_devboy() && found[3].known_devboy());
         assert!(claude_registrations(Some(&claude), "/other", None).len() == 1);
+    }
+
+    #[test]
+    fn http_registrations_keep_their_url_and_headers_as_written() {
+        // What `claude mcp add --transport http devboy-http URL --header …`
+        // writes (user scope), a local `sse` entry and a project one.
+        let claude = serde_json::json!({
+            "mcpServers": {
+                "devboy-http": {"type": "http", "url": "http://127.0.0.1:8787/mcp",
+                    "headers": {"Authorization": "Bearer 0123456789abcdef", "X-N": 7}},
+                "remote": {"type": "http", "url": "https://mcp.example/mcp"},
+                "no-url": {"type": "http"},
+                "ws": {"type": "ws", "url": "ws://127.0.0.1:1"}
+            },
+            "projects": {"/p": {"mcpServers": {
+                "DevBoy-Old": {"type": "sse", "url": "http://127.0.0.1:8787/sse"}}}}
+        });
+        let project = serde_json::json!({"mcpServers": {
+            "shared": {"type": "http", "url": "${DEVBOY_URL}", "headers": {"Authorization": "Bearer ${T}"}}
+        }});
+        let found = claude_registrations(Some(&claude), "/p", Some(&project));
+        let http = |scope, name: &str, sse, url: &str, token: Option<&str>| Registration {
+            scope,
+            name: name.to_owned(),
+            server: RegisteredServer::Http {
+                sse,
+                url: url.to_owned(),
+                headers: token
+                    .map(|t| vec![("Authorization".to_owned(), format!("Bearer {t}"))])
+                    .unwrap_or_default(),
+            },
+        };
+        assert_eq!(
+            found,
+            [
+                http(
+                    "local",
+                    "DevBoy-Old",
+                    true,
+                    "http://127.0.0.1:8787/sse",
+                    None
+                ),
+                // Nothing expanded: Claude Code's own expansion of a
+                // project file is not devboy's to guess.
+                http("project", "shared", false, "${DEVBOY_URL}", Some("${T}")),
+                // A header that is not a string is not sent.
+                http(
+                    "user",
+                    "devboy-http",
+                    false,
+                    "http://127.0.0.1:8787/mcp",
+                    Some("0123456789abcdef")
+                ),
+                http("user", "remote", false, "https://mcp.example/mcp", None),
+            ]
+        );
+        let known: Vec<bool> = found.iter().map(Registration::known_devboy).collect();
+        assert_eq!(known, [true, false, true, false]);
     }
 
     #[test]

@@ -10,11 +10,14 @@
 //!
 //! Each bar is a `<rect class="bar">` carrying `data-label` and
 //! `data-value` (tokens saved); its height is proportional to the value
-//! on a linear axis that starts at zero, so bars compare by height.
+//! on a linear axis that starts at zero, so bars compare by height. A day
+//! without results is a bar of height 0 with no value over it; with more
+//! bars than fit labelled, every n-th is labelled (each bar keeps its
+//! `data-label` and tooltip).
 
 use std::fmt::Write as _;
 
-use super::{client_name, minute, SavingsReport, Tally};
+use super::{client_name, SavingsReport, Tally, DEFINITIONS_LEGEND, LEGEND};
 use crate::table::{int, pct};
 
 /// The fill of a bar that saved tokens.
@@ -37,6 +40,10 @@ pub fn escape(s: &str) -> String {
     }
     out
 }
+
+/// At most this many bar labels (and values over bars) are drawn: 45°
+/// labels 11 px high need about 25 px of the 850 px plot each.
+const MAX_LABELS: usize = 31;
 
 /// One bar of a chart.
 #[derive(Clone, Debug, PartialEq)]
@@ -175,6 +182,7 @@ pub fn bar_chart(id: &str, title: &str, x_title: &str, bars: &[Bar]) -> String {
     let slot = plot_w / n;
     let width = (slot * 0.7).min(80.0);
     let zero = y(0.0);
+    let label_every = bars.len().div_ceil(MAX_LABELS).max(1);
     for (i, bar) in bars.iter().enumerate() {
         let cx = LEFT + slot * (i as f64 + 0.5);
         let top = y(bar.value as f64);
@@ -197,7 +205,10 @@ pub fn bar_chart(id: &str, title: &str, x_title: &str, bars: &[Bar]) -> String {
             cx - width / 2.0,
             int(bar.value),
         );
-        if bars.len() <= 31 {
+        // A day without results (no baseline, nothing saved) gets no value:
+        // the empty slot reads as such, where "0" over each would clutter.
+        let empty = bar.value == 0 && bar.pct.is_none();
+        if bars.len() <= MAX_LABELS && !empty {
             let _ = write!(
                 s,
                 r#"<text class="bar-value" x="{cx:.2}" y="{:.2}" text-anchor="middle" font-size="10">{}</text>"#,
@@ -205,6 +216,9 @@ pub fn bar_chart(id: &str, title: &str, x_title: &str, bars: &[Bar]) -> String {
                 short(bar.value as f64)
                     + &bar.pct.map_or(String::new(), |p| format!(" · {}%", pct(p)))
             );
+        }
+        if i % label_every != 0 {
+            continue;
         }
         let shown: String = if bar.label.chars().count() > 18 {
             bar.label.chars().take(17).chain(['…']).collect()
@@ -285,6 +299,40 @@ table{border-collapse:collapse;font-size:13px;margin:6px 0}th,td{padding:3px 10p
 th{background:#f4f6f8}.n{text-align:right;font-variant-numeric:tabular-nums}tfoot td{font-weight:bold;border-top:2px solid #999}\
 .total{font-size:15px;margin:10px 0}";
 
+/// The per-session table, the line on sessions without results, and the
+/// definitions legend.
+fn sessions(s: &mut String, report: &SavingsReport) {
+    s.push_str("<h2>Per session</h2>");
+    let mut head_sessions = head(&["session", "client", "first result (UTC)"]);
+    head_sessions.extend(["definitions", "tools"]);
+    let rows: Vec<Vec<String>> = report
+        .sessions
+        .iter()
+        .map(|x| {
+            let mut cells = row(
+                &[
+                    x.session.clone(),
+                    x.client.map_or("-", client_name).to_owned(),
+                    x.first_result(),
+                ],
+                &x.figures,
+            );
+            cells.extend(x.definition_cells());
+            cells
+        })
+        .collect();
+    s.push_str(&table(
+        &head_sessions,
+        3,
+        &rows,
+        &total_row(3, &report.total),
+    ));
+    if let Some(line) = report.sessions_without_results() {
+        let _ = write!(s, "<p class=\"no-results\">{}.</p>", escape(&line));
+    }
+    let _ = write!(s, "<p>{}.</p>", escape(DEFINITIONS_LEGEND));
+}
+
 /// The whole page.
 pub fn page(report: &SavingsReport) -> String {
     let mut s = String::from("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">");
@@ -298,38 +346,35 @@ pub fn page(report: &SavingsReport) -> String {
         "<h1>devboy: tokens saved</h1><p>{}</p>",
         escape(&report.heading())
     );
-    let r = &report.read;
     let _ = write!(
         s,
-        "<p>read {} result events and {} session summaries from {} files{}</p>",
-        int(r.results as i64),
-        int(r.sessions as i64),
-        r.files,
+        "<p>{}{}</p>",
+        escape(&report.read_line()),
         escape(
             &report
                 .skipped()
                 .map_or(String::new(), |k| format!("; skipped: {k}"))
         )
     );
-    if report.is_empty() {
-        let _ = writeln!(
+    if !report.has_results() {
+        let _ = write!(
             s,
-            "<p class=\"empty\">{}</p></body></html>",
+            "<p class=\"empty\">{}</p>",
             escape(&report.empty_message())
         );
+        if !report.is_empty() {
+            sessions(&mut s, report);
+        }
+        s.push_str("</body></html>\n");
         return s;
     }
     let t = &report.total;
+    let [calls, baseline, received, saved, _, dedup, encoder] =
+        <[String; 7]>::try_from(t.cells()).unwrap_or_else(|_| Default::default());
     let _ = write!(
         s,
-        "<p class=\"total\">{} calls: the model would have received <b>{}</b> tokens, it received <b>{}</b>; saved <b>{}</b>{} (dedup {}, encoder {}).</p>",
-        int(t.calls as i64),
-        int(t.tokens_baseline as i64),
-        int(t.tokens_final as i64),
-        int(t.saved()),
+        "<p class=\"total\">{calls} calls: the model would have received <b>{baseline}</b> tokens, it received <b>{received}</b>; saved <b>{saved}</b>{} (dedup {dedup}, encoder {encoder}).</p>",
         t.saved_pct().map_or(String::new(), |p| format!(" ({}%)", pct(p))),
-        int(t.dedup_saved),
-        int(t.encoder_saved),
     );
     let days: Vec<Bar> = report
         .days
@@ -353,7 +398,7 @@ pub fn page(report: &SavingsReport) -> String {
         "server (tool name prefix)",
         &servers,
     ));
-    s.push_str("<p>baseline: tokens the model would have received without devboy; received: tokens it received; saved = baseline − received, of which dedup (references to results already sent) and encoder (shorter lossless formats).</p>");
+    let _ = write!(s, "<p>{}.</p>", escape(LEGEND));
 
     s.push_str("<h2>Per day (UTC)</h2>");
     let rows: Vec<Vec<String>> = report
@@ -363,30 +408,7 @@ pub fn page(report: &SavingsReport) -> String {
         .collect();
     s.push_str(&table(&head(&["date"]), 1, &rows, &total_row(1, t)));
 
-    s.push_str("<h2>Per session</h2>");
-    let mut head_sessions = head(&["session", "client", "first result"]);
-    head_sessions.extend(["definitions", "tools"]);
-    let rows: Vec<Vec<String>> = report
-        .sessions
-        .iter()
-        .map(|x| {
-            let mut cells = row(
-                &[
-                    x.session.clone(),
-                    x.client.map_or("-", client_name).to_owned(),
-                    minute(x.first_ms),
-                ],
-                &x.figures,
-            );
-            match x.definitions {
-                Some(d) => cells.extend([int(d.tokens as i64), int(d.tools as i64)]),
-                None => cells.extend(["-".to_owned(), "-".to_owned()]),
-            }
-            cells
-        })
-        .collect();
-    s.push_str(&table(&head_sessions, 3, &rows, &total_row(3, t)));
-    s.push_str("<p>definitions: tokens of the tool definitions every model request of the session carried (the last tools/list devboy served), when its summary recorded them.</p>");
+    sessions(&mut s, report);
 
     s.push_str("<h2>Per server</h2>");
     let rows: Vec<Vec<String>> = report
@@ -424,14 +446,20 @@ mod tests {
         );
     }
 
-    fn report(tool_name: &str, records: usize) -> SavingsReport {
+    const DAY: u64 = 86_400_000;
+    const T0: u64 = 1_764_201_600_000; // 2025-11-27 00:00 UTC
+
+    /// A result of tool 7 on each of `days` (days after T0; 60 of 100
+    /// tokens saved), with `today` days after T0 the window's end.
+    fn report_on(tool_name: &str, days: &[u64], today: u64) -> SavingsReport {
         use crate::event::Record;
         use crate::names::ExposedNames;
         use crate::read::EventTable;
         let table = EventTable {
-            records: (0..records as u64)
-                .map(|i| Record {
-                    ts_ms: 1_764_201_600_000 + i * 86_400_000,
+            records: days
+                .iter()
+                .map(|day| Record {
+                    ts_ms: T0 + day * DAY,
                     tokens_baseline: 100,
                     tokens_final: 40,
                     encoder_saved: 60,
@@ -448,9 +476,14 @@ mod tests {
                 input: "/t/events".into(),
                 names_file: "/t/names.json".into(),
                 days: 30,
-                now_ms: 1_764_201_600_000 + 40 * 86_400_000,
+                now_ms: T0 + today * DAY + 1,
             },
         )
+    }
+
+    fn report(tool_name: &str, records: u64) -> SavingsReport {
+        let days: Vec<u64> = (0..records).collect();
+        report_on(tool_name, &days, records.saturating_sub(1))
     }
 
     #[test]
@@ -463,6 +496,47 @@ mod tests {
         }
         assert_eq!(bars(&page).len(), 3 + 1, "three days, one server");
         assert!(page.contains("<tfoot><tr><td>total</td>"));
+    }
+
+    /// The `<svg id="chart-days">` of a page.
+    fn days_chart(page: &str) -> &str {
+        let start = page.find("<svg id=\"chart-days\"").unwrap();
+        &page[start..start + page[start..].find("</svg>").unwrap()]
+    }
+
+    #[test]
+    fn days_without_results_are_empty_bars() {
+        // Results on days 0 and 3 of a 30-day window, today day 5.
+        let page = page(&report_on("fs__read", &[0, 3], 5));
+        let chart = days_chart(&page);
+        let read = bars(chart);
+        let values: Vec<(&str, i64)> = read.iter().map(|(l, v, _)| (l.as_str(), *v)).collect();
+        assert_eq!(
+            values,
+            [
+                ("2025-11-27", 60),
+                ("2025-11-28", 0),
+                ("2025-11-29", 0),
+                ("2025-11-30", 60),
+                ("2025-12-01", 0),
+                ("2025-12-02", 0),
+            ]
+        );
+        assert_eq!(read[1].2, 0.0, "an empty day has no height");
+        // Values only over the days with results; every day labelled.
+        assert_eq!(chart.matches("class=\"bar-value\"").count(), 2, "{chart}");
+        assert_eq!(chart.matches("class=\"bar-label\"").count(), 6);
+    }
+
+    #[test]
+    fn many_days_are_labelled_every_few() {
+        let days: Vec<u64> = (0..90).collect();
+        let page = page(&report_on("fs__read", &days, 89));
+        let chart = days_chart(&page);
+        assert_eq!(bars(chart).len(), 90);
+        let labels = chart.matches("class=\"bar-label\"").count();
+        assert!((20..=MAX_LABELS).contains(&labels), "{labels} labels");
+        assert_eq!(chart.matches("class=\"bar-value\"").count(), 0);
     }
 
     #[test]

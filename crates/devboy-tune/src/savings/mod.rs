@@ -7,11 +7,21 @@
 //! tuner's one reader ([`crate::read`]): `tokens_baseline` (what the
 //! client would have forwarded to the model without devboy),
 //! `tokens_final` (what it forwarded), and the saving split into L0 dedup
-//! and L1/L2 encoders. Every table sums the same events, so each table's
-//! total is the same. Events of a sampled session weigh `1/sample_rate`
-//! ([`crate::aggregate::session_weight`]), as in `tune analyze`; such
-//! figures are estimates and the report says so. Tool definitions come
-//! from the session summaries, the only place they are recorded.
+//! and L1/L2 encoders. Each group is summed by
+//! [`crate::aggregate::WeightedSums`], the rule `tune analyze` sums its
+//! endpoints with, so the two commands agree on the same telemetry: an
+//! event of a sampled session weighs `1/sample_rate`
+//! ([`crate::aggregate::session_weight`]), such figures are estimates and
+//! the report marks them. Every table sums the same events, so each
+//! table's total is the same. Tool definitions come from the session
+//! summaries, the only place they are recorded.
+//!
+//! Every session of the window is accounted for: a session whose summary
+//! is in the window but none of whose results is (its results were
+//! sampled out, or came before the window) is a row with zero figures,
+//! its definitions still shown. Days run without gaps from the first day
+//! with results to the window's last day, days without results at zero
+//! ([`SavingsReport::of`] says why from there).
 //!
 //! A server is the exposed tool name's prefix (before the first `__`);
 //! names come from the user's own `endpoint-names.json`, and a tool whose
@@ -25,19 +35,26 @@ use std::path::PathBuf;
 
 use serde_json::{json, Value};
 
-use crate::aggregate::session_weight;
+pub use crate::aggregate::Tally;
+use crate::aggregate::{session_weight, WeightedSums};
 use crate::error::TuneError;
-use crate::event::{id_text, ClientKind, DefinitionsSummary, Record};
+use crate::event::{id_text, ClientKind, DefinitionsSummary};
 use crate::names::ExposedNames;
 use crate::read::{read_events, EventTable, ReadOptions, ReadStats};
 use crate::table::{date, int, pct, Align, TextTable};
 
 /// The version of [`SavingsReport::to_json`]'s layout: keys are only
-/// added under it; a key removed or changing meaning bumps it.
-pub const JSON_VERSION: u32 = 1;
+/// added under it; a key removed or changing meaning bumps it. Version 2:
+/// `days` has every day from the first with results on, and `sessions`
+/// every session of the window (`first_ms`/`last_ms` null without a
+/// result); version 1 listed only days and sessions with results.
+pub const JSON_VERSION: u32 = 2;
 
 /// The server of a tool whose name is not known here.
 pub const UNNAMED_SERVER: &str = "(unnamed)";
+
+/// A day in milliseconds.
+const DAY_MS: u64 = 86_400_000;
 
 /// What `devboy tune report` was asked to read.
 #[derive(Clone, Debug)]
@@ -52,36 +69,7 @@ pub struct SavingsOptions {
     pub now_ms: u64,
 }
 
-/// The token figures of a group of results. With sampled sessions in the
-/// group they are estimates, rounded once from weighted sums.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Tally {
-    /// Results.
-    pub calls: u64,
-    /// Tokens the model would have received without devboy.
-    pub tokens_baseline: u64,
-    /// Tokens it received.
-    pub tokens_final: u64,
-    /// Of the saving, L0's (references to bodies already sent; negative
-    /// when the id lines cost more than the references saved).
-    pub dedup_saved: i64,
-    /// Of the saving, L1/L2's (templates, encoders, elision).
-    pub encoder_saved: i64,
-}
-
 impl Tally {
-    /// Tokens saved: `tokens_baseline - tokens_final` (negative when
-    /// devboy cost more than it saved).
-    pub fn saved(&self) -> i64 {
-        self.tokens_baseline as i64 - self.tokens_final as i64
-    }
-
-    /// The saving as a percentage of the baseline; `None` with no baseline.
-    pub fn saved_pct(&self) -> Option<f64> {
-        (self.tokens_baseline > 0)
-            .then(|| self.saved() as f64 * 100.0 / self.tokens_baseline as f64)
-    }
-
     fn json(&self) -> serde_json::Map<String, Value> {
         let v = json!({
             "calls": self.calls,
@@ -98,58 +86,25 @@ impl Tally {
         }
     }
 
+    /// The figure cells of a table row; counts scaled up from sampled
+    /// sessions carry `~`, as in `tune analyze`.
     fn cells(&self) -> Vec<String> {
+        let mark = if self.scaled { "~" } else { "" };
+        let n = |x: i64| format!("{mark}{}", int(x));
         vec![
-            int(self.calls as i64),
-            int(self.tokens_baseline as i64),
-            int(self.tokens_final as i64),
-            int(self.saved()),
+            n(self.calls as i64),
+            n(self.tokens_baseline as i64),
+            n(self.tokens_final as i64),
+            n(self.saved()),
             self.saved_pct().map_or_else(|| "-".to_owned(), pct),
-            int(self.dedup_saved),
-            int(self.encoder_saved),
+            n(self.dedup_saved),
+            n(self.encoder_saved),
         ]
     }
 }
 
-/// Weighted sums of a group, rounded once into a [`Tally`].
-#[derive(Clone, Copy, Debug, Default)]
-struct Sums {
-    calls: f64,
-    baseline: f64,
-    fin: f64,
-    dedup: f64,
-    encoder: f64,
-}
-
-impl Sums {
-    fn add(&mut self, r: &Record, weight: f64) {
-        self.calls += weight;
-        self.baseline += f64::from(r.tokens_baseline) * weight;
-        self.fin += f64::from(r.tokens_final) * weight;
-        self.dedup += f64::from(r.dedup_saved) * weight;
-        self.encoder += f64::from(r.encoder_saved) * weight;
-    }
-
-    fn merge(&mut self, other: &Sums) {
-        self.calls += other.calls;
-        self.baseline += other.baseline;
-        self.fin += other.fin;
-        self.dedup += other.dedup;
-        self.encoder += other.encoder;
-    }
-
-    fn tally(&self) -> Tally {
-        Tally {
-            calls: self.calls.round() as u64,
-            tokens_baseline: self.baseline.round() as u64,
-            tokens_final: self.fin.round() as u64,
-            dedup_saved: self.dedup.round() as i64,
-            encoder_saved: self.encoder.round() as i64,
-        }
-    }
-}
-
-/// One day (UTC) of the window that has results.
+/// One day (UTC) of the window, from the first day with results to the
+/// window's last day; a day without results has zero figures.
 #[derive(Clone, Debug, PartialEq)]
 pub struct DayRow {
     /// `YYYY-MM-DD`, UTC.
@@ -158,7 +113,8 @@ pub struct DayRow {
     pub figures: Tally,
 }
 
-/// One devboy session (one `devboy mcp` process, or one HTTP client).
+/// One devboy session (one `devboy mcp` process, or one HTTP client) with
+/// a result or a summary in the window.
 #[derive(Clone, Debug, PartialEq)]
 pub struct SessionRow {
     /// `h(session id)`, as telemetry writes it.
@@ -166,12 +122,17 @@ pub struct SessionRow {
     /// The client, from the session's summary (`None` without one: the
     /// session is still running, or was killed).
     pub client: Option<ClientKind>,
-    /// Its first result in the window, Unix ms.
-    pub first_ms: u64,
+    /// Its first result in the window, Unix ms; `None` when none of its
+    /// results is in the window.
+    pub first_ms: Option<u64>,
     /// Its last result in the window, Unix ms.
-    pub last_ms: u64,
+    pub last_ms: Option<u64>,
     /// The sampling rate its summary names (1 without one).
     pub sample_rate: f64,
+    /// Results it processed, as its summary counts them: all of them,
+    /// before sampling, also those before the window (`None` without a
+    /// summary).
+    pub results: Option<u64>,
     /// Its figures.
     pub figures: Tally,
     /// The tool definitions it was served, when its summary recorded them.
@@ -217,13 +178,15 @@ pub struct SavingsReport {
     pub read: ReadStats,
     /// The tokenizers the events name (usually one).
     pub tokenizers: Vec<String>,
-    /// Whether figures are scaled up from sampled sessions.
+    /// Whether figures are scaled up from sampled sessions' events
+    /// (estimates, marked `~`).
     pub estimated: bool,
     /// All results of the window.
     pub total: Tally,
-    /// Per day, oldest first.
+    /// Per day, oldest first, without gaps; empty without results.
     pub days: Vec<DayRow>,
-    /// Per session, by first result.
+    /// Per session: by first result, then those without a result in the
+    /// window.
     pub sessions: Vec<SessionRow>,
     /// Per server, most saved first.
     pub servers: Vec<ServerRow>,
@@ -249,51 +212,71 @@ pub fn server_of(name: &str) -> &str {
     name.split_once("__").map_or(name, |(prefix, _)| prefix)
 }
 
+/// `n` and the noun for it: `1 file`, `2 files`.
+fn count(n: u64, one: &str, many: &str) -> String {
+    format!("{} {}", int(n as i64), if n == 1 { one } else { many })
+}
+
 impl SavingsReport {
     /// The report of `table`, with names from `names`.
     pub fn of(table: &EventTable, names: &ExposedNames, options: SavingsOptions) -> Self {
-        let weights: HashMap<u64, f64> = table
-            .sessions
-            .iter()
-            .map(|(id, s)| (*id, session_weight(Some(s))))
-            .filter(|(_, w)| *w != 1.0)
-            .collect();
-        let mut total = Sums::default();
-        let mut days: BTreeMap<u64, Sums> = BTreeMap::new();
+        let mut total = WeightedSums::default();
+        let mut days: BTreeMap<u64, WeightedSums> = BTreeMap::new();
         // session → (first, last, sums)
-        let mut sessions: HashMap<u64, (u64, u64, Sums)> = HashMap::new();
-        let mut tools: HashMap<u64, Sums> = HashMap::new();
+        let mut sessions: HashMap<u64, (u64, u64, WeightedSums)> = HashMap::new();
+        let mut tools: HashMap<u64, WeightedSums> = HashMap::new();
         for r in &table.records {
-            let w = weights.get(&r.session).copied().unwrap_or(1.0);
+            let w = session_weight(table.sessions.get(&r.session));
             total.add(r, w);
-            days.entry(r.ts_ms / 86_400_000).or_default().add(r, w);
-            let s = sessions
-                .entry(r.session)
-                .or_insert((r.ts_ms, r.ts_ms, Sums::default()));
+            days.entry(r.ts_ms / DAY_MS).or_default().add(r, w);
+            let s =
+                sessions
+                    .entry(r.session)
+                    .or_insert((r.ts_ms, r.ts_ms, WeightedSums::default()));
             s.0 = s.0.min(r.ts_ms);
             s.1 = s.1.max(r.ts_ms);
             s.2.add(r, w);
             tools.entry(r.tool).or_default().add(r, w);
         }
 
+        let row = |id: u64, span: Option<(u64, u64)>, figures: Tally| {
+            let summary = table.sessions.get(&id);
+            SessionRow {
+                session: id_text(id),
+                client: summary.map(|s| s.client),
+                first_ms: span.map(|(first, _)| first),
+                last_ms: span.map(|(_, last)| last),
+                sample_rate: summary.map_or(1.0, |s| s.sample_rate),
+                results: summary.map(|s| s.results),
+                figures,
+                definitions: summary.and_then(|s| s.definitions),
+            }
+        };
         let mut session_rows: Vec<SessionRow> = sessions
             .iter()
-            .map(|(id, (first, last, sums))| {
-                let summary = table.sessions.get(id);
-                SessionRow {
-                    session: id_text(*id),
-                    client: summary.map(|s| s.client),
-                    first_ms: *first,
-                    last_ms: *last,
-                    sample_rate: summary.map_or(1.0, |s| s.sample_rate),
-                    figures: sums.tally(),
-                    definitions: summary.and_then(|s| s.definitions),
-                }
-            })
+            .map(|(id, (first, last, sums))| row(*id, Some((*first, *last)), sums.tally()))
             .collect();
-        session_rows.sort_by(|a, b| (a.first_ms, &a.session).cmp(&(b.first_ms, &b.session)));
+        // A summary in the window says the session was, even when none of
+        // its results is: they were all sampled out, or came before the
+        // window. Its figures are zero, which keeps the rows' sum the total
+        // (and not an estimate: no event was scaled up; the line under
+        // the table says why they are zero).
+        session_rows.extend(
+            table
+                .sessions
+                .keys()
+                .filter(|id| !sessions.contains_key(id))
+                .map(|id| row(*id, None, Tally::default())),
+        );
+        session_rows.sort_by(|a, b| {
+            (a.first_ms.is_none(), a.first_ms, &a.session).cmp(&(
+                b.first_ms.is_none(),
+                b.first_ms,
+                &b.session,
+            ))
+        });
 
-        let mut servers: BTreeMap<String, Sums> = BTreeMap::new();
+        let mut servers: BTreeMap<String, WeightedSums> = BTreeMap::new();
         let mut tool_rows: Vec<ToolRow> = tools
             .iter()
             .map(|(id, sums)| {
@@ -328,6 +311,24 @@ impl SavingsReport {
                 .then_with(|| a.server.cmp(&b.server))
         });
 
+        // Days run from the first day with results, not from the window's
+        // first day: days before any result say nothing (devboy was not
+        // installed yet, or telemetry was off), and `--days 30` over three
+        // days of data would squeeze them into a tenth of the chart behind
+        // 27 empty bars. From there on every day is shown, up to the
+        // window's last day (today), so a day without results, or a stop in
+        // use, shows as a zero bar instead of two days drawn side by side.
+        let day_rows = match (days.keys().next(), days.keys().next_back()) {
+            (Some(&first), Some(&last)) => (first..=last.max(options.now_ms / DAY_MS))
+                .map(|day| DayRow {
+                    date: date(day * DAY_MS),
+                    figures: days.get(&day).map(WeightedSums::tally).unwrap_or_default(),
+                })
+                .collect(),
+            _ => Vec::new(),
+        };
+
+        let total = total.tally();
         let tokenizers = (0..table.vocab.tokenizers.len())
             .filter_map(|i| table.vocab.tokenizers.get(i as u8))
             .map(str::to_owned)
@@ -335,15 +336,9 @@ impl SavingsReport {
         SavingsReport {
             read: table.stats.clone(),
             tokenizers,
-            estimated: !weights.is_empty(),
-            total: total.tally(),
-            days: days
-                .into_iter()
-                .map(|(day, sums)| DayRow {
-                    date: date(day * 86_400_000),
-                    figures: sums.tally(),
-                })
-                .collect(),
+            estimated: total.scaled,
+            total,
+            days: day_rows,
             sessions: session_rows,
             servers: server_rows,
             tools: tool_rows,
@@ -354,9 +349,14 @@ impl SavingsReport {
         }
     }
 
-    /// Whether the window holds no result.
+    /// Whether the window holds neither a result nor a session.
     pub fn is_empty(&self) -> bool {
-        self.total.calls == 0 && self.days.is_empty()
+        self.days.is_empty() && self.sessions.is_empty()
+    }
+
+    /// Whether the window holds a result.
+    pub fn has_results(&self) -> bool {
+        !self.days.is_empty()
     }
 
     /// The report as one JSON object; its keys are documented in
@@ -410,6 +410,18 @@ impl SavingsReport {
         })
     }
 
+    /// What was read, for people: `read 10 result events and 2 session
+    /// summaries from 1 file`.
+    pub fn read_line(&self) -> String {
+        let r = &self.read;
+        format!(
+            "read {} and {} from {}",
+            count(r.results, "result event", "result events"),
+            count(r.sessions, "session summary", "session summaries"),
+            count(r.files as u64, "file", "files")
+        )
+    }
+
     /// What was skipped while reading, for people; `None` when nothing.
     pub fn skipped(&self) -> Option<String> {
         let r = &self.read;
@@ -433,7 +445,7 @@ impl SavingsReport {
         ]
         .iter()
         .filter(|(n, _, _)| *n > 0)
-        .map(|(n, one, many)| format!("{} {}", int(*n as i64), if *n == 1 { one } else { many }))
+        .map(|(n, one, many)| count(*n, one, many))
         .collect();
         (!parts.is_empty()).then(|| parts.join(", "))
     }
@@ -457,13 +469,59 @@ impl SavingsReport {
         )
     }
 
-    /// The message for a window without results.
+    /// The message for a window without results (and, when
+    /// [`Self::is_empty`], without sessions).
     pub fn empty_message(&self) -> String {
-        format!(
-            "no tool results in the last {} days under {}: nothing to report yet. devboy records them while `devboy mcp` (or `devboy serve`) runs, unless telemetry is off.",
-            self.options.days,
-            self.options.input.display()
-        )
+        if self.is_empty() {
+            format!(
+                "no tool results in the last {} days under {}: nothing to report yet. devboy records them while `devboy mcp` (or `devboy serve`) runs, unless telemetry is off.",
+                self.options.days,
+                self.options.input.display()
+            )
+        } else {
+            format!(
+                "no tool result events in the last {} days under {}: nothing saved to report; the window's sessions are below.",
+                self.options.days,
+                self.options.input.display(),
+            )
+        }
+    }
+
+    /// One line on the sessions without a result event in the window, or
+    /// `None` when every session has one.
+    pub fn sessions_without_results(&self) -> Option<String> {
+        let without: Vec<&SessionRow> = self
+            .sessions
+            .iter()
+            .filter(|s| s.first_ms.is_none())
+            .collect();
+        if without.is_empty() {
+            return None;
+        }
+        let no_call = without.iter().filter(|s| s.results == Some(0)).count() as u64;
+        let unrecorded = without.len() as u64 - no_call;
+        let why: Vec<String> = [
+            (no_call, "had no tool result"),
+            (
+                unrecorded,
+                "had results, none recorded in the window (sampled out, dropped, or before the window)",
+            ),
+        ]
+        .iter()
+        .filter(|(n, _)| *n > 0)
+        .map(|(n, what)| format!("{} {what}", int(*n as i64)))
+        .collect();
+        Some(format!(
+            "{} of {} {} no result event in the window (shown with 0 calls): {}",
+            int(without.len() as i64),
+            int(self.sessions.len() as i64),
+            match (self.sessions.len(), without.len()) {
+                (1, _) => "session has",
+                (_, 1) => "sessions has",
+                _ => "sessions have",
+            },
+            why.join("; ")
+        ))
     }
 }
 
@@ -480,6 +538,12 @@ pub fn minute(unix_ms: u64) -> String {
     let minutes = unix_ms / 60_000 % 1440;
     format!("{} {:02}:{:02}", date(unix_ms), minutes / 60, minutes % 60)
 }
+
+/// What the figure columns mean, for the text and the page.
+pub const LEGEND: &str = "calls: tool results; the other figures are tokens. baseline: what the model would have received without devboy; received: what it received; saved = baseline - received (saved %: of the baseline), of which dedup (references to results already sent) and encoder (shorter lossless formats)";
+
+/// What the definitions columns mean.
+pub const DEFINITIONS_LEGEND: &str = "definitions: tokens of the tool definitions every model request of the session carried (the last tools/list devboy served; tools: how many), when its summary recorded them";
 
 /// The figure columns every table ends with.
 const FIGURES: [(&str, Align); 7] = [
@@ -521,34 +585,77 @@ fn figures_table<'a>(
     t
 }
 
+impl SessionRow {
+    /// Its first result, `-` when none is in the window.
+    pub fn first_result(&self) -> String {
+        self.first_ms.map_or_else(|| "-".to_owned(), minute)
+    }
+
+    /// The definitions cells: tokens and tools, `-` when not recorded.
+    pub fn definition_cells(&self) -> [String; 2] {
+        self.definitions.map_or_else(
+            || ["-".to_owned(), "-".to_owned()],
+            |d| [int(d.tokens as i64), int(d.tools as i64)],
+        )
+    }
+}
+
+impl SavingsReport {
+    fn sessions_table(&self) -> TextTable {
+        figures_table(
+            &[
+                ("session", Align::Left),
+                ("client", Align::Left),
+                ("first result (UTC)", Align::Left),
+            ],
+            self.sessions.iter().map(|s| {
+                (
+                    vec![
+                        s.session.clone(),
+                        s.client.map_or("-", client_name).to_owned(),
+                        s.first_result(),
+                    ],
+                    &s.figures,
+                    s.definition_cells().to_vec(),
+                )
+            }),
+            &[("definitions", Align::Right), ("tools", Align::Right)],
+            &self.total,
+        )
+    }
+
+    fn write_sessions(&self, f: &mut fmt::Formatter<'_>, mark: &str) -> fmt::Result {
+        writeln!(f, "\nSavings per session{mark}")?;
+        write!(f, "{}", self.sessions_table().render())?;
+        if let Some(line) = self.sessions_without_results() {
+            writeln!(f, "{line}")?;
+        }
+        writeln!(f, "{DEFINITIONS_LEGEND}")
+    }
+}
+
 impl fmt::Display for SavingsReport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         writeln!(f, "{}", self.heading())?;
-        let r = &self.read;
-        writeln!(
-            f,
-            "read {} result events and {} session summaries from {} files",
-            int(r.results as i64),
-            int(r.sessions as i64),
-            r.files
-        )?;
+        writeln!(f, "{}", self.read_line())?;
         if let Some(skipped) = self.skipped() {
             writeln!(f, "skipped: {skipped}")?;
         }
-        for (path, error) in &r.unreadable {
+        for (path, error) in &self.read.unreadable {
             writeln!(f, "unreadable, skipped: {}: {error}", path.display())?;
         }
-        if self.is_empty() {
-            return writeln!(f, "\n{}", self.empty_message());
+        let mark = if self.estimated { " (~ estimates)" } else { "" };
+        if !self.has_results() {
+            writeln!(f, "\n{}", self.empty_message())?;
+            if self.is_empty() {
+                return Ok(());
+            }
+            return self.write_sessions(f, mark);
         }
         if let Some(note) = &self.names_note {
             writeln!(f, "names: {note}; tools are shown by their hash")?;
         }
-        writeln!(
-            f,
-            "baseline: tokens the model would have received without devboy; received: tokens it received; saved = baseline - received, of which dedup (references to results already sent) and encoder (shorter lossless formats)"
-        )?;
-        let mark = if self.estimated { " (~ estimates)" } else { "" };
+        writeln!(f, "{LEGEND}")?;
 
         writeln!(f, "\nSavings per day (UTC){mark}")?;
         let t = figures_table(
@@ -561,36 +668,7 @@ impl fmt::Display for SavingsReport {
         );
         write!(f, "{}", t.render())?;
 
-        writeln!(f, "\nSavings per session{mark}")?;
-        let t = figures_table(
-            &[
-                ("session", Align::Left),
-                ("client", Align::Left),
-                ("first result", Align::Left),
-            ],
-            self.sessions.iter().map(|s| {
-                let definitions = s.definitions.map_or_else(
-                    || vec!["-".to_owned(), "-".to_owned()],
-                    |d| vec![int(d.tokens as i64), int(d.tools as i64)],
-                );
-                (
-                    vec![
-                        s.session.clone(),
-                        s.client.map_or("-", client_name).to_owned(),
-                        minute(s.first_ms),
-                    ],
-                    &s.figures,
-                    definitions,
-                )
-            }),
-            &[("definitions", Align::Right), ("tools", Align::Right)],
-            &self.total,
-        );
-        write!(f, "{}", t.render())?;
-        writeln!(
-            f,
-            "definitions: tokens of the tool definitions every model request of the session carried (the last tools/list devboy served), when its summary recorded them"
-        )?;
+        self.write_sessions(f, mark)?;
 
         writeln!(f, "\nSavings per server{mark}")?;
         let t = figures_table(
@@ -619,7 +697,7 @@ impl fmt::Display for SavingsReport {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::event::{SessionRecord, Vocabulary};
+    use crate::event::{Record, SessionRecord, Vocabulary};
 
     const DAY: u64 = 86_400_000;
     const T0: u64 = 1_764_201_600_000; // 2025-11-27 00:00 UTC
@@ -665,6 +743,18 @@ mod tests {
         ])
     }
 
+    /// The rows' figures added up, marked scaled when one is.
+    fn sum(it: &mut dyn Iterator<Item = Tally>) -> Tally {
+        it.fold(Tally::default(), |a, b| Tally {
+            calls: a.calls + b.calls,
+            tokens_baseline: a.tokens_baseline + b.tokens_baseline,
+            tokens_final: a.tokens_final + b.tokens_final,
+            dedup_saved: a.dedup_saved + b.dedup_saved,
+            encoder_saved: a.encoder_saved + b.encoder_saved,
+            scaled: a.scaled || b.scaled,
+        })
+    }
+
     fn table(records: Vec<Record>, sessions: Vec<(u64, SessionRecord)>) -> EventTable {
         EventTable {
             records,
@@ -704,7 +794,8 @@ mod tests {
                 tokens_baseline: 2850,
                 tokens_final: 1240,
                 dedup_saved: 895,
-                encoder_saved: 715
+                encoder_saved: 715,
+                scaled: false,
             }
         );
         assert_eq!(r.total.saved(), 1610);
@@ -718,7 +809,8 @@ mod tests {
             [
                 ("2025-11-27", 2, 1500),
                 ("2025-11-28", 2, 100),
-                ("2025-11-29", 1, 10)
+                ("2025-11-29", 1, 10),
+                ("2025-11-30", 0, 0),
             ]
         );
         let servers: Vec<(&str, i64)> = r
@@ -744,20 +836,14 @@ mod tests {
         assert_eq!(r.sessions.len(), 2);
         let first = &r.sessions[0];
         assert_eq!(first.session, id_text(10));
-        assert_eq!((first.first_ms, first.last_ms), (T0 + 1000, T0 + DAY + 5));
+        assert_eq!(
+            (first.first_ms, first.last_ms),
+            (Some(T0 + 1000), Some(T0 + DAY + 5))
+        );
         assert_eq!(first.client, Some(ClientKind::ClaudeCode));
         assert_eq!(first.definitions.map(|d| d.tokens), Some(4000));
         assert_eq!(r.sessions[1].client, None, "no summary yet");
         // Each table sums to the total.
-        let sum = |it: &mut dyn Iterator<Item = Tally>| {
-            it.fold(Tally::default(), |a, b| Tally {
-                calls: a.calls + b.calls,
-                tokens_baseline: a.tokens_baseline + b.tokens_baseline,
-                tokens_final: a.tokens_final + b.tokens_final,
-                dedup_saved: a.dedup_saved + b.dedup_saved,
-                encoder_saved: a.encoder_saved + b.encoder_saved,
-            })
-        };
         assert_eq!(sum(&mut r.days.iter().map(|d| d.figures)), r.total);
         assert_eq!(sum(&mut r.sessions.iter().map(|d| d.figures)), r.total);
         assert_eq!(sum(&mut r.servers.iter().map(|d| d.figures)), r.total);
@@ -778,7 +864,20 @@ mod tests {
         assert_eq!(r.total.calls, 5);
         assert_eq!(r.total.tokens_baseline, 500);
         assert_eq!(r.total.saved(), 250);
-        assert!(r.to_string().contains("~ marks estimates"));
+        let text = r.to_string();
+        assert!(text.contains("~ marks estimates"), "{text}");
+        // The sampled session's figures, and every total, carry the mark.
+        let row = text
+            .lines()
+            .find(|l| l.starts_with(&id_text(10)))
+            .unwrap_or_else(|| panic!("{text}"));
+        assert!(row.contains("    ~4  "), "{row}");
+        let plain = text.lines().find(|l| l.starts_with(&id_text(20))).unwrap();
+        assert!(!plain.contains('~'), "{plain}");
+        assert!(
+            text.contains("\ntotal  ") && text.contains("~5  "),
+            "{text}"
+        );
     }
 
     #[test]
@@ -797,6 +896,8 @@ mod tests {
                  ---------------------------------------------------------------------\n\
                  2025-11-27      1    12,000     3,000  9,000     75.0  1,000    8,000\n\
                  2025-11-28      1       500       450     50     10.0      0       50\n\
+                 2025-11-29      0         0         0      0        -      0        0\n\
+                 2025-11-30      0         0         0      0        -      0        0\n\
                  ---------------------------------------------------------------------\n\
                  total           2    12,500     3,450  9,050     72.4  1,000    8,050\n"
             ),
@@ -810,7 +911,7 @@ mod tests {
     fn json_keys_are_stable() {
         let t = table(vec![record(1, 10, T0, (10, 4, 0, 6))], Vec::new());
         let j = SavingsReport::of(&t, &names(), options()).to_json();
-        assert_eq!(j["version"], 1);
+        assert_eq!(j["version"], 2);
         assert_eq!(
             j["total"],
             json!({"calls": 1, "tokens_baseline": 10, "tokens_final": 4, "tokens_saved": 6,
@@ -857,5 +958,240 @@ mod tests {
         assert_eq!(server_of("a__b__c"), "a");
         assert_eq!(server_of("plain"), "plain");
         assert_eq!(minute(T0 + 3_723_000), "2025-11-27 01:02");
+    }
+
+    fn definitions(tokens: u64, tools: u64) -> Option<DefinitionsSummary> {
+        Some(DefinitionsSummary {
+            tokens,
+            tools,
+            lists: 1,
+        })
+    }
+
+    #[test]
+    fn every_session_of_the_window_is_a_row_and_the_rows_sum_to_the_total() {
+        let t = table(
+            vec![
+                record(1, 10, T0 + 1000, (1000, 400, 0, 600)),
+                // Only errors: passed through, nothing saved, still results.
+                record(2, 20, T0 + 2000, (80, 80, 0, 0)).with_flags(false, true, true),
+            ],
+            vec![
+                (10, summary(1.0, definitions(4000, 20))),
+                (20, summary(1.0, definitions(4000, 20))),
+                // Speculated, no tool result.
+                (
+                    30,
+                    SessionRecord {
+                        results: 0,
+                        ..summary(1.0, definitions(3100, 12))
+                    },
+                ),
+                // Four results, sampled at 0.25, none kept.
+                (
+                    40,
+                    SessionRecord {
+                        results: 4,
+                        ..summary(0.25, None)
+                    },
+                ),
+            ],
+        );
+        let r = SavingsReport::of(&t, &names(), options());
+        let rows: Vec<(String, Option<u64>, u64, Option<u64>)> = r
+            .sessions
+            .iter()
+            .map(|s| {
+                (
+                    s.session.clone(),
+                    s.first_ms,
+                    s.figures.calls,
+                    s.definitions.map(|d| d.tokens),
+                )
+            })
+            .collect();
+        assert_eq!(
+            rows,
+            [
+                (id_text(10), Some(T0 + 1000), 1, Some(4000)),
+                (id_text(20), Some(T0 + 2000), 1, Some(4000)),
+                (id_text(30), None, 0, Some(3100)),
+                (id_text(40), None, 0, None),
+            ]
+        );
+        assert_eq!(sum(&mut r.sessions.iter().map(|s| s.figures)), r.total);
+        assert_eq!(r.total.calls, 2);
+        // Session 40's zero is no estimate: no event was scaled up.
+        assert!(!r.estimated && !r.total.scaled);
+
+        let text = r.to_string();
+        let cells = |id: u64| -> Vec<&str> {
+            text.lines()
+                .find(|l| l.starts_with(&id_text(id)))
+                .unwrap_or_else(|| panic!("{id} in {text}"))
+                .split_whitespace()
+                .collect()
+        };
+        assert_eq!(
+            cells(30)[1..],
+            [
+                "claude-code",
+                "-",
+                "0",
+                "0",
+                "0",
+                "0",
+                "-",
+                "0",
+                "0",
+                "3,100",
+                "12"
+            ]
+        );
+        assert_eq!(
+            cells(20)[4..],
+            ["1", "80", "80", "0", "0.0", "0", "0", "4,000", "20"],
+            "errors only: results, nothing saved"
+        );
+        assert!(
+            text.contains(
+                "2 of 4 sessions have no result event in the window (shown with 0 calls): 1 had no tool result; 1 had results, none recorded in the window (sampled out, dropped, or before the window)\n"
+            ),
+            "{text}"
+        );
+        let j = r.to_json();
+        let sessions = j["sessions"].as_array().unwrap();
+        assert_eq!(sessions.len(), 4);
+        assert_eq!(sessions[2]["first_ms"], Value::Null);
+        assert_eq!(sessions[2]["calls"], 0);
+        assert_eq!(sessions[2]["saved_pct"], Value::Null);
+        assert_eq!(sessions[2]["definitions"]["tokens"], 3100);
+        let html = html::page(&r);
+        assert!(
+            html.contains("2 of 4 sessions have no result event"),
+            "{html}"
+        );
+        assert!(html.contains(&format!("<td>{}</td>", id_text(40))));
+    }
+
+    #[test]
+    fn a_window_of_sessions_without_results_shows_them() {
+        let t = table(
+            Vec::new(),
+            vec![(
+                30,
+                SessionRecord {
+                    results: 0,
+                    ..summary(1.0, definitions(3100, 12))
+                },
+            )],
+        );
+        let r = SavingsReport::of(&t, &names(), options());
+        assert!(!r.is_empty() && !r.has_results());
+        let text = r.to_string();
+        assert!(text.contains("nothing saved to report"), "{text}");
+        assert!(!text.contains("nothing to report yet"), "{text}");
+        assert!(text.contains("\nSavings per session\n"), "{text}");
+        assert!(text.contains("3,100"), "{text}");
+        assert!(!text.contains("Savings per day"), "{text}");
+        let html = html::page(&r);
+        assert!(html.contains("3,100") && !html.contains("<svg"), "{html}");
+        assert_eq!(r.to_json()["days"], json!([]));
+    }
+
+    #[test]
+    fn days_without_results_are_zero_rows_from_the_first_result_to_today() {
+        // A 30-day window, results on two days three days apart, today
+        // two days after the last.
+        let t = table(
+            vec![
+                record(1, 10, T0 + 5, (100, 40, 0, 60)),
+                record(1, 10, T0 + 3 * DAY + 5, (300, 100, 0, 200)),
+            ],
+            Vec::new(),
+        );
+        let r = SavingsReport::of(
+            &t,
+            &names(),
+            SavingsOptions {
+                now_ms: T0 + 5 * DAY + 7,
+                ..options()
+            },
+        );
+        let days: Vec<(&str, u64, i64)> = r
+            .days
+            .iter()
+            .map(|d| (d.date.as_str(), d.figures.calls, d.figures.saved()))
+            .collect();
+        assert_eq!(
+            days,
+            [
+                ("2025-11-27", 1, 60),
+                ("2025-11-28", 0, 0),
+                ("2025-11-29", 0, 0),
+                ("2025-11-30", 1, 200),
+                ("2025-12-01", 0, 0),
+                ("2025-12-02", 0, 0),
+            ]
+        );
+        assert_eq!(sum(&mut r.days.iter().map(|d| d.figures)), r.total);
+        let j = r.to_json();
+        assert_eq!(j["days"].as_array().unwrap().len(), 6);
+        assert_eq!(
+            j["days"][1],
+            json!({"date": "2025-11-28", "calls": 0, "tokens_baseline": 0, "tokens_final": 0,
+                   "tokens_saved": 0, "saved_pct": null, "dedup_saved": 0, "encoder_saved": 0})
+        );
+        let text = r.to_string();
+        assert!(
+            text.contains(
+                "\n2025-11-29      0         0         0      0        -      0        0\n"
+            ),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn report_and_analyze_sum_results_alike() {
+        // Three sessions: sampled at 0.3 (uneven weights), complete, and
+        // without a summary; three tools.
+        let mut records = Vec::new();
+        for (session, n) in [(1u64, 7u64), (2, 5), (3, 4)] {
+            for i in 0..n {
+                let tool = 1 + (session + i) % 3;
+                let b = 100 + 37 * i as u32 + 11 * session as u32;
+                let ds = if i % 2 == 0 { -6 } else { 40 };
+                let f = b - 30 - ds.max(0) as u32;
+                records.push(record(
+                    tool,
+                    session,
+                    T0 + i * DAY / 3,
+                    (b, f, ds, 30 + ds.min(0).abs()),
+                ));
+            }
+        }
+        let t = table(
+            records,
+            vec![(1, summary(0.3, None)), (2, summary(1.0, None))],
+        );
+        let report = SavingsReport::of(&t, &names(), options());
+        let analysis = crate::aggregate::analyze(
+            &t,
+            crate::aggregate::SequenceParams {
+                near_min_body_bytes: 1024,
+                ttl_ms: 1_800_000,
+            },
+        );
+        assert_eq!(report.total, analysis.total.tally());
+        assert!(report.total.scaled);
+        assert_eq!(report.tools.len(), analysis.endpoints.len());
+        for e in &analysis.endpoints {
+            let row = report
+                .tools
+                .iter()
+                .find(|t| t.id == id_text(e.tool))
+                .unwrap_or_else(|| panic!("tool {} in the report", e.tool));
+            assert_eq!(row.figures, e.tally(), "tool {}", e.tool);
+        }
     }
 }
