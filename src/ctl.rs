@@ -1,7 +1,7 @@
 //! `devboy ctl` and `devboy status`: a running devboy, reached through its
 //! control socket (`devboy_mcp::control`), from any terminal.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context};
 use serde_json::{json, Value};
@@ -47,6 +47,7 @@ pub fn ctl(args: CtlArgs) -> anyhow::Result<()> {
         bail!("`devboy ctl {}` needs a server's name", args.action);
     }
     let running = sockets();
+    let runtime = runtime()?;
     let socket = match (args.pid, running.as_slice()) {
         (_, []) => bail!(
             "no devboy is running for this user (looked in {})",
@@ -59,16 +60,35 @@ pub fn ctl(args: CtlArgs) -> anyhow::Result<()> {
             .with_context(|| format!("no running devboy has pid {pid}; see devboy status"))?,
         (None, [(_, socket)]) => socket.clone(),
         (None, many) => {
-            let pids: Vec<String> = many.iter().map(|(p, _)| p.to_string()).collect();
-            bail!(
-                "{} devboy processes run ({}); say which with --pid",
-                many.len(),
-                pids.join(", ")
-            )
+            // The one devboy that has the server, when only one has it.
+            let having: Vec<&PathBuf> = match &args.server {
+                Some(server) => many
+                    .iter()
+                    .filter(|(_, socket)| has_server(&runtime, socket, server))
+                    .map(|(_, socket)| socket)
+                    .collect(),
+                None => Vec::new(),
+            };
+            match having.as_slice() {
+                [socket] => (*socket).clone(),
+                _ => {
+                    let pids: Vec<String> = many.iter().map(|(p, _)| p.to_string()).collect();
+                    bail!(
+                        "{} devboy processes run ({}){}; say which with --pid",
+                        many.len(),
+                        pids.join(", "),
+                        if having.len() > 1 {
+                            format!(", {} of them with this server", having.len())
+                        } else {
+                            String::new()
+                        }
+                    )
+                }
+            }
         }
     };
     let request = json!({"action": args.action, "server": args.server});
-    let answer = runtime()?
+    let answer = runtime
         .block_on(devboy_mcp::control::request(&socket, &request))
         .with_context(|| format!("asking {}", socket.display()))?;
     if let Some(error) = answer["error"].as_str() {
@@ -134,6 +154,23 @@ pub fn status(args: StatusArgs) -> anyhow::Result<()> {
         print!("{}", process_text(report));
     }
     Ok(())
+}
+
+/// Whether the devboy at `socket` has a server named (or prefixed)
+/// `server`.
+fn has_server(runtime: &tokio::runtime::Runtime, socket: &Path, server: &str) -> bool {
+    runtime
+        .block_on(devboy_mcp::control::request(
+            socket,
+            &json!({"action": "list"}),
+        ))
+        .ok()
+        .and_then(|answer| answer["upstreams"].as_array().cloned())
+        .is_some_and(|upstreams| {
+            upstreams
+                .iter()
+                .any(|u| u["name"] == server || u["prefix"] == server)
+        })
 }
 
 fn upstream_line(u: &Value) -> String {

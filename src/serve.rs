@@ -68,7 +68,7 @@ pub fn mcp(args: McpArgs) -> anyhow::Result<()> {
 pub struct ServeArgs {
     /// Serve MCP over Streamable HTTP on ADDR (host:port) at /mcp; every
     /// client gets its own session over one set of upstreams.
-    #[arg(long, value_name = "ADDR")]
+    #[arg(long, value_name = "ADDR", value_parser = socket_address)]
     http: std::net::SocketAddr,
     /// A file holding the bearer token every request must carry
     /// (`Authorization: Bearer TOKEN`); or set DEVBOY_HTTP_TOKEN. Required
@@ -261,4 +261,28 @@ fn load(args: McpArgs) -> anyhow::Result<Loaded> {
         pipeline,
         planning: pipeline_config,
     })
+}
+
+/// ADDR as `IP:PORT` or `HOST:PORT` (`localhost:8765`): a host name is
+/// resolved once, at start, to its first address (IPv4 first).
+fn socket_address(text: &str) -> Result<std::net::SocketAddr, String> {
+    use std::net::ToSocketAddrs;
+    if let Ok(address) = text.parse() {
+        return Ok(address);
+    }
+    if !text.contains(':') {
+        return Err(format!(
+            "`{text}` has no port: give HOST:PORT, say 127.0.0.1:8765"
+        ));
+    }
+    let found: Vec<std::net::SocketAddr> = text
+        .to_socket_addrs()
+        .map_err(|e| format!("`{text}`: {e} (give IP:PORT, say 127.0.0.1:8765)"))?
+        .collect();
+    found
+        .iter()
+        .find(|a| a.is_ipv4())
+        .or(found.first())
+        .copied()
+        .ok_or_else(|| format!("`{text}` resolves to no address"))
 }

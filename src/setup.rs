@@ -556,7 +556,7 @@ fn print_checks(checks: &[doctor::UpstreamCheck]) -> usize {
         }
         let timing = check
             .ready_ms
-            .map(|ms| format!(", ready in {ms} ms"))
+            .map(|ms| format!(" (up in {ms} ms)"))
             .unwrap_or_default();
         let kept = if check.listing == "cached" {
             " (listed from an earlier run)"

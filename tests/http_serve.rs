@@ -421,3 +421,43 @@ fn without_a_token_only_loopback_is_served() {
         "{short:?}"
     );
 }
+
+/// ADDR may name a host (`localhost:PORT`), resolved at start; an ADDR
+/// without a port says what to give.
+#[test]
+fn a_host_name_is_resolved_and_a_missing_port_is_named() {
+    let dir = common::TempDir::new("http-host");
+    let mut child = Command::new(common::devboy_bin())
+        .args(["serve", "--http", "localhost:0"])
+        .env_remove("DEVBOY_HTTP_TOKEN")
+        .env("DEVBOY_CONFIG_DIR", dir.path())
+        .env("DEVBOY_CACHE_DIR", dir.path().join("cache"))
+        .env("DEVBOY_RUNTIME_DIR", dir.path().join("run"))
+        .env("DEVBOY_TELEMETRY", "off")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let said = BufReader::new(stderr)
+        .lines()
+        .map_while(Result::ok)
+        .find(|l| l.starts_with("devboy: serving MCP at "));
+    let _ = child.kill();
+    let _ = child.wait();
+    let said = said.expect("devboy serves on localhost");
+    assert!(
+        said.starts_with("devboy: serving MCP at http://127.0.0.1:"),
+        "{said}"
+    );
+
+    let output = Command::new(common::devboy_bin())
+        .args(["serve", "--http", "localhost"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("has no port"), "{stderr}");
+}

@@ -280,3 +280,45 @@ fn status_names_one_process_and_its_config_by_absolute_path() {
     drop(child.stdin.take());
     child.wait().unwrap();
 }
+
+/// With two devboys running, `devboy ctl` goes to the one that has the
+/// server named, and asks for `--pid` only when that does not decide.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ctl_finds_the_devboy_that_has_the_server() {
+    let dir = common::TempDir::new("runtime-two");
+    let runtime = dir.path().join("run");
+    let (first, _root) = start(&runtime).await;
+    let second = Devboy::start_with_env(
+        "[servers.other]\ncommand = \"{server}\"\n",
+        None,
+        &[("DEVBOY_RUNTIME_DIR", runtime.as_os_str())],
+    )
+    .await;
+    second
+        .wait_upstream("other", "ready", |u| u["state"] == "ready")
+        .await;
+    // Both answer on their sockets before ctl is asked.
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        let (_, out, _) = devboy_cli(&runtime, &["status", "--format", "json"]);
+        let status: Value = serde_json::from_str(&out).unwrap_or_default();
+        if status["processes"].as_array().is_some_and(|p| p.len() == 2) {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "{out}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+
+    let (ok, out, err) = devboy_cli(&runtime, &["ctl", "restart", "other"]);
+    assert!(ok && out.trim() == "other: ready", "{out}{err}");
+    let (ok, out, err) = devboy_cli(&runtime, &["ctl", "disable", "fs"]);
+    assert!(ok && out.contains("fs: disabled"), "{out}{err}");
+    let (ok, _, err) = devboy_cli(&runtime, &["ctl", "list"]);
+    assert!(
+        !ok && err.contains("2 devboy processes run") && err.contains("--pid"),
+        "{err}"
+    );
+    let (ok, _, err) = devboy_cli(&runtime, &["ctl", "restart", "nowhere"]);
+    assert!(!ok && err.contains("--pid"), "{err}");
+    drop((first, second));
+}

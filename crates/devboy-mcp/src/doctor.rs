@@ -17,6 +17,19 @@ use crate::proxy::{Proxy, ProxyOptions};
 use crate::sync::lock;
 use crate::upstream::Phase;
 
+/// The client name Claude Code gives at `initialize`. A server is asked as
+/// Claude Code asks it, so devboy answers the check as it answers Claude
+/// Code (the full listing: it has its own tool search), and the times
+/// doctor prints are the ones Claude Code gets.
+const CLAUDE_CODE_CLIENT: &str = "claude-code";
+
+fn as_claude_code() -> rmcp::model::ClientConfig {
+    rmcp::model::ClientConfig::new(
+        rmcp::model::ClientCapabilities::default(),
+        rmcp::model::Implementation::new(CLAUDE_CODE_CLIENT, env!("CARGO_PKG_VERSION")),
+    )
+}
+
 /// How one upstream came up.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct UpstreamCheck {
@@ -178,7 +191,7 @@ pub async fn probe_server(server: &ServerCommand, limit: Duration) -> Result<Ser
             format!("; stderr: {line}")
         }
     };
-    let client = match tokio::time::timeout(limit, ().serve(transport)).await {
+    let client = match tokio::time::timeout(limit, as_claude_code().serve(transport)).await {
         Ok(Ok(client)) => client,
         Ok(Err(e)) => {
             // Let the last stderr line arrive.
@@ -320,7 +333,7 @@ async fn connect_url(
     server: &ServerUrl,
     limit: Duration,
     explain: bool,
-) -> Result<RunningService<RoleClient, ()>, UrlProbeError> {
+) -> Result<RunningService<RoleClient, rmcp::model::ClientConfig>, UrlProbeError> {
     crate::install_tls_provider();
     let invalid = |error: String| UrlProbeError::Failed {
         request: "initialize",
@@ -345,7 +358,7 @@ async fn connect_url(
         .custom_headers(headers.clone());
     let transport =
         rmcp::transport::StreamableHttpClientTransport::with_client(http.clone(), config);
-    match tokio::time::timeout(limit, ().serve(transport)).await {
+    match tokio::time::timeout(limit, as_claude_code().serve(transport)).await {
         Ok(Ok(client)) => Ok(client),
         // rmcp's errors do not say which status or which connection error:
         // the same request once more, plainly, does.
@@ -376,7 +389,7 @@ async fn initialize_refusal(
         "params": {
             "protocolVersion": "2025-06-18",
             "capabilities": {},
-            "clientInfo": {"name": "devboy-doctor", "version": env!("CARGO_PKG_VERSION")}
+            "clientInfo": {"name": CLAUDE_CODE_CLIENT, "version": env!("CARGO_PKG_VERSION")}
         }
     });
     let mut request = http
