@@ -175,6 +175,10 @@ pub(crate) struct Query {
     pub(crate) identifiers: Vec<String>,
     /// Stemmed words.
     pub(crate) terms: Vec<String>,
+    /// Literal strings the code may hold as written, looked for in file
+    /// text only: hyphenated names (`unused-import`, `--foo-bar` as
+    /// `foo-bar`) and codes that mix letters and digits (`W0611`, `E501`).
+    pub(crate) literals: Vec<String>,
     /// Whether it is about tests.
     tests: bool,
     /// File paths it mentions (`requests/models.py`, a traceback's
@@ -246,6 +250,7 @@ fn path_mentions(text: &str) -> Vec<String> {
 fn parse_query(text: &str, project: &[String]) -> Query {
     let mut q = Query {
         paths: path_mentions(text),
+        literals: literals(text),
         ..Query::default()
     };
     for raw in text.split(|c: char| !(c.is_alphanumeric() || c == '_' || c == '.')) {
@@ -275,9 +280,32 @@ fn parse_query(text: &str, project: &[String]) -> Query {
     q
 }
 
+/// The literals of `text`, as [`Query::literals`], in order of appearance.
+fn literals(text: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for token in text.split(|c: char| !(c.is_alphanumeric() || c == '-' || c == '_')) {
+        let token = token.trim_matches('-');
+        let hyphenated = token.split('-').filter(|p| !p.is_empty()).count() >= 2
+            && token.split('-').all(|p| !p.is_empty())
+            && token.chars().any(char::is_alphabetic);
+        let code = token.len() >= 4
+            && token.chars().all(|c| c.is_ascii_alphanumeric())
+            && token.chars().any(|c| c.is_ascii_digit())
+            && token
+                .chars()
+                .next()
+                .is_some_and(|c| c.is_ascii_alphabetic())
+            && token.chars().filter(char::is_ascii_digit).count() >= 2;
+        if (hyphenated || code) && token.len() >= 4 && !out.iter().any(|o| o == token) {
+            out.push(token.to_owned());
+        }
+    }
+    out
+}
+
 /// Tests, test support, samples and benchmarks: what a question about how
 /// something works is rarely about.
-fn is_test_path(path: &str) -> bool {
+pub(crate) fn is_test_path(path: &str) -> bool {
     let p = path.to_ascii_lowercase();
     p.contains("mock")
         || p.contains("fake")
@@ -1079,6 +1107,13 @@ mod tests {
         assert!(mentions_path("src/_pytest/python.py", "_pytest/python.py"));
         assert!(!mentions_path("src/_pytest/python.py", "test/python.py"));
         assert!(!mentions_path("src/my_python.py", "python.py"));
+        // Literals: hyphenated names and codes, as written.
+        assert_eq!(
+            literals(
+                "W0611 (unused-import) fires; run with --load-plugins=x and E501, not v2 or 4-5"
+            ),
+            ["W0611", "unused-import", "load-plugins", "E501"]
+        );
         // The project's own name is left out.
         let q = parse_query(text, &["okhttp".to_owned()]);
         assert_eq!(q.identifiers, ["RealCall", "execute"]);

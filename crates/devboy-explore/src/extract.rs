@@ -69,6 +69,11 @@ pub struct Call {
     pub name: String,
     /// Called on a receiver (`a.b()`, `self.b()`), not by a bare name.
     pub member: bool,
+    /// Called on the caller's own object (`self.b()`, `this.b()`,
+    /// `super().b()`): the caller's type or its supertypes, where a call
+    /// on another receiver (`adapter.send()`) may reach any type's method.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub on_self: bool,
 }
 
 /// What one file declares and calls.
@@ -608,7 +613,18 @@ pub fn extract(lang: Lang, text: &str) -> Option<FileFacts> {
                 if let Some(callee) = callee {
                     if let Some(name) = last_name(callee, src) {
                         let member = !is_name(callee.kind());
-                        facts.calls.push(Call { from, name, member });
+                        let on_self = member && {
+                            let text = callee.utf8_text(src).unwrap_or_default();
+                            ["self.", "this.", "cls.", "super.", "super()."]
+                                .iter()
+                                .any(|p| text.starts_with(p))
+                        };
+                        facts.calls.push(Call {
+                            from,
+                            name,
+                            member,
+                            on_self,
+                        });
                     }
                 }
             }
@@ -620,9 +636,9 @@ pub fn extract(lang: Lang, text: &str) -> Option<FileFacts> {
             stack.push((child, in_type, in_fn, in_impl.clone()));
         }
     }
-    facts
-        .calls
-        .sort_by(|a, b| (a.from, &a.name, a.member).cmp(&(b.from, &b.name, b.member)));
+    facts.calls.sort_by(|a, b| {
+        (a.from, &a.name, a.member, a.on_self).cmp(&(b.from, &b.name, b.member, b.on_self))
+    });
     facts.calls.dedup();
     Some(facts)
 }

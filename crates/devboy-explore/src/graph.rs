@@ -282,7 +282,7 @@ impl<'i> Graph<'i> {
                     file: f as u32,
                     symbol: call.from,
                 };
-                let targets = g.resolve(&lookup, from, &call.name, call.member);
+                let targets = g.resolve(&lookup, from, &call.name, call.member, call.on_self);
                 for to in targets {
                     if to == from {
                         continue;
@@ -420,6 +420,7 @@ impl<'i> Graph<'i> {
         from: SymbolId,
         name: &'i str,
         member: bool,
+        on_self: bool,
     ) -> Vec<SymbolId> {
         let Some(all) = self.by_name.get(name) else {
             return Vec::new();
@@ -453,7 +454,11 @@ impl<'i> Graph<'i> {
             .copied()
             .filter(|&t| reaches(t))
             .collect();
-        if !local.is_empty() {
+        // A call on another object (`adapter.send()`) is not the caller's
+        // own file's method just because one there has the name: it may
+        // reach any of the name's few definitions.
+        let elsewhere = member && !on_self && count <= MAX_TARGETS;
+        if !local.is_empty() && !elsewhere {
             return local;
         }
         if count <= MAX_TARGETS {
@@ -549,6 +554,58 @@ mod tests {
             .collect();
         out.sort();
         out
+    }
+
+    /// `adapter.send(request)` in `Session.send` may reach
+    /// `HTTPAdapter.send` in another file, though the caller's own file
+    /// has a `send`; `self.send()` stays with the caller's own.
+    #[test]
+    fn a_call_on_another_object_reaches_other_files() {
+        let (index, dir) = index_of(&[
+            (
+                "pkg/sessions.py",
+                "class Mixin:\n    def send(self, request):\n        pass\n\nclass Session(Mixin):\n    def send(self, request):\n        adapter = self.get_adapter()\n        return adapter.send(request)\n\n    def resend(self, request):\n        return self.send(request)\n\n    def get_adapter(self):\n        return None\n",
+            ),
+            (
+                "pkg/adapters.py",
+                "class HTTPAdapter:\n    def send(self, request):\n        return request\n",
+            ),
+        ]);
+        let graph = Graph::new(&index);
+        let id = |qualified: &str| {
+            (0..index.files.len() as u32)
+                .flat_map(|file| {
+                    let n = index.files[file as usize].facts.symbols.len() as u32;
+                    (0..n).map(move |symbol| SymbolId { file, symbol })
+                })
+                .find(|&s| graph.qualified(s) == qualified)
+                .unwrap_or_else(|| panic!("no {qualified}"))
+        };
+        let callees = |from: &str| -> Vec<String> {
+            let mut names: Vec<String> = graph
+                .calls
+                .get(&id(from))
+                .map(Vec::as_slice)
+                .unwrap_or_default()
+                .iter()
+                .map(|&c| format!("{}:{}", graph.path(c), graph.qualified(c)))
+                .collect();
+            names.sort();
+            names
+        };
+        assert!(
+            callees("Session.send").contains(&"pkg/adapters.py:HTTPAdapter.send".to_string()),
+            "{:?}",
+            callees("Session.send")
+        );
+        assert!(
+            !callees("Session.resend")
+                .iter()
+                .any(|c| c.starts_with("pkg/adapters.py")),
+            "{:?}",
+            callees("Session.resend")
+        );
+        let _ = std::fs::remove_dir_all(dir);
     }
 
     #[test]
