@@ -318,6 +318,38 @@ impl<T: OfRepo> Run<T> {
     }
 }
 
+/// A split's table: the header, a line per repository, the overall line.
+fn table<T, S>(
+    out: &mut impl Write,
+    report: &SplitReport<'_, T, S>,
+    header: &str,
+    line: impl Fn(&str, &S) -> String,
+) -> std::io::Result<()> {
+    writeln!(out, "{header}")?;
+    for (repo, s) in &report.repos {
+        writeln!(out, "{}", line(repo, s))?;
+    }
+    writeln!(out, "{}", line("overall", &report.overall))
+}
+
+/// With several splits, their overall lines together.
+fn side_by_side<T, S>(
+    out: &mut impl Write,
+    reports: &[SplitReport<'_, T, S>],
+    header: &str,
+    line: impl Fn(&str, &S) -> String,
+) -> std::io::Result<()> {
+    if reports.len() < 2 {
+        return Ok(());
+    }
+    writeln!(out, "side by side:")?;
+    writeln!(out, "{}", header.replacen("repo", "split", 1))?;
+    for report in reports {
+        writeln!(out, "{}", line(report.name, &report.overall))?;
+    }
+    Ok(())
+}
+
 fn repos_json<S: Serialize>(repos: &[(String, S)]) -> anyhow::Result<serde_json::Value> {
     Ok(repos
         .iter()
@@ -436,20 +468,10 @@ pub fn eval_explore(
             report.failures
         )?;
         writeln!(out)?;
-        writeln!(out, "{header}")?;
-        for (repo, s) in &report.repos {
-            writeln!(out, "{}", line(repo, s))?;
-        }
-        writeln!(out, "{}", line("overall", &report.overall))?;
+        table(&mut out, report, &header, line)?;
         writeln!(out)?;
     }
-    if reports.len() > 1 {
-        writeln!(out, "side by side:")?;
-        writeln!(out, "{}", header.replacen("repo", "split", 1))?;
-        for report in &reports {
-            writeln!(out, "{}", line(report.name, &report.overall))?;
-        }
-    }
+    side_by_side(&mut out, &reports, &header, line)?;
     Ok(())
 }
 
@@ -676,11 +698,7 @@ pub fn eval_find_files(
             report.failures,
         )?;
         writeln!(out)?;
-        writeln!(out, "{header}")?;
-        for (repo, s) in &report.repos {
-            writeln!(out, "{}", line(repo, s))?;
-        }
-        writeln!(out, "{}", line("overall", &report.overall))?;
+        table(&mut out, report, &header, line)?;
         if report.overall.fallbacks > 0 {
             writeln!(
                 out,
@@ -690,12 +708,6 @@ pub fn eval_find_files(
         }
         writeln!(out)?;
     }
-    if reports.len() > 1 {
-        writeln!(out, "side by side:")?;
-        writeln!(out, "{}", header.replacen("repo", "split", 1))?;
-        for report in &reports {
-            writeln!(out, "{}", line(report.name, &report.overall))?;
-        }
-    }
+    side_by_side(&mut out, &reports, &header, line)?;
     Ok(())
 }

@@ -186,21 +186,7 @@ fn claude_code_calls_a_tool_through_devboy_over_http_with_a_bearer_header() {
     )
     .unwrap();
     let claude = ClaudeCode::new().unwrap().model(&model);
-    let added = claude
-        .run(&[
-            "mcp",
-            "add",
-            "--transport",
-            "http",
-            "-s",
-            "user",
-            "devboy",
-            &served.url,
-            "--header",
-            &format!("Authorization: Bearer {TOKEN}"),
-        ])
-        .unwrap();
-    assert!(added.success(), "{added:?}");
+    add_http(&claude, "user", "devboy", &served.url);
     let list = claude.mcp_list().unwrap();
     assert!(
         list.lines()
@@ -251,6 +237,26 @@ fn line_after<'a>(out: &'a str, start: &str) -> &'a str {
     lines.next().unwrap_or_default()
 }
 
+/// `claude mcp add --transport http -s SCOPE NAME URL --header
+/// "Authorization: Bearer TOKEN"`, as the README has it.
+fn add_http(claude: &ClaudeCode, scope: &str, name: &str, url: &str) {
+    let added = claude
+        .run(&[
+            "mcp",
+            "add",
+            "--transport",
+            "http",
+            "-s",
+            scope,
+            name,
+            url,
+            "--header",
+            &format!("Authorization: Bearer {TOKEN}"),
+        ])
+        .unwrap();
+    assert!(added.success(), "{added:?}");
+}
+
 #[test]
 fn doctor_asks_an_http_registration_as_claude_code_would() {
     let (dir, root, _) = project("http-doctor");
@@ -261,25 +267,10 @@ fn doctor_asks_an_http_registration_as_claude_code_would() {
         .trim_end_matches("/mcp")
         .to_owned();
     let claude = ClaudeCode::new().unwrap();
-    let bearer = format!("Authorization: Bearer {TOKEN}");
     // The README's registration, a stdio devboy beside it, and the same
     // devboy under a name that does not say so (local scope).
     for (scope, name) in [("user", "devboy-http"), ("local", "shared")] {
-        let added = claude
-            .run(&[
-                "mcp",
-                "add",
-                "--transport",
-                "http",
-                "-s",
-                scope,
-                name,
-                &url,
-                "--header",
-                &bearer,
-            ])
-            .unwrap();
-        assert!(added.success(), "{added:?}");
+        add_http(&claude, scope, name, &url);
     }
     claude
         .mcp_add("devboy", common::devboy_bin(), &["mcp"])
