@@ -17,9 +17,10 @@
 //!   `W0611`), each weighted by how rare it is across files (read at query
 //!   time).
 //!
-//! A file the query names by path comes first whatever the rankings say;
-//! tests, samples and benchmarks it does not name count [`TEST_FACTOR`] of
-//! their score.
+//! A file the query names by path comes first whatever the rankings say,
+//! and a named test file points at the file it is named after
+//! ([`TESTED_BONUS`]); tests, samples and benchmarks it does not name
+//! count [`TEST_FACTOR`] of their score.
 //! The weights (code 1, paths [`PATH_SHARE`], text [`TEXT_SHARE`], offset
 //! [`RRF_K`], tests [`TEST_FACTOR`]) were chosen on SWE-bench Lite's
 //! mid-size repositories and kept only where they did not lower the
@@ -173,6 +174,35 @@ fn text_ranking(index: &Index, identifiers: &[String], literals: &[String]) -> V
     out
 }
 
+/// What a source file gains when a test file named after it (`test_x.py`,
+/// `x_test.go`, `XTest.kt`) is named by the query: as much as a first
+/// place in the code ranking.
+const TESTED_BONUS: f64 = 1.0 / (RRF_K + 1.0);
+
+/// A file's name without its directories and extensions, lowercase.
+fn file_stem(path: &str) -> String {
+    let name = path.rsplit('/').next().unwrap_or(path);
+    name.split('.').next().unwrap_or(name).to_ascii_lowercase()
+}
+
+/// The stem of the file a test file is named after: `tests/test_fields.py`
+/// → `fields`; `None` when its name does not say.
+fn tested_stem(path: &str) -> Option<String> {
+    let name = path.rsplit('/').next().unwrap_or(path);
+    let stem = name.split('.').next().unwrap_or(name);
+    // `FooTest`, `FooTests`, `TestFoo`: the case change says where the
+    // name ends (`conftest` is no test of `conf`).
+    let camel = |rest: &str| rest.chars().next().is_some_and(char::is_uppercase);
+    let tested = stem
+        .strip_prefix("test_")
+        .or_else(|| stem.strip_suffix("_test"))
+        .or_else(|| stem.strip_suffix("_tests"))
+        .or_else(|| stem.strip_suffix("Tests"))
+        .or_else(|| stem.strip_suffix("Test"))
+        .or_else(|| stem.strip_prefix("Test").filter(|rest| camel(rest)))?;
+    Some(tested.trim_matches('_').to_ascii_lowercase()).filter(|t| t.len() >= 3)
+}
+
 /// The shortest identifier looked for in file text.
 const MIN_IDENTIFIER: usize = 4;
 /// The most identifiers looked for.
@@ -200,10 +230,23 @@ pub fn rank_offline(index: &Index, query: &str, k: usize) -> Vec<Found> {
             *fused.entry(f).or_default() += text_share / (rrf_k + rank as f64 + 1.0);
         }
     }
-    // Named by path: first.
+    // Named by path: first. A test file named points at what it tests.
+    let mut tested: Vec<String> = Vec::new();
     for (f, file) in index.files.iter().enumerate() {
         if analysis.mentions(&file.path) {
             *fused.entry(f as u32).or_default() += 1.0;
+            if crate::answer::is_test_path(&file.path) {
+                tested.extend(tested_stem(&file.path));
+            }
+        }
+    }
+    if !tested.is_empty() {
+        for (f, file) in index.files.iter().enumerate() {
+            if !crate::answer::is_test_path(&file.path)
+                && tested.iter().any(|t| *t == file_stem(&file.path))
+            {
+                *fused.entry(f as u32).or_default() += TESTED_BONUS;
+            }
         }
     }
     let mut out: Vec<(u32, f64)> = fused
@@ -231,6 +274,21 @@ pub fn rank_offline(index: &Index, query: &str, k: usize) -> Vec<Found> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_test_file_names_what_it_tests() {
+        assert_eq!(
+            tested_stem("tests/test_fields.py").as_deref(),
+            Some("fields")
+        );
+        assert_eq!(tested_stem("pkg/router_test.go").as_deref(), Some("router"));
+        assert_eq!(
+            tested_stem("src/test/kotlin/RealCallTest.kt").as_deref(),
+            Some("realcall")
+        );
+        assert_eq!(tested_stem("tests/conftest.py"), None);
+        assert_eq!(tested_stem("tests/test_a.py"), None);
+    }
 
     #[test]
     fn path_fields_split_basename_parent_and_path() {
