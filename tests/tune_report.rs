@@ -48,6 +48,24 @@ fn devboy(config: &Path, telemetry: &Path, args: &[&str]) -> Output {
     out
 }
 
+/// `devboy tune report --format json --html PAGE`: the JSON report (the
+/// page is left at `page`).
+fn json_report_with_page(config: &Path, telemetry: &Path, page: &Path) -> Value {
+    let out = devboy(
+        config,
+        telemetry,
+        &[
+            "tune",
+            "report",
+            "--format",
+            "json",
+            "--html",
+            page.to_str().unwrap(),
+        ],
+    );
+    serde_json::from_str(&stdout(&out)).unwrap()
+}
+
 fn stdout(out: &Output) -> String {
     String::from_utf8(out.stdout.clone()).expect("UTF-8 stdout")
 }
@@ -758,19 +776,7 @@ fn the_page_charts_each_day_and_escapes_names() {
     .unwrap();
 
     let page = work.path().join("week.html");
-    let report: Value = serde_json::from_str(&stdout(&devboy(
-        &config_dir,
-        &telemetry,
-        &[
-            "tune",
-            "report",
-            "--format",
-            "json",
-            "--html",
-            page.to_str().unwrap(),
-        ],
-    )))
-    .unwrap();
+    let report = json_report_with_page(&config_dir, &telemetry, &page);
     let html = std::fs::read_to_string(&page).unwrap();
     assert!(!html.contains("<img"), "names are escaped");
     assert!(html.contains("&lt;img src=x onerror=alert(1)&gt;"));
@@ -854,19 +860,7 @@ fn empty_days_and_sessions_without_results_are_shown() {
     .unwrap();
 
     let page = work.path().join("gaps.html");
-    let report: Value = serde_json::from_str(&stdout(&devboy(
-        &config_dir,
-        &telemetry,
-        &[
-            "tune",
-            "report",
-            "--format",
-            "json",
-            "--html",
-            page.to_str().unwrap(),
-        ],
-    )))
-    .unwrap();
+    let report = json_report_with_page(&config_dir, &telemetry, &page);
 
     // Days: from the first result (12 days ago) to today, 13 rows, the
     // days without results at zero.

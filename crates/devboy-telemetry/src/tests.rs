@@ -11,6 +11,14 @@ use crate::*;
 
 const CANARY: &str = "CANARY-7f3a-SECRET";
 
+/// A call of tool `a__b` on upstream `a` with a one-byte body and no paths.
+const ONE_CALL: CallFacts<'static> = CallFacts {
+    tool: "a__b",
+    upstream: "a",
+    body: "x",
+    paths: &[],
+};
+
 fn temp_dir(tag: &str) -> PathBuf {
     let dir =
         std::env::temp_dir().join(format!("devboy-telemetry-rec-{tag}-{}", std::process::id()));
@@ -232,12 +240,7 @@ fn a_zero_rate_still_writes_the_summary() {
         sample_rate: 0.0,
         ..options(&dir)
     });
-    let facts = CallFacts {
-        tool: "a__b",
-        upstream: "a",
-        body: "x",
-        paths: &[],
-    };
+    let facts = ONE_CALL;
     for _ in 0..10 {
         assert!(!telemetry.record(&facts, outcome(4)));
     }
@@ -261,12 +264,7 @@ fn off_means_no_files_at_all() {
     assert!(TelemetryOptions::for_session(&settings, "o200k_base").is_none());
     let telemetry = Telemetry::for_session(&settings, "o200k_base");
     assert!(!telemetry.is_active());
-    let facts = CallFacts {
-        tool: "a__b",
-        upstream: "a",
-        body: "x",
-        paths: &[],
-    };
+    let facts = ONE_CALL;
     assert!(!telemetry.record(&facts, outcome(1)));
     telemetry.finish();
     // A session without results leaves no events file either.
@@ -286,15 +284,7 @@ fn the_summary_keeps_the_last_tool_list_and_counts_the_lists() {
     let first = Instant::now();
     let second = first + Duration::from_millis(1);
     telemetry.tools_listed(14, 1_050, second);
-    telemetry.record(
-        &CallFacts {
-            tool: "a__b",
-            upstream: "a",
-            body: "x",
-            paths: &[],
-        },
-        outcome(1),
-    );
+    telemetry.record(&ONE_CALL, outcome(1));
     telemetry.tools_listed(12, 900, first);
     telemetry.finish();
     let (_, sessions) = split(all_events(&dir));
@@ -321,15 +311,7 @@ fn the_summary_keeps_the_last_tool_list_and_counts_the_lists() {
     // A session that never listed writes no `definitions`.
     let dir = temp_dir("no-lists");
     let telemetry = Telemetry::start(options(&dir));
-    telemetry.record(
-        &CallFacts {
-            tool: "a__b",
-            upstream: "a",
-            body: "x",
-            paths: &[],
-        },
-        outcome(1),
-    );
+    telemetry.record(&ONE_CALL, outcome(1));
     telemetry.finish();
     let (_, sessions) = split(all_events(&dir));
     assert_eq!(sessions[0].definitions, None);
@@ -346,12 +328,7 @@ fn setup_and_write_failures_turn_telemetry_off_quietly() {
     std::fs::write(&file, "").unwrap();
     let broken = Telemetry::start(options(&file.join("telemetry")));
     assert!(!broken.is_active());
-    let facts = CallFacts {
-        tool: "a__b",
-        upstream: "a",
-        body: "x",
-        paths: &[],
-    };
+    let facts = ONE_CALL;
     assert!(!broken.record(&facts, outcome(1)));
     broken.finish();
 

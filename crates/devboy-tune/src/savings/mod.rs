@@ -697,6 +697,14 @@ impl fmt::Display for SavingsReport {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Each day's date, calls and tokens saved.
+    fn day_rows(r: &SavingsReport) -> Vec<(&str, u64, i64)> {
+        r.days
+            .iter()
+            .map(|d| (d.date.as_str(), d.figures.calls, d.figures.saved()))
+            .collect()
+    }
     use crate::event::{Record, SessionRecord, Vocabulary};
 
     const DAY: u64 = 86_400_000;
@@ -799,13 +807,8 @@ mod tests {
             }
         );
         assert_eq!(r.total.saved(), 1610);
-        let days: Vec<(&str, u64, i64)> = r
-            .days
-            .iter()
-            .map(|d| (d.date.as_str(), d.figures.calls, d.figures.saved()))
-            .collect();
         assert_eq!(
-            days,
+            day_rows(&r),
             [
                 ("2025-11-27", 2, 1500),
                 ("2025-11-28", 2, 100),
@@ -1118,13 +1121,8 @@ mod tests {
                 ..options()
             },
         );
-        let days: Vec<(&str, u64, i64)> = r
-            .days
-            .iter()
-            .map(|d| (d.date.as_str(), d.figures.calls, d.figures.saved()))
-            .collect();
         assert_eq!(
-            days,
+            day_rows(&r),
             [
                 ("2025-11-27", 1, 60),
                 ("2025-11-28", 0, 0),
