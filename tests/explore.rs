@@ -287,6 +287,26 @@ async fn the_index_is_kept_and_refreshed_and_the_tool_answers_over_mcp() {
             "{answer}"
         );
         assert!(text.contains("class EmitStage : Stage {"), "{answer}");
+        // The process keeps the index and graph between calls; a file
+        // changed since is seen by the next call, in the same process.
+        write(
+            &root,
+            "src/demo/StageRegistry.kt",
+            "package demo\n\nclass StageRegistry {\n    fun registerAll() {}\n    fun reloadEverything() = registerAll()\n}\n",
+        );
+        client
+            .send(json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+                "params": {"name": "devboy_explore", "arguments": {
+                    "query": "How does the registry reloadEverything?", "root": root}}}))
+            .await;
+        let changed = client.recv_response(3).await;
+        assert!(
+            changed["result"]["content"][0]["text"]
+                .as_str()
+                .unwrap_or_default()
+                .contains("fun reloadEverything() = registerAll()"),
+            "{changed}"
+        );
         client
             .send(json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
                 "params": {"name": "devboy_explore", "arguments": {"root": root}}}))

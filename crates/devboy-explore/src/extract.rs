@@ -59,6 +59,12 @@ pub struct Symbol {
     /// `route`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub decorators: Vec<String>,
+    /// Test code in an ordinary source file: declared inside a Rust
+    /// `#[cfg(test)]` module (or another test symbol), or a test by its
+    /// own marks (`#[test]`, `@Test`, Go's `TestXxx(t *testing.T)`,
+    /// pytest's `def test_*`). Test files are told apart by their path.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub test: bool,
 }
 
 /// A call made inside a symbol's body, by the callee's last name segment.
@@ -264,7 +270,11 @@ fn last_name(node: Node<'_>, src: &[u8]) -> Option<String> {
     for _ in 0..16 {
         if is_name(node.kind()) {
             let text = node.utf8_text(src).ok()?;
-            return (text.len() <= MAX_NAME).then(|| text.to_owned());
+            // A JS private member (`#dispatch`) is named without its `#`,
+            // where it is declared and where it is called alike, so that
+            // the words of a question (`dispatch`) find it.
+            let text = text.strip_prefix('#').unwrap_or(text);
+            return (!text.is_empty() && text.len() <= MAX_NAME).then(|| text.to_owned());
         }
         // A member access names its member last; a generic type its name first.
         let next = ["property", "field", "attribute", "name", "type"]
@@ -338,6 +348,11 @@ fn doc_of(node: Node<'_>, src: &[u8], lang: Lang) -> String {
         let mut prev = node.prev_sibling();
         let mut above = Vec::new();
         while let Some(p) = prev {
+            // A Rust item's attributes may sit between it and its doc.
+            if p.kind() == "attribute_item" {
+                prev = p.prev_sibling();
+                continue;
+            }
             if !p.kind().contains("comment") {
                 break;
             }
@@ -406,6 +421,179 @@ fn decorators_of(node: Node<'_>, src: &[u8]) -> Vec<String> {
         .collect()
 }
 
+/// The attributes of a Rust item: its outer ones (`#[…]` just above it,
+/// doc comments between them), and the inner ones (`#![…]`) first in its
+/// body or, for a file, first in the file.
+fn rust_attributes<'t>(node: Node<'t>) -> Vec<Node<'t>> {
+    let mut out = Vec::new();
+    let mut prev = node.prev_sibling();
+    while let Some(p) = prev {
+        match p.kind() {
+            "attribute_item" => out.extend(p.named_child(0)),
+            kind if kind.contains("comment") => {}
+            _ => break,
+        }
+        prev = p.prev_sibling();
+    }
+    let body = if node.kind() == "source_file" {
+        Some(node)
+    } else {
+        node.child_by_field_name("body")
+    };
+    if let Some(body) = body {
+        let mut cursor = body.walk();
+        for child in body.named_children(&mut cursor) {
+            match child.kind() {
+                "inner_attribute_item" => out.extend(child.named_child(0)),
+                kind if kind.contains("comment") => {}
+                _ => break,
+            }
+        }
+    }
+    out
+}
+
+/// Whether a Rust item is test code by its attributes: `#[cfg(test)]`
+/// (or `#[cfg(all(test, …))]`), or a test attribute, whose path ends in
+/// `test` (`#[test]`, `#[tokio::test]`, `#[crate::test]`) or names a test
+/// framework's (`#[rstest]`, `#[test_case(…)]`, `#[bench]`).
+fn rust_is_test(node: Node<'_>, src: &[u8]) -> bool {
+    rust_attributes(node).into_iter().any(|attr| {
+        let Some(path) = attr.named_child(0) else {
+            return false;
+        };
+        let Some(last) = last_name(path, src) else {
+            return false;
+        };
+        if matches!(last.as_str(), "test" | "rstest" | "test_case" | "bench") {
+            return true;
+        }
+        if path.utf8_text(src).unwrap_or_default() != "cfg" {
+            return false;
+        }
+        let args: String = attr
+            .child_by_field_name("arguments")
+            .and_then(|a| a.utf8_text(src).ok())
+            .unwrap_or_default()
+            .chars()
+            .filter(|c| !c.is_whitespace())
+            .collect();
+        // Compiled only for tests: `test` alone or among `all(…)`'s
+        // conditions (`not(test)` and `any(test, …)` are not).
+        args == "(test)"
+            || args
+                .strip_prefix("(all(")
+                .and_then(|a| a.strip_suffix("))"))
+                .is_some_and(|a| a.split(',').any(|c| c == "test"))
+    })
+}
+
+/// Whether a function is a test by its own marks, in the languages that
+/// mark tests on the function (Rust's attributes are read for every item,
+/// as a `#[cfg(test)]` module makes all it holds test code). `enclosing`
+/// is the type it is declared in; `nested`, whether it is declared inside
+/// another function.
+fn function_is_test(
+    lang: Lang,
+    node: Node<'_>,
+    src: &[u8],
+    name: &str,
+    enclosing: Option<&Symbol>,
+    nested: bool,
+) -> bool {
+    match lang {
+        // pytest collects `test_*` functions of a module and methods of
+        // `Test*` classes; unittest, methods of a `TestCase`.
+        Lang::Python => {
+            name.starts_with("test_")
+                && !nested
+                && enclosing.is_none_or(|t| {
+                    t.name.starts_with("Test") || t.supers.iter().any(|s| s.ends_with("TestCase"))
+                })
+        }
+        // `go test` runs `TestXxx(t *testing.T)`, `BenchmarkXxx(b
+        // *testing.B)`, `FuzzXxx(f *testing.F)` (and `TestMain`).
+        Lang::Go => {
+            node.kind() == "function_declaration"
+                && ["Test", "Benchmark", "Fuzz"].iter().any(|p| {
+                    name.strip_prefix(p)
+                        .is_some_and(|rest| !rest.starts_with(|c: char| c.is_lowercase()))
+                })
+                && node
+                    .child_by_field_name("parameters")
+                    .and_then(|p| p.utf8_text(src).ok())
+                    .is_some_and(|p| p.contains("testing."))
+        }
+        // JUnit's `@Test`, `@ParameterizedTest`, `@TestFactory`, ….
+        Lang::Java | Lang::Kotlin => {
+            let mut cursor = node.walk();
+            let modifiers = node.children(&mut cursor).find(|c| c.kind() == "modifiers");
+            modifiers.is_some_and(|m| {
+                let mut cursor = m.walk();
+                let found = m
+                    .named_children(&mut cursor)
+                    .filter(|a| a.kind().ends_with("annotation"))
+                    .filter_map(|a| last_name(a, src))
+                    .any(|a| a.ends_with("Test") || a.starts_with("Test"));
+                found
+            })
+        }
+        // Rust: see `rust_is_test`; JS and TS tests live in test files.
+        Lang::Rust | Lang::TypeScript | Lang::Tsx | Lang::JavaScript => false,
+    }
+}
+
+/// Whether a node is a function value (what a JS assignment or class
+/// field may hold).
+fn is_function_value(kind: &str) -> bool {
+    matches!(
+        kind,
+        "arrow_function" | "function_expression" | "function" | "generator_function"
+    )
+}
+
+/// Whom a JS function assigned to a property belongs to.
+enum Assigned {
+    /// `this.x = …`: the enclosing class (or constructor function).
+    This,
+    /// `Route.prototype.x = …` → `Route`; `app.x = …` → `app`.
+    Owner(String),
+    /// `exports.x = …`, `module.exports.x = …`: a module's free function.
+    Module,
+}
+
+/// The property a JS assignment's left side names, the node naming it,
+/// and whom it belongs to; `None` when it names no property
+/// (`module.exports = …`, `this[method] = …`, a plain variable).
+fn assigned_property<'t>(left: Node<'t>, src: &[u8]) -> Option<(String, Node<'t>, Assigned)> {
+    if left.kind() != "member_expression" {
+        return None;
+    }
+    let property = left
+        .child_by_field_name("property")
+        .filter(|p| is_name(p.kind()))?;
+    let object = left.child_by_field_name("object")?;
+    let name = last_name(property, src)?;
+    let text = |n: Node<'_>| n.utf8_text(src).unwrap_or_default();
+    let assigned = match object.kind() {
+        "this" => Assigned::This,
+        "identifier" if text(object) == "exports" => Assigned::Module,
+        // `module.exports = …` names the module, not a member of it.
+        "identifier" if text(object) == "module" => return None,
+        "member_expression" => {
+            let inner = object.child_by_field_name("object");
+            let member = object.child_by_field_name("property").map(text);
+            match member {
+                Some("exports") if inner.is_some_and(|i| text(i) == "module") => Assigned::Module,
+                Some("prototype") => Assigned::Owner(inner.and_then(|i| last_name(i, src))?),
+                _ => Assigned::Owner(last_name(object, src)?),
+            }
+        }
+        _ => Assigned::Owner(last_name(object, src)?),
+    };
+    Some((name, property, assigned))
+}
+
 /// The type a Go method's receiver names.
 fn go_receiver(node: Node<'_>, src: &[u8]) -> Option<String> {
     let receiver = node.child_by_field_name("receiver")?;
@@ -419,8 +607,6 @@ pub fn extract(lang: Lang, text: &str) -> Option<FileFacts> {
     let mut parser = Parser::new();
     parser.set_language(&lang.grammar()).ok()?;
     let tree = parser.parse(text, None)?;
-    let src = text.as_bytes();
-    let rules = rules(lang);
     let mut facts = FileFacts {
         lang,
         lines: text.lines().count() as u32,
@@ -428,27 +614,108 @@ pub fn extract(lang: Lang, text: &str) -> Option<FileFacts> {
         calls: Vec::new(),
         groups: Vec::new(),
     };
-    // (node, enclosing type, enclosing function, impl owner and trait)
-    type Frame<'t> = (
-        Node<'t>,
-        Option<u32>,
-        Option<u32>,
-        Option<(String, Option<String>)>,
-    );
-    let mut stack: Vec<Frame<'_>> = vec![(tree.root_node(), None, None, None)];
-    while let Some((node, in_type, in_fn, in_impl)) = stack.pop() {
-        let kind = node.kind();
-        let (mut in_type, mut in_fn, mut in_impl) = (in_type, in_fn, in_impl);
-        let line = |n: Node<'_>| n.start_position().row as u32;
-        let span = (line(node), node.end_position().row as u32);
+    let place = Place {
+        offset: 0,
+        in_test: false,
+        depth: 0,
+        metavars: &[],
+    };
+    walk(&mut facts, &mut parser, tree.root_node(), text, place);
+    facts.calls.sort_by(|a, b| {
+        (a.from, &a.name, a.member, a.on_self).cmp(&(b.from, &b.name, b.member, b.on_self))
+    });
+    facts.calls.dedup();
+    Some(facts)
+}
 
-        if lang == Lang::Rust && kind == "impl_item" {
+/// Where a walked tree sits in its file: the file's own tree, or a Rust
+/// macro's body parsed apart.
+#[derive(Clone, Copy)]
+struct Place<'m> {
+    /// The file's line of the tree's first line.
+    offset: u32,
+    /// Whether the tree is test code (a macro defined in a test module).
+    in_test: bool,
+    /// How many macro bodies deep the tree is.
+    depth: u32,
+    /// The metavariables of the macro whose body the tree is: a name one
+    /// of them gives (`fn $name()`, `impl Trait for $ty`) is a placeholder,
+    /// not a symbol anyone calls by it.
+    metavars: &'m [String],
+}
+
+/// The deepest macro body read inside macro bodies.
+const MAX_MACRO_DEPTH: u32 = 2;
+
+/// What the walker knows of a node's surroundings.
+struct Frame<'t> {
+    node: Node<'t>,
+    /// The enclosing type, by index.
+    in_type: Option<u32>,
+    /// The enclosing function, by index: whom its calls are made by.
+    in_fn: Option<u32>,
+    /// The enclosing Rust `impl`: its type and its trait.
+    in_impl: Option<(String, Option<String>)>,
+    /// Inside test code.
+    in_test: bool,
+}
+
+/// Reads the symbols, calls and groups of one syntax tree into `facts`.
+fn walk(facts: &mut FileFacts, parser: &mut Parser, root: Node<'_>, text: &str, place: Place<'_>) {
+    let lang = facts.lang;
+    let src = text.as_bytes();
+    let rules = rules(lang);
+    let line = |n: Node<'_>| n.start_position().row as u32 + place.offset;
+    let end_line = |n: Node<'_>| n.end_position().row as u32 + place.offset;
+    let js = matches!(lang, Lang::TypeScript | Lang::Tsx | Lang::JavaScript);
+    let placeholder = |name: &str| place.metavars.iter().any(|m| m == name);
+    let mut stack = vec![Frame {
+        node: root,
+        in_type: None,
+        in_fn: None,
+        in_impl: None,
+        in_test: place.in_test,
+    }];
+    while let Some(frame) = stack.pop() {
+        let Frame {
+            node,
+            mut in_type,
+            mut in_fn,
+            mut in_impl,
+            mut in_test,
+        } = frame;
+        let kind = node.kind();
+        let span = (line(node), end_line(node));
+        // A `#[cfg(test)]` module (or a `#[test]` function) makes all it
+        // holds test code.
+        if lang == Lang::Rust
+            && !in_test
+            && (kind == "source_file" || (kind.ends_with("_item") && !kind.contains("attribute")))
+            && rust_is_test(node, src)
+        {
+            in_test = true;
+        }
+
+        if lang == Lang::Rust && kind == "macro_definition" {
+            if place.depth < MAX_MACRO_DEPTH {
+                macro_bodies(facts, parser, node, text, place, in_test);
+            }
+        } else if lang == Lang::Rust && kind == "impl_item" {
             let owner = node
                 .child_by_field_name("type")
                 .and_then(|t| last_name(t, src));
             let trait_name = node
                 .child_by_field_name("trait")
                 .and_then(|t| last_name(t, src));
+            // A macro's `impl … for $name` (or for a tuple of its
+            // metavariables, `($($ty,)* R)`): nothing in it is findable by
+            // the name it would be recorded under.
+            let tuple = node
+                .child_by_field_name("type")
+                .is_some_and(|t| t.kind() == "tuple_type");
+            if owner.as_deref().is_some_and(placeholder) || (place.depth > 0 && tuple) {
+                continue;
+            }
             if let Some(owner) = owner {
                 if let Some(t) = &trait_name {
                     // Recorded on the type where it is declared; the graph
@@ -464,13 +731,18 @@ pub fn extract(lang: Lang, text: &str) -> Option<FileFacts> {
                         supers: vec![t.clone()],
                         doc: String::new(),
                         decorators: Vec::new(),
+                        test: in_test,
                     });
                 }
                 in_impl = Some((owner, trait_name));
             }
         } else if let Some((_, declared)) = rules.types.iter().find(|(k, _)| *k == kind) {
             let name_node = node.child_by_field_name("name");
-            if let Some(name) = name_node.and_then(|n| last_name(n, src)) {
+            let name = name_node.and_then(|n| last_name(n, src));
+            if name.as_deref().is_some_and(placeholder) {
+                continue;
+            }
+            if let Some(name) = name {
                 let mut kind = *declared;
                 if lang == Lang::Kotlin && declares_interface(node) {
                     kind = Kind::Interface;
@@ -527,13 +799,18 @@ pub fn extract(lang: Lang, text: &str) -> Option<FileFacts> {
                     supers,
                     doc: doc_of(node, src, lang),
                     decorators: decorators_of(node, src),
+                    test: in_test,
                 });
                 in_type = Some(facts.symbols.len() as u32 - 1);
                 in_fn = None;
             }
         } else if rules.functions.contains(&kind) {
             let name_node = node.child_by_field_name("name");
-            if let Some(name) = name_node.and_then(|n| last_name(n, src)) {
+            let name = name_node.and_then(|n| last_name(n, src));
+            if name.as_deref().is_some_and(placeholder) {
+                continue;
+            }
+            if let Some(name) = name {
                 let owner = match (&in_impl, lang) {
                     (Some((owner, _)), _) => Some(owner.clone()),
                     (None, Lang::Go) => go_receiver(node, src),
@@ -551,6 +828,9 @@ pub fn extract(lang: Lang, text: &str) -> Option<FileFacts> {
                 } else {
                     Vec::new()
                 };
+                let enclosing = in_type.and_then(|t| facts.symbols.get(t as usize));
+                in_test =
+                    in_test || function_is_test(lang, node, src, &name, enclosing, in_fn.is_some());
                 facts.symbols.push(Symbol {
                     name,
                     kind: if method { Kind::Method } else { Kind::Function },
@@ -562,17 +842,16 @@ pub fn extract(lang: Lang, text: &str) -> Option<FileFacts> {
                     supers: produces,
                     doc: doc_of(node, src, lang),
                     decorators: decorators_of(node, src),
+                    test: in_test,
                 });
                 in_fn = Some(facts.symbols.len() as u32 - 1);
             }
-        } else if matches!(lang, Lang::TypeScript | Lang::Tsx | Lang::JavaScript)
+        } else if js
             && kind == "variable_declarator"
-            && node.child_by_field_name("value").is_some_and(|v| {
-                matches!(
-                    v.kind(),
-                    "arrow_function" | "function_expression" | "function"
-                )
-            })
+            && node
+                .child_by_field_name("value")
+                .and_then(assigned_value)
+                .is_some_and(|v| is_function_value(v.kind()))
         {
             let name_node = node.child_by_field_name("name");
             if let Some(name) = name_node
@@ -588,13 +867,93 @@ pub fn extract(lang: Lang, text: &str) -> Option<FileFacts> {
                         Kind::Function
                     },
                     start: line(decl),
-                    end: decl.end_position().row as u32,
+                    end: end_line(decl),
                     sig: line(node),
                     parent: in_type,
                     owner: None,
                     supers: Vec::new(),
                     doc: doc_of(decl, src, lang),
                     decorators: Vec::new(),
+                    test: in_test,
+                });
+                in_fn = Some(facts.symbols.len() as u32 - 1);
+            }
+        } else if js && kind == "assignment_expression" {
+            // `proto.handle = function handle(…) {…}`,
+            // `Route.prototype.dispatch = …`, `exports.x = …`,
+            // `this.use = (…) => {…}`: how JS without classes (and
+            // constructors) declare methods.
+            let target = node
+                .child_by_field_name("right")
+                .filter(|r| is_function_value(r.kind()))
+                .and_then(|_| node.child_by_field_name("left"))
+                .and_then(|l| assigned_property(l, src));
+            if let Some((name, name_node, assigned)) = target {
+                let (parent, owner) = match assigned {
+                    Assigned::This => match (in_type, in_fn) {
+                        (Some(t), _) => (Some(t), None),
+                        // An ES5 constructor function's own methods.
+                        (None, Some(f)) => {
+                            let f = &facts.symbols[f as usize];
+                            (
+                                None,
+                                Some(f.owner.clone().unwrap_or_else(|| f.name.clone())),
+                            )
+                        }
+                        (None, None) => (None, None),
+                    },
+                    Assigned::Owner(owner) => (None, Some(owner)),
+                    Assigned::Module => (None, None),
+                };
+                let stmt = node
+                    .parent()
+                    .filter(|p| p.kind() == "expression_statement")
+                    .unwrap_or(node);
+                facts.symbols.push(Symbol {
+                    name,
+                    kind: if parent.is_some() || owner.is_some() {
+                        Kind::Method
+                    } else {
+                        Kind::Function
+                    },
+                    start: line(stmt),
+                    end: end_line(stmt),
+                    sig: line(name_node),
+                    parent,
+                    owner,
+                    supers: Vec::new(),
+                    doc: doc_of(stmt, src, lang),
+                    decorators: Vec::new(),
+                    test: in_test,
+                });
+                in_fn = Some(facts.symbols.len() as u32 - 1);
+            }
+        } else if js
+            && matches!(kind, "field_definition" | "public_field_definition")
+            && in_type.is_some()
+            && node
+                .child_by_field_name("value")
+                .is_some_and(|v| is_function_value(v.kind()))
+        {
+            // A class field holding a function (`fetch = (request) =>
+            // {…}`): a method bound to its instance.
+            let name_node = node
+                .child_by_field_name("name")
+                .or_else(|| node.child_by_field_name("property"))
+                .filter(|n| is_name(n.kind()));
+            if let Some((name_node, name)) = name_node.and_then(|n| Some((n, last_name(n, src)?))) {
+                facts.symbols.push(Symbol {
+                    name,
+                    kind: Kind::Method,
+                    start: span.0,
+                    end: span.1,
+                    sig: line(name_node),
+                    parent: in_type,
+                    owner: None,
+                    supers: Vec::new(),
+                    doc: doc_of(node, src, lang),
+                    decorators: decorators_of(node, src),
+                    test: in_test,
                 });
                 in_fn = Some(facts.symbols.len() as u32 - 1);
             }
@@ -633,14 +992,145 @@ pub fn extract(lang: Lang, text: &str) -> Option<FileFacts> {
         let mut cursor = node.walk();
         let children: Vec<Node<'_>> = node.named_children(&mut cursor).collect();
         for child in children.into_iter().rev() {
-            stack.push((child, in_type, in_fn, in_impl.clone()));
+            stack.push(Frame {
+                node: child,
+                in_type,
+                in_fn,
+                in_impl: in_impl.clone(),
+                in_test,
+            });
         }
     }
-    facts.calls.sort_by(|a, b| {
-        (a.from, &a.name, a.member, a.on_self).cmp(&(b.from, &b.name, b.member, b.on_self))
-    });
-    facts.calls.dedup();
-    Some(facts)
+}
+
+/// The value a JS declaration finally holds through chained assignments
+/// (`var proto = module.exports = function (options) {…}` → the
+/// function).
+fn assigned_value(value: Node<'_>) -> Option<Node<'_>> {
+    let mut value = value;
+    for _ in 0..8 {
+        if value.kind() != "assignment_expression" {
+            return Some(value);
+        }
+        value = value.child_by_field_name("right")?;
+    }
+    None
+}
+
+/// Reads a `macro_rules!` definition's rule bodies as Rust: each body with
+/// its metavariables made plain names (`$name` → `name`) and its
+/// repetitions written once (`$($ty,)*` → `ty,`) parses as the items it
+/// expands to, so an `impl` written inside a macro (axum's
+/// `impl_service!`) has its methods and calls indexed, on the lines they
+/// are written on.
+fn macro_bodies(
+    facts: &mut FileFacts,
+    parser: &mut Parser,
+    node: Node<'_>,
+    text: &str,
+    place: Place<'_>,
+    in_test: bool,
+) {
+    let mut cursor = node.walk();
+    let bodies: Vec<Node<'_>> = node
+        .named_children(&mut cursor)
+        .filter(|r| r.kind() == "macro_rule")
+        .filter_map(|r| r.child_by_field_name("right"))
+        .collect();
+    for body in bodies {
+        let Some(raw) = text.get(body.byte_range()) else {
+            continue;
+        };
+        // The body's own delimiters become spaces: what is left keeps the
+        // body's lines.
+        let mut chars = raw.chars();
+        let (Some(_), Some(_)) = (chars.next(), chars.next_back()) else {
+            continue;
+        };
+        let (plain, metavars) = unmacro(chars.as_str());
+        let plain = format!(" {plain} ");
+        let Some(tree) = parser.parse(&plain, None) else {
+            continue;
+        };
+        let inner = Place {
+            offset: place.offset + body.start_position().row as u32,
+            in_test,
+            depth: place.depth + 1,
+            metavars: &metavars,
+        };
+        walk(facts, parser, tree.root_node(), &plain, inner);
+    }
+}
+
+/// A macro body's text as plain Rust: `$name:frag` and `$name` → `name`,
+/// `$( … )sep*` (or `+`, `?`) → its contents once. Newlines are kept.
+/// Also gives the metavariables' names (`$crate` is none: `crate` is a
+/// path like any other).
+fn unmacro(body: &str) -> (String, Vec<String>) {
+    let chars: Vec<char> = body.chars().collect();
+    let mut out = String::with_capacity(body.len());
+    let mut metavars: Vec<String> = Vec::new();
+    // Parenthesis depth, and the depths at which open repetitions close.
+    let mut depth = 0usize;
+    let mut repetitions: Vec<usize> = Vec::new();
+    let is_ident = |c: char| c.is_alphanumeric() || c == '_';
+    let mut i = 0;
+    while i < chars.len() {
+        let c = chars[i];
+        let next = chars.get(i + 1).copied();
+        match c {
+            '$' if next == Some('(') => {
+                repetitions.push(depth);
+                depth += 1;
+                i += 2;
+                continue;
+            }
+            '$' if next.is_some_and(is_ident) => {
+                i += 1;
+                let mut name = String::new();
+                while i < chars.len() && is_ident(chars[i]) {
+                    name.push(chars[i]);
+                    i += 1;
+                }
+                out.push_str(&name);
+                if name != "crate" && !metavars.contains(&name) {
+                    metavars.push(name);
+                }
+                // A fragment specifier (`$name:ident`), not a path (`::`).
+                if chars.get(i) == Some(&':')
+                    && chars.get(i + 1).is_some_and(|&c| c.is_alphabetic())
+                {
+                    i += 1;
+                    while i < chars.len() && is_ident(chars[i]) {
+                        i += 1;
+                    }
+                }
+                continue;
+            }
+            '(' => depth += 1,
+            ')' => {
+                depth = depth.saturating_sub(1);
+                if repetitions.last() == Some(&depth) {
+                    repetitions.pop();
+                    i += 1;
+                    // The repetition operator, after a separator or not.
+                    let op = |c: Option<&char>| matches!(c, Some('*' | '+' | '?'));
+                    if op(chars.get(i)) {
+                        i += 1;
+                    } else if op(chars.get(i + 1))
+                        && chars.get(i).is_some_and(|c| !c.is_whitespace())
+                    {
+                        i += 2;
+                    }
+                    continue;
+                }
+            }
+            _ => {}
+        }
+        out.push(c);
+        i += 1;
+    }
+    (out, metavars)
 }
 
 #[cfg(test)]
@@ -842,5 +1332,398 @@ class BridgeInterceptor(private val cookieJar: CookieJar) : Interceptor, Closeab
     fn broken_syntax_still_gives_what_parses() {
         let facts = extract(Lang::Python, "def ok():\n    pass\n\ndef broken(:\n").unwrap();
         assert_eq!(facts.symbols[0].name, "ok");
+    }
+
+    /// The symbol named `name` whose owner (or enclosing type) is `owner`.
+    fn symbol<'f>(facts: &'f FileFacts, name: &str, owner: Option<&str>) -> &'f Symbol {
+        facts
+            .symbols
+            .iter()
+            .find(|s| {
+                let of = s
+                    .owner
+                    .as_deref()
+                    .or_else(|| s.parent.map(|p| facts.symbols[p as usize].name.as_str()));
+                s.name == name && of == owner
+            })
+            .unwrap_or_else(|| panic!("{name} of {owner:?} in {:#?}", facts.symbols))
+    }
+
+    /// The calls a symbol makes: name, on a receiver, on its own object.
+    fn calls_of(facts: &FileFacts, of: &Symbol) -> Vec<(String, bool, bool)> {
+        let i = facts.symbols.iter().position(|s| s == of).unwrap() as u32;
+        facts
+            .calls
+            .iter()
+            .filter(|c| c.from == i)
+            .map(|c| (c.name.clone(), c.member, c.on_self))
+            .collect()
+    }
+
+    #[test]
+    fn js_functions_assigned_to_properties_are_symbols() {
+        // express 4.x: lib/router/index.js, lib/router/route.js,
+        // lib/application.js, lib/utils.js.
+        let src = r#"
+var proto = module.exports = function(options) {
+  var opts = options || {};
+  return router;
+};
+
+/**
+ * Dispatch a req, res into the router.
+ * @private
+ */
+proto.handle = function handle(req, res, out) {
+  var self = this;
+  next();
+  function next(err) {
+    self.process_params(layer, paramcalled, req, res, function (err) {
+      layer.handle_request(req, res, next);
+    });
+  }
+};
+
+Route.prototype.dispatch = function dispatch(req, res, done) {
+  this._handles_method(req.method);
+};
+
+exports.compileETag = function(val) {
+  return createETagGenerator({ weak: false });
+};
+
+module.exports.etag = (body) => createETag(body);
+
+app.handle = function handle(req, res, callback) {
+  var router = this._router;
+  router.handle(req, res, done);
+};
+
+this[method] = function () { ignored(); };
+"#;
+        let facts = extract(Lang::JavaScript, src).unwrap();
+        let proto = symbol(&facts, "proto", None);
+        assert_eq!((proto.kind, proto.start, proto.end), (Kind::Function, 1, 4));
+
+        let handle = symbol(&facts, "handle", Some("proto"));
+        assert_eq!(handle.kind, Kind::Method);
+        assert_eq!((handle.start, handle.sig, handle.end), (10, 10, 18));
+        assert_eq!(handle.doc, "Dispatch a req, res into the router. @private");
+        assert_eq!(
+            calls_of(&facts, handle),
+            vec![("next".into(), false, false)]
+        );
+        // A function declared inside keeps its own calls.
+        let next = symbol(&facts, "next", None);
+        assert!(calls_of(&facts, next).contains(&("handle_request".into(), true, false)));
+
+        let dispatch = symbol(&facts, "dispatch", Some("Route"));
+        assert_eq!(dispatch.kind, Kind::Method);
+        assert_eq!(
+            calls_of(&facts, dispatch),
+            vec![("_handles_method".into(), true, true)]
+        );
+
+        let etag_gen = symbol(&facts, "compileETag", None);
+        assert_eq!(etag_gen.kind, Kind::Function);
+        assert_eq!(
+            calls_of(&facts, etag_gen),
+            vec![("createETagGenerator".into(), false, false)]
+        );
+        let etag = symbol(&facts, "etag", None);
+        assert_eq!(etag.kind, Kind::Function);
+        assert_eq!(
+            calls_of(&facts, etag),
+            vec![("createETag".into(), false, false)]
+        );
+
+        let app_handle = symbol(&facts, "handle", Some("app"));
+        assert_eq!(
+            calls_of(&facts, app_handle),
+            vec![("handle".into(), true, false)]
+        );
+        // `module.exports` itself and computed properties name nothing.
+        assert!(!facts
+            .symbols
+            .iter()
+            .any(|s| s.name == "exports" || s.name == "method"));
+    }
+
+    #[test]
+    fn class_fields_and_constructor_assignments_are_methods() {
+        // hono: src/hono-base.ts.
+        let src = r#"
+class Hono<E extends Env = Env> {
+  private errorHandler: ErrorHandler = errorHandler
+  match: typeof match = match
+  constructor(options: HonoOptions<E> = {}) {
+    this.use = (arg1: string | MiddlewareHandler<any>, ...handlers: MiddlewareHandler<any>[]) => {
+      this.#addRoute(METHOD_NAME_ALL, this.#path, arg1)
+      return this as any
+    }
+  }
+  #addRoute(method: string, path: string, handler: H) {
+    this.router.add(method, path, [handler, r])
+  }
+  /** `.fetch()` will be entry point of your app. */
+  fetch: (request: Request, ...rest: any[]) => Response | Promise<Response> = (request, ...rest) => {
+    return this.#dispatch(request, rest[1], rest[0], request.method)
+  }
+  #dispatch(request: Request, env: E['Bindings'], method: string): Response {
+    return compose(this.middleware, this.errorHandler)(c)
+  }
+}
+"#;
+        let facts = extract(Lang::TypeScript, src).unwrap();
+        let hono = Some("Hono");
+        let use_ = symbol(&facts, "use", hono);
+        assert_eq!((use_.kind, use_.start, use_.end), (Kind::Method, 5, 8));
+        assert_eq!(
+            calls_of(&facts, use_),
+            vec![("addRoute".into(), true, true)]
+        );
+        let constructor = symbol(&facts, "constructor", hono);
+        assert!(calls_of(&facts, constructor).is_empty());
+
+        // A private method is named as its callers call it.
+        let add_route = symbol(&facts, "addRoute", hono);
+        assert_eq!(
+            calls_of(&facts, add_route),
+            vec![("add".into(), true, true)]
+        );
+        let fetch = symbol(&facts, "fetch", hono);
+        assert_eq!((fetch.kind, fetch.start, fetch.end), (Kind::Method, 14, 16));
+        assert_eq!(fetch.doc, "`.fetch()` will be entry point of your app.");
+        assert_eq!(
+            calls_of(&facts, fetch),
+            vec![("dispatch".into(), true, true)]
+        );
+        symbol(&facts, "dispatch", hono);
+        // Fields holding values, not functions, are not methods.
+        assert!(!facts
+            .symbols
+            .iter()
+            .any(|s| s.name == "errorHandler" || s.name == "match"));
+
+        let js = extract(
+            Lang::JavaScript,
+            "class Router {\n  handle = (req) => { this.route(req) }\n}\n",
+        )
+        .unwrap();
+        let handle = symbol(&js, "handle", Some("Router"));
+        assert_eq!(calls_of(&js, handle), vec![("route".into(), true, true)]);
+    }
+
+    #[test]
+    fn rust_test_code_is_marked() {
+        let src = r#"
+pub fn serve() {}
+
+/// Documented.
+#[inline]
+fn documented() {}
+
+#[cfg(not(test))]
+fn real() {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn helper() -> Router { Router::new() }
+
+    #[tokio::test(flavor = "multi_thread")]
+    async fn routes() { helper(); }
+
+    mod nested {
+        struct Fixture;
+        impl Fixture { fn deep(&self) {} }
+    }
+}
+
+#[test]
+fn top_level() {}
+
+#[crate::test]
+#[ignore]
+fn via_crate() {
+    fn inner() {}
+}
+
+#[cfg(all(test, feature = "tokio"))]
+fn gated() {}
+"#;
+        let facts = extract(Lang::Rust, src).unwrap();
+        let test_of = |name: &str| {
+            facts
+                .symbols
+                .iter()
+                .find(|s| s.name == name)
+                .unwrap_or_else(|| panic!("{name}"))
+                .test
+        };
+        for name in ["serve", "documented", "real"] {
+            assert!(!test_of(name), "{name}");
+        }
+        for name in [
+            "helper",
+            "routes",
+            "Fixture",
+            "deep",
+            "top_level",
+            "via_crate",
+            "inner",
+            "gated",
+        ] {
+            assert!(test_of(name), "{name}");
+        }
+        // Attributes between a doc comment and its item keep the doc.
+        assert_eq!(symbol(&facts, "documented", None).doc, "Documented.");
+        // Only test code says so when serialized.
+        let serve = serde_json::to_string(symbol(&facts, "serve", None)).unwrap();
+        assert!(!serve.contains("test"), "{serve}");
+        let routes = serde_json::to_string(symbol(&facts, "routes", None)).unwrap();
+        assert!(routes.contains(r#""test":true"#), "{routes}");
+    }
+
+    /// An expectation of [`marked`], owned.
+    fn owned(expected: &[(&str, bool)]) -> Vec<(String, bool)> {
+        expected.iter().map(|&(n, t)| (n.to_owned(), t)).collect()
+    }
+
+    /// Each symbol of `text` with whether it is marked as test code.
+    fn marked(lang: Lang, text: &str) -> Vec<(String, bool)> {
+        extract(lang, text)
+            .unwrap()
+            .symbols
+            .into_iter()
+            .map(|s| (s.name, s.test))
+            .collect()
+    }
+
+    #[test]
+    fn go_python_and_java_tests_are_marked() {
+        let go = marked(
+            Lang::Go,
+            "package gin\nfunc TestServe(t *testing.T) { run() }\nfunc BenchmarkServe(b *testing.B) {}\nfunc Testify() {}\nfunc Testing(t *testing.T) {}\nfunc (s *S) TestThing(t *testing.T) {}\n",
+        )
+        ;
+        assert_eq!(
+            go,
+            owned(&[
+                ("TestServe", true),
+                ("BenchmarkServe", true),
+                ("Testify", false),
+                ("Testing", false),
+                ("TestThing", false),
+            ])
+        );
+
+        let py = marked(
+            Lang::Python,
+            "def test_a():\n    def test_nested():\n        pass\n\nclass TestClient:\n    def test_b(self):\n        pass\n    def request(self):\n        pass\n\nclass Client:\n    def test_c(self):\n        pass\n\nclass SessionTests(unittest.TestCase):\n    def test_d(self):\n        pass\n\ndef helper():\n    def test_e():\n        pass\n",
+        )
+        ;
+        assert_eq!(
+            py,
+            owned(&[
+                ("test_a", true),
+                // Inside a test: test code too.
+                ("test_nested", true),
+                ("TestClient", false),
+                ("test_b", true),
+                ("request", false),
+                ("Client", false),
+                ("test_c", false),
+                ("SessionTests", false),
+                ("test_d", true),
+                ("helper", false),
+                ("test_e", false),
+            ])
+        );
+
+        let java = marked(
+            Lang::Java,
+            "class RouterTest {\n  @Test void routes() {}\n  @org.junit.Test\n  public void legacy() {}\n  @ParameterizedTest(name = \"x\") void each(int x) {}\n  @Override public String toString() { return \"\"; }\n}\n",
+        )
+        ;
+        assert_eq!(
+            java,
+            owned(&[
+                ("RouterTest", false),
+                ("routes", true),
+                ("legacy", true),
+                ("each", true),
+                ("toString", false),
+            ])
+        );
+    }
+
+    #[test]
+    fn rust_macro_rules_bodies_are_read() {
+        // axum: axum/src/middleware/from_fn.rs.
+        let src = r#"
+macro_rules! impl_service {
+    (
+        [$($ty:ident),*], $last:ident
+    ) => {
+        #[allow(non_snake_case, unused_mut)]
+        impl<F, Fut, Out, S, I, $($ty,)* $last> Service<Request> for FromFn<F, S, I, ($($ty,)* $last,)>
+        where
+            F: FnMut($($ty,)* $last, Next) -> Fut + Clone + Send + 'static,
+        {
+            type Response = Response;
+
+            fn call(&mut self, req: Request) -> Self::Future {
+                let mut f = self.f.clone();
+                $(
+                    let $ty = match $ty::from_request_parts(&mut parts, &state).await {
+                        Ok(value) => value,
+                        Err(rejection) => return rejection.into_response(),
+                    };
+                )*
+                $crate::util::boxed(f($($ty,)* $last, next))
+            }
+        }
+    };
+}
+
+all_the_tuples!(impl_service);
+
+macro_rules! define_rejection {
+    (#[status = $status:ident] pub struct $name:ident;) => {
+        pub struct $name;
+        impl $crate::response::IntoResponse for $name {
+            fn into_response(self) -> $crate::response::Response { self.status() }
+        }
+    };
+}
+"#;
+        let facts = extract(Lang::Rust, src).unwrap();
+        let from_fn = symbol(&facts, "FromFn", Some("FromFn"));
+        assert_eq!(from_fn.supers, vec!["Service".to_string()]);
+        let call = symbol(&facts, "call", Some("FromFn"));
+        assert_eq!(call.kind, Kind::Method);
+        let line = |at: u32| src.lines().nth(at as usize).unwrap().trim();
+        assert!(
+            line(call.start).starts_with("fn call(&mut self"),
+            "{}",
+            line(call.start)
+        );
+        assert_eq!(line(call.end), "}");
+        assert_eq!(call.end - call.start, 9);
+        let names: Vec<String> = calls_of(&facts, call).into_iter().map(|c| c.0).collect();
+        for name in ["clone", "from_request_parts", "into_response", "boxed", "f"] {
+            assert!(names.contains(&name.to_string()), "{name}: {names:?}");
+        }
+        // Names a metavariable gives are placeholders, not symbols.
+        assert!(
+            !facts
+                .symbols
+                .iter()
+                .any(|s| s.name == "name" || s.name == "into_response"),
+            "{:#?}",
+            facts.symbols
+        );
     }
 }

@@ -14,13 +14,15 @@
 //!   them).
 //! - **Text**: files whose text contains the query's identifiers and
 //!   literals (hyphenated names such as `unused-import`, codes such as
-//!   `W0611`), each weighted by how rare it is across files (read at query
-//!   time).
+//!   `W0611`), each weighted by how rare it is across files (looked up in
+//!   the words the index keeps per file: no file is read).
 //!
 //! A file the query names by path comes first whatever the rankings say,
-//! and a named test file points at the file it is named after
-//! ([`TESTED_BONUS`]); tests, samples and benchmarks it does not name
-//! count [`TEST_FACTOR`] of their score.
+//! unless it is a package `__init__.py` that only re-exports
+//! ([`reexports`]); a named test file points at the file it is named after,
+//! and the one code file holding a message code the query quotes (`W0511`)
+//! is where it is defined (each [`TESTED_BONUS`]); tests, samples and
+//! benchmarks it does not name count [`TEST_FACTOR`] of their score.
 //! The weights (code 1, paths [`PATH_SHARE`], text [`TEXT_SHARE`], offset
 //! [`RRF_K`], tests [`TEST_FACTOR`]) were chosen on SWE-bench Lite's
 //! mid-size repositories and kept only where they did not lower the
@@ -29,13 +31,14 @@
 
 use std::collections::HashMap;
 
+use aho_corasick::AhoCorasick;
 use serde::Serialize;
 
 use devboy_core::identifier::{words, Split};
 
-use crate::answer::{analyze, stem};
+use crate::answer::{analyze, stem, Reach};
 use crate::graph::Graph;
-use crate::index::Index;
+use crate::index::{is_word_char, Index};
 
 /// Weight of a path's basename words.
 pub const BASENAME_WEIGHT: f64 = 3.0;
@@ -125,7 +128,13 @@ fn path_ranking(index: &Index, terms: &[String]) -> Vec<(u32, f64)> {
 /// Files whose text contains the query's identifiers (at least
 /// [`MIN_IDENTIFIER`] characters long) or literals, scored by how rare
 /// each is across files.
-fn text_ranking(index: &Index, identifiers: &[String], literals: &[String]) -> Vec<(u32, f64)> {
+/// With them, the files that alone (of the code, tests aside) hold one of
+/// the literals: where an error code or an option is defined.
+fn text_ranking(
+    index: &Index,
+    identifiers: &[String],
+    literals: &[String],
+) -> (Vec<(u32, f64)>, Vec<u32>) {
     let mut ids: Vec<&str> = identifiers
         .iter()
         .map(String::as_str)
@@ -140,20 +149,43 @@ fn text_ranking(index: &Index, identifiers: &[String], literals: &[String]) -> V
         }
     }
     if ids.is_empty() {
-        return Vec::new();
+        return (Vec::new(), Vec::new());
     }
+    // Looked up in each file's kept words, all at once: no file is read.
+    // Every identifier and literal is made of word characters, so it is
+    // in the text exactly when it is in one of the text's words.
+    ids.retain(|i| i.chars().all(is_word_char));
+    let Ok(automaton) = AhoCorasick::new(&ids) else {
+        return (Vec::new(), Vec::new());
+    };
+    // Message codes: capitals, then digits (`W0511`, `E501`, `TS2322`).
+    let code = |i: &str| {
+        let digits = i.trim_start_matches(|c: char| c.is_ascii_uppercase());
+        digits.len() >= 2 && digits.len() < i.len() && digits.chars().all(|c| c.is_ascii_digit())
+    };
+    let literal: Vec<bool> = ids
+        .iter()
+        .map(|i| code(i) && literals.iter().any(|l| l == i))
+        .collect();
     let mut hits: Vec<(u32, Vec<usize>)> = Vec::new();
     let mut df = vec![0usize; ids.len()];
+    // Per literal: the code files holding it, up to two.
+    let mut holders: Vec<Vec<u32>> = vec![Vec::new(); ids.len()];
+    let mut seen = vec![false; ids.len()];
     for (f, file) in index.files.iter().enumerate() {
         if file.generated {
             continue;
         }
-        let Some(text) = index.read(&file.path) else {
-            continue;
-        };
-        let found: Vec<usize> = (0..ids.len()).filter(|&i| text.contains(ids[i])).collect();
+        seen.fill(false);
+        for m in automaton.find_overlapping_iter(&file.words) {
+            seen[m.pattern().as_usize()] = true;
+        }
+        let found: Vec<usize> = (0..ids.len()).filter(|&i| seen[i]).collect();
         for &i in &found {
             df[i] += 1;
+            if literal[i] && holders[i].len() < 2 && !crate::answer::is_test_path(&file.path) {
+                holders[i].push(f as u32);
+            }
         }
         if !found.is_empty() {
             hits.push((f as u32, found));
@@ -171,7 +203,13 @@ fn text_ranking(index: &Index, identifiers: &[String], literals: &[String]) -> V
         })
         .collect();
     out.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
-    out
+    let mut defining: Vec<u32> = holders
+        .into_iter()
+        .filter_map(|h| (h.len() == 1).then(|| h[0]))
+        .collect();
+    defining.sort_unstable();
+    defining.dedup();
+    (out, defining)
 }
 
 /// What a source file gains when a test file named after it (`test_x.py`,
@@ -203,6 +241,25 @@ fn tested_stem(path: &str) -> Option<String> {
     Some(tested.trim_matches('_').to_ascii_lowercase()).filter(|t| t.len() >= 3)
 }
 
+/// The fewest top-level functions and classes of a package's
+/// `__init__.py` that holds code of its own.
+const MIN_PACKAGE_DEFINITIONS: usize = 4;
+
+/// Whether `file` is a package's `__init__.py` that mostly re-exports
+/// what its modules define: `from sklearn.compose import
+/// ColumnTransformer` names the package, but the code is in
+/// `_column_transformer.py`. Such a file is not first for being named.
+pub(crate) fn reexports(file: &crate::index::IndexedFile) -> bool {
+    file.path.rsplit('/').next() == Some("__init__.py")
+        && file
+            .facts
+            .symbols
+            .iter()
+            .filter(|s| s.parent.is_none() && s.owner.is_none())
+            .count()
+            < MIN_PACKAGE_DEFINITIONS
+}
+
 /// The shortest identifier looked for in file text.
 const MIN_IDENTIFIER: usize = 4;
 /// The most identifiers looked for.
@@ -211,8 +268,13 @@ const MAX_IDENTIFIERS: usize = 24;
 /// The `k` files most likely to be what `query` is about, best first,
 /// with no model.
 pub fn rank_offline(index: &Index, query: &str, k: usize) -> Vec<Found> {
-    let graph = Graph::new(index);
-    let analysis = analyze(&graph, index, query);
+    rank_in(&Graph::new(index), query, k)
+}
+
+/// [`rank_offline`] over a graph already joined (a [`crate::Kept`] one).
+pub fn rank_in(graph: &Graph<'_>, query: &str, k: usize) -> Vec<Found> {
+    let index = graph.index;
+    let analysis = analyze(graph, index, query, Reach::Entries);
     let paths = path_ranking(index, &analysis.q.terms);
     let (rrf_k, path_share, text_share) = (RRF_K, PATH_SHARE, TEXT_SHARE);
     let mut fused: HashMap<u32, f64> = HashMap::new();
@@ -222,18 +284,19 @@ pub fn rank_offline(index: &Index, query: &str, k: usize) -> Vec<Found> {
     for (rank, &(f, _)) in paths.iter().enumerate() {
         *fused.entry(f).or_default() += path_share / (rrf_k + rank as f64 + 1.0);
     }
-    {
-        for (rank, &(f, _)) in text_ranking(index, &analysis.q.identifiers, &analysis.q.literals)
-            .iter()
-            .enumerate()
-        {
-            *fused.entry(f).or_default() += text_share / (rrf_k + rank as f64 + 1.0);
-        }
+    let (text, defining) = text_ranking(index, &analysis.q.identifiers, &analysis.q.literals);
+    for (rank, &(f, _)) in text.iter().enumerate() {
+        *fused.entry(f).or_default() += text_share / (rrf_k + rank as f64 + 1.0);
+    }
+    // The one file that holds a code or an option the issue quotes
+    // (`W0511`, `ignore-paths`) is where it is defined.
+    for f in defining {
+        *fused.entry(f).or_default() += TESTED_BONUS;
     }
     // Named by path: first. A test file named points at what it tests.
     let mut tested: Vec<String> = Vec::new();
     for (f, file) in index.files.iter().enumerate() {
-        if analysis.mentions(&file.path) {
+        if analysis.mentions(&file.path) && !reexports(file) {
             *fused.entry(f as u32).or_default() += 1.0;
             if crate::answer::is_test_path(&file.path) {
                 tested.extend(tested_stem(&file.path));
@@ -343,6 +406,52 @@ mod ranking_tests {
         assert_eq!(about[0], "wire/fields.py", "{about:?}");
         let named = ranked("tests/test_parse_header.py fails: parse_header drops the last field");
         assert_eq!(named[0], "tests/test_parse_header.py", "{named:?}");
+        let _ = std::fs::remove_dir_all(dir);
+    }
+
+    /// `from pkg.compose import ColumnTransformer` names the package, whose
+    /// `__init__.py` only re-exports: the module defining the class comes
+    /// first. A package `__init__.py` with code of its own, named the same
+    /// way, still does.
+    #[test]
+    fn a_package_that_only_reexports_is_not_first_for_being_named() {
+        let dir = std::env::temp_dir().join(format!("devboy-find-init-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let classes: String = (1..=4)
+            .map(|i| {
+                format!("class Documenter{i}:\n    def generate(self):\n        return {i}\n\n")
+            })
+            .collect();
+        let files = [
+            (
+                "pkg/compose/__init__.py",
+                "from ._column_transformer import ColumnTransformer, make_column_transformer\n\n__all__ = ['ColumnTransformer', 'make_column_transformer']\n".to_owned(),
+            ),
+            (
+                "pkg/compose/_column_transformer.py",
+                "class ColumnTransformer:\n    def fit(self, X):\n        return self._remainder(X)\n\n    def _remainder(self, X):\n        return X\n\ndef make_column_transformer(*steps):\n    return ColumnTransformer()\n".to_owned(),
+            ),
+            ("pkg/ext/autodoc/__init__.py", classes),
+            (
+                "pkg/ext/autodoc/directive.py",
+                "def run_documenter(documenter):\n    return documenter.generate()\n".to_owned(),
+            ),
+        ];
+        for (path, text) in &files {
+            let path = dir.join("repo").join(path);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, text).unwrap();
+        }
+        let index = Index::open(&dir.join("repo"), &dir.join("cache")).unwrap();
+        let first = |query: &str| rank_offline(&index, query, 1)[0].path.clone();
+        assert_eq!(
+            first("from pkg.compose import ColumnTransformer; fit drops the remainder columns"),
+            "pkg/compose/_column_transformer.py"
+        );
+        assert_eq!(
+            first("pkg.ext.autodoc skips members when generate runs"),
+            "pkg/ext/autodoc/__init__.py"
+        );
         let _ = std::fs::remove_dir_all(dir);
     }
 }

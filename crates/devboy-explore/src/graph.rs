@@ -13,6 +13,8 @@
 // keys reach it from outside the local tree.
 type HashMap<K, V> = rustc_hash::FxHashMap<K, V>;
 
+use devboy_core::identifier::{words, Split};
+
 use crate::extract::{Kind, Symbol};
 use crate::index::Index;
 
@@ -50,6 +52,14 @@ pub struct Graph<'i> {
     pub member_of: HashMap<SymbolId, String>,
     /// Those families' members.
     pub members: HashMap<String, Vec<SymbolId>>,
+    /// Each distinct symbol name's words, stemmed as questions are
+    /// ([`crate::answer::stem`]): split once per graph, not per question.
+    pub name_stems: HashMap<&'i str, Vec<String>>,
+    /// How many symbols have a name holding each stemmed word.
+    pub stem_df: HashMap<String, usize>,
+    /// The project's names ([`crate::project::project_names`]), which say
+    /// nothing about where in it to look.
+    pub project: Vec<String>,
 }
 
 /// Definitions by name, sliced the ways call resolution asks for them;
@@ -65,6 +75,8 @@ struct Lookup<'i> {
     in_file: HashMap<(&'i str, u32), Vec<SymbolId>>,
     /// Methods of contract types, by name.
     contract_methods: HashMap<&'i str, Vec<SymbolId>>,
+    /// Methods of types another type extends, by name.
+    base_methods: HashMap<&'i str, Vec<SymbolId>>,
 }
 
 impl<'i> Lookup<'i> {
@@ -75,6 +87,7 @@ impl<'i> Lookup<'i> {
             methods: HashMap::default(),
             in_file: HashMap::default(),
             contract_methods: HashMap::default(),
+            base_methods: HashMap::default(),
         };
         let mut contract: HashMap<&'i str, bool> = HashMap::default();
         for &id in &g.symbols {
@@ -93,6 +106,9 @@ impl<'i> Lookup<'i> {
             l.methods.entry((name, o)).or_default().push(id);
             if *contract.entry(o).or_insert_with(|| g.is_contract(o)) {
                 l.contract_methods.entry(name).or_default().push(id);
+            }
+            if g.implementers.contains_key(o) {
+                l.base_methods.entry(name).or_default().push(id);
             }
         }
         l
@@ -116,6 +132,10 @@ impl<'i> Lookup<'i> {
 
     fn contract_methods(&self, name: &str) -> &[SymbolId] {
         self.contract_methods.get(name).map_or(&[], Vec::as_slice)
+    }
+
+    fn base_methods(&self, name: &str) -> &[SymbolId] {
+        self.base_methods.get(name).map_or(&[], Vec::as_slice)
     }
 }
 
@@ -241,6 +261,9 @@ impl<'i> Graph<'i> {
             methods: HashMap::default(),
             member_of: HashMap::default(),
             members: HashMap::default(),
+            name_stems: HashMap::default(),
+            stem_df: HashMap::default(),
+            project: crate::project::project_names(&index.root),
         };
         for (f, file) in index.files.iter().enumerate() {
             for (s, sym) in file.facts.symbols.iter().enumerate() {
@@ -297,7 +320,29 @@ impl<'i> Graph<'i> {
             list.dedup();
         }
         g.find_families();
+        g.stem_names();
         g
+    }
+
+    /// Fills [`Graph::name_stems`] and [`Graph::stem_df`].
+    fn stem_names(&mut self) {
+        let index = self.index;
+        for &id in &self.symbols {
+            let name = index.files[id.file as usize].facts.symbols[id.symbol as usize]
+                .name
+                .as_str();
+            let stems = self.name_stems.entry(name).or_insert_with(|| {
+                words(name, Split::Fine)
+                    .iter()
+                    .map(|w| crate::answer::stem(w))
+                    .collect()
+            });
+            for (i, s) in stems.iter().enumerate() {
+                if !stems[..i].contains(s) {
+                    *self.stem_df.entry(s.clone()).or_default() += 1;
+                }
+            }
+        }
     }
 
     /// Families with no supertype (see [`Graph::member_of`]).
@@ -448,11 +493,21 @@ impl<'i> Graph<'i> {
         if count == 0 {
             return Vec::new();
         }
+        // A call on another object than `self` does not reach the
+        // caller's own method of that name, or one its type inherits
+        // (`adapter.send()` in `Session.send`).
+        let inherited = |t: SymbolId| {
+            let (Some(own), Some(owner)) = (own, self.owner_name(t)) else {
+                return false;
+            };
+            owner == own || self.supers.get(own).is_some_and(|s| s.contains(&owner))
+        };
         let local: Vec<SymbolId> = lookup
             .in_file(name, from.file)
             .iter()
             .copied()
             .filter(|&t| reaches(t))
+            .filter(|&t| !(member && !on_self && inherited(t)))
             .collect();
         // A call on another object (`adapter.send()`) is not the caller's
         // own file's method just because one there has the name: it may
@@ -470,12 +525,19 @@ impl<'i> Graph<'i> {
         }
         // The contract: the method of a type the others' types implement
         // or extend (an interface, a trait, an abstract base class).
-        let contract: Vec<SymbolId> = lookup
-            .contract_methods(name)
-            .iter()
-            .copied()
-            .filter(|&t| reaches(t))
-            .collect();
+        let candidates = |methods: &[SymbolId]| -> Vec<SymbolId> {
+            methods
+                .iter()
+                .copied()
+                .filter(|&t| reaches(t) && !(member && !on_self && inherited(t)))
+                .collect()
+        };
+        let mut contract = candidates(lookup.contract_methods(name));
+        if contract.is_empty() && member {
+            // Else the one base class that declares it (`BaseAdapter.send`,
+            // which one adapter extends).
+            contract = candidates(lookup.base_methods(name));
+        }
         let [contract] = contract[..] else {
             return Vec::new();
         };
@@ -527,19 +589,7 @@ mod tests {
     use super::*;
 
     fn index_of(files: &[(&str, &str)]) -> (Index, std::path::PathBuf) {
-        let dir = std::env::temp_dir().join(format!(
-            "devboy-explore-graph-{}-{}",
-            std::process::id(),
-            files.len()
-        ));
-        let _ = std::fs::remove_dir_all(&dir);
-        for (path, text) in files {
-            let path = dir.join("repo").join(path);
-            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-            std::fs::write(path, text).unwrap();
-        }
-        let index = Index::open(&dir.join("repo"), &dir.join("cache")).unwrap();
-        (index, dir)
+        crate::testing::indexed(&format!("graph-{}", files.len()), files)
     }
 
     fn family_names(g: &Graph<'_>) -> Vec<(String, Vec<String>)> {

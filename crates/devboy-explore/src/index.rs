@@ -23,7 +23,7 @@ use crate::lang::Lang;
 
 /// The stored index's format; any other is rebuilt. Bump it with every change
 /// to what [`extract`] reads, or stale facts are trusted.
-const VERSION: u32 = 5;
+const VERSION: u32 = 7;
 
 /// Larger files are not source worth reading (generated tables, bundles).
 pub const MAX_FILE_BYTES: u64 = 1_000_000;
@@ -55,6 +55,36 @@ pub struct IndexedFile {
     /// unchanged) with no facts.
     pub generated: bool,
     pub facts: FileFacts,
+    /// The file's words: its distinct runs of letters, digits, `_` and `-`
+    /// [`MIN_WORD`] to [`MAX_WORD`] characters long, sorted, one per line.
+    /// The offline ranker looks up the query's identifiers and literals in
+    /// them instead of reading the file: an identifier made of those
+    /// characters occurs in the text exactly when it occurs in one of its
+    /// runs.
+    #[serde(default)]
+    pub words: String,
+}
+
+/// The shortest word kept in [`IndexedFile::words`]: the ranker looks up
+/// nothing shorter.
+pub const MIN_WORD: usize = 4;
+/// The longest: longer runs are data (hashes, base64), not names.
+pub const MAX_WORD: usize = 80;
+
+/// Whether `c` belongs to a word of [`IndexedFile::words`].
+pub fn is_word_char(c: char) -> bool {
+    c.is_alphanumeric() || c == '_' || c == '-'
+}
+
+/// [`IndexedFile::words`] of `text`.
+fn words_of(text: &str) -> String {
+    let mut seen: Vec<&str> = text
+        .split(|c: char| !is_word_char(c))
+        .filter(|w| (MIN_WORD..=MAX_WORD).contains(&w.len()))
+        .collect();
+    seen.sort_unstable();
+    seen.dedup();
+    seen.join("\n")
 }
 
 /// How an index was brought up to date.
@@ -64,6 +94,8 @@ pub struct BuildStats {
     pub files: usize,
     /// Of them, parsed now (the rest were unchanged).
     pub parsed: usize,
+    /// Files indexed before that are gone.
+    pub dropped: usize,
     /// Source lines parsed now.
     pub parsed_lines: u64,
     /// Seconds the walk, the parse and the save took.
@@ -231,10 +263,59 @@ impl Index {
             .and_then(|bytes| serde_json::from_slice::<Index>(&bytes).ok())
             .filter(|i| i.version == VERSION && i.root == root);
         let reused = stored.is_some();
-        let mut known: HashMap<String, IndexedFile> = stored
-            .map(|i| i.files.into_iter().map(|f| (f.path.clone(), f)).collect())
-            .unwrap_or_default();
+        let known = stored.map(|i| i.files).unwrap_or_default();
         let walked = walk(&root);
+        let index = Self::update(root, known, reused, walked, started);
+        if index.stats.parsed > 0 || !reused || index.stats.dropped > 0 {
+            index.save(&file);
+        }
+        Ok(index)
+    }
+
+    /// This index brought up to date with its tree: `None` when no file
+    /// changed, came or went since it was built (the tree is walked, no
+    /// file read); otherwise the new index, with only the changed files
+    /// parsed (not yet saved: see [`Index::save_to`]).
+    pub fn refresh(&self) -> Option<Index> {
+        let started = Instant::now();
+        let walked = walk(&self.root);
+        let same_sources = walked
+            .iter()
+            .filter(|f| f.lang.is_some())
+            .map(|f| (f.path.as_str(), f.size, f.mtime_ns, f.lang))
+            .eq(self
+                .files
+                .iter()
+                .map(|f| (f.path.as_str(), f.size, f.mtime_ns, Some(f.facts.lang))));
+        let same_tree = walked
+            .iter()
+            .filter(|f| !is_binary(&f.path))
+            .map(|f| f.path.as_str())
+            .eq(self.text_paths.iter().map(String::as_str));
+        if same_sources && same_tree {
+            return None;
+        }
+        Some(Self::update(
+            self.root.clone(),
+            self.files.clone(),
+            true,
+            walked,
+            started,
+        ))
+    }
+
+    /// The index of `root` from the files `walked` found: `known` facts
+    /// kept where a file's size and modification time are unchanged, the
+    /// rest parsed.
+    fn update(
+        root: PathBuf,
+        known: Vec<IndexedFile>,
+        reused: bool,
+        walked: Vec<Found>,
+        started: Instant,
+    ) -> Index {
+        let mut known: HashMap<String, IndexedFile> =
+            known.into_iter().map(|f| (f.path.clone(), f)).collect();
         let text_paths: Vec<String> = walked
             .iter()
             .filter(|f| !is_binary(&f.path))
@@ -259,7 +340,6 @@ impl Index {
             }
         }
         let parsed_lines = parse_all(&found, &todo, &mut files);
-        let changed = !todo.is_empty() || !known.is_empty() || !reused;
         let index = Index {
             version: VERSION,
             root,
@@ -267,19 +347,22 @@ impl Index {
             text_paths,
             stats: BuildStats::default(),
         };
-        if changed {
-            index.save(&file);
-        }
-        Ok(Index {
+        Index {
             stats: BuildStats {
                 files: index.files.len(),
                 parsed: todo.len(),
+                dropped: known.len(),
                 parsed_lines,
                 seconds: started.elapsed().as_secs_f64(),
                 reused,
             },
             ..index
-        })
+        }
+    }
+
+    /// Stores this index under `cache`, where [`Index::open`] looks.
+    pub fn save_to(&self, cache: &Path) {
+        self.save(&index_file(cache, &self.root));
     }
 
     fn save(&self, file: &Path) {
@@ -316,33 +399,40 @@ fn parse_all(found: &[Found], todo: &[usize], files: &mut [Option<IndexedFile>])
                     let Some(&i) = todo.get(n) else { break };
                     let f = &found[i];
                     let Some(lang) = f.lang else { continue };
-                    let Ok(text) = std::fs::read_to_string(&f.abs) else {
-                        continue;
-                    };
+                    // A file that is not UTF-8 is read as far as it is; one
+                    // that cannot be read is kept with no facts, so that it
+                    // is not tried again until it changes.
+                    let bytes = std::fs::read(&f.abs).unwrap_or_default();
+                    let text = String::from_utf8_lossy(&bytes);
                     let generated = says_generated(&text);
-                    let facts = if generated {
-                        Some(FileFacts {
-                            lang,
-                            lines: 0,
-                            symbols: Vec::new(),
-                            calls: Vec::new(),
-                            groups: Vec::new(),
-                        })
+                    let words = if generated {
+                        String::new()
                     } else {
-                        extract(lang, &text)
+                        words_of(&text)
                     };
-                    if let Some(facts) = facts {
-                        mine.push((
-                            i,
-                            IndexedFile {
-                                path: f.path.clone(),
-                                size: f.size,
-                                mtime_ns: f.mtime_ns,
-                                generated,
-                                facts,
-                            },
-                        ));
-                    }
+                    let none = || FileFacts {
+                        lang,
+                        lines: 0,
+                        symbols: Vec::new(),
+                        calls: Vec::new(),
+                        groups: Vec::new(),
+                    };
+                    let facts = if generated {
+                        none()
+                    } else {
+                        extract(lang, &text).unwrap_or_else(none)
+                    };
+                    mine.push((
+                        i,
+                        IndexedFile {
+                            path: f.path.clone(),
+                            size: f.size,
+                            mtime_ns: f.mtime_ns,
+                            generated,
+                            facts,
+                            words,
+                        },
+                    ));
                 }
                 results
                     .lock()

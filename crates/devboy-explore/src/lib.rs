@@ -16,9 +16,34 @@ pub mod extract;
 pub mod find;
 pub mod graph;
 pub mod index;
+pub mod kept;
 pub mod lang;
 pub mod project;
 
-pub use answer::{explore, Answer, Options, Render};
-pub use find::{rank_offline, Found};
+pub use answer::{explore, explore_in, Answer, Options, Render};
+pub use find::{rank_in, rank_offline, Found};
 pub use index::{cache_dir, Index};
+pub use kept::Kept;
+
+/// What the crate's tests share.
+#[cfg(test)]
+pub(crate) mod testing {
+    use std::path::PathBuf;
+
+    use crate::index::Index;
+
+    /// A tree of `files` (path, text) in a fresh temporary folder named
+    /// after `name`, indexed; the folder, to remove.
+    pub fn indexed(name: &str, files: &[(&str, &str)]) -> (Index, PathBuf) {
+        let dir =
+            std::env::temp_dir().join(format!("devboy-explore-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        for (path, text) in files {
+            let path = dir.join("repo").join(path);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, text).unwrap();
+        }
+        let index = Index::open(&dir.join("repo"), &dir.join("cache")).unwrap();
+        (index, dir)
+    }
+}

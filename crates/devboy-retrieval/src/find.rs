@@ -45,8 +45,13 @@ pub struct Prepared {
 
 /// Reads the tree of `index`'s root and ranks its files offline.
 pub fn prepare(index: &Index, query: &str) -> Prepared {
-    let tree = Tree::from_paths(&index.text_paths);
-    let offline = devboy_explore::rank_offline(index, query, usize::MAX);
+    prepare_in(&devboy_explore::graph::Graph::new(index), query)
+}
+
+/// [`prepare`] with a graph already joined (a kept one).
+pub fn prepare_in(graph: &devboy_explore::graph::Graph<'_>, query: &str) -> Prepared {
+    let tree = Tree::from_paths(&graph.index.text_paths);
+    let offline = devboy_explore::rank_in(graph, query, usize::MAX);
     let by_path: HashMap<String, f64> = offline.iter().map(|f| (f.path.clone(), f.score)).collect();
     let scores = PathScores::new(&tree, &by_path);
     Prepared {

@@ -36,7 +36,7 @@ pub mod tree;
 
 use serde::Serialize;
 
-pub use find::{find, prepare, render, FindError, FindResult, Prepared, Requested};
+pub use find::{find, prepare, prepare_in, render, FindError, FindResult, Prepared, Requested};
 pub use llm::{HttpLlm, Llm, LlmError, RankAnswer, Usage};
 pub use order::PathScores;
 pub use prompt::RankPrompt;

@@ -42,15 +42,16 @@ pub(super) async fn query_and_root(
     Ok((query, root))
 }
 
-/// Opens (or refreshes) the index of `root` and computes `answer` from
-/// it, on a blocking thread; a failure is the `isError` result to send.
+/// Brings the kept index and graph of `root` up to date (see
+/// [`devboy_explore::kept`]) and computes `answer` from them, on a
+/// blocking thread; a failure is the `isError` result to send.
 pub(super) async fn from_index<T: Send + 'static>(
     tool: &'static str,
     root: PathBuf,
-    answer: impl FnOnce(&devboy_explore::Index) -> T + Send + 'static,
+    answer: impl FnOnce(&devboy_explore::Kept) -> T + Send + 'static,
 ) -> Result<T, CallToolResult> {
     let answered = tokio::task::spawn_blocking(move || {
-        devboy_explore::Index::open(&root, &devboy_explore::cache_dir()).map(|index| answer(&index))
+        devboy_explore::kept::open(&root, &devboy_explore::cache_dir()).map(|kept| answer(&kept))
     })
     .await;
     match answered {

@@ -80,8 +80,8 @@ impl BuiltinTool for Explore {
                 Ok(call) => call,
                 Err(failed) => return Ok(failed),
             };
-            let answered = from_index("devboy_explore", root, move |index| {
-                devboy_explore::explore(index, &query, &options).text
+            let answered = from_index("devboy_explore", root, move |kept| {
+                devboy_explore::explore_in(kept.graph(), &query, &options).text
             })
             .await;
             Ok(answered.map_or_else(

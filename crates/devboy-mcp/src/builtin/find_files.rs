@@ -122,8 +122,8 @@ impl BuiltinTool for FindFiles {
             let prepared = match from_index(
                 "devboy_find_files",
                 root,
-                move |index: &devboy_explore::Index| {
-                    devboy_retrieval::prepare(index, &prepared_query)
+                move |kept: &devboy_explore::Kept| {
+                    devboy_retrieval::prepare_in(kept.graph(), &prepared_query)
                 },
             )
             .await
