@@ -127,8 +127,9 @@ pub enum Command {
         query: String,
         #[command(flatten)]
         tree: SourceTree,
-        /// The size to aim for, in characters (a target, not a ceiling;
-        /// default: the pipeline config's `explore.budget_chars`, 16000).
+        /// The most characters the answer may take, heading and flow lines
+        /// included (default: the pipeline config's `explore.budget_chars`,
+        /// 16000).
         #[arg(long, value_name = "N")]
         budget_chars: Option<usize>,
         /// The pipeline config whose `[explore]` applies (default as for

@@ -1,6 +1,7 @@
 //! Answering "how does X work": entry symbols from the query, the flow
 //! spine that links them, files ranked, and a rendering that fills a
-//! character budget (a target, not a ceiling).
+//! character budget (a ceiling for the whole answer, heading and flow
+//! lines included).
 //!
 //! **Entry symbols.** Identifiers in the query (`RealCall`,
 //! `get_response`, `Session.send`) match symbol names exactly; the other
@@ -625,7 +626,10 @@ fn flow_lines(paths: &[Vec<SymbolId>]) -> Vec<Vec<SymbolId>> {
     while let Some((i, j)) = (0..lines.len())
         .flat_map(|i| (0..lines.len()).map(move |j| (i, j)))
         .find(|&(i, j)| {
-            i != j && lines[i].last() == lines[j].first() && !lines[i].contains(&lines[j][1])
+            // …unless that would visit a symbol twice (a loop).
+            i != j
+                && lines[i].last() == lines[j].first()
+                && !lines[j][1..].iter().any(|id| lines[i].contains(id))
         })
     {
         let tail = lines.remove(j);
@@ -660,6 +664,46 @@ const SCATTERED_MIN_SYMBOLS: usize = 8;
 fn scattered(symbols: &[Symbol], rel: &[(u32, f64)]) -> bool {
     let top = symbols.iter().filter(|s| s.parent.is_none()).count();
     top >= SCATTERED_MIN_SYMBOLS && rel.len() * 4 < top
+}
+
+/// The longest question echoed in an answer's heading, in characters.
+const MAX_HEADING_CHARS: usize = 160;
+
+/// What an answer's heading echoes of `query`: its first line, cut to
+/// [`MAX_HEADING_CHARS`].
+fn heading(query: &str) -> String {
+    let query = query.trim();
+    let first = query.lines().next().unwrap_or_default().trim();
+    let cut: String = first.chars().take(MAX_HEADING_CHARS).collect();
+    if cut.len() < query.len() {
+        format!("{cut} …")
+    } else {
+        cut
+    }
+}
+
+/// A rendered file cut at a line to at most `room` characters, its code
+/// fence closed and the cut said.
+fn cut_to(shown: &str, room: usize) -> String {
+    const CUT: &str = "      … cut to the budget; read the file for the rest\n";
+    let fence: String = shown
+        .lines()
+        .nth(1)
+        .map(|l| l.chars().take_while(|&c| c == '`').collect())
+        .unwrap_or_default();
+    let reserve = CUT.len() + fence.len() + 1;
+    let mut out = String::new();
+    for line in shown.lines() {
+        if out.len() + line.len() + 1 + reserve > room {
+            break;
+        }
+        out.push_str(line);
+        out.push('\n');
+    }
+    out.push_str(CUT);
+    out.push_str(&fence);
+    out.push('\n');
+    out
 }
 
 /// A file's lines with its test code (the outermost test symbols, the
@@ -1083,10 +1127,17 @@ pub fn explore_in(graph: &Graph<'_>, query: &str, options: &Options) -> Answer {
 
     let mut text = String::new();
     let spine_names: Vec<String> = spine.iter().map(|&id| graph.qualified(id)).collect();
-    text.push_str(&format!("# explore: {}\n", query.trim()));
+    // The question's first line names the answer (the model has the
+    // rest: an issue pasted whole is not worth its budget twice).
+    text.push_str(&format!("# explore: {}\n", heading(query)));
+    // The flow lines take at most a quarter of the budget.
     for path in flow_lines(&paths).iter().take(MAX_FLOW_LINES) {
         let names: Vec<String> = path.iter().map(|&id| graph.qualified(id)).collect();
-        text.push_str(&format!("Flow: {}\n", names.join(" → ")));
+        let line = format!("Flow: {}\n", names.join(" → "));
+        if text.len() + line.len() > options.budget_chars / 4 {
+            break;
+        }
+        text.push_str(&line);
     }
     let mut files = Vec::new();
     let mut body = String::new();
@@ -1247,11 +1298,15 @@ pub fn explore_in(graph: &Graph<'_>, query: &str, options: &Options) -> Answer {
                 _ => break,
             }
         }
-        // Nothing shown overshoots the budget (the first file excepted,
-        // when even its smallest form does not fit: an answer shows
+        // Nothing shown overshoots the budget: a file that does not fit
+        // is left out, or, when it is the first and even its smallest
+        // form does not fit, cut to the budget (an answer shows
         // something).
-        if !first && shown.len() > room {
-            continue;
+        if shown.len() > room {
+            if !first {
+                continue;
+            }
+            shown = cut_to(&shown, room);
         }
         files.push(FileAnswer {
             path: file.path.clone(),
@@ -1368,6 +1423,25 @@ mod tests {
         assert_eq!(q.terms[0], "process");
     }
 
+    /// Paths are joined end to start into longer flow lines, but never
+    /// into one that visits a symbol twice.
+    #[test]
+    fn flow_lines_join_paths_without_loops() {
+        let id = |symbol| SymbolId { file: 0, symbol };
+        let (a, b, c, d) = (id(0), id(1), id(2), id(3));
+        assert_eq!(flow_lines(&[vec![a, b], vec![b, c]]), [vec![a, b, c]]);
+        let lines = flow_lines(&[vec![a, b], vec![b, c, a], vec![c, d]]);
+        assert!(
+            lines.iter().all(|l| {
+                let mut seen = l.clone();
+                seen.sort();
+                seen.dedup();
+                seen.len() == l.len()
+            }),
+            "{lines:?}"
+        );
+    }
+
     /// A Rust file shown whole leaves out its `#[cfg(test)] mod tests`,
     /// unless the question is about tests.
     #[test]
@@ -1411,15 +1485,25 @@ mod tests {
                 "{helpers}def route_request_{i}(request):\n    \"\"\"Routes a request to its handler.\"\"\"\n    handler = find_handler_{i}(request.path)\n    return handler(request)\n\ndef find_handler_{i}(path):\n    return lambda request: (path, request)\n"
             )
         };
-        let files: Vec<(String, String)> = (0..12)
+        let mut files: Vec<(String, String)> = (0..12)
             .map(|i| (format!("pkg/router_{i}.py"), module(i)))
             .collect();
+        // One module whose every function the question matches, each long
+        // and with a long signature: even its skeleton is longer than the
+        // smallest budget, so it is cut.
+        let body: String = (0..30)
+            .map(|n| format!("    request.route_step_{n} = {n}\n"))
+            .collect();
+        let routes: String = (0..20)
+            .map(|i| format!("def route_request_to_handler_number_{i}(request, session, adapter, timeout, verify, cert, proxies, stream, redirects, hooks, cookies, auth, headers):\n{body}    return request\n\n"))
+            .collect();
+        files.push(("pkg/all_routes.py".into(), routes));
         let refs: Vec<(&str, &str)> = files
             .iter()
             .map(|(p, t)| (p.as_str(), t.as_str()))
             .collect();
         let (index, dir) = crate::testing::indexed("answer-budget", &refs);
-        for budget in [1_500, 3_000, 6_000] {
+        for budget in [1_000, 1_500, 3_000, 6_000] {
             let options = Options {
                 budget_chars: budget,
                 ..Options::default()
@@ -1432,6 +1516,11 @@ mod tests {
                 answer.text.len(),
                 answer.text
             );
+            // What does not fit is cut at a line, its fence closed.
+            if budget == 1_000 {
+                assert!(answer.text.contains("cut to the budget"), "{}", answer.text);
+            }
+            assert_eq!(answer.text.matches("```").count() % 2, 0, "{}", answer.text);
             // Two of a module's twelve functions: an excerpt, not the file.
             assert!(
                 answer.files.iter().all(|f| f.render != Render::Full),
