@@ -775,9 +775,8 @@ fn signature_line(lines: &[&str], sym: &Symbol) -> String {
 fn header_symbols(symbols: &[Symbol], hide_tests: bool) -> String {
     let mut names: Vec<&str> = Vec::new();
     for s in symbols.iter().filter(|s| {
-        let impl_record = s.kind == Kind::Type && s.owner.is_some();
         let hidden_test = hide_tests && s.test;
-        !(impl_record || hidden_test)
+        !(s.is_impl_record() || hidden_test)
     }) {
         if !names.contains(&s.name.as_str()) {
             names.push(&s.name);
@@ -828,7 +827,7 @@ fn render_file(
             let candidates: Vec<(usize, &Symbol)> = symbols
                 .iter()
                 .enumerate()
-                .filter(|(_, s)| !(s.kind == Kind::Type && s.owner.is_some()))
+                .filter(|(_, s)| !s.is_impl_record())
                 .filter(|(i, s)| shown(*i, s))
                 .collect();
             let first = |i: usize, s: &Symbol| {

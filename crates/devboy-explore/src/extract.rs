@@ -67,6 +67,14 @@ pub struct Symbol {
     pub test: bool,
 }
 
+impl Symbol {
+    /// An `impl Trait for Type` record: it carries the supertype edge,
+    /// and is no declaration of its own.
+    pub fn is_impl_record(&self) -> bool {
+        self.kind == Kind::Type && self.owner.is_some()
+    }
+}
+
 /// A call made inside a symbol's body, by the callee's last name segment.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Call {

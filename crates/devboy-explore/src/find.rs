@@ -373,8 +373,6 @@ mod ranking_tests {
     /// issue names by path still comes first.
     #[test]
     fn code_ranks_above_its_tests_unless_a_test_is_named() {
-        let dir = std::env::temp_dir().join(format!("devboy-find-tests-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
         let files = [
             (
                 "wire/fields.py",
@@ -390,12 +388,7 @@ mod ranking_tests {
             ),
             ("wire/other.py", "def unrelated():\n    return 1\n"),
         ];
-        for (path, text) in files {
-            let path = dir.join("repo").join(path);
-            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-            std::fs::write(path, text).unwrap();
-        }
-        let index = Index::open(&dir.join("repo"), &dir.join("cache")).unwrap();
+        let (index, dir) = crate::testing::indexed("find-tests", &files);
         let ranked = |query: &str| -> Vec<String> {
             rank_offline(&index, query, 3)
                 .into_iter()
@@ -415,8 +408,6 @@ mod ranking_tests {
     /// way, still does.
     #[test]
     fn a_package_that_only_reexports_is_not_first_for_being_named() {
-        let dir = std::env::temp_dir().join(format!("devboy-find-init-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
         let classes: String = (1..=4)
             .map(|i| {
                 format!("class Documenter{i}:\n    def generate(self):\n        return {i}\n\n")
@@ -437,12 +428,8 @@ mod ranking_tests {
                 "def run_documenter(documenter):\n    return documenter.generate()\n".to_owned(),
             ),
         ];
-        for (path, text) in &files {
-            let path = dir.join("repo").join(path);
-            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-            std::fs::write(path, text).unwrap();
-        }
-        let index = Index::open(&dir.join("repo"), &dir.join("cache")).unwrap();
+        let files: Vec<(&str, &str)> = files.iter().map(|(p, t)| (*p, t.as_str())).collect();
+        let (index, dir) = crate::testing::indexed("find-init", &files);
         let first = |query: &str| rank_offline(&index, query, 1)[0].path.clone();
         assert_eq!(
             first("from pkg.compose import ColumnTransformer; fit drops the remainder columns"),

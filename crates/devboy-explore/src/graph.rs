@@ -284,7 +284,7 @@ impl<'i> Graph<'i> {
                     }
                 }
                 // An `impl Trait for Type` record only carries the edge.
-                if sym.kind == Kind::Type && sym.owner.is_some() {
+                if sym.is_impl_record() {
                     continue;
                 }
                 g.symbols.push(id);
