@@ -35,6 +35,7 @@ pub fn encode_cmd(config: &PipelineConfig, tool: Option<&str>) -> anyhow::Result
         // The whole body, however long: nothing to expand from.
         budget_tokens: usize::MAX,
         only: settings.and_then(|s| s.template),
+        ..RouteConfig::default()
     };
     let classified = classify(&body);
     let routed = if enabled {

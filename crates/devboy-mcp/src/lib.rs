@@ -23,6 +23,7 @@ pub mod child;
 pub mod control;
 pub mod definitions;
 pub mod doctor;
+mod frame;
 pub mod http;
 mod lazy;
 pub mod listing_cache;

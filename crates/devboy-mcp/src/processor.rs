@@ -24,6 +24,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use devboy_core::pipeline_config::{PipelineConfig, SessionSettings};
+use devboy_pipeline::route::PartRange;
 use devboy_pipeline::session::Totals;
 use devboy_pipeline::{IdAllocator, Timestamp, Tokenizer};
 use devboy_session::capture::CaptureWriter;
@@ -49,7 +50,14 @@ impl PipelineProcessor {
     /// still turn them off). Its ids carry a tag drawn for this process
     /// ([`process_ids`]).
     pub fn new(config: Arc<PipelineConfig>, encode: bool) -> Self {
-        Self::with_ids(config, encode, process_ids())
+        // Claude Code's token cap, which the servers it starts inherit.
+        let max_output_tokens =
+            devboy_core::pipeline_config::max_output_tokens_with_env(&|k| std::env::var_os(k));
+        let processor = Self::with_ids(config, encode, process_ids());
+        Self {
+            session: processor.session.with_max_output_tokens(max_output_tokens),
+            ..processor
+        }
     }
 
     /// [`new`](Self::new), naming results with `ids` (a fixed tag in tests).
@@ -159,12 +167,19 @@ impl PipelineProcessor {
         self.session.set_config(config);
     }
 
-    /// The whole result an id this session emitted stood for, in the form
-    /// a full delivery of it is shown (a file's text fenced, unescaped), or
-    /// with `raw` the exact text the server sent; `Err` with a message for
-    /// people.
-    pub fn expand(&self, id: &str, raw: bool) -> Result<String, String> {
-        self.session.expand(id, raw)
+    /// The result an id this session emitted stood for (all of it, or the
+    /// lines or items `range` names), in the form a full delivery of it is
+    /// shown (a file's text fenced, unescaped), or with `raw` as the server
+    /// wrote it, within what a client named `client` shows of one result;
+    /// `Err` with a message for people.
+    pub fn expand(
+        &self,
+        id: &str,
+        range: Option<&PartRange>,
+        raw: bool,
+        client: Option<&str>,
+    ) -> Result<String, String> {
+        self.session.expand(id, range, raw, client)
     }
 }
 
@@ -385,7 +400,10 @@ mod tests {
         );
         assert_eq!(repeat.structured_content, None);
         assert_eq!(repeat.meta, Some(meta));
-        assert_eq!(processor.expand("tagfix1", true), Ok(value.to_string()));
+        assert_eq!(
+            processor.expand("tagfix1", None, true, None),
+            Ok(value.to_string())
+        );
     }
 
     /// A restart: the model still holds the first process's id, and the
@@ -410,13 +428,16 @@ mod tests {
         let new = shown(&later, "9876543210".repeat(100));
         assert_ne!(old, new, "two processes never print the same id");
         assert_eq!(
-            later.expand(&old, true),
+            later.expand(&old, None, true, None),
             Err(format!(
                 "`{old}` was not issued by this devboy session (an earlier session's, or mistyped); call the tool again"
             ))
         );
-        assert_eq!(later.expand(&new, true), Ok("9876543210".repeat(100)));
-        assert_eq!(earlier.expand(&old, true), Ok(big()));
+        assert_eq!(
+            later.expand(&new, None, true, None),
+            Ok("9876543210".repeat(100))
+        );
+        assert_eq!(earlier.expand(&old, None, true, None), Ok(big()));
     }
 
     #[test]
@@ -851,7 +872,7 @@ mod tests {
         );
         assert_eq!(near.structured_content, None);
         assert_eq!(
-            processor.expand("tagfix2", true),
+            processor.expand("tagfix2", None, true, None),
             Ok(body("success").to_string())
         );
         assert_eq!(processor.report()["near_references"], 1);

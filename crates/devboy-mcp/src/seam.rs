@@ -239,18 +239,20 @@ impl Seam {
     }
 
     /// Delivers `result` as `delivery` says, failing open, within the
-    /// deadline.
+    /// deadline, and never larger than one message may carry
+    /// ([`crate::frame`]).
     pub async fn deliver(
         &self,
         call: &Arc<ResolvedCall>,
         result: CallToolResult,
         delivery: Delivery,
     ) -> CallToolResult {
-        match delivery {
+        let delivered = match delivery {
             Delivery::Processed => self.apply(call, result).await,
             Delivery::Volatile if result.is_error == Some(true) => self.apply(call, result).await,
             Delivery::Volatile | Delivery::Exact => result,
-        }
+        };
+        crate::frame::within_frame(call, delivered)
     }
 
     /// Runs the transform on `result`, failing open and within the

@@ -53,6 +53,12 @@ use tokio::task::JoinHandle;
 /// spare for one call.
 pub const MAX_MESSAGE_BYTES: usize = 64 * 1024 * 1024;
 
+/// The longest line devboy writes. A client drops the whole connection for
+/// one line it cannot take (Claude Code past 16 MB); results are cut far
+/// below this (`frame.rs`), so a longer line is a bug, and the answer is
+/// an error for its request rather than the connection.
+pub const MAX_WRITTEN_BYTES: usize = 8 * 1024 * 1024;
+
 /// JSON-RPC 2.0 "Parse error".
 const PARSE_ERROR: i32 = -32700;
 /// JSON-RPC 2.0 "Invalid Request".
@@ -635,6 +641,30 @@ impl WireRole for RoleClient {
     }
 }
 
+/// The error that answers instead of a response too long to write: the
+/// request is answered, the connection stays. `None` for a message that is
+/// no response.
+fn oversized_reply(line: &[u8]) -> Option<Vec<u8>> {
+    let mut skim = Skim::default();
+    skim.feed(line);
+    let skimmed = skim.finish();
+    let id = skimmed.id.filter(|id| skimmed.response && usable_id(id))?;
+    tracing::error!(
+        bytes = line.len(),
+        "an answer too long to write was replaced by an error"
+    );
+    Some(error_line(
+        Some(&id),
+        -32603,
+        format!(
+            "devboy: the answer is {}, more than one message may carry ({}); ask for less",
+            describe_size(line.len()),
+            describe_size(MAX_WRITTEN_BYTES)
+        ),
+        None,
+    ))
+}
+
 /// What the writer task writes next.
 enum Outgoing<R: ServiceRole> {
     /// A message from rmcp, and who waits for it to be written.
@@ -657,6 +687,19 @@ async fn write_lines<R: ServiceRole, W: AsyncWrite + Unpin>(
     while let Some(next) = queue.recv().await {
         let (line, written) = match next {
             Outgoing::Message { message, written } => match serde_json::to_vec(&message) {
+                Ok(line) if line.len() > MAX_WRITTEN_BYTES => match oversized_reply(&line) {
+                    Some(reply) => (reply, Some(written)),
+                    None => {
+                        let _ = written.send(Err(io::Error::new(
+                            io::ErrorKind::InvalidData,
+                            format!(
+                                "a message of {} is more than devboy writes",
+                                describe_size(line.len())
+                            ),
+                        )));
+                        continue;
+                    }
+                },
                 Ok(mut line) => {
                     line.push(b'\n');
                     (line, Some(written))
@@ -856,6 +899,26 @@ mod tests {
         assert_eq!(found.id, Some(json!(42)));
         assert!(found.response);
         assert_eq!(found.method, None);
+    }
+
+    #[test]
+    fn an_answer_too_long_to_write_becomes_an_error_for_its_request() {
+        let big = "x".repeat(MAX_WRITTEN_BYTES);
+        let response = format!(
+            r#"{{"jsonrpc":"2.0","id":5,"result":{{"content":[{{"type":"text","text":"{big}"}}]}}}}"#
+        );
+        let reply: Value =
+            serde_json::from_slice(&oversized_reply(response.as_bytes()).unwrap()).unwrap();
+        assert_eq!(reply["id"], 5);
+        assert_eq!(reply["error"]["code"], -32603);
+        assert!(reply["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("ask for less"));
+        let note = format!(
+            r#"{{"jsonrpc":"2.0","method":"notifications/message","params":{{"data":"{big}"}}}}"#
+        );
+        assert!(oversized_reply(note.as_bytes()).is_none());
     }
 
     #[test]

@@ -165,6 +165,7 @@ fn main() {
         encode: true,
         only: None,
         keep_whole: false,
+        client: Default::default(),
     };
     let mut rows = Vec::new();
     for (name, body) in inputs() {

@@ -77,6 +77,7 @@ fn policy() -> BodyPolicy {
         encode: true,
         only: None,
         keep_whole: false,
+        client: Default::default(),
     }
 }
 

@@ -8,7 +8,8 @@
 //! | id              | `> [id: kafrum3]`                                           |
 //! | reference       | `> [ref: kafrum3, unchanged; devboy_expand kafrum3]`        |
 //! | near reference  | `> [near-ref: kafrum3, changed below; devboy_expand kafrum4]` |
-//! | elided          | `> [elided 3 of 40 items (31-40); all: devboy_expand kafrum3]` |
+//! | elided          | `> [elided 3 of 40 fields (a, b, c); all: devboy_expand kafrum3]` |
+//! | elided range    | `> [elided lines 812-3094 of 3094; devboy_expand kafrum3 lines=812-3094]` |
 //! | encoded         | `> [encoded: csv; shared fields first #123456789]`          |
 //!
 //! An encoded header ends with the [check](crate::encode::check) of the
@@ -128,12 +129,29 @@ pub fn elided(count: usize, of: usize, noun: &str, which: &str, id: impl Display
     format!("> [elided {count} of {of} {noun} ({which}); all: devboy_expand {id}]")
 }
 
-/// The id an [`elided`] line names.
+/// The line standing for one contiguous range of lines (1-based) or
+/// items (0-based indices) left out, `first..=last` of `of`, and the call
+/// that gives exactly that range back:
+/// `> [elided lines 812-3094 of 3094; devboy_expand kafrum4 lines=812-3094]`.
+pub fn elided_range(noun: &str, first: usize, last: usize, of: usize, id: impl Display) -> String {
+    let range = if first == last {
+        first.to_string()
+    } else {
+        format!("{first}-{last}")
+    };
+    format!("> [elided {noun} {range} of {of}; devboy_expand {id} {noun}={range}]")
+}
+
+/// The id an [`elided`] or [`elided_range`] line names.
 pub fn parse_elided(line: &str) -> Option<&str> {
-    line.strip_prefix("> [elided ")?;
-    line.rsplit_once("; all: devboy_expand ")?
-        .1
-        .strip_suffix(']')
+    let rest = line.strip_prefix("> [elided ")?.strip_suffix(']')?;
+    if let Some((_, id)) = rest.rsplit_once("; all: devboy_expand ") {
+        return Some(id);
+    }
+    let (_, call) = rest.rsplit_once("; devboy_expand ")?;
+    let (id, range) = call.split_once(' ')?;
+    let (noun, _) = range.split_once('=')?;
+    matches!(noun, "lines" | "items").then_some(id)
 }
 
 /// An encoded header without its check: `> [encoded: {description}]`.
@@ -181,6 +199,18 @@ mod tests {
             "> [elided 3 of 40 items (31-40); all: devboy_expand kafrum3]"
         );
         assert_eq!(parse_elided(&line), Some("kafrum3"));
+        let line = elided_range("lines", 812, 3094, 3094, "kafrum4");
+        assert_eq!(
+            line,
+            "> [elided lines 812-3094 of 3094; devboy_expand kafrum4 lines=812-3094]"
+        );
+        assert_eq!(parse_elided(&line), Some("kafrum4"));
+        let line = elided_range("items", 7, 7, 8, "kafrum5");
+        assert_eq!(
+            line,
+            "> [elided items 7 of 8; devboy_expand kafrum5 items=7]"
+        );
+        assert_eq!(parse_elided(&line), Some("kafrum5"));
         assert!(is_encoded_header(&encoded_header("csv")));
         assert!(is_encoded_header("> [encoded: csv #123456789]"));
         for (line, kind) in [

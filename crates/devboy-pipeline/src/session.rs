@@ -25,7 +25,7 @@ use serde_json::Value;
 use crate::handoff::Handoff;
 use crate::hints::{HintKind, HintSet};
 use crate::ids::{EndpointKey, IdAllocator, ReferenceId};
-use crate::route::{route, RouteConfig};
+use crate::route::{route, ClientLimits, RouteConfig};
 use crate::shape::{classify, classify_json};
 use crate::stage::{DedupDecision, DedupStage, DedupStageConfig, ResultPolicy};
 use crate::time::Timestamp;
@@ -44,6 +44,8 @@ pub struct BodyPolicy {
     /// Never elide, whatever the budget (elision hints are not allowed):
     /// a result over the budget goes out whole.
     pub keep_whole: bool,
+    /// What the client shows of one result at most.
+    pub client: ClientLimits,
 }
 
 /// What the dedup stage and the router did with a body.
@@ -269,6 +271,8 @@ impl ResultPipeline {
     /// [`process`](Self::process) for a body whose tokens the caller
     /// counted already, with [`tokenizer`](Self::tokenizer) (outside
     /// whatever lock guards this pipeline: counting is the longest step).
+    /// `tokens_raw` may be [`Tokenizer::count_up_to`] the bound: exact up
+    /// to it, and past it only known to be past it.
     #[allow(clippy::too_many_arguments)]
     pub fn process_counted(
         &mut self,
@@ -282,7 +286,11 @@ impl ResultPipeline {
         tokens_raw: usize,
     ) -> Processed {
         let tokenizer = self.route.tokenizer;
-        let mut out = Processed::unchanged(tokens_raw);
+        let reads_file = !paths.is_empty();
+        // What the client would have shown of the body: savings are
+        // counted against that, never against what it would have cut.
+        let shown = policy.client.shown_tokens(tokenizer, body, tokens_raw);
+        let mut out = Processed::unchanged(shown);
         if handoff.given_up() {
             out.action = Action::Deadline;
             return self.finish(out);
@@ -293,7 +301,7 @@ impl ResultPipeline {
         let mut rewritten: Option<String> = None;
         if let Some(dedup) = &policy.dedup {
             let dedup = &ResultPolicy {
-                body_tokens: dedup.ids_by_saving.then_some(tokens_raw),
+                body_tokens: dedup.ids_by_saving.then_some(shown),
                 ..dedup.clone()
             };
             match self
@@ -310,16 +318,34 @@ impl ResultPipeline {
                     self.replaced(&mut out, Action::NearReference, Some(id), text);
                     return self.finish(out);
                 }
-                DedupDecision::Parts { id, body, .. } => {
+                DedupDecision::Parts {
+                    id, body: parts, ..
+                } => {
                     let line = crate::hints::whole(id);
-                    out.action = Action::PartReferences;
-                    out.id = Some(id);
-                    out.tokens_final = tokenizer.count(&body) + tokenizer.count(&line);
-                    out.dedup_saved = tokens_raw as i64 - out.tokens_final as i64;
-                    out.id_line = Some(line);
-                    out.hints = out.hints.with(HintKind::Reference);
-                    out.text = Some(body.clone());
-                    rewritten = Some(body);
+                    let tokens = tokenizer.count(&parts) + tokenizer.count(&line);
+                    if self.bound(policy, reads_file).fits(tokens, &parts) {
+                        out.action = Action::PartReferences;
+                        out.id = Some(id);
+                        out.tokens_final = tokens;
+                        out.dedup_saved = shown as i64 - tokens as i64;
+                        out.id_line = Some(line);
+                        out.hints = out.hints.with(HintKind::Reference);
+                        out.text = Some(parts.clone());
+                        rewritten = Some(parts);
+                    } else {
+                        // Even with its held parts referenced it is over
+                        // the bound: the whole goes out like a fresh body,
+                        // under the id that stores it (elided below).
+                        let id_line = crate::hints::id_line(id);
+                        let cost = tokenizer.count(&id_line);
+                        out.action = Action::Fresh;
+                        out.id = Some(id);
+                        out.tokens_final += cost;
+                        out.dedup_saved -= cost as i64;
+                        out.id_line = Some(id_line);
+                        out.hints = out.hints.with(HintKind::Id);
+                        fresh = Some(id);
+                    }
                 }
                 DedupDecision::Fresh { id, id_line } => {
                     let cost = tokenizer.count(&id_line) as i64;
@@ -341,6 +367,11 @@ impl ResultPipeline {
             let tokens_in = rewritten
                 .as_deref()
                 .map_or(tokens_raw, |b| tokenizer.count(b));
+            let shown_in = if rewritten.is_some() {
+                tokens_in
+            } else {
+                shown
+            };
             let json = if rewritten.is_some() { None } else { json };
             let body: &str = rewritten.as_deref().unwrap_or(body);
             let classified = match json {
@@ -352,18 +383,21 @@ impl ResultPipeline {
             if handoff.given_up() {
                 return self.abandoned(body, out);
             }
-            let config = RouteConfig {
+            let mut config = RouteConfig {
                 only: policy.only.clone(),
-                // A body with parts referenced is already short; its hint
-                // names the whole, so nothing else may be elided from it.
-                budget_tokens: if policy.keep_whole || rewritten.is_some() {
-                    usize::MAX
-                } else {
-                    self.route.budget_tokens
-                },
-                ..self.route.clone()
+                ..self.bound(policy, reads_file)
             };
-            let over = tokens_in > config.budget_tokens;
+            // A body with parts referenced fits already; its hint names
+            // the whole, so nothing else may be elided from it.
+            if policy.keep_whole || rewritten.is_some() {
+                config.budget_tokens = usize::MAX;
+                config.inline_chars = None;
+            }
+            // The id line goes out beside the text, within the same bound.
+            if let Some(line) = &out.id_line {
+                config = config.less(tokenizer.count(line), line);
+            }
+            let over = !config.fits(tokens_in, body);
             let recover = match fresh {
                 Some(id) => Some(id),
                 None if over => self.stage.store_only(body.as_bytes()),
@@ -392,12 +426,28 @@ impl ResultPipeline {
                     Action::Encoded
                 };
                 out.format = Some(routed.format);
-                out.encoder_saved = tokens_in as i64 - routed.tokens as i64;
-                out.tokens_final = out.tokens_final - tokens_in + routed.tokens;
+                out.encoder_saved = shown_in as i64 - routed.tokens as i64;
+                out.tokens_final = out.tokens_final - shown_in + routed.tokens;
                 out.text = Some(routed.text);
             }
         }
         self.finish(out)
+    }
+
+    /// The bound of one result under `policy`: the session's budget, the
+    /// client's limits, whether the call read files.
+    fn bound(&self, policy: &BodyPolicy, reads_file: bool) -> RouteConfig {
+        RouteConfig {
+            budget_tokens: policy
+                .client
+                .max_tokens
+                .map_or(self.route.budget_tokens, |max| {
+                    max.min(self.route.budget_tokens)
+                }),
+            inline_chars: policy.client.inline_chars,
+            reads_file,
+            ..self.route.clone()
+        }
     }
 
     fn replaced(&self, out: &mut Processed, action: Action, id: Option<ReferenceId>, text: String) {
@@ -495,6 +545,7 @@ mod tests {
             encode: true,
             only: None,
             keep_whole: false,
+            client: Default::default(),
         }
     }
 
@@ -612,11 +663,12 @@ mod tests {
         assert!(first.tokens_final <= 600);
         assert_eq!(first.id_line, None, "the elision hint names the id");
         let id = first.id.unwrap();
-        assert!(first
-            .text
-            .as_deref()
-            .unwrap()
-            .ends_with(&format!("devboy_expand {id}]")));
+        let hint = first.text.as_deref().unwrap().lines().last().unwrap();
+        assert!(
+            hint.starts_with("> [elided items ")
+                && hint.contains(&format!("; devboy_expand {id} items=")),
+            "{hint}"
+        );
         let again = send(&mut p, &ep, &body, 1);
         assert_eq!(again.action, Action::Elided, "not a reference: {again:?}");
         assert_eq!(p.stage().expand(&id.to_string()), Ok(body.as_bytes()));

@@ -114,6 +114,32 @@ impl Tokenizer {
 }
 
 impl Tokenizer {
+    /// The tokens of `text` when they are at most `limit`; past it, a
+    /// number above `limit` that may fall short of the full count. The
+    /// work is bounded by the limit: a text many times longer is counted
+    /// by its start only.
+    pub fn count_up_to(&self, text: &str, limit: usize) -> usize {
+        // No token is longer than this many bytes on real text; a start of
+        // this length that already counts past the limit settles it.
+        const BYTES_PER_TOKEN: usize = 8;
+        let reach = limit.saturating_add(1).saturating_mul(BYTES_PER_TOKEN);
+        if text.len() <= reach {
+            return self.count(text);
+        }
+        let mut end = reach;
+        while !text.is_char_boundary(end) {
+            end -= 1;
+        }
+        let start = self.count(&text[..end]);
+        if start > limit {
+            start
+        } else {
+            self.count(text)
+        }
+    }
+}
+
+impl Tokenizer {
     /// What one tool definition costs the model on every request: the
     /// tokens of `{"name":…,"description":…,"input_schema":…}` as compact
     /// JSON, the three parts Claude Code sends for each tool, on every

@@ -173,6 +173,7 @@ fn view(body: &str, only: Option<&str>) -> Option<String> {
         encode: true,
         only: only.map(str::to_owned),
         keep_whole: false,
+        client: Default::default(),
     };
     pipeline
         .process(

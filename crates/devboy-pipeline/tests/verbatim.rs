@@ -60,6 +60,7 @@ fn source_files_read_through_server_filesystem_show_up_raw_or_json_escaped() {
         tokenizer: Tokenizer::O200k,
         budget_tokens: usize::MAX,
         only: None,
+        ..RouteConfig::default()
     };
     let (mut fenced, mut encoded) = (0, 0);
     let mut failures = Vec::new();

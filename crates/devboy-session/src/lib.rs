@@ -56,6 +56,7 @@ pub fn session_pipeline(config: &PipelineConfig, ids: IdAllocator) -> ResultPipe
             .resolve_session(&SessionContext::default())
             .budget_tokens,
         only: None,
+        ..RouteConfig::default()
     };
     ResultPipeline::new(dedup, route, ids)
 }

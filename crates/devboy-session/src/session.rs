@@ -9,10 +9,11 @@ use devboy_core::config::ConfigSource;
 use devboy_core::pipeline_config::{HintKind, PipelineConfig, SessionContext, SessionSettings};
 use devboy_pipeline::encode::Format;
 use devboy_pipeline::hints;
+use devboy_pipeline::route::{self, ClientLimits, PartRange, RouteConfig};
 use devboy_pipeline::session::{Action, BodyPolicy, Processed, ResultPipeline, Totals};
 use devboy_pipeline::{
-    EndpointKey, Fingerprint, Handoff, IdAllocator, NearPolicy, ResultPolicy, SessionTag,
-    SideEffect, Template, TextDiffPolicy, Timestamp, Tokenizer,
+    EndpointKey, Fingerprint, Handoff, IdAllocator, NearPolicy, ReferenceId, ResultPolicy,
+    SessionTag, SideEffect, Template, TextDiffPolicy, Timestamp, Tokenizer,
 };
 use devboy_telemetry::{CallFacts, DedupOutcome, Layer, Outcome, Telemetry};
 
@@ -46,6 +47,9 @@ pub struct PipelineSession {
     /// runs ([`set_config`](Self::set_config)).
     config: std::sync::RwLock<Arc<PipelineConfig>>,
     encode: bool,
+    /// The token cap Claude Code was started with, when it set one
+    /// (`MAX_MCP_OUTPUT_TOKENS`, inherited by devboy).
+    max_output_tokens: Option<usize>,
     state: Mutex<State>,
     events: SessionEvents,
 }
@@ -128,6 +132,9 @@ impl State {
     }
 }
 
+/// How many budgets' worth of a body's tokens are counted exactly.
+const COUNTED_BUDGETS: usize = 16;
+
 /// Loads `tokenizer`'s vocabulary off the result path.
 fn warm_up(tokenizer: Tokenizer) {
     let _ = std::thread::Builder::new()
@@ -146,6 +153,7 @@ impl PipelineSession {
         let session = Arc::new(config.resolve_session(&context));
         Self {
             encode: encode && config.encoding.enabled,
+            max_output_tokens: None,
             config: std::sync::RwLock::new(config),
             state: Mutex::new(State {
                 pipeline,
@@ -156,6 +164,23 @@ impl PipelineSession {
                 capture: None,
             }),
             events: SessionEvents::default(),
+        }
+    }
+
+    /// This session's results for Claude Code bounded by `tokens` (the
+    /// `MAX_MCP_OUTPUT_TOKENS` it was started with) instead of its default
+    /// cap.
+    pub fn with_max_output_tokens(mut self, tokens: Option<usize>) -> Self {
+        self.max_output_tokens = tokens;
+        self
+    }
+
+    /// What the client of `call` shows the model of one result at most.
+    fn client_limits(&self, config: &PipelineConfig, client: Option<&str>) -> ClientLimits {
+        let bound = config.client_bound(client, self.max_output_tokens);
+        ClientLimits {
+            inline_chars: bound.inline_chars,
+            max_tokens: bound.max_tokens,
         }
     }
 
@@ -304,8 +329,13 @@ impl PipelineSession {
         // Counted before the lock: the longest step of a big body, and a
         // body the caller gave up on meanwhile is passed without the lock
         // being held for it any longer than to count it.
-        let tokenizer = lock(&self.state).pipeline.tokenizer();
-        let tokens_raw = tokenizer.count(&text);
+        let (tokenizer, budget) = {
+            let state = lock(&self.state);
+            (state.pipeline.tokenizer(), state.pipeline.budget_tokens())
+        };
+        // Exact well past the bound; a body many times over it is only
+        // counted that far (its savings then count no more than that).
+        let tokens_raw = tokenizer.count_up_to(&text, budget.saturating_mul(COUNTED_BUDGETS));
         let (processed, dedup_on, partition) = {
             let mut state = lock(&self.state);
             let policy = self.policy(&state, call, single, call_fingerprint)?;
@@ -425,6 +455,7 @@ impl PipelineSession {
                 Some(Format::JsonCompact.name().to_owned())
             },
             keep_whole: !allows(HintKind::Elided),
+            client: self.client_limits(&config, call.client.as_deref()),
         })
     }
 
@@ -459,26 +490,46 @@ impl PipelineSession {
         self.events.end();
     }
 
-    /// The exact text `id` stood for, or why not (for people).
+    /// What `devboy_expand` shows of the result `id` stood for, or why not
+    /// (for people), for a client named `client`: all of it or the units
+    /// `range` names, within the bound a delivery has (what does not fit
+    /// ends in the hint that gives the rest, so a big result is paged
+    /// through).
     ///
-    /// Not `raw`: the whole result as a full delivery of it is shown (the
-    /// cheapest lossless form, with no budget: a file's text fenced and
+    /// Not `raw`: in the cheapest lossless form (a file's text fenced and
     /// unescaped rather than the server's JSON string), so that what the
     /// model copies from it is what it copies from any other read. `raw`,
-    /// or with encoding off: the exact text the server sent.
-    pub fn expand(&self, id: &str, raw: bool) -> Result<String, String> {
-        let (text, route) = {
+    /// or with encoding off: as the server wrote it.
+    pub fn expand(
+        &self,
+        id: &str,
+        range: Option<&PartRange>,
+        raw: bool,
+        client: Option<&str>,
+    ) -> Result<String, String> {
+        let id = id.trim();
+        let (text, route, ref_id) = {
             let mut state = lock(&self.state);
-            let text = match state.pipeline.stage().expand(id.trim()) {
+            let text = match state.pipeline.stage().expand(id) {
                 Ok(bytes) => String::from_utf8_lossy(bytes).into_owned(),
                 Err(error) => return Err(error.to_string()),
             };
-            (text, state.pipeline.route_config().clone())
+            (
+                text,
+                state.pipeline.route_config().clone(),
+                id.parse::<ReferenceId>(),
+            )
         };
-        if raw || !self.encode {
-            return Ok(text);
-        }
-        Ok(devboy_pipeline::route::whole(&text, &route).unwrap_or(text))
+        let ref_id = ref_id.map_err(|_| format!("`{id}` is not a devboy id"))?;
+        let limits = self.client_limits(&self.config(), client);
+        let route = RouteConfig {
+            budget_tokens: limits
+                .max_tokens
+                .map_or(route.budget_tokens, |max| max.min(route.budget_tokens)),
+            inline_chars: limits.inline_chars,
+            ..route
+        };
+        route::expand(&text, range, raw || !self.encode, &route, ref_id)
     }
 
     /// What the session has done so far, as `devboy_status` shows it.

@@ -14,9 +14,9 @@ use globset::{Glob, GlobMatcher};
 use super::schema::{self, KeyKind, KeySpec, KeyValue, FOLLOW_UP_KEYS};
 use super::{
     AgentProfile, ClientProfile, DedupSettings, EncodingSettings, EndpointRule, EnrichmentMode,
-    EnrichmentSettings, ExploreSettings, HintKind, HintsPolicy, LlmProfile, NearRefSettings,
-    PipelineConfig, Profiles, Selection, SideEffectClass, TelemetrySettings, TextDiffSettings,
-    TokenizerChoice, ToolRule, SCHEMA_VERSION,
+    EnrichmentSettings, ExploreSettings, HintKind, HintsPolicy, InlineChars, LlmProfile,
+    NearRefSettings, PipelineConfig, Profiles, Selection, SideEffectClass, TelemetrySettings,
+    TextDiffSettings, TokenizerChoice, ToolRule, SCHEMA_VERSION,
 };
 use crate::config::keypath::{closest, KeyPath};
 use crate::config::tree::{self, describe, Entry, Node, Value};
@@ -103,6 +103,7 @@ fn blank() -> PipelineConfig {
             enabled: false,
             budget_tokens: 0,
             deadline: std::time::Duration::ZERO,
+            inline_chars: InlineChars::Auto,
         },
         tokenizer: None,
         client: ClientProfile::Auto,
@@ -554,6 +555,7 @@ impl Reader<'_> {
             KeyKind::Paths => KeyValue::Paths(self.paths(n, p)?),
             KeyKind::Tokenizer => KeyValue::Tokenizer(self.tokenizer(n, p)?),
             KeyKind::Client => KeyValue::Client(self.client(n, p)?),
+            KeyKind::InlineChars => KeyValue::InlineChars(self.inline_chars(n, p)?),
             KeyKind::SideEffect => KeyValue::SideEffect(self.side_effect(n, p)?),
             KeyKind::ValueClass => KeyValue::ValueClass(self.value_class(n, p)?),
             KeyKind::FollowUps => KeyValue::FollowUps(self.follow_up(n, p)?),
@@ -689,6 +691,24 @@ impl Reader<'_> {
             Value::String(s) if s == "structured" => Ok(ClientProfile::Structured),
             Value::String(s) if s == "content" => Ok(ClientProfile::Content),
             _ => Err(self.invalid(path, node, EXPECTED)),
+        }
+    }
+
+    fn inline_chars(&self, node: &Node, path: &KeyPath) -> Result<InlineChars> {
+        match &node.value {
+            Value::String(s) if s == "auto" => Ok(InlineChars::Auto),
+            Value::String(s) if s == "none" => Ok(InlineChars::Unlimited),
+            Value::Integer(n) if *n >= InlineChars::MIN as i128 => {
+                Ok(InlineChars::At(usize::try_from(*n).unwrap_or(usize::MAX)))
+            }
+            _ => Err(self.invalid(
+                path,
+                node,
+                &format!(
+                    "\"auto\", \"none\" or a number of characters of at least {}",
+                    InlineChars::MIN
+                ),
+            )),
         }
     }
 

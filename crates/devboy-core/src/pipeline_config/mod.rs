@@ -171,6 +171,101 @@ pub struct EncodingSettings {
     /// result; past it the result goes out as it came and the session
     /// keeps serving (invariant 13).
     pub deadline: std::time::Duration,
+    /// The most characters one result may show the model inline.
+    pub inline_chars: InlineChars,
+}
+
+/// `encoding.inline_chars`: how many characters of one result the client
+/// shows the model inline; a result is kept within it as within the token
+/// budget.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum InlineChars {
+    /// The client's own limit, as measured: Claude Code shows a result of
+    /// up to [`CLAUDE_CODE_INLINE_CHARS`] inline; other clients have none
+    /// known.
+    Auto,
+    /// No limit but the token budget.
+    Unlimited,
+    /// This many characters, whatever the client.
+    At(usize),
+}
+
+impl InlineChars {
+    /// The smallest number the file accepts: below it a result could not
+    /// hold its hints.
+    pub const MIN: usize = 1_000;
+
+    /// As the file writes it.
+    pub fn name(self) -> String {
+        match self {
+            InlineChars::Auto => "\"auto\"".into(),
+            InlineChars::Unlimited => "\"none\"".into(),
+            InlineChars::At(n) => n.to_string(),
+        }
+    }
+}
+
+/// Claude Code (2.1.330) shows a tool result of up to this many characters
+/// (JavaScript string length) inline; a longer one is written to a file
+/// and the model is shown its path and a 2,000-character preview. A tool
+/// may raise it with `_meta["anthropic/maxResultSizeChars"]` (up to
+/// 500,000); devboy's tools do not.
+pub const CLAUDE_CODE_INLINE_CHARS: usize = 50_000;
+
+/// Claude Code cuts an MCP tool result at this many tokens unless
+/// [`MAX_MCP_OUTPUT_TOKENS_ENV`] says otherwise.
+pub const CLAUDE_CODE_MAX_TOKENS: usize = 25_000;
+
+/// The variable Claude Code reads its MCP result token cap from; the
+/// servers it starts inherit it.
+pub const MAX_MCP_OUTPUT_TOKENS_ENV: &str = "MAX_MCP_OUTPUT_TOKENS";
+
+/// What one client shows the model of one result at most, resolved from
+/// the config and the client's name.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ClientBound {
+    /// Characters shown inline.
+    pub inline_chars: Option<usize>,
+    /// Tokens passed on.
+    pub max_tokens: Option<usize>,
+}
+
+impl PipelineConfig {
+    /// What a client named `client` (its `initialize` name) shows the model
+    /// of one result at most: Claude Code's measured limits for a client
+    /// named `claude-code…` (its token cap from `max_output_tokens`, the
+    /// value of [`MAX_MCP_OUTPUT_TOKENS_ENV`] when set), `inline_chars`
+    /// when the file sets a number.
+    pub fn client_bound(
+        &self,
+        client: Option<&str>,
+        max_output_tokens: Option<usize>,
+    ) -> ClientBound {
+        let claude_code = client.is_some_and(|n| n.starts_with("claude-code"));
+        ClientBound {
+            inline_chars: match self.encoding.inline_chars {
+                InlineChars::Auto => claude_code.then_some(CLAUDE_CODE_INLINE_CHARS),
+                InlineChars::Unlimited => None,
+                InlineChars::At(n) => Some(n),
+            },
+            max_tokens: claude_code.then(|| {
+                max_output_tokens
+                    .filter(|&n| n > 0)
+                    .unwrap_or(CLAUDE_CODE_MAX_TOKENS)
+            }),
+        }
+    }
+}
+
+/// The token cap Claude Code was started with, from the environment:
+/// [`MAX_MCP_OUTPUT_TOKENS_ENV`] as a positive number, else `None`.
+pub fn max_output_tokens_with_env(env: &dyn Fn(&str) -> Option<OsString>) -> Option<usize> {
+    env(MAX_MCP_OUTPUT_TOKENS_ENV)?
+        .to_str()?
+        .trim()
+        .parse::<usize>()
+        .ok()
+        .filter(|&n| n > 0)
 }
 
 /// `[telemetry]`: the anonymous per-result events `devboy tune` learns

@@ -27,8 +27,8 @@ use std::time::Duration;
 use globset::GlobMatcher;
 
 use super::{
-    ClientProfile, EnrichmentMode, HintKind, PipelineConfig, Selection, SideEffectClass,
-    TokenizerChoice,
+    ClientProfile, EnrichmentMode, HintKind, InlineChars, PipelineConfig, Selection,
+    SideEffectClass, TokenizerChoice,
 };
 use crate::value_model::{FollowUp, ValueClass};
 
@@ -68,6 +68,8 @@ pub enum KeyKind {
     Tokenizer,
     /// `auto`, `structured` or `content`.
     Client,
+    /// `auto`, `none` or a number of characters.
+    InlineChars,
     /// `auto` or the name of a profile of the sibling table named like the
     /// key plus `s` (`llm` names a `[profiles.llms.NAME]`).
     Selection,
@@ -165,6 +167,7 @@ pub const KEYS: &[KeySpec] = &[
     key("encoding.enabled", K::Bool, Some("true"), 2, "re-encode structured results"),
     key("encoding.budget_tokens", K::Count { min: 100 }, Some("25000"), 2, "the most tokens one result may cost before parts are elided"),
     key("encoding.deadline_ms", K::Count { min: 1 }, Some("2000"), 3, "how long devboy may work on one result before it goes out as it came"),
+    key("encoding.inline_chars", K::InlineChars, Some("\"auto\""), 3, "the most characters one result may show inline (auto: the client's own limit)"),
     key("profiles", K::Section, None, 2, "the tokenizer, client, model and profile axes"),
     key("profiles.tokenizer", K::Tokenizer, Some("\"auto\""), 2, "what costs are counted in"),
     key("profiles.client", K::Client, Some("\"auto\""), 2, "what the client shows the model of a result"),
@@ -320,6 +323,8 @@ pub enum KeyValue {
     Tokenizer(Option<TokenizerChoice>),
     /// [`KeyKind::Client`].
     Client(ClientProfile),
+    /// [`KeyKind::InlineChars`].
+    InlineChars(InlineChars),
     /// [`KeyKind::Selection`].
     Selection(Selection),
     /// [`KeyKind::SideEffect`].
@@ -352,6 +357,7 @@ impl fmt::Display for KeyValue {
             }
             KeyValue::Tokenizer(t) => f.write_str(&t.map_or("auto".to_owned(), |t| t.name())),
             KeyValue::Client(c) => f.write_str(c.name()),
+            KeyValue::InlineChars(c) => f.write_str(&c.name()),
             KeyValue::Selection(s) => f.write_str(s.name()),
             KeyValue::SideEffect(s) => f.write_str(s.name()),
             KeyValue::ValueClass(c) => f.write_str(c.name()),
@@ -427,6 +433,7 @@ impl PipelineConfig {
             "encoding.enabled" => S::Bool(self.encoding.enabled),
             "encoding.budget_tokens" => S::Count(self.encoding.budget_tokens),
             "encoding.deadline_ms" => S::Count(self.encoding.deadline.as_millis() as usize),
+            "encoding.inline_chars" => S::InlineChars(self.encoding.inline_chars),
             "profiles.tokenizer" => S::Tokenizer(self.tokenizer),
             "profiles.client" => S::Client(self.client),
             "profiles.model" => S::Text(self.profiles.model.clone()?),
@@ -506,6 +513,7 @@ impl PipelineConfig {
             ("encoding.deadline_ms", S::Count(n)) => {
                 c.encoding.deadline = std::time::Duration::from_millis(n as u64)
             }
+            ("encoding.inline_chars", S::InlineChars(v)) => c.encoding.inline_chars = v,
             ("profiles.tokenizer", S::Tokenizer(t)) => c.tokenizer = t,
             ("profiles.client", S::Client(v)) => c.client = v,
             ("profiles.model", S::Text(s)) => c.profiles.model = Some(s),

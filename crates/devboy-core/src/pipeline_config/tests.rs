@@ -122,6 +122,7 @@ max_age_days = 7
             enabled: false,
             budget_tokens: 5000,
             deadline: std::time::Duration::from_secs(2),
+            inline_chars: super::InlineChars::Auto,
         }
     );
     assert_eq!(parsed.tokenizer, Some(TokenizerChoice::CharsPerToken(3.5)));
@@ -903,6 +904,7 @@ fn sample(key: &schema::KeySpec) -> String {
         KeyKind::Paths => "[\"/srv/shared\"]".into(),
         KeyKind::Tokenizer => "\"cl100k\"".into(),
         KeyKind::Client => "\"content\"".into(),
+        KeyKind::InlineChars => "12000".into(),
         KeyKind::Selection if key.name() == "llm" => "\"claude\"".into(),
         KeyKind::Selection => "\"marathon\"".into(),
         KeyKind::SideEffect => "\"mutating\"".into(),
@@ -1020,4 +1022,52 @@ fn a_members_file_overrides_only_the_keys_it_sets_of_the_projects() {
     let err = PipelineConfig::layered(Some(&project), Some(&own)).unwrap_err();
     assert!(err.to_string().contains(".devboy"), "{err}");
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn inline_chars_follows_the_client_unless_the_file_names_a_number() {
+    use super::{InlineChars, CLAUDE_CODE_INLINE_CHARS, CLAUDE_CODE_MAX_TOKENS};
+    let config = PipelineConfig::embedded_default();
+    assert_eq!(config.encoding.inline_chars, InlineChars::Auto);
+    let claude = config.client_bound(Some("claude-code"), None);
+    assert_eq!(claude.inline_chars, Some(CLAUDE_CODE_INLINE_CHARS));
+    assert_eq!(claude.max_tokens, Some(CLAUDE_CODE_MAX_TOKENS));
+    assert_eq!(
+        config
+            .client_bound(Some("claude-code"), Some(9_000))
+            .max_tokens,
+        Some(9_000)
+    );
+    let other = config.client_bound(Some("mcp-inspector"), Some(9_000));
+    assert_eq!((other.inline_chars, other.max_tokens), (None, None));
+    let set = |text: &str| {
+        PipelineConfig::from_str(
+            &format!("schema_version = 3\n[encoding]\ninline_chars = {text}\n"),
+            Path::new("p.toml"),
+        )
+    };
+    assert_eq!(
+        set("30000").unwrap().client_bound(None, None).inline_chars,
+        Some(30_000)
+    );
+    assert_eq!(
+        set("\"none\"")
+            .unwrap()
+            .client_bound(Some("claude-code"), None)
+            .inline_chars,
+        None
+    );
+    let wrong = set("12").unwrap_err().to_string();
+    assert!(
+        wrong.contains("inline_chars") && wrong.contains("at least 1000"),
+        "{wrong}"
+    );
+    let env = |v: &'static str| {
+        move |k: &str| (k == "MAX_MCP_OUTPUT_TOKENS").then(|| std::ffi::OsString::from(v))
+    };
+    assert_eq!(
+        super::max_output_tokens_with_env(&env("12000")),
+        Some(12_000)
+    );
+    assert_eq!(super::max_output_tokens_with_env(&env("lots")), None);
 }

@@ -1,6 +1,7 @@
-//! `devboy_expand`: the whole result behind an id devboy printed
-//! (`kafrum12`), as a full delivery of it reads, or the server's exact
-//! text.
+//! `devboy_expand`: the result behind an id devboy printed (`kafrum12`),
+//! all of it or the lines or items a hint named, as a full delivery of it
+//! reads, or as the server wrote it; never more than one delivery may
+//! show, the rest named by the call that gives it.
 
 use futures::future::BoxFuture;
 use rmcp::model::{CallToolResult, ContentBlock, Tool};
@@ -9,6 +10,7 @@ use serde_json::json;
 
 use super::{annotations, definition, BuiltinContext, BuiltinTool};
 use crate::seam::Delivery;
+use devboy_pipeline::route::PartRange;
 
 /// The `devboy_expand` tool.
 pub struct Expand;
@@ -17,12 +19,14 @@ impl BuiltinTool for Expand {
     fn definition(&self) -> Tool {
         definition(
             "devboy_expand",
-            "The whole tool result behind the id in a devboy hint (e.g. kafrum12), as a full result reads: a file's text as it is, safe to copy into an edit.",
+            "The result behind a devboy hint's id (e.g. kafrum12), as a full result reads: a file's text as is, safe to copy into an edit; lines/items as the hint gives them.",
             json!({
                 "type": "object",
                 "properties": {
                     "id": {"type": "string", "description": "The hint's id"},
-                    "raw": {"type": "boolean", "description": "The server's exact text instead (JSON-escaped for a file read)"}
+                    "lines": {"type": "string"},
+                    "items": {"type": "string"},
+                    "raw": {"type": "boolean", "description": "The server's exact text instead"}
                 },
                 "required": ["id"]
             }),
@@ -30,7 +34,7 @@ impl BuiltinTool for Expand {
         .with_annotations(annotations("devboy expand", true))
     }
 
-    /// The text is already what the agent asked for: nothing rewrites it.
+    /// The text is bounded and shaped here: nothing rewrites it.
     fn delivery(&self) -> Delivery {
         Delivery::Exact
     }
@@ -45,29 +49,43 @@ impl BuiltinTool for Expand {
             .and_then(|a| a.get("raw"))
             .and_then(serde_json::Value::as_bool)
             .unwrap_or(false);
+        let range = match (context.str_argument("lines"), context.str_argument("items")) {
+            (Some(_), Some(_)) => Err("give `lines` or `items`, not both".to_owned()),
+            (Some(spec), None) => PartRange::parse("lines", spec).map(Some),
+            (None, Some(spec)) => PartRange::parse("items", spec).map(Some),
+            (None, None) => Ok(None),
+        };
+        let client = context.client_name().map(str::to_owned);
         let pipeline = context.session.pipeline_memory().cloned();
         let deadline = context.session.deadline();
         Box::pin(async move {
-            let Some(processor) = pipeline else {
-                return Ok(CallToolResult::error(vec![ContentBlock::text(
-                    "devboy: this session's pipeline emits no ids",
-                )]));
+            let failed = |message: String| {
+                CallToolResult::error(vec![ContentBlock::text(format!("devboy: {message}"))])
             };
-            // The readable form re-encodes the whole result: off the async
-            // workers and within the pipeline's deadline, else the raw text.
+            let range = match range {
+                Ok(range) => range,
+                Err(message) => return Ok(failed(message)),
+            };
+            let Some(processor) = pipeline else {
+                return Ok(failed("this session's pipeline emits no ids".into()));
+            };
+            // The readable form re-encodes what is shown: off the async
+            // workers and within the pipeline's deadline, else as the
+            // server wrote it (bounded the same way).
             let readable = {
-                let (processor, id) = (processor.clone(), id.clone());
-                tokio::task::spawn_blocking(move || processor.expand(&id, raw))
+                let (processor, id, range, client) =
+                    (processor.clone(), id.clone(), range.clone(), client.clone());
+                tokio::task::spawn_blocking(move || {
+                    processor.expand(&id, range.as_ref(), raw, client.as_deref())
+                })
             };
             let expanded = match tokio::time::timeout(deadline, readable).await {
                 Ok(Ok(expanded)) => expanded,
-                _ => processor.expand(&id, true),
+                _ => processor.expand(&id, range.as_ref(), true, client.as_deref()),
             };
             Ok(match expanded {
                 Ok(text) => CallToolResult::success(vec![ContentBlock::text(text)]),
-                Err(message) => {
-                    CallToolResult::error(vec![ContentBlock::text(format!("devboy: {message}"))])
-                }
+                Err(message) => failed(message),
             })
         })
     }

@@ -82,6 +82,11 @@ impl BuiltinContext<'_> {
         self.call.peer.as_ref()
     }
 
+    /// The client's name from `initialize`, if it gave one.
+    pub fn client_name(&self) -> Option<&str> {
+        self.call.client.as_deref()
+    }
+
     /// The string argument `name`, if given as a string.
     pub fn str_argument(&self, name: &str) -> Option<&str> {
         self.arguments?.get(name)?.as_str()

@@ -86,6 +86,23 @@ pub fn may_apply(classified: &Classified) -> bool {
     classified.json.is_none()
 }
 
+/// Whether `text` reads as a list of `Key: value` records (a git log):
+/// looked at over its first lines only, so it costs nothing on a big text.
+/// Such a text is a list, whose first entries matter most.
+pub fn looks_like_records(text: &str) -> bool {
+    let (mut keyed, mut other, mut breaks) = (0usize, 0usize, 0usize);
+    for line in text.lines().take(60) {
+        if line.trim().is_empty() {
+            breaks += 1;
+        } else if key_of(line).is_some() {
+            keyed += 1;
+        } else {
+            other += 1;
+        }
+    }
+    breaks >= 2 && keyed >= MIN_RECORDS * MIN_KEYS && keyed >= 2 * other
+}
+
 /// The key of a `Key: value` line, if `line` is one.
 fn key_of(line: &str) -> Option<&str> {
     let (key, _) = line.split_once(": ")?;
