@@ -8,9 +8,15 @@
 //! [`BuiltinContext::call_tool`], which calls an upstream tool through the
 //! same path an agent's call takes (answer store, upstream, response seam).
 //!
+//! A call's arguments are checked against the tool's declared input schema
+//! before the tool runs (`arguments.rs`): a tool reads only arguments that
+//! fit it, and a call that does not fit is an `isError` result naming the
+//! argument.
+//!
 //! Built-in names use a single underscore (`devboy_status`); proxied names
 //! always contain `__`, so the two can never collide.
 
+mod arguments;
 mod code;
 mod compact;
 mod expand;
@@ -24,6 +30,7 @@ mod status;
 
 use std::sync::Arc;
 
+pub(crate) use arguments::refusal;
 pub(crate) use servers::control_of;
 pub(crate) use status::upstreams_report;
 
