@@ -27,7 +27,7 @@ impl BuiltinTool for Expand {
                 "required": ["id"]
             }),
         )
-        .with_annotations(annotations("devboy expand", true))
+        .with_annotations(annotations("Expand a result", true))
     }
 
     /// The text is already what the agent asked for: nothing rewrites it.

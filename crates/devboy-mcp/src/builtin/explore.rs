@@ -51,7 +51,7 @@ impl BuiltinTool for Explore {
                 "required": ["query"]
             }),
         )
-        .with_annotations(annotations("devboy explore", true))
+        .with_annotations(annotations("Explore how code works", true))
     }
 
     fn call<'a>(

@@ -92,7 +92,7 @@ impl BuiltinTool for FindFiles {
                 "required": ["query"]
             }),
         )
-        .with_annotations(annotations("devboy find files", true))
+        .with_annotations(annotations("Find the relevant files", true))
     }
 
     fn call<'a>(

@@ -35,7 +35,7 @@ impl BuiltinTool for FindTools {
                 "required": ["query"]
             }),
         )
-        .with_annotations(annotations("devboy find tools", true))
+        .with_annotations(annotations("Find more tools", true))
     }
 
     /// Listed only to a lazy session: with every tool listed, the model
