@@ -316,7 +316,7 @@ async fn the_index_is_kept_and_refreshed_and_the_tool_answers_over_mcp() {
         assert!(missing["result"]["content"][0]["text"]
             .as_str()
             .unwrap()
-            .contains("`query` is required"));
+            .contains("`query` is missing"));
     }
 }
 

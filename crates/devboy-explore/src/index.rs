@@ -123,11 +123,39 @@ pub struct Index {
 /// Why an index could not be built.
 #[derive(Debug, thiserror::Error)]
 pub enum IndexError {
+    /// The root names nothing.
+    #[error("{path} does not exist")]
+    Missing { path: PathBuf },
+    /// The root is a file (or another thing that is not a directory).
+    #[error("{path} is not a directory (give the source tree's directory, not a file in it)")]
+    NotADirectory { path: PathBuf },
+    /// The root could not be read.
     #[error("{path}: {error}")]
     Root {
         path: PathBuf,
         error: std::io::Error,
     },
+}
+
+/// The source tree `root` names, canonical (`..` and symlinks resolved),
+/// or why it names none: nothing there, or a file rather than a
+/// directory (which would index as an empty tree and answer nothing).
+pub fn source_root(root: &Path) -> Result<PathBuf, IndexError> {
+    let canonical = root.canonicalize().map_err(|error| match error.kind() {
+        std::io::ErrorKind::NotFound => IndexError::Missing {
+            path: root.to_path_buf(),
+        },
+        _ => IndexError::Root {
+            path: root.to_path_buf(),
+            error,
+        },
+    })?;
+    if !canonical.is_dir() {
+        return Err(IndexError::NotADirectory {
+            path: root.to_path_buf(),
+        });
+    }
+    Ok(canonical)
 }
 
 /// Where indexes are kept: devboy's cache directory
@@ -253,10 +281,7 @@ impl Index {
     /// back. A cache that cannot be written costs only the next rebuild.
     pub fn open(root: &Path, cache: &Path) -> Result<Index, IndexError> {
         let started = Instant::now();
-        let root = root.canonicalize().map_err(|error| IndexError::Root {
-            path: root.to_path_buf(),
-            error,
-        })?;
+        let root = source_root(root)?;
         let file = index_file(cache, &root);
         let stored = std::fs::read(&file)
             .ok()
@@ -469,6 +494,41 @@ mod tests {
         w("ignored/i.py", "def i(): pass\n");
         w(".gitignore", "ignored/\n");
         w("README.md", "# not source\n");
+    }
+
+    /// A file or a path that names nothing is no source tree: said so,
+    /// naming the path, instead of an empty index that matches nothing.
+    #[test]
+    fn a_root_that_is_a_file_or_missing_is_refused_by_name() {
+        let dir = std::env::temp_dir().join(format!("devboy-explore-root-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        tree(&dir.join("repo"));
+        let cache = dir.join("cache");
+        let file = dir.join("repo/src/a.py");
+        let refused = Index::open(&file, &cache).map(|_| ()).unwrap_err();
+        assert!(
+            matches!(refused, IndexError::NotADirectory { .. }),
+            "{refused:?}"
+        );
+        assert_eq!(
+            refused.to_string(),
+            format!(
+                "{} is not a directory (give the source tree's directory, not a file in it)",
+                file.display()
+            )
+        );
+        let missing = dir.join("repo/nope");
+        let refused = crate::kept::open(&missing, &cache).map(|_| ()).unwrap_err();
+        assert_eq!(
+            refused.to_string(),
+            format!("{} does not exist", missing.display())
+        );
+        assert_eq!(
+            source_root(&dir.join("repo/src/..")).unwrap(),
+            dir.join("repo").canonicalize().unwrap()
+        );
+        assert!(!cache.exists(), "nothing was indexed");
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]

@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use crate::graph::Graph;
-use crate::index::{Index, IndexError};
+use crate::index::{source_root, Index, IndexError};
 
 self_cell::self_cell!(
     /// An index and the graph that borrows it.
@@ -56,10 +56,7 @@ static TREES: Mutex<Vec<(PathBuf, Arc<Kept>)>> = Mutex::new(Vec::new());
 /// about it when no file changed since, refreshed when some did, opened
 /// from `cache` (or built) the first time.
 pub fn open(root: &Path, cache: &Path) -> Result<Arc<Kept>, IndexError> {
-    let canonical = root.canonicalize().map_err(|error| IndexError::Root {
-        path: root.to_path_buf(),
-        error,
-    })?;
+    let canonical = source_root(root)?;
     let kept = {
         let trees = TREES.lock().unwrap_or_else(|e| e.into_inner());
         trees

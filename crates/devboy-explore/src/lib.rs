@@ -22,7 +22,7 @@ pub mod project;
 
 pub use answer::{explore, explore_in, Answer, Options, Render};
 pub use find::{rank_in, rank_offline, Found};
-pub use index::{cache_dir, Index};
+pub use index::{cache_dir, source_root, Index, IndexError};
 pub use kept::Kept;
 
 /// What the crate's tests share.

@@ -16,7 +16,8 @@
 //!                memory and the answer store forget what the call may
 //!                change, in one pass
 //!  answer-store  upstream calls: fail-fast, a landed or joined prefetch
-//!  router        innermost: a built-in answers, or the upstream does
+//!  router        innermost: a built-in answers (its arguments checked
+//!                against its schema first), or the upstream does
 //! ```
 //!
 //! Each layer is a [`Layer`] and one line of [`LAYERS`]; every layer reads
@@ -518,6 +519,13 @@ impl Router {
                 let Some(tool) = session.proxy().builtins().get(*index).cloned() else {
                     return Err(unknown_tool(&pending.name));
                 };
+                if let Some(refused) =
+                    crate::builtin::refusal(&tool.definition(), pending.arguments.as_ref())
+                {
+                    // Heard as an error result whatever the tool's delivery:
+                    // the tool never ran.
+                    return Ok(Reply::new(cx.call.clone(), refused, Delivery::Processed));
+                }
                 let context = BuiltinContext {
                     session,
                     arguments: pending.arguments.as_ref(),

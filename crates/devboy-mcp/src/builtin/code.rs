@@ -17,13 +17,14 @@ pub(super) fn failure(message: String) -> CallToolResult {
 }
 
 /// The call's query, or what is wrong with it (`query_help` says what
-/// the query is).
+/// the query is). The call path has checked that it is given, as a
+/// string; a blank one asks nothing either.
 fn query(context: &BuiltinContext<'_>, tool: &str, query_help: &str) -> Result<String, String> {
     context
         .str_argument("query")
         .filter(|q| !q.trim().is_empty())
         .map(str::to_owned)
-        .ok_or_else(|| format!("{tool}: `query` is required: {query_help}"))
+        .ok_or_else(|| format!("{tool}: `query` is blank; it takes {query_help}"))
 }
 
 /// The call's query and its source tree (`root`, bounded by `roots`),

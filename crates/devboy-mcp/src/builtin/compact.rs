@@ -20,7 +20,7 @@ impl BuiltinTool for Compact {
             "Call after the conversation was compacted, summarised or cleared: devboy then stops abbreviating tool results as references to earlier results and sends them in full again.",
             json!({"type": "object", "properties": {}}),
         )
-        .with_annotations(annotations("devboy compact", false))
+        .with_annotations(annotations("Mark the context compacted", false))
     }
 
     /// A new partition number each call, read by clients as JSON.

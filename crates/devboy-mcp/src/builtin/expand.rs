@@ -31,7 +31,7 @@ impl BuiltinTool for Expand {
                 "required": ["id"]
             }),
         )
-        .with_annotations(annotations("devboy expand", true))
+        .with_annotations(annotations("Expand a result", true))
     }
 
     /// The text is bounded and shaped here: nothing rewrites it.

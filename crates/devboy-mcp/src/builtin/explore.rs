@@ -30,6 +30,9 @@ impl Explore {
     }
 }
 
+/// The smallest budget an agent may ask for: room for a heading and a
+/// file's excerpt.
+const MIN_BUDGET: u64 = 1_000;
 /// The largest budget an agent may ask for.
 const MAX_BUDGET: u64 = 200_000;
 
@@ -37,18 +40,18 @@ impl BuiltinTool for Explore {
     fn definition(&self) -> Tool {
         definition(
             "devboy_explore",
-            "Answers how code works with the source that matters: the call path between the symbols asked about, in full; alternative implementations as signatures. Cheaper than searching and reading files.",
+            "Answers how code works with the source that matters: the call path between the symbols named, in full; alternative implementations as signatures. Cheaper than searching and reading files.",
             json!({
                 "type": "object",
                 "properties": {
                     "query": {"type": "string", "description": "The question, or symbol names"},
-                    "root": {"type": "string", "description": "Source tree (default: the project)"},
-                    "budget_chars": {"type": "integer", "minimum": 1000, "description": "Answer size (default 16000)"}
+                    "root": {"type": "string", "description": "Source tree (default: project)"},
+                    "budget_chars": {"type": "integer", "minimum": MIN_BUDGET, "maximum": MAX_BUDGET, "description": "Answer size (default 16000)"}
                 },
                 "required": ["query"]
             }),
         )
-        .with_annotations(annotations("devboy explore", true))
+        .with_annotations(annotations("Explore how code works", true))
     }
 
     fn call<'a>(
@@ -59,14 +62,12 @@ impl BuiltinTool for Explore {
             // The environment's escape hatch wins over the config.
             adaptive: self.adaptive
                 && devboy_core::pipeline_config::ExploreSettings::adaptive_allowed_by_env(),
-            budget_chars: match context
+            // Within the schema's bounds: the call path checked it.
+            budget_chars: context
                 .arguments
                 .and_then(|a| a.get("budget_chars"))
                 .and_then(serde_json::Value::as_u64)
-            {
-                Some(budget) => budget.clamp(1_000, MAX_BUDGET) as usize,
-                None => self.budget_chars,
-            },
+                .map_or(self.budget_chars, |budget| budget as usize),
         };
         Box::pin(async move {
             let (query, root) = match query_and_root(

@@ -81,29 +81,30 @@ impl BuiltinTool for FindFiles {
     fn definition(&self) -> Tool {
         definition(
             "devboy_find_files",
-            "The project's files a task or issue is about, best first, from its text (stack traces, names and paths help): code graph, paths and text. Use it before listing directories to guess.",
+            "The project's files a task or issue is about, best first, from its text (stack traces, names and paths help). Use it before listing directories to guess.",
             json!({
                 "type": "object",
                 "properties": {
                     "query": {"type": "string", "description": "The task or issue text"},
-                    "root": {"type": "string", "description": "Source tree (default: the project)"},
-                    "k": {"type": "integer", "minimum": 1, "description": "How many files (default 10)"}
+                    "root": {"type": "string", "description": "Source tree (default: project)"},
+                    "k": {"type": "integer", "minimum": 1, "maximum": MAX_K, "description": "How many files (default 10)"}
                 },
                 "required": ["query"]
             }),
         )
-        .with_annotations(annotations("devboy find files", true))
+        .with_annotations(annotations("Find the relevant files", true))
     }
 
     fn call<'a>(
         &'a self,
         context: BuiltinContext<'a>,
     ) -> BoxFuture<'a, Result<CallToolResult, McpError>> {
+        // Within the schema's bounds: the call path checked it.
         let k = context
             .arguments
             .and_then(|a| a.get("k"))
             .and_then(serde_json::Value::as_u64)
-            .map_or(10, |k| k.clamp(1, MAX_K) as usize);
+            .map_or(10, |k| k as usize);
         let (llm, unusable) = self.model(&context);
         Box::pin(async move {
             let (query, root) = match query_and_root(

@@ -14,7 +14,7 @@ use crate::seam::Delivery;
 /// Tools returned when the call does not say.
 const DEFAULT_LIMIT: usize = 5;
 /// The most tools one call returns.
-const MAX_LIMIT: usize = 30;
+const MAX_LIMIT: u64 = 30;
 /// Up to this many tools, a search that finds nothing names them all.
 const NAMES_LISTED: usize = 200;
 
@@ -30,12 +30,12 @@ impl BuiltinTool for FindTools {
                 "type": "object",
                 "properties": {
                     "query": {"type": "string", "description": "What you want to do, or tool names"},
-                    "limit": {"type": "integer", "description": "Most tools returned (default 5)"}
+                    "limit": {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT, "description": "Most tools returned (default 5)"}
                 },
                 "required": ["query"]
             }),
         )
-        .with_annotations(annotations("devboy find tools", true))
+        .with_annotations(annotations("Find more tools", true))
     }
 
     /// Listed only to a lazy session: with every tool listed, the model
@@ -59,7 +59,8 @@ impl BuiltinTool for FindTools {
                 .arguments
                 .and_then(|a| a.get("limit"))
                 .and_then(serde_json::Value::as_u64)
-                .map_or(DEFAULT_LIMIT, |n| (n as usize).clamp(1, MAX_LIMIT));
+                // Within the schema's bounds: the call path checked it.
+                .map_or(DEFAULT_LIMIT, |n| n as usize);
             let proxy = context.session.proxy();
             proxy.settle().await;
             let catalog = proxy.catalog();

@@ -8,9 +8,15 @@
 //! [`BuiltinContext::call_tool`], which calls an upstream tool through the
 //! same path an agent's call takes (answer store, upstream, response seam).
 //!
+//! A call's arguments are checked against the tool's declared input schema
+//! before the tool runs (`arguments.rs`): a tool reads only arguments that
+//! fit it, and a call that does not fit is an `isError` result naming the
+//! argument.
+//!
 //! Built-in names use a single underscore (`devboy_status`); proxied names
 //! always contain `__`, so the two can never collide.
 
+mod arguments;
 mod code;
 mod compact;
 mod expand;
@@ -24,6 +30,7 @@ mod status;
 
 use std::sync::Arc;
 
+pub(crate) use arguments::refusal;
 pub(crate) use servers::control_of;
 pub(crate) use status::upstreams_report;
 
@@ -188,7 +195,9 @@ impl std::fmt::Debug for BuiltinRegistry {
 }
 
 /// Built-in tools are all idempotent, non-destructive and closed-world;
-/// they differ in title and in whether they only read.
+/// they differ in title and in whether they only read. A title says what
+/// the tool does, without "devboy": Claude Code shows it after the
+/// server's name (`devboy - Expand a result (MCP)`).
 fn annotations(title: &str, read_only: bool) -> ToolAnnotations {
     ToolAnnotations::with_title(title)
         .read_only(read_only)
@@ -204,6 +213,37 @@ fn definition(name: &'static str, description: &'static str, schema: serde_json:
         _ => Arc::new(JsonObject::new()),
     };
     Tool::new(name, description, schema)
+}
+
+#[cfg(test)]
+mod titles {
+    use super::*;
+
+    /// What a person reads for each tool in the client (Claude Code:
+    /// "devboy - TITLE (MCP)"): what it does, not its name again.
+    #[test]
+    fn each_builtin_has_its_title() {
+        let titles: Vec<(String, String)> = BuiltinRegistry::shipped()
+            .tools()
+            .iter()
+            .map(|tool| {
+                let d = tool.definition();
+                let title = d.annotations.and_then(|a| a.title).unwrap_or_default();
+                (d.name.into_owned(), title)
+            })
+            .collect();
+        let expected = [
+            ("devboy_status", "Proxy status"),
+            ("devboy_servers", "Manage the servers"),
+            ("devboy_compact", "Mark the context compacted"),
+            ("devboy_expand", "Expand a result"),
+            ("devboy_explore", "Explore how code works"),
+            ("devboy_find_files", "Find the relevant files"),
+            ("devboy_find_tools", "Find more tools"),
+        ]
+        .map(|(name, title)| (name.to_owned(), title.to_owned()));
+        assert_eq!(titles, expected);
+    }
 }
 
 #[cfg(test)]

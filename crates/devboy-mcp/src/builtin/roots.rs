@@ -40,7 +40,8 @@ impl AllowedRoots {
 
     /// The canonical source tree of a call of `tool`: `requested` (relative
     /// to the served directory), else the served directory itself. `Err`
-    /// is the message of the `isError` result to answer with.
+    /// is the message of the `isError` result to answer with (a `root`
+    /// that is missing or not a directory is named as such).
     pub(crate) async fn resolve(
         &self,
         context: &BuiltinContext<'_>,
@@ -65,12 +66,8 @@ impl AllowedRoots {
                 }
             },
         };
-        let canonical = root
-            .canonicalize()
-            .map_err(|e| format!("{tool}: {}: {e}", root.display()))?;
-        if !canonical.is_dir() {
-            return Err(format!("{tool}: {} is not a directory", root.display()));
-        }
+        let canonical =
+            devboy_explore::source_root(&root).map_err(|e| format!("{tool}: `root` {e}"))?;
         if project.is_some_and(|p| canonical.starts_with(p)) || inside(&canonical, &self.configured)
         {
             return Ok(canonical);

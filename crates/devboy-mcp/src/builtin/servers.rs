@@ -29,7 +29,7 @@ impl BuiltinTool for Servers {
             }),
         )
         .with_annotations(
-            ToolAnnotations::with_title("devboy servers")
+            ToolAnnotations::with_title("Manage the servers")
                 .read_only(false)
                 .destructive(false)
                 .idempotent(true)

@@ -28,7 +28,7 @@ impl BuiltinTool for Status {
             "devboy proxy status: each upstream MCP server's state, tool count, calls, errors and last error.",
             json!({"type": "object", "properties": {}}),
         )
-        .with_annotations(annotations("devboy status", true))
+        .with_annotations(annotations("Proxy status", true))
     }
 
     /// Clients parse the report as JSON, and no two are alike (uptime,
