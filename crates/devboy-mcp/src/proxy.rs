@@ -71,8 +71,34 @@ pub struct Proxy {
     tasks: std::sync::Mutex<Vec<tokio::task::JoinHandle<()>>>,
     rebuilding: std::sync::Mutex<()>,
     reloading: std::sync::Mutex<()>,
-    /// Why an edited config file is not applied, while it is not.
-    config_problem: std::sync::Mutex<Option<String>>,
+    /// What in the config files is wrong and not applied, while it is.
+    config_problems: std::sync::Mutex<ConfigProblems>,
+}
+
+/// Which of devboy's two config files a problem is in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ConfigKind {
+    /// `devboy.toml` or the `.mcp.json` devboy was started with.
+    Proxy,
+    /// The pipeline config's files.
+    Pipeline,
+}
+
+/// The problems of each config file, one line each; each file's are
+/// replaced whenever it is read again, so that a fixed file clears its own.
+#[derive(Debug, Default)]
+struct ConfigProblems {
+    proxy: Vec<String>,
+    pipeline: Vec<String>,
+}
+
+impl ConfigProblems {
+    fn of(&mut self, kind: ConfigKind) -> &mut Vec<String> {
+        match kind {
+            ConfigKind::Proxy => &mut self.proxy,
+            ConfigKind::Pipeline => &mut self.pipeline,
+        }
+    }
 }
 
 /// What a [`Proxy::reload`] did, by server name.
@@ -169,7 +195,10 @@ impl Proxy {
                 tasks: Default::default(),
                 rebuilding: Default::default(),
                 reloading: Default::default(),
-                config_problem: Default::default(),
+                config_problems: std::sync::Mutex::new(ConfigProblems {
+                    proxy: config.problems.clone(),
+                    pipeline: Vec::new(),
+                }),
             }
         });
         let tasks = proxy
@@ -255,17 +284,36 @@ impl Proxy {
         &self.config_label
     }
 
-    /// Why the config file as it is now is not what runs (it no longer
-    /// parses), while that lasts; shown by `devboy_status` and `devboy
-    /// status`.
+    /// What in the config files as they are now is wrong and not what
+    /// runs (a key left out, a file that does not parse), one problem a
+    /// line, devboy.toml's first; `None` when every file applies whole.
+    /// Shown by `devboy_status` and `devboy status`.
     pub fn config_problem(&self) -> Option<String> {
-        crate::sync::lock(&self.config_problem).clone()
+        let problems = crate::sync::lock(&self.config_problems);
+        let lines: Vec<&str> = problems
+            .proxy
+            .iter()
+            .chain(&problems.pipeline)
+            .map(String::as_str)
+            .collect();
+        (!lines.is_empty()).then(|| lines.join("\n"))
     }
 
-    /// Records (or, with `None`, clears) why an edited config is not
-    /// applied.
-    pub fn set_config_problem(&self, problem: Option<String>) {
-        *crate::sync::lock(&self.config_problem) = problem;
+    /// Records what is wrong with the `kind` file as just read (empty: it
+    /// applies whole), replacing what was recorded of it; returns the
+    /// problems not recorded before, the ones to tell the user of.
+    /// `start_with` records the proxy config's; whoever starts the proxy
+    /// records the pipeline config's.
+    pub fn set_config_problems(&self, kind: ConfigKind, problems: Vec<String>) -> Vec<String> {
+        let mut recorded = crate::sync::lock(&self.config_problems);
+        let slot = recorded.of(kind);
+        let new = problems
+            .iter()
+            .filter(|p| !slot.contains(p))
+            .cloned()
+            .collect();
+        *slot = problems;
+        new
     }
 
     /// `[tools]`: how tool definitions are passed on.
