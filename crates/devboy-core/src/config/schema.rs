@@ -210,6 +210,10 @@ impl Gathered {
         self.0.len()
     }
 
+    fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
     /// `value` if nothing was gathered (and it is there), else every error
     /// gathered; `missing` names the table should a value be absent with
     /// no error to say why.
@@ -219,8 +223,8 @@ impl Gathered {
         missing: impl FnOnce() -> ConfigError,
     ) -> std::result::Result<T, Vec<ConfigError>> {
         match value {
-            Some(value) if self.0.is_empty() => Ok(value),
-            _ if self.0.is_empty() => Err(vec![missing()]),
+            Some(value) if self.is_empty() => Ok(value),
+            _ if self.is_empty() => Err(vec![missing()]),
             _ => Err(self.0),
         }
     }
@@ -681,7 +685,7 @@ impl Loader<'_> {
             }
             out.push(format!("devboy_{short}"));
         }
-        if errors.len() == 0 && !out.iter().any(|n| n == "devboy_expand") {
+        if errors.is_empty() && !out.iter().any(|n| n == "devboy_expand") {
             errors.push(self.invalid(
                 &key_path,
                 enabled.node.pos,
