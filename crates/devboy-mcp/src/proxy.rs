@@ -473,3 +473,49 @@ impl Proxy {
         self.updates.send_replace(catalog);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn each_config_files_problems_are_kept_apart_and_cleared_by_its_own_reading() {
+        let mut config = ProxyConfig::embedded_default();
+        config.problems = vec!["devboy.toml:2:1: devboy.sever_name: unknown key".to_owned()];
+        let proxy = Proxy::start(&config, ProxyOptions::default());
+        assert_eq!(
+            proxy.config_problem().as_deref(),
+            Some("devboy.toml:2:1: devboy.sever_name: unknown key"),
+            "the problems the proxy started with"
+        );
+        let said = proxy.set_config_problems(
+            ConfigKind::Pipeline,
+            vec!["p.toml:2:18: dedup.min_body_bytes".to_owned()],
+        );
+        assert_eq!(said, ["p.toml:2:18: dedup.min_body_bytes"]);
+        // Read again, the same problem and one more: only the new one to say.
+        let said = proxy.set_config_problems(
+            ConfigKind::Pipeline,
+            vec![
+                "p.toml:2:18: dedup.min_body_bytes".to_owned(),
+                "p.toml:5:2: encodng".to_owned(),
+            ],
+        );
+        assert_eq!(said, ["p.toml:5:2: encodng"]);
+        assert_eq!(
+            proxy.config_problem().as_deref(),
+            Some("devboy.toml:2:1: devboy.sever_name: unknown key\np.toml:2:18: dedup.min_body_bytes\np.toml:5:2: encodng")
+        );
+        // devboy.toml fixed: the pipeline config's stay.
+        assert!(proxy
+            .set_config_problems(ConfigKind::Proxy, Vec::new())
+            .is_empty());
+        assert_eq!(
+            proxy.config_problem().as_deref(),
+            Some("p.toml:2:18: dedup.min_body_bytes\np.toml:5:2: encodng")
+        );
+        proxy.set_config_problems(ConfigKind::Pipeline, Vec::new());
+        assert_eq!(proxy.config_problem(), None);
+        proxy.shutdown().await;
+    }
+}
