@@ -416,7 +416,12 @@ pub struct PipelineConfigFile {
 impl PipelineConfigFile {
     /// The effective pipeline config.
     pub fn resolve(&self) -> anyhow::Result<PipelineConfig> {
-        Ok(PipelineConfig::resolve(self.pipeline_config.as_deref())?)
+        let config = PipelineConfig::resolve(self.pipeline_config.as_deref())?;
+        // As for `devboy mcp`: a key left out is said, and stops nothing.
+        for problem in &config.problems {
+            tracing::warn!("{problem}");
+        }
+        Ok(config)
     }
 }
 

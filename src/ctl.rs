@@ -183,7 +183,11 @@ fn upstream_line(u: &Value) -> String {
         u["errors"],
     );
     if let Some(error) = u["last_error"].as_str() {
-        line.push_str(&format!("  last error: {error}"));
+        // An invalid entry's errors, one a line: each under the server.
+        line.push_str(&format!(
+            "  last error: {}",
+            error.replace('\n', "\n      ")
+        ));
     }
     line
 }
@@ -234,7 +238,11 @@ fn process_text(report: &Value) -> String {
         report["config"].as_str().unwrap_or("?"),
         report["uptime_s"],
     );
-    if let Some(problem) = report["config_problem"].as_str() {
+    for problem in report["config_problem"]
+        .as_str()
+        .into_iter()
+        .flat_map(str::lines)
+    {
         out.push_str(&format!("  config problem: {problem}\n"));
     }
     for upstream in report["upstreams"].as_array().into_iter().flatten() {

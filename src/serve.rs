@@ -195,7 +195,9 @@ fn load(args: McpArgs) -> anyhow::Result<Loaded> {
         }
         other => other,
     };
-    let mut config = ProxyConfig::resolve(config.as_deref())?;
+    // A config that does not load stops nothing: what of it cannot be
+    // used is left out, said once here, and shown in status until fixed.
+    let mut config = ProxyConfig::resolve_or_default(config.as_deref())?;
     if let Some(parent) = std::env::var_os(devboy_mcp::NESTED_ENV) {
         // Started as an upstream of another devboy (its config lists
         // devboy itself). Starting this config's upstreams could
@@ -218,23 +220,28 @@ fn load(args: McpArgs) -> anyhow::Result<Loaded> {
     for warning in &config.warnings {
         tracing::warn!("{warning}");
     }
+    for problem in &config.problems {
+        tracing::error!("{problem}");
+    }
     // Edits to either file apply while devboy runs (devboy_mcp::reload);
     // a nested devboy serves built-ins only and reads no servers.
     let nested = std::env::var_os(devboy_mcp::NESTED_ENV).is_some();
+    let project = std::env::current_dir().ok();
     let reload = devboy_mcp::reload::ReloadSources {
         config: match &config.source {
             ConfigSource::File(path) if !nested => Some(path.clone()),
             _ => None,
         },
         pipeline_explicit: pipeline_config.clone(),
-        project: std::env::current_dir().ok(),
+        project: project.clone(),
     };
     let options = devboy_mcp::ProxyOptions {
         list_grace: Duration::from_millis(list_grace_ms),
         listing_cache: Some(devboy_core::paths::listing_cache_dir()),
         reload: Some(reload),
     };
-    let pipeline_config = PipelineConfig::resolve(pipeline_config.as_deref())?;
+    let pipeline_config =
+        PipelineConfig::resolve_or_default(pipeline_config.as_deref(), project.as_deref())?;
     if let ConfigSource::File(path) = &pipeline_config.source {
         let layers: Vec<String> = pipeline_config
             .layers
@@ -245,6 +252,9 @@ fn load(args: McpArgs) -> anyhow::Result<Loaded> {
     }
     for warning in &pipeline_config.warnings {
         tracing::warn!("{warning}");
+    }
+    for problem in &pipeline_config.problems {
+        tracing::error!("{problem}");
     }
     let pipeline_config = Arc::new(pipeline_config);
     let pipeline = match pipeline {

@@ -9,6 +9,7 @@ use devboy_core::config::import::{
     self, ProjectApproval, RegisteredServer, Registration, PROJECT_SERVERS_FILE,
 };
 use devboy_core::config::{ConfigSource, ProxyConfig, EMBEDDED_DEFAULT_TOML};
+use devboy_core::pipeline_config::PipelineConfig;
 use devboy_mcp::doctor::{self, ServerCommand, ServerUrl, UrlProbeError};
 use serde_json::Value;
 
@@ -219,14 +220,17 @@ pub fn doctor(config: Option<&Path>, wait: Duration) -> anyhow::Result<()> {
     let registrations = claude_code_registrations(&project);
     // Without --config, the config Claude Code starts devboy with here
     // (an HTTP registration's devboy was started with its own).
-    let registered = registrations
-        .iter()
-        .find_map(|r| match &r.server {
-            RegisteredServer::Stdio { args, .. } => config_argument(args),
-            RegisteredServer::Http { .. } => None,
-        })
-        .map(|file| project.join(file));
-    let loaded = ProxyConfig::resolve(config.or(registered.as_deref()));
+    let registered = |flag: &str| {
+        registrations
+            .iter()
+            .find_map(|r| match &r.server {
+                RegisteredServer::Stdio { args, .. } => flag_value(args, flag),
+                RegisteredServer::Http { .. } => None,
+            })
+            .map(|file| project.join(file))
+    };
+    // What `devboy mcp` would serve here, problems and all.
+    let loaded = ProxyConfig::resolve_or_default(config.or(registered("--config").as_deref()));
     match &loaded {
         Ok(config) => {
             match &config.source {
@@ -236,6 +240,7 @@ pub fn doctor(config: Option<&Path>, wait: Duration) -> anyhow::Result<()> {
                     devboy_core::paths::default_config_file().display()
                 ),
             }
+            problems += print_config_problems(&config.problems);
             for warning in &config.warnings {
                 println!("  warning: {warning}");
             }
@@ -258,6 +263,36 @@ pub fn doctor(config: Option<&Path>, wait: Duration) -> anyhow::Result<()> {
         Err(error) => {
             problems += 1;
             println!("config: {error}");
+        }
+    }
+    match PipelineConfig::resolve_or_default(
+        registered("--pipeline-config").as_deref(),
+        Some(&project),
+    ) {
+        Ok(pipeline) => {
+            if pipeline.layers.is_empty() {
+                println!("\npipeline config: none applies; the built-in defaults");
+            } else {
+                let layers: Vec<String> = pipeline
+                    .layers
+                    .iter()
+                    .map(|p| p.display().to_string())
+                    .collect();
+                let later_wins = if layers.len() > 1 {
+                    " (a later file's keys win)"
+                } else {
+                    ""
+                };
+                println!("\npipeline config: {}{later_wins}", layers.join(" < "));
+            }
+            problems += print_config_problems(&pipeline.problems);
+            for warning in &pipeline.warnings {
+                println!("  warning: {warning}");
+            }
+        }
+        Err(error) => {
+            problems += 1;
+            println!("\npipeline config: {error}");
         }
     }
 
@@ -634,21 +669,39 @@ starting each server once, so that Claude Code's first session lists its tools a
     runtime.shutdown_timeout(Duration::from_millis(200));
 }
 
-/// The file after `--config` (or in `--config=FILE`) in `devboy mcp`'s arguments.
-fn config_argument(args: &[String]) -> Option<&str> {
+/// The value after `flag` (or in `flag=VALUE`) in `devboy mcp`'s arguments.
+fn flag_value<'a>(args: &'a [String], flag: &str) -> Option<&'a str> {
     args.iter().enumerate().find_map(|(i, arg)| {
-        if arg == "--config" {
+        if arg == flag {
             args.get(i + 1).map(String::as_str)
         } else {
-            arg.strip_prefix("--config=")
+            arg.strip_prefix(flag)
+                .and_then(|rest| rest.strip_prefix('='))
         }
     })
+}
+
+/// Prints a config's problems, each with its file, line:col, key and fix;
+/// returns how many.
+fn print_config_problems(problems: &[String]) -> usize {
+    for problem in problems {
+        println!("  ✘ {problem}");
+    }
+    if !problems.is_empty() {
+        println!(
+            "      (devboy serves without these until they are fixed; a running devboy reads a fixed file within a second)"
+        );
+    }
+    problems.len()
 }
 
 /// Loads the config just written and says which servers will not start.
 fn report_config_problems(path: &Path) {
     match ProxyConfig::load(path) {
         Ok(config) => {
+            for problem in &config.problems {
+                println!("note: {problem}");
+            }
             for (server, why) in config.unusable_upstreams() {
                 println!(
                     "note: `{}` will show as failed until fixed: {why}",

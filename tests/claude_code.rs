@@ -64,6 +64,36 @@ fn claude_mcp_list_reports_devboy_connected() {
     assert!(line.contains("Connected"), "{list}");
 }
 
+/// A pipeline config with a bad value, found where devboy looks at start:
+/// Claude Code still connects (devboy serves, and its status says what is
+/// wrong), where devboy used to exit ("Failed to connect").
+#[test]
+fn claude_mcp_list_reports_devboy_connected_with_a_broken_pipeline_config() {
+    let claude = ClaudeCode::new().unwrap();
+    let dir = claude.scratch_dir();
+    std::fs::write(
+        dir.join("pipeline_config.toml"),
+        "[dedup]\nmin_body_bytes = \"512\"\n",
+    )
+    .unwrap();
+    let config = dir.join("devboy.toml");
+    std::fs::write(&config, "[devboy]\nsever_name = \"devboy\"\n").unwrap();
+    claude
+        .mcp_add_with_env(
+            "devboy",
+            DEVBOY,
+            &["mcp", "--config", config.to_str().unwrap()],
+            &[("DEVBOY_CONFIG_DIR", dir.to_str().unwrap())],
+        )
+        .unwrap();
+    let list = claude.mcp_list().unwrap();
+    let line = list
+        .lines()
+        .find(|l| l.starts_with("devboy:"))
+        .unwrap_or_else(|| panic!("devboy not listed:\n{list}"));
+    assert!(line.contains("Connected"), "{list}");
+}
+
 /// Issue 23, item 8f: `devboy doctor` showed a project registration
 /// (`.mcp.json`) that Claude Code had not approved yet as ✔. It now says
 /// what Claude Code itself says, at each step of approving: pending,

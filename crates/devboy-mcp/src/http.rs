@@ -274,6 +274,7 @@ pub async fn serve_http(
         BuiltinRegistry::shipped_for(&planning, config.retrieval_llm.clone())
             .only(config.builtins.as_deref()),
     );
+    proxy.set_config_problems(crate::ConfigKind::Pipeline, planning.problems.clone());
     let sessions_end = stop.child_token();
     let mut service_config = StreamableHttpServerConfig::default()
         .with_cancellation_token(sessions_end.clone())

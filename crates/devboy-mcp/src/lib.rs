@@ -54,7 +54,7 @@ pub use builtin::{BuiltinRegistry, BuiltinTool};
 pub use call::PendingCall;
 pub use definitions::definition_tokens;
 pub use partition::PartitionWatcher;
-pub use proxy::{Proxy, ProxyOptions};
+pub use proxy::{ConfigKind, Proxy, ProxyOptions};
 pub use seam::{EventSink, Passthrough, SessionEvent, Transform};
 pub use session::Session;
 pub use speculation::{
@@ -148,6 +148,8 @@ pub async fn serve_stdio(
         BuiltinRegistry::shipped_for(&planning, config.retrieval_llm.clone())
             .only(config.builtins.as_deref()),
     );
+    // Said on stderr by whoever loaded it; shown in status until fixed.
+    proxy.set_config_problems(proxy::ConfigKind::Pipeline, planning.problems.clone());
     // Claude Code starts MCP servers in the project directory; its
     // compaction hooks signal the state file keyed by that directory.
     let partition = match std::env::current_dir() {

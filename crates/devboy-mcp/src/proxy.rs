@@ -71,8 +71,34 @@ pub struct Proxy {
     tasks: std::sync::Mutex<Vec<tokio::task::JoinHandle<()>>>,
     rebuilding: std::sync::Mutex<()>,
     reloading: std::sync::Mutex<()>,
-    /// Why an edited config file is not applied, while it is not.
-    config_problem: std::sync::Mutex<Option<String>>,
+    /// What in the config files is wrong and not applied, while it is.
+    config_problems: std::sync::Mutex<ConfigProblems>,
+}
+
+/// Which of devboy's two config files a problem is in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ConfigKind {
+    /// `devboy.toml` or the `.mcp.json` devboy was started with.
+    Proxy,
+    /// The pipeline config's files.
+    Pipeline,
+}
+
+/// The problems of each config file, one line each; each file's are
+/// replaced whenever it is read again, so that a fixed file clears its own.
+#[derive(Debug, Default)]
+struct ConfigProblems {
+    proxy: Vec<String>,
+    pipeline: Vec<String>,
+}
+
+impl ConfigProblems {
+    fn of(&mut self, kind: ConfigKind) -> &mut Vec<String> {
+        match kind {
+            ConfigKind::Proxy => &mut self.proxy,
+            ConfigKind::Pipeline => &mut self.pipeline,
+        }
+    }
 }
 
 /// What a [`Proxy::reload`] did, by server name.
@@ -169,7 +195,10 @@ impl Proxy {
                 tasks: Default::default(),
                 rebuilding: Default::default(),
                 reloading: Default::default(),
-                config_problem: Default::default(),
+                config_problems: std::sync::Mutex::new(ConfigProblems {
+                    proxy: config.problems.clone(),
+                    pipeline: Vec::new(),
+                }),
             }
         });
         let tasks = proxy
@@ -255,17 +284,36 @@ impl Proxy {
         &self.config_label
     }
 
-    /// Why the config file as it is now is not what runs (it no longer
-    /// parses), while that lasts; shown by `devboy_status` and `devboy
-    /// status`.
+    /// What in the config files as they are now is wrong and not what
+    /// runs (a key left out, a file that does not parse), one problem a
+    /// line, devboy.toml's first; `None` when every file applies whole.
+    /// Shown by `devboy_status` and `devboy status`.
     pub fn config_problem(&self) -> Option<String> {
-        crate::sync::lock(&self.config_problem).clone()
+        let problems = crate::sync::lock(&self.config_problems);
+        let lines: Vec<&str> = problems
+            .proxy
+            .iter()
+            .chain(&problems.pipeline)
+            .map(String::as_str)
+            .collect();
+        (!lines.is_empty()).then(|| lines.join("\n"))
     }
 
-    /// Records (or, with `None`, clears) why an edited config is not
-    /// applied.
-    pub fn set_config_problem(&self, problem: Option<String>) {
-        *crate::sync::lock(&self.config_problem) = problem;
+    /// Records what is wrong with the `kind` file as just read (empty: it
+    /// applies whole), replacing what was recorded of it; returns the
+    /// problems not recorded before, the ones to tell the user of.
+    /// `start_with` records the proxy config's; whoever starts the proxy
+    /// records the pipeline config's.
+    pub fn set_config_problems(&self, kind: ConfigKind, problems: Vec<String>) -> Vec<String> {
+        let mut recorded = crate::sync::lock(&self.config_problems);
+        let slot = recorded.of(kind);
+        let new = problems
+            .iter()
+            .filter(|p| !slot.contains(p))
+            .cloned()
+            .collect();
+        *slot = problems;
+        new
     }
 
     /// `[tools]`: how tool definitions are passed on.
@@ -423,5 +471,51 @@ impl Proxy {
         }
         *write(&self.catalog) = catalog.clone();
         self.updates.send_replace(catalog);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn each_config_files_problems_are_kept_apart_and_cleared_by_its_own_reading() {
+        let mut config = ProxyConfig::embedded_default();
+        config.problems = vec!["devboy.toml:2:1: devboy.sever_name: unknown key".to_owned()];
+        let proxy = Proxy::start(&config, ProxyOptions::default());
+        assert_eq!(
+            proxy.config_problem().as_deref(),
+            Some("devboy.toml:2:1: devboy.sever_name: unknown key"),
+            "the problems the proxy started with"
+        );
+        let said = proxy.set_config_problems(
+            ConfigKind::Pipeline,
+            vec!["p.toml:2:18: dedup.min_body_bytes".to_owned()],
+        );
+        assert_eq!(said, ["p.toml:2:18: dedup.min_body_bytes"]);
+        // Read again, the same problem and one more: only the new one to say.
+        let said = proxy.set_config_problems(
+            ConfigKind::Pipeline,
+            vec![
+                "p.toml:2:18: dedup.min_body_bytes".to_owned(),
+                "p.toml:5:2: encodng".to_owned(),
+            ],
+        );
+        assert_eq!(said, ["p.toml:5:2: encodng"]);
+        assert_eq!(
+            proxy.config_problem().as_deref(),
+            Some("devboy.toml:2:1: devboy.sever_name: unknown key\np.toml:2:18: dedup.min_body_bytes\np.toml:5:2: encodng")
+        );
+        // devboy.toml fixed: the pipeline config's stay.
+        assert!(proxy
+            .set_config_problems(ConfigKind::Proxy, Vec::new())
+            .is_empty());
+        assert_eq!(
+            proxy.config_problem().as_deref(),
+            Some("p.toml:2:18: dedup.min_body_bytes\np.toml:5:2: encodng")
+        );
+        proxy.set_config_problems(ConfigKind::Pipeline, Vec::new());
+        assert_eq!(proxy.config_problem(), None);
+        proxy.shutdown().await;
     }
 }

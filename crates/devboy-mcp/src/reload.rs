@@ -10,8 +10,11 @@
 //! [`Proxy::reload`] (added servers start, removed ones stop, changed ones
 //! restart, the rest keep running); a pipeline config that changed is
 //! handed to every live session, which follows it from its next result.
-//! A file that no longer parses is reported once, naming the file and
-//! key, and what runs stays as it was.
+//! A file read again is applied as it would be at start: a bad key is
+//! left out, the rest applies. A file that no longer parses at all keeps
+//! what runs as it was. Either way its problems replace the ones recorded
+//! of it ([`Proxy::set_config_problems`], where a problem found at start
+//! is too), each new one said once on stderr, so a fixed file clears them.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -20,7 +23,7 @@ use std::time::{Duration, SystemTime};
 use devboy_core::config::ProxyConfig;
 use devboy_core::pipeline_config::PipelineConfig;
 
-use crate::proxy::Proxy;
+use crate::proxy::{ConfigKind, Proxy};
 
 /// How often the files are looked at.
 pub const POLL: Duration = Duration::from_secs(1);
@@ -95,8 +98,6 @@ pub fn watch(proxy: Arc<Proxy>, sources: ReloadSources, apply: ApplyPipeline) ->
         let pipeline_files = sources.pipeline_files();
         let mut config_seen = stamps(&config_files);
         let mut pipeline_seen = stamps(&pipeline_files);
-        // The last error said, so a file left broken is reported once.
-        let mut said: Option<String> = None;
         let mut tick = tokio::time::interval(POLL);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
@@ -107,8 +108,7 @@ pub fn watch(proxy: Arc<Proxy>, sources: ReloadSources, apply: ApplyPipeline) ->
                 if let Some(path) = &sources.config {
                     match ProxyConfig::resolve(Some(path)) {
                         Ok(config) => {
-                            said = None;
-                            proxy.set_config_problem(None);
+                            record(&proxy, ConfigKind::Proxy, config.problems.clone());
                             for warning in &config.warnings {
                                 tracing::warn!("{warning}");
                             }
@@ -121,12 +121,11 @@ pub fn watch(proxy: Arc<Proxy>, sources: ReloadSources, apply: ApplyPipeline) ->
                                 "config reloaded"
                             );
                         }
-                        Err(error) => {
-                            proxy.set_config_problem(Some(format!(
-                                "{error}; devboy runs the last config that parsed"
-                            )));
-                            say_once(&mut said, &error.to_string());
-                        }
+                        Err(error) => record(
+                            &proxy,
+                            ConfigKind::Proxy,
+                            vec![format!("{error}; devboy runs the last config that parsed")],
+                        ),
                     }
                 }
             }
@@ -137,8 +136,7 @@ pub fn watch(proxy: Arc<Proxy>, sources: ReloadSources, apply: ApplyPipeline) ->
                 let loaded = tokio::task::spawn_blocking(move || sources.load_pipeline()).await;
                 match loaded {
                     Ok(Ok(config)) => {
-                        said = None;
-                        proxy.set_config_problem(None);
+                        record(&proxy, ConfigKind::Pipeline, config.problems.clone());
                         for warning in &config.warnings {
                             tracing::warn!("{warning}");
                         }
@@ -153,12 +151,13 @@ pub fn watch(proxy: Arc<Proxy>, sources: ReloadSources, apply: ApplyPipeline) ->
                         tracing::info!(pipeline_config = %from, "pipeline config reloaded");
                         apply(Arc::new(config));
                     }
-                    Ok(Err(error)) => {
-                        proxy.set_config_problem(Some(format!(
+                    Ok(Err(error)) => record(
+                        &proxy,
+                        ConfigKind::Pipeline,
+                        vec![format!(
                             "{error}; sessions follow the last pipeline config that parsed"
-                        )));
-                        say_once(&mut said, &error.to_string());
-                    }
+                        )],
+                    ),
                     Err(_) => {}
                 }
             }
@@ -166,9 +165,10 @@ pub fn watch(proxy: Arc<Proxy>, sources: ReloadSources, apply: ApplyPipeline) ->
     }))
 }
 
-fn say_once(said: &mut Option<String>, error: &str) {
-    if said.as_deref() != Some(error) {
-        tracing::error!("{error}; devboy keeps running with what it had");
-        *said = Some(error.to_owned());
+/// Records the problems of the `kind` file as read now; says each one not
+/// said before, so a file left broken is reported once.
+fn record(proxy: &Proxy, kind: ConfigKind, problems: Vec<String>) {
+    for problem in proxy.set_config_problems(kind, problems) {
+        tracing::error!("{problem}");
     }
 }

@@ -50,6 +50,19 @@ use toml_edit::{Array, DocumentMut, InlineTable, Item, Table, Value};
 use crate::error::TuneError;
 use crate::rules::{Change, Setting, Target};
 
+/// `config`, unless devboy left some of it out: the tuner edits and writes
+/// only files devboy reads whole, so that what it tunes is what runs.
+fn loaded_whole(config: PipelineConfig) -> Result<PipelineConfig, TuneError> {
+    if config.problems.is_empty() {
+        Ok(config)
+    } else {
+        Err(TuneError::Refused(format!(
+            "fix the pipeline config first (devboy leaves these out):\n{}",
+            config.problems.join("\n")
+        )))
+    }
+}
+
 /// The start of the trailing comment that marks a value as the tuner's.
 pub const MARK: &str = "# tune:";
 
@@ -116,7 +129,7 @@ impl ConfigFile {
 
     /// A file at `path` holding `text`.
     pub fn from_text(path: &Path, text: &str, existed: bool) -> Result<Self, TuneError> {
-        PipelineConfig::from_str(text, path)?;
+        loaded_whole(PipelineConfig::from_str(text, path)?)?;
         let doc = text.parse::<DocumentMut>().map_err(|e| TuneError::Toml {
             path: path.to_path_buf(),
             message: e.to_string(),
@@ -137,7 +150,7 @@ impl ConfigFile {
 
     /// The text loaded as a config.
     pub fn config(&self) -> Result<PipelineConfig, TuneError> {
-        Ok(match &self.project {
+        loaded_whole(match &self.project {
             Some(project) => project.config()?.overlaid(&self.text(), &self.path)?,
             None => PipelineConfig::from_str(&self.text(), &self.path)?,
         })
@@ -333,7 +346,7 @@ impl ConfigFile {
     /// Through a symlink, the link's target is replaced.
     pub fn write(&self) -> Result<(), TuneError> {
         let text = self.text();
-        PipelineConfig::from_str(&text, &self.path)?;
+        loaded_whole(PipelineConfig::from_str(&text, &self.path)?)?;
         let target = std::fs::canonicalize(&self.path).unwrap_or_else(|_| self.path.clone());
         if let Some(parent) = target.parent().filter(|p| !p.as_os_str().is_empty()) {
             std::fs::create_dir_all(parent).map_err(|e| TuneError::io(parent, e))?;

@@ -13,13 +13,18 @@
 //! tool-name prefixes. What leaves this module is ready to use.
 //!
 //! Only a problem with the file as a whole stops loading: it cannot be
-//! read, is not valid TOML/JSON, or its top level has the wrong shape. A
-//! problem inside one server's entry (an unset variable, a wrong type, an
-//! unknown key, a clashing prefix) makes that one server
-//! [`UpstreamTransport::Invalid`]: it shows as failed with the error, and
-//! the other servers start. Claude Code treats its own `.mcp.json` the
-//! same way, and a user whose one server is misconfigured should still
-//! have the rest.
+//! read, is not valid TOML/JSON, or its top level is not a table; then
+//! nothing in it can be trusted, and [`ProxyConfig::resolve_or_default`]
+//! gives what a starting devboy serves instead. A problem inside one
+//! server's entry (an unset variable, a wrong type, an unknown key, a
+//! clashing prefix) makes that one server [`UpstreamTransport::Invalid`]:
+//! it shows as failed with every error of its entry, and the other servers
+//! start. Claude Code treats its own `.mcp.json` the same way, and a user
+//! whose one server is misconfigured should still have the rest. Any
+//! other bad key is left out, what applies without it applies, and it is
+//! one of [`ProxyConfig::problems`]: `[devboy]` and `[tools]` key by key,
+//! `[builtins]`, `[retrieval]` and `[team]` as a whole (half a model or
+//! half a team setup is none). Every bad key is reported, not the first.
 
 mod error;
 mod expand;
@@ -95,6 +100,11 @@ pub struct ProxyConfig {
     /// keys, unsupported transports, renamed prefixes), each starting with
     /// the file and key path.
     pub warnings: Vec<String>,
+    /// What in the file is wrong and left out, outside the server entries
+    /// (whose errors are their [`UpstreamTransport::Invalid`]): each names
+    /// the file, line:col and key, what was expected, and what applies
+    /// instead. Empty when the whole file applies.
+    pub problems: Vec<String>,
 }
 
 /// `[tools]`: how the servers' tool definitions reach the client.
@@ -431,6 +441,7 @@ impl ProxyConfig {
             builtins: resolved.builtins,
             tools: resolved.tools,
             warnings,
+            problems: resolved.problems,
         })
     }
 
@@ -456,9 +467,46 @@ impl ProxyConfig {
             builtins: None,
             tools: ToolsConfig::default(),
             warnings: Vec::new(),
+            problems: Vec::new(),
         });
         config.source = ConfigSource::Embedded;
         config
+    }
+
+    /// The config a starting `devboy mcp` serves: [`ProxyConfig::resolve`],
+    /// except that a file that cannot be used at all gives the embedded
+    /// default (no servers, the built-in tools) with that error as its
+    /// problem. It still names the file as its source, so that the file is
+    /// watched and applies once fixed. Only a command line that cannot be
+    /// followed is an error: `explicit` naming no file, or a file whose
+    /// extension says neither format.
+    pub fn resolve_or_default(explicit: Option<&Path>) -> Result<Self, ConfigError> {
+        if let Some(path) = explicit {
+            let format = ConfigFormat::from_path(path);
+            let exists = std::fs::metadata(path);
+            match (format, exists) {
+                (None, _) => return Self::load(path),
+                (Some(_), Err(source)) if source.kind() == std::io::ErrorKind::NotFound => {
+                    return Err(ConfigError::new(
+                        path,
+                        None,
+                        ConfigErrorKind::Read { source },
+                    ))
+                }
+                _ => {}
+            }
+        }
+        match Self::resolve(explicit) {
+            Ok(config) => Ok(config),
+            Err(error) => {
+                let mut config = Self::embedded_default();
+                config.source = ConfigSource::File(error.file().to_path_buf());
+                config.problems.push(format!(
+                    "{error}; devboy serves its built-in tools only (no servers) until the file is fixed"
+                ));
+                Ok(config)
+            }
+        }
     }
 
     /// The config `devboy` runs with: the explicit path if given; else

@@ -114,9 +114,12 @@ pub(super) struct Resolved {
     pub(super) builtins: Option<Vec<String>>,
     pub(super) tools: ToolsConfig,
     pub(super) warnings: Vec<String>,
+    pub(super) problems: Vec<String>,
 }
 
-/// Validates and resolves a whole document.
+/// Validates and resolves a whole document. Only a document whose top
+/// level is not a table is an error; every other problem is reported
+/// (all of them, not the first) and costs only what it names.
 pub(super) fn resolve(
     root: &Node,
     format: ConfigFormat,
@@ -128,14 +131,15 @@ pub(super) fn resolve(
         format,
         env,
         warnings: Vec::new(),
+        problems: Vec::new(),
     };
     let (server_name, servers, retrieval, team, builtins, tools) = loader.top_level(root)?;
-    // A problem in one of these sections is a warning that says what it
-    // costs, never an error of the file: the servers start.
-    let tools = loader
-        .section(tools, Loader::tools, "the defaults of [tools] apply")
-        .0
-        .unwrap_or_default();
+    // `[tools]` and `[devboy]` are read key by key (a bad key is left out,
+    // the rest applies); the other sections apply whole or not at all,
+    // since half a model or half a team setup is none.
+    let tools = tools.map_or_else(ToolsConfig::default, |(entry, path)| {
+        loader.tools(&entry.node, &path)
+    });
     let builtins = loader
         .section(builtins, Loader::builtins, "every built-in tool is offered")
         .0;
@@ -157,13 +161,13 @@ pub(super) fn resolve(
     let mut pending = Vec::with_capacity(servers.len());
     for (entry, path) in servers {
         // Warnings of an entry that turns out invalid would only repeat
-        // its error, so they are dropped with it.
+        // its errors, so they are dropped with it.
         let warned = loader.warnings.len();
         match loader.server(entry, path.clone()) {
             Ok(server) => pending.push(server),
-            Err(error) => {
+            Err(errors) => {
                 loader.warnings.truncate(warned);
-                pending.push(loader.invalid_server(entry, path, &error));
+                pending.push(loader.invalid_server(entry, path, &errors));
             }
         }
     }
@@ -177,7 +181,62 @@ pub(super) fn resolve(
         builtins,
         tools,
         warnings: loader.warnings,
+        problems: loader.problems,
     })
+}
+
+/// The errors of one table, gathered rather than returned at the first,
+/// so that a user fixing the file sees every one of them at once.
+#[derive(Default)]
+struct Gathered(Vec<ConfigError>);
+
+impl Gathered {
+    /// The value of `result`, or `None` with its error kept.
+    fn keep<T>(&mut self, result: Result<T>) -> Option<T> {
+        match result {
+            Ok(value) => Some(value),
+            Err(error) => {
+                self.0.push(error);
+                None
+            }
+        }
+    }
+
+    fn push(&mut self, error: ConfigError) {
+        self.0.push(error);
+    }
+
+    fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// `value` if nothing was gathered (and it is there), else every error
+    /// gathered; `missing` names the table should a value be absent with
+    /// no error to say why.
+    fn finish<T>(
+        self,
+        value: Option<T>,
+        missing: impl FnOnce() -> ConfigError,
+    ) -> std::result::Result<T, Vec<ConfigError>> {
+        match value {
+            Some(value) if self.is_empty() => Ok(value),
+            _ if self.is_empty() => Err(vec![missing()]),
+            _ => Err(self.0),
+        }
+    }
+}
+
+/// Several errors as one text, one per line.
+pub(super) fn lines(errors: &[ConfigError]) -> String {
+    errors
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 /// A server validated except for its prefix, which needs all servers.
@@ -198,9 +257,14 @@ struct Loader<'a> {
     format: ConfigFormat,
     env: &'a dyn Fn(&str) -> Option<String>,
     warnings: Vec<String>,
+    /// What devboy leaves out of the file, each naming the file, key and
+    /// what applies instead (problems of a server entry are that entry's).
+    problems: Vec<String>,
 }
 
 type Result<T> = std::result::Result<T, ConfigError>;
+/// A table read whole: its value, or every error in it.
+type Gathering<T> = std::result::Result<T, Vec<ConfigError>>;
 
 impl Loader<'_> {
     // ------------------------------------------------------------ errors
@@ -224,6 +288,12 @@ impl Loader<'_> {
                 found: found.into(),
             },
         )
+    }
+
+    /// Defensive: a value missing although no error says why (every
+    /// reader that returns nothing has gathered the error).
+    fn unexplained(&self, path: &KeyPath) -> ConfigError {
+        self.invalid(path, None, "a value devboy can read", "one it could not")
     }
 
     fn wrong_type(&self, path: &KeyPath, node: &Node, expected: &str) -> ConfigError {
@@ -328,52 +398,66 @@ impl Loader<'_> {
         }
     }
 
+    /// An array of strings (each `${VAR}`-expanded when `expand_as` says
+    /// how), every bad item gathered in `errors`.
     fn string_array(
         &mut self,
         node: &Node,
         path: &KeyPath,
         expand_as: Option<bool>,
-    ) -> Result<Vec<String>> {
+        errors: &mut Gathered,
+    ) -> Option<Vec<String>> {
         let Value::Array(items) = &node.value else {
-            return Err(self.wrong_type(path, node, "an array of strings"));
+            errors.push(self.wrong_type(path, node, "an array of strings"));
+            return None;
         };
+        let before = errors.len();
         let mut out = Vec::with_capacity(items.len());
         for (i, item) in items.iter().enumerate() {
             let item_path = path.index(i);
-            out.push(match expand_as {
-                Some(lenient) => self.expanded(item, &item_path, lenient)?,
-                None => self.string(item, &item_path)?.to_owned(),
-            });
+            let read = match expand_as {
+                Some(lenient) => self.expanded(item, &item_path, lenient),
+                None => self.string(item, &item_path).map(str::to_owned),
+            };
+            out.extend(errors.keep(read));
         }
-        Ok(out)
+        (errors.len() == before).then_some(out)
     }
 
+    /// A table of strings, each `${VAR}`-expanded, every bad value
+    /// gathered in `errors`.
     fn string_map(
         &mut self,
         node: &Node,
         path: &KeyPath,
         lenient: bool,
-    ) -> Result<BTreeMap<String, String>> {
+        errors: &mut Gathered,
+    ) -> Option<BTreeMap<String, String>> {
         let expected = format!("{} of string values", self.table_word());
-        let entries = node
-            .as_table()
-            .ok_or_else(|| self.wrong_type(path, node, &expected))?;
+        let Some(entries) = node.as_table() else {
+            errors.push(self.wrong_type(path, node, &expected));
+            return None;
+        };
+        let before = errors.len();
         let mut out = BTreeMap::new();
         for entry in entries {
-            let value = self.expanded(&entry.node, &path.key(&entry.key), lenient)?;
-            out.insert(entry.key.clone(), value);
+            let value = self.expanded(&entry.node, &path.key(&entry.key), lenient);
+            if let Some(value) = errors.keep(value) {
+                out.insert(entry.key.clone(), value);
+            }
         }
-        Ok(out)
+        (errors.len() == before).then_some(out)
     }
 
-    fn globs(&mut self, node: &Node, path: &KeyPath) -> Result<Vec<String>> {
-        let globs = self.string_array(node, path, None)?;
+    fn globs(&mut self, node: &Node, path: &KeyPath, errors: &mut Gathered) -> Option<Vec<String>> {
+        let globs = self.string_array(node, path, None, errors)?;
         let Value::Array(items) = &node.value else {
-            return Ok(globs);
+            return Some(globs);
         };
+        let before = errors.len();
         for (i, (glob, item)) in globs.iter().zip(items).enumerate() {
             if let Err(e) = Glob::new(glob) {
-                return Err(self.invalid(
+                errors.push(self.invalid(
                     &path.index(i),
                     item.pos,
                     "a glob pattern (`*`, `?`, `[abc]`, `{a,b}`)",
@@ -381,12 +465,12 @@ impl Loader<'_> {
                 ));
             }
         }
-        Ok(globs)
+        (errors.len() == before).then_some(globs)
     }
 
-    /// A server whose entry has `error`: kept, so it shows as failed with
-    /// the reason, unless the entry says plainly that it is disabled.
-    fn invalid_server(&mut self, entry: &Entry, path: KeyPath, error: &ConfigError) -> Pending {
+    /// A server whose entry has `errors`: kept, so it shows as failed with
+    /// all of them, unless the entry says plainly that it is disabled.
+    fn invalid_server(&mut self, entry: &Entry, path: KeyPath, errors: &[ConfigError]) -> Pending {
         let flag = |key: &str| {
             entry
                 .node
@@ -398,6 +482,7 @@ impl Loader<'_> {
                 })
         };
         let enabled = flag("enabled") != Some(false) && flag("disabled") != Some(true);
+        let error = lines(errors);
         if !enabled {
             self.warn(&path, format_args!("disabled server is invalid: {error}"));
         }
@@ -406,14 +491,18 @@ impl Loader<'_> {
             pos: entry.node.pos,
             path,
             explicit_prefix: None,
-            transport: UpstreamTransport::Invalid {
-                error: error.to_string(),
-            },
+            transport: UpstreamTransport::Invalid { error },
             timeout: DEFAULT_TIMEOUT,
             startup_timeout: DEFAULT_STARTUP_TIMEOUT,
             tools: ToolFilter::default(),
             enabled,
         }
+    }
+
+    /// Records `error` as a problem of the file, with what stands in for
+    /// the part it names.
+    fn problem(&mut self, error: &ConfigError, instead: &str) {
+        self.problems.push(format!("{error}; {instead}"));
     }
 
     // ------------------------------------------------------------ structure
@@ -450,7 +539,7 @@ impl Loader<'_> {
         for entry in entries {
             let path = top.key(&entry.key);
             match entry.key.as_str() {
-                "devboy" => server_name = self.settings(&entry.node, &path)?,
+                "devboy" => server_name = self.settings(&entry.node, &path),
                 "retrieval" => retrieval = Some((entry, path)),
                 "team" if self.format == ConfigFormat::Toml => team = Some((entry, path)),
                 "builtins" if self.format == ConfigFormat::Toml => builtins = Some((entry, path)),
@@ -459,22 +548,32 @@ impl Loader<'_> {
                     if entry.key == "mcpServers" || self.format == ConfigFormat::Toml =>
                 {
                     saw_servers = true;
-                    for server in self.table(&entry.node, &path)? {
+                    let table = match self.table(&entry.node, &path) {
+                        Ok(table) => table,
+                        Err(error) => {
+                            self.problem(&error, "no servers are read from it");
+                            continue;
+                        }
+                    };
+                    for server in table {
                         let server_path = path.key(&server.key);
                         if let Some((_, first)) = servers.iter().find(|(e, _)| e.key == server.key)
                         {
-                            return Err(self.invalid(
+                            let error = self.invalid(
                                 &server_path,
                                 server.key_pos,
                                 "a server name not used twice",
                                 format!("{} again (first at {first})", quote_short(&server.key)),
-                            ));
+                            );
+                            self.problem(&error, "this entry is ignored");
+                            continue;
                         }
                         servers.push((server, server_path));
                     }
                 }
                 _ if self.format == ConfigFormat::Toml => {
-                    return Err(self.unknown_key(&top, entry, TOML_TOP_KEYS));
+                    let error = self.unknown_key(&top, entry, TOML_TOP_KEYS);
+                    self.problem(&error, "ignored");
                 }
                 _ => ignored.push(entry.key.as_str()),
             }
@@ -503,16 +602,24 @@ impl Loader<'_> {
         Ok((server_name, servers, retrieval, team, builtins, tools))
     }
 
-    /// `[tools]`: how the servers' tool definitions are passed on.
-    fn tools(&mut self, node: &Node, path: &KeyPath) -> Result<ToolsConfig> {
-        let entries = self.table(node, path)?;
+    /// `[tools]`: how the servers' tool definitions are passed on, key by
+    /// key: a bad one is a problem and keeps its default.
+    fn tools(&mut self, node: &Node, path: &KeyPath) -> ToolsConfig {
         let mut tools = ToolsConfig::default();
+        let entries = match self.table(node, path) {
+            Ok(entries) => entries,
+            Err(error) => {
+                self.problem(&error, "the defaults of [tools] apply");
+                return tools;
+            }
+        };
         for entry in entries {
             let key = path.key(&entry.key);
-            match entry.key.as_str() {
-                "compact_schemas" => tools.compact_schemas = self.boolean(&entry.node, &key)?,
-                "lazy" => {
-                    let mode = self.string(&entry.node, &key)?;
+            let read = match entry.key.as_str() {
+                "compact_schemas" => self
+                    .boolean(&entry.node, &key)
+                    .map(|on| tools.compact_schemas = on),
+                "lazy" => self.string(&entry.node, &key).and_then(|mode| {
                     tools.lazy = match mode {
                         "auto" => LazyTools::Auto,
                         "on" => LazyTools::On,
@@ -526,31 +633,32 @@ impl Loader<'_> {
                             ))
                         }
                     };
-                }
+                    Ok(())
+                }),
                 "lazy_budget" => match entry.node.value {
                     Value::Integer(n) if n > 0 => {
-                        tools.lazy_budget = usize::try_from(n).unwrap_or(usize::MAX)
+                        tools.lazy_budget = usize::try_from(n).unwrap_or(usize::MAX);
+                        Ok(())
                     }
-                    _ => {
-                        return Err(self.wrong_type(
-                            &key,
-                            &entry.node,
-                            "a positive integer (tokens)",
-                        ))
-                    }
+                    _ => Err(self.wrong_type(&key, &entry.node, "a positive integer (tokens)")),
                 },
-                _ => return Err(self.unknown_key(path, entry, TOOLS_KEYS)),
+                _ => Err(self.unknown_key(path, entry, TOOLS_KEYS)),
+            };
+            if let Err(error) = read {
+                self.problem(&error, "ignored");
             }
         }
-        Ok(tools)
+        tools
     }
 
     /// `[builtins] enabled`: the built-in tools to offer, as exposed names.
-    fn builtins(&mut self, node: &Node, path: &KeyPath) -> Result<Vec<String>> {
-        let entries = self.table(node, path)?;
+    /// An unknown key is a problem of its own; `enabled` applies when good.
+    fn builtins(&mut self, node: &Node, path: &KeyPath) -> Gathering<Vec<String>> {
+        let entries = self.table(node, path).map_err(|e| vec![e])?;
         for entry in entries {
             if !BUILTINS_KEYS.contains(&entry.key.as_str()) {
-                return Err(self.unknown_key(path, entry, BUILTINS_KEYS));
+                let error = self.unknown_key(path, entry, BUILTINS_KEYS);
+                self.problem(&error, "ignored");
             }
         }
         let Some(enabled) = entries.iter().find(|e| e.key == "enabled") else {
@@ -560,12 +668,15 @@ impl Loader<'_> {
                 .collect());
         };
         let key_path = path.key("enabled");
-        let names = self.string_array(&enabled.node, &key_path, None)?;
+        let mut errors = Gathered::default();
+        let names = self
+            .string_array(&enabled.node, &key_path, None, &mut errors)
+            .unwrap_or_default();
         let mut out = Vec::new();
         for (i, name) in names.iter().enumerate() {
             let short = name.strip_prefix("devboy_").unwrap_or(name);
             if !BUILTIN_NAMES.contains(&short) {
-                return Err(self.invalid(
+                errors.push(self.invalid(
                     &key_path.index(i),
                     enabled.node.pos,
                     format!("one of {}", BUILTIN_NAMES.join(", ")),
@@ -574,24 +685,25 @@ impl Loader<'_> {
             }
             out.push(format!("devboy_{short}"));
         }
-        if !out.iter().any(|n| n == "devboy_expand") {
-            return Err(self.invalid(
+        if errors.is_empty() && !out.iter().any(|n| n == "devboy_expand") {
+            errors.push(self.invalid(
                 &key_path,
                 enabled.node.pos,
                 "a list with \"expand\": devboy_expand resolves devboy's references, which are never sent without it",
                 "a list without it",
             ));
         }
-        Ok(out)
+        errors.finish(Some(out), || self.unexplained(&key_path))
     }
 
-    /// An optional top-level section read by `read`: its value, or `None`
-    /// when it is absent or has a problem; a problem becomes a warning
-    /// ending in `costs` (what it costs the user), and is returned too.
+    /// An optional top-level section read whole by `read`: its value, or
+    /// `None` when it is absent or has problems; each problem (all of
+    /// them) is recorded ending in `costs` (what it costs the user), and
+    /// returned too, one per line.
     fn section<T>(
         &mut self,
         found: Option<(&Entry, KeyPath)>,
-        read: impl FnOnce(&mut Self, &Node, &KeyPath) -> Result<T>,
+        read: impl FnOnce(&mut Self, &Node, &KeyPath) -> Gathering<T>,
         costs: &str,
     ) -> (Option<T>, Option<String>) {
         let Some((entry, path)) = found else {
@@ -599,20 +711,22 @@ impl Loader<'_> {
         };
         match read(self, &entry.node, &path) {
             Ok(value) => (Some(value), None),
-            Err(error) => {
-                let problem = error.to_string();
-                self.warnings.push(format!("{problem}; {costs}"));
-                (None, Some(problem))
+            Err(errors) => {
+                for error in &errors {
+                    self.problem(error, costs);
+                }
+                (None, Some(lines(&errors)))
             }
         }
     }
 
     /// `[team]` and its `[[team.providers]]`.
-    fn team(&mut self, node: &Node, path: &KeyPath) -> Result<TeamConfig> {
-        let entries = self.table(node, path)?;
+    fn team(&mut self, node: &Node, path: &KeyPath) -> Gathering<TeamConfig> {
+        let entries = self.table(node, path).map_err(|e| vec![e])?;
+        let mut errors = Gathered::default();
         for entry in entries {
             if !TEAM_KEYS.contains(&entry.key.as_str()) {
-                return Err(self.unknown_key(path, entry, TEAM_KEYS));
+                errors.push(self.unknown_key(path, entry, TEAM_KEYS));
             }
         }
         let get = |key: &str| entries.iter().find(|e| e.key == key);
@@ -622,124 +736,154 @@ impl Loader<'_> {
         };
         if let Some(e) = get("store") {
             let key_path = path.key("store");
-            let store = self.expanded(&e.node, &key_path, false)?;
-            let scheme = store.split_once("://").map(|(s, _)| s);
-            let usable = scheme.is_some_and(|s| STORE_SCHEMES.contains(&s))
-                && store
-                    .split_once("://")
-                    .is_some_and(|(_, rest)| !rest.trim_matches('/').is_empty());
-            if !usable {
-                return Err(self.invalid(
-                    &key_path,
-                    e.node.pos,
-                    "a store URL: s3://bucket/prefix, gs://bucket/prefix, az://container/prefix or file:///path",
-                    quote_short(&store),
-                ));
-            }
-            team.store = Some(store);
+            let store = self.expanded(&e.node, &key_path, false).and_then(|store| {
+                let scheme = store.split_once("://").map(|(s, _)| s);
+                let usable = scheme.is_some_and(|s| STORE_SCHEMES.contains(&s))
+                    && store
+                        .split_once("://")
+                        .is_some_and(|(_, rest)| !rest.trim_matches('/').is_empty());
+                if usable {
+                    Ok(store)
+                } else {
+                    Err(self.invalid(
+                        &key_path,
+                        e.node.pos,
+                        "a store URL: s3://bucket/prefix, gs://bucket/prefix, az://container/prefix or file:///path",
+                        quote_short(&store),
+                    ))
+                }
+            });
+            team.store = errors.keep(store);
         }
         if let Some(e) = get("share") {
-            team.share = self.boolean(&e.node, &path.key("share"))?;
+            let share = self.boolean(&e.node, &path.key("share"));
+            team.share = errors.keep(share).unwrap_or(team.share);
         }
         if let Some(e) = get("weight") {
-            team.weight = self.fraction(&e.node, &path.key("weight"), 1.0)?;
+            let weight = self.fraction(&e.node, &path.key("weight"), 1.0);
+            team.weight = errors.keep(weight).unwrap_or(team.weight);
         }
         if let Some(e) = get("ttl_days") {
-            team.ttl_days = self.count_in(&e.node, &path.key("ttl_days"), 1, 365)?;
+            let days = self.count_in(&e.node, &path.key("ttl_days"), 1, 365);
+            team.ttl_days = errors.keep(days).unwrap_or(team.ttl_days);
         }
         if let Some(e) = get("k_anonymity") {
-            team.k_anonymity = self.count_in(
+            let k = self.count_in(
                 &e.node,
                 &path.key("k_anonymity"),
                 super::team::MIN_K_ANONYMITY,
                 1000,
-            )?;
+            );
+            team.k_anonymity = errors.keep(k).unwrap_or(team.k_anonymity);
         }
         if let Some(e) = get("providers") {
             let providers_path = path.key("providers");
-            let Value::Array(items) = &e.node.value else {
-                return Err(self.wrong_type(
+            match &e.node.value {
+                Value::Array(items) => {
+                    for (i, item) in items.iter().enumerate() {
+                        match self.provider(item, &providers_path.index(i)) {
+                            Ok(provider) => team.providers.push(provider),
+                            Err(more) => more.into_iter().for_each(|e| errors.push(e)),
+                        }
+                    }
+                }
+                _ => errors.push(self.wrong_type(
                     &providers_path,
                     &e.node,
                     "an array of tables ([[team.providers]])",
-                ));
-            };
-            for (i, item) in items.iter().enumerate() {
-                let provider = self.provider(item, &providers_path.index(i))?;
-                team.providers.push(provider);
+                )),
             }
         }
-        Ok(team)
+        errors.finish(Some(team), || self.unexplained(path))
     }
 
-    /// One `[[team.providers]]`.
-    fn provider(&mut self, node: &Node, path: &KeyPath) -> Result<ProviderConfig> {
-        let entries = self.table(node, path)?;
+    /// One `[[team.providers]]`, every bad key of it reported.
+    fn provider(&mut self, node: &Node, path: &KeyPath) -> Gathering<ProviderConfig> {
+        let entries = self.table(node, path).map_err(|e| vec![e])?;
+        let mut errors = Gathered::default();
         for entry in entries {
             if !PROVIDER_KEYS.contains(&entry.key.as_str()) {
-                return Err(self.unknown_key(path, entry, PROVIDER_KEYS));
+                errors.push(self.unknown_key(path, entry, PROVIDER_KEYS));
             }
         }
         let get = |key: &str| entries.iter().find(|e| e.key == key);
         let source = match (get("url"), get("path")) {
             (Some(url), None) => {
                 let key_path = path.key("url");
-                let url_text = self.expanded(&url.node, &key_path, false)?;
-                if !(url_text.starts_with("https://") || url_text.starts_with("http://")) {
-                    return Err(self.invalid(
-                        &key_path,
-                        url.node.pos,
-                        "an http:// or https:// URL (or `path` for a file)",
-                        quote_short(&url_text),
-                    ));
-                }
-                ProviderSource::Url(url_text)
+                let url_text = self.expanded(&url.node, &key_path, false).and_then(|text| {
+                    if text.starts_with("https://") || text.starts_with("http://") {
+                        Ok(text)
+                    } else {
+                        Err(self.invalid(
+                            &key_path,
+                            url.node.pos,
+                            "an http:// or https:// URL (or `path` for a file)",
+                            quote_short(&text),
+                        ))
+                    }
+                });
+                errors.keep(url_text).map(ProviderSource::Url)
             }
             (None, Some(file)) => {
-                let text = self.expanded(&file.node, &path.key("path"), false)?;
-                ProviderSource::File(self.resolve_dir(&text))
+                let text = self.expanded(&file.node, &path.key("path"), false);
+                errors
+                    .keep(text)
+                    .map(|text| ProviderSource::File(self.resolve_dir(&text)))
             }
             (Some(_), Some(file)) => {
-                return Err(self.invalid(
+                errors.push(self.invalid(
                     &path.key("path"),
                     file.node.pos,
                     "either `url` or `path`, not both",
                     "both",
-                ))
+                ));
+                None
             }
             (None, None) => {
-                return Err(self.invalid(
+                errors.push(self.invalid(
                     &path.key("url"),
                     node.pos,
                     "`url` (or `path`) of the provider's fingerprints",
                     "nothing",
-                ))
+                ));
+                None
             }
         };
         let server = match get("server") {
-            Some(e) => self.string(&e.node, &path.key("server"))?.to_owned(),
+            Some(e) => {
+                let server = self.string(&e.node, &path.key("server")).map(str::to_owned);
+                errors.keep(server)
+            }
             None => {
-                return Err(self.invalid(
+                errors.push(self.invalid(
                     &path.key("server"),
                     node.pos,
                     "the server (its key under [servers]) whose tools the document describes",
                     "nothing",
-                ))
+                ));
+                None
             }
         };
         let weight = match get("weight") {
-            Some(e) => self.fraction(
-                &e.node,
-                &path.key("weight"),
-                super::team::MAX_PROVIDER_WEIGHT,
-            )?,
-            None => super::team::MAX_PROVIDER_WEIGHT,
+            Some(e) => {
+                let weight = self.fraction(
+                    &e.node,
+                    &path.key("weight"),
+                    super::team::MAX_PROVIDER_WEIGHT,
+                );
+                errors.keep(weight)
+            }
+            None => Some(super::team::MAX_PROVIDER_WEIGHT),
         };
-        Ok(ProviderConfig {
-            source,
-            server,
-            weight,
-        })
+        let provider = match (source, server, weight) {
+            (Some(source), Some(server), Some(weight)) => Some(ProviderConfig {
+                source,
+                server,
+                weight,
+            }),
+            _ => None,
+        };
+        errors.finish(provider, || self.unexplained(path))
     }
 
     /// A number from 0 to `max`.
@@ -765,82 +909,115 @@ impl Loader<'_> {
     }
 
     /// `[retrieval]`: the model `find_files` ranks with, if any.
-    fn retrieval(&mut self, node: &Node, path: &KeyPath) -> Result<Option<LlmConfig>> {
+    fn retrieval(&mut self, node: &Node, path: &KeyPath) -> Gathering<Option<LlmConfig>> {
         let mut llm = None;
-        for entry in self.table(node, path)? {
+        let mut errors = Vec::new();
+        for entry in self.table(node, path).map_err(|e| vec![e])? {
             let key_path = path.key(&entry.key);
             match entry.key.as_str() {
-                "llm" => llm = Some(self.llm(&entry.node, &key_path)?),
+                "llm" => match self.llm(&entry.node, &key_path) {
+                    Ok(read) => llm = Some(read),
+                    Err(more) => errors.extend(more),
+                },
                 _ if self.format == ConfigFormat::Toml => {
-                    return Err(self.unknown_key(path, entry, RETRIEVAL_KEYS));
+                    errors.push(self.unknown_key(path, entry, RETRIEVAL_KEYS));
                 }
                 _ => self.warn(&key_path, "unknown key, ignored"),
             }
         }
-        Ok(llm)
+        if errors.is_empty() {
+            Ok(llm)
+        } else {
+            Err(errors)
+        }
     }
 
-    /// `[retrieval.llm]`.
-    fn llm(&mut self, node: &Node, path: &KeyPath) -> Result<LlmConfig> {
-        let entries = self.table(node, path)?;
+    /// `[retrieval.llm]`, every bad key of it reported.
+    fn llm(&mut self, node: &Node, path: &KeyPath) -> Gathering<LlmConfig> {
+        let entries = self.table(node, path).map_err(|e| vec![e])?;
         let get = |key: &str| entries.iter().find(|e| e.key == key);
+        let mut errors = Gathered::default();
         for entry in entries {
             if !LLM_KEYS.contains(&entry.key.as_str()) {
-                return Err(self.unknown_key(path, entry, LLM_KEYS));
+                errors.push(self.unknown_key(path, entry, LLM_KEYS));
             }
         }
         let provider_path = path.key("provider");
-        let Some(provider) = get("provider") else {
-            return Err(self.invalid(
-                &provider_path,
-                node.pos,
-                format!("one of {}", LLM_PROVIDERS.join(", ")),
-                "nothing",
-            ));
-        };
-        let provider = match self.string(&provider.node, &provider_path)? {
-            "anthropic" => LlmProvider::Anthropic,
-            "openai" | "openai-compatible" => LlmProvider::OpenAi,
-            "mcp-sampling" | "sampling" => LlmProvider::Sampling,
-            _ => {
-                return Err(self.invalid(
+        let provider = match get("provider") {
+            None => {
+                errors.push(self.invalid(
                     &provider_path,
-                    provider.node.pos,
+                    node.pos,
                     format!("one of {}", LLM_PROVIDERS.join(", ")),
-                    self.describe(&provider.node),
-                ))
+                    "nothing",
+                ));
+                None
+            }
+            Some(provider) => {
+                let named =
+                    self.string(&provider.node, &provider_path)
+                        .and_then(|name| match name {
+                            "anthropic" => Ok(LlmProvider::Anthropic),
+                            "openai" | "openai-compatible" => Ok(LlmProvider::OpenAi),
+                            "mcp-sampling" | "sampling" => Ok(LlmProvider::Sampling),
+                            _ => Err(self.invalid(
+                                &provider_path,
+                                provider.node.pos,
+                                format!("one of {}", LLM_PROVIDERS.join(", ")),
+                                self.describe(&provider.node),
+                            )),
+                        });
+                errors.keep(named)
             }
         };
         let model = match get("model") {
-            Some(e) => self.expanded(&e.node, &path.key("model"), false)?,
-            None if provider == LlmProvider::Sampling => String::new(),
+            Some(e) => {
+                let model = self.expanded(&e.node, &path.key("model"), false);
+                errors.keep(model)
+            }
+            None if provider == Some(LlmProvider::Sampling) => Some(String::new()),
             None => {
-                return Err(self.invalid(
+                errors.push(self.invalid(
                     &path.key("model"),
                     node.pos,
                     "the model's name, e.g. \"claude-haiku-4-5\"",
                     "nothing",
-                ))
+                ));
+                None
             }
         };
-        let base_url = get("base_url")
-            .map(|e| self.expanded(&e.node, &path.key("base_url"), false))
-            .transpose()?;
-        let api_key_env = match get("api_key_env") {
-            Some(e) => Some(self.string(&e.node, &path.key("api_key_env"))?.to_owned()),
-            None if provider == LlmProvider::Anthropic => Some("ANTHROPIC_API_KEY".to_owned()),
-            None => None,
+        let base_url = match get("base_url") {
+            Some(e) => {
+                let url = self.expanded(&e.node, &path.key("base_url"), false);
+                errors.keep(url).map(Some)
+            }
+            None => Some(None),
         };
-        let timeout = get("timeout_ms")
-            .map(|e| self.millis(&e.node, &path.key("timeout_ms")))
-            .transpose()?
-            .unwrap_or(DEFAULT_LLM_TIMEOUT);
-        let count = |key: &str, max: i128| -> Result<Option<i128>> {
+        let api_key_env = match get("api_key_env") {
+            Some(e) => {
+                let name = self
+                    .string(&e.node, &path.key("api_key_env"))
+                    .map(str::to_owned);
+                errors.keep(name).map(Some)
+            }
+            None if provider == Some(LlmProvider::Anthropic) => {
+                Some(Some("ANTHROPIC_API_KEY".to_owned()))
+            }
+            None => Some(None),
+        };
+        let timeout = match get("timeout_ms") {
+            Some(e) => {
+                let ms = self.millis(&e.node, &path.key("timeout_ms"));
+                errors.keep(ms)
+            }
+            None => Some(DEFAULT_LLM_TIMEOUT),
+        };
+        let count = |loader: &Self, key: &str, max: i128| -> Result<Option<i128>> {
             match get(key) {
                 None => Ok(None),
                 Some(e) => match e.node.value {
                     Value::Integer(n) if (0..=max).contains(&n) => Ok(Some(n)),
-                    _ => Err(self.wrong_type(
+                    _ => Err(loader.wrong_type(
                         &path.key(key),
                         &e.node,
                         &format!("an integer from 0 to {max}"),
@@ -848,65 +1025,95 @@ impl Loader<'_> {
                 },
             }
         };
-        let max_parallel =
-            count("max_parallel", 64)?.map_or(DEFAULT_LLM_PARALLEL, |n| n.max(1) as usize);
-        let max_retries = count("max_retries", 10)?.map_or(DEFAULT_LLM_RETRIES, |n| n as u32);
-        let cache = get("cache")
-            .map(|e| self.boolean(&e.node, &path.key("cache")))
-            .transpose()?
-            .unwrap_or(true);
-        Ok(LlmConfig {
-            provider,
-            model,
-            base_url,
-            api_key_env,
-            timeout,
-            max_parallel,
-            max_retries,
-            cache,
-        })
+        let max_parallel = errors
+            .keep(count(self, "max_parallel", 64))
+            .map(|n| n.map_or(DEFAULT_LLM_PARALLEL, |n| n.max(1) as usize));
+        let max_retries = errors
+            .keep(count(self, "max_retries", 10))
+            .map(|n| n.map_or(DEFAULT_LLM_RETRIES, |n| n as u32));
+        let cache = match get("cache") {
+            Some(e) => {
+                let cache = self.boolean(&e.node, &path.key("cache"));
+                errors.keep(cache)
+            }
+            None => Some(true),
+        };
+        let config = (|| {
+            Some(LlmConfig {
+                provider: provider?,
+                model: model?,
+                base_url: base_url?,
+                api_key_env: api_key_env?,
+                timeout: timeout?,
+                max_parallel: max_parallel?,
+                max_retries: max_retries?,
+                cache: cache?,
+            })
+        })();
+        errors.finish(config, || self.unexplained(path))
     }
 
-    /// `[devboy]` / `"devboy": {…}`: returns the server name.
-    fn settings(&mut self, node: &Node, path: &KeyPath) -> Result<String> {
+    /// `[devboy]` / `"devboy": {…}`: returns the server name. Read key by
+    /// key: a bad one is a problem and keeps its default.
+    fn settings(&mut self, node: &Node, path: &KeyPath) -> String {
         let mut server_name = DEFAULT_SERVER_NAME.to_owned();
-        for entry in self.table(node, path)? {
+        let entries = match self.table(node, path) {
+            Ok(entries) => entries,
+            Err(error) => {
+                self.problem(&error, "ignored");
+                return server_name;
+            }
+        };
+        for entry in entries {
             let key_path = path.key(&entry.key);
-            match entry.key.as_str() {
-                "server_name" => {
-                    let name = self.string(&entry.node, &key_path)?;
+            let read = match entry.key.as_str() {
+                "server_name" => self.string(&entry.node, &key_path).and_then(|name| {
                     let valid = !name.is_empty()
                         && name
                             .chars()
                             .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
-                    if !valid {
-                        return Err(self.invalid(
+                    if valid {
+                        server_name = name.to_owned();
+                        Ok(())
+                    } else {
+                        Err(self.invalid(
                             &key_path,
                             entry.node.pos,
                             "the name given to `claude mcp add` (letters, digits, `_`, `-`)",
                             self.describe(&entry.node),
-                        ));
+                        ))
                     }
-                    server_name = name.to_owned();
-                }
+                }),
                 _ if self.format == ConfigFormat::Toml => {
-                    return Err(self.unknown_key(path, entry, SETTINGS_KEYS));
+                    Err(self.unknown_key(path, entry, SETTINGS_KEYS))
                 }
-                _ => self.warn(&key_path, "unknown key, ignored"),
+                _ => {
+                    self.warn(&key_path, "unknown key, ignored");
+                    Ok(())
+                }
+            };
+            if let Err(error) = read {
+                let instead = if entry.key == "server_name" {
+                    format!("ignored (devboy takes its name to be {DEFAULT_SERVER_NAME:?})")
+                } else {
+                    "ignored".to_owned()
+                };
+                self.problem(&error, &instead);
             }
         }
-        Ok(server_name)
+        server_name
     }
 
-    /// One server, all but its prefix.
-    fn server(&mut self, entry: &Entry, path: KeyPath) -> Result<Pending> {
-        let entries = self.table(&entry.node, &path)?;
+    /// One server, all but its prefix; or every error of its entry.
+    fn server(&mut self, entry: &Entry, path: KeyPath) -> Gathering<Pending> {
+        let entries = self.table(&entry.node, &path).map_err(|e| vec![e])?;
+        let mut errors = Gathered::default();
         for e in entries {
             if SERVER_KEYS.contains(&e.key.as_str()) {
                 continue;
             }
             match self.format {
-                ConfigFormat::Toml => return Err(self.unknown_key(&path, e, SERVER_KEYS)),
+                ConfigFormat::Toml => errors.push(self.unknown_key(&path, e, SERVER_KEYS)),
                 ConfigFormat::McpJson if JSON_SILENT_KEYS.contains(&e.key.as_str()) => {}
                 ConfigFormat::McpJson if JSON_UNSUPPORTED_KEYS.contains(&e.key.as_str()) => self
                     .warn(
@@ -917,13 +1124,11 @@ impl Loader<'_> {
             }
         }
         let get = |key: &str| entries.iter().find(|e| e.key == key).map(|e| &e.node);
-
-        let enabled_flag = get("enabled")
-            .map(|n| self.boolean(n, &path.key("enabled")))
-            .transpose()?;
-        let disabled_flag = get("disabled")
-            .map(|n| self.boolean(n, &path.key("disabled")))
-            .transpose()?;
+        let flag = |loader: &Self, errors: &mut Gathered, key: &str| {
+            get(key).and_then(|n| errors.keep(loader.boolean(n, &path.key(key))))
+        };
+        let enabled_flag = flag(self, &mut errors, "enabled");
+        let disabled_flag = flag(self, &mut errors, "disabled");
         if enabled_flag == Some(true) && disabled_flag == Some(true) {
             self.warn(
                 &path,
@@ -932,7 +1137,7 @@ impl Loader<'_> {
         }
         let enabled = enabled_flag != Some(false) && disabled_flag != Some(true);
 
-        let transport = self.transport(entry, &path, &get, !enabled)?;
+        let transport = self.transport(entry, &path, &get, !enabled, &mut errors);
 
         let timeout = match (get("timeout_ms"), get("timeout")) {
             (Some(ms), other) => {
@@ -942,84 +1147,126 @@ impl Loader<'_> {
                         "both timeout_ms and timeout are set; using timeout_ms",
                     );
                 }
-                self.millis(ms, &path.key("timeout_ms"))?
+                errors.keep(self.millis(ms, &path.key("timeout_ms")))
             }
-            (None, Some(ms)) => self.millis(ms, &path.key("timeout"))?,
-            (None, None) => DEFAULT_TIMEOUT,
+            (None, Some(ms)) => errors.keep(self.millis(ms, &path.key("timeout"))),
+            (None, None) => Some(DEFAULT_TIMEOUT),
         };
-        let startup_timeout = get("startup_timeout_ms")
-            .map(|n| self.millis(n, &path.key("startup_timeout_ms")))
-            .transpose()?
-            .unwrap_or(if transport.runs_a_package_runner() {
-                DEFAULT_RUNNER_STARTUP_TIMEOUT
-            } else {
-                DEFAULT_STARTUP_TIMEOUT
-            });
+        let startup_timeout = match get("startup_timeout_ms") {
+            Some(n) => errors
+                .keep(self.millis(n, &path.key("startup_timeout_ms")))
+                .map(Some),
+            None => Some(None),
+        };
 
-        let allow = get("allow")
-            .map(|n| self.globs(n, &path.key("allow")))
-            .transpose()?;
-        if allow.as_ref().is_some_and(Vec::is_empty) {
+        // Outer `None`: the key is there and bad.
+        let allow = match get("allow") {
+            Some(n) => self.globs(n, &path.key("allow"), &mut errors).map(Some),
+            None => Some(None),
+        };
+        if allow
+            .as_ref()
+            .is_some_and(|a| a.as_ref().is_some_and(Vec::is_empty))
+        {
             self.warn(
                 &path.key("allow"),
                 "empty: no tool of this server will be exposed",
             );
         }
-        let deny = get("deny")
-            .map(|n| self.globs(n, &path.key("deny")))
-            .transpose()?
-            .unwrap_or_default();
-        // Each glob was checked above, so this cannot fail; map defensively.
-        let tools = ToolFilter::new(allow, deny).map_err(|e| {
-            self.invalid(
-                &path,
-                entry.node.pos,
-                "valid allow/deny globs",
-                e.to_string(),
-            )
-        })?;
+        let deny = match get("deny") {
+            Some(n) => self.globs(n, &path.key("deny"), &mut errors),
+            None => Some(Vec::new()),
+        };
 
         let explicit_prefix = match entries.iter().find(|e| e.key == "prefix") {
             Some(e) => {
                 let prefix_path = path.key("prefix");
-                let prefix = self.string(&e.node, &prefix_path)?;
-                self.check_explicit_prefix(prefix, &prefix_path, e.node.pos)?;
-                Some((prefix.to_owned(), prefix_path, e.node.pos))
+                let prefix = self.string(&e.node, &prefix_path).and_then(|prefix| {
+                    self.check_explicit_prefix(prefix, &prefix_path, e.node.pos)
+                        .map(|()| prefix.to_owned())
+                });
+                errors
+                    .keep(prefix)
+                    .map(|prefix| Some((prefix, prefix_path, e.node.pos)))
             }
-            None => None,
+            None => Some(None),
         };
 
-        Ok(Pending {
+        let (
+            Some(transport),
+            Some(timeout),
+            Some(startup_timeout),
+            Some(allow),
+            Some(deny),
+            Some(explicit_prefix),
+        ) = (
+            transport,
+            timeout,
+            startup_timeout,
+            allow,
+            deny,
+            explicit_prefix,
+        )
+        else {
+            return errors.finish(None, || self.unexplained(&path));
+        };
+        // Each glob was checked above, so this cannot fail; map defensively.
+        let tools = ToolFilter::new(allow, deny).map_err(|e| {
+            vec![self.invalid(
+                &path,
+                entry.node.pos,
+                "valid allow/deny globs",
+                e.to_string(),
+            )]
+        })?;
+        let startup_timeout = startup_timeout.unwrap_or(if transport.runs_a_package_runner() {
+            DEFAULT_RUNNER_STARTUP_TIMEOUT
+        } else {
+            DEFAULT_STARTUP_TIMEOUT
+        });
+        let pending = Pending {
             name: entry.key.clone(),
             pos: entry.node.pos,
-            path,
+            path: path.clone(),
             explicit_prefix,
             transport,
             timeout,
             startup_timeout,
             tools,
             enabled,
-        })
+        };
+        errors.finish(Some(pending), || self.unexplained(&path))
     }
 
+    /// How to reach the server, or `None` with its errors gathered.
     fn transport<'n>(
         &mut self,
         entry: &'n Entry,
         path: &KeyPath,
         get: &dyn Fn(&str) -> Option<&'n Node>,
         lenient: bool,
-    ) -> Result<UpstreamTransport> {
+        errors: &mut Gathered,
+    ) -> Option<UpstreamTransport> {
         enum Kind {
             Stdio,
             Http,
         }
+        // Without a usable `type`, what the entry has says which it is, so
+        // that the rest of it is still checked.
+        let inferred = if get("command").is_some() {
+            Some(Kind::Stdio)
+        } else if get("url").is_some() {
+            Some(Kind::Http)
+        } else {
+            None
+        };
         let kind = match get("type") {
             Some(node) => {
                 let type_path = path.key("type");
-                match self.string(node, &type_path)? {
-                    "stdio" => Kind::Stdio,
-                    "http" | "streamable-http" | "streamableHttp" => Kind::Http,
-                    other if other == "sse" || self.format == ConfigFormat::McpJson => {
+                match self.string(node, &type_path) {
+                    Ok("stdio") => Some(Kind::Stdio),
+                    Ok("http" | "streamable-http" | "streamableHttp") => Some(Kind::Http),
+                    Ok(other) if other == "sse" || self.format == ConfigFormat::McpJson => {
                         self.warn(
                             &type_path,
                             format_args!(
@@ -1027,30 +1274,36 @@ impl Loader<'_> {
                                 quote_short(other)
                             ),
                         );
-                        return Ok(UpstreamTransport::Unsupported {
+                        return Some(UpstreamTransport::Unsupported {
                             kind: other.to_owned(),
                         });
                     }
-                    _ => {
-                        return Err(self.wrong_type(
+                    Ok(_) => {
+                        errors.push(self.wrong_type(
                             &type_path,
                             node,
                             &format!("one of: {}", TOML_TYPES.join(", ")),
-                        ))
+                        ));
+                        inferred
+                    }
+                    Err(error) => {
+                        errors.push(error);
+                        inferred
                     }
                 }
             }
-            None if get("command").is_some() => Kind::Stdio,
-            None if get("url").is_some() => Kind::Http,
+            None if inferred.is_some() => inferred,
             None => {
-                return Err(self.invalid(
+                errors.push(self.invalid(
                     path,
                     entry.node.pos,
                     "`command` (a stdio server) or `url` (an http server)",
                     "neither",
-                ))
+                ));
+                return None;
             }
         };
+        let kind = kind?;
         let (foreign, name) = match kind {
             Kind::Stdio => (HTTP_ONLY_KEYS, "stdio"),
             Kind::Http => (STDIO_ONLY_KEYS, "http"),
@@ -1060,66 +1313,84 @@ impl Loader<'_> {
                 self.warn(&path.key(key), format_args!("ignored for a {name} server"));
             }
         }
-        let required = |loader: &Self, key: &str| {
-            get(key).ok_or_else(|| {
+        let required = |loader: &Self, errors: &mut Gathered, key: &str| {
+            let node = get(key);
+            if node.is_none() {
                 let what = if key == "command" {
                     "a stdio server's `command` (a string)"
                 } else {
                     "an http server's `url` (a string)"
                 };
-                loader.invalid(&path.key(key), entry.node.pos, what, "nothing")
-            })
+                errors.push(loader.invalid(&path.key(key), entry.node.pos, what, "nothing"));
+            }
+            node
         };
         match kind {
             Kind::Stdio => {
                 let command_path = path.key("command");
-                let command_node = required(self, "command")?;
-                let command = self.expanded(command_node, &command_path, lenient)?;
-                if command.trim().is_empty() {
-                    return Err(self.wrong_type(&command_path, command_node, "a program to run"));
-                }
-                let args = get("args")
-                    .map(|n| self.string_array(n, &path.key("args"), Some(lenient)))
-                    .transpose()?
-                    .unwrap_or_default();
-                let env = get("env")
-                    .map(|n| self.string_map(n, &path.key("env"), lenient))
-                    .transpose()?
-                    .unwrap_or_default();
-                let cwd = get("cwd")
-                    .map(|n| self.expanded(n, &path.key("cwd"), lenient))
-                    .transpose()?
-                    .map(|dir| self.resolve_dir(&dir));
-                Ok(UpstreamTransport::Stdio {
-                    command,
-                    args,
-                    env,
-                    cwd,
+                let command = required(self, errors, "command").and_then(|node| {
+                    let command = self.expanded(node, &command_path, lenient).and_then(|c| {
+                        if c.trim().is_empty() {
+                            Err(self.wrong_type(&command_path, node, "a program to run"))
+                        } else {
+                            Ok(c)
+                        }
+                    });
+                    errors.keep(command)
+                });
+                let args = match get("args") {
+                    Some(n) => self.string_array(n, &path.key("args"), Some(lenient), errors),
+                    None => Some(Vec::new()),
+                };
+                let env = match get("env") {
+                    Some(n) => self.string_map(n, &path.key("env"), lenient, errors),
+                    None => Some(BTreeMap::new()),
+                };
+                let cwd = match get("cwd") {
+                    Some(n) => {
+                        let dir = self.expanded(n, &path.key("cwd"), lenient);
+                        errors.keep(dir).map(|dir| Some(self.resolve_dir(&dir)))
+                    }
+                    None => Some(None),
+                };
+                Some(UpstreamTransport::Stdio {
+                    command: command?,
+                    args: args?,
+                    env: env?,
+                    cwd: cwd?,
                 })
             }
             Kind::Http => {
                 let url_path = path.key("url");
-                let url_node = required(self, "url")?;
-                let url = self.expanded(url_node, &url_path, lenient)?;
-                let scheme_ok = ["http://", "https://"].iter().any(|scheme| {
-                    url.get(..scheme.len())
-                        .is_some_and(|s| s.eq_ignore_ascii_case(scheme))
+                let url = required(self, errors, "url").and_then(|url_node| {
+                    let url = self.expanded(url_node, &url_path, lenient).and_then(|url| {
+                        let scheme_ok = ["http://", "https://"].iter().any(|scheme| {
+                            url.get(..scheme.len())
+                                .is_some_and(|s| s.eq_ignore_ascii_case(scheme))
+                        });
+                        // A disabled server may keep an unexpanded `${URL}`.
+                        let unexpanded = lenient && super::expand::has_reference(&url);
+                        if scheme_ok || unexpanded {
+                            Ok(url)
+                        } else {
+                            Err(self.invalid(
+                                &url_path,
+                                url_node.pos,
+                                "an http:// or https:// URL",
+                                format!("the string {}", quote_short(&url)),
+                            ))
+                        }
+                    });
+                    errors.keep(url)
                 });
-                // A disabled server may keep an unexpanded `${URL}`.
-                let unexpanded = lenient && super::expand::has_reference(&url);
-                if !(scheme_ok || unexpanded) {
-                    return Err(self.invalid(
-                        &url_path,
-                        url_node.pos,
-                        "an http:// or https:// URL",
-                        format!("the string {}", quote_short(&url)),
-                    ));
-                }
-                let headers = get("headers")
-                    .map(|n| self.string_map(n, &path.key("headers"), lenient))
-                    .transpose()?
-                    .unwrap_or_default();
-                Ok(UpstreamTransport::Http { url, headers })
+                let headers = match get("headers") {
+                    Some(n) => self.string_map(n, &path.key("headers"), lenient, errors),
+                    None => Some(BTreeMap::new()),
+                };
+                Some(UpstreamTransport::Http {
+                    url: url?,
+                    headers: headers?,
+                })
             }
         }
     }

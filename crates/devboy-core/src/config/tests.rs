@@ -80,9 +80,10 @@ fn file_err_with(result: Result<ProxyConfig, ConfigError>, parts: &[&str]) -> Co
     err
 }
 
-/// The error of the one problem in a config: the file's, when it does not
-/// load, else the first invalid server's (which must be the only one). Its
-/// message must contain every one of `parts`.
+/// What is wrong with a config, in one place: the file's error, when it
+/// does not load; else the one invalid server's errors, or else the
+/// file's problems (there must be one of the two). Its message must
+/// contain every one of `parts`.
 fn err_with(result: Result<ProxyConfig, ConfigError>, parts: &[&str]) -> String {
     let message = match result {
         Err(e) => e.to_string(),
@@ -95,9 +96,10 @@ fn err_with(result: Result<ProxyConfig, ConfigError>, parts: &[&str]) -> String 
                     _ => None,
                 })
                 .collect();
-            match invalid.as_slice() {
-                [one] => (*one).to_owned(),
-                _ => panic!("expected one invalid server, got {config:#?}"),
+            match (invalid.as_slice(), config.problems.is_empty()) {
+                ([one], true) => (*one).to_owned(),
+                ([], false) => config.problems.join("\n"),
+                _ => panic!("expected one invalid server or problems, got {config:#?}"),
             }
         }
     };
@@ -469,16 +471,159 @@ fn one_bad_server_fails_alone_and_the_others_load() {
 }
 
 #[test]
-fn file_level_problems_still_stop_loading() {
-    file_err_with(
-        json(r#"{"mcpServers": []}"#),
-        &["/proj/.mcp.json", "mcpServers", "expected an object"],
-    );
-    file_err_with(
-        toml("[server.a]\ncommand = \"x\"\n"),
-        &["server: unknown key"],
-    );
+fn only_a_file_whose_top_level_is_not_a_table_stops_loading() {
     file_err_with(json("[1]"), &["expected an object"]);
+    // A key of the top level that is wrong is left out, and the rest applies.
+    let config = ok(json(
+        r#"{"mcpServers": [], "devboy": {"server_name": "db"}}"#,
+    ));
+    assert!(config.upstreams.is_empty());
+    assert_eq!(config.server_name, "db");
+    err_with(
+        Ok(config),
+        &[
+            "/proj/.mcp.json",
+            "mcpServers",
+            "expected an object",
+            "no servers are read from it",
+        ],
+    );
+    let config = ok(toml(
+        "[server.a]\ncommand = \"x\"\n[servers.b]\ncommand = \"y\"\n",
+    ));
+    assert_eq!(config.upstreams.len(), 1, "servers.b starts");
+    err_with(
+        Ok(config),
+        &["devboy.toml:1:2: server: unknown key", "; ignored"],
+    );
+}
+
+#[test]
+fn a_server_entry_names_every_bad_key_at_once() {
+    let config = ok(toml(
+        "[servers.a]\ntype = \"stdio\"\ncomand = \"x\"\ntimeout_ms = \"5s\"\nargs = [1, \"ok\", true]\nenv = { A = 1, B = \"${NOT_SET}\" }\n[servers.b]\ncommand = \"y\"\n",
+    ));
+    assert_eq!(config.upstreams[1].transport.kind(), "stdio", "b starts");
+    let error = err_with(
+        Ok(config),
+        &[
+            "devboy.toml:3:1: servers.a.comand: unknown key",
+            "did you mean `command`?",
+            "devboy.toml:4:14: servers.a.timeout_ms: expected a positive integer",
+            "servers.a.command: expected a stdio server's `command`",
+            "servers.a.args[0]: expected a string",
+            "servers.a.args[2]: expected a string",
+            "servers.a.env.A: expected a string",
+            "servers.a.env.B: expected environment variable NOT_SET",
+        ],
+    );
+    assert_eq!(error.lines().count(), 7, "one line each:\n{error}");
+    // The same in JSON, where an unknown key is only a warning.
+    let error = err_with(
+        json(r#"{"mcpServers": {"gh": {"command": 3, "disabled": "no", "headersHelper": "x"}}}"#),
+        &[
+            "mcpServers.gh.command: expected a string",
+            "mcpServers.gh.disabled: expected true or false",
+        ],
+    );
+    assert_eq!(error.lines().count(), 2, "{error}");
+}
+
+#[test]
+fn a_bad_devboy_key_is_left_out_and_the_rest_applies() {
+    let config = ok(toml(
+        "[devboy]\nsever_name = \"db\"\n[servers.a]\ncommand = \"x\"\n[tools]\nlazy = \"on\"\n",
+    ));
+    assert_eq!(config.server_name, DEFAULT_SERVER_NAME);
+    assert_eq!(config.upstreams[0].transport.kind(), "stdio");
+    assert_eq!(config.tools.lazy, LazyTools::On);
+    assert_eq!(config.problems.len(), 1, "{:?}", config.problems);
+    let problem = &config.problems[0];
+    assert!(
+        problem.starts_with("/cfg/devboy.toml:2:1: devboy.sever_name: unknown key")
+            && problem.contains("did you mean `server_name`?")
+            && problem.ends_with("; ignored"),
+        "{problem}"
+    );
+    // Two bad keys of one table: both, each with its place.
+    let config = ok(toml(
+        "[devboy]\nserver_name = \"dev boy\"\nnam = 1\n[tools]\nlazy = 1\ncompact = true\n[zzz]\n",
+    ));
+    let problems = config.problems.join("\n");
+    for part in [
+        "devboy.toml:2:15: devboy.server_name",
+        "devboy.toml:3:1: devboy.nam: unknown key",
+        "devboy.toml:5:8: tools.lazy: expected a string",
+        "devboy.toml:6:1: tools.compact: unknown key",
+        "devboy.toml:7:2: zzz: unknown key",
+    ] {
+        assert!(problems.contains(part), "{part} not in\n{problems}");
+    }
+    assert_eq!(config.problems.len(), 5, "{problems}");
+}
+
+#[test]
+fn a_section_read_whole_names_every_bad_key_of_it() {
+    let config = ok(toml(
+        "[retrieval.llm]\nprovider = \"gpt\"\nmodel = 3\nmax_paralel = 2\n",
+    ));
+    assert_eq!(config.retrieval_llm, None);
+    let problems = config.problems.join("\n");
+    for part in [
+        "retrieval.llm.provider",
+        "retrieval.llm.model",
+        "retrieval.llm.max_paralel",
+        "find_files ranks without a model",
+    ] {
+        assert!(problems.contains(part), "{part} not in\n{problems}");
+    }
+    assert_eq!(config.problems.len(), 3, "{problems}");
+    let config = ok(toml(
+        "[team]\nstor = \"s3://b\"\nweight = 2\n[[team.providers]]\nurl = \"ftp://p\"\n",
+    ));
+    let problem = config.team_problem.unwrap_or_default();
+    for part in [
+        "team.stor",
+        "team.weight",
+        "team.providers[0].url",
+        "team.providers[0].server",
+    ] {
+        assert!(problem.contains(part), "{part} not in\n{problem}");
+    }
+    assert_eq!(problem.lines().count(), 4, "{problem}");
+}
+
+#[test]
+fn a_serving_devboy_falls_back_to_the_default_for_a_file_it_cannot_use() {
+    let dir = TempDir::new();
+    let broken = dir.write("devboy.toml", "[servers.a\ncommand = ");
+    let config = ok(ProxyConfig::resolve_or_default(Some(&broken)));
+    assert!(config.upstreams.is_empty());
+    assert_eq!(
+        config.source,
+        ConfigSource::File(broken.clone()),
+        "still watched"
+    );
+    assert_eq!(config.problems.len(), 1, "{:?}", config.problems);
+    let problem = &config.problems[0];
+    assert!(
+        problem.starts_with(&format!("{}:1:", broken.display()))
+            && problem.contains("invalid TOML")
+            && problem.contains("built-in tools only"),
+        "{problem}"
+    );
+    let fine = dir.write("fine.toml", "[servers.a]\ncommand = \"x\"\n");
+    let config = ok(ProxyConfig::resolve_or_default(Some(&fine)));
+    assert!(config.problems.is_empty() && config.upstreams.len() == 1);
+    // A command line that names nothing usable is still refused.
+    file_err_with(
+        ProxyConfig::resolve_or_default(Some(&dir.0.join("absent.toml"))),
+        &["absent.toml", "cannot read the file"],
+    );
+    file_err_with(
+        ProxyConfig::resolve_or_default(Some(&dir.write("servers.yaml", ""))),
+        &["servers.yaml", "expected a file ending in .toml"],
+    );
 }
 
 #[test]
@@ -1166,24 +1311,24 @@ fn a_bad_retrieval_section_is_a_warning_naming_file_and_key_and_servers_still_st
     ));
     assert_eq!(config.retrieval_llm, None);
     assert_eq!(config.upstreams.len(), 1);
-    let warning = config.warnings.join("\n");
+    let warning = config.problems.join("\n");
     assert!(warning.contains("/cfg/devboy.toml"), "{warning}");
     assert!(warning.contains("retrieval.llm.max_paralel"), "{warning}");
     assert!(warning.contains("max_parallel"), "{warning}");
     let config = ok(toml("[retrieval.llm]\nprovider = \"gpt\"\nmodel = \"m\"\n"));
     assert!(
         config
-            .warnings
+            .problems
             .join("\n")
             .contains("retrieval.llm.provider"),
         "{:?}",
-        config.warnings
+        config.problems
     );
     let config = ok(toml("[retrieval.llm]\nprovider = \"openai\"\n"));
     assert!(
-        config.warnings.join("\n").contains("retrieval.llm.model"),
+        config.problems.join("\n").contains("retrieval.llm.model"),
         "{:?}",
-        config.warnings
+        config.problems
     );
 }
 
@@ -1248,9 +1393,9 @@ fn a_bad_team_section_names_file_and_key_and_servers_still_start() {
         assert!(problem.contains("/cfg/devboy.toml"), "{text}: {problem}");
         assert!(problem.contains(key), "{text}: {problem}");
         assert!(
-            config.warnings.iter().any(|w| w.contains(key)),
+            config.problems.iter().any(|w| w.contains(key)),
             "{text}: {:?}",
-            config.warnings
+            config.problems
         );
     }
 }
@@ -1274,9 +1419,13 @@ fn builtins_enabled_names_the_tools_and_expand_always_stays() {
         ("[builtins]\nenable = [\"expand\"]\n", "builtins.enable"),
     ] {
         let config = ok(toml(&format!("[servers.a]\ncommand = \"x\"\n{text}")));
-        assert_eq!(config.builtins, None, "{text}: all built-ins kept");
+        let all = config
+            .builtins
+            .as_ref()
+            .is_none_or(|b| b.len() == schema::BUILTIN_NAMES.len());
+        assert!(all, "{text}: all built-ins kept");
         assert_eq!(config.upstreams.len(), 1);
-        let warnings = config.warnings.join("\n");
+        let warnings = config.problems.join("\n");
         assert!(warnings.contains(key), "{text}: {warnings}");
         assert!(warnings.contains("/cfg/devboy.toml"), "{warnings}");
     }
@@ -1296,9 +1445,9 @@ fn tools_compact_schemas_is_on_unless_turned_off() {
         "a bad value keeps the default"
     );
     assert!(
-        config.warnings.join("\n").contains("tools.compact_schemas"),
+        config.problems.join("\n").contains("tools.compact_schemas"),
         "{:?}",
-        config.warnings
+        config.problems
     );
 }
 
@@ -1337,7 +1486,7 @@ fn tools_lazy_is_auto_with_a_tenth_of_a_200k_context_unless_set() {
             ToolsConfig::default(),
             "{text}: the defaults apply"
         );
-        let warnings = config.warnings.join("\n");
+        let warnings = config.problems.join("\n");
         assert!(
             warnings.contains(key) && warnings.contains(says),
             "{text}: {warnings}"

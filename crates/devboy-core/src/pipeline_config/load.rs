@@ -5,6 +5,13 @@
 //! The walk checks every table's keys against the description, reads each
 //! value by its [`KeyKind`] into a [`KeyValue`], and
 //! [`PipelineConfig::store`] puts it in its field.
+//!
+//! A key that is unknown, has a value of the wrong kind, or is new in a
+//! later schema version than the file's is not stored: it becomes one of
+//! [`PipelineConfig::problems`] and the walk goes on, so that every bad key
+//! is reported at once and the good ones apply. Only what makes the whole
+//! file unreadable is an error: TOML syntax, and a `schema_version` this
+//! devboy cannot read the file by.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -140,6 +147,7 @@ fn blank() -> PipelineConfig {
         endpoints: Vec::new(),
         tools: Vec::new(),
         warnings: Vec::new(),
+        problems: Vec::new(),
         layers: Vec::new(),
         key_origins: Default::default(),
     }
@@ -256,19 +264,32 @@ impl Reader<'_> {
         )
     }
 
+    fn unknown_key(&self, entry: &Entry, path: &KeyPath, allowed: &[&str]) -> ConfigError {
+        ConfigError::new(
+            self.origin,
+            entry.key_pos.map(|p| (p.line, p.column)),
+            ConfigErrorKind::UnknownKey {
+                key: path.key(&entry.key).to_string(),
+                expected: allowed.iter().map(|s| (*s).to_owned()).collect(),
+                suggestion: closest(&entry.key, allowed).map(str::to_owned),
+            },
+        )
+    }
+
+    /// The first key of `entries` not among `allowed`, for a value read
+    /// whole (a `follow_up` item): one bad part makes the value bad.
     fn check_keys(&self, entries: &[Entry], path: &KeyPath, allowed: &[&str]) -> Result<()> {
         match entries.iter().find(|e| !allowed.contains(&e.key.as_str())) {
             None => Ok(()),
-            Some(entry) => Err(ConfigError::new(
-                self.origin,
-                entry.key_pos.map(|p| (p.line, p.column)),
-                ConfigErrorKind::UnknownKey {
-                    key: path.key(&entry.key).to_string(),
-                    expected: allowed.iter().map(|s| (*s).to_owned()).collect(),
-                    suggestion: closest(&entry.key, allowed).map(str::to_owned),
-                },
-            )),
+            Some(entry) => Err(self.unknown_key(entry, path, allowed)),
         }
+    }
+
+    /// Records `error` as a problem of the file: what it names is left out,
+    /// and what applies without it (the layer below, else the default)
+    /// applies.
+    fn skip(&mut self, error: ConfigError) {
+        self.config.problems.push(format!("{error}; ignored"));
     }
 
     fn warn(&mut self, path: &KeyPath, message: impl std::fmt::Display) {
@@ -383,40 +404,28 @@ impl Reader<'_> {
         self.section(root, &KeyPath::default(), "", 0, version)
     }
 
-    /// `check_keys`, but a key the description has and `older` (the keys
-    /// of the file's version) does not is refused with a message naming
-    /// the version that introduced it.
-    fn check_version_keys(
-        &self,
-        entries: &[Entry],
-        path: &KeyPath,
-        allowed: &[&str],
-        older: Option<(u32, &[&str])>,
-    ) -> Result<()> {
-        self.check_keys(entries, path, allowed)?;
-        let Some((version, older)) = older else {
-            return Ok(());
-        };
-        match entries.iter().find(|e| !older.contains(&e.key.as_str())) {
-            None => Ok(()),
-            Some(entry) => Err(ConfigError::new(
-                self.origin,
-                entry.key_pos.map(|p| (p.line, p.column)),
-                ConfigErrorKind::Invalid {
-                    key: path.key(&entry.key).to_string(),
-                    expected: format!(
-                        "a key of schema version {version} (the file's `schema_version`); `{}` is new in version {SCHEMA_VERSION}",
-                        entry.key
-                    ),
-                    found: format!("set `schema_version = {SCHEMA_VERSION}` to use it"),
-                },
-            )),
-        }
+    /// Why a key the description has at this place cannot be in a file of
+    /// schema `version` (it came in a later one), naming that version.
+    fn newer_key(&self, entry: &Entry, path: &KeyPath, version: u32) -> ConfigError {
+        ConfigError::new(
+            self.origin,
+            entry.key_pos.map(|p| (p.line, p.column)),
+            ConfigErrorKind::Invalid {
+                key: path.key(&entry.key).to_string(),
+                expected: format!(
+                    "a key of schema version {version} (the file's `schema_version`); `{}` is new in version {SCHEMA_VERSION}",
+                    entry.key
+                ),
+                found: format!("set `schema_version = {SCHEMA_VERSION}` to use it"),
+            },
+        )
     }
 
     /// Reads the table described at `spec` (`""`: the top level) into the
     /// config; `at` is the index of the named table the path went through
-    /// (an endpoint rule, a profile, a hint kind).
+    /// (an endpoint rule, a profile, a hint kind). A bad key inside is a
+    /// problem and is skipped; only a `node` that is not a table is an
+    /// error, for the caller to skip.
     fn section(
         &mut self,
         node: &Node,
@@ -427,42 +436,51 @@ impl Reader<'_> {
     ) -> Result<()> {
         let entries = self.table(node, path)?;
         let allowed: Vec<&str> = schema::children(spec).map(|k| k.name()).collect();
-        let known: Vec<&str> = schema::children(spec)
-            .filter(|k| k.since <= version)
-            .map(|k| k.name())
-            .collect();
-        let older = (known.len() < allowed.len()).then_some((version, &known[..]));
-        self.check_version_keys(entries, path, &allowed, older)?;
         // Selections last, so one can name a profile defined below it.
         let mut selections = Vec::new();
         for entry in entries {
             let Some(key) = schema::children(spec).find(|k| k.name() == entry.key) else {
+                let error = self.unknown_key(entry, path, &allowed);
+                self.skip(error);
                 continue;
             };
+            if key.since > version {
+                let error = self.newer_key(entry, path, version);
+                self.skip(error);
+                continue;
+            }
             let (n, p) = (&entry.node, path.key(&entry.key));
-            match key.kind {
-                KeyKind::Version => {}
-                KeyKind::Section => self.section(n, &p, key.path, at, version)?,
+            let read = match key.kind {
+                KeyKind::Version => Ok(()),
+                KeyKind::Section => self.section(n, &p, key.path, at, version),
                 KeyKind::Patterns | KeyKind::Names | KeyKind::HintKinds => {
-                    self.named_tables(key, n, &p, version)?;
+                    self.named_tables(key, n, &p, version)
                 }
-                KeyKind::Selection => selections.push((key, n, p)),
-                kind => {
-                    let value = self.value(kind, n, &p)?;
-                    self.store(key.path, at, value);
+                KeyKind::Selection => {
+                    selections.push((key, n, p));
+                    Ok(())
                 }
+                kind => self
+                    .value(kind, n, &p)
+                    .map(|value| self.store(key.path, at, value)),
+            };
+            if let Err(error) = read {
+                self.skip(error);
             }
         }
         for (key, n, p) in selections {
-            let selection = self.selection(key, n, &p)?;
-            self.store(key.path, at, KeyValue::Selection(selection));
+            match self.selection(key, n, &p) {
+                Ok(selection) => self.store(key.path, at, KeyValue::Selection(selection)),
+                Err(error) => self.skip(error),
+            }
         }
         Ok(())
     }
 
     /// A table of tables named by the file: `[endpoints."GLOB"]`,
     /// `[tools."GLOB"]`, `[profiles.llms.NAME]`, `[profiles.agents.NAME]`,
-    /// `[hints.KIND]`.
+    /// `[hints.KIND]`. A named table that cannot be one (a bad glob, an
+    /// unknown hint kind, not a table) is a problem and is skipped whole.
     fn named_tables(
         &mut self,
         key: &KeySpec,
@@ -471,23 +489,35 @@ impl Reader<'_> {
         version: u32,
     ) -> Result<()> {
         let inner = format!("{}.*", key.path);
-        if key.kind == KeyKind::HintKinds {
-            let names: Vec<&str> = HintKind::ALL.iter().map(|k| k.name()).collect();
-            self.check_keys(self.table(node, path)?, path, &names)?;
-        }
-        for (name, item, p) in self.pairs(node, path)? {
+        let hint_kinds: Vec<&str> = HintKind::ALL.iter().map(|k| k.name()).collect();
+        for entry in self.table(node, path)? {
+            let (name, item, p) = (entry.key.as_str(), &entry.node, path.key(&entry.key));
+            if item.as_table().is_none() {
+                let error = self.invalid(&p, item, "a table");
+                self.skip(error);
+                continue;
+            }
             let at = match key.kind {
-                KeyKind::Patterns => {
-                    let matcher = self.glob(name, item, &p)?;
-                    self.new_rule(key.path, name, matcher)
-                }
+                KeyKind::Patterns => match self.glob(name, item, &p) {
+                    Ok(matcher) => self.new_rule(key.path, name, matcher),
+                    Err(error) => {
+                        self.skip(error);
+                        continue;
+                    }
+                },
                 KeyKind::Names => self.profile(key.path, name),
                 _ => match HintKind::from_name(name) {
                     Some(kind) => kind.index(),
-                    None => continue,
+                    None => {
+                        let error = self.unknown_key(entry, path, &hint_kinds);
+                        self.skip(error);
+                        continue;
+                    }
                 },
             };
-            self.section(item, &p, &inner, at, version)?;
+            if let Err(error) = self.section(item, &p, &inner, at, version) {
+                self.skip(error);
+            }
         }
         Ok(())
     }
@@ -806,41 +836,58 @@ impl Reader<'_> {
     }
 
     /// A table of a version 1 file, by [`schema::V1_KEYS`]: each value is
-    /// read as that version read it and stored as the key it became.
+    /// read as that version read it and stored as the key it became; a bad
+    /// key is a problem and is skipped.
     fn v1_section(&mut self, node: &Node, path: &KeyPath, spec: &str) -> Result<()> {
         let entries = self.table(node, path)?;
         let keys = || schema::V1_KEYS.iter().filter(|k| k.parent() == spec);
         let allowed: Vec<&str> = keys().map(|k| k.name()).collect();
-        self.check_keys(entries, path, &allowed)?;
         for entry in entries {
             let Some(key) = keys().find(|k| k.name() == entry.key) else {
+                let error = self.unknown_key(entry, path, &allowed);
+                self.skip(error);
                 continue;
             };
             let (n, p) = (&entry.node, path.key(&entry.key));
-            match key.kind {
-                KeyKind::Version => {}
-                KeyKind::Section => self.v1_section(n, &p, key.path)?,
-                KeyKind::Patterns => {
-                    let inner = format!("{}.*", key.path);
-                    let item_key = schema::V1_KEYS.iter().find(|k| k.path == inner);
-                    for (pattern, item, ip) in self.pairs(n, &p)? {
-                        let Some(item_key) = item_key else { continue };
-                        let value = self.value(item_key.kind, item, &ip)?;
-                        let at = self.v1_endpoint(pattern, item, &ip)?;
-                        if let Some(to) = item_key.to {
-                            self.store(to, at, value);
-                        }
-                    }
-                }
-                kind => {
-                    let value = self.value(kind, n, &p)?;
+            let read = match key.kind {
+                KeyKind::Version => Ok(()),
+                KeyKind::Section => self.v1_section(n, &p, key.path),
+                KeyKind::Patterns => self.v1_patterns(key, n, &p),
+                kind => self.value(kind, n, &p).map(|value| {
                     if let Some(to) = key.to {
                         self.store(to, 0, value);
                     }
+                }),
+            };
+            match read {
+                Ok(()) if !key.note.is_empty() => {
+                    self.warn(&p, format!("schema 1 key, {}", key.note))
                 }
+                Ok(()) => {}
+                Err(error) => self.skip(error),
             }
-            if !key.note.is_empty() {
-                self.warn(&p, format!("schema 1 key, {}", key.note));
+        }
+        Ok(())
+    }
+
+    /// A version 1 table of endpoint patterns (`dedup.enabled_per_endpoint`,
+    /// `templates.endpoint_overrides`), each value stored on its endpoint's
+    /// rule; a bad one is a problem and is skipped.
+    fn v1_patterns(&mut self, key: &schema::V1Key, node: &Node, path: &KeyPath) -> Result<()> {
+        let inner = format!("{}.*", key.path);
+        let Some(item_key) = schema::V1_KEYS.iter().find(|k| k.path == inner) else {
+            return Ok(());
+        };
+        for (pattern, item, ip) in self.pairs(node, path)? {
+            let stored = self.value(item_key.kind, item, &ip).and_then(|value| {
+                let at = self.v1_endpoint(pattern, item, &ip)?;
+                if let Some(to) = item_key.to {
+                    self.store(to, at, value);
+                }
+                Ok(())
+            });
+            if let Err(error) = stored {
+                self.skip(error);
             }
         }
         Ok(())

@@ -16,8 +16,14 @@
 //! - **Written once.** [`schema::KEYS`] describes every key (kind,
 //!   default, the version that introduced it); the loader, the built-in
 //!   defaults, `devboy tune` and `tune show` all read it.
-//! - **Strict, with paths.** Unknown keys are errors naming the key path and
-//!   the keys allowed there, like `devboy.toml` ([`ConfigError`]).
+//! - **Strict, with paths, never all or nothing.** An unknown key, or a
+//!   value of the wrong kind, names the key path and what is allowed
+//!   there, like `devboy.toml` ([`ConfigError`]); it is left out (what
+//!   applies without it applies) and listed in
+//!   [`PipelineConfig::problems`], every one of them at once. Only a file
+//!   that is not TOML, or whose `schema_version` this devboy cannot read
+//!   it by, fails to load; [`PipelineConfig::resolve_or_default`] then
+//!   serves without that file and says so.
 //! - **Patterns, first to last.** `[endpoints."GLOB"]` and `[tools."GLOB"]`
 //!   match a tool's exposed name (`<prefix>__<tool>`, what Claude Code shows
 //!   after `mcp__devboy__`). Every matching table applies, in file order, a
@@ -92,6 +98,12 @@ pub struct PipelineConfig {
     /// Migration notes and other things worth telling the user, each
     /// starting with the file and key.
     pub warnings: Vec<String>,
+    /// What in the files is wrong and left out, each naming the file,
+    /// line:col and key and what was expected: a key that is unknown, of
+    /// the wrong kind, or newer than the file's schema version (what
+    /// applies without it applies: the layer below, else the default), or
+    /// a whole file that could not be read. Empty when every key applies.
+    pub problems: Vec<String>,
     /// The files applied, in order: a project's committed
     /// `.devboy/pipeline_config.toml` ([`project_file`]), then the user's
     /// own; a key a later file sets wins. Empty for the embedded default.
@@ -601,6 +613,67 @@ impl PipelineConfig {
         config.source = ConfigSource::Embedded;
         config.layers.clear();
         config.key_origins.clear();
+        config
+    }
+
+    /// The pipeline config a starting `devboy mcp` serves: as
+    /// [`PipelineConfig::resolve_in`], but a file that cannot be used at
+    /// all (not TOML, a `schema_version` this devboy cannot read, not
+    /// readable) is left out, the other layer and the defaults applying,
+    /// with its error among the [`problems`](Self::problems). Only
+    /// `explicit` naming no file is an error: the command line itself is
+    /// wrong.
+    pub fn resolve_or_default(
+        explicit: Option<&Path>,
+        project: Option<&Path>,
+    ) -> Result<Self, ConfigError> {
+        let layers: Vec<PathBuf> = match explicit {
+            Some(path) => {
+                if let Err(source) = std::fs::metadata(path) {
+                    if source.kind() == std::io::ErrorKind::NotFound {
+                        return Err(ConfigError::new(
+                            path,
+                            None,
+                            ConfigErrorKind::Read { source },
+                        ));
+                    }
+                }
+                vec![path.to_path_buf()]
+            }
+            None => project
+                .and_then(project_file)
+                .into_iter()
+                .chain(Some(default_file()).filter(|p| p.is_file()))
+                .collect(),
+        };
+        Ok(Self::layers_or_default(&layers))
+    }
+
+    /// `layers` read each on top of the one before, as
+    /// [`PipelineConfig::layered`] does, leaving out a file that cannot be
+    /// used at all (its error one of the problems); the embedded default
+    /// when none can be.
+    fn layers_or_default(layers: &[PathBuf]) -> Self {
+        let mut read: Option<Self> = None;
+        let mut unusable = Vec::new();
+        for layer in layers {
+            let next = match &read {
+                None => Self::load(layer),
+                Some(below) => std::fs::read_to_string(layer)
+                    .map_err(|source| {
+                        ConfigError::new(layer, None, ConfigErrorKind::Read { source })
+                    })
+                    .and_then(|text| below.clone().overlaid(&text, layer)),
+            };
+            match next {
+                Ok(config) => read = Some(config),
+                Err(error) => unusable.push(format!(
+                    "{error}; devboy reads the pipeline config without this file until it is fixed"
+                )),
+            }
+        }
+        let mut config = read.unwrap_or_else(Self::embedded_default);
+        config.problems.extend(unusable);
         config
     }
 

@@ -7,8 +7,16 @@ fn parse(text: &str) -> Result<PipelineConfig, ConfigError> {
     PipelineConfig::from_str(text, Path::new("/cfg/pipeline_config.toml"))
 }
 
+/// What is wrong with `text`: the error of a file that does not load, else
+/// its problems, one a line (there must be some).
 fn error(text: &str) -> String {
-    parse(text).expect_err("should be refused").to_string()
+    match parse(text) {
+        Err(error) => error.to_string(),
+        Ok(config) => {
+            assert!(!config.problems.is_empty(), "should have a problem: {text}");
+            config.problems.join("\n")
+        }
+    }
 }
 
 #[test]
@@ -1017,8 +1025,17 @@ fn a_members_file_overrides_only_the_keys_it_sets_of_the_projects() {
     assert_eq!(config.dedup.max_entries, 2048, "the member's own change");
     assert_eq!(config.key_origins["dedup.ttl_secs"], project);
     assert!(config.endpoint("gh__x").near_ref, "the project's rule");
-    // A project file that does not load names itself.
+    // A project file's bad key names the file, and the member's file applies.
     std::fs::write(&project, "[dedup]\nttl = 3\n").unwrap();
+    let config = PipelineConfig::layered(Some(&project), Some(&own)).unwrap();
+    assert!(
+        config.problems[0].contains(".devboy"),
+        "{:?}",
+        config.problems
+    );
+    assert_eq!(config.dedup.max_entries, 1024, "the member's own");
+    // A project file that does not load at all names itself.
+    std::fs::write(&project, "[dedup\n").unwrap();
     let err = PipelineConfig::layered(Some(&project), Some(&own)).unwrap_err();
     assert!(err.to_string().contains(".devboy"), "{err}");
     let _ = std::fs::remove_dir_all(&dir);
@@ -1057,7 +1074,9 @@ fn inline_chars_follows_the_client_unless_the_file_names_a_number() {
             .inline_chars,
         None
     );
-    let wrong = set("12").unwrap_err().to_string();
+    let wrong = set("12").unwrap();
+    assert_eq!(wrong.encoding.inline_chars, super::InlineChars::Auto, "left out");
+    let wrong = wrong.problems[0].to_string();
     assert!(
         wrong.contains("inline_chars") && wrong.contains("at least 1000"),
         "{wrong}"
@@ -1070,4 +1089,93 @@ fn inline_chars_follows_the_client_unless_the_file_names_a_number() {
         Some(12_000)
     );
     assert_eq!(super::max_output_tokens_with_env(&env("lots")), None);
+}
+
+#[test]
+fn every_bad_key_is_named_at_once_and_the_good_ones_apply() {
+    let config = parse(
+        "[dedup]\nmin_body_bytes = \"512\"\nttl = 3\nmax_entries = 99\n\n[encodng]\nenabled = false\n\n[endpoints.\"[x\"]\nencode = false\n\n[endpoints.\"gh__*\"]\nencode = false\ndedupe = true\n\n[tools.\"a__*\"]\nside_effect = \"nope\"\nspeculate = true\n",
+    )
+    .expect("a file with bad keys still loads");
+    assert_eq!(config.dedup.max_entries, 99, "a good key applies");
+    assert_eq!(
+        config.dedup.min_body_bytes,
+        load::defaults().dedup.min_body_bytes,
+        "a bad one keeps its default"
+    );
+    assert!(!config.endpoint("gh__x").encode, "the good rule applies");
+    assert_eq!(config.tool_model("a__x").speculate, Some(true));
+    assert_eq!(config.tool_model("a__x").side_effect, None);
+    let problems = config.problems.join("\n");
+    for part in [
+        "/cfg/pipeline_config.toml:2:18: dedup.min_body_bytes: expected an integer of at least 1, found the string \"512\"; ignored",
+        "/cfg/pipeline_config.toml:3:1: dedup.ttl: unknown key; expected one of: enabled, min_body_bytes, ttl_secs",
+        "/cfg/pipeline_config.toml:6:2: encodng: unknown key",
+        "did you mean `encoding`?",
+        "endpoints.\"[x\": expected a glob pattern",
+        "/cfg/pipeline_config.toml:14:1: endpoints.\"gh__*\".dedupe: unknown key",
+        "tools.\"a__*\".side_effect: expected one of",
+    ] {
+        assert!(problems.contains(part), "{part} not in\n{problems}");
+    }
+    assert_eq!(config.problems.len(), 6, "{problems}");
+    assert_eq!(
+        config.endpoints.len(),
+        1,
+        "the rule with a bad glob is left out"
+    );
+}
+
+#[test]
+fn a_version_2_file_names_every_key_of_version_3() {
+    let config =
+        parse("schema_version = 2\n[hints.ref]\nenabled = true\n[enrichment]\nenabled = true\n")
+            .expect("loads");
+    let problems = config.problems.join("\n");
+    assert!(
+        problems.contains("hints") && problems.contains("enrichment"),
+        "{problems}"
+    );
+    assert_eq!(config.problems.len(), 2, "{problems}");
+}
+
+#[test]
+fn a_serving_devboy_leaves_out_a_layer_it_cannot_read_and_keeps_the_others() {
+    let dir = std::env::temp_dir().join(format!("devboy-serving-layers-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let project = dir.join("project.toml");
+    let own = dir.join("own.toml");
+    std::fs::write(&project, "[dedup]\nmax_entries = 77\n").unwrap();
+    std::fs::write(&own, "[dedup\nmax_entries = 5\n").unwrap();
+    let config = PipelineConfig::layers_or_default(&[project.clone(), own.clone()]);
+    assert_eq!(config.dedup.max_entries, 77, "the project's still applies");
+    assert_eq!(config.problems.len(), 1, "{:?}", config.problems);
+    let problem = &config.problems[0];
+    assert!(
+        problem.starts_with(&format!("{}:1:", own.display()))
+            && problem.contains("invalid TOML")
+            && problem.contains("without this file"),
+        "{problem}"
+    );
+    // The other way round, and a version this devboy cannot read.
+    std::fs::write(&project, "schema_version = 99\n").unwrap();
+    std::fs::write(&own, "[dedup]\nmax_entries = 5\n").unwrap();
+    let config = PipelineConfig::layers_or_default(&[project.clone(), own.clone()]);
+    assert_eq!(config.dedup.max_entries, 5);
+    assert!(
+        config.problems[0].contains("upgrade devboy"),
+        "{:?}",
+        config.problems
+    );
+    // Nothing readable: the defaults.
+    std::fs::write(&own, "= 1\n").unwrap();
+    let config = PipelineConfig::layers_or_default(&[project.clone(), own.clone()]);
+    assert_eq!(config.dedup, load::defaults().dedup);
+    assert_eq!(config.problems.len(), 2);
+    // An explicit file that is not there is a command line to refuse.
+    let missing = PipelineConfig::resolve_or_default(Some(&dir.join("absent.toml")), None);
+    assert!(missing.unwrap_err().to_string().contains("absent.toml"));
+    let explicit = PipelineConfig::resolve_or_default(Some(&own), None).unwrap();
+    assert_eq!(explicit.problems.len(), 1, "{:?}", explicit.problems);
+    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -79,7 +79,7 @@ fn report(session: &Session, pipeline_report: Option<Value>, definitions: Option
         "uptime_s": proxy.uptime().as_secs(),
         "session": session.figures_with(pipeline_report),
         "upstreams": upstreams,
-        // An edited config that does not parse (what runs is the last good one).
+        // What in the config files is wrong and left out, a problem a line.
         "config_problem": proxy.config_problem(),
         // What listing every tool costs on every model request (o200k).
         "definition_tokens": definitions,
