@@ -58,8 +58,9 @@ pub fn mcp(args: McpArgs) -> anyhow::Result<()> {
         loaded.pipeline,
         loaded.planning,
     ))?;
-    // Upstream children are already stopped; do not wait for stray tasks.
-    runtime.shutdown_timeout(Duration::from_millis(200));
+    // Upstream children are already stopped; do not wait for stray tasks
+    // (devboy_mcp::ENDING counts on this being short).
+    runtime.shutdown_timeout(Duration::from_millis(50));
     Ok(())
 }
 
@@ -154,7 +155,7 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<()> {
             }
         },
     ))?;
-    runtime.shutdown_timeout(Duration::from_millis(200));
+    runtime.shutdown_timeout(Duration::from_millis(50));
     Ok(())
 }
 

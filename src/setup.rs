@@ -142,18 +142,113 @@ pub fn init_project(dir: &Path) -> anyhow::Result<()> {
     if !split.moved.is_empty() {
         println!(
             "\nBoth files use relative paths: commit them to share the setup (each teammate needs `devboy` on PATH,\n\
-             and runs `devboy doctor` here once: it starts every server and keeps its tool list).\n\
-             Claude Code asks once, when it next starts in this project, to approve the project server `devboy`\n\
+             and runs `devboy doctor` here once: it starts every server and keeps its tool list)."
+        );
+    }
+    let approval = import::project_server_approval(
+        PROJECT_SERVER,
+        &dir.display().to_string(),
+        &ApprovalSettings::read(&dir).files(),
+    );
+    if approval == ProjectApproval::Pending {
+        println!(
+            "Claude Code asks once, when it next starts in this project, to approve the project server `{PROJECT_SERVER}`\n\
              (until then `claude mcp list` and `devboy doctor` show it as pending approval)."
         );
     }
+    let others: Vec<Registration> = claude_code_registrations(&dir)
+        .into_iter()
+        .filter(|r| r.known_devboy() && r.scope != "project")
+        .collect();
+    // Of two registrations named alike Claude Code lists one.
+    let shadow = others
+        .iter()
+        .find(|r| r.name == PROJECT_SERVER && r.scope == "local")
+        .or_else(|| {
+            others
+                .iter()
+                .find(|r| r.name == PROJECT_SERVER && approval != ProjectApproval::Approved)
+        });
     println!(
-        "Check it:\n  \
-         claude mcp list     # devboy: devboy mcp --config {PROJECT_SERVERS_FILE} - ✔ Connected\n  \
-         devboy doctor       # each server's state, and what Claude Code sees"
+        "Check it:\n  claude mcp list     # {}\n  \
+         devboy doctor       # each server's state, and what Claude Code sees",
+        listed_as(approval, shadow)
     );
-    warn_other_registrations(&["project"]);
+    for registration in &others {
+        println!("note: {}", also_registered(registration, approval));
+    }
     Ok(())
+}
+
+/// The name `devboy init --project` gives devboy in `.mcp.json`.
+const PROJECT_SERVER: &str = "devboy";
+
+/// What `claude mcp list` shows for `devboy` in the project, as Claude
+/// Code 2.1.330 does: the project's pending approval until the user
+/// approves it, a rejected one not at all, and `shadow` (devboy registered
+/// alike in the local scope, or in the user scope while the project's is
+/// not approved) instead of the project's.
+fn listed_as(approval: ProjectApproval, shadow: Option<&Registration>) -> String {
+    let project = format!("{PROJECT_SERVER}: devboy mcp --config {PROJECT_SERVERS_FILE}");
+    let Some(shadow) = shadow else {
+        return match approval {
+            ProjectApproval::Pending => format!(
+                "{project} - ⏸ Pending approval (run `claude` to approve), then ✔ Connected"
+            ),
+            ProjectApproval::Approved => format!("{project} - ✔ Connected"),
+            ProjectApproval::Rejected => format!(
+                "no {PROJECT_SERVER} line: you rejected it (disabledMcpjsonServers); `claude mcp reset-project-choices` asks again"
+            ),
+        };
+    };
+    let theirs = format!(
+        "{}: {}: your {}-scope devboy",
+        shadow.name,
+        registered_target(&shadow.server),
+        shadow.scope
+    );
+    match (shadow.scope, approval) {
+        ("user", ProjectApproval::Pending) => {
+            format!("{theirs}, until you approve the project's; then {project} - ✔ Connected")
+        }
+        ("user", _) => format!("{theirs} (you rejected the project's)"),
+        _ => format!("{theirs}, which Claude Code starts here instead of the project's"),
+    }
+}
+
+/// A registered server as `claude mcp list` names it: the command line, or
+/// the URL.
+fn registered_target(server: &RegisteredServer) -> String {
+    match server {
+        RegisteredServer::Stdio { command, args, .. } => std::iter::once(command.as_str())
+            .chain(args.iter().map(String::as_str))
+            .collect::<Vec<_>>()
+            .join(" "),
+        RegisteredServer::Http { url, .. } => url.clone(),
+    }
+}
+
+/// What a devboy `registration` outside the project means next to the
+/// project's: with one name, Claude Code starts one of the two (local over
+/// the project's once approved, that over the user's; measured with
+/// Claude Code 2.1.330 and `claude mcp get`); with two, both.
+fn also_registered(registration: &Registration, approval: ProjectApproval) -> String {
+    let (scope, name) = (registration.scope, &registration.name);
+    let remove = format!("keep one registration (`claude mcp remove {name} -s {scope}`)");
+    let which = if name != PROJECT_SERVER {
+        "Claude Code starts both here, and the model is offered every tool twice".to_owned()
+    } else {
+        match (scope, approval) {
+            ("user", ProjectApproval::Pending) => format!(
+                "Claude Code starts that one here until you approve the project's, then the project's (`claude mcp get {name}` says which)"
+            ),
+            ("user", _) => "Claude Code starts the project's here".to_owned(),
+            _ => format!("Claude Code starts that one here, not the project's (`claude mcp get {name}` says which)"),
+        }
+    };
+    format!(
+        "devboy is also registered in Claude Code's {scope} scope as `{name}`: {which}; {remove}"
+    )
 }
 
 /// Asks `find_files`' configured model one small rank question, as

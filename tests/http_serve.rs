@@ -10,6 +10,9 @@
 //! - `devboy doctor` in that Claude Code's HOME asks each HTTP registration
 //!   as Claude Code would, and says why one would fail: a wrong token, no
 //!   header, a wrong path, a refused Origin, devboy not running.
+//! - A client that leaves without `DELETE` (exits, or is killed) stops
+//!   counting in `devboy status` and its session ends; one still connected
+//!   keeps its session however long it is idle.
 //! - An address other than loopback without a token is refused at start.
 
 mod common;
@@ -154,6 +157,88 @@ fn two_http_clients_share_the_upstreams_and_never_each_others_references() {
         2,
         "{status}"
     );
+}
+
+/// `devboy status --format json` for the devboy serving from `dir`: the
+/// one process it finds.
+fn status_of(dir: &Path) -> Value {
+    let status = Command::new(common::devboy_bin())
+        .args(["status", "--format", "json"])
+        .env("DEVBOY_RUNTIME_DIR", dir.join("run"))
+        .output()
+        .unwrap();
+    let status: Value = serde_json::from_slice(&status.stdout).unwrap();
+    status["processes"][0].clone()
+}
+
+/// Polls (up to 60 s) until `devboy status` counts `open` HTTP sessions
+/// and the telemetry holds `ended` session summaries.
+fn wait_for_sessions(dir: &Path, open: u64, ended: usize) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    loop {
+        let process = status_of(dir);
+        let summaries = session_summaries(&dir.join("telemetry"));
+        if process["sessions"]["open"] == open && summaries == ended {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "waited 60 s for {open} open sessions and {ended} ended; status: {process}, \
+             {summaries} session summaries"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+#[test]
+fn a_session_whose_client_left_without_delete_stops_counting() {
+    let (dir, root, _file) = project("http-leave");
+    let served = serve(dir.path(), &root);
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python/http_leaving_client.py");
+    let client = |mode: &str| {
+        let mut command = Command::new(peers::python());
+        command
+            .arg(&script)
+            .args(["--url", &served.url, "--token", TOKEN, mode])
+            .env("PYTHONUNBUFFERED", "1");
+        command
+    };
+    // One client stays connected (its SSE stream open) and idle.
+    let mut staying = client("--stay")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("run the staying SDK client");
+    let mut said = BufReader::new(staying.stdout.take().unwrap()).lines();
+    let ready = said.next().unwrap().unwrap();
+    assert_eq!(ready, r#"{"ready": true}"#);
+    // Another one exits without DELETE, as Claude Code does.
+    let output = client("--leave")
+        .stdin(Stdio::null())
+        .output()
+        .expect("run the leaving SDK client");
+    let (summary, stderr) = common::python_summary(&output);
+    assert_eq!(summary["ok"], true, "{summary}\nstderr:\n{stderr}");
+    // Its session ends: `devboy status` counts only the staying one.
+    wait_for_sessions(dir.path(), 1, 1);
+    // The one still connected, idle all along, keeps its session.
+    let stdin = staying.stdin.as_mut().unwrap();
+    std::io::Write::write_all(stdin, b"call\n").unwrap();
+    let echoed = said.next().unwrap().unwrap();
+    assert_eq!(echoed, r#"{"echoed": true}"#);
+    // Killed, it never says goodbye; its connections close all the same.
+    staying.kill().unwrap();
+    staying.wait().unwrap();
+    wait_for_sessions(dir.path(), 0, 2);
+    let text = Command::new(common::devboy_bin())
+        .arg("status")
+        .env("DEVBOY_RUNTIME_DIR", dir.path().join("run"))
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(text.contains("open HTTP sessions: 0\n"), "{text}");
+    assert!(!text.contains("session: "), "{text}");
+    assert!(served_still(&served));
 }
 
 /// Session summary lines in the telemetry under `dir`.

@@ -175,6 +175,95 @@ fn readme_project_setup_works_as_written_with_a_realistic_mcp_json() {
     assert!(results[0].text().contains(marker), "{:?}", results[0]);
 }
 
+/// The line `devboy init --project` printed for `claude mcp list`, after
+/// its `# `.
+fn predicted_listing(init: &str) -> &str {
+    init.lines()
+        .find_map(|l| l.trim_start().strip_prefix("claude mcp list     # "))
+        .unwrap_or_else(|| panic!("no `claude mcp list` line in:\n{init}"))
+}
+
+/// Claude Code's `claude mcp list` line for `name`, in `claude`'s project.
+fn listing_line(claude: &ClaudeCode, name: &str) -> String {
+    let list = run_block(claude, "claude mcp list", claude.project());
+    list.lines()
+        .find(|l| l.starts_with(&format!("{name}:")))
+        .unwrap_or_else(|| panic!("no {name} in:\n{list}"))
+        .to_owned()
+}
+
+/// `devboy init --project` says what `claude mcp list` then shows, as the
+/// real Claude Code shows it: pending approval in a fresh `HOME`; with a
+/// devboy registered for every project too, that one until the project's
+/// is approved (which `claude mcp get` confirms); connected once approved.
+#[test]
+fn init_project_says_what_claude_mcp_list_shows() {
+    let claude = ClaudeCode::new().unwrap();
+    // A fresh HOME has approved no project server.
+    std::fs::write(claude.home().join(".claude/settings.json"), "{}").unwrap();
+    let time = peers::server_time();
+    std::fs::write(
+        claude.project().join(".mcp.json"),
+        json!({"mcpServers": {"time": {"command": time.program_str(), "args": time.args}}})
+            .to_string(),
+    )
+    .unwrap();
+    let init = || run_block(&claude, "devboy init --project", claude.project());
+
+    let said = init();
+    let pending = predicted_listing(&said);
+    assert_eq!(
+        pending,
+        "devboy: devboy mcp --config devboy.mcp.json - ⏸ Pending approval (run `claude` to approve), then ✔ Connected",
+        "{said}"
+    );
+    let shown = listing_line(&claude, "devboy");
+    assert_eq!(
+        Some(shown.as_str()),
+        pending.split(", then ").next(),
+        "{said}"
+    );
+    assert!(!said.contains("- ✔ Connected\n"), "{said}");
+
+    run_block(
+        &claude,
+        "claude mcp add -s user devboy -- devboy mcp",
+        claude.project(),
+    );
+    let said = init();
+    assert_eq!(
+        predicted_listing(&said),
+        "devboy: devboy mcp: your user-scope devboy, until you approve the project's; \
+         then devboy: devboy mcp --config devboy.mcp.json - ✔ Connected",
+        "{said}"
+    );
+    assert!(
+        said.contains("note: devboy is also registered in Claude Code's user scope as `devboy`: Claude Code starts that one here until you approve the project's"),
+        "{said}"
+    );
+    assert_eq!(
+        listing_line(&claude, "devboy"),
+        "devboy: devboy mcp - ✔ Connected"
+    );
+    let get = run_block(&claude, "claude mcp get devboy", claude.project());
+    assert!(get.contains("Scope: User config"), "{get}");
+
+    std::fs::write(
+        claude.home().join(".claude/settings.json"),
+        json!({"enableAllProjectMcpServers": true}).to_string(),
+    )
+    .unwrap();
+    let said = init();
+    let approved = predicted_listing(&said);
+    assert_eq!(
+        approved, "devboy: devboy mcp --config devboy.mcp.json - ✔ Connected",
+        "{said}"
+    );
+    assert_eq!(listing_line(&claude, "devboy"), approved);
+    let get = run_block(&claude, "claude mcp get devboy", claude.project());
+    assert!(get.contains("Scope: Project config"), "{get}");
+}
+
 /// Kills the `devboy serve` a README block left running.
 struct ServeGuard(PathBuf);
 

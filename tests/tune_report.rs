@@ -965,3 +965,249 @@ fn no_telemetry_is_a_clear_message_not_an_error() {
     assert_eq!(json["days"], json!([]));
     assert_eq!(json["sessions"], json!([]));
 }
+
+/// Writes one result event per `(tool, ts_ms, baseline, final)` to a
+/// file under `telemetry/events`, and the tools' names where the report
+/// reads them.
+fn write_results(telemetry: &Path, config_dir: &Path, results: &[(&str, i64, i64, i64)]) {
+    let hash = |tool: &str| format!("{:016x}", devboy_core::hash::fnv1a64(tool.as_bytes()));
+    let lines: String = results
+        .iter()
+        .enumerate()
+        .map(|(i, (tool, ts, baseline, fin))| {
+            format!(
+                r#"{{"kind":"result","v":1,"ts_ms":{ts},"session":"c000000000000000","call":"{i:016x}","tool":"{tool}","upstream":"0000000000000000","endpoint_class":"get","response_chars":{chars},"shape":"array_of_objects","inner_formats":[],"fingerprint":"{i:032x}","path_hashes":[],"dedup":"miss","layer":"L2","action":"x","format":null,"template":null,"tokenizer":"o200k_base","tokens_baseline":{baseline},"tokens_final":{fin},"dedup_saved":0,"encoder_saved":{saved},"elided":false,"context_partition":0,"is_error":false,"prefetched":null,"prefetch_hit":null}}"#,
+                tool = hash(tool),
+                chars = baseline * 4,
+                saved = baseline - fin,
+            ) + "\n"
+        })
+        .collect();
+    let events = telemetry.join("events");
+    std::fs::create_dir_all(&events).unwrap();
+    std::fs::write(events.join("events-00000001-000000.jsonl"), lines).unwrap();
+    let names: serde_json::Map<String, Value> = results
+        .iter()
+        .map(|(tool, ..)| (hash(tool), json!(tool)))
+        .collect();
+    std::fs::write(
+        config_dir.join(devboy_core::paths::ENDPOINT_NAMES_FILE_NAME),
+        Value::Object(names).to_string(),
+    )
+    .unwrap();
+}
+
+/// Where chromium lays out each chart of `page` (at 1200×900): per chart
+/// its size, and each text's and legend entry's box in the chart's own
+/// pixels, with its class and text. The page is copied with a script
+/// that measures (its own Content-Security-Policy forbids scripts).
+fn chart_layout(dir: &Path, page: &Path) -> Vec<Value> {
+    let html = std::fs::read_to_string(page).unwrap();
+    let csp_start = html
+        .find("<meta http-equiv=\"Content-Security-Policy\"")
+        .unwrap();
+    let csp_end = csp_start + html[csp_start..].find('>').unwrap() + 1;
+    let probe = format!(
+        "{}{}",
+        &html[..csp_start],
+        html[csp_end..].replace(
+            "</body>",
+            r#"<script>
+const charts = [...document.querySelectorAll('svg.chart')].map(svg => {
+  const box = svg.getBoundingClientRect();
+  // The chart's own pixels start inside its border.
+  const frame = {left: box.left + svg.clientLeft, top: box.top + svg.clientTop,
+    width: svg.clientWidth, height: svg.clientHeight};
+  const items = [...svg.querySelectorAll('text, g.legend')].map(el => {
+    const r = el.getBoundingClientRect();
+    return {tag: el.tagName, class: el.getAttribute('class') || (el.parentNode.getAttribute('class') || ''),
+      text: el.textContent, left: r.left - frame.left, right: r.right - frame.left,
+      top: r.top - frame.top, bottom: r.bottom - frame.top};
+  });
+  return {id: svg.id, width: frame.width, height: frame.height, items};
+});
+const out = document.createElement('pre');
+out.id = 'layout';
+out.textContent = JSON.stringify(charts);
+document.body.appendChild(out);
+</script></body>"#
+        )
+    );
+    let probe_page = dir.join("layout.html");
+    std::fs::write(&probe_page, probe).unwrap();
+    let mut url = std::ffi::OsString::from("file://");
+    url.push(&probe_page);
+    let out = chromium_headless(
+        dir,
+        &[
+            OsStr::new("--window-size=1200,900"),
+            OsStr::new("--dump-dom"),
+            &url,
+        ],
+    );
+    let dom = stdout(&out);
+    let start = dom
+        .rfind("<pre id=\"layout\">")
+        .unwrap_or_else(|| panic!("chromium did not lay the page out: {dom}"))
+        + "<pre id=\"layout\">".len();
+    let text = &dom[start..start + dom[start..].find("</pre>").unwrap()];
+    // --dump-dom gives the text escaped as HTML.
+    let text = text
+        .replace("&quot;", "\"")
+        .replace("&lt;", "<")
+        .replace("&gt;", ">")
+        .replace("&amp;", "&");
+    serde_json::from_str::<Vec<Value>>(&text).unwrap_or_else(|e| panic!("{e}: {text}"))
+}
+
+/// The chart `id` of a layout.
+fn chart<'a>(layout: &'a [Value], id: &str) -> &'a Value {
+    layout
+        .iter()
+        .find(|c| c["id"] == id)
+        .unwrap_or_else(|| panic!("no {id} in {layout:?}"))
+}
+
+/// Every text and legend entry of `chart` inside it, and the legend's
+/// entries clear of each other and of every other text.
+fn assert_nothing_outside(chart: &Value) {
+    let (w, h) = (
+        chart["width"].as_f64().unwrap(),
+        chart["height"].as_f64().unwrap(),
+    );
+    let items = chart["items"].as_array().unwrap();
+    let f = |item: &Value, k: &str| item[k].as_f64().unwrap();
+    for item in items {
+        assert!(
+            f(item, "left") >= -0.5
+                && f(item, "right") <= w + 0.5
+                && f(item, "top") >= -0.5
+                && f(item, "bottom") <= h + 0.5,
+            "{} runs outside the {w}×{h} chart {}: {item}",
+            item["text"],
+            chart["id"]
+        );
+    }
+    let overlap = |a: &Value, b: &Value| {
+        f(a, "left") < f(b, "right")
+            && f(b, "left") < f(a, "right")
+            && f(a, "top") < f(b, "bottom")
+            && f(b, "top") < f(a, "bottom")
+    };
+    let legend: Vec<&Value> = items.iter().filter(|i| i["tag"] == "g").collect();
+    for entry in &legend {
+        for other in items
+            .iter()
+            .filter(|i| i["tag"] == "text" && i["class"] != "legend")
+        {
+            assert!(!overlap(entry, other), "{entry} overlaps {other}");
+        }
+    }
+    for (i, a) in legend.iter().enumerate() {
+        for b in &legend[i + 1..] {
+            assert!(!overlap(a, b), "{a} overlaps {b}");
+        }
+    }
+}
+
+/// The y-axis labels of `chart`, bottom up: the texts left of the plot
+/// (which starts 90 px in) but for the axis title.
+fn tick_labels(chart: &Value) -> Vec<String> {
+    let mut ticks: Vec<(f64, String)> = chart["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|i| i["tag"] == "text" && i["class"] != "axis-title")
+        .filter(|i| i["right"].as_f64().unwrap() <= 90.0)
+        .map(|i| {
+            (
+                -i["top"].as_f64().unwrap(),
+                i["text"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    ticks.sort_by(|a, b| a.0.total_cmp(&b.0));
+    ticks.into_iter().map(|(_, t)| t).collect()
+}
+
+/// A server that cost 8 tokens next to one that saved 12,000, and a day
+/// with only that cost: laid out by chromium, the legend (with "cost more
+/// than saved") stays inside each 960-px chart, and the y axis reaches
+/// below zero only as far as the data: ticks 0 to 15.0k where the cost
+/// sits next to savings, −8 to 0 where it is alone; never −5.0k.
+#[test]
+fn a_small_cost_next_to_large_savings_fits_the_chart_and_its_axis() {
+    const DAY: i64 = 86_400_000;
+    let work = TempDir::new("tune-report-axis");
+    let telemetry = work.path().join("telemetry");
+    let config_dir = work.path().join("config");
+    std::fs::create_dir_all(&config_dir).unwrap();
+    let now = devboy_tune::now_ms() as i64;
+    write_results(
+        &telemetry,
+        &config_dir,
+        &[
+            ("mem__read_graph", now - 2 * DAY, 20, 28),
+            ("gh__list_issues", now - DAY, 20_000, 8_000),
+        ],
+    );
+    let page = work.path().join("axis.html");
+    let report = json_report_with_page(&config_dir, &telemetry, &page);
+    let saved: Vec<i64> = report["servers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["tokens_saved"].as_i64().unwrap())
+        .collect();
+    assert_eq!(
+        saved
+            .iter()
+            .copied()
+            .collect::<std::collections::BTreeSet<_>>(),
+        [-8, 12_000].into()
+    );
+    let layout = chart_layout(work.path(), &page);
+    for id in ["chart-days", "chart-servers"] {
+        let chart = chart(&layout, id);
+        assert_eq!(chart["width"], 960.0, "{chart}");
+        assert_nothing_outside(chart);
+        let legend: Vec<&str> = chart["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|i| i["tag"] == "g")
+            .map(|i| i["text"].as_str().unwrap())
+            .collect();
+        assert_eq!(
+            legend,
+            ["tokens saved (baseline − received)", "cost more than saved"],
+            "{id}"
+        );
+    }
+    assert_eq!(
+        tick_labels(chart(&layout, "chart-servers")),
+        ["0", "5.0k", "10.0k", "15.0k"]
+    );
+    assert_heights_proportional(&svg_bars(
+        &std::fs::read_to_string(&page).unwrap(),
+        "chart-servers",
+    ));
+
+    // The cost alone.
+    let alone = work.path().join("alone");
+    let (telemetry, config_dir) = (alone.join("telemetry"), alone.join("config"));
+    std::fs::create_dir_all(&config_dir).unwrap();
+    write_results(
+        &telemetry,
+        &config_dir,
+        &[("mem__read_graph", now - DAY, 20, 28)],
+    );
+    let page = alone.join("alone.html");
+    json_report_with_page(&config_dir, &telemetry, &page);
+    let layout = chart_layout(&alone, &page);
+    for id in ["chart-days", "chart-servers"] {
+        let chart = chart(&layout, id);
+        assert_nothing_outside(chart);
+        assert_eq!(tick_labels(chart), ["-8", "-6", "-4", "-2", "0"], "{id}");
+    }
+}

@@ -3,7 +3,8 @@
 //! rmcp's `TokioChildProcess` fixes its framing to rmcp's own (16 MiB per
 //! line, oversized lines dropped silently), so devboy spawns the process
 //! itself and keeps rmcp's shutdown sequence: close stdin, wait, SIGTERM
-//! the process group, wait, kill.
+//! the process group, wait, kill. How long it waits depends on why the
+//! server stops ([`StopWaits`]).
 
 use std::io;
 use std::process::Stdio;
@@ -14,11 +15,34 @@ use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::Transport;
 use rmcp::RoleClient;
 use tokio::process::{ChildStderr, ChildStdout};
+use tokio_util::sync::CancellationToken;
 
 use crate::wire::{LineTransport, MAX_MESSAGE_BYTES};
 
-/// How long each shutdown step waits for the process to exit.
-const EXIT_WAIT: Duration = Duration::from_secs(3);
+/// How long a stop waits for the process to exit: after its stdin
+/// closed, then after SIGTERM to its process group, before the group is
+/// killed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct StopWaits {
+    after_close: Duration,
+    after_term: Duration,
+}
+
+/// The server alone stops (a restart, turned off at runtime, gone from
+/// the config): it has time to exit by itself.
+const ALONE: StopWaits = StopWaits {
+    after_close: Duration::from_secs(3),
+    after_term: Duration::from_secs(3),
+};
+
+/// devboy itself is ending, and its client will not wait: Claude Code
+/// sends SIGINT, SIGTERM 100 ms later and SIGKILL 400 ms after that, and a
+/// devboy killed leaves its servers behind. Python servers take 0.4–0.5 s
+/// to exit once their stdin closes, so each gets SIGTERM after 50 ms.
+const DEVBOY_ENDING: StopWaits = StopWaits {
+    after_close: Duration::from_millis(50),
+    after_term: Duration::from_millis(100),
+};
 
 /// Bytes of a non-JSON stdout line kept for the error message.
 const NOISE_KEPT: usize = 80;
@@ -47,18 +71,22 @@ pub struct ChildTransport {
     report: SharedReport,
     /// Started through a package runner (`npx -y`, `uvx`, …).
     runner: bool,
+    /// Cancelled once devboy is ending: a stop then waits [`DEVBOY_ENDING`].
+    devboy_ending: CancellationToken,
 }
 
 impl ChildTransport {
     /// Spawns `command` with piped stdin, stdout and stderr; `upstream`
     /// names it in messages; `runner`: it is a package runner (see
-    /// [`ChildTransport::spare`]). Returns the stderr for the caller to
+    /// [`ChildTransport::spare`]); `devboy_ending` is cancelled when devboy
+    /// ends, which shortens the stop. Returns the stderr for the caller to
     /// drain.
     pub fn spawn(
         mut command: CommandWrap,
         upstream: &str,
         report: SharedReport,
         runner: bool,
+        devboy_ending: CancellationToken,
     ) -> io::Result<(Self, Option<ChildStderr>)> {
         command
             .command_mut()
@@ -87,6 +115,7 @@ impl ChildTransport {
                 wire,
                 report,
                 runner,
+                devboy_ending,
             },
             stderr,
         ))
@@ -138,15 +167,20 @@ impl ChildTransport {
         if self.spare() {
             return Ok(());
         }
+        let waits = if self.devboy_ending.is_cancelled() {
+            DEVBOY_ENDING
+        } else {
+            ALONE
+        };
         let Some(child) = self.child.as_mut() else {
             return Ok(());
         };
-        if exited(child).await {
+        if exited(child, waits.after_close).await {
             self.child = None;
             return Ok(());
         }
         #[cfg(unix)]
-        if child.signal(libc::SIGTERM).is_ok() && exited(child).await {
+        if child.signal(libc::SIGTERM).is_ok() && exited(child, waits.after_term).await {
             self.child = None;
             return Ok(());
         }
@@ -156,12 +190,9 @@ impl ChildTransport {
     }
 }
 
-/// Whether the child exits within [`EXIT_WAIT`].
-async fn exited(child: &mut Box<dyn ChildWrapper>) -> bool {
-    matches!(
-        tokio::time::timeout(EXIT_WAIT, child.wait()).await,
-        Ok(Ok(_))
-    )
+/// Whether the child exits within `wait`.
+async fn exited(child: &mut Box<dyn ChildWrapper>, wait: Duration) -> bool {
+    matches!(tokio::time::timeout(wait, child.wait()).await, Ok(Ok(_)))
 }
 
 impl Drop for ChildTransport {

@@ -10,6 +10,12 @@
 //! bearer token (compared in constant time, never logged) and a per-token
 //! rate limit. Binding an address other than loopback without a token is
 //! refused at start.
+//!
+//! A session ends on `DELETE`, after its idle timeout, or when its client
+//! is gone: [`ClientConnections`] watches which connections carried each
+//! session, and a session whose client had held its SSE stream open ends
+//! once none of them is left (a client that exits without `DELETE`, as
+//! Claude Code does, closes them all).
 
 use std::collections::HashMap;
 use std::convert::Infallible;
@@ -23,7 +29,9 @@ use devboy_core::pipeline_config::PipelineConfig;
 use http::{header, Request, Response, StatusCode};
 use http_body_util::{combinators::BoxBody, BodyExt, Full};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
-use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use rmcp::transport::streamable_http_server::{
+    SessionId, SessionManager, StreamableHttpServerConfig, StreamableHttpService,
+};
 use sha2::{Digest, Sha256};
 pub use tokio_util::sync::CancellationToken;
 
@@ -41,6 +49,12 @@ pub const TOKEN_ENV: &str = "DEVBOY_HTTP_TOKEN";
 pub const DEFAULT_RATE_PER_SECOND: u32 = 50;
 /// How long an MCP session may stay idle before it is ended, by default.
 pub const DEFAULT_IDLE: Duration = Duration::from_secs(30 * 60);
+
+/// How long a session whose client held its SSE stream may be without
+/// any connection before its client is taken for gone and the session
+/// ends: time enough for a stream to reconnect (the SDKs retry after one
+/// to three seconds).
+pub const CLIENT_GONE_AFTER: Duration = Duration::from_secs(10);
 
 /// How `devboy serve --http` listens.
 #[derive(Clone, Debug)]
@@ -228,7 +242,94 @@ fn constant_time_eq(a: &[u8; 32], b: &[u8; 32]) -> bool {
     a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
+/// Which open connections carried each session, so that a session whose
+/// client is gone ends without waiting for its idle timeout.
+///
+/// Only a session whose client opened its SSE stream (`GET`) is ended
+/// this way: such a client holds a connection for as long as it lives,
+/// so having none for [`CLIENT_GONE_AFTER`] means it is gone. A client
+/// that never opens the stream may well connect anew for each request;
+/// its session ends on `DELETE` or when idle.
+#[derive(Default)]
+struct ClientConnections {
+    sessions: Mutex<HashMap<SessionId, Carriers>>,
+}
+
+struct Carriers {
+    /// Open connections that carried the session.
+    open: usize,
+    /// Whether one of them held the session's SSE stream.
+    streamed: bool,
+    /// Counts the times `open` fell to zero, so that a wait begun before
+    /// the client came back (and left again) ends nothing.
+    left: u64,
+}
+
+impl ClientConnections {
+    /// `connection` carried `session` (a request answered with success);
+    /// `stream` when it was the session's SSE stream.
+    fn carried(&self, connection: &Mutex<Vec<SessionId>>, session: SessionId, stream: bool) {
+        let mut sessions = lock(&self.sessions);
+        let carriers = sessions.entry(session.clone()).or_insert(Carriers {
+            open: 0,
+            streamed: false,
+            left: 0,
+        });
+        carriers.streamed |= stream;
+        let mut carried = lock(connection);
+        if !carried.contains(&session) {
+            carried.push(session);
+            carriers.open += 1;
+        }
+    }
+
+    /// `carried`'s connection closed: the sessions it was the last
+    /// connection of and whose client had streamed, each with the count
+    /// to hand to [`Self::gone`] once [`CLIENT_GONE_AFTER`] has passed.
+    fn closed(&self, carried: Vec<SessionId>) -> Vec<(SessionId, u64)> {
+        let mut sessions = lock(&self.sessions);
+        let mut waiting = Vec::new();
+        for session in carried {
+            let Some(carriers) = sessions.get_mut(&session) else {
+                continue;
+            };
+            carriers.open = carriers.open.saturating_sub(1);
+            if carriers.open > 0 {
+                continue;
+            }
+            if carriers.streamed {
+                carriers.left += 1;
+                waiting.push((session, carriers.left));
+            } else {
+                sessions.remove(&session);
+            }
+        }
+        waiting
+    }
+
+    /// Whether `session`'s client is gone: no connection came back since
+    /// it left the `left`th time. Forgets the session if so.
+    fn gone(&self, session: &SessionId, left: u64) -> bool {
+        let mut sessions = lock(&self.sessions);
+        let gone = sessions
+            .get(session)
+            .is_some_and(|c| c.open == 0 && c.left == left);
+        if gone {
+            sessions.remove(session);
+        }
+        gone
+    }
+}
+
 type Body = BoxBody<Bytes, Infallible>;
+
+/// The `Mcp-Session-Id` in `headers`, if any.
+fn session_header(headers: &http::HeaderMap) -> Option<SessionId> {
+    headers
+        .get(rmcp::transport::common::http_header::HEADER_SESSION_ID)
+        .and_then(|v| v.to_str().ok())
+        .map(SessionId::from)
+}
 
 fn refusal_response(refusal: &Refusal) -> Response<Body> {
     let mut response = Response::builder()
@@ -360,10 +461,11 @@ pub async fn serve_http(
             }
             Ok(session)
         },
-        manager,
+        manager.clone(),
         service_config,
     );
     let guard = Arc::new(Guard::new(http.token.as_deref(), http.rate_per_second));
+    let clients = Arc::new(ClientConnections::default());
     tracing::info!(address = %bound, path = MCP_PATH, token = http.token.is_some(), "serving MCP over HTTP");
     ready(bound);
     let connections = tokio_util::task::TaskTracker::new();
@@ -386,11 +488,15 @@ pub async fn serve_http(
             }
         };
         let (service, guard) = (service.clone(), guard.clone());
+        let (clients, sessions) = (clients.clone(), manager.clone());
+        let carried: Arc<Mutex<Vec<SessionId>>> = Arc::default();
         let closing = stop.clone();
         connections.spawn(async move {
+            let (on_request, connection_carried) = (clients.clone(), carried.clone());
             let handler =
                 hyper::service::service_fn(move |request: Request<hyper::body::Incoming>| {
                     let (service, guard) = (service.clone(), guard.clone());
+                    let (clients, carried) = (on_request.clone(), connection_carried.clone());
                     async move {
                         let checked = guard.check(
                             request.uri().path(),
@@ -402,9 +508,18 @@ pub async fn serve_http(
                             Instant::now(),
                         );
                         let ending = request.method() == http::Method::DELETE;
+                        let stream = request.method() == http::Method::GET;
+                        let asked = session_header(request.headers());
                         Ok::<_, Infallible>(match checked {
                             Ok(()) => {
                                 let mut response = service.handle(request).await;
+                                // An initialize answer names its new session.
+                                let session = session_header(response.headers()).or(asked);
+                                if let Some(session) = session {
+                                    if response.status().is_success() && !ending {
+                                        clients.carried(&carried, session, stream);
+                                    }
+                                }
                                 // The session is ended by then: say so (clients
                                 // such as the Python SDK expect 200 or 204).
                                 if ending && response.status() == StatusCode::ACCEPTED {
@@ -429,6 +544,19 @@ pub async fn serve_http(
                     }
                 }
                 () = closing.cancelled() => connection.as_mut().graceful_shutdown(),
+            }
+            let carried = std::mem::take(&mut *lock(&carried));
+            for (session, left) in clients.closed(carried) {
+                let (clients, sessions) = (clients.clone(), sessions.clone());
+                tokio::spawn(async move {
+                    tokio::time::sleep(CLIENT_GONE_AFTER).await;
+                    if clients.gone(&session, left) {
+                        tracing::debug!(%session, "the client left without DELETE: ending its session");
+                        if let Err(error) = sessions.close_session(&session).await {
+                            tracing::debug!(%error, %session, "ending a session failed");
+                        }
+                    }
+                });
             }
         });
     };
@@ -534,6 +662,32 @@ mod tests {
         }
         assert!(guard.check(MCP_PATH, None, localhost(), now).is_err());
         assert_eq!(guard.check(MCP_PATH, None, other, now), Ok(()));
+    }
+
+    #[test]
+    fn only_a_streamed_session_with_no_connection_left_is_gone() {
+        let clients = ClientConnections::default();
+        let (first, second) = (Mutex::default(), Mutex::default());
+        let (streamed, posted) = (SessionId::from("s"), SessionId::from("p"));
+        clients.carried(&first, streamed.clone(), true);
+        clients.carried(&first, streamed.clone(), false);
+        clients.carried(&second, streamed.clone(), false);
+        clients.carried(&first, posted.clone(), false);
+        // One connection of two closed: the client is still there; a
+        // session that never streamed is only forgotten.
+        assert_eq!(clients.closed(std::mem::take(&mut *lock(&first))), []);
+        let waiting = clients.closed(std::mem::take(&mut *lock(&second)));
+        assert_eq!(waiting, [(streamed.clone(), 1)]);
+        // It came back (and left again) before the wait ended: the first
+        // wait ends nothing, the second does.
+        clients.carried(&first, streamed.clone(), false);
+        assert!(!clients.gone(&streamed, 1));
+        let again = clients.closed(std::mem::take(&mut *lock(&first)));
+        assert_eq!(again, [(streamed.clone(), 2)]);
+        assert!(!clients.gone(&streamed, 1));
+        assert!(clients.gone(&streamed, 2));
+        assert!(!clients.gone(&streamed, 2));
+        assert!(!clients.gone(&posted, 1));
     }
 
     #[test]

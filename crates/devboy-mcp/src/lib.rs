@@ -20,6 +20,7 @@ pub mod builtin;
 pub mod call;
 pub mod catalog;
 pub mod child;
+mod client_stdio;
 pub mod control;
 pub mod definitions;
 pub mod doctor;
@@ -182,10 +183,10 @@ pub async fn serve_stdio(
         "stdio".to_owned(),
         Arc::new(move || serde_json::json!([reported.figures()])),
     );
-    // Non-blocking pipes when stdin/stdout are pipes (as under Claude Code):
-    // no hand-off to the blocking pool per message. Falls back to stdio().
-    // devboy's own framing answers broken and oversized requests (`wire`).
-    let (stdin, stdout) = rmcp::transport::stdio_pipes();
+    // Non-blocking when stdin/stdout are sockets (as under Claude Code) or
+    // pipes: no blocked thread to wait for at the end. devboy's own
+    // framing answers broken and oversized requests (`wire`).
+    let (stdin, stdout) = client_stdio::open();
     let input_closed = tokio_util::sync::CancellationToken::new();
     let transport = wire::LineTransport::<rmcp::RoleServer, _>::new(
         stdin,
@@ -195,45 +196,53 @@ pub async fn serve_stdio(
     )
     .signal_input_closed(input_closed.clone());
     let ending = session.clone();
-    let outcome = match session.serve(transport).await {
+    // `asked`: when devboy was asked to end; every ending step keeps to
+    // its share of ENDING from then.
+    let (outcome, asked) = match session.serve(transport).await {
         Ok(running) => {
             let stop = running.cancellation_token();
             let mut waiting = Box::pin(running.waiting());
             tokio::select! {
-                quit = &mut waiting => quit
-                    .map(|_| ())
-                    .map_err(|e| ServeError::Service(e.to_string())),
+                quit = &mut waiting => (
+                    quit.map(|_| ()).map_err(|e| ServeError::Service(e.to_string())),
+                    tokio::time::Instant::now(),
+                ),
                 () = input_closed.cancelled() => {
+                    let asked = tokio::time::Instant::now();
                     // Answers already under way may still go out, briefly
                     // (a client that writes its requests and closes its end,
                     // `printf … | devboy mcp`, reads them after); rmcp alone
                     // would wait for them up to 5 s.
-                    if tokio::time::timeout(ENDING / 4, &mut waiting).await.is_err() {
+                    if tokio::time::timeout_at(asked + ENDING / 4, &mut waiting).await.is_err() {
                         stop.cancel();
                     }
-                    Ok(())
+                    (Ok(()), asked)
                 }
                 signal = termination() => {
+                    let asked = tokio::time::Instant::now();
                     tracing::info!(%signal, "stopping");
                     stop.cancel();
-                    let _ = tokio::time::timeout(ENDING / 4, waiting).await;
-                    Ok(())
+                    let _ = tokio::time::timeout_at(asked + ENDING / 4, waiting).await;
+                    (Ok(()), asked)
                 }
             }
         }
-        Err(e) => Err(ServeError::Handshake(e.to_string())),
+        Err(e) => (
+            Err(ServeError::Handshake(e.to_string())),
+            tokio::time::Instant::now(),
+        ),
     };
     // devboy is ending (stdin closed, or a signal): whatever still runs, it
     // is gone within ENDING (invariant 13). What does not finish in time
     // is dropped: prefetches and upstream calls with their connections
     // (a child still running is killed as its transport drops), a result
     // still being processed with the runtime.
-    let start = tokio::time::Instant::now();
+    //
     // No orphan work: prefetches in flight are cancelled upstream and
     // awaited while the upstreams still run and before the summary. Each
     // step has its share of the time, so a slow one never costs the
     // session summary its turn.
-    if tokio::time::timeout_at(start + ENDING / 4, ending.end_speculation())
+    if tokio::time::timeout_at(asked + ENDING / 2, ending.end_speculation())
         .await
         .is_err()
     {
@@ -243,7 +252,7 @@ pub async fn serve_stdio(
     // closing its stdin should still find the session summary written.
     let seam = ending.seam().clone();
     let summary = tokio::task::spawn_blocking(move || seam.record(SessionEvent::Ended));
-    match tokio::time::timeout_at(start + ENDING * 3 / 4, summary).await {
+    match tokio::time::timeout_at(asked + ENDING * 3 / 4, summary).await {
         Ok(Ok(())) => {}
         Ok(Err(_)) => {
             tracing::error!("ending the session panicked; its telemetry summary may be missing")
@@ -252,12 +261,16 @@ pub async fn serve_stdio(
             "the session summary was not written in time (a result was still being processed)"
         ),
     }
-    if tokio::time::timeout_at(start + ENDING, proxy.shutdown())
+    if tokio::time::timeout_at(asked + ENDING, proxy.shutdown())
         .await
         .is_err()
     {
         tracing::debug!("upstreams still stopping at the end; their processes are killed");
     }
+    tracing::debug!(
+        ms = asked.elapsed().as_millis() as u64,
+        "ended (the time since devboy was asked to)"
+    );
     outcome
 }
 
@@ -319,11 +332,15 @@ pub(crate) fn agent_session(
     session
 }
 
-/// How long devboy's ending steps take at most once asked to end,
-/// whatever is running: with a quarter of it for answers under way and the
-/// runtime's own shutdown wait (the binary's `serve.rs`, 200 ms), stdin closing or
-/// SIGTERM ends the process within a second.
-pub const ENDING: std::time::Duration = std::time::Duration::from_millis(600);
+/// How long devboy's ending takes at most once asked to end (a signal, or
+/// stdin closed), whatever is running: a quarter for answers under way,
+/// then prefetches, the session summary and the upstreams, each by its
+/// share. With the runtime's own wait for stray tasks (the binary's
+/// `serve.rs`, 50 ms) the process is gone within half a second, which is
+/// what Claude Code allows: on `/exit` it sends SIGINT, SIGTERM 100 ms
+/// later and SIGKILL 400 ms after that, and a devboy killed cannot stop
+/// its upstreams.
+pub const ENDING: std::time::Duration = std::time::Duration::from_millis(400);
 
 /// Resolves on SIGTERM or SIGINT with the signal's name.
 pub(crate) async fn termination() -> &'static str {

@@ -85,6 +85,12 @@ impl TerminalSession {
             .unwrap_or_default()
     }
 
+    /// Whether Claude Code still runs (its tmux session ends with it).
+    pub fn running(&self) -> bool {
+        self.tmux(&["has-session", "-t", "claude"])
+            .is_ok_and(|out| out.status.success())
+    }
+
     /// Types `text` and presses Enter.
     pub fn type_line(&self, text: &str) -> anyhow::Result<()> {
         let out = self.tmux(&["send-keys", "-t", "claude", "-l", text])?;

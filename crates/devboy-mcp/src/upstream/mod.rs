@@ -492,7 +492,7 @@ impl Upstream {
                     *lock(&self.pid) = None;
                     return;
                 }
-                r = tokio::time::timeout(self.config.startup_timeout, self.connect(refresh_tx)) => r,
+                r = tokio::time::timeout(self.config.startup_timeout, self.connect(refresh_tx, shutdown)) => r,
             };
             let error = match attempt {
                 Err(_) => format!(
@@ -606,13 +606,15 @@ impl Upstream {
     }
 
     /// Connects, initializes and lists everything. Errors are for people.
+    /// `shutdown` is devboy's ending, which a stdio process's stop heeds.
     async fn connect(
         &self,
         refresh: mpsc::UnboundedSender<ListKind>,
+        shutdown: &CancellationToken,
     ) -> Result<RunningService<RoleClient, UpstreamClient>, ConnectError> {
         let handler = UpstreamClient { refresh };
         let running = match &self.transport {
-            Ok(Transport::Stdio(stdio)) => stdio.serve(self, handler).await?,
+            Ok(Transport::Stdio(stdio)) => stdio.serve(self, handler, shutdown).await?,
             Ok(Transport::Http(http)) => http.serve(self, handler).await?,
             Err(error) => return Err(ConnectError::Permanent(error.clone())),
         };

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use rmcp::service::{RunningService, ServiceExt};
 use rmcp::RoleClient;
+use tokio_util::sync::CancellationToken;
 
 use super::diagnostics::drain_stderr;
 use super::{ConnectError, Upstream, UpstreamClient};
@@ -29,11 +30,14 @@ pub(super) struct Stdio {
 }
 
 impl Stdio {
-    /// Starts the process and initializes over its stdin and stdout.
+    /// Starts the process and initializes over its stdin and stdout;
+    /// `devboy_ending` is cancelled when devboy ends (the process is then
+    /// stopped briskly).
     pub(super) async fn serve(
         &self,
         upstream: &Upstream,
         handler: UpstreamClient,
+        devboy_ending: &CancellationToken,
     ) -> Result<RunningService<RoleClient, UpstreamClient>, ConnectError> {
         let mut cmd = tokio::process::Command::new(&self.command);
         cmd.args(&self.args).envs(&self.env);
@@ -58,6 +62,7 @@ impl Stdio {
             &upstream.config.name,
             report,
             self.package_runner,
+            devboy_ending.clone(),
         )
         .map_err(|e| spawn_error(&self.command, &e))?;
         *lock(&upstream.pid) = transport.id();

@@ -10,10 +10,14 @@
 //!
 //! Each bar is a `<rect class="bar">` carrying `data-label` and
 //! `data-value` (tokens saved); its height is proportional to the value
-//! on a linear axis that starts at zero, so bars compare by height. A day
-//! without results is a bar of height 0 with no value over it; with more
-//! bars than fit labelled, every n-th is labelled (each bar keeps its
-//! `data-label` and tooltip).
+//! on a linear axis that starts at zero, so bars compare by height. The
+//! axis reaches each side of zero only as far as that side's data
+//! ([`Axis`]): a cost of 8 tokens next to savings of thousands takes no
+//! step of thousands below zero. A day without results is a bar of
+//! height 0 with no value over it; with more bars than fit labelled,
+//! every n-th is labelled (each bar keeps its `data-label` and tooltip).
+//! Nothing is drawn outside the chart: the legend is laid out by the
+//! widths of its texts and wraps when they do not fit in a row.
 
 use std::fmt::Write as _;
 
@@ -77,6 +81,95 @@ fn tick_step(span: f64) -> f64 {
         .unwrap_or(10.0 * power)
 }
 
+/// A chart's y axis, in tokens: from `lo` (zero or below) to `hi` (zero
+/// or above), with round ticks `step` apart.
+///
+/// Each side of zero reaches as far as its own data, rounded up to a
+/// round step of that side's size (never coarser than `step`), so a side
+/// with little data takes little of the plot: values −8 and 12,000 give
+/// −8 to 15,000, not −5,000 to 15,000.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Axis {
+    lo: f64,
+    hi: f64,
+    step: f64,
+}
+
+impl Axis {
+    fn of(values: impl Iterator<Item = i64> + Clone) -> Axis {
+        let max = values.clone().max().unwrap_or(0).max(0) as f64;
+        let min = values.min().unwrap_or(0).min(0) as f64;
+        let step = tick_step(max - min);
+        let reach = |v: f64| {
+            let side_step = tick_step(v).min(step);
+            (v / side_step).ceil() * side_step
+        };
+        let (lo, hi) = (-reach(-min), reach(max));
+        // Nothing but zeros: one step up, so the plot has a scale.
+        let hi = if hi == lo { step } else { hi };
+        Axis { lo, hi, step }
+    }
+
+    /// The values to label, bottom up: the multiples of `step` within
+    /// the axis, and each end where it is no such multiple and lies at
+    /// least `gap` of the axis (in tokens) from the nearest label.
+    fn ticks(&self, gap: f64) -> Vec<f64> {
+        let mut ticks: Vec<f64> = Vec::new();
+        let first = (self.lo / self.step).ceil() as i64;
+        let last = (self.hi / self.step).floor() as i64;
+        for k in first..=last {
+            ticks.push(k as f64 * self.step);
+        }
+        for end in [self.lo, self.hi] {
+            if ticks.iter().all(|t| (t - end).abs() >= gap) {
+                ticks.push(end);
+            }
+        }
+        ticks.sort_by(f64::total_cmp);
+        ticks
+    }
+}
+
+/// About how wide `text` is at `font_size` px in a sans-serif font: a
+/// generous 0.62 em a character, so that what is laid out by it fits.
+fn text_width(text: &str, font_size: f64) -> f64 {
+    text.chars().count() as f64 * font_size * 0.62
+}
+
+/// Where each legend entry goes: the x of its swatch and its row. The
+/// entries fill rows in order, a new row when the next would not fit
+/// between `left` and `right`, and each row is aligned to `right`.
+fn legend_layout(texts: &[&str], left: f64, right: f64) -> Vec<(f64, usize)> {
+    const SWATCH: f64 = 17.0;
+    const GAP: f64 = 24.0;
+    let widths: Vec<f64> = texts.iter().map(|t| SWATCH + text_width(t, 12.0)).collect();
+    let mut rows: Vec<Vec<usize>> = Vec::new();
+    let mut used = 0.0;
+    for (i, w) in widths.iter().enumerate() {
+        match rows.last_mut() {
+            Some(row) if used + GAP + w <= right - left => {
+                row.push(i);
+                used += GAP + w;
+            }
+            _ => {
+                rows.push(vec![i]);
+                used = *w;
+            }
+        }
+    }
+    let mut placed = vec![(0.0, 0); texts.len()];
+    for (r, row) in rows.iter().enumerate() {
+        let total: f64 = row.iter().map(|i| widths[*i]).sum::<f64>()
+            + GAP * (row.len().saturating_sub(1)) as f64;
+        let mut x = (right - total).max(left);
+        for i in row {
+            placed[*i] = (x, r);
+            x += widths[*i] + GAP;
+        }
+    }
+    placed
+}
+
 /// A number short: `950`, `12.3k`, `4.1M`.
 fn short(n: f64) -> String {
     let a = n.abs();
@@ -101,19 +194,28 @@ pub fn bar_chart(id: &str, title: &str, x_title: &str, bars: &[Bar]) -> String {
     const W: f64 = 960.0;
     const LEFT: f64 = 90.0;
     const RIGHT: f64 = 20.0;
-    const TOP: f64 = 60.0;
+    let has_cost = bars.iter().any(|b| b.value < 0);
+    let legend: Vec<(&str, &str)> = [
+        (SAVED_FILL, "tokens saved (baseline − received)"),
+        (COST_FILL, "cost more than saved"),
+    ]
+    .into_iter()
+    .filter(|(fill, _)| *fill == SAVED_FILL || has_cost)
+    .collect();
+    let texts: Vec<&str> = legend.iter().map(|(_, text)| *text).collect();
+    let placed = legend_layout(&texts, LEFT, W - RIGHT);
+    let legend_rows = placed.iter().map(|(_, r)| r + 1).max().unwrap_or(1);
+    // The legend's rows, then room for a value over a bar that reaches
+    // the plot's top (or over zero, for a cost, when nothing saved).
+    let plot_top = 36.0 + 16.0 * legend_rows as f64 + 16.0;
     // Labels turn 45° when many; they need the room below.
     let rotate = bars.len() > 12;
     let bottom = if rotate { 100.0 } else { 56.0 };
-    let h = TOP + 230.0 + bottom;
+    let h = plot_top + 230.0 + bottom;
     let plot_w = W - LEFT - RIGHT;
-    let plot_h = h - TOP - bottom;
-    let max = bars.iter().map(|b| b.value).max().unwrap_or(0).max(0) as f64;
-    let min = bars.iter().map(|b| b.value).min().unwrap_or(0).min(0) as f64;
-    let step = tick_step(max - min);
-    let hi = ((max / step).ceil() * step).max(step);
-    let lo = (min / step).floor() * step;
-    let y = |v: f64| TOP + (hi - v) / (hi - lo) * plot_h;
+    let plot_h = h - plot_top - bottom;
+    let axis = Axis::of(bars.iter().map(|b| b.value));
+    let y = |v: f64| plot_top + (axis.hi - v) / (axis.hi - axis.lo) * plot_h;
     let mut s = String::new();
     let _ = write!(
         s,
@@ -133,42 +235,34 @@ pub fn bar_chart(id: &str, title: &str, x_title: &str, bars: &[Bar]) -> String {
         escape(title)
     );
     // Legend, top right.
-    let has_cost = bars.iter().any(|b| b.value < 0);
-    let mut lx = W - RIGHT - 330.0;
-    for (fill, text, shown) in [
-        (SAVED_FILL, "tokens saved (baseline − received)", true),
-        (COST_FILL, "cost more than saved", has_cost),
-    ] {
-        if !shown {
-            continue;
-        }
+    for ((fill, text), (lx, row)) in legend.iter().zip(&placed) {
+        let ly = 36.0 + 16.0 * *row as f64;
         let _ = write!(
             s,
-            r#"<g class="legend"><rect x="{lx}" y="36" width="12" height="12" fill="{fill}"/><text x="{}" y="46" font-size="12">{}</text></g>"#,
+            r#"<g class="legend"><rect x="{lx:.1}" y="{ly}" width="12" height="12" fill="{fill}"/><text x="{:.1}" y="{}" font-size="12">{}</text></g>"#,
             lx + 17.0,
+            ly + 10.0,
             escape(text)
         );
-        lx += 230.0;
     }
-    // Y axis: grid lines and tick labels.
-    let mut v = lo;
-    while v <= hi + step / 2.0 {
+    // Y axis: grid lines and tick labels, labels at least 14 px apart.
+    let min_gap = 14.0 / plot_h * (axis.hi - axis.lo);
+    for v in axis.ticks(min_gap) {
         let yy = y(v);
         let _ = write!(
             s,
-            r##"<line x1="{LEFT}" x2="{}" y1="{yy:.2}" y2="{yy:.2}" stroke="{}" stroke-width="1"/><text x="{}" y="{:.2}" text-anchor="end" font-size="11">{}</text>"##,
+            r##"<line x1="{LEFT}" x2="{}" y1="{yy:.2}" y2="{yy:.2}" stroke="{}" stroke-width="1"/><text class="tick" x="{}" y="{:.2}" text-anchor="end" font-size="11">{}</text>"##,
             W - RIGHT,
             if v == 0.0 { "#444444" } else { "#e3e3e3" },
             LEFT - 6.0,
             yy + 4.0,
             short(v)
         );
-        v += step;
     }
     let _ = write!(
         s,
         r#"<text class="axis-title" transform="translate(18 {:.1}) rotate(-90)" text-anchor="middle" font-size="12">tokens saved</text>"#,
-        TOP + plot_h / 2.0
+        plot_top + plot_h / 2.0
     );
     let _ = write!(
         s,
@@ -225,7 +319,7 @@ pub fn bar_chart(id: &str, title: &str, x_title: &str, bars: &[Bar]) -> String {
         } else {
             bar.label.clone()
         };
-        let ly = zero.max(TOP + plot_h) + 16.0;
+        let ly = zero.max(plot_top + plot_h) + 16.0;
         if rotate {
             let _ = write!(
                 s,
@@ -544,6 +638,57 @@ mod tests {
         let page = page(&report("a__b", 0));
         assert!(page.contains("nothing to report yet"), "{page}");
         assert!(!page.contains("<svg"));
+    }
+
+    #[test]
+    fn each_side_of_the_axis_reaches_as_far_as_its_data() {
+        let axis = |values: &[i64]| Axis::of(values.iter().copied());
+        let small_cost = axis(&[12_000, -8]);
+        assert_eq!(
+            small_cost,
+            Axis {
+                lo: -8.0,
+                hi: 15_000.0,
+                step: 5_000.0
+            }
+        );
+        // -8 lies a hair from 0 on this scale: no label of its own.
+        assert_eq!(small_cost.ticks(300.0), [0.0, 5_000.0, 10_000.0, 15_000.0]);
+        let only_cost = axis(&[-8, 0]);
+        assert_eq!((only_cost.lo, only_cost.hi), (-8.0, 0.0));
+        assert_eq!(only_cost.ticks(0.5), [-8.0, -6.0, -4.0, -2.0, 0.0]);
+        // An end that is no multiple of the step is labelled when apart.
+        let mixed = axis(&[1_000, 250, 0, -100]);
+        assert_eq!((mixed.lo, mixed.hi, mixed.step), (-100.0, 1_000.0, 500.0));
+        assert_eq!(mixed.ticks(60.0), [-100.0, 0.0, 500.0, 1_000.0]);
+        let small_saving = axis(&[-12_000, 3]);
+        assert_eq!((small_saving.lo, small_saving.hi), (-15_000.0, 3.0));
+        assert_eq!(
+            axis(&[0, 0]),
+            Axis {
+                lo: 0.0,
+                hi: 1.0,
+                step: 1.0
+            }
+        );
+    }
+
+    #[test]
+    fn the_legend_fits_and_wraps() {
+        let texts = ["tokens saved (baseline − received)", "cost more than saved"];
+        let extent = |placed: &[(f64, usize)], i: usize| {
+            (placed[i].0, placed[i].0 + 17.0 + text_width(texts[i], 12.0))
+        };
+        let wide = legend_layout(&texts, 90.0, 940.0);
+        assert_eq!((wide[0].1, wide[1].1), (0, 0), "one row");
+        assert!(extent(&wide, 1).1 <= 940.0 + 1e-9, "{wide:?}");
+        assert!(extent(&wide, 0).1 < extent(&wide, 1).0, "{wide:?}");
+        let narrow = legend_layout(&texts, 90.0, 400.0);
+        assert_eq!((narrow[0].1, narrow[1].1), (0, 1), "two rows");
+        for i in 0..2 {
+            let (from, to) = extent(&narrow, i);
+            assert!(from >= 90.0 && to <= 400.0 + 1e-9, "{narrow:?}");
+        }
     }
 
     #[test]
