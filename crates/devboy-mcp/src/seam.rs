@@ -301,10 +301,17 @@ pub async fn apply(
         let call = call.clone();
         tokio::task::spawn_blocking(move || {
             processor.ready();
-            let _ = started.set(tokio::time::Instant::now());
-            catch_unwind(AssertUnwindSafe(|| {
+            let at = tokio::time::Instant::now();
+            let _ = started.set(at);
+            let done = catch_unwind(AssertUnwindSafe(|| {
                 processor.process(&call, &result, &handoff)
-            }))
+            }));
+            tracing::debug!(
+                tool = %call.exposed,
+                ms = at.elapsed().as_millis() as u64,
+                "result processed"
+            );
+            done
         })
     };
     let outcome = match run_until_deadline(&mut job, &started, deadline).await {

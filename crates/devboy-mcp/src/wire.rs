@@ -349,6 +349,10 @@ pub enum Verdict<R: ServiceRole> {
 /// [`RoleServer`] (devboy facing the agent) and [`RoleClient`] (devboy
 /// facing an upstream).
 pub trait WireRole: ServiceRole {
+    /// The longest line written to the peer: an answer past it is
+    /// replaced by an error for its request (`None`: no limit; devboy's
+    /// requests to an upstream carry what the agent sent).
+    const WRITE_LIMIT: Option<usize>;
     /// A complete line within the limit.
     fn judge_line(line: &[u8], peer: &str) -> Verdict<Self>;
     /// A line over `limit`, already skipped.
@@ -480,6 +484,8 @@ fn reply_to_untyped_request(message: &Value, detail: &str) -> Option<Vec<u8>> {
 }
 
 impl WireRole for RoleServer {
+    const WRITE_LIMIT: Option<usize> = Some(MAX_WRITTEN_BYTES);
+
     fn judge_line(line: &[u8], peer: &str) -> Verdict<Self> {
         let line = trim_line(line);
         if line.is_empty() {
@@ -575,6 +581,8 @@ fn fail_pending(id: &Value, message: String, data: Value) -> Option<RxJsonRpcMes
 }
 
 impl WireRole for RoleClient {
+    const WRITE_LIMIT: Option<usize> = None;
+
     fn judge_line(line: &[u8], peer: &str) -> Verdict<Self> {
         let line = trim_line(line);
         if line.is_empty() {
@@ -679,7 +687,7 @@ enum Outgoing<R: ServiceRole> {
 /// The one task that writes to the stream: rmcp's messages and the
 /// transport's own error replies leave in the order they were queued.
 /// Messages are serialized here, off rmcp's service loop.
-async fn write_lines<R: ServiceRole, W: AsyncWrite + Unpin>(
+async fn write_lines<R: WireRole, W: AsyncWrite + Unpin>(
     mut out: W,
     mut queue: mpsc::Receiver<Outgoing<R>>,
 ) {
@@ -687,7 +695,7 @@ async fn write_lines<R: ServiceRole, W: AsyncWrite + Unpin>(
     while let Some(next) = queue.recv().await {
         let (line, written) = match next {
             Outgoing::Message { message, written } => match serde_json::to_vec(&message) {
-                Ok(line) if line.len() > MAX_WRITTEN_BYTES => match oversized_reply(&line) {
+                Ok(line) if R::WRITE_LIMIT.is_some_and(|max| line.len() > max) => match oversized_reply(&line) {
                     Some(reply) => (reply, Some(written)),
                     None => {
                         let _ = written.send(Err(io::Error::new(

@@ -30,8 +30,10 @@
 //! [`ScriptedModel::tools_offered`] read the main requests back.
 //!
 //! A tool call's input may say [`LAST_ID`] where a real model would copy the
-//! id of devboy's last `> [id: …]` line: ids carry a tag drawn per devboy
-//! process, so no script can know them in advance.
+//! id of devboy's last `> [id: …]` line, and [`NEXT_ID`] and [`NEXT_RANGE`]
+//! where it would copy the call an elision hint names (`devboy_expand
+//! kafrum4 lines=812-3094`): ids carry a tag drawn per devboy process, so
+//! no script can know them in advance.
 
 use std::collections::{HashSet, VecDeque};
 use std::net::SocketAddr;
@@ -48,6 +50,14 @@ pub const DEFAULT_FINAL_TEXT: &str = "Done.";
 /// In a scripted tool call's input, stands for the id in the last
 /// `> [id: …]` line among the tool results of the request being answered.
 pub const LAST_ID: &str = "{last_id}";
+
+/// In a scripted tool call's input, stands for the id of the last elision
+/// hint (`> [elided lines 812-3094 of 3094; devboy_expand kafrum4
+/// lines=812-3094]`) among the tool results of the request being answered.
+pub const NEXT_ID: &str = "{next_id}";
+
+/// With [`NEXT_ID`]: that hint's range (`812-3094`).
+pub const NEXT_RANGE: &str = "{next_range}";
 
 /// Text every side request (one without `tools`) is answered with.
 pub const SIDE_TEXT: &str = "ok";
@@ -404,11 +414,17 @@ pub fn tool_results_in(requests: &[Value]) -> Vec<ToolResultSeen> {
 /// `turn` with [`LAST_ID`] in its tool inputs replaced by the last id the
 /// request's tool results showed (left as it is when none did).
 fn fill_last_id(turn: Turn, body: &Value) -> Turn {
-    fn fill(value: &mut Value, id: &str) {
+    fn fill(value: &mut Value, marks: &[(&str, String)]) {
         match value {
-            Value::String(s) if s.contains(LAST_ID) => *s = s.replace(LAST_ID, id),
-            Value::Array(items) => items.iter_mut().for_each(|v| fill(v, id)),
-            Value::Object(map) => map.values_mut().for_each(|v| fill(v, id)),
+            Value::String(s) => {
+                for (mark, with) in marks {
+                    if s.contains(mark) {
+                        *s = s.replace(mark, with);
+                    }
+                }
+            }
+            Value::Array(items) => items.iter_mut().for_each(|v| fill(v, marks)),
+            Value::Object(map) => map.values_mut().for_each(|v| fill(v, marks)),
             _ => {}
         }
     }
@@ -420,16 +436,31 @@ fn fill_last_id(turn: Turn, body: &Value) -> Turn {
                 .map(str::to_owned)
         })
     });
-    let Some(id) = last else {
-        return turn;
-    };
+    // `…; devboy_expand ID lines=A-B]`
+    let next = results.iter().rev().find_map(|r| {
+        r.text().lines().rev().find_map(|l| {
+            let call = l.strip_prefix("> [elided ")?.strip_suffix(']')?;
+            let (_, call) = call.rsplit_once("; devboy_expand ")?;
+            let (id, range) = call.split_once(' ')?;
+            let (_, range) = range.split_once('=')?;
+            Some((id.to_owned(), range.to_owned()))
+        })
+    });
+    let mut marks: Vec<(&str, String)> = Vec::new();
+    if let Some(id) = last {
+        marks.push((LAST_ID, id));
+    }
+    if let Some((id, range)) = next {
+        marks.push((NEXT_ID, id));
+        marks.push((NEXT_RANGE, range));
+    }
     match turn {
         Turn::ToolUse { name, mut input } => {
-            fill(&mut input, &id);
+            fill(&mut input, &marks);
             Turn::ToolUse { name, input }
         }
         Turn::ParallelToolUse(mut calls) => {
-            calls.iter_mut().for_each(|(_, input)| fill(input, &id));
+            calls.iter_mut().for_each(|(_, input)| fill(input, &marks));
             Turn::ParallelToolUse(calls)
         }
         text => text,
