@@ -278,6 +278,9 @@ fn devboy_toml(servers: &[(&str, PeerCommand)]) -> String {
 /// the same either way), and the MCP definition tokens of every request.
 struct Seen {
     results: Vec<ToolResultSeen>,
+    /// For each result Claude Code moved to a file, the file's text (read
+    /// before its home directory goes).
+    saved: Vec<Option<String>>,
     definitions: Vec<Value>,
     /// O200k tokens of the MCP tool definitions each main request carried.
     per_request: Vec<usize>,
@@ -361,14 +364,63 @@ fn run(claude: ClaudeCode, calls: &[(String, Value)], register: impl FnOnce(&Cla
         assert_eq!(result.tool_name.as_deref(), Some(name.as_str()));
     }
     let requests = model.main_requests();
+    let saved = results
+        .iter()
+        .map(|r| {
+            let path = saved_path(&r.text())?;
+            Some(std::fs::read_to_string(path.trim()).unwrap_or_else(|e| {
+                panic!("the file Claude Code saved the result to, {path}: {e}")
+            }))
+        })
+        .collect();
     Seen {
         results,
+        saved,
         definitions: requests.last().map(mcp_definitions).unwrap_or_default(),
         per_request: requests
             .iter()
             .map(|r| definition_tokens(&mcp_definitions(r)))
             .collect(),
     }
+}
+
+/// How Claude Code begins what it shows of a result it moved to a file:
+/// the file's path and a 2 KB preview.
+const PERSISTED: &str = "<persisted-output>";
+
+/// Claude Code shows a result of up to this many characters inline.
+const INLINE_CHARS: usize = 50_000;
+
+/// Where Claude Code saved a result it shows as a preview.
+fn saved_path(shown: &str) -> Option<String> {
+    let rest = shown.strip_prefix(PERSISTED)?;
+    let (_, rest) = rest.split_once("saved to: ")?;
+    rest.lines().next().map(str::to_owned)
+}
+
+/// What a result shown to the model directly costs. One that Claude Code
+/// moved to a file (over 50,000 characters) shows only a preview; a model
+/// that needs it reads the file, so it counts as what devboy shows of such
+/// a result inline: its first 50,000 characters (and at least the
+/// preview). Counted as the preview alone, the session's figure is the
+/// one printed beside it.
+fn direct_cost(tok: &Tokenizer, shown: &str, saved: Option<&str>, previews: &mut usize) -> usize {
+    let Some(file) = saved else {
+        return tok.count(shown);
+    };
+    *previews += 1;
+    let file = file.to_owned();
+    // The saved result is its content blocks as JSON.
+    let text = match serde_json::from_str::<Value>(&file) {
+        Ok(Value::Array(blocks)) => blocks
+            .iter()
+            .filter_map(|b| b["text"].as_str())
+            .collect::<Vec<_>>()
+            .join("\n"),
+        _ => file,
+    };
+    let head: String = text.chars().take(INLINE_CHARS).collect();
+    tok.count(&head).max(tok.count(shown))
 }
 
 #[test]
@@ -424,11 +476,20 @@ fn a_coding_session_costs_the_model_at_most_the_target_share_of_its_tokens() {
     }
     let tok = Tokenizer::O200k;
     let (mut total_direct, mut total_via) = (0usize, 0usize);
+    let mut previews = 0usize;
     eprintln!("step | call | direct | devboy | ratio");
     for (n, ((step, d), v)) in steps.iter().zip(direct).zip(via).enumerate() {
+        let saved = direct_seen.saved[n].as_deref();
         assert_eq!(d.is_error, v.is_error, "step {}: {d:?} / {v:?}", n + 1);
         assert!(!d.is_error, "step {} failed: {d:?}", n + 1);
-        let (dt, vt) = (tok.count(&d.text()), tok.count(&v.text()));
+        // Through devboy every result is shown inline.
+        assert!(
+            !v.text().starts_with(PERSISTED),
+            "step {}: Claude Code moved devboy's result to a file",
+            n + 1
+        );
+        let dt = direct_cost(&tok, &d.text(), saved, &mut previews);
+        let vt = tok.count(&v.text());
         total_direct += dt;
         total_via += vt;
         eprintln!(
@@ -454,6 +515,25 @@ fn a_coding_session_costs_the_model_at_most_the_target_share_of_its_tokens() {
     assert!(share(17) <= 0.6, "read_graph: {:.3}", share(17));
     let ratio = total_via as f64 / total_direct as f64;
     eprintln!("total | {total_direct} | {total_via} | {ratio:.3}");
+    let as_previews: usize = direct
+        .iter()
+        .enumerate()
+        .map(|(n, d)| match direct_seen.saved[n] {
+            Some(_) => tok.count(&d.text()),
+            None => 0,
+        })
+        .sum();
+    let read_back: usize = direct
+        .iter()
+        .enumerate()
+        .filter(|(n, _)| direct_seen.saved[*n].is_some())
+        .map(|(n, d)| direct_cost(&tok, &d.text(), direct_seen.saved[n].as_deref(), &mut 0))
+        .sum();
+    let preview_only = total_direct - read_back + as_previews;
+    eprintln!(
+        "({previews} direct result(s) Claude Code moved to a file, counted as read back; as their preview alone: direct {preview_only}, {:.3})",
+        total_via as f64 / preview_only.max(1) as f64
+    );
     // The definitions every request carries (issue 26), and the session
     // priced as providers price prompt caching: the definitions written
     // once at 1.25x and read at 0.1x by every later request.

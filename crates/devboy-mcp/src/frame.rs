@@ -14,28 +14,38 @@
 use devboy_core::call::ResolvedCall;
 use rmcp::model::{CallToolResult, ContentBlock};
 
-/// The most bytes of content one result may carry: far above any bound the
-/// pipeline keeps (Claude Code shows 50,000 characters inline), far below
-/// what a client takes in one message.
-pub const MAX_RESULT_BYTES: usize = 1 << 20;
+/// The most bytes one result may take as JSON in its message: far above
+/// any bound the pipeline keeps (Claude Code shows 50,000 characters
+/// inline), so that a session without one (`--pipeline passthrough`)
+/// passes what a client can take as it came; under
+/// [`crate::wire::MAX_WRITTEN_BYTES`], and well under the 16 MB Claude Code
+/// takes in one message.
+pub const MAX_RESULT_BYTES: usize = 10 << 20;
 
-/// `result`, or when its content is over [`MAX_RESULT_BYTES`], as much of
-/// it as fits: its `structuredContent` dropped first (the text carries the
-/// same data), text cut at a line break, blocks that do not fit left out,
-/// and one last line saying what was cut and how to get less.
+/// What is kept of a text too long even without its structured twin: JSON
+/// escaping can make a text longer, so this is well under
+/// [`MAX_RESULT_BYTES`].
+pub const KEPT_TEXT_BYTES: usize = 4 << 20;
+
+/// `result`, or when its JSON is over [`MAX_RESULT_BYTES`], as much of it
+/// as fits: its `structuredContent` dropped first (the text carries the
+/// same data), then text cut to [`KEPT_TEXT_BYTES`] at a line break and
+/// blocks that do not fit left out, with one last line saying what was
+/// cut and how to get less.
 pub fn within_frame(call: &ResolvedCall, result: CallToolResult) -> CallToolResult {
-    let structured = result
-        .structured_content
-        .as_ref()
-        .map_or(0, |v| serde_json::to_string(v).map_or(0, |s| s.len()));
-    let content: usize = result.content.iter().map(block_bytes).sum();
+    let structured = result.structured_content.as_ref().map_or(0, json_bytes);
+    let content: usize = result.content.iter().map(json_bytes).sum();
     if content + structured <= MAX_RESULT_BYTES {
         return result;
     }
     let mut result = result;
-    let total = content + structured;
+    // The text carries what the structured twin does.
     result.structured_content = None;
-    let mut room = MAX_RESULT_BYTES;
+    if content <= MAX_RESULT_BYTES {
+        return result;
+    }
+    let shown: usize = result.content.iter().map(block_bytes).sum();
+    let mut room = KEPT_TEXT_BYTES;
     let mut kept = Vec::with_capacity(result.content.len() + 1);
     let mut left_out = 0usize;
     for block in std::mem::take(&mut result.content) {
@@ -55,9 +65,9 @@ pub fn within_frame(call: &ResolvedCall, result: CallToolResult) -> CallToolResu
         }
     }
     let mut note = format!(
-        "> [cut: this result was {total} bytes, more than one message to the client may carry; \
+        "> [cut: this result was {shown} bytes, more than one message to the client may carry; \
          the first {} are shown",
-        MAX_RESULT_BYTES - room
+        KEPT_TEXT_BYTES - room
     );
     if left_out > 0 {
         note.push_str(&format!(", {left_out} content blocks left out"));
@@ -70,10 +80,15 @@ pub fn within_frame(call: &ResolvedCall, result: CallToolResult) -> CallToolResu
     result.content = kept;
     tracing::warn!(
         tool = %call.exposed,
-        bytes = total,
+        bytes = shown,
         "a result over what one message may carry was cut"
     );
     result
+}
+
+/// Bytes of `value` as JSON.
+fn json_bytes<T: serde::Serialize>(value: &T) -> usize {
+    serde_json::to_vec(value).map_or(0, |v| v.len())
 }
 
 /// What `block` weighs in a message: its text, or its encoded data.
@@ -125,8 +140,18 @@ mod tests {
     }
 
     #[test]
+    fn a_structured_twin_over_the_frame_is_dropped_and_the_text_kept_whole() {
+        let text = "x\n".repeat(MAX_RESULT_BYTES / 4);
+        let mut result = CallToolResult::success(vec![ContentBlock::text(text.clone())]);
+        result.structured_content = Some(serde_json::json!({ "content": text }));
+        let out = within_frame(&call(), result);
+        assert_eq!(out.structured_content, None);
+        assert_eq!(out.content, vec![ContentBlock::text(text)]);
+    }
+
+    #[test]
     fn a_huge_text_and_its_structured_twin_are_cut_to_the_frame_at_a_line() {
-        let text: String = (0..400_000).map(|i| format!("line {i}\n")).collect();
+        let text: String = (0..1_000_000).map(|i| format!("line {i}\n")).collect();
         let mut result = CallToolResult::success(vec![ContentBlock::text(text.clone())]);
         result.structured_content = Some(serde_json::json!({ "content": text }));
         let cut = within_frame(&call(), result);
@@ -137,7 +162,7 @@ mod tests {
             .map(|b| b.as_text().unwrap().text.as_str())
             .collect();
         assert_eq!(texts.len(), 2);
-        assert!(texts[0].len() <= MAX_RESULT_BYTES && texts[0].ends_with('\n'));
+        assert!(texts[0].len() <= KEPT_TEXT_BYTES && texts[0].ends_with('\n'));
         assert!(text.starts_with(texts[0]));
         assert!(
             texts[1].starts_with("> [cut: this result was "),
@@ -146,7 +171,7 @@ mod tests {
         );
         assert!(texts[1].contains("Call fs__read_text_file again asking for less"));
         let all: usize = texts.iter().map(|t| t.len()).sum();
-        assert!(all <= MAX_RESULT_BYTES + 300);
+        assert!(all <= KEPT_TEXT_BYTES + 300);
     }
 
     #[test]

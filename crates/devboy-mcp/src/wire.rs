@@ -57,7 +57,7 @@ pub const MAX_MESSAGE_BYTES: usize = 64 * 1024 * 1024;
 /// one line it cannot take (Claude Code past 16 MB); results are cut far
 /// below this (`frame.rs`), so a longer line is a bug, and the answer is
 /// an error for its request rather than the connection.
-pub const MAX_WRITTEN_BYTES: usize = 8 * 1024 * 1024;
+pub const MAX_WRITTEN_BYTES: usize = 12 * 1024 * 1024;
 
 /// JSON-RPC 2.0 "Parse error".
 const PARSE_ERROR: i32 = -32700;
@@ -695,19 +695,21 @@ async fn write_lines<R: WireRole, W: AsyncWrite + Unpin>(
     while let Some(next) = queue.recv().await {
         let (line, written) = match next {
             Outgoing::Message { message, written } => match serde_json::to_vec(&message) {
-                Ok(line) if R::WRITE_LIMIT.is_some_and(|max| line.len() > max) => match oversized_reply(&line) {
-                    Some(reply) => (reply, Some(written)),
-                    None => {
-                        let _ = written.send(Err(io::Error::new(
-                            io::ErrorKind::InvalidData,
-                            format!(
-                                "a message of {} is more than devboy writes",
-                                describe_size(line.len())
-                            ),
-                        )));
-                        continue;
+                Ok(line) if R::WRITE_LIMIT.is_some_and(|max| line.len() > max) => {
+                    match oversized_reply(&line) {
+                        Some(reply) => (reply, Some(written)),
+                        None => {
+                            let _ = written.send(Err(io::Error::new(
+                                io::ErrorKind::InvalidData,
+                                format!(
+                                    "a message of {} is more than devboy writes",
+                                    describe_size(line.len())
+                                ),
+                            )));
+                            continue;
+                        }
                     }
-                },
+                }
                 Ok(mut line) => {
                     line.push(b'\n');
                     (line, Some(written))

@@ -203,6 +203,11 @@ const ORIGINAL: &str = "original";
 /// brought within it by any encoding: its whole is not re-encoded at all.
 const HOPELESS_FACTOR: usize = 8;
 
+/// Past this size a body that cannot be elided is not re-encoded whole
+/// either: it goes out as it came (and devboy-mcp cuts it to what one
+/// message may carry).
+const MAX_WHOLE_BYTES: usize = 4 << 20;
+
 /// The names [`RouteConfig::only`] accepts.
 pub fn encoding_names() -> Vec<&'static str> {
     let mut names: Vec<&'static str> = Format::ALL.iter().map(|f| f.name()).collect();
@@ -246,8 +251,9 @@ pub fn route(
     match (elided, cheaper) {
         (Some(elided), _) => Some(elided),
         (None, Some(cheaper)) => Some(cheaper),
-        // Nothing could be elided: the cheapest whole, however large.
-        (None, None) if hopeless => {
+        // Nothing could be elided: the cheapest whole, while encoding the
+        // whole is work of a bounded size.
+        (None, None) if hopeless && body.len() <= MAX_WHOLE_BYTES => {
             cheapest(body, classified, baseline, config).filter(|b| b.tokens < baseline)
         }
         (None, None) => None,

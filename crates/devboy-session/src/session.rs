@@ -133,7 +133,7 @@ impl State {
 }
 
 /// How many budgets' worth of a body's tokens are counted exactly.
-const COUNTED_BUDGETS: usize = 4;
+const COUNTED_BUDGETS: usize = 2;
 
 /// Loads `tokenizer`'s vocabulary off the result path.
 fn warm_up(tokenizer: Tokenizer) {

@@ -1075,7 +1075,11 @@ fn inline_chars_follows_the_client_unless_the_file_names_a_number() {
         None
     );
     let wrong = set("12").unwrap();
-    assert_eq!(wrong.encoding.inline_chars, super::InlineChars::Auto, "left out");
+    assert_eq!(
+        wrong.encoding.inline_chars,
+        super::InlineChars::Auto,
+        "left out"
+    );
     let wrong = wrong.problems[0].to_string();
     assert!(
         wrong.contains("inline_chars") && wrong.contains("at least 1000"),
