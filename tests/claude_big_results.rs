@@ -13,7 +13,6 @@ mod common;
 use std::path::Path;
 use std::process::{Command, Stdio};
 
-use common::toml_str;
 use devboy_pipeline::Tokenizer;
 use devboy_testkit::scripted_model::{LAST_ID, NEXT_ID, NEXT_RANGE};
 use devboy_testkit::{peers, ClaudeCode, Script, ScriptedModel, ToolResultSeen};
@@ -164,24 +163,11 @@ fn big_results_reach_the_model_inline_bounded_and_paged_through() {
     let readme_path = project.join("README.md");
     std::fs::write(&readme_path, &readme).unwrap();
 
-    let fs = peers::server_filesystem(&project);
-    let git = peers::server_git(&repo);
-    let list = |args: &[String]| {
-        args.iter()
-            .map(|a| toml_str(a))
-            .collect::<Vec<_>>()
-            .join(", ")
-    };
     let config = claude.scratch_dir().join("devboy.toml");
     std::fs::write(
         &config,
-        format!(
-            "[servers.fs]\ncommand = {}\nargs = [{}]\n\n[servers.git]\ncommand = {}\nargs = [{}]\n",
-            toml_str(&fs.program_str()),
-            list(&fs.args),
-            toml_str(&git.program_str()),
-            list(&git.args),
-        ),
+        common::peer_toml("fs", &peers::server_filesystem(&project))
+            + &common::peer_toml("git", &peers::server_git(&repo)),
     )
     .unwrap();
     claude
@@ -280,7 +266,9 @@ fn big_results_reach_the_model_inline_bounded_and_paged_through() {
     let (from, to, _) = elided_range(&shown);
     assert_eq!(to, log_lines.len());
     eprintln!("the 20 MB file: lines 1-{} of {to} shown", from - 1);
-    assert!(shown.contains(log_lines[0].trim_end()) && shown.contains(log_lines[from - 2].trim_end()));
+    assert!(
+        shown.contains(log_lines[0].trim_end()) && shown.contains(log_lines[from - 2].trim_end())
+    );
     let next = inline(&seen[5], "devboy_expand of the 20 MB file's next lines");
     assert!(
         next.contains(log_lines[from - 1].trim_end()),
@@ -290,7 +278,17 @@ fn big_results_reach_the_model_inline_bounded_and_paged_through() {
     // The session, the other server and an earlier id are all still there.
     let status = inline(&seen[6], "git_status after the 20 MB read");
     assert!(status.contains("branch"), "{status}");
-    let again = inline(&seen[7], "devboy_expand of an id shown before the 20 MB read");
+    let again = inline(
+        &seen[7],
+        "devboy_expand of an id shown before the 20 MB read",
+    );
     assert!(again.contains("# The project"), "{again}");
-    assert_eq!(seen[3].text().lines().last().map(|l| l.starts_with("> [id: ")), Some(true));
+    assert_eq!(
+        seen[3]
+            .text()
+            .lines()
+            .last()
+            .map(|l| l.starts_with("> [id: ")),
+        Some(true)
+    );
 }

@@ -174,17 +174,6 @@ fn rewrite(path: &Path, text: &str) {
     std::fs::rename(&next, path).unwrap();
 }
 
-async fn until(what: &str, mut check: impl AsyncFnMut() -> bool) {
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
-    while !check().await {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "waited 20 s for {what}"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_broken_pipeline_config_at_start_is_served_shown_everywhere_and_cleared_once_fixed() {
     let dir = TempDir::new("problems-pipeline");
@@ -245,7 +234,7 @@ async fn a_broken_pipeline_config_at_start_is_served_shown_everywhere_and_cleare
         &pipeline,
         "[dedup]\nmin_body_bytes = \"512\"\nttl = 3\n\n[encodng]\nenabled = false\n",
     );
-    until("the new problem shown", async || {
+    common::until("the new problem shown", async || {
         problem(&devboy.client)
             .await
             .contains("encodng: unknown key")
@@ -253,7 +242,7 @@ async fn a_broken_pipeline_config_at_start_is_served_shown_everywhere_and_cleare
     .await;
     // Fixed: the problems clear and the file applies.
     rewrite(&pipeline, "[dedup]\nmin_body_bytes = 512\n");
-    until("the problems cleared", async || {
+    common::until("the problems cleared", async || {
         status(&devboy.client).await["config_problem"].is_null()
     })
     .await;
@@ -342,7 +331,7 @@ async fn a_devboy_toml_that_is_not_toml_serves_the_built_ins_until_it_is_fixed()
 
     // Fixed while devboy runs: its servers start, the problem clears.
     rewrite(&config, &t_entry());
-    until("t's tools", async || {
+    common::until("t's tools", async || {
         tool_names(&devboy.client)
             .await
             .iter()

@@ -10,7 +10,6 @@ mod common;
 
 use std::path::Path;
 use std::sync::atomic::Ordering;
-use std::time::Duration;
 
 use common::{text_of, toml_str, Devboy};
 use devboy_testkit::peers;
@@ -41,17 +40,6 @@ fn rewrite(devboy: &Devboy, text: &str) {
     std::fs::rename(&next, &path).unwrap();
 }
 
-async fn until(what: &str, mut check: impl AsyncFnMut() -> bool) {
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
-    while !check().await {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "waited 20 s for {what}"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn config_edits_apply_while_the_client_stays_connected() {
     let devboy = Devboy::start(&t_entry("")).await;
@@ -64,7 +52,7 @@ async fn config_edits_apply_while_the_client_stays_connected() {
     // Added: fs starts, its tools arrive with list_changed; t is untouched.
     let seen = devboy.recorder.tool_list_changed.load(Ordering::SeqCst);
     rewrite(&devboy, &format!("{}\n{}", t_entry(""), fs_entry(&root)));
-    until("fs's tools", async || {
+    common::until("fs's tools", async || {
         devboy
             .tool_names()
             .await
@@ -86,7 +74,7 @@ async fn config_edits_apply_while_the_client_stays_connected() {
 
     // Broken: nothing changes, everything still works.
     rewrite(&devboy, "[servers.t\ncommand = ");
-    until("the problem shown", async || {
+    common::until("the problem shown", async || {
         devboy.status().await["config_problem"].is_string()
     })
     .await;
@@ -105,7 +93,7 @@ async fn config_edits_apply_while_the_client_stays_connected() {
 
     // Changed: t restarts from its new entry; removed: fs stops.
     rewrite(&devboy, &t_entry("env = { DEVBOY_RELOADED = \"1\" }"));
-    until("t restarted and fs gone", async || {
+    common::until("t restarted and fs gone", async || {
         let names = devboy.tool_names().await;
         let fs_gone = !names.iter().any(|n| n.starts_with("fs__"));
         let t = devboy.call("t__pid", json!({})).await;
@@ -151,7 +139,7 @@ async fn a_pipeline_config_edit_applies_from_the_next_result() {
     let next = devboy.dir.path().join("pipeline_config.toml.new");
     std::fs::write(&next, "[endpoints.\"fs__read_text_file\"]\ndedup = false\n").unwrap();
     std::fs::rename(&next, &file).unwrap();
-    until("the rule applied", async || {
+    common::until("the rule applied", async || {
         read("b.txt").await;
         !read("b.txt").await.starts_with("> [ref: ")
     })

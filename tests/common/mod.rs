@@ -614,3 +614,16 @@ pub fn keep_listings(
         );
     }
 }
+
+/// Polls `check` every 100 ms until it holds, failing after 20 s with
+/// `what` it waited for.
+pub async fn until(what: &str, mut check: impl AsyncFnMut() -> bool) {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    while !check().await {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "waited 20 s for {what}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
