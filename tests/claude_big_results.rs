@@ -292,3 +292,54 @@ fn big_results_reach_the_model_inline_bounded_and_paged_through() {
         Some(true)
     );
 }
+
+/// Claude Code started with `MAX_MCP_OUTPUT_TOKENS` lower than devboy's
+/// budget: devboy, which Claude Code starts with its environment, keeps a
+/// result within that cap instead (else Claude Code would cut it itself,
+/// with no way back to the rest).
+#[test]
+fn a_lower_max_mcp_output_tokens_of_claude_code_bounds_devboy_s_results() {
+    let claude = ClaudeCode::new()
+        .unwrap()
+        .env("MAX_MCP_OUTPUT_TOKENS", "6000")
+        .timeout(std::time::Duration::from_secs(300));
+    let project = claude.project().to_path_buf();
+    let module = test_module();
+    let module_path = project.join("test_requests.py");
+    std::fs::write(&module_path, &module).unwrap();
+    let config = claude.scratch_dir().join("devboy.toml");
+    std::fs::write(
+        &config,
+        common::peer_toml("fs", &peers::server_filesystem(&project)),
+    )
+    .unwrap();
+    claude
+        .mcp_add(
+            "devboy",
+            DEVBOY,
+            &["mcp", "--config", config.to_str().unwrap()],
+        )
+        .unwrap();
+    common::keep_listings(&claude, &config, &[], &["fs"]);
+    let model = ScriptedModel::start(
+        Script::new()
+            .tool_use(
+                "mcp__devboy__fs__read_text_file",
+                json!({"path": module_path.to_str().unwrap()}),
+            )
+            .final_text("done"),
+    )
+    .unwrap();
+    let claude = claude.model(&model);
+    claude
+        .run_print("Read the tests.", &["mcp__devboy__fs__read_text_file"])
+        .unwrap()
+        .assert_success();
+    let seen = model.tool_results();
+    let shown = inline(&seen[0], "read under MAX_MCP_OUTPUT_TOKENS=6000");
+    let tokens = Tokenizer::O200k.count(&shown);
+    assert!(tokens <= 6_000 && tokens > 4_000, "{tokens} tokens");
+    let lines: Vec<&str> = module.split_inclusive('\n').collect();
+    let (from, _, _) = elided_range(&shown);
+    assert!(shown.contains(&lines[..from - 1].concat()));
+}
