@@ -343,3 +343,80 @@ fn a_lower_max_mcp_output_tokens_of_claude_code_bounds_devboy_s_results() {
     let (from, _, _) = elided_range(&shown);
     assert!(shown.contains(&lines[..from - 1].concat()));
 }
+
+/// The same in an interactive Claude Code session (in a terminal): a 20 MB
+/// read and the next page of it, then a 3,094-line file, each inline.
+#[test]
+fn big_results_reach_the_model_inline_in_an_interactive_session() {
+    let claude = ClaudeCode::new().unwrap();
+    let project = claude.project().to_path_buf();
+    let log = big_log();
+    let log_path = project.join("worker.log");
+    std::fs::write(&log_path, &log).unwrap();
+    let module = test_module();
+    let module_path = project.join("test_requests.py");
+    std::fs::write(&module_path, &module).unwrap();
+    let config = claude.scratch_dir().join("devboy.toml");
+    std::fs::write(
+        &config,
+        common::peer_toml("fs", &peers::server_filesystem(&project)),
+    )
+    .unwrap();
+    claude
+        .mcp_add(
+            "devboy",
+            DEVBOY,
+            &["mcp", "--config", config.to_str().unwrap()],
+        )
+        .unwrap();
+    common::keep_listings(&claude, &config, &[], &["fs"]);
+    let model = ScriptedModel::start(
+        Script::new()
+            .tool_use(
+                "mcp__devboy__fs__read_text_file",
+                json!({"path": log_path.to_str().unwrap()}),
+            )
+            .tool_use(
+                "mcp__devboy__devboy_expand",
+                json!({"id": NEXT_ID, "lines": NEXT_RANGE}),
+            )
+            .tool_use(
+                "mcp__devboy__fs__read_text_file",
+                json!({"path": module_path.to_str().unwrap()}),
+            )
+            .final_text("done"),
+    )
+    .unwrap();
+    let claude = claude.model(&model);
+    let terminal = devboy_testkit::TerminalSession::start(
+        &claude,
+        &[
+            "--allowedTools",
+            "mcp__devboy__fs__read_text_file,mcp__devboy__devboy_expand",
+        ],
+    )
+    .unwrap();
+    terminal
+        .type_line("Read the worker log and the tests.")
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(180);
+    while model.tool_results().len() < 3 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{} of 3 results reached the model",
+            model.tool_results().len()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    let seen = model.tool_results();
+    let log_lines: Vec<&str> = log.split_inclusive('\n').collect();
+    let shown = inline(&seen[0], "interactive: read of a 20 MB file");
+    let (from, to, _) = elided_range(&shown);
+    assert_eq!(to, log_lines.len());
+    let next = inline(&seen[1], "interactive: its next lines");
+    assert!(next.contains(log_lines[from - 1].trim_end()));
+    let shown = inline(&seen[2], "interactive: read of a 3,094-line file");
+    let lines: Vec<&str> = module.split_inclusive('\n').collect();
+    let (from, _, _) = elided_range(&shown);
+    assert!(shown.contains(&lines[..from - 1].concat()));
+}
