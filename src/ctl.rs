@@ -207,6 +207,17 @@ fn session_line(s: &Value) -> String {
         ),
         _ => "no results yet".to_owned(),
     };
+    // Counted in the figures above: a repeat of what the model was shown
+    // lowers the saving.
+    let expanded = &savings["expanded"];
+    let tokens = match (expanded["calls"].as_u64(), expanded["tokens"].as_u64()) {
+        (Some(calls), Some(expanded_tokens)) if calls > 0 => format!(
+            "{tokens}; devboy_expand delivered {expanded_tokens} of those in {calls} call{}, {} of them again",
+            if calls == 1 { "" } else { "s" },
+            expanded["again_tokens"],
+        ),
+        _ => tokens,
+    };
     let mut line = match s["calls"].as_u64() {
         Some(calls) => format!("  session: {calls} calls, {tokens}"),
         None => format!("  session: {tokens}"),

@@ -181,6 +181,12 @@ impl PipelineProcessor {
     ) -> Result<String, String> {
         self.session.expand(id, range, raw, client)
     }
+
+    /// `devboy_expand` sent `text` for `id` (`ranged`: the lines or items a
+    /// hint named): counted as what the model received, once per delivery.
+    pub fn record_expansion(&self, id: &str, ranged: bool, text: &str) {
+        self.session.record_expansion(id, ranged, text);
+    }
 }
 
 impl Transform for PipelineProcessor {
@@ -832,6 +838,78 @@ mod tests {
         assert_eq!(summary.encoder_saved, totals.encoder_saved);
         assert_eq!(summary.compactions, 1);
         assert_eq!(summary.client, devboy_telemetry::ClientKind::ClaudeCode);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// devboy_expand's delivery of a referenced id: one expansion event
+    /// under the tool whose result it was, counted in the summary and in
+    /// the processor's totals alike.
+    #[test]
+    fn an_expansion_is_recorded_under_the_tool_whose_result_it_was() {
+        use devboy_telemetry::{Delivered, Event, Salt, TelemetryOptions};
+        let dir = std::env::temp_dir().join(format!("devboy-mcp-expansion-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let telemetry = Telemetry::start(TelemetryOptions::new(dir.clone(), "o200k_base"));
+        let processor = processor().with_telemetry(telemetry);
+        let text = CallToolResult::success(vec![ContentBlock::text(big())]);
+        processor
+            .process(&call(None, false), &text, &Handoff::new())
+            .unwrap();
+        let repeat = processor
+            .process(&call(None, false), &text, &Handoff::new())
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            texts(&repeat),
+            ["> [ref: tagfix1, unchanged; devboy_expand tagfix1]"]
+        );
+        let before = processor.totals();
+        let expanded = processor.expand("tagfix1", None, false, None).unwrap();
+        processor.record_expansion("tagfix1", false, &expanded);
+        let tokens = processor.tokenizer().count(&expanded) as u64;
+        let after = processor.totals();
+        assert_eq!(after.tokens_final, before.tokens_final + tokens);
+        assert_eq!(after.dedup_saved, before.dedup_saved - tokens as i64);
+        assert_eq!(after.tokens_raw, before.tokens_raw);
+        assert_eq!(processor.report()["expanded"]["again_tokens"], tokens);
+        processor.record(SessionEvent::Ended);
+
+        let mut events = Vec::new();
+        for file in devboy_telemetry::events_files(&dir).unwrap() {
+            let text = std::fs::read_to_string(&file).unwrap();
+            events.extend(text.lines().map(|l| Event::parse_line(l).unwrap()));
+        }
+        let salt = Salt::load_or_create(&dir.join(devboy_telemetry::SALT_FILE)).unwrap();
+        let expansions: Vec<_> = events
+            .iter()
+            .filter_map(|e| match e {
+                Event::Expansion(x) => Some((x.tool, x.upstream, x.delivered, x.tokens)),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(
+            expansions,
+            [(
+                salt.h(&[b"fs__read"]),
+                salt.h(&[b"fs"]),
+                Delivered::Again,
+                tokens
+            )]
+        );
+        let summary = events
+            .iter()
+            .find_map(|e| match e {
+                Event::Session(s) => Some(s.clone()),
+                _ => None,
+            })
+            .expect("a summary");
+        assert_eq!(summary.results, 2);
+        assert_eq!(summary.tokens_final, after.tokens_final);
+        assert_eq!(summary.dedup_saved, after.dedup_saved);
+        assert_eq!(
+            summary.expanded.map(|e| (e.calls, e.tokens)),
+            Some((1, tokens))
+        );
         let _ = std::fs::remove_dir_all(&dir);
     }
 

@@ -141,6 +141,13 @@ impl ExpandStore {
         }
     }
 
+    /// Whether `id`'s bytes are still kept (neither counted as a lookup nor
+    /// made more recently used): what may still be expanded, for those who
+    /// keep facts about ids beside the store.
+    pub fn holds(&self, id: ReferenceId) -> bool {
+        self.entries.contains(&id)
+    }
+
     /// What `id` expands to, given the allocator that issues this
     /// session's ids.
     pub fn expand(&mut self, id: ReferenceId, ids: &IdAllocator) -> Expansion<'_> {
@@ -212,6 +219,7 @@ mod tests {
         assert!(s.get(a).is_some()); // b is now least recently used
         assert_eq!(s.insert(c, vec![3; 4]), StoreOutcome::Stored);
         assert_eq!(s.expand(b, &ids), Expansion::Expired);
+        assert!(!s.holds(b) && s.holds(a) && s.holds(c));
         assert_eq!(s.expand(a, &ids), Expansion::Bytes(&[1; 4]));
         assert_eq!(s.expand(c, &ids), Expansion::Bytes(&[3; 4]));
         assert_eq!(

@@ -5,8 +5,8 @@
 //! order the session saw them: a `session` line first (the id tag and
 //! whether encoding was on), then `call` (a call about to be forwarded,
 //! which may make the session forget), `result` (what the client would
-//! have forwarded of a result, with the session clock), `compaction` and
-//! `model`. A capture holds tool-result content and call arguments as they
+//! have forwarded of a result, with the session clock), `compaction`,
+//! `model` and `expansion` (what `devboy_expand` delivered). A capture holds tool-result content and call arguments as they
 //! were: it is as private as the session itself.
 
 use std::io::Write;
@@ -55,6 +55,16 @@ pub enum CaptureRecord {
     Model {
         /// Its id, if known.
         model: Option<String>,
+    },
+    /// `devboy_expand` delivered `text` for `id`.
+    Expansion {
+        /// The id as the model gave it.
+        id: String,
+        /// It asked for the lines or items a hint named, not the whole.
+        #[serde(default)]
+        ranged: bool,
+        /// What it was sent.
+        text: String,
     },
 }
 
@@ -241,6 +251,12 @@ pub fn replay(
                 session.compaction();
             }
             CaptureRecord::Model { model } => session.set_model(model.clone()),
+            CaptureRecord::Expansion { id, ranged, text } => {
+                // The lookup, as the live session made it: the store's
+                // counters and its recency are the live store's.
+                let _ = session.expand(id, None, true, None);
+                session.record_expansion(id, *ranged, text);
+            }
         }
     }
     Ok(session)
@@ -399,6 +415,11 @@ mod tests {
             CaptureRecord::Model {
                 model: Some("claude-x".into()),
             },
+            CaptureRecord::Expansion {
+                id: "tagfix1".into(),
+                ranged: true,
+                text: "lines 40-80".into(),
+            },
         ];
         let text: String = records
             .iter()
@@ -423,7 +444,7 @@ mod tests {
 
     /// The same as the integration test through the binary, with what the
     /// test server cannot send: several text blocks, a call that forgets
-    /// by path, a model change.
+    /// by path, a model change; and an id expanded.
     #[test]
     fn a_session_replayed_from_its_capture_ends_in_the_same_state() {
         let dir = std::env::temp_dir().join(format!("devboy-capture-{}", std::process::id()));
@@ -476,12 +497,16 @@ mod tests {
             &write,
         );
         step(&text, &read);
+        let first = format!("{}1", live.tag());
+        let expanded = live.expand(&first, None, false, None).unwrap();
+        live.record_expansion(&first, false, &expanded);
         live.compaction();
         live.set_model(Some("gpt-4-0613".into()));
         step(&list, &read);
         let report = live.report();
         assert_eq!(report["references"], 3, "{report:#}");
         assert_eq!(report["session"]["compactions"], 1, "{report:#}");
+        assert_eq!(report["expanded"]["calls"], 1, "{report:#}");
 
         let records = read_records(&path);
         let mut shown = 0;

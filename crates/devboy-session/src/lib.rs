@@ -11,7 +11,10 @@
 //!
 //! It also owns what happens around a result: forgetting before a call that
 //! may change things, the model becoming known, compactions, counting the
-//! hints sent, telemetry, the status report, and the capture
+//! hints sent, counting what `devboy_expand` delivers of what the session
+//! left out (a repeat of what the model was shown is a cost, parts it was
+//! never shown are new; see `expansion.rs`), telemetry, the status report,
+//! and the capture
 //! ([`capture`]) that `devboy replay` reads to reproduce the session.
 //!
 //! **Architecture invariant:** this crate knows nothing of MCP, rmcp or
@@ -26,6 +29,7 @@
 
 pub mod capture;
 mod events;
+mod expansion;
 mod session;
 
 use devboy_core::pipeline_config::{PipelineConfig, SessionContext, TokenizerChoice};

@@ -15,9 +15,10 @@ use devboy_pipeline::{
     EndpointKey, Fingerprint, Handoff, IdAllocator, NearPolicy, ReferenceId, ResultPolicy,
     SessionTag, SideEffect, Template, TextDiffPolicy, Timestamp, Tokenizer,
 };
-use devboy_telemetry::{CallFacts, DedupOutcome, Layer, Outcome, Telemetry};
+use devboy_telemetry::{CallFacts, DedupOutcome, Delivered, Layer, Outcome, Telemetry};
 
 use crate::events::{origin, SessionEvents};
+use crate::expansion::{ExpandedTotals, IssuedIds};
 use serde_json::{Map, Value};
 
 use crate::capture::{CaptureRecord, CaptureWriter, CapturedBody, CapturedCall};
@@ -65,6 +66,10 @@ struct State {
     /// Hints of each kind (in [`HintKind::ALL`] order) sent so far.
     hints_sent: [u64; 4],
     capture: Option<CaptureWriter>,
+    /// What each id printed stood for, to count what expanding it delivers.
+    issued: IssuedIds,
+    /// What `devboy_expand` delivered so far.
+    expanded: ExpandedTotals,
 }
 
 /// The session's state even if a panic poisoned its lock: every update
@@ -132,6 +137,10 @@ impl State {
     }
 }
 
+/// The built-in that expands ids, whose name an expansion of an id the
+/// session cannot place is recorded under.
+const EXPAND_TOOL: &str = "devboy_expand";
+
 /// How many budgets' worth of a body's tokens are counted exactly.
 const COUNTED_BUDGETS: usize = 2;
 
@@ -162,6 +171,8 @@ impl PipelineSession {
                 session,
                 hints_sent: [0; 4],
                 capture: None,
+                issued: IssuedIds::default(),
+                expanded: ExpandedTotals::default(),
             }),
             events: SessionEvents::default(),
         }
@@ -244,9 +255,11 @@ impl PipelineSession {
         lock(&self.state).pipeline.stage_ref().tag()
     }
 
-    /// The pipeline's totals so far.
+    /// The session's totals so far: its results, and what `devboy_expand`
+    /// delivered counted in ([`record_expansion`](Self::record_expansion)).
     pub fn totals(&self) -> Totals {
-        lock(&self.state).pipeline.totals().clone()
+        let state = lock(&self.state);
+        state.expanded.onto(state.pipeline.totals())
     }
 
     /// A call is about to be answered: the capture notes it (a replay
@@ -351,17 +364,28 @@ impl PipelineSession {
             }
             let mut processed = if state.pipeline.tokenizer() == tokenizer {
                 state.pipeline.process_counted(
-                    endpoint, &text, json, paths, at, &policy, handoff, tokens_raw,
+                    endpoint.clone(),
+                    &text,
+                    json,
+                    paths,
+                    at,
+                    &policy,
+                    handoff,
+                    tokens_raw,
                 )
             } else {
                 // The model (and with it the tokenizer) changed meanwhile.
                 state
                     .pipeline
-                    .process(endpoint, &text, json, paths, at, &policy, handoff)
+                    .process(endpoint.clone(), &text, json, paths, at, &policy, handoff)
             };
             if processed.action != Action::Deadline && !handoff.hand_over() {
                 processed = state.pipeline.retract(&text, &processed);
             }
+            let State {
+                pipeline, issued, ..
+            } = &mut *state;
+            issued.note(&processed, &endpoint, pipeline.stage_ref().store());
             state.count_hints(&processed);
             state.context.stats.events += 1;
             state.refresh(&self.config());
@@ -532,10 +556,55 @@ impl PipelineSession {
         route::expand(&text, range, raw || !self.encode, &route, ref_id)
     }
 
+    /// `devboy_expand` delivered `text` for the id `id`, asked for whole
+    /// or (`ranged`) for the lines or items a hint named: counts what the
+    /// model received (see the `expansion` module: delivered again, a cost
+    /// taken from the saving that stood in for it; parts of an elided
+    /// result it was never shown, new). Call it once per delivery, with
+    /// the text that went out.
+    pub fn record_expansion(&self, id: &str, ranged: bool, text: &str) {
+        let tokenizer = self.tokenizer();
+        let tokens = tokenizer.count(text) as u64;
+        let (delivered, exposed, upstream) = {
+            let mut state = lock(&self.state);
+            state.capture(|| CaptureRecord::Expansion {
+                id: id.to_owned(),
+                ranged,
+                text: text.to_owned(),
+            });
+            let issued = id
+                .trim()
+                .parse::<ReferenceId>()
+                .ok()
+                .and_then(|id| state.issued.get(id).cloned());
+            let (delivered, exposed, upstream) = match issued {
+                Some(issued) => (
+                    issued.delivered(ranged),
+                    state.exposed.get(&issued.endpoint).cloned(),
+                    issued.endpoint.upstream().to_owned(),
+                ),
+                // Only an id the model was never shown (of a result that
+                // went out without it): counted as a repeat, the reading
+                // that claims nothing, under devboy's own tool.
+                None => (Delivered::Again, None, devboy_core::SERVER_NAME.to_owned()),
+            };
+            state.expanded.add(delivered, tokens);
+            (delivered, exposed, upstream)
+        };
+        let telemetry = self.events.telemetry();
+        if telemetry.is_active() {
+            let tool = exposed.as_deref().unwrap_or(EXPAND_TOOL);
+            telemetry.record_expansion(tool, &upstream, delivered, tokens);
+        }
+    }
+
     /// What the session has done so far, as `devboy_status` shows it.
     pub fn report(&self) -> Value {
         let state = lock(&self.state);
-        let totals = state.pipeline.totals();
+        // What the model received: the results, and what devboy_expand
+        // delivered of them again or for the first time.
+        let totals = &state.expanded.onto(state.pipeline.totals());
+        let expanded = state.expanded.summary;
         let stage = state.pipeline.stage_ref();
         let cache = stage.cache().stats();
         let store = stage.store().stats();
@@ -568,6 +637,12 @@ impl PipelineSession {
             "baseline": "what the client would have forwarded",
             "tokens_raw": totals.tokens_raw,
             "tokens_final": totals.tokens_final,
+            "expanded": {
+                "calls": expanded.calls,
+                "tokens": expanded.tokens,
+                "again_tokens": expanded.again_tokens,
+                "new_tokens": expanded.new_tokens(),
+            },
             "dedup_savings_pct": dedup_pct,
             "encoder_savings_pct": encoder_pct,
             "combined_savings_pct": combined_pct,

@@ -35,6 +35,9 @@ pub enum Event {
     /// One `find_files` query: how it was answered and what its model
     /// calls cost.
     Retrieval(RetrievalRecord),
+    /// One `devboy_expand` delivery: what the model received of a result
+    /// it had an id for.
+    Expansion(ExpansionRecord),
 }
 
 /// An `f64` field of a variant of [`Event`]: an internally tagged enum
@@ -51,7 +54,8 @@ fn buffered_f64<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<f64
 
 impl Event {
     /// The `kind` of each variant, as written.
-    pub const KINDS: [&'static str; 4] = ["result", "session", "speculation", "retrieval"];
+    pub const KINDS: [&'static str; 5] =
+        ["result", "session", "speculation", "retrieval", "expansion"];
 
     /// Parses one line of a telemetry file.
     pub fn parse_line(line: &str) -> serde_json::Result<Event> {
@@ -65,6 +69,7 @@ impl Event {
             Event::Session(s) => s.v,
             Event::Speculation(s) => s.v,
             Event::Retrieval(r) => r.v,
+            Event::Expansion(x) => x.v,
         }
     }
 
@@ -75,6 +80,7 @@ impl Event {
             Event::Session(s) => s.ts_ms,
             Event::Speculation(s) => s.ts_ms,
             Event::Retrieval(r) => r.ts_ms,
+            Event::Expansion(x) => x.ts_ms,
         }
     }
 }
@@ -244,6 +250,156 @@ pub struct RetrievalRecord {
     pub ms: u64,
 }
 
+/// What one `devboy_expand` delivery gave the model, which decides how its
+/// tokens count ([`Delivered::figures`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Delivered {
+    /// Again what the model was shown in full: the id of a result that
+    /// went out whole (fresh, re-encoded, or with parts referenced), or
+    /// the id a reference or near-reference named. A cost taken back from
+    /// dedup's saving.
+    Again,
+    /// Again what an elided result showed: the whole of it asked for
+    /// without a range, which shows its kept part (the head) once more. A
+    /// cost taken back from the encoder's saving (elision is the router's).
+    AgainElided,
+    /// Parts of an elided result the model was never shown: the lines or
+    /// items its hint named. New content, counted as received with an
+    /// equal baseline (without devboy the result would have carried them).
+    New,
+}
+
+impl Delivered {
+    /// The wire name (`again`, `again_elided`, `new`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Again => "again",
+            Self::AgainElided => "again_elided",
+            Self::New => "new",
+        }
+    }
+
+    /// What a delivery of `tokens` adds to a sum of results: the one rule
+    /// by which the live status, the session summary, `tune report` and
+    /// `tune analyze` count expansions. A repeat is received at no
+    /// baseline (without devboy the model would have had it already) and
+    /// its tokens are taken from the saving that stood in for it; new
+    /// parts are received at an equal baseline and save nothing. Either
+    /// way `tokens_baseline - tokens_final = dedup_saved + encoder_saved`,
+    /// as for a result.
+    pub fn figures(self, tokens: u64) -> TokenFigures {
+        let cost = i64::try_from(tokens).unwrap_or(i64::MAX);
+        match self {
+            Self::Again => TokenFigures {
+                tokens_final: tokens,
+                dedup_saved: -cost,
+                ..TokenFigures::default()
+            },
+            Self::AgainElided => TokenFigures {
+                tokens_final: tokens,
+                encoder_saved: -cost,
+                ..TokenFigures::default()
+            },
+            Self::New => TokenFigures {
+                tokens_baseline: tokens,
+                tokens_final: tokens,
+                ..TokenFigures::default()
+            },
+        }
+    }
+}
+
+/// The token figures a sum of results adds up.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TokenFigures {
+    /// Tokens the model would have received without devboy.
+    pub tokens_baseline: u64,
+    /// Tokens it received.
+    pub tokens_final: u64,
+    /// Of the saving, dedup's.
+    pub dedup_saved: i64,
+    /// Of the saving, the encoder's.
+    pub encoder_saved: i64,
+}
+
+impl std::ops::AddAssign for TokenFigures {
+    fn add_assign(&mut self, other: Self) {
+        self.tokens_baseline += other.tokens_baseline;
+        self.tokens_final += other.tokens_final;
+        self.dedup_saved += other.dedup_saved;
+        self.encoder_saved += other.encoder_saved;
+    }
+}
+
+/// One `devboy_expand` delivery (`"kind": "expansion"`): which tool's
+/// result the id stood for, what was delivered and its tokens; no id, no
+/// range, no content. Never sampled (one per expand call).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ExpansionRecord {
+    /// Schema version, [`SCHEMA_VERSION`].
+    pub v: u32,
+    /// Unix milliseconds.
+    pub ts_ms: u64,
+    /// `h(session id)`.
+    pub session: Hash64,
+    /// `h(exposed tool name)` of the tool whose result the id stood for
+    /// (the result that last named it), never `devboy_expand`'s.
+    pub tool: Hash64,
+    /// `h(upstream name)` of that tool.
+    pub upstream: Hash64,
+    /// What the model received.
+    pub delivered: Delivered,
+    /// The tokenizer `tokens` is in.
+    pub tokenizer: Cow<'static, str>,
+    /// Tokens of what `devboy_expand` delivered.
+    pub tokens: u64,
+}
+
+impl ExpansionRecord {
+    /// What it adds to a sum of results ([`Delivered::figures`]).
+    pub fn figures(&self) -> TokenFigures {
+        self.delivered.figures(self.tokens)
+    }
+}
+
+/// The `devboy_expand` deliveries of a session, in its summary.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ExpandedSummary {
+    /// Deliveries.
+    pub calls: u64,
+    /// Their tokens (all of them part of the summary's `tokens_final`).
+    pub tokens: u64,
+    /// Of those, the tokens delivered again ([`Delivered::Again`] and
+    /// [`Delivered::AgainElided`]): taken back from the savings.
+    pub again_tokens: u64,
+}
+
+impl ExpandedSummary {
+    /// Counts one delivery of `tokens`.
+    pub fn add(&mut self, delivered: Delivered, tokens: u64) {
+        self.calls += 1;
+        self.tokens += tokens;
+        if delivered != Delivered::New {
+            self.again_tokens += tokens;
+        }
+    }
+
+    /// Tokens of parts the model was never shown ([`Delivered::New`]).
+    pub fn new_tokens(&self) -> u64 {
+        self.tokens - self.again_tokens
+    }
+}
+
+impl std::ops::AddAssign for ExpandedSummary {
+    fn add_assign(&mut self, other: Self) {
+        self.calls += other.calls;
+        self.tokens += other.tokens;
+        self.again_tokens += other.again_tokens;
+    }
+}
+
 /// One session's speculation, in its summary: what was prefetched and what
 /// became of it, what was declined, and what the agent got from it.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -330,13 +486,14 @@ pub struct SessionSummary {
     /// Sampled result events dropped because the writer fell behind.
     #[serde(default)]
     pub dropped: u64,
-    /// Sum of `tokens_baseline` over all results, sampled or not.
+    /// Sum of `tokens_baseline` over all results, sampled or not, and
+    /// expansions ([`Delivered::figures`]).
     pub tokens_baseline: u64,
-    /// Sum of `tokens_final` over all results.
+    /// Sum of `tokens_final` over all results and expansions.
     pub tokens_final: u64,
-    /// Sum of `dedup_saved` over all results.
+    /// Sum of `dedup_saved` over all results and expansions.
     pub dedup_saved: i64,
-    /// Sum of `encoder_saved` over all results.
+    /// Sum of `encoder_saved` over all results and expansions.
     pub encoder_saved: i64,
     /// Context partitions advanced (compactions).
     pub compactions: u64,
@@ -350,6 +507,10 @@ pub struct SessionSummary {
     /// devboy recorded them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub definitions: Option<DefinitionsSummary>,
+    /// What `devboy_expand` delivered; omitted when it delivered nothing,
+    /// and absent from files written before devboy recorded it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expanded: Option<ExpandedSummary>,
 }
 
 /// The tool lists a session served (`tools/list`), in its summary: counts
@@ -488,6 +649,7 @@ mod tests {
             client: ClientKind::ClaudeCode,
             speculation: None,
             definitions: None,
+            expanded: None,
         });
         let line = serde_json::to_string(&summary).unwrap();
         assert!(line.starts_with(r#"{"kind":"session","v":1,"#), "{line}");
@@ -618,6 +780,69 @@ mod tests {
             "{line}"
         );
         assert_eq!(Event::parse_line(&line).unwrap(), Event::Session(listed));
+    }
+
+    #[test]
+    fn expansion_wire_names_and_figures_are_pinned() {
+        let record = Event::Expansion(ExpansionRecord {
+            v: SCHEMA_VERSION,
+            ts_ms: 1,
+            session: Hash64(2),
+            tool: Hash64(3),
+            upstream: Hash64(4),
+            delivered: Delivered::AgainElided,
+            tokenizer: "o200k_base".into(),
+            tokens: 812,
+        });
+        let line = serde_json::to_string(&record).unwrap();
+        assert_eq!(
+            line,
+            r#"{"kind":"expansion","v":1,"ts_ms":1,"session":"0000000000000002","tool":"0000000000000003","upstream":"0000000000000004","delivered":"again_elided","tokenizer":"o200k_base","tokens":812}"#
+        );
+        assert_eq!(Event::parse_line(&line).unwrap(), record);
+        for delivered in [Delivered::Again, Delivered::AgainElided, Delivered::New] {
+            assert_eq!(
+                serde_json::to_string(&delivered).unwrap(),
+                format!("\"{}\"", delivered.name())
+            );
+            // Every delivery adds up as a result does.
+            let f = delivered.figures(100);
+            assert_eq!(f.tokens_final, 100);
+            assert_eq!(
+                f.tokens_baseline as i64 - f.tokens_final as i64,
+                f.dedup_saved + f.encoder_saved
+            );
+        }
+        let cost = |d: Delivered| {
+            let f = d.figures(100);
+            (f.tokens_baseline, f.dedup_saved, f.encoder_saved)
+        };
+        assert_eq!(cost(Delivered::Again), (0, -100, 0));
+        assert_eq!(cost(Delivered::AgainElided), (0, 0, -100));
+        assert_eq!(cost(Delivered::New), (100, 0, 0));
+    }
+
+    #[test]
+    fn session_lines_carry_what_was_expanded() {
+        let old = r#"{"kind":"session","v":1,"ts_ms":5,"session":"00000000000000aa","started_ms":1,"ended_ms":5,"events":2,"results":2,"sample_rate":1.0,"dropped":0,"tokens_baseline":10,"tokens_final":8,"dedup_saved":2,"encoder_saved":0,"compactions":0,"client":"other"}"#;
+        let Event::Session(s) = Event::parse_line(old).unwrap() else {
+            panic!("a session")
+        };
+        assert_eq!(s.expanded, None);
+        let expanded = SessionSummary {
+            expanded: Some(ExpandedSummary {
+                calls: 2,
+                tokens: 900,
+                again_tokens: 800,
+            }),
+            ..s
+        };
+        let line = serde_json::to_string(&Event::Session(expanded.clone())).unwrap();
+        assert!(
+            line.ends_with(r#","expanded":{"calls":2,"tokens":900,"again_tokens":800}}"#),
+            "{line}"
+        );
+        assert_eq!(Event::parse_line(&line).unwrap(), Event::Session(expanded));
     }
 
     #[test]

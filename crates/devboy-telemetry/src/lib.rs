@@ -1,5 +1,5 @@
-//! devboy's anonymous telemetry: one record per tool result and one per
-//! session, appended to JSONL files on the user's machine for
+//! devboy's anonymous telemetry: one record per tool result, one per
+//! `devboy_expand` delivery and one per session, appended to JSONL files on the user's machine for
 //! `devboy tune analyze` (the schema is docs/telemetry.md).
 //!
 //! Key design decisions:
@@ -51,9 +51,9 @@ pub mod sink;
 mod tests;
 
 pub use event::{
-    CallsSaved, ClientKind, DedupOutcome, DefinitionsSummary, EndpointClass, Event, Layer,
-    ResultEvent, RetrievalRecord, SessionSummary, SpeculationKind, SpeculationRecord,
-    SpeculationSummary, SCHEMA_VERSION,
+    CallsSaved, ClientKind, DedupOutcome, DefinitionsSummary, Delivered, EndpointClass, Event,
+    ExpandedSummary, ExpansionRecord, Layer, ResultEvent, RetrievalRecord, SessionSummary,
+    SpeculationKind, SpeculationRecord, SpeculationSummary, TokenFigures, SCHEMA_VERSION,
 };
 pub use hash::{Hash128, Hash64, Salt};
 pub use names::EndpointNames;

@@ -70,6 +70,8 @@ fn parse_record(line: &[u8]) -> serde_json::Result<Event> {
         serde_json::from_slice(line).map(Event::Speculation)
     } else if kind_first(line, "retrieval") {
         serde_json::from_slice(line).map(Event::Retrieval)
+    } else if kind_first(line, "expansion") {
+        serde_json::from_slice(line).map(Event::Expansion)
     } else {
         serde_json::from_slice(line)
     }

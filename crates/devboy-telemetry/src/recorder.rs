@@ -29,9 +29,9 @@ use devboy_core::pipeline_config::TelemetrySettings;
 use devboy_core::speculation::{Served, SpeculationEvent};
 
 use crate::event::{
-    ClientKind, DedupOutcome, DefinitionsSummary, EndpointClass, Event, Layer, ResultEvent,
-    RetrievalRecord, SessionSummary, SpeculationKind, SpeculationRecord, SpeculationSummary,
-    SCHEMA_VERSION,
+    ClientKind, DedupOutcome, DefinitionsSummary, Delivered, EndpointClass, Event, ExpandedSummary,
+    ExpansionRecord, Layer, ResultEvent, RetrievalRecord, SessionSummary, SpeculationKind,
+    SpeculationRecord, SpeculationSummary, TokenFigures, SCHEMA_VERSION,
 };
 use crate::hash::{hex, random_bytes, Hash64, Salt};
 use crate::names::EndpointNames;
@@ -356,6 +356,23 @@ struct Totals {
     dedup_saved: AtomicI64,
     encoder_saved: AtomicI64,
     compactions: AtomicU64,
+    expansions: AtomicU64,
+    expanded_tokens: AtomicU64,
+    expanded_again_tokens: AtomicU64,
+}
+
+impl Totals {
+    /// Adds one result's or expansion's token figures.
+    fn add(&self, figures: TokenFigures) {
+        self.tokens_baseline
+            .fetch_add(figures.tokens_baseline, Ordering::Relaxed);
+        self.tokens_final
+            .fetch_add(figures.tokens_final, Ordering::Relaxed);
+        self.dedup_saved
+            .fetch_add(figures.dedup_saved, Ordering::Relaxed);
+        self.encoder_saved
+            .fetch_add(figures.encoder_saved, Ordering::Relaxed);
+    }
 }
 
 #[derive(Debug)]
@@ -509,8 +526,28 @@ impl Telemetry {
         }
     }
 
-    /// Ends the session: queues its summary (when it had any result or any
-    /// speculation) and
+    /// Records one `devboy_expand` delivery of `tokens` tokens, `delivered`
+    /// of a result of `tool` (the exposed name of the tool whose result the
+    /// id stood for) on `upstream`. Never sampled; its figures
+    /// ([`Delivered::figures`]) go into the session's totals. Returns
+    /// whether its event was queued.
+    pub fn record_expansion(
+        &self,
+        tool: &str,
+        upstream: &str,
+        delivered: Delivered,
+        tokens: u64,
+    ) -> bool {
+        match &self.active {
+            Some(active) if active.live() => {
+                active.record_expansion(tool, upstream, delivered, tokens)
+            }
+            _ => false,
+        }
+    }
+
+    /// Ends the session: queues its summary (when it had any result, any
+    /// expansion or any speculation) and
     /// waits up to two seconds for the writer to write everything queued.
     /// Later calls, and later [`record`](Self::record)s, do nothing.
     pub fn finish(&self) {
@@ -638,6 +675,35 @@ impl Active {
             .is_ok()
     }
 
+    fn record_expansion(
+        &self,
+        tool: &str,
+        upstream: &str,
+        delivered: Delivered,
+        tokens: u64,
+    ) -> bool {
+        let t = &self.totals;
+        t.add(delivered.figures(tokens));
+        t.expansions.fetch_add(1, Ordering::Relaxed);
+        t.expanded_tokens.fetch_add(tokens, Ordering::Relaxed);
+        if delivered != Delivered::New {
+            t.expanded_again_tokens.fetch_add(tokens, Ordering::Relaxed);
+        }
+        let record = ExpansionRecord {
+            v: SCHEMA_VERSION,
+            ts_ms: unix_ms(SystemTime::now()),
+            session: self.session,
+            tool: self.name_hash(tool),
+            upstream: self.name_hash(upstream),
+            delivered,
+            tokenizer: self.tokenizer.clone().into(),
+            tokens,
+        };
+        self.tx
+            .try_send(Message::Event(Box::new(Event::Expansion(record))))
+            .is_ok()
+    }
+
     fn live(&self) -> bool {
         !self.failed.load(Ordering::Relaxed) && !self.finished.load(Ordering::Relaxed)
     }
@@ -667,14 +733,12 @@ impl Active {
         let seq = self.seq.fetch_add(1, Ordering::Relaxed) + 1;
         let t = &self.totals;
         t.results.fetch_add(1, Ordering::Relaxed);
-        t.tokens_baseline
-            .fetch_add(outcome.tokens_baseline, Ordering::Relaxed);
-        t.tokens_final
-            .fetch_add(outcome.tokens_final, Ordering::Relaxed);
-        t.dedup_saved
-            .fetch_add(outcome.dedup_saved, Ordering::Relaxed);
-        t.encoder_saved
-            .fetch_add(outcome.encoder_saved, Ordering::Relaxed);
+        t.add(TokenFigures {
+            tokens_baseline: outcome.tokens_baseline,
+            tokens_final: outcome.tokens_final,
+            dedup_saved: outcome.dedup_saved,
+            encoder_saved: outcome.encoder_saved,
+        });
         let tool = self.name_hash(facts.tool);
         let upstream = self.name_hash(facts.upstream);
         let call = self.call_hash(seq);
@@ -755,7 +819,13 @@ impl Active {
             .unwrap_or_else(|e| e.into_inner())
             .summary;
         let listed = definitions.lists > 0;
-        if (results > 0 || speculated) && !self.failed.load(Ordering::SeqCst) {
+        let expanded = ExpandedSummary {
+            calls: t.expansions.load(Ordering::SeqCst),
+            tokens: t.expanded_tokens.load(Ordering::SeqCst),
+            again_tokens: t.expanded_again_tokens.load(Ordering::SeqCst),
+        };
+        if (results > 0 || speculated || expanded.calls > 0) && !self.failed.load(Ordering::SeqCst)
+        {
             let now = unix_ms(SystemTime::now());
             let summary = SessionSummary {
                 v: SCHEMA_VERSION,
@@ -775,6 +845,7 @@ impl Active {
                 client: self.client.get().copied().unwrap_or(ClientKind::Other),
                 speculation: speculated.then_some(speculation),
                 definitions: listed.then_some(definitions),
+                expanded: (expanded.calls > 0).then_some(expanded),
             };
             let message = Message::Event(Box::new(Event::Session(summary)));
             self.send_until(message, deadline);

@@ -53,7 +53,7 @@ fn split(events: Vec<Event>) -> (Vec<ResultEvent>, Vec<SessionSummary>) {
         match event {
             Event::Result(r) => results.push(r),
             Event::Session(s) => sessions.push(s),
-            Event::Speculation(_) | Event::Retrieval(_) => {}
+            Event::Speculation(_) | Event::Retrieval(_) | Event::Expansion(_) => {}
         }
     }
     (results, sessions)
@@ -638,4 +638,101 @@ fn sessions_without_speculation_write_no_speculation_field() {
     assert!(!text.contains("\"speculation\""), "{text}");
     assert!(!text.contains("\"served\""), "{text}");
     assert!(!text.contains("call_key"), "{text}");
+}
+
+#[test]
+fn expansions_are_recorded_unsampled_and_summed_into_the_summary() {
+    let dir = temp_dir("expansion");
+    // Results sampled out entirely: an expansion is never sampled.
+    let telemetry = Telemetry::start(TelemetryOptions {
+        sample_rate: 0.0,
+        ..options(&dir)
+    });
+    let facts = CallFacts {
+        tool: "secretsrv__read_file",
+        upstream: "secretsrv",
+        body: CANARY,
+        paths: &[],
+    };
+    assert!(!telemetry.record(&facts, outcome(100)), "sampled out");
+    assert!(telemetry.record_expansion("secretsrv__read_file", "secretsrv", Delivered::Again, 40));
+    assert!(telemetry.record_expansion(
+        "secretsrv__read_file",
+        "secretsrv",
+        Delivered::AgainElided,
+        7
+    ));
+    assert!(telemetry.record_expansion("secretsrv__read_file", "secretsrv", Delivered::New, 30));
+    telemetry.finish();
+    assert!(
+        !telemetry.record_expansion("a__b", "a", Delivered::New, 1),
+        "finished"
+    );
+
+    let events = all_events(&dir);
+    let expansions: Vec<&ExpansionRecord> = events
+        .iter()
+        .filter_map(|e| match e {
+            Event::Expansion(x) => Some(x),
+            _ => None,
+        })
+        .collect();
+    let salt = Salt::load_or_create(&dir.join(SALT_FILE)).unwrap();
+    let h = |x: &str| salt.h(&[x.as_bytes()]);
+    let what: Vec<_> = expansions
+        .iter()
+        .map(|x| (x.tool, x.upstream, x.delivered, x.tokens))
+        .collect();
+    let (tool, upstream) = (h("secretsrv__read_file"), h("secretsrv"));
+    assert_eq!(
+        what,
+        [
+            (tool, upstream, Delivered::Again, 40),
+            (tool, upstream, Delivered::AgainElided, 7),
+            (tool, upstream, Delivered::New, 30),
+        ]
+    );
+    assert!(
+        expansions
+            .iter()
+            .all(|x| x.tokenizer == "o200k_base"
+                && x.session == h("0123456789abcdef0123456789abcdef"))
+    );
+    let (results, sessions) = split(events);
+    assert!(results.is_empty());
+    let s = &sessions[0];
+    // The result's figures (100 → 50, dedup -3, encoder 53) and the
+    // expansions': 47 again (40 from dedup, 7 from the encoder), 30 new.
+    assert_eq!(s.results, 1);
+    assert_eq!(s.tokens_baseline, 100 + 30);
+    assert_eq!(s.tokens_final, 50 + 40 + 7 + 30);
+    assert_eq!((s.dedup_saved, s.encoder_saved), (-3 - 40, 53 - 7));
+    assert_eq!(
+        s.tokens_baseline as i64 - s.tokens_final as i64,
+        s.dedup_saved + s.encoder_saved
+    );
+    assert_eq!(
+        s.expanded,
+        Some(ExpandedSummary {
+            calls: 3,
+            tokens: 77,
+            again_tokens: 47
+        })
+    );
+    assert!(!everything_under(&dir).contains(CANARY));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_session_that_only_expanded_writes_its_summary() {
+    let dir = temp_dir("expansion-only");
+    let telemetry = Telemetry::start(options(&dir));
+    assert!(telemetry.record_expansion("a__b", "a", Delivered::Again, 12));
+    telemetry.finish();
+    let (_, sessions) = split(all_events(&dir));
+    assert_eq!(sessions.len(), 1);
+    assert_eq!(sessions[0].results, 0);
+    assert_eq!(sessions[0].tokens_final, 12);
+    assert_eq!(sessions[0].expanded.map(|e| e.calls), Some(1));
+    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -31,10 +31,25 @@
 //! [`EndpointStats::observed`]) counts each observed event once: those are
 //! the evidence, and the rules' minimum support is measured on them, not
 //! on estimated volume. Rates and means are over observed events.
+//!
+//! # Expansions
+//!
+//! What `devboy_expand` delivered ([`ExpansionRecord`]) is part of what the
+//! model received, so the volume figures ([`WeightedSums`], and through
+//! it [`EndpointStats`]' token totals and savings) count it, under the
+//! tool whose result the id stood for, by telemetry's one rule: a repeat
+//! of what the model was shown takes its tokens back from the saving, new
+//! parts are received at an equal baseline. Expansions are never sampled
+//! (weight 1). They are no results: they add no call, and nothing that
+//! models results (the sequence facts, the evidence counts, the shared
+//! fingerprints, which read [`EndpointStats::results_figures`]) sees them.
 
 use std::collections::HashMap;
 
-use crate::event::{ClientKind, DedupOutcome, Record, SessionRecord, Vocabulary, NONE};
+use crate::event::{
+    ClientKind, DedupOutcome, ExpandedSummary, ExpansionRecord, Record, SessionRecord,
+    TokenFigures, Vocabulary, NONE,
+};
 use crate::read::EventTable;
 
 /// A reference hint's cost when no recorded hit says otherwise
@@ -113,14 +128,21 @@ pub struct EndpointStats {
     pub formats: HashMap<u8, u64>,
     /// Results per endpoint-class index.
     pub classes: HashMap<u8, u64>,
-    /// Sum of `tokens_baseline`, weighted like `calls`.
+    /// Sum of `tokens_baseline`, weighted like `calls`, and of what the
+    /// expansions add (see the module docs).
     pub tokens_baseline: u64,
-    /// Sum of `tokens_final`, weighted like `calls`.
+    /// Sum of `tokens_final`, weighted like `calls`, expansions included.
     pub tokens_final: u64,
-    /// Sum of `dedup_saved`, weighted like `calls`.
+    /// Sum of `dedup_saved`, weighted like `calls`, less what expansions
+    /// delivered again of references and whole results.
     pub dedup_saved: i64,
-    /// Sum of `encoder_saved`, weighted like `calls`.
+    /// Sum of `encoder_saved`, weighted like `calls`, less what expansions
+    /// delivered again of elided results.
     pub encoder_saved: i64,
+    /// What `devboy_expand` delivered of the endpoint's results.
+    pub expanded: ExpandedSummary,
+    /// What those expansions add to the four sums above.
+    pub expanded_figures: TokenFigures,
     /// What the id lines on fresh results cost (sum of negative
     /// `dedup_saved` on misses).
     pub id_line_cost: i64,
@@ -221,6 +243,19 @@ impl EndpointStats {
             dedup_saved: self.dedup_saved,
             encoder_saved: self.encoder_saved,
             scaled: self.scaled,
+            expanded: self.expanded,
+        }
+    }
+
+    /// The token figures of the results alone, without what expansions
+    /// added: what models results (the shared fingerprints) reads.
+    pub fn results_figures(&self) -> TokenFigures {
+        let x = &self.expanded_figures;
+        TokenFigures {
+            tokens_baseline: self.tokens_baseline.saturating_sub(x.tokens_baseline),
+            tokens_final: self.tokens_final.saturating_sub(x.tokens_final),
+            dedup_saved: self.dedup_saved - x.dedup_saved,
+            encoder_saved: self.encoder_saved - x.encoder_saved,
         }
     }
 }
@@ -364,6 +399,9 @@ pub struct Tally {
     /// Some event of the group weighed other than 1: the figures are
     /// scaled estimates.
     pub scaled: bool,
+    /// What `devboy_expand` delivered in the group, counted in the figures
+    /// above (its tokens in `tokens_final`).
+    pub expanded: ExpandedSummary,
 }
 
 impl Tally {
@@ -380,11 +418,12 @@ impl Tally {
     }
 }
 
-/// Weighted sums of a group of result events, rounded once into a
-/// [`Tally`]: the one rule for how results' tokens add up, used for the
-/// endpoints of `tune analyze` ([`EndpointStats`]) and every group of
-/// `tune report` (days, sessions, servers, tools). Rounding once, not per
-/// event, keeps three events at rate 0.3 at 10 results, not 3 × 3 = 9.
+/// Weighted sums of a group of result events and expansions, rounded once
+/// into a [`Tally`]: the one rule for how what the model received adds
+/// up, used for the endpoints of `tune analyze` ([`EndpointStats`]) and
+/// every group of `tune report` (days, sessions, servers, tools). Rounding
+/// once, not per event, keeps three events at rate 0.3 at 10 results, not
+/// 3 × 3 = 9.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct WeightedSums {
     calls: f64,
@@ -393,6 +432,8 @@ pub struct WeightedSums {
     dedup_saved: f64,
     encoder_saved: f64,
     scaled: bool,
+    expanded: ExpandedSummary,
+    expanded_figures: TokenFigures,
 }
 
 impl WeightedSums {
@@ -406,6 +447,19 @@ impl WeightedSums {
         self.scaled |= w != 1.0;
     }
 
+    /// Adds one `devboy_expand` delivery: no call, its figures
+    /// ([`ExpansionRecord::figures`]) at weight 1 (expansions are never
+    /// sampled).
+    pub fn add_expansion(&mut self, x: &ExpansionRecord) {
+        let f = x.figures();
+        self.baseline += f.tokens_baseline as f64;
+        self.fin += f.tokens_final as f64;
+        self.dedup_saved += f.dedup_saved as f64;
+        self.encoder_saved += f.encoder_saved as f64;
+        self.expanded.add(x.delivered, x.tokens);
+        self.expanded_figures += f;
+    }
+
     /// Adds the sums of another group (unrounded).
     pub fn merge(&mut self, other: &WeightedSums) {
         self.calls += other.calls;
@@ -414,6 +468,8 @@ impl WeightedSums {
         self.dedup_saved += other.dedup_saved;
         self.encoder_saved += other.encoder_saved;
         self.scaled |= other.scaled;
+        self.expanded += other.expanded;
+        self.expanded_figures += other.expanded_figures;
     }
 
     /// The sums, rounded.
@@ -425,6 +481,7 @@ impl WeightedSums {
             dedup_saved: self.dedup_saved.round() as i64,
             encoder_saved: self.encoder_saved.round() as i64,
             scaled: self.scaled,
+            expanded: self.expanded,
         }
     }
 
@@ -435,6 +492,8 @@ impl WeightedSums {
         e.tokens_final = t.tokens_final;
         e.dedup_saved = t.dedup_saved;
         e.encoder_saved = t.encoder_saved;
+        e.expanded = self.expanded;
+        e.expanded_figures = self.expanded_figures;
     }
 }
 
@@ -545,6 +604,16 @@ pub fn analyze(table: &EventTable, params: SequenceParams) -> Analysis {
             }
             _ => {}
         }
+    }
+    // What the model received of each endpoint's results through
+    // devboy_expand: in its sums, never in its evidence.
+    for x in &table.expansions {
+        endpoints.entry(x.tool).or_insert_with(|| EndpointStats {
+            tool: x.tool,
+            ..EndpointStats::default()
+        });
+        weighted.entry(x.tool).or_default().add_expansion(x);
+        weighted_total.add_expansion(x);
     }
     for (tool, e) in endpoints.iter_mut() {
         if let Some(w) = weighted.get(tool) {

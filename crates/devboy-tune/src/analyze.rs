@@ -721,6 +721,50 @@ side_effect = "mutating"
         }
     }
 
+    /// Expansions are part of what the model received, never results: the
+    /// same telemetry with a costly expansion added proposes the same
+    /// changes, observes the same calls, and shows the cost in the sums.
+    #[test]
+    fn expansions_move_the_savings_and_nothing_the_rules_read() {
+        let s = setup(vec![search(), issues()], 400, None);
+        let dry = AnalyzeOptions {
+            dry_run: true,
+            ..s.options.clone()
+        };
+        let before = run(&dry).unwrap();
+        let line = format!(
+            r#"{{"kind":"expansion","v":1,"ts_ms":{},"session":"00000000000000ee","tool":"{}","upstream":"0000000000000001","delivered":"again","tokenizer":"o200k_base","tokens":4321}}"#,
+            dry.now_ms - 86_400_000,
+            search().hash()
+        );
+        std::fs::write(
+            dry.input.join("events-zz-expansions.jsonl"),
+            format!("{line}\n"),
+        )
+        .unwrap();
+        let after = run(&dry).unwrap();
+        assert_eq!(after.read.expansions, 1);
+        assert_eq!(
+            format!("{:?}", after.decisions),
+            format!("{:?}", before.decisions)
+        );
+        let tool = devboy_core::hash::fnv1a64(b"gh__search_code");
+        let (old, new) = (
+            before.analysis.endpoint(tool).unwrap(),
+            after.analysis.endpoint(tool).unwrap(),
+        );
+        assert_eq!((new.calls, new.observed), (old.calls, old.observed));
+        assert_eq!(new.dedup_saved, old.dedup_saved - 4321);
+        assert_eq!(new.tokens_final, old.tokens_final + 4321);
+        assert_eq!(after.analysis.sessions, before.analysis.sessions);
+        let rendered = after.to_string();
+        assert!(
+            rendered.contains("# expanded: devboy_expand delivered 4,321 tokens in 1 call,"),
+            "{rendered}"
+        );
+        assert!(!before.to_string().contains("# expanded"));
+    }
+
     #[test]
     fn writes_kept_changes_and_preserves_hand_edits_across_runs() {
         let s = setup(vec![search(), issues()], 400, Some(HAND));

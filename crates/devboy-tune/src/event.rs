@@ -1,5 +1,9 @@
 //! The compact form the tuner keeps of each telemetry record: a
-//! [`Record`] per result event, with its names in a [`Vocabulary`].
+//! [`Record`] per result event, with its names in a [`Vocabulary`], and an
+//! [`ExpansionRecord`] per `devboy_expand` delivery (never a [`Record`]:
+//! an expansion is no tool result, so nothing that models results — the
+//! sequence facts, the cache simulation, the rules, the shared
+//! fingerprints — sees it; only the sums of what the model received do).
 //!
 //! The records are read by `devboy_telemetry`'s own reader, the one parser
 //! of the format (`docs/telemetry.md`, schema version 1), and compacted
@@ -16,8 +20,8 @@
 /// The event's fixed vocabularies are the writer's own types
 /// (`devboy_telemetry`), so the two sides cannot spell them differently.
 pub use devboy_telemetry::{
-    ClientKind, DedupOutcome, DefinitionsSummary, SpeculationKind, SpeculationSummary,
-    SCHEMA_VERSION,
+    ClientKind, DedupOutcome, DefinitionsSummary, Delivered, ExpandedSummary, SpeculationKind,
+    SpeculationSummary, TokenFigures, SCHEMA_VERSION,
 };
 
 use devboy_core::speculation::{DeclineReason, PrefetchEnd, Served};
@@ -236,8 +240,8 @@ pub struct SessionRecord {
     pub client: ClientKind,
     /// What speculation did in the session, when it did anything.
     pub speculation: Option<SpeculationSummary>,
-    /// Tokens of the tool results sent to the model over the session
-    /// (every result, sampled or not).
+    /// Tokens sent to the model over the session: every result, sampled
+    /// or not, and what `devboy_expand` delivered.
     pub tokens_final: u64,
     /// The tool lists devboy served the session; `None` when it served
     /// none, or the summary was written before devboy recorded them.
@@ -268,6 +272,42 @@ impl SessionRecord {
     /// nothing dropped.
     pub fn complete(&self) -> bool {
         self.sample_rate >= 1.0 && self.dropped == 0
+    }
+}
+
+/// One `devboy_expand` delivery (`"kind": "expansion"`), compacted.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ExpansionRecord {
+    /// Unix milliseconds.
+    pub ts_ms: u64,
+    /// `h(session id)`.
+    pub session: u64,
+    /// `h(exposed tool name)` of the tool whose result the id stood for.
+    pub tool: u64,
+    /// What the model received.
+    pub delivered: Delivered,
+    /// Its tokens.
+    pub tokens: u64,
+}
+
+impl ExpansionRecord {
+    /// What it adds to a sum of results, by telemetry's one rule
+    /// ([`Delivered::figures`]).
+    pub fn figures(&self) -> TokenFigures {
+        self.delivered.figures(self.tokens)
+    }
+
+    /// The compact form of an expansion event; its tokenizer goes into
+    /// `vocab`.
+    pub(crate) fn of(event: &devboy_telemetry::ExpansionRecord, vocab: &mut Vocabulary) -> Self {
+        vocab.tokenizers.index(&event.tokenizer);
+        ExpansionRecord {
+            ts_ms: event.ts_ms,
+            session: event.session.0,
+            tool: event.tool.0,
+            delivered: event.delivered,
+            tokens: event.tokens,
+        }
     }
 }
 

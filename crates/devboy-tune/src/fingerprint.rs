@@ -289,6 +289,7 @@ impl Fingerprint {
                 )
             });
         let (template_top, template_share) = template.unwrap_or((None, 0.0));
+        let results = e.results_figures();
         Fingerprint {
             endpoint: name.to_owned(),
             members: 1,
@@ -317,9 +318,10 @@ impl Fingerprint {
             encoded,
             template_top,
             template_share,
-            baseline_tokens: per(e.tokens_baseline as i64, e.calls),
-            dedup_saved_tokens: per(e.dedup_saved, e.calls),
-            encoder_saved_tokens: per(e.encoder_saved, e.calls),
+            // Of the results alone: an expansion is no result.
+            baseline_tokens: per(results.tokens_baseline as i64, e.calls),
+            dedup_saved_tokens: per(results.dedup_saved, e.calls),
+            encoder_saved_tokens: per(results.encoder_saved, e.calls),
             first_day,
             last_day,
             devboy_version: DEVBOY_VERSION.to_owned(),
@@ -387,6 +389,9 @@ impl Fingerprint {
             .max(0) as u64,
             dedup_saved: total(self.dedup_saved_tokens),
             encoder_saved: total(self.encoder_saved_tokens),
+            // A fingerprint is of results alone.
+            expanded: Default::default(),
+            expanded_figures: Default::default(),
             id_line_cost: total(self.id_line_tokens),
             reference_saved: total(self.reference_saved_tokens),
             body_baseline: 0,

@@ -22,7 +22,9 @@ use std::time::{Duration, UNIX_EPOCH};
 
 use devboy_telemetry::{read_events_file, Event};
 
-use crate::event::{Record, RetrievalRecord, SessionRecord, SpeculationRecord, Vocabulary};
+use crate::event::{
+    ExpansionRecord, Record, RetrievalRecord, SessionRecord, SpeculationRecord, Vocabulary,
+};
 
 /// What to read.
 #[derive(Clone, Debug)]
@@ -52,6 +54,8 @@ pub struct ReadStats {
     pub speculation: u64,
     /// `find_files` queries taken.
     pub retrieval: u64,
+    /// `devboy_expand` deliveries taken.
+    pub expansions: u64,
     /// Lines that are not JSON or lack a required field, and last lines
     /// cut by a crash.
     pub malformed: u64,
@@ -77,6 +81,9 @@ pub struct EventTable {
     pub speculation: Vec<SpeculationRecord>,
     /// `find_files` queries.
     pub retrieval: Vec<RetrievalRecord>,
+    /// `devboy_expand` deliveries, in recorded order: no result, but part
+    /// of what the model received.
+    pub expansions: Vec<ExpansionRecord>,
     /// What was read and skipped.
     pub stats: ReadStats,
 }
@@ -171,6 +178,11 @@ impl EventTable {
             Event::Retrieval(r) => {
                 stats.retrieval += 1;
                 self.retrieval.push(RetrievalRecord::of(&r));
+            }
+            Event::Expansion(x) => {
+                stats.expansions += 1;
+                self.expansions
+                    .push(ExpansionRecord::of(&x, &mut self.vocab));
             }
         }
     }
@@ -350,6 +362,12 @@ mod tests {
                 assert!(telemetry.record_speculation("gh__list_issues", &key, event, actual));
             }
         }
+        assert!(telemetry.record_expansion(
+            "gh__list_issues",
+            "gh",
+            devboy_telemetry::Delivered::AgainElided,
+            321
+        ));
         telemetry.finish();
 
         // What a recorder run cannot force (drops, prefetch flags, a
@@ -411,6 +429,11 @@ mod tests {
                     ..Default::default()
                 }),
                 definitions: None,
+                expanded: Some(devboy_telemetry::ExpandedSummary {
+                    calls: 2,
+                    tokens: 90,
+                    again_tokens: 50,
+                }),
             }),
         ];
         let mut sink = JsonlSink::new(dir.path(), SinkLimits::new(1 << 20, 30));
@@ -493,6 +516,39 @@ mod tests {
                 output_tokens: 40,
             }]
         );
+        let written_expansions: Vec<&devboy_telemetry::ExpansionRecord> = written
+            .iter()
+            .filter_map(|e| match e {
+                Event::Expansion(x) => Some(x),
+                _ => None,
+            })
+            .collect();
+        assert_eq!((written_expansions.len(), s.expansions), (1, 1));
+        for (w, r) in written_expansions.iter().zip(&table.expansions) {
+            let devboy_telemetry::ExpansionRecord {
+                v,
+                ts_ms,
+                session,
+                tool,
+                delivered,
+                tokenizer,
+                tokens,
+                // Servers come from the exposed name's prefix.
+                upstream: _,
+            } = w;
+            let crate::event::ExpansionRecord {
+                ts_ms: read_ts_ms,
+                session: read_session,
+                tool: read_tool,
+                delivered: read_delivered,
+                tokens: read_tokens,
+            } = *r;
+            assert_eq!(*v, crate::event::SCHEMA_VERSION);
+            assert_eq!((read_ts_ms, read_session), (*ts_ms, session.0));
+            assert_eq!((read_tool, read_delivered), (tool.0, *delivered));
+            assert_eq!((read_tool, read_tokens), (tool_hash.0, *tokens));
+            assert!(table.vocab.tokenizers.find(tokenizer).is_some());
+        }
         assert_eq!(table.speculation.len(), written_speculation.len());
         for (w, r) in written_speculation.iter().zip(&table.speculation) {
             assert_speculation_read(w, r);
@@ -654,6 +710,8 @@ mod tests {
             tokens_final,
             speculation,
             definitions,
+            // The tuner sums the expansion events themselves.
+            expanded: _,
         } = written;
         let SessionRecord {
             results: read_results,

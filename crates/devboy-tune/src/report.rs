@@ -20,9 +20,14 @@ impl fmt::Display for AnalyzeReport {
             o.days,
             o.input.display()
         )?;
+        let expansions = if r.expansions > 0 {
+            format!(", {} expansions", int(r.expansions as i64))
+        } else {
+            String::new()
+        };
         writeln!(
             f,
-            "read {} result events and {} session summaries from {} files ({:.1} MB) in {:.1} s",
+            "read {} result events{expansions} and {} session summaries from {} files ({:.1} MB) in {:.1} s",
             int(r.results as i64),
             int(r.sessions as i64),
             r.files,
@@ -122,6 +127,18 @@ impl fmt::Display for AnalyzeReport {
             f,
             "dup %: results dedup replaced; fp dup %: results whose body was already in the context (from fingerprints); sizes in characters; tokens: the baseline, sent: what the model got"
         )?;
+        let x = &self.analysis.total.expanded;
+        if x.calls > 0 {
+            writeln!(
+                f,
+                "# expanded: devboy_expand delivered {} tokens in {} {}, counted in tokens, sent and the savings of the tool whose result each id stood for ({} again of what the model had been shown, taken back from the savings; {} of parts it had not been shown, in the baseline too); no expansion counts as a result",
+                int(x.tokens as i64),
+                int(x.calls as i64),
+                if x.calls == 1 { "call" } else { "calls" },
+                int(x.again_tokens as i64),
+                int(x.new_tokens() as i64),
+            )?;
+        }
         if let Some(figures) = &self.enrichment {
             writeln!(f, "{}", figures.line())?;
         }
@@ -216,6 +233,7 @@ impl AnalyzeReport {
                 others.tokens_final += e.tokens_final;
                 others.dedup_saved += e.dedup_saved;
                 others.encoder_saved += e.encoder_saved;
+                others.expanded += e.expanded;
                 others.sequenced += e.sequenced;
                 others.implied_repeats += e.implied_repeats;
             }

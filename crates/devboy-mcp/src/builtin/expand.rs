@@ -1,7 +1,10 @@
 //! `devboy_expand`: the result behind an id devboy printed (`kafrum12`),
 //! all of it or the lines or items a hint named, as a full delivery of it
 //! reads, or as the server wrote it; never more than one delivery may
-//! show, the rest named by the call that gives it.
+//! show, the rest named by the call that gives it. What it sends is
+//! counted as received (`PipelineProcessor::record_expansion`): again what
+//! the model was shown is a cost against the savings, parts of an elided
+//! result it never saw are new.
 
 use futures::future::BoxFuture;
 use rmcp::model::{CallToolResult, ContentBlock, Tool};
@@ -84,7 +87,12 @@ impl BuiltinTool for Expand {
                 _ => processor.expand(&id, range.as_ref(), true, client.as_deref()),
             };
             Ok(match expanded {
-                Ok(text) => CallToolResult::success(vec![ContentBlock::text(text)]),
+                Ok(text) => {
+                    // Counted here, for the one text that goes out (a
+                    // readable form past the deadline never does).
+                    processor.record_expansion(&id, range.is_some(), &text);
+                    CallToolResult::success(vec![ContentBlock::text(text)])
+                }
                 Err(message) => failed(message),
             })
         })

@@ -493,6 +493,9 @@ pub fn page(report: &SavingsReport) -> String {
         &servers,
     ));
     let _ = write!(s, "<p>{}.</p>", escape(LEGEND));
+    if let Some(line) = report.expanded_line() {
+        let _ = write!(s, "<p class=\"expanded\">{}.</p>", escape(&line));
+    }
 
     s.push_str("<h2>Per day (UTC)</h2>");
     let rows: Vec<Vec<String>> = report

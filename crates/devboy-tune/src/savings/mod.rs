@@ -3,11 +3,15 @@
 //! scripts ([`SavingsReport::to_json`], keys in `docs/telemetry.md`) and
 //! one self-contained HTML page with charts ([`html`]).
 //!
-//! The figures are sums over the result events of the window, read by the
-//! tuner's one reader ([`crate::read`]): `tokens_baseline` (what the
-//! client would have forwarded to the model without devboy),
-//! `tokens_final` (what it forwarded), and the saving split into L0 dedup
-//! and L1/L2 encoders. Each group is summed by
+//! The figures are sums over the result and expansion events of the
+//! window, read by the tuner's one reader ([`crate::read`]):
+//! `tokens_baseline` (what the client would have forwarded to the model
+//! without devboy), `tokens_final` (what it forwarded, with what
+//! `devboy_expand` delivered), and the saving split into L0 dedup and
+//! L1/L2 encoders, less what expansions delivered again. Nothing comes from
+//! a session summary's totals: a session that ended without one (killed,
+//! or its client gone without a clean end) counts exactly what its events
+//! say was delivered. Each group is summed by
 //! [`crate::aggregate::WeightedSums`], the rule `tune analyze` sums its
 //! endpoints with, so the two commands agree on the same telemetry: an
 //! event of a sampled session weighs `1/sample_rate`
@@ -79,6 +83,11 @@ impl Tally {
             "saved_pct": self.saved_pct().map(|p| (p * 10.0).round() / 10.0),
             "dedup_saved": self.dedup_saved,
             "encoder_saved": self.encoder_saved,
+            "expanded": {
+                "calls": self.expanded.calls,
+                "tokens": self.expanded.tokens,
+                "again_tokens": self.expanded.again_tokens,
+            },
         });
         match v {
             Value::Object(map) => map,
@@ -222,21 +231,27 @@ impl SavingsReport {
     pub fn of(table: &EventTable, names: &ExposedNames, options: SavingsOptions) -> Self {
         let mut total = WeightedSums::default();
         let mut days: BTreeMap<u64, WeightedSums> = BTreeMap::new();
-        // session → (first, last, sums)
-        let mut sessions: HashMap<u64, (u64, u64, WeightedSums)> = HashMap::new();
+        // session → (its first and last result, sums)
+        let mut sessions: HashMap<u64, (Option<(u64, u64)>, WeightedSums)> = HashMap::new();
         let mut tools: HashMap<u64, WeightedSums> = HashMap::new();
         for r in &table.records {
             let w = session_weight(table.sessions.get(&r.session));
             total.add(r, w);
             days.entry(r.ts_ms / DAY_MS).or_default().add(r, w);
-            let s =
-                sessions
-                    .entry(r.session)
-                    .or_insert((r.ts_ms, r.ts_ms, WeightedSums::default()));
-            s.0 = s.0.min(r.ts_ms);
-            s.1 = s.1.max(r.ts_ms);
-            s.2.add(r, w);
+            let s = sessions.entry(r.session).or_default();
+            let (first, last) = s.0.get_or_insert((r.ts_ms, r.ts_ms));
+            *first = (*first).min(r.ts_ms);
+            *last = (*last).max(r.ts_ms);
+            s.1.add(r, w);
             tools.entry(r.tool).or_default().add(r, w);
+        }
+        // What devboy_expand delivered, under the tool whose result the id
+        // stood for, by the same sums.
+        for x in &table.expansions {
+            total.add_expansion(x);
+            days.entry(x.ts_ms / DAY_MS).or_default().add_expansion(x);
+            sessions.entry(x.session).or_default().1.add_expansion(x);
+            tools.entry(x.tool).or_default().add_expansion(x);
         }
 
         let row = |id: u64, span: Option<(u64, u64)>, figures: Tally| {
@@ -254,7 +269,7 @@ impl SavingsReport {
         };
         let mut session_rows: Vec<SessionRow> = sessions
             .iter()
-            .map(|(id, (first, last, sums))| row(*id, Some((*first, *last)), sums.tally()))
+            .map(|(id, (span, sums))| row(*id, *span, sums.tally()))
             .collect();
         // A summary in the window says the session was, even when none of
         // its results is: they were all sampled out, or came before the
@@ -390,6 +405,7 @@ impl SavingsReport {
                 "other_kinds": r.other_kinds,
                 "old": r.old,
                 "unreadable": r.unreadable.len(),
+                "expansions": r.expansions,
             },
             "total": row(serde_json::Map::new(), &self.total),
             "days": self.days.iter().map(|d| row(map(json!({"date": d.date})), &d.figures)).collect::<Vec<_>>(),
@@ -411,15 +427,34 @@ impl SavingsReport {
     }
 
     /// What was read, for people: `read 10 result events and 2 session
-    /// summaries from 1 file`.
+    /// summaries from 1 file` (and `, 3 expansions` when there were).
     pub fn read_line(&self) -> String {
         let r = &self.read;
+        let expansions = if r.expansions > 0 {
+            format!(", {}", count(r.expansions, "expansion", "expansions"))
+        } else {
+            String::new()
+        };
         format!(
-            "read {} and {} from {}",
+            "read {}{expansions} and {} from {}",
             count(r.results, "result event", "result events"),
             count(r.sessions, "session summary", "session summaries"),
             count(r.files as u64, "file", "files")
         )
+    }
+
+    /// One line on what `devboy_expand` delivered, or `None` when nothing.
+    pub fn expanded_line(&self) -> Option<String> {
+        let x = &self.total.expanded;
+        (x.calls > 0).then(|| {
+            format!(
+                "received includes {} tokens devboy_expand delivered in {}: {} again of what the model had been shown (taken back from the savings), {} of parts it had not been shown (in the baseline too)",
+                int(x.tokens as i64),
+                count(x.calls, "call", "calls"),
+                int(x.again_tokens as i64),
+                int(x.new_tokens() as i64),
+            )
+        })
     }
 
     /// What was skipped while reading, for people; `None` when nothing.
@@ -540,7 +575,7 @@ pub fn minute(unix_ms: u64) -> String {
 }
 
 /// What the figure columns mean, for the text and the page.
-pub const LEGEND: &str = "calls: tool results; the other figures are tokens. baseline: what the model would have received without devboy; received: what it received; saved = baseline - received (saved %: of the baseline), of which dedup (references to results already sent) and encoder (shorter lossless formats)";
+pub const LEGEND: &str = "calls: tool results; the other figures are tokens. baseline: what the model would have received without devboy; received: what it received, devboy_expand's deliveries included; saved = baseline - received (saved %: of the baseline), of which dedup (references to results already sent) and encoder (shorter lossless formats)";
 
 /// What the definitions columns mean.
 pub const DEFINITIONS_LEGEND: &str = "definitions: tokens of the tool definitions every model request of the session carried (the last tools/list devboy served; tools: how many), when its summary recorded them";
@@ -656,6 +691,9 @@ impl fmt::Display for SavingsReport {
             writeln!(f, "names: {note}; tools are shown by their hash")?;
         }
         writeln!(f, "{LEGEND}")?;
+        if let Some(line) = self.expanded_line() {
+            writeln!(f, "{line}")?;
+        }
 
         writeln!(f, "\nSavings per day (UTC){mark}")?;
         let t = figures_table(
@@ -760,7 +798,28 @@ mod tests {
             dedup_saved: a.dedup_saved + b.dedup_saved,
             encoder_saved: a.encoder_saved + b.encoder_saved,
             scaled: a.scaled || b.scaled,
+            expanded: {
+                let mut x = a.expanded;
+                x += b.expanded;
+                x
+            },
         })
+    }
+
+    fn expansion(
+        tool: u64,
+        session: u64,
+        ts_ms: u64,
+        delivered: crate::event::Delivered,
+        tokens: u64,
+    ) -> crate::event::ExpansionRecord {
+        crate::event::ExpansionRecord {
+            ts_ms,
+            session,
+            tool,
+            delivered,
+            tokens,
+        }
     }
 
     fn table(records: Vec<Record>, sessions: Vec<(u64, SessionRecord)>) -> EventTable {
@@ -804,6 +863,7 @@ mod tests {
                 dedup_saved: 895,
                 encoder_saved: 715,
                 scaled: false,
+                expanded: Default::default(),
             }
         );
         assert_eq!(r.total.saved(), 1610);
@@ -918,7 +978,8 @@ mod tests {
         assert_eq!(
             j["total"],
             json!({"calls": 1, "tokens_baseline": 10, "tokens_final": 4, "tokens_saved": 6,
-                   "saved_pct": 60.0, "dedup_saved": 0, "encoder_saved": 6})
+                   "saved_pct": 60.0, "dedup_saved": 0, "encoder_saved": 6,
+                   "expanded": {"calls": 0, "tokens": 0, "again_tokens": 0}})
         );
         let keys = |v: &Value| v.as_object().unwrap().keys().cloned().collect::<Vec<_>>();
         assert_eq!(
@@ -1138,7 +1199,8 @@ mod tests {
         assert_eq!(
             j["days"][1],
             json!({"date": "2025-11-28", "calls": 0, "tokens_baseline": 0, "tokens_final": 0,
-                   "tokens_saved": 0, "saved_pct": null, "dedup_saved": 0, "encoder_saved": 0})
+                   "tokens_saved": 0, "saved_pct": null, "dedup_saved": 0, "encoder_saved": 0,
+                   "expanded": {"calls": 0, "tokens": 0, "again_tokens": 0}})
         );
         let text = r.to_string();
         assert!(
@@ -1147,6 +1209,150 @@ mod tests {
             ),
             "{text}"
         );
+    }
+
+    /// A reference saved 480 tokens of fs__read_text_file; the model then
+    /// expanded its id and received 500 again. mem__read_graph's elided
+    /// result saved 900 by the encoder; its head came again (300), and the
+    /// range its hint named (200) was new.
+    #[test]
+    fn what_expand_delivered_is_taken_from_the_savings_of_its_tool() {
+        use crate::event::Delivered;
+        let mut t = table(
+            vec![
+                record(1, 10, T0 + 1000, (500, 507, -7, 0)),
+                record(1, 10, T0 + 2000, (500, 20, 480, 0)),
+                record(3, 10, T0 + 3000, (1200, 300, 0, 900)),
+            ],
+            vec![(10, summary(1.0, None))],
+        );
+        t.expansions = vec![
+            expansion(1, 10, T0 + 2500, Delivered::Again, 500),
+            expansion(3, 10, T0 + DAY, Delivered::AgainElided, 300),
+            expansion(3, 10, T0 + DAY + 1, Delivered::New, 200),
+        ];
+        t.stats = ReadStats {
+            files: 1,
+            results: 3,
+            sessions: 1,
+            expansions: 3,
+            ..ReadStats::default()
+        };
+        let r = SavingsReport::of(&t, &names(), options());
+        let tool = |name: &str| {
+            r.tools
+                .iter()
+                .find(|t| t.name.as_deref() == Some(name))
+                .unwrap()
+                .figures
+        };
+        let fs = tool("fs__read_text_file");
+        assert_eq!(
+            (fs.calls, fs.tokens_baseline, fs.tokens_final),
+            (2, 1000, 1027)
+        );
+        assert_eq!((fs.dedup_saved, fs.encoder_saved), (473 - 500, 0));
+        assert_eq!(
+            fs.saved(),
+            -27,
+            "the reference saved less than was expanded"
+        );
+        let mem = tool("mem__read_graph");
+        assert_eq!(
+            (mem.calls, mem.tokens_baseline, mem.tokens_final),
+            (1, 1400, 800)
+        );
+        assert_eq!((mem.dedup_saved, mem.encoder_saved), (0, 600));
+        assert_eq!(
+            mem.expanded,
+            crate::event::ExpandedSummary {
+                calls: 2,
+                tokens: 500,
+                again_tokens: 300
+            }
+        );
+        // Each table sums to the one total; the split still adds up.
+        let total = r.total;
+        assert_eq!(total.calls, 3, "an expansion is no call");
+        assert_eq!(total.saved(), total.dedup_saved + total.encoder_saved);
+        assert_eq!(total.saved(), (-7 + 480 + 900) - 500 - 300);
+        assert_eq!(sum(&mut r.days.iter().map(|d| d.figures)), total);
+        assert_eq!(sum(&mut r.sessions.iter().map(|d| d.figures)), total);
+        assert_eq!(sum(&mut r.servers.iter().map(|d| d.figures)), total);
+        assert_eq!(sum(&mut r.tools.iter().map(|d| d.figures)), total);
+        assert_eq!(day_rows(&r)[1], ("2025-11-28", 0, -300));
+
+        let j = r.to_json();
+        assert_eq!(
+            j["total"]["expanded"],
+            json!({"calls": 3, "tokens": 1000, "again_tokens": 800})
+        );
+        assert_eq!(j["read"]["expansions"], 3);
+        let text = r.to_string();
+        assert!(
+            text.contains("received includes 1,000 tokens devboy_expand delivered in 3 calls: 800 again of what the model had been shown (taken back from the savings), 200 of parts it had not been shown (in the baseline too)\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("read 3 result events, 3 expansions and 1 session summary from 1 file\n"),
+            "{text}"
+        );
+        assert!(html::page(&r).contains("received includes 1,000 tokens"));
+    }
+
+    /// A session killed mid-way (no summary) counts what its events say it
+    /// delivered, expansions included; a summary's own totals never enter
+    /// a figure, even when they disagree with the events.
+    #[test]
+    fn a_session_without_a_summary_counts_its_events_and_no_total() {
+        use crate::event::Delivered;
+        let mut t = table(
+            vec![
+                record(1, 10, T0 + 1000, (500, 507, -7, 0)),
+                record(1, 10, T0 + 2000, (500, 20, 480, 0)),
+                record(2, 20, T0 + 3000, (100, 40, 0, 60)),
+            ],
+            vec![(
+                20,
+                SessionRecord {
+                    // A total that is not the sum of the events.
+                    tokens_final: 999_999,
+                    ..summary(1.0, None)
+                },
+            )],
+        );
+        t.expansions = vec![
+            expansion(1, 10, T0 + 2500, Delivered::Again, 500),
+            // Its results came before the window; its expansion is in it.
+            expansion(3, 30, T0 + 4000, Delivered::Again, 70),
+        ];
+        let r = SavingsReport::of(&t, &names(), options());
+        let row = |id: u64| {
+            r.sessions
+                .iter()
+                .find(|s| s.session == id_text(id))
+                .unwrap_or_else(|| panic!("session {id}"))
+        };
+        let killed = row(10);
+        assert_eq!(killed.client, None, "no summary");
+        assert_eq!(killed.results, None);
+        assert_eq!(
+            (
+                killed.figures.calls,
+                killed.figures.tokens_baseline,
+                killed.figures.tokens_final
+            ),
+            (2, 1000, 527 + 500)
+        );
+        assert_eq!(killed.figures.dedup_saved, 473 - 500);
+        assert_eq!(row(20).figures.tokens_final, 40, "the events, not 999,999");
+        let late = row(30);
+        assert_eq!((late.first_ms, late.figures.calls), (None, 0));
+        assert_eq!(late.figures.tokens_final, 70);
+        assert_eq!(late.figures.dedup_saved, -70);
+        assert_eq!(sum(&mut r.sessions.iter().map(|s| s.figures)), r.total);
+        assert_eq!(r.total.tokens_final, 527 + 500 + 40 + 70);
+        assert!(!r.total.scaled);
     }
 
     #[test]
@@ -1168,10 +1374,19 @@ mod tests {
                 ));
             }
         }
-        let t = table(
+        let mut t = table(
             records,
             vec![(1, summary(0.3, None)), (2, summary(1.0, None))],
         );
+        // Expansions, never sampled, in every session; one of a tool with
+        // no result in the window.
+        use crate::event::Delivered;
+        t.expansions = vec![
+            expansion(1, 1, T0 + 5, Delivered::Again, 120),
+            expansion(2, 2, T0 + 6, Delivered::AgainElided, 40),
+            expansion(3, 3, T0 + 7, Delivered::New, 33),
+            expansion(9, 2, T0 + 8, Delivered::Again, 11),
+        ];
         let report = SavingsReport::of(&t, &names(), options());
         let analysis = crate::aggregate::analyze(
             &t,
@@ -1191,5 +1406,33 @@ mod tests {
                 .unwrap_or_else(|| panic!("tool {} in the report", e.tool));
             assert_eq!(row.figures, e.tally(), "tool {}", e.tool);
         }
+        assert_eq!(report.total.expanded.calls, 4);
+        // What models results sees none of it: no call, no evidence, and
+        // the results' own figures as without the expansions.
+        let without = crate::aggregate::analyze(
+            &EventTable {
+                expansions: Vec::new(),
+                ..t.clone()
+            },
+            crate::aggregate::SequenceParams {
+                near_min_body_bytes: 1024,
+                ttl_ms: 1_800_000,
+            },
+        );
+        for e in &without.endpoints {
+            let with = analysis.endpoint(e.tool).unwrap();
+            assert_eq!((with.calls, with.observed), (e.calls, e.observed));
+            let f = e.tally();
+            assert_eq!(
+                with.results_figures(),
+                crate::event::TokenFigures {
+                    tokens_baseline: f.tokens_baseline,
+                    tokens_final: f.tokens_final,
+                    dedup_saved: f.dedup_saved,
+                    encoder_saved: f.encoder_saved,
+                }
+            );
+        }
+        assert_eq!(analysis.endpoint(9).map(|e| e.observed), Some(0));
     }
 }
