@@ -144,11 +144,15 @@ fn requests_piped_in_with_stdin_closed_are_all_answered() {
         }
         drop(stdin);
         let output = child.wait_with_output().unwrap();
-        let ids: Vec<u64> = String::from_utf8_lossy(&output.stdout)
+        let mut ids: Vec<u64> = String::from_utf8_lossy(&output.stdout)
             .lines()
             .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
             .filter_map(|v| v["id"].as_u64())
             .collect();
+        // Each is answered once; requests after `initialize` are served
+        // concurrently, so their answers may come in either order.
+        assert_eq!(ids.first(), Some(&1), "initialize first");
+        ids.sort_unstable();
         assert_eq!(
             ids,
             [1, 2, 3],
