@@ -18,8 +18,6 @@ use devboy_testkit::scripted_model::{LAST_ID, NEXT_ID, NEXT_RANGE};
 use devboy_testkit::{peers, ClaudeCode, Script, ScriptedModel, ToolResultSeen};
 use serde_json::json;
 
-const DEVBOY: &str = env!("CARGO_BIN_EXE_devboy");
-
 /// Claude Code's inline limit and token cap (2.1.330, measured).
 const INLINE_CHARS: usize = 50_000;
 const MAX_TOKENS: usize = 25_000;
@@ -163,21 +161,13 @@ fn big_results_reach_the_model_inline_bounded_and_paged_through() {
     let readme_path = project.join("README.md");
     std::fs::write(&readme_path, &readme).unwrap();
 
-    let config = claude.scratch_dir().join("devboy.toml");
-    std::fs::write(
-        &config,
-        common::peer_toml("fs", &peers::server_filesystem(&project))
-            + &common::peer_toml("git", &peers::server_git(&repo)),
-    )
-    .unwrap();
-    claude
-        .mcp_add(
-            "devboy",
-            DEVBOY,
-            &["mcp", "--config", config.to_str().unwrap()],
-        )
-        .unwrap();
-    common::keep_listings(&claude, &config, &[], &["fs", "git"]);
+    common::add_devboy_with(
+        &claude,
+        &[
+            ("fs", peers::server_filesystem(&project)),
+            ("git", peers::server_git(&repo)),
+        ],
+    );
 
     let repo_arg = repo.to_str().unwrap();
     let page = json!({"id": NEXT_ID, "lines": NEXT_RANGE});
@@ -307,20 +297,7 @@ fn a_lower_max_mcp_output_tokens_of_claude_code_bounds_devboy_s_results() {
     let module = test_module();
     let module_path = project.join("test_requests.py");
     std::fs::write(&module_path, &module).unwrap();
-    let config = claude.scratch_dir().join("devboy.toml");
-    std::fs::write(
-        &config,
-        common::peer_toml("fs", &peers::server_filesystem(&project)),
-    )
-    .unwrap();
-    claude
-        .mcp_add(
-            "devboy",
-            DEVBOY,
-            &["mcp", "--config", config.to_str().unwrap()],
-        )
-        .unwrap();
-    common::keep_listings(&claude, &config, &[], &["fs"]);
+    common::add_devboy_with(&claude, &[("fs", peers::server_filesystem(&project))]);
     let model = ScriptedModel::start(
         Script::new()
             .tool_use(
@@ -356,20 +333,7 @@ fn big_results_reach_the_model_inline_in_an_interactive_session() {
     let module = test_module();
     let module_path = project.join("test_requests.py");
     std::fs::write(&module_path, &module).unwrap();
-    let config = claude.scratch_dir().join("devboy.toml");
-    std::fs::write(
-        &config,
-        common::peer_toml("fs", &peers::server_filesystem(&project)),
-    )
-    .unwrap();
-    claude
-        .mcp_add(
-            "devboy",
-            DEVBOY,
-            &["mcp", "--config", config.to_str().unwrap()],
-        )
-        .unwrap();
-    common::keep_listings(&claude, &config, &[], &["fs"]);
+    common::add_devboy_with(&claude, &[("fs", peers::server_filesystem(&project))]);
     let model = ScriptedModel::start(
         Script::new()
             .tool_use(

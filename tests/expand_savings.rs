@@ -11,7 +11,7 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
@@ -36,33 +36,14 @@ fn tokens(text: &str) -> i64 {
     Tokenizer::O200k.count(text) as i64
 }
 
-/// Every event of the telemetry directory, parsed.
-fn events(telemetry: &Path) -> Vec<Value> {
-    let Ok(entries) = std::fs::read_dir(telemetry.join("events")) else {
-        return Vec::new();
-    };
-    let mut files: Vec<PathBuf> = entries.map(|e| e.unwrap().path()).collect();
-    files.sort();
-    files
-        .iter()
-        .flat_map(|f| {
-            std::fs::read_to_string(f)
-                .unwrap()
-                .lines()
-                .map(|l| serde_json::from_str::<Value>(l).expect("a JSON line"))
-                .collect::<Vec<_>>()
-        })
-        .collect()
-}
-
 /// Polls the events until `done` holds of them (15 s at most).
 async fn wait_for_events(telemetry: &Path, what: &str, done: impl Fn(&[Value]) -> bool) {
     let deadline = tokio::time::Instant::now() + Duration::from_secs(15);
-    while !done(&events(telemetry)) {
+    while !done(&common::events(telemetry)) {
         assert!(
             tokio::time::Instant::now() < deadline,
             "no {what} within 15 s: {:#?}",
-            events(telemetry)
+            common::events(telemetry)
         );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
@@ -271,7 +252,7 @@ async fn expanded_tokens_are_taken_from_the_savings_live_and_in_the_report() {
         !kind(e, "session").is_empty()
     })
     .await;
-    let all = events(&telemetry);
+    let all = common::events(&telemetry);
     let results = kind(&all, "result");
     let expansions = kind(&all, "expansion");
     let delivered: Vec<(&Value, i64)> = expansions
@@ -391,7 +372,7 @@ async fn a_killed_session_is_counted_from_its_events() {
     .await;
     let status = client.kill_with("KILL").await;
     assert!(!status.success());
-    let all = events(&telemetry);
+    let all = common::events(&telemetry);
     assert!(kind(&all, "session").is_empty(), "killed: no summary");
     let results = kind(&all, "result");
     let expanded = kind(&all, "expansion")[0]["tokens"].as_i64().unwrap();

@@ -70,25 +70,6 @@ fn stdout(out: &Output) -> String {
     String::from_utf8(out.stdout.clone()).expect("UTF-8 stdout")
 }
 
-/// Every line of the events files under `telemetry/events`, parsed.
-fn events(telemetry: &Path) -> Vec<Value> {
-    let mut files: Vec<PathBuf> = std::fs::read_dir(telemetry.join("events"))
-        .expect("events dir")
-        .map(|e| e.unwrap().path())
-        .collect();
-    files.sort();
-    files
-        .iter()
-        .flat_map(|f| {
-            std::fs::read_to_string(f)
-                .unwrap()
-                .lines()
-                .map(|l| serde_json::from_str::<Value>(l).expect("a JSON line"))
-                .collect::<Vec<_>>()
-        })
-        .collect()
-}
-
 /// One real session: devboy over server-filesystem (rooted at `root`)
 /// and server-memory, listed once, `calls` made, then closed; waits for
 /// its summary (`sessions_before + 1` in all).
@@ -125,7 +106,7 @@ async fn session(
     let _ = client.cancel().await;
     let deadline = tokio::time::Instant::now() + Duration::from_secs(15);
     loop {
-        let summaries = events(telemetry)
+        let summaries = common::events(telemetry)
             .iter()
             .filter(|e| e["kind"] == "session")
             .count();
@@ -529,7 +510,7 @@ async fn report_on_real_sessions_adds_up_and_renders_in_chromium() {
     .await;
 
     // The figures, summed here from the events files.
-    let all = events(&telemetry);
+    let all = common::events(&telemetry);
     let names: BTreeMap<String, String> = serde_json::from_slice(
         &std::fs::read(config_dir.join(devboy_core::paths::ENDPOINT_NAMES_FILE_NAME)).unwrap(),
     )

@@ -627,3 +627,49 @@ pub async fn until(what: &str, mut check: impl AsyncFnMut() -> bool) {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
+
+/// Registers devboy with `claude` as server `devboy`, proxying `servers`
+/// from a devboy.toml in its scratch directory, and keeps every server's
+/// listing first as `devboy doctor` does for a user (so the first
+/// `tools/list` has them all). Returns the config's path.
+pub fn add_devboy_with(
+    claude: &devboy_testkit::ClaudeCode,
+    servers: &[(&str, devboy_testkit::peers::PeerCommand)],
+) -> std::path::PathBuf {
+    let config = claude.scratch_dir().join("devboy.toml");
+    let toml: String = servers
+        .iter()
+        .map(|(name, peer)| peer_toml(name, peer))
+        .collect();
+    std::fs::write(&config, toml).expect("write devboy.toml");
+    claude
+        .mcp_add(
+            "devboy",
+            devboy_bin(),
+            &["mcp", "--config", config.to_str().expect("a UTF-8 path")],
+        )
+        .expect("claude mcp add devboy");
+    let names: Vec<&str> = servers.iter().map(|(name, _)| *name).collect();
+    keep_listings(claude, &config, &[], &names);
+    config
+}
+
+/// Every line of the events files under `telemetry/events`, in file
+/// order, parsed (none when the folder is not there yet).
+pub fn events(telemetry: &Path) -> Vec<serde_json::Value> {
+    let Ok(entries) = std::fs::read_dir(telemetry.join("events")) else {
+        return Vec::new();
+    };
+    let mut files: Vec<PathBuf> = entries.map(|e| e.unwrap().path()).collect();
+    files.sort();
+    files
+        .iter()
+        .flat_map(|f| {
+            std::fs::read_to_string(f)
+                .unwrap()
+                .lines()
+                .map(|l| serde_json::from_str::<serde_json::Value>(l).expect("a JSON line"))
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}

@@ -33,6 +33,12 @@ pub const KEPT_TEXT_BYTES: usize = 4 << 20;
 /// blocks that do not fit left out, with one last line saying what was
 /// cut and how to get less.
 pub fn within_frame(call: &ResolvedCall, result: CallToolResult) -> CallToolResult {
+    // JSON escaping makes a character at most six bytes: most results are
+    // known to fit without being serialized again.
+    let raw: usize = result.content.iter().map(block_bytes).sum();
+    if result.structured_content.is_none() && raw.saturating_mul(6) <= MAX_RESULT_BYTES {
+        return result;
+    }
     let structured = result.structured_content.as_ref().map_or(0, json_bytes);
     let content: usize = result.content.iter().map(json_bytes).sum();
     if content + structured <= MAX_RESULT_BYTES {

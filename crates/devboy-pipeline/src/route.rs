@@ -103,6 +103,19 @@ impl RouteConfig {
         tokens <= self.budget_tokens && self.inline_chars.is_none_or(|c| client_chars(text) <= c)
     }
 
+    /// This bound for a client that shows at most `limits` of one result:
+    /// the lower of the budget and its token cap, and its inline
+    /// characters.
+    pub fn for_client(&self, limits: ClientLimits) -> Self {
+        Self {
+            budget_tokens: limits
+                .max_tokens
+                .map_or(self.budget_tokens, |max| max.min(self.budget_tokens)),
+            inline_chars: limits.inline_chars,
+            ..self.clone()
+        }
+    }
+
     /// This bound less what `text` (a line sent beside the result, such as
     /// its id line) takes of it.
     pub fn less(&self, tokens: usize, text: &str) -> Self {
@@ -383,8 +396,8 @@ pub(crate) enum View<'a> {
         key: Option<&'a str>,
         items: &'a [Value],
     },
-    /// Fields of an object.
-    Fields(&'a serde_json::Map<String, Value>),
+    /// Fields of an object, in order.
+    Fields(Vec<(&'a String, &'a Value)>),
 }
 
 impl<'a> View<'a> {
@@ -421,7 +434,7 @@ impl<'a> View<'a> {
                         key: Some(key.as_str()),
                         items,
                     },
-                    _ => View::Fields(map),
+                    _ => View::Fields(map.iter().collect()),
                 })
             }
             Some(_) => None,
@@ -432,7 +445,7 @@ impl<'a> View<'a> {
         match self {
             View::Lines(lines) | View::StringLines { lines, .. } => lines.len(),
             View::Array { items, .. } => items.len(),
-            View::Fields(map) => map.len(),
+            View::Fields(fields) => fields.len(),
         }
     }
 
@@ -497,8 +510,8 @@ impl<'a> View<'a> {
                 let text = items[i].to_string();
                 (estimate_tokens(&text), client_chars(&text))
             }
-            View::Fields(map) => {
-                let (k, v) = map.iter().nth(i).expect("an index below len");
+            View::Fields(fields) => {
+                let (k, v) = fields[i];
                 let text = v.to_string();
                 (
                     estimate_tokens(k) + estimate_tokens(&text),
@@ -531,11 +544,9 @@ impl<'a> View<'a> {
                     _ => json_part(Value::Array(kept)),
                 }
             }
-            View::Fields(map) => json_part(Value::Object(
-                map.iter()
-                    .enumerate()
-                    .filter(|(i, _)| keep.binary_search(i).is_ok())
-                    .map(|(_, (k, v))| (k.clone(), v.clone()))
+            View::Fields(fields) => json_part(Value::Object(
+                keep.iter()
+                    .map(|&i| (fields[i].0.clone(), fields[i].1.clone()))
                     .collect(),
             )),
         }
@@ -543,15 +554,10 @@ impl<'a> View<'a> {
 
     /// How elided fields are named in their hint.
     fn field_names(&self, elided: &[usize]) -> String {
-        let View::Fields(map) = self else {
+        let View::Fields(fields) = self else {
             return String::new();
         };
-        let names: Vec<&str> = map
-            .keys()
-            .enumerate()
-            .filter(|(i, _)| elided.binary_search(i).is_ok())
-            .map(|(_, k)| k.as_str())
-            .collect();
+        let names: Vec<&str> = elided.iter().map(|&i| fields[i].0.as_str()).collect();
         let mut text = names.iter().take(5).copied().collect::<Vec<_>>().join(", ");
         if names.len() > 5 {
             text.push_str(", …");
@@ -610,7 +616,7 @@ pub(crate) fn elide_view(
     }
     let head_only =
         window != Window::All || !view.is_lines() || config.reads_file || view.is_records();
-    let fields = matches!(view, View::Fields(_)) && window == Window::All;
+    let fields = matches!(view, View::Fields(_));
     let gaps = if head_only { 1 } else { 2 };
     let room_tokens = config.budget_tokens.saturating_sub(HINT_TOKENS * gaps) as f64;
     let room_chars = config.inline_chars.map_or(f64::INFINITY, |c| {

@@ -438,15 +438,8 @@ impl ResultPipeline {
     /// client's limits, whether the call read files.
     fn bound(&self, policy: &BodyPolicy, reads_file: bool) -> RouteConfig {
         RouteConfig {
-            budget_tokens: policy
-                .client
-                .max_tokens
-                .map_or(self.route.budget_tokens, |max| {
-                    max.min(self.route.budget_tokens)
-                }),
-            inline_chars: policy.client.inline_chars,
             reads_file,
-            ..self.route.clone()
+            ..self.route.for_client(policy.client)
         }
     }
 

@@ -9,7 +9,7 @@ use devboy_core::config::ConfigSource;
 use devboy_core::pipeline_config::{HintKind, PipelineConfig, SessionContext, SessionSettings};
 use devboy_pipeline::encode::Format;
 use devboy_pipeline::hints;
-use devboy_pipeline::route::{self, ClientLimits, PartRange, RouteConfig};
+use devboy_pipeline::route::{self, ClientLimits, PartRange};
 use devboy_pipeline::session::{Action, BodyPolicy, Processed, ResultPipeline, Totals};
 use devboy_pipeline::{
     EndpointKey, Fingerprint, Handoff, IdAllocator, NearPolicy, ReferenceId, ResultPolicy,
@@ -545,14 +545,7 @@ impl PipelineSession {
             )
         };
         let ref_id = ref_id.map_err(|_| format!("`{id}` is not a devboy id"))?;
-        let limits = self.client_limits(&self.config(), client);
-        let route = RouteConfig {
-            budget_tokens: limits
-                .max_tokens
-                .map_or(route.budget_tokens, |max| max.min(route.budget_tokens)),
-            inline_chars: limits.inline_chars,
-            ..route
-        };
+        let route = route.for_client(self.client_limits(&self.config(), client));
         route::expand(&text, range, raw || !self.encode, &route, ref_id)
     }
 
