@@ -419,8 +419,11 @@ impl Upstream {
     async fn publish(&self, catalog: UpstreamCatalog) {
         let catalog = Arc::new(catalog);
         *write(&self.catalog) = catalog.clone();
-        *lock(&self.listing_source) = ListingSource::Live;
+        // The agent's catalog first: a first `tools/list` waits only while
+        // the listing source is none, so once it is not, the tools must be
+        // listed (the other order let a listing in between miss them).
         (self.on_change)();
+        *lock(&self.listing_source) = ListingSource::Live;
         if let Some(file) = &self.listing_file {
             file.store(&catalog).await;
         }
