@@ -224,17 +224,17 @@ fn start(config: &str) -> Result<Arc<Proxy>> {
         list_grace: Duration::from_secs(30),
         ..ProxyOptions::default()
     };
-    Ok(Proxy::start_with(
-        &config,
-        options,
-        BuiltinRegistry::empty(),
-    ))
+    Ok(Proxy::start(&config, options, Vec::new()))
 }
 
 fn session(proxy: &Arc<Proxy>, mode: Mode) -> Result<Session> {
-    let session = Session::new(proxy.clone(), Arc::new(Passthrough));
+    let session = Session::builder(
+        proxy.clone(),
+        BuiltinRegistry::empty(),
+        Arc::new(Passthrough),
+    );
     Ok(match mode {
-        Mode::Off => session,
+        Mode::Off => session.build(),
         Mode::On { .. } | Mode::Inline => {
             let enrichment = match mode {
                 Mode::On { per_host } => format!("per_host = {per_host}"),
@@ -246,7 +246,7 @@ fn session(proxy: &Arc<Proxy>, mode: Mode) -> Result<Session> {
             )
             .map_err(|e| anyhow::anyhow!("{e}"))?;
             let planner = ConfiguredPlanner::new(Arc::new(config), proxy.clone());
-            session.with_speculation(Arc::new(planner))
+            session.speculation(Arc::new(planner)).build()
         }
     })
 }

@@ -28,7 +28,7 @@ use std::sync::Arc;
 
 use devboy_core::call::{CallRoute, ResolvedCall, SideEffect};
 use devboy_core::pipeline_config::{PipelineConfig, SideEffectClass};
-use devboy_pipeline::session::{Action, Processed, Totals};
+use devboy_pipeline::result_pipeline::{Action, Processed, Totals};
 use devboy_pipeline::{IdAllocator, SessionTag, Timestamp, Tokenizer};
 use devboy_session::capture::{self, CapturedBody};
 use devboy_session::{default_tokenizer, Forwarded, PipelineSession};

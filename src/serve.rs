@@ -52,12 +52,7 @@ pub enum PipelineArg {
 pub fn mcp(args: McpArgs) -> anyhow::Result<()> {
     let loaded = load(args)?;
     let runtime = runtime()?;
-    runtime.block_on(devboy_mcp::serve_stdio(
-        &loaded.config,
-        loaded.options,
-        loaded.pipeline,
-        loaded.planning,
-    ))?;
+    runtime.block_on(devboy_mcp::serve_stdio(loaded))?;
     // Upstream children are already stopped; do not wait for stray tasks
     // (devboy_mcp::ENDING counts on this being short).
     runtime.shutdown_timeout(Duration::from_millis(50));
@@ -135,10 +130,7 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let loaded = load(args.common)?;
     let runtime = runtime()?;
     runtime.block_on(devboy_mcp::http::serve_http(
-        &loaded.config,
-        loaded.options,
-        loaded.pipeline,
-        loaded.planning,
+        loaded,
         http,
         devboy_mcp::http::CancellationToken::new(),
         |bound| {
@@ -167,16 +159,9 @@ fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
 }
 
 /// What serving needs, loaded from the arguments.
-struct Loaded {
-    config: ProxyConfig,
-    options: devboy_mcp::ProxyOptions,
-    pipeline: devboy_mcp::Pipeline,
-    planning: Arc<PipelineConfig>,
-}
-
 /// Loads devboy.toml (or a .mcp.json) and the pipeline config, reporting
 /// what was loaded and every warning.
-fn load(args: McpArgs) -> anyhow::Result<Loaded> {
+fn load(args: McpArgs) -> anyhow::Result<devboy_mcp::Serving> {
     let McpArgs {
         config,
         list_grace_ms,
@@ -239,7 +224,6 @@ fn load(args: McpArgs) -> anyhow::Result<Loaded> {
     let options = devboy_mcp::ProxyOptions {
         list_grace: Duration::from_millis(list_grace_ms),
         listing_cache: Some(devboy_core::paths::listing_cache_dir()),
-        reload: Some(reload),
     };
     let pipeline_config =
         PipelineConfig::resolve_or_default(pipeline_config.as_deref(), project.as_deref())?;
@@ -266,9 +250,10 @@ fn load(args: McpArgs) -> anyhow::Result<Loaded> {
             capture,
         },
     };
-    Ok(Loaded {
+    Ok(devboy_mcp::Serving {
         config,
         options,
+        reload: Some(reload),
         pipeline,
         planning: pipeline_config,
     })

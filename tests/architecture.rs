@@ -119,3 +119,156 @@ fn the_crate_graph_in_architecture_md_is_the_workspace() {
         wrong.join("\n  ")
     );
 }
+
+/// devboy-mcp's modules, lowest first: a module may use those of its own
+/// level and below, never above (docs/ARCHITECTURE.md, "Inside
+/// devboy-mcp"). A module's name is its file or folder under `src/`; the
+/// crate root (`lib.rs`) only declares modules and re-exports, so it is
+/// not one of them.
+const MCP_LEVELS: &[(&str, &[&str])] = &[
+    (
+        "transport",
+        &[
+            "sync",
+            "wire",
+            "client_stdio",
+            "frame",
+            "view",
+            "tap",
+            "child",
+        ],
+    ),
+    ("catalog", &["catalog", "tool_search", "definitions"]),
+    ("upstream", &["upstream", "listing_cache"]),
+    ("proxy", &["proxy"]),
+    ("resolve", &["resolve", "lazy", "partition"]),
+    ("pipeline", &["answers", "seam", "processor", "speculation"]),
+    ("stack", &["stack"]),
+    ("builtin", &["builtin"]),
+    ("session", &["session"]),
+    ("serve", &["reload", "control", "serve", "http", "doctor"]),
+];
+
+/// Which of devboy-mcp's modules each module names (`crate::m…`), in its
+/// code outside its tests (a file's `#[cfg(test)] mod` and all after it);
+/// `lib` stands for an item of the crate root.
+fn mcp_imports() -> BTreeMap<String, BTreeSet<String>> {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("crates/devboy-mcp/src");
+    let mut files = Vec::new();
+    let mut pending = vec![src.clone()];
+    while let Some(dir) = pending.pop() {
+        for entry in std::fs::read_dir(&dir).expect("read devboy-mcp/src") {
+            let path = entry.expect("an entry").path();
+            if path.is_dir() {
+                pending.push(path);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                files.push(path);
+            }
+        }
+    }
+    let is_module = |name: &str| src.join(format!("{name}.rs")).exists() || src.join(name).is_dir();
+    let mut imports: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for file in files {
+        let relative = file.strip_prefix(&src).expect("under src");
+        let first = relative
+            .components()
+            .next()
+            .expect("a path")
+            .as_os_str()
+            .to_string_lossy()
+            .into_owned();
+        let module = first.trim_end_matches(".rs").to_owned();
+        if module == "lib" {
+            continue;
+        }
+        let text = std::fs::read_to_string(&file).expect("read a source file");
+        let code = text.split("#[cfg(test)]\nmod ").next().unwrap_or_default();
+        let used = imports.entry(module.clone()).or_default();
+        for line in code.lines() {
+            let line = line.split("//").next().unwrap_or_default();
+            for (at, _) in line.match_indices("crate::") {
+                let rest = &line[at + "crate::".len()..];
+                let names: Vec<&str> = match rest.strip_prefix('{') {
+                    Some(group) => group
+                        .split('}')
+                        .next()
+                        .unwrap_or_default()
+                        .split(',')
+                        .map(|n| n.trim().split("::").next().unwrap_or_default())
+                        .collect(),
+                    None => vec![rest
+                        .split(|c: char| !(c.is_alphanumeric() || c == '_'))
+                        .next()
+                        .unwrap_or_default()],
+                };
+                for name in names.into_iter().filter(|n| !n.is_empty()) {
+                    let target = if is_module(name) { name } else { "lib" };
+                    if target != module {
+                        used.insert(target.to_owned());
+                    }
+                }
+            }
+        }
+    }
+    imports
+}
+
+#[test]
+fn devboy_mcp_modules_import_downward_only_and_in_no_loop() {
+    let level_of = |module: &str| {
+        MCP_LEVELS
+            .iter()
+            .position(|(_, modules)| modules.contains(&module))
+    };
+    let imports = mcp_imports();
+    let mut wrong = Vec::new();
+    for (module, used) in &imports {
+        let Some(level) = level_of(module) else {
+            wrong.push(format!("{module}: not in MCP_LEVELS (give it a level)"));
+            continue;
+        };
+        for target in used {
+            match level_of(target) {
+                None if target == "lib" => wrong.push(format!(
+                    "{module} uses an item of the crate root: name its module instead"
+                )),
+                None => wrong.push(format!("{module} uses {target}, which has no level")),
+                Some(to) if to > level => wrong.push(format!(
+                    "{module} ({}) uses {target} ({}), a level above",
+                    MCP_LEVELS[level].0, MCP_LEVELS[to].0
+                )),
+                Some(_) => {}
+            }
+        }
+    }
+    assert!(
+        wrong.is_empty(),
+        "devboy-mcp's module order:\n{}",
+        wrong.join("\n")
+    );
+    // Within a level too: no module reaches itself through others.
+    for start in imports.keys() {
+        let mut seen = BTreeSet::new();
+        let mut stack: Vec<(&String, Vec<&String>)> = vec![(start, vec![start])];
+        while let Some((module, path)) = stack.pop() {
+            for next in imports.get(module).into_iter().flatten() {
+                assert!(
+                    next != start,
+                    "an import loop in devboy-mcp: {} -> {next}",
+                    path.iter()
+                        .map(|m| m.as_str())
+                        .collect::<Vec<_>>()
+                        .join(" -> ")
+                );
+                if seen.insert(next) {
+                    let mut longer = path.clone();
+                    longer.push(next);
+                    stack.push((next, longer));
+                }
+            }
+        }
+    }
+    // The check reads what it should: the stack uses the resolver, and
+    // every level but the lowest is used by one above it.
+    assert!(imports["stack"].contains("resolve"), "{imports:?}");
+}

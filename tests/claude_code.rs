@@ -94,7 +94,7 @@ fn claude_mcp_list_reports_devboy_connected_with_a_broken_pipeline_config() {
     assert!(line.contains("Connected"), "{list}");
 }
 
-/// Issue 23, item 8f: `devboy doctor` showed a project registration
+/// `devboy doctor` showed a project registration
 /// (`.mcp.json`) that Claude Code had not approved yet as ✔. It now says
 /// what Claude Code itself says, at each step of approving: pending,
 /// approved (trusted folder, local settings), rejected.
@@ -1024,7 +1024,7 @@ fn find_files_navigates_the_project_with_the_configured_model_in_claude_code() {
     assert!(!oracle.calls().is_empty());
 }
 
-/// Issue 26: with Claude Code's own tool search on (`ENABLE_TOOL_SEARCH=true`),
+/// With Claude Code's own tool search on (`ENABLE_TOOL_SEARCH=true`),
 /// devboy's tools are deferred like any MCP server's: the model finds
 /// devboy's proxied tool by keywords through `ToolSearch` and calls it.
 /// (devboy's `[tools] lazy = "auto"` stays off for Claude Code, whose

@@ -146,7 +146,7 @@ fn encode_leaves_what_it_cannot_shorten() {
     assert!(summary.contains("unchanged"), "{summary}");
 }
 
-/// Issue 23, item 8e: `devboy decode` refused what `devboy encode` left
+/// `devboy decode` refused what `devboy encode` left
 /// unchanged, so `encode | decode` was not the identity. Text without an
 /// encoding hint comes back as it went in (exit 0); a hinted text that
 /// fails its check still fails (exit 1).

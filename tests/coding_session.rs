@@ -25,7 +25,7 @@ use serde_json::{json, Value};
 const DEVBOY: &str = env!("CARGO_BIN_EXE_devboy");
 
 /// The session's target: what the model receives through devboy, as a
-/// share of what it receives directly (issue 13 asks for 0.55).
+/// share of what it receives directly (docs/measurements.md records it).
 const TARGET: f64 = 0.55;
 
 /// Runs git in `repo` as `author`, dated by `n` (the n-th commit).
@@ -500,7 +500,7 @@ fn a_coding_session_costs_the_model_at_most_the_target_share_of_its_tokens() {
             vt as f64 / dt.max(1) as f64
         );
     }
-    // The steps issue 13 names: the re-read after a one-line edit is at
+    // The steps with targets of their own: the re-read after a one-line edit is at
     // most 5% of the file, `read_graph` at most 0.6 of direct.
     let share = |step: usize| {
         tok.count(&via[step - 1].text()) as f64 / tok.count(&direct[step - 1].text()) as f64
@@ -534,7 +534,7 @@ fn a_coding_session_costs_the_model_at_most_the_target_share_of_its_tokens() {
         "({previews} direct result(s) Claude Code moved to a file, counted as read back; as their preview alone: direct {preview_only}, {:.3})",
         total_via as f64 / preview_only.max(1) as f64
     );
-    // The definitions every request carries (issue 26), and the session
+    // The definitions every request carries, and the session
     // priced as providers price prompt caching: the definitions written
     // once at 1.25x and read at 0.1x by every later request.
     let (defs_direct, defs_via) = (

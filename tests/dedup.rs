@@ -203,10 +203,11 @@ async fn a_re_read_after_a_failed_edit_is_the_reference_the_model_holds() {
 async fn a_re_read_after_a_one_line_edit_is_a_diff() {
     let data = common::TempDir::new("dedup-diff");
     let root = data.path().canonicalize().unwrap();
-    let file = root.join("call.rs");
-    // A real source file of this repository, 400-odd lines.
+    let file = root.join("layers.rs");
+    // A real source file of this repository, several hundred lines.
     let source = std::fs::read_to_string(
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("crates/devboy-mcp/src/call.rs"),
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("crates/devboy-mcp/src/stack/layers.rs"),
     )
     .unwrap();
     std::fs::write(&file, &source).unwrap();
@@ -222,8 +223,8 @@ async fn a_re_read_after_a_one_line_edit_is_a_diff() {
     );
 
     let (old_line, new_line) = (
-        "        let Some(engine) = self.speculation() else {\n            return answered;",
-        "        let Some(engine) = self.speculation().cloned() else {\n            return answered;",
+        "        let Some(engine) = &self.speculation else {\n            return answered;",
+        "        let Some(engine) = self.speculation.as_ref() else {\n            return answered;",
     );
     assert!(source.contains(old_line));
     let edit = devboy
@@ -243,7 +244,7 @@ async fn a_re_read_after_a_one_line_edit_is_a_diff() {
         hints::parse_near_reference(hint).unwrap_or_else(|| panic!("a near-reference: {shown}"));
     assert_eq!(named_base, base);
     assert!(
-        diff.contains("-        let Some(engine) = self.speculation() else {\n+        let Some(engine) = self.speculation().cloned() else {"),
+        diff.contains("-        let Some(engine) = &self.speculation else {\n+        let Some(engine) = self.speculation.as_ref() else {"),
         "{diff}"
     );
     // Exact: the diff turns the file the model was shown into the new one.

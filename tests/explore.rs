@@ -320,7 +320,7 @@ async fn the_index_is_kept_and_refreshed_and_the_tool_answers_over_mcp() {
     }
 }
 
-/// Issue 28: a question that names the project itself ("How does
+/// A question that names the project itself ("How does
 /// DemoKit …") matched the files named after the project (version
 /// constants) whenever the checkout's folder was not named after it. The
 /// project's name is read from its build files and git remote too.
@@ -681,7 +681,7 @@ fn text_of(result: &Value) -> &str {
     result["content"][0]["text"].as_str().unwrap_or_default()
 }
 
-/// Issue 23, item 7: `root: "/"` used to index the whole disk and answer
+/// `root: "/"` used to index the whole disk and answer
 /// with source from anywhere. A root outside the project devboy serves
 /// (after `..` and symlinks) is refused before anything is read, saying
 /// how to allow it; a root the client declares (`roots/list`) or one of
@@ -811,7 +811,7 @@ async fn a_root_outside_the_project_is_refused_unless_the_client_or_the_config_a
     client.stop().await;
 }
 
-/// Issue 23, item 8d: built-in answers carried an id line on every call
+/// Built-in answers carried an id line on every call
 /// (find_files −5.1% in `tune analyze`): they went through the seam as an
 /// upstream's results, whose repeat rate starts from a prior of one in
 /// six. A query's answer is not expected to come again: it gets an id only

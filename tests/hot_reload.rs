@@ -1,4 +1,4 @@
-//! Hot reload (issue 27, part 3): edits to `devboy.toml` and
+//! Hot reload: edits to `devboy.toml` and
 //! `pipeline_config.toml` take effect in a running devboy, with the client
 //! still connected: an added server starts, a changed one restarts, a
 //! removed one stops, the untouched one keeps its process; a file that no

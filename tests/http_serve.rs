@@ -1,4 +1,4 @@
-//! `devboy serve --http` (issue 27, part 1): MCP over Streamable HTTP with
+//! `devboy serve --http`: MCP over Streamable HTTP with
 //! a bearer token, for several clients at once.
 //!
 //! - Two Python SDK clients (`tests/python/http_client.py`) on one devboy:

@@ -1,4 +1,4 @@
-//! Lazy listing (`[tools] lazy`, issue 26) over the five reference servers
+//! Lazy listing (`[tools] lazy`) over the five reference servers
 //! (filesystem, memory, git, time, everything).
 //!
 //! - A client without tool search, the Python `mcp` SDK, runs a scripted

@@ -281,7 +281,7 @@ impl Drop for ServeGuard {
     }
 }
 
-/// Issue 27: the README's HTTP setup as written, in a fresh `HOME`: a
+/// The README's HTTP setup as written, in a fresh `HOME`: a
 /// token file only its user reads, `devboy serve --http` in the
 /// background, Claude Code registering it with the bearer header; then
 /// `claude mcp list` says connected and a scripted model calls a devboy

@@ -1,4 +1,4 @@
-//! Runtime control (issue 27, part 2): a running devboy's servers
+//! Runtime control: a running devboy's servers
 //! restarted, disabled and enabled mid-session, from the agent
 //! (`devboy_servers`) and from a terminal (`devboy ctl` through the
 //! control socket), and `devboy status` reading every running devboy.

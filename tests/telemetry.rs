@@ -495,7 +495,7 @@ fn stderr_of_session(telemetry: &Path, config_dir: &Path, call: bool) -> String 
     String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
-/// Issue 23, item 8a: telemetry whose events folder is a file, or cannot
+/// Telemetry whose events folder is a file, or cannot
 /// be written, turned itself off silently (at best at its first event).
 /// It says so once, on stderr, with the reason, as the session starts.
 #[test]
@@ -544,7 +544,7 @@ fn telemetry_that_cannot_write_says_once_why_it_is_off() {
     assert!(off[0].contains("cannot write in"), "{stderr}");
 }
 
-/// Issue 23, item 8b: a salt file cut short kept telemetry off until a
+/// A salt file cut short kept telemetry off until a
 /// person fixed it. It is replaced by a fresh salt, with a warning, and
 /// the session's events are written under it.
 #[test]

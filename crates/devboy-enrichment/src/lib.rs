@@ -45,5 +45,5 @@ mod projection;
 mod shipped;
 
 pub use facts::{Annotations, ToolFacts};
-pub use model::{Edge, ResolvedTool};
+pub use model::{shipped_classes, Edge, ResolvedTool};
 pub use plan::{Answered, Declined, Plan, PlanContext, Planner, Prefetch};

@@ -78,6 +78,20 @@ fn name_says_writes(tool: &str) -> bool {
     VerbClass::of_tool(tool).0.says_writes()
 }
 
+/// The classes devboy ships for one upstream's tools, when the tools it
+/// exposes (`names`, upstream names) show it to be a well-known server:
+/// for each name, its shipped class (`None`: unknown server, or a tool the
+/// server's entry does not know). The same recognition the planner makes.
+pub fn shipped_classes(names: &[&str]) -> Vec<Option<SideEffectClass>> {
+    let server = SERVERS
+        .iter()
+        .find(|s| s.signature.iter().all(|sig| names.contains(sig)));
+    names
+        .iter()
+        .map(|name| server.and_then(|s| s.tools.iter().find(|t| t.0 == *name).map(|t| t.1)))
+        .collect()
+}
+
 /// The well-known servers among the catalog: upstream → its entry.
 fn recognised(tools: &[ToolFacts]) -> HashMap<&str, &'static ShippedServer> {
     let mut by_upstream: HashMap<&str, Vec<&str>> = HashMap::new();

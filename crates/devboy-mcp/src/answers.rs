@@ -6,9 +6,9 @@
 //! stays fresh. Answering is asynchronous: the agent's call may join a
 //! prefetch still in flight and wait for it. An answer it gives goes
 //! through the response seam exactly like the upstream's result would
-//! have, marked with where it came from ([`Served`]). Every call is shown
-//! to the store first ([`AnswerStore::on_call`]), after the processor has
-//! forgotten what the call may change, so a call that may mutate can make
+//! have, marked with where it came from ([`Served`]). A store that holds
+//! results is also a [`Memory`]: every call is shown to each memory first
+//! (the pipeline's, then the store's), so a call that may mutate can make
 //! the store drop what it held. The session's default store,
 //! [`NoAnswers`], holds nothing.
 
@@ -28,12 +28,27 @@ pub struct StoredAnswer {
     pub served: Served,
 }
 
+/// What holds results that calls and the world outside may make stale:
+/// the pipeline's memory (dedup, ids) and the prefetch store. The call
+/// stack tells every memory the same things, in one loop each.
+pub trait Memory: Send + Sync + 'static {
+    /// For logs: what fails when forgetting panics.
+    fn name(&self) -> &'static str;
+
+    /// A call to an upstream tool is about to be answered: forget what it
+    /// may change (by its class and paths).
+    fn forget_call(&self, call: &ResolvedCall);
+
+    /// Claude Code's own tools wrote `paths` (`missed`: some writes were
+    /// not heard of, so forget every path).
+    fn forget_written(&self, _paths: &[String], _missed: bool) {}
+
+    /// The context was compacted: what the model was shown is gone.
+    fn advance_partition(&self) {}
+}
+
 /// Results that may stand in for an upstream's answer.
 pub trait AnswerStore: Send + Sync + 'static {
-    /// Sees every call to an upstream tool before any layer answers it:
-    /// the place to drop entries the call may make stale.
-    fn on_call(&self, _call: &ResolvedCall) {}
-
     /// A fresh answer to `call`, or `None` to let the upstream answer.
     /// Waiting (for a prefetch in flight) ends when `cancel` fires.
     fn answer<'a>(

@@ -10,29 +10,77 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, OnceLock};
 
+use devboy_core::config::ToolFilter;
 use devboy_core::naming::{ToolNamer, CLIENT_TOOL_NAME_MAX};
 use devboy_core::pipeline_config::SideEffectClass;
 use devboy_core::tool_schema::compact;
-use rmcp::model::{Prompt, Resource, ResourceTemplate, Tool};
+use rmcp::model::{Prompt, Resource, ResourceTemplate, Tool, ToolAnnotations};
 
-use crate::builtin::BuiltinRegistry;
 use crate::tool_search::ToolIndex;
-use crate::upstream::Upstream;
 
-/// Where a tool call goes.
+/// Everything an upstream offers, as it last listed it.
+#[derive(Debug, Default, Clone, serde::Serialize, serde::Deserialize)]
+#[serde(default)]
+pub struct UpstreamCatalog {
+    /// Tools, as listed (all pages), before allow/deny filtering.
+    pub tools: Vec<Tool>,
+    /// Resources (all pages).
+    pub resources: Vec<Resource>,
+    /// Resource templates (all pages).
+    pub resource_templates: Vec<ResourceTemplate>,
+    /// Prompts (all pages).
+    pub prompts: Vec<Prompt>,
+}
+
+/// One of devboy's own tools, as the catalog lists it.
+#[derive(Debug, Clone)]
+pub struct BuiltinListing {
+    /// Its definition.
+    pub tool: Tool,
+    /// Listed only to a lazy session (`[tools] lazy`).
+    pub lazy_only: bool,
+}
+
+/// One upstream, as the catalog lists it: its names and its last listing.
+#[derive(Debug, Clone, Copy)]
+pub struct UpstreamListing<'a> {
+    /// Its key in the config; routes name it.
+    pub name: &'a str,
+    /// The prefix of its exposed names.
+    pub prefix: &'a str,
+    /// Which of its tools are exposed.
+    pub filter: &'a ToolFilter,
+    /// What it offers.
+    pub listing: &'a UpstreamCatalog,
+}
+
+/// Where a tool call goes, and what is known of what it does.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ToolRoute {
-    /// One of devboy's own tools: index into the built-in registry.
-    Builtin(usize),
-    /// An upstream tool: index into the upstream list and its original name.
+    /// One of devboy's own tools (by its exposed name).
+    Builtin {
+        /// What its annotations say a call does.
+        side_effect: SideEffectClass,
+    },
+    /// An upstream tool.
     Upstream {
-        /// Index of the upstream.
-        upstream: usize,
+        /// The upstream's name (its key in the config).
+        upstream: String,
         /// The tool's name on the upstream.
         tool: String,
         /// What the server's annotations say a call does.
         side_effect: SideEffectClass,
+        /// The class devboy ships for it, when the upstream is a server
+        /// it recognises ([`devboy_enrichment::shipped_classes`]).
+        shipped: Option<SideEffectClass>,
     },
+}
+
+/// The class a tool's annotations say.
+fn annotated(annotations: Option<&ToolAnnotations>) -> SideEffectClass {
+    annotations.map_or(SideEffectClass::Unknown, |a| {
+        SideEffectClass::from_annotations(a.read_only_hint, a.destructive_hint)
+    })
 }
 
 /// One immutable view of everything the agent can use.
@@ -47,9 +95,9 @@ pub struct Catalog {
     /// Prompts under prefixed names.
     pub prompts: Vec<Prompt>,
     tool_routes: HashMap<String, ToolRoute>,
-    resource_routes: HashMap<String, usize>,
-    template_routes: Vec<(String, usize)>,
-    prompt_routes: HashMap<String, (usize, String)>,
+    resource_routes: HashMap<String, String>,
+    template_routes: Vec<(String, String)>,
+    prompt_routes: HashMap<String, (String, String)>,
     /// Names that had to be shortened or de-duplicated: `(original, exposed)`.
     pub renamed: Vec<(String, String)>,
     /// Built-ins listed only to a lazy session (`devboy_find_tools`).
@@ -64,40 +112,43 @@ pub struct Catalog {
 
 impl Catalog {
     /// Builds the view from the built-in tools and the upstreams' last
-    /// listings.
+    /// listings (the enabled ones, in config order).
     pub fn build(
         server_name: &str,
-        builtins: &BuiltinRegistry,
-        upstreams: &[Arc<Upstream>],
+        builtins: &[BuiltinListing],
+        upstreams: &[UpstreamListing<'_>],
         compact_schemas: bool,
     ) -> Self {
         let namer = ToolNamer::new(server_name);
         let mut catalog = Catalog::default();
         let mut taken: HashSet<String> = HashSet::new();
-        for (index, builtin) in builtins.tools().iter().enumerate() {
-            let tool = builtin.definition();
+        for builtin in builtins {
+            let tool = builtin.tool.clone();
             taken.insert(tool.name.to_string());
-            if builtin.lazy_only() {
+            if builtin.lazy_only {
                 catalog.lazy_only.insert(tool.name.to_string());
             }
-            catalog
-                .tool_routes
-                .insert(tool.name.to_string(), ToolRoute::Builtin(index));
+            catalog.tool_routes.insert(
+                tool.name.to_string(),
+                ToolRoute::Builtin {
+                    side_effect: annotated(tool.annotations.as_ref()),
+                },
+            );
             catalog.tools.push(tool);
         }
-        for (index, upstream) in upstreams.iter().enumerate() {
-            let config = upstream.config();
-            if !upstream.is_enabled() {
-                continue;
-            }
-            let listed = upstream.catalog();
-            for tool in &listed.tools {
-                if !config.tools.permits(&tool.name) {
-                    continue;
-                }
-                let exposed = namer.expose(&config.prefix, &tool.name);
+        for upstream in upstreams {
+            let listed = upstream.listing;
+            let exposed_tools: Vec<&Tool> = listed
+                .tools
+                .iter()
+                .filter(|tool| upstream.filter.permits(&tool.name))
+                .collect();
+            let names: Vec<&str> = exposed_tools.iter().map(|t| t.name.as_ref()).collect();
+            let shipped = devboy_enrichment::shipped_classes(&names);
+            for (tool, shipped) in exposed_tools.into_iter().zip(shipped) {
+                let exposed = namer.expose(upstream.prefix, &tool.name);
                 let name = unique(exposed.name, &mut taken, server_name);
-                let original = format!("{}__{}", config.prefix, tool.name);
+                let original = format!("{}__{}", upstream.prefix, tool.name);
                 if exposed.shortened || name != original {
                     catalog.renamed.push((original, name.clone()));
                 }
@@ -111,29 +162,24 @@ impl Catalog {
                 catalog.tool_routes.insert(
                     name,
                     ToolRoute::Upstream {
-                        upstream: index,
+                        upstream: upstream.name.to_owned(),
                         tool: tool.name.to_string(),
-                        side_effect: tool.annotations.as_ref().map_or(
-                            SideEffectClass::Unknown,
-                            |a| {
-                                SideEffectClass::from_annotations(
-                                    a.read_only_hint,
-                                    a.destructive_hint,
-                                )
-                            },
-                        ),
+                        side_effect: annotated(tool.annotations.as_ref()),
+                        shipped,
                     },
                 );
                 catalog.tools.push(visible);
             }
             for resource in &listed.resources {
                 if catalog.resource_routes.contains_key(&resource.uri) {
-                    tracing::warn!(uri = %resource.uri, upstream = %config.name, "resource URI offered twice; the first upstream keeps it");
+                    tracing::warn!(uri = %resource.uri, upstream = %upstream.name, "resource URI offered twice; the first upstream keeps it");
                     continue;
                 }
-                catalog.resource_routes.insert(resource.uri.clone(), index);
+                catalog
+                    .resource_routes
+                    .insert(resource.uri.clone(), upstream.name.to_owned());
                 let mut visible = resource.clone();
-                visible.name = format!("{}__{}", config.prefix, resource.name);
+                visible.name = format!("{}__{}", upstream.prefix, resource.name);
                 catalog.resources.push(visible);
             }
             for template in &listed.resource_templates {
@@ -143,17 +189,20 @@ impl Catalog {
                     .next()
                     .unwrap_or_default()
                     .to_owned();
-                catalog.template_routes.push((head, index));
+                catalog
+                    .template_routes
+                    .push((head, upstream.name.to_owned()));
                 let mut visible = template.clone();
-                visible.name = format!("{}__{}", config.prefix, template.name);
+                visible.name = format!("{}__{}", upstream.prefix, template.name);
                 catalog.resource_templates.push(visible);
             }
             for prompt in &listed.prompts {
-                let exposed = namer.expose(&config.prefix, &prompt.name);
+                let exposed = namer.expose(upstream.prefix, &prompt.name);
                 let name = unique(exposed.name, &mut taken, server_name);
-                catalog
-                    .prompt_routes
-                    .insert(name.clone(), (index, prompt.name.clone()));
+                catalog.prompt_routes.insert(
+                    name.clone(),
+                    (upstream.name.to_owned(), prompt.name.clone()),
+                );
                 let mut visible = prompt.clone();
                 visible.name = name;
                 catalog.prompts.push(visible);
@@ -182,7 +231,7 @@ impl Catalog {
         self.tools
             .iter()
             .filter(|t| {
-                matches!(self.tool_route(&t.name), Some(ToolRoute::Builtin(_)))
+                matches!(self.tool_route(&t.name), Some(ToolRoute::Builtin { .. }))
                     || revealed.contains(t.name.as_ref())
             })
             .cloned()
@@ -194,7 +243,8 @@ impl Catalog {
     pub fn listing_tokens(&self) -> usize {
         *self.listing_tokens.get_or_init(|| {
             let listing = self.full_listing();
-            crate::definition_tokens(&listing, devboy_pipeline::Tokenizer::O200k) as usize
+            crate::definitions::definition_tokens(&listing, devboy_pipeline::Tokenizer::O200k)
+                as usize
         })
     }
 
@@ -253,25 +303,28 @@ impl Catalog {
 
     /// Which upstream serves a resource URI: a listed resource, else the
     /// most specific template whose fixed head matches.
-    pub fn resource_route(&self, uri: &str) -> Option<usize> {
-        self.resource_routes.get(uri).copied().or_else(|| {
-            self.template_routes
-                .iter()
-                .find(|(head, _)| !head.is_empty() && uri.starts_with(head.as_str()))
-                .map(|(_, index)| *index)
-        })
+    pub fn resource_route(&self, uri: &str) -> Option<&str> {
+        self.resource_routes
+            .get(uri)
+            .or_else(|| {
+                self.template_routes
+                    .iter()
+                    .find(|(head, _)| !head.is_empty() && uri.starts_with(head.as_str()))
+                    .map(|(_, upstream)| upstream)
+            })
+            .map(String::as_str)
     }
 
-    /// Which upstream serves a prompt, and its original name.
-    pub fn prompt_route(&self, name: &str) -> Option<&(usize, String)> {
+    /// Which upstream serves a prompt (by name), and its original name.
+    pub fn prompt_route(&self, name: &str) -> Option<&(String, String)> {
         self.prompt_routes.get(name)
     }
 
-    /// The exposed tool names of one upstream.
-    pub fn tools_of(&self, upstream: usize) -> usize {
+    /// How many tools the upstream `name` has exposed.
+    pub fn tools_of(&self, name: &str) -> usize {
         self.tool_routes
             .values()
-            .filter(|r| matches!(r, ToolRoute::Upstream { upstream: u, .. } if *u == upstream))
+            .filter(|r| matches!(r, ToolRoute::Upstream { upstream, .. } if upstream == name))
             .count()
     }
 }

@@ -50,7 +50,7 @@ const NOISE_KEPT: usize = 80;
 /// What the process did that explains a failure: for people, in
 /// `last_error`, instead of "connection closed".
 #[derive(Debug, Default, Clone)]
-pub struct ChildReport {
+pub(crate) struct ChildReport {
     /// The first line it wrote to stdout that is not JSON (MCP servers may
     /// write only JSON-RPC there), cut to [`NOISE_KEPT`] bytes.
     pub stdout_noise: Option<String>,
@@ -62,10 +62,10 @@ pub struct ChildReport {
 }
 
 /// Shared between a transport and the upstream that reports on it.
-pub type SharedReport = std::sync::Arc<std::sync::Mutex<ChildReport>>;
+pub(crate) type SharedReport = std::sync::Arc<std::sync::Mutex<ChildReport>>;
 
 /// A running upstream process and the JSON-RPC connection over its stdio.
-pub struct ChildTransport {
+pub(crate) struct ChildTransport {
     child: Option<Box<dyn ChildWrapper>>,
     wire: LineTransport<RoleClient, NoiseWatch<ChildStdout>>,
     report: SharedReport,
@@ -81,7 +81,7 @@ impl ChildTransport {
     /// [`ChildTransport::spare`]); `devboy_ending` is cancelled when devboy
     /// ends, which shortens the stop. Returns the stderr for the caller to
     /// drain.
-    pub fn spawn(
+    pub(crate) fn spawn(
         mut command: CommandWrap,
         upstream: &str,
         report: SharedReport,
@@ -136,7 +136,7 @@ impl ChildTransport {
     }
 
     /// The process id, while the process runs.
-    pub fn id(&self) -> Option<u32> {
+    pub(crate) fn id(&self) -> Option<u32> {
         self.child.as_ref()?.id()
     }
 
@@ -245,7 +245,7 @@ impl Transport<RoleClient> for ChildTransport {
 /// Reads through to `inner`, noting the first line that does not start
 /// with `{` (after blanks): a server that prints a banner or a log line on
 /// stdout breaks the protocol, and saying so beats "did not answer".
-pub struct NoiseWatch<R> {
+pub(crate) struct NoiseWatch<R> {
     inner: R,
     report: SharedReport,
     /// At the start of a line (nothing but blanks seen on it yet).

@@ -19,23 +19,3 @@ pub fn definition_tokens(tools: &[Tool], tokenizer: Tokenizer) -> u64 {
         })
         .sum()
 }
-
-impl crate::Session {
-    /// Tells the session's events of the tool list just served, off the
-    /// request path: counting the definitions may first load the
-    /// tokenizer's vocabulary, which the answer must not wait for. The
-    /// count runs at once on a blocking thread (so counts may finish out
-    /// of order: the event says when the list was served); a list served
-    /// in the very moment the session ends may miss its summary.
-    pub(crate) fn record_listed(&self, tools: &[Tool]) {
-        let seam = self.seam().clone();
-        let tools = tools.to_vec();
-        let served = std::time::Instant::now();
-        tokio::task::spawn_blocking(move || {
-            seam.record(crate::SessionEvent::ToolsListed {
-                tools: &tools,
-                served,
-            });
-        });
-    }
-}

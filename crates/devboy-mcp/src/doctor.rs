@@ -13,7 +13,7 @@ use devboy_core::config::ProxyConfig;
 use rmcp::service::{Peer, RunningService};
 use rmcp::{RoleClient, ServiceExt};
 
-use crate::proxy::{Proxy, ProxyOptions};
+use crate::proxy::ProxyOptions;
 use crate::sync::lock;
 use crate::upstream::Phase;
 
@@ -64,13 +64,17 @@ pub async fn check_upstreams(
     wait: Duration,
     listing_cache: Option<PathBuf>,
 ) -> Vec<UpstreamCheck> {
-    crate::install_tls_provider();
     let started = Instant::now();
     let options = ProxyOptions {
         listing_cache,
         ..ProxyOptions::default()
     };
-    let proxy = Proxy::start(config, options);
+    let host = crate::serve::Host::start(
+        config,
+        options,
+        std::sync::Arc::new(devboy_core::pipeline_config::PipelineConfig::embedded_default()),
+    );
+    let proxy = host.proxy();
     let mut ready_ms: Vec<Option<u64>> = vec![None; proxy.upstreams().len()];
     let deadline = started + wait;
     loop {
@@ -101,7 +105,7 @@ pub async fn check_upstreams(
                 prefix: config.prefix.clone(),
                 transport: config.transport.kind().to_owned(),
                 state: upstream.state_label().to_owned(),
-                tools: catalog.tools_of(index),
+                tools: catalog.tools_of(&config.name),
                 listing: upstream.listing_source().label(),
                 error: match &phase {
                     Phase::Failed { error, .. } => Some(error.clone()),
@@ -147,7 +151,7 @@ pub struct ServerProbe {
     /// The server's name and version, from `initialize`.
     pub server: String,
     /// The server's name alone (`serverInfo.name`; devboy's is
-    /// [`crate::SERVER_INFO_NAME`]).
+    /// [`crate::upstream::SERVER_INFO_NAME`]).
     pub name: String,
 }
 
@@ -334,7 +338,7 @@ async fn connect_url(
     limit: Duration,
     explain: bool,
 ) -> Result<RunningService<RoleClient, rmcp::model::ClientConfig>, UrlProbeError> {
-    crate::install_tls_provider();
+    crate::serve::install_tls_provider();
     let invalid = |error: String| UrlProbeError::Failed {
         request: "initialize",
         error,

@@ -20,19 +20,19 @@ use rmcp::model::{CallToolResult, ContentBlock};
 /// passes what a client can take as it came; under
 /// [`crate::wire::MAX_WRITTEN_BYTES`], and well under the 16 MB Claude Code
 /// takes in one message.
-pub const MAX_RESULT_BYTES: usize = 10 << 20;
+pub(crate) const MAX_RESULT_BYTES: usize = 10 << 20;
 
 /// What is kept of a text too long even without its structured twin: JSON
 /// escaping can make a text longer, so this is well under
 /// [`MAX_RESULT_BYTES`].
-pub const KEPT_TEXT_BYTES: usize = 4 << 20;
+pub(crate) const KEPT_TEXT_BYTES: usize = 4 << 20;
 
 /// `result`, or when its JSON is over [`MAX_RESULT_BYTES`], as much of it
 /// as fits: its `structuredContent` dropped first (the text carries the
 /// same data), then text cut to [`KEPT_TEXT_BYTES`] at a line break and
 /// blocks that do not fit left out, with one last line saying what was
 /// cut and how to get less.
-pub fn within_frame(call: &ResolvedCall, result: CallToolResult) -> CallToolResult {
+pub(crate) fn within_frame(call: &ResolvedCall, result: CallToolResult) -> CallToolResult {
     // JSON escaping makes a character at most six bytes: most results are
     // known to fit without being serialized again.
     let raw: usize = result.content.iter().map(block_bytes).sum();

@@ -24,8 +24,6 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use devboy_core::config::ProxyConfig;
-use devboy_core::pipeline_config::PipelineConfig;
 use http::{header, Request, Response, StatusCode};
 use http_body_util::{combinators::BoxBody, BodyExt, Full};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
@@ -36,9 +34,9 @@ use sha2::{Digest, Sha256};
 pub use tokio_util::sync::CancellationToken;
 
 use crate::partition::PartitionWatcher;
-use crate::proxy::{Proxy, ProxyOptions};
+use crate::serve::{Pipeline, ServeError};
 use crate::sync::lock;
-use crate::{agent_session, BuiltinRegistry, Pipeline, ServeError};
+use tower_layer::Layer as _;
 
 /// The one path devboy answers MCP on.
 pub const MCP_PATH: &str = "/mcp";
@@ -350,10 +348,7 @@ fn refusal_response(refusal: &Refusal) -> Response<Body> {
 /// `stop` is cancelled, then ends every session and stops the upstreams.
 /// `ready` gets the address actually bound (port 0 picks one).
 pub async fn serve_http(
-    config: &ProxyConfig,
-    options: ProxyOptions,
-    pipeline: Pipeline,
-    planning: Arc<PipelineConfig>,
+    serving: crate::serve::Serving,
     http: HttpOptions,
     stop: CancellationToken,
     ready: impl FnOnce(SocketAddr),
@@ -361,52 +356,127 @@ pub async fn serve_http(
     if let Some(why) = http.refusal() {
         return Err(ServeError::Refused(why));
     }
-    crate::install_tls_provider();
-    let listener = tokio::net::TcpListener::bind(http.addr)
-        .await
-        .map_err(|e| ServeError::Refused(format!("cannot listen on {}: {e}", http.addr)))?;
-    let bound = listener
-        .local_addr()
-        .map_err(|e| ServeError::Refused(format!("cannot listen on {}: {e}", http.addr)))?;
-    let reload_sources = options.reload.clone();
-    let proxy = Proxy::start_with(
-        config,
-        options,
-        BuiltinRegistry::shipped_for(&planning, config.retrieval_llm.clone())
-            .only(config.builtins.as_deref()),
-    );
-    proxy.set_config_problems(crate::ConfigKind::Pipeline, planning.problems.clone());
+    let (listener, bound) = bind(http.addr).await?;
+    let host = Arc::new(crate::serve::Host::start(
+        &serving.config,
+        serving.options,
+        serving.planning,
+    ));
     let sessions_end = stop.child_token();
-    let mut service_config = StreamableHttpServerConfig::default()
-        .with_cancellation_token(sessions_end.clone())
+    let mut manager = LocalSessionManager::default();
+    manager.session_config.keep_alive = Some(http.idle);
+    let manager = Arc::new(manager);
+    let live = LiveSessions::new(serving.pipeline);
+    let _control = host.control(format!("http {bound}{MCP_PATH}"), live.report(&manager));
+    let _reload = host.reload(serving.reload, live.on_pipeline());
+    let service = StreamableHttpService::new(
+        live.factory(host.clone()),
+        manager.clone(),
+        service_config(&http, sessions_end.clone()),
+    );
+    let service = GuardLayer::new(&http).layer(service);
+    let clients = Arc::new(ClientConnections::default());
+    tracing::info!(address = %bound, path = MCP_PATH, token = http.token.is_some(), "serving MCP over HTTP");
+    ready(bound);
+    let connections = tokio_util::task::TaskTracker::new();
+    while let Some((stream, peer)) = next_connection(&listener, &stop).await {
+        let carrying = Carrying {
+            clients: clients.clone(),
+            sessions: manager.clone(),
+        };
+        connections.spawn(serve_connection(
+            stream,
+            peer,
+            service.clone(),
+            carrying,
+            stop.clone(),
+        ));
+    }
+    // Sessions end (their SSE streams close), connections drain briefly,
+    // and the upstreams stop.
+    sessions_end.cancel();
+    connections.close();
+    let _ = tokio::time::timeout(crate::serve::ENDING / 2, connections.wait()).await;
+    let _ = tokio::time::timeout(crate::serve::ENDING / 2, host.proxy().shutdown()).await;
+    Ok(())
+}
+
+/// The next connection, or `None` once `stop` is cancelled or a signal
+/// asks devboy to end.
+async fn next_connection(
+    listener: &tokio::net::TcpListener,
+    stop: &CancellationToken,
+) -> Option<(tokio::net::TcpStream, SocketAddr)> {
+    loop {
+        let accepted = tokio::select! {
+            accepted = listener.accept() => accepted,
+            () = stop.cancelled() => return None,
+            signal = crate::serve::termination() => {
+                tracing::info!(%signal, "stopping");
+                return None;
+            }
+        };
+        match accepted {
+            Ok(connection) => return Some(connection),
+            Err(error) => {
+                // Out of file descriptors, say: wait a little, keep serving.
+                tracing::warn!(%error, "accepting a connection failed");
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        }
+    }
+}
+
+/// The listener on `addr`, and the address it bound.
+async fn bind(addr: SocketAddr) -> Result<(tokio::net::TcpListener, SocketAddr), ServeError> {
+    let refused = |e: std::io::Error| ServeError::Refused(format!("cannot listen on {addr}: {e}"));
+    let listener = tokio::net::TcpListener::bind(addr).await.map_err(refused)?;
+    let bound = listener.local_addr().map_err(refused)?;
+    Ok((listener, bound))
+}
+
+/// rmcp's Streamable HTTP settings for `http`: sessions end with `end`,
+/// the body limit, and the `Origin` and `Host` checks (loopback accepts
+/// its own names and the hosts given).
+fn service_config(http: &HttpOptions, end: CancellationToken) -> StreamableHttpServerConfig {
+    let config = StreamableHttpServerConfig::default()
+        .with_cancellation_token(end)
         .with_max_request_body_bytes(http.max_body_bytes)
         .with_allowed_origins(http.allowed_origins.clone())
         .enforce_origin_validation();
-    service_config = if http.addr.ip().is_loopback() {
+    if http.addr.ip().is_loopback() {
         let mut hosts: Vec<String> = ["localhost", "127.0.0.1", "::1", "[::1]"]
             .iter()
             .map(|h| (*h).to_owned())
             .collect();
         hosts.extend(http.allowed_hosts.iter().cloned());
-        service_config.with_allowed_hosts(hosts)
+        config.with_allowed_hosts(hosts)
     } else if http.allowed_hosts.is_empty() {
-        service_config.disable_allowed_hosts()
+        config.disable_allowed_hosts()
     } else {
-        service_config.with_allowed_hosts(http.allowed_hosts.clone())
-    };
-    let mut manager = LocalSessionManager::default();
-    manager.session_config.keep_alive = Some(http.idle);
-    let manager = Arc::new(manager);
-    // New sessions follow the pipeline config as it is now; live ones are
-    // told when it changes (their processors, held weakly).
-    let pipeline = Arc::new(std::sync::RwLock::new(pipeline));
-    let processors: Arc<Mutex<Vec<std::sync::Weak<crate::processor::PipelineProcessor>>>> =
-        Arc::default();
-    let (counted, reported) = (manager.clone(), processors.clone());
-    let _control = crate::control::listen(
-        &devboy_core::paths::runtime_dir(),
-        proxy.clone(),
-        format!("http {bound}{MCP_PATH}"),
+        config.with_allowed_hosts(http.allowed_hosts.clone())
+    }
+}
+
+/// The sessions of one HTTP devboy: new ones follow the pipeline config as
+/// it is now; live ones are told when it changes (their processors, held
+/// weakly).
+struct LiveSessions {
+    pipeline: Arc<std::sync::RwLock<Pipeline>>,
+    processors: Arc<Mutex<Vec<std::sync::Weak<crate::processor::PipelineProcessor>>>>,
+}
+
+impl LiveSessions {
+    fn new(pipeline: Pipeline) -> Self {
+        Self {
+            pipeline: Arc::new(std::sync::RwLock::new(pipeline)),
+            processors: Arc::default(),
+        }
+    }
+
+    /// The live sessions' figures for `devboy status`.
+    fn report(&self, manager: &Arc<LocalSessionManager>) -> crate::control::SessionsReport {
+        let (counted, reported) = (manager.clone(), self.processors.clone());
         Arc::new(move || {
             let live: Vec<serde_json::Value> = lock(&reported)
                 .iter()
@@ -417,156 +487,210 @@ pub async fn serve_http(
                 "open": counted.sessions.try_read().map(|s| s.len()).ok(),
                 "sessions": live,
             })
-        }),
-    );
-    let _reload = reload_sources.map(|sources| {
-        let (pipeline, processors) = (pipeline.clone(), processors.clone());
-        crate::reload::watch(
-            proxy.clone(),
-            sources,
-            Arc::new(move |config| {
-                if let Pipeline::Configured {
-                    config: current, ..
-                } = &mut *crate::sync::write(&pipeline)
-                {
-                    *current = config.clone();
+        })
+    }
+
+    /// What a pipeline config read again does: new sessions follow it,
+    /// live ones are told.
+    fn on_pipeline(&self) -> crate::reload::ApplyPipeline {
+        let (pipeline, processors) = (self.pipeline.clone(), self.processors.clone());
+        Arc::new(move |config| {
+            if let Pipeline::Configured {
+                config: current, ..
+            } = &mut *crate::sync::write(&pipeline)
+            {
+                *current = config.clone();
+            }
+            lock(&processors).retain(|weak| match weak.upgrade() {
+                Some(processor) => {
+                    processor.set_config(config.clone());
+                    true
                 }
-                lock(&processors).retain(|weak| match weak.upgrade() {
-                    Some(processor) => {
-                        processor.set_config(config.clone());
-                        true
-                    }
-                    None => false,
-                });
-            }),
-        )
-    });
-    let factory_proxy = proxy.clone();
-    let service = StreamableHttpService::new(
+                None => false,
+            });
+        })
+    }
+
+    /// Makes each new MCP session, composed by `host`.
+    fn factory(
+        &self,
+        host: Arc<crate::serve::Host>,
+    ) -> impl Fn() -> Result<crate::session::Session, std::io::Error> + Send + Sync + 'static {
+        let (pipeline, processors) = (self.pipeline.clone(), self.processors.clone());
         move || {
             let current = crate::sync::read(&pipeline).clone();
             // HTTP clients are not in devboy's working directory: their
             // context partition advances through devboy_compact only.
-            let session = agent_session(
-                &factory_proxy,
-                &current,
-                &planning,
-                PartitionWatcher::manual(),
-            )
-            .end_when_dropped();
+            let session = host
+                .session(&current, PartitionWatcher::manual())
+                .end_when_dropped()
+                .build();
             if let Some(processor) = session.pipeline_memory() {
                 let mut live = lock(&processors);
                 live.retain(|weak| weak.strong_count() > 0);
                 live.push(Arc::downgrade(processor));
             }
             Ok(session)
-        },
-        manager.clone(),
-        service_config,
-    );
-    let guard = Arc::new(Guard::new(http.token.as_deref(), http.rate_per_second));
-    let clients = Arc::new(ClientConnections::default());
-    tracing::info!(address = %bound, path = MCP_PATH, token = http.token.is_some(), "serving MCP over HTTP");
-    ready(bound);
-    let connections = tokio_util::task::TaskTracker::new();
-    let outcome = loop {
-        let accepted = tokio::select! {
-            accepted = listener.accept() => accepted,
-            () = stop.cancelled() => break Ok(()),
-            signal = crate::termination() => {
-                tracing::info!(%signal, "stopping");
-                break Ok(());
+        }
+    }
+}
+
+/// The client's address, put on each request by the connection that
+/// carried it (for the guard's rate limit).
+#[derive(Clone, Copy, Debug)]
+struct PeerAddr(IpAddr);
+
+/// The [`Guard`] as a tower layer around the MCP service: a request it
+/// refuses is answered here and never reaches the service.
+#[derive(Clone)]
+pub struct GuardLayer {
+    guard: Arc<Guard>,
+}
+
+impl GuardLayer {
+    /// The guard `http` asks for (its token and rate).
+    pub fn new(http: &HttpOptions) -> Self {
+        Self {
+            guard: Arc::new(Guard::new(http.token.as_deref(), http.rate_per_second)),
+        }
+    }
+}
+
+impl<S> tower_layer::Layer<S> for GuardLayer {
+    type Service = Guarded<S>;
+
+    fn layer(&self, inner: S) -> Guarded<S> {
+        Guarded {
+            inner,
+            guard: self.guard.clone(),
+        }
+    }
+}
+
+/// A service behind the [`Guard`].
+#[derive(Clone)]
+pub struct Guarded<S> {
+    inner: S,
+    guard: Arc<Guard>,
+}
+
+impl<S, B> tower_service::Service<Request<B>> for Guarded<S>
+where
+    S: tower_service::Service<Request<B>, Response = Response<Body>, Error = Infallible>,
+    S::Future: Send + 'static,
+{
+    type Response = Response<Body>;
+    type Error = Infallible;
+    type Future = futures::future::BoxFuture<'static, Result<Response<Body>, Infallible>>;
+
+    fn poll_ready(
+        &mut self,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Result<(), Infallible>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, request: Request<B>) -> Self::Future {
+        let peer = request
+            .extensions()
+            .get::<PeerAddr>()
+            .map_or(IpAddr::from([0, 0, 0, 0]), |p| p.0);
+        let checked = self.guard.check(
+            request.uri().path(),
+            request
+                .headers()
+                .get(header::AUTHORIZATION)
+                .map(|v| v.as_bytes()),
+            peer,
+            Instant::now(),
+        );
+        match checked {
+            Ok(()) => Box::pin(self.inner.call(request)),
+            Err(refusal) => {
+                tracing::debug!(status = %refusal.status, %peer, "request refused");
+                let response = refusal_response(&refusal);
+                Box::pin(async move { Ok(response) })
             }
-        };
-        let (stream, peer) = match accepted {
-            Ok(pair) => pair,
-            Err(error) => {
-                // Out of file descriptors, say: wait a little, keep serving.
-                tracing::warn!(%error, "accepting a connection failed");
-                tokio::time::sleep(Duration::from_millis(50)).await;
-                continue;
-            }
-        };
-        let (service, guard) = (service.clone(), guard.clone());
-        let (clients, sessions) = (clients.clone(), manager.clone());
-        let carried: Arc<Mutex<Vec<SessionId>>> = Arc::default();
-        let closing = stop.clone();
-        connections.spawn(async move {
-            let (on_request, connection_carried) = (clients.clone(), carried.clone());
-            let handler =
-                hyper::service::service_fn(move |request: Request<hyper::body::Incoming>| {
-                    let (service, guard) = (service.clone(), guard.clone());
-                    let (clients, carried) = (on_request.clone(), connection_carried.clone());
-                    async move {
-                        let checked = guard.check(
-                            request.uri().path(),
-                            request
-                                .headers()
-                                .get(header::AUTHORIZATION)
-                                .map(|v| v.as_bytes()),
-                            peer.ip(),
-                            Instant::now(),
-                        );
-                        let ending = request.method() == http::Method::DELETE;
-                        let stream = request.method() == http::Method::GET;
-                        let asked = session_header(request.headers());
-                        Ok::<_, Infallible>(match checked {
-                            Ok(()) => {
-                                let mut response = service.handle(request).await;
-                                // An initialize answer names its new session.
-                                let session = session_header(response.headers()).or(asked);
-                                if let Some(session) = session {
-                                    if response.status().is_success() && !ending {
-                                        clients.carried(&carried, session, stream);
-                                    }
-                                }
-                                // The session is ended by then: say so (clients
-                                // such as the Python SDK expect 200 or 204).
-                                if ending && response.status() == StatusCode::ACCEPTED {
-                                    *response.status_mut() = StatusCode::NO_CONTENT;
-                                }
-                                response
-                            }
-                            Err(refusal) => {
-                                tracing::debug!(status = %refusal.status, %peer, "request refused");
-                                refusal_response(&refusal)
-                            }
-                        })
-                    }
-                });
-            let connection = hyper::server::conn::http1::Builder::new()
-                .serve_connection(hyper_util::rt::TokioIo::new(stream), handler);
-            tokio::pin!(connection);
-            tokio::select! {
-                served = connection.as_mut() => {
-                    if let Err(error) = served {
-                        tracing::debug!(%error, %peer, "connection ended with an error");
-                    }
+        }
+    }
+}
+
+/// What a connection reports the sessions it carried to.
+#[derive(Clone)]
+struct Carrying {
+    clients: Arc<ClientConnections>,
+    sessions: Arc<LocalSessionManager>,
+}
+
+/// Serves one HTTP/1.1 connection through `service` until it ends or
+/// `closing` asks it to, noting which sessions it carried; a session whose
+/// client is then gone ends after [`CLIENT_GONE_AFTER`].
+async fn serve_connection<S>(
+    stream: tokio::net::TcpStream,
+    peer: SocketAddr,
+    service: S,
+    carrying: Carrying,
+    closing: CancellationToken,
+) where
+    S: tower_service::Service<
+            Request<hyper::body::Incoming>,
+            Response = Response<Body>,
+            Error = Infallible,
+        > + Clone
+        + Send
+        + 'static,
+    S::Future: Send + 'static,
+{
+    let carried: Arc<Mutex<Vec<SessionId>>> = Arc::default();
+    let (clients, connection_carried) = (carrying.clients.clone(), carried.clone());
+    let handler = hyper::service::service_fn(move |mut request: Request<hyper::body::Incoming>| {
+        let mut service = service.clone();
+        let (clients, carried) = (clients.clone(), connection_carried.clone());
+        request.extensions_mut().insert(PeerAddr(peer.ip()));
+        let ending = request.method() == http::Method::DELETE;
+        let stream = request.method() == http::Method::GET;
+        let asked = session_header(request.headers());
+        async move {
+            let mut response = service.call(request).await?;
+            // An initialize answer names its new session.
+            let session = session_header(response.headers()).or(asked);
+            if let Some(session) = session {
+                if response.status().is_success() && !ending {
+                    clients.carried(&carried, session, stream);
                 }
-                () = closing.cancelled() => connection.as_mut().graceful_shutdown(),
             }
-            let carried = std::mem::take(&mut *lock(&carried));
-            for (session, left) in clients.closed(carried) {
-                let (clients, sessions) = (clients.clone(), sessions.clone());
-                tokio::spawn(async move {
-                    tokio::time::sleep(CLIENT_GONE_AFTER).await;
-                    if clients.gone(&session, left) {
-                        tracing::debug!(%session, "the client left without DELETE: ending its session");
-                        if let Err(error) = sessions.close_session(&session).await {
-                            tracing::debug!(%error, %session, "ending a session failed");
-                        }
-                    }
-                });
+            // The session is ended by then: say so (clients such as the
+            // Python SDK expect 200 or 204).
+            if ending && response.status() == StatusCode::ACCEPTED {
+                *response.status_mut() = StatusCode::NO_CONTENT;
+            }
+            Ok::<_, Infallible>(response)
+        }
+    });
+    let connection = hyper::server::conn::http1::Builder::new()
+        .serve_connection(hyper_util::rt::TokioIo::new(stream), handler);
+    tokio::pin!(connection);
+    tokio::select! {
+        served = connection.as_mut() => {
+            if let Err(error) = served {
+                tracing::debug!(%error, %peer, "connection ended with an error");
+            }
+        }
+        () = closing.cancelled() => connection.as_mut().graceful_shutdown(),
+    }
+    let carried = std::mem::take(&mut *lock(&carried));
+    for (session, left) in carrying.clients.closed(carried) {
+        let Carrying { clients, sessions } = carrying.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(CLIENT_GONE_AFTER).await;
+            if clients.gone(&session, left) {
+                tracing::debug!(%session, "the client left without DELETE: ending its session");
+                if let Err(error) = sessions.close_session(&session).await {
+                    tracing::debug!(%error, %session, "ending a session failed");
+                }
             }
         });
-    };
-    // Sessions end (their SSE streams close), connections drain briefly,
-    // and the upstreams stop.
-    sessions_end.cancel();
-    connections.close();
-    let _ = tokio::time::timeout(crate::ENDING / 2, connections.wait()).await;
-    let _ = tokio::time::timeout(crate::ENDING / 2, proxy.shutdown()).await;
-    outcome
+    }
 }
 
 #[cfg(test)]

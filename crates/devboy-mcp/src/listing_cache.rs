@@ -31,8 +31,8 @@ use std::sync::Mutex;
 use devboy_core::config::{UpstreamConfig, UpstreamTransport};
 use sha2::{Digest, Sha256};
 
+use crate::catalog::UpstreamCatalog;
 use crate::sync::lock;
-use crate::upstream::UpstreamCatalog;
 
 /// The file layout's version; a file of another version is not used.
 const FORMAT: u32 = 1;
@@ -42,7 +42,7 @@ const NAME_MAX: usize = 40;
 
 /// Why a listing file was not used or not written.
 #[derive(Debug, thiserror::Error)]
-pub enum ListingError {
+pub(crate) enum ListingError {
     /// Reading or writing the file failed.
     #[error("{path}: {error}")]
     Io {
@@ -215,7 +215,7 @@ fn write_listing(path: &Path, bytes: &[u8]) -> Result<(), ListingError> {
 /// is not part of the key: `devboy doctor` run anywhere fills the cache a
 /// session in any project uses, and the live listing corrects the rare
 /// server whose tools depend on where it runs.
-pub fn entry_key(transport: &UpstreamTransport) -> Option<String> {
+pub(crate) fn entry_key(transport: &UpstreamTransport) -> Option<String> {
     let identity = match transport {
         UpstreamTransport::Stdio {
             command,

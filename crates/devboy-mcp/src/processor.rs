@@ -24,8 +24,8 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use devboy_core::pipeline_config::{PipelineConfig, SessionSettings};
+use devboy_pipeline::result_pipeline::Totals;
 use devboy_pipeline::route::PartRange;
-use devboy_pipeline::session::Totals;
 use devboy_pipeline::{IdAllocator, Timestamp, Tokenizer};
 use devboy_session::capture::CaptureWriter;
 use devboy_session::{process_ids, PipelineSession, SessionEvents};
@@ -58,6 +58,29 @@ impl PipelineProcessor {
             session: processor.session.with_max_output_tokens(max_output_tokens),
             ..processor
         }
+    }
+
+    /// The processor of one agent session: [`new`](Self::new), writing the
+    /// session to `capture` when given (for `devboy replay`; a capture
+    /// that cannot be written is said on stderr and left out), recording
+    /// telemetry as `config`'s `[telemetry]` says.
+    pub fn for_session(
+        config: Arc<PipelineConfig>,
+        encode: bool,
+        capture: Option<&std::path::Path>,
+    ) -> Self {
+        let mut processor = Self::new(config.clone(), encode);
+        if let Some(path) = capture {
+            match CaptureWriter::create(path) {
+                Ok(writer) => processor = processor.with_capture(writer),
+                Err(error) => {
+                    tracing::error!(file = %path.display(), %error, "cannot write the capture; serving without it")
+                }
+            }
+        }
+        let tokenizer = processor.tokenizer().to_string();
+        let telemetry = Telemetry::for_session(&config.telemetry, &tokenizer);
+        processor.with_telemetry(telemetry)
     }
 
     /// [`new`](Self::new), naming results with `ids` (a fixed tag in tests).
@@ -189,6 +212,24 @@ impl PipelineProcessor {
     }
 }
 
+impl crate::answers::Memory for PipelineProcessor {
+    fn name(&self) -> &'static str {
+        "forgetting"
+    }
+
+    fn forget_call(&self, call: &ResolvedCall) {
+        self.forget_for(call);
+    }
+
+    fn forget_written(&self, paths: &[String], missed: bool) {
+        PipelineProcessor::forget_written(self, paths, missed);
+    }
+
+    fn advance_partition(&self) {
+        PipelineProcessor::advance_partition(self);
+    }
+}
+
 impl Transform for PipelineProcessor {
     fn name(&self) -> &'static str {
         if self.session.encodes() {
@@ -272,7 +313,7 @@ fn record_to(
         SessionEvent::ToolsListed { tools, served } => {
             // Counting is the work; none when nothing records it.
             if events.telemetry().is_active() {
-                let tokens = crate::definition_tokens(tools, tokenizer);
+                let tokens = crate::definitions::definition_tokens(tools, tokenizer);
                 events.tools_listed(tools.len() as u64, tokens, served);
             }
         }
@@ -298,6 +339,14 @@ pub struct PassthroughEvents {
 }
 
 impl PassthroughEvents {
+    /// The events of one passthrough session: recorded to telemetry as
+    /// `config`'s `[telemetry]` says, counted with its tokenizer.
+    pub fn for_session(config: &PipelineConfig) -> Self {
+        let tokenizer = devboy_session::default_tokenizer(config);
+        let telemetry = Telemetry::for_session(&config.telemetry, &tokenizer.to_string());
+        Self::new(telemetry, tokenizer)
+    }
+
     /// Events recorded to `telemetry`, results counted with `tokenizer`.
     pub fn new(telemetry: Telemetry, tokenizer: Tokenizer) -> Self {
         Self {
@@ -319,7 +368,7 @@ mod tests {
     use devboy_core::call::{CallRoute, SideEffect, ToolClassFacts};
     use devboy_core::pipeline_config::SideEffectClass;
     use devboy_core::speculation::SpeculationEvent;
-    use devboy_telemetry::{DedupOutcome, Layer};
+    use devboy_telemetry::{DedupOutcome, ResultLayer};
     use rmcp::model::{JsonObject, MetaObject as Meta};
     use serde_json::json;
     use std::path::Path;
@@ -813,10 +862,15 @@ mod tests {
         assert_eq!(
             what,
             [
-                (DedupOutcome::Miss, Layer::Passthrough, "fresh", false),
-                (DedupOutcome::Hit, Layer::Dedup, "reference", false),
-                (DedupOutcome::Miss, Layer::Encoder, "encoded", false),
-                (DedupOutcome::Off, Layer::Passthrough, "unchanged", true),
+                (DedupOutcome::Miss, ResultLayer::Passthrough, "fresh", false),
+                (DedupOutcome::Hit, ResultLayer::Dedup, "reference", false),
+                (DedupOutcome::Miss, ResultLayer::Encoder, "encoded", false),
+                (
+                    DedupOutcome::Off,
+                    ResultLayer::Passthrough,
+                    "unchanged",
+                    true
+                ),
             ]
         );
         assert_eq!(results[0].path_hashes.len(), 1);

@@ -16,11 +16,20 @@ use devboy_core::config::{ProxyConfig, ToolsConfig};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
-use crate::builtin::BuiltinRegistry;
-use crate::catalog::Catalog;
+use crate::catalog::{BuiltinListing, Catalog, UpstreamListing};
 use crate::listing_cache::ListingFile;
 use crate::sync::{read, write};
 use crate::upstream::{ChangeHook, Control, ListingSource, Phase, Upstream};
+
+/// How long the first `tools/list` waits for upstreams still starting
+/// that have no kept listing (a server's first run ever, or a changed
+/// entry), counted from devboy's start, by default. Print mode runs only
+/// the tools of that first list, so the wait is as long as `claude mcp
+/// list` allows: it gives `tools/list` 5,000 ms from its request (a
+/// timeout past that; measured connected up to a 4.9 s grace), and 1 s is
+/// left for a busy machine. Later servers are announced with
+/// `list_changed`, which interactive sessions honour.
+pub const DEFAULT_LIST_GRACE_MS: u64 = 4_000;
 
 /// Options that are not part of the config file.
 #[derive(Debug, Clone)]
@@ -33,17 +42,13 @@ pub struct ProxyOptions {
     /// (`devboy mcp` and `devboy doctor` use
     /// [`devboy_core::paths::listing_cache_dir`]); `None` keeps nothing.
     pub listing_cache: Option<PathBuf>,
-    /// Where the configs came from, to apply their edits while devboy runs
-    /// ([`crate::reload`]); `None` applies none.
-    pub reload: Option<crate::reload::ReloadSources>,
 }
 
 impl Default for ProxyOptions {
     fn default() -> Self {
         Self {
-            list_grace: Duration::from_millis(crate::DEFAULT_LIST_GRACE_MS),
+            list_grace: Duration::from_millis(DEFAULT_LIST_GRACE_MS),
             listing_cache: None,
-            reload: None,
         }
     }
 }
@@ -55,7 +60,8 @@ pub struct Proxy {
     config_label: String,
     /// `[tools]` (reloaded with the config).
     tools: RwLock<ToolsConfig>,
-    builtins: BuiltinRegistry,
+    /// devboy's own tools, as the catalog lists them first.
+    builtins: Vec<BuiltinListing>,
     /// Every upstream this devboy has run, in config order; an entry that
     /// left the config (or changed) stays, retired, so that the indices
     /// routes hold keep naming the same upstream.
@@ -142,24 +148,41 @@ fn new_upstream(
     Upstream::with_listing_file(entry.clone(), hook, file)
 }
 
-impl Proxy {
-    /// Starts every enabled upstream (in the background) and returns at once,
-    /// serving devboy's shipped built-in tools. Must be called inside a tokio
-    /// runtime.
-    pub fn start(config: &ProxyConfig, options: ProxyOptions) -> Arc<Self> {
-        let builtins = BuiltinRegistry::shipped_for(
-            &devboy_core::pipeline_config::PipelineConfig::embedded_default(),
-            config.retrieval_llm.clone(),
-        )
-        .only(config.builtins.as_deref());
-        Self::start_with(config, options, builtins)
-    }
+/// The catalog of `builtins` and the enabled `upstreams`' listings now.
+fn build_catalog(
+    server_name: &str,
+    builtins: &[BuiltinListing],
+    upstreams: &[Arc<Upstream>],
+    compact_schemas: bool,
+) -> Catalog {
+    let enabled: Vec<(&Arc<Upstream>, Arc<crate::catalog::UpstreamCatalog>)> = upstreams
+        .iter()
+        .filter(|u| u.is_enabled())
+        .map(|u| (u, u.catalog()))
+        .collect();
+    let listings: Vec<UpstreamListing<'_>> = enabled
+        .iter()
+        .map(|(upstream, listing)| {
+            let config = upstream.config();
+            UpstreamListing {
+                name: &config.name,
+                prefix: &config.prefix,
+                filter: &config.tools,
+                listing,
+            }
+        })
+        .collect();
+    Catalog::build(server_name, builtins, &listings, compact_schemas)
+}
 
-    /// [`start`](Self::start), serving `builtins` as devboy's own tools.
-    pub fn start_with(
+impl Proxy {
+    /// Starts every enabled upstream (in the background) and returns at
+    /// once; the catalog lists `builtins` (devboy's own tools) first. Must
+    /// be called inside a tokio runtime.
+    pub fn start(
         config: &ProxyConfig,
         options: ProxyOptions,
-        builtins: BuiltinRegistry,
+        builtins: Vec<BuiltinListing>,
     ) -> Arc<Self> {
         let proxy = Arc::new_cyclic(|weak: &std::sync::Weak<Proxy>| {
             let upstreams: Vec<Arc<Upstream>> = config
@@ -167,7 +190,7 @@ impl Proxy {
                 .iter()
                 .map(|u| new_upstream(weak, &options, u))
                 .collect();
-            let catalog = Arc::new(Catalog::build(
+            let catalog = Arc::new(build_catalog(
                 &config.server_name,
                 &builtins,
                 &upstreams,
@@ -274,9 +297,13 @@ impl Proxy {
         reloaded
     }
 
-    /// devboy's own tools, as the catalog routes to them.
-    pub fn builtins(&self) -> &BuiltinRegistry {
-        &self.builtins
+    /// The current upstream called `name` (its key in the config): the
+    /// one a route names.
+    pub fn upstream(&self, name: &str) -> Option<Arc<Upstream>> {
+        read(&self.upstreams)
+            .iter()
+            .find(|u| !u.is_retired() && u.config().name == name)
+            .cloned()
     }
 
     /// Where the config came from: its file, or `embedded default`.
@@ -454,7 +481,7 @@ impl Proxy {
     /// upstreams publishing at once cannot store an older view last.
     fn rebuild(&self) {
         let _serial = crate::sync::lock(&self.rebuilding);
-        let catalog = Arc::new(Catalog::build(
+        let catalog = Arc::new(build_catalog(
             &self.server_name,
             &self.builtins,
             &self.upstreams(),
@@ -482,7 +509,7 @@ mod tests {
     async fn each_config_files_problems_are_kept_apart_and_cleared_by_its_own_reading() {
         let mut config = ProxyConfig::embedded_default();
         config.problems = vec!["devboy.toml:2:1: devboy.sever_name: unknown key".to_owned()];
-        let proxy = Proxy::start(&config, ProxyOptions::default());
+        let proxy = Proxy::start(&config, ProxyOptions::default(), Vec::new());
         assert_eq!(
             proxy.config_problem().as_deref(),
             Some("devboy.toml:2:1: devboy.sever_name: unknown key"),

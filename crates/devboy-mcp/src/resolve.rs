@@ -1,91 +1,136 @@
 //! Where a call's facts are decided: a name and arguments in, a
-//! [`ResolvedCall`] out, from the catalog's route, the tool's
-//! annotations, devboy's shipped knowledge and the pipeline config, by
-//! the one rule ([`devboy_core::call::side_effect`]). The call path
-//! resolves the agent's call here, and speculation each call it makes
-//! ahead of the agent, so a prefetch and the call it answers agree on
-//! every fact.
+//! [`ResolvedCall`] out, from the catalog's route (which carries the
+//! tool's annotated class and the class devboy ships for it), and the
+//! pipeline config, by the one rule ([`devboy_core::call::side_effect`]).
+//! Pure: the same route and arguments resolve to the same call. The call
+//! stack resolves the agent's call here, and speculation each call it
+//! makes ahead of the agent, so a prefetch and the call it answers agree
+//! on every fact.
 
 use std::sync::Arc;
 
-use devboy_core::call::{side_effect, CallRoute, ResolvedCall, SideEffect, ToolClassFacts};
-use devboy_core::pipeline_config::{PipelineConfig, SideEffectClass};
+use devboy_core::call::{side_effect, CallRoute, ResolvedCall, ToolClassFacts};
+use devboy_core::pipeline_config::PipelineConfig;
 use rmcp::model::JsonObject;
 
 use crate::catalog::ToolRoute;
-use crate::proxy::Proxy;
-use crate::speculation::PrefetchPlanner;
 
 /// Decides calls' facts for one session.
+#[derive(Debug, Clone)]
 pub struct Resolver {
     config: Arc<PipelineConfig>,
-    /// Knows the shipped classes of well-known servers' tools.
-    planner: Option<Arc<dyn PrefetchPlanner>>,
 }
 
 impl Resolver {
-    /// Classes by `config`'s `[tools."GLOB"]` tables, the annotations and,
-    /// when a planner is given, the classes it ships.
-    pub fn new(config: Arc<PipelineConfig>, planner: Option<Arc<dyn PrefetchPlanner>>) -> Self {
-        Self { config, planner }
+    /// Classes by `config`'s `[tools."GLOB"]` tables, then the routes'
+    /// annotations and shipped classes.
+    pub fn new(config: Arc<PipelineConfig>) -> Self {
+        Self { config }
     }
 
-    /// The same classes, with what `planner` ships for well-known servers.
-    pub fn with_planner(&self, planner: Arc<dyn PrefetchPlanner>) -> Self {
-        Self::new(self.config.clone(), Some(planner))
-    }
-
-    /// The effective class of the tool exposed as `exposed` (named `tool`
-    /// where it is answered) whose annotations say `annotated`.
-    pub fn side_effect(&self, exposed: &str, tool: &str, annotated: SideEffectClass) -> SideEffect {
-        let shipped = self.planner.as_ref().and_then(|p| p.shipped(exposed));
-        side_effect(
-            &self.config,
-            exposed,
-            ToolClassFacts {
-                annotated,
-                shipped,
-                name: tool,
-            },
-        )
-    }
-
-    /// The call of `name` with `arguments` by `route`, as `proxy` serves
-    /// it now; `None` when the route names no upstream devboy has.
+    /// The call of `name` with `arguments` by `route`.
     pub fn resolve(
         &self,
-        proxy: &Proxy,
         name: &str,
         arguments: Option<JsonObject>,
         route: &ToolRoute,
-    ) -> Option<ResolvedCall> {
-        let (route, class) = match route {
-            ToolRoute::Builtin(index) => {
-                let tool = proxy.builtins().get(*index)?;
-                let annotated = tool
-                    .definition()
-                    .annotations
-                    .as_ref()
-                    .map_or(SideEffectClass::Unknown, |a| {
-                        SideEffectClass::from_annotations(a.read_only_hint, a.destructive_hint)
-                    });
-                (CallRoute::Builtin, self.side_effect(name, name, annotated))
-            }
+    ) -> ResolvedCall {
+        let (route, facts) = match route {
+            ToolRoute::Builtin { side_effect } => (
+                CallRoute::Builtin,
+                ToolClassFacts {
+                    annotated: *side_effect,
+                    shipped: None,
+                    name,
+                },
+            ),
             ToolRoute::Upstream {
                 upstream,
                 tool,
                 side_effect,
-            } => {
-                let upstream = proxy.upstreams().get(*upstream)?.clone();
-                (
-                    CallRoute::Upstream {
-                        upstream: upstream.config().name.clone(),
-                        tool: tool.clone(),
-                    },
-                    self.side_effect(name, tool, *side_effect),
-                )
-            }
+                shipped,
+            } => (
+                CallRoute::Upstream {
+                    upstream: upstream.clone(),
+                    tool: tool.clone(),
+                },
+                ToolClassFacts {
+                    annotated: *side_effect,
+                    shipped: *shipped,
+                    name: tool,
+                },
+            ),
         };
-        Some(ResolvedCall::new(name, route, arguments, class))
+        let class = side_effect(&self.config, name, facts);
+        ResolvedCall::new(name, route, arguments, class)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use devboy_core::call::ClassSource;
+    use devboy_core::pipeline_config::SideEffectClass;
+
+    fn upstream(annotated: SideEffectClass, shipped: Option<SideEffectClass>) -> ToolRoute {
+        ToolRoute::Upstream {
+            upstream: "srv".into(),
+            tool: "zap".into(),
+            side_effect: annotated,
+            shipped,
+        }
+    }
+
+    #[test]
+    fn a_route_alone_decides_the_call() {
+        let resolver = Resolver::new(Arc::new(PipelineConfig::embedded_default()));
+        let shipped = upstream(SideEffectClass::Unknown, Some(SideEffectClass::ReadOnly));
+        let call = resolver.resolve("s__zap", None, &shipped);
+        assert_eq!(
+            call.route,
+            CallRoute::Upstream {
+                upstream: "srv".into(),
+                tool: "zap".into()
+            }
+        );
+        assert_eq!(call.side_effect.class, SideEffectClass::ReadOnly);
+        assert_eq!(call.side_effect.source, ClassSource::Shipped);
+        let unknown = resolver.resolve("s__zap", None, &upstream(SideEffectClass::Unknown, None));
+        assert_eq!(unknown.side_effect.source, ClassSource::Nothing);
+        let annotated = resolver.resolve(
+            "s__zap",
+            None,
+            &upstream(
+                SideEffectClass::Destructive,
+                Some(SideEffectClass::ReadOnly),
+            ),
+        );
+        assert_eq!(annotated.side_effect.class, SideEffectClass::Destructive);
+        let builtin = resolver.resolve(
+            "devboy_status",
+            None,
+            &ToolRoute::Builtin {
+                side_effect: SideEffectClass::ReadOnly,
+            },
+        );
+        assert_eq!(builtin.route, CallRoute::Builtin);
+        assert_eq!(builtin.side_effect.source, ClassSource::Annotations);
+    }
+
+    #[test]
+    fn the_config_overrides_the_route() {
+        let config = PipelineConfig::from_str(
+            "schema_version = 3\n[tools.\"s__*\"]\nside_effect = \"mutating\"\n",
+            std::path::Path::new("pipeline_config.toml"),
+        )
+        .expect("config");
+        let resolver = Resolver::new(Arc::new(config));
+        let call = resolver.resolve(
+            "s__zap",
+            None,
+            &upstream(SideEffectClass::ReadOnly, Some(SideEffectClass::ReadOnly)),
+        );
+        assert_eq!(call.side_effect.class, SideEffectClass::Mutating);
+        assert_eq!(call.side_effect.source, ClassSource::Config);
     }
 }

@@ -31,17 +31,17 @@ pub struct ProgressTarget {
 }
 
 /// Upstream progress token → the agent's request, for calls in flight.
-pub type ProgressRoutes = Arc<Mutex<HashMap<ProgressToken, ProgressTarget>>>;
+pub(crate) type ProgressRoutes = Arc<Mutex<HashMap<ProgressToken, ProgressTarget>>>;
 
 /// Wraps an upstream transport; see the module docs.
-pub struct ProgressTap<T> {
+pub(crate) struct ProgressTap<T> {
     inner: T,
     routes: ProgressRoutes,
 }
 
 impl<T> ProgressTap<T> {
     /// Taps `inner`, forwarding progress along `routes`.
-    pub fn new(inner: T, routes: ProgressRoutes) -> Self {
+    pub(crate) fn new(inner: T, routes: ProgressRoutes) -> Self {
         Self { inner, routes }
     }
 }

@@ -140,7 +140,7 @@ impl ToolIndex {
 /// The words of a name or a text: split at anything but letters and
 /// digits and at lower-to-upper case changes (`readFile`), lowercased,
 /// stop words dropped, plurals and `-ing`/`-ed` endings cut.
-pub fn words(text: &str) -> Vec<String> {
+pub(crate) fn words(text: &str) -> Vec<String> {
     let mut out = Vec::new();
     let mut word = String::new();
     let mut previous_lower = false;

@@ -51,13 +51,13 @@ use tokio::task::JoinHandle;
 /// devboy's pipeline can shrink it, and a parsed result costs a few times
 /// its size in memory, so the limit stays well below what a laptop can
 /// spare for one call.
-pub const MAX_MESSAGE_BYTES: usize = 64 * 1024 * 1024;
+pub(crate) const MAX_MESSAGE_BYTES: usize = 64 * 1024 * 1024;
 
 /// The longest line devboy writes. A client drops the whole connection for
 /// one line it cannot take (Claude Code past 16 MB); results are cut far
 /// below this (`frame.rs`), so a longer line is a bug, and the answer is
 /// an error for its request rather than the connection.
-pub const MAX_WRITTEN_BYTES: usize = 12 * 1024 * 1024;
+pub(crate) const MAX_WRITTEN_BYTES: usize = 12 * 1024 * 1024;
 
 /// JSON-RPC 2.0 "Parse error".
 const PARSE_ERROR: i32 = -32700;
@@ -197,7 +197,7 @@ enum Member {
 
 /// What was picked out of a line over the limit.
 #[derive(Debug, Default)]
-pub struct Skimmed {
+pub(crate) struct Skimmed {
     /// The line's length in bytes.
     pub bytes: usize,
     /// Its top-level `id`, when it had a short one.
@@ -336,7 +336,7 @@ impl Skim {
 }
 
 /// The outcome of one line, decided by the side of the connection.
-pub enum Verdict<R: ServiceRole> {
+pub(crate) enum Verdict<R: ServiceRole> {
     /// Hand this to rmcp.
     Deliver(RxJsonRpcMessage<R>),
     /// Write this line back to the peer (an error reply).
@@ -348,7 +348,7 @@ pub enum Verdict<R: ServiceRole> {
 /// How one side of a connection judges what its peer sent. Implemented for
 /// [`RoleServer`] (devboy facing the agent) and [`RoleClient`] (devboy
 /// facing an upstream).
-pub trait WireRole: ServiceRole {
+pub(crate) trait WireRole: ServiceRole {
     /// The longest line written to the peer: an answer past it is
     /// replaced by an error for its request (`None`: no limit; devboy's
     /// requests to an upstream carry what the agent sent).
@@ -740,7 +740,7 @@ async fn write_lines<R: WireRole, W: AsyncWrite + Unpin>(
 
 /// A JSON-RPC transport over a byte stream pair, one message per line; see
 /// the module docs. `R` is the side devboy plays on this connection.
-pub struct LineTransport<R: ServiceRole, Rd> {
+pub(crate) struct LineTransport<R: ServiceRole, Rd> {
     reader: LineReader<Rd>,
     queue: Option<mpsc::Sender<Outgoing<R>>>,
     writer: Option<JoinHandle<()>>,
@@ -760,7 +760,7 @@ where
     /// A transport reading `read` and writing `write`, with messages of at
     /// most `limit` bytes; `peer` names the other side in messages
     /// ("the client", "upstream `fs`").
-    pub fn new<Wr>(read: Rd, write: Wr, limit: usize, peer: impl Into<Arc<str>>) -> Self
+    pub(crate) fn new<Wr>(read: Rd, write: Wr, limit: usize, peer: impl Into<Arc<str>>) -> Self
     where
         Wr: AsyncWrite + Send + Unpin + 'static,
     {
@@ -777,7 +777,10 @@ where
 
     /// This transport cancelling `token` when its input ends, so the
     /// owner can bound how long the service drains after that.
-    pub fn signal_input_closed(mut self, token: tokio_util::sync::CancellationToken) -> Self {
+    pub(crate) fn signal_input_closed(
+        mut self,
+        token: tokio_util::sync::CancellationToken,
+    ) -> Self {
         self.input_closed = Some(token);
         self
     }

@@ -1,5 +1,5 @@
-//! The call path's layers, each driven through [`Session::call`] against a
-//! real upstream (`devboy-test-server`), without an MCP client: built-in
+//! The call stack's layers together, driven through [`Session::call`]
+//! against a real upstream (`devboy-test-server`), without an MCP client: built-in
 //! tools from a registry, the answer store, the upstream, and the seam
 //! after each.
 
@@ -13,7 +13,7 @@ use devboy_core::call::ResolvedCall;
 use devboy_core::speculation::Served;
 use devboy_mcp::seam::ProcessError;
 use devboy_mcp::{
-    AnswerStore, BuiltinRegistry, BuiltinTool, EventSink, PendingCall, Proxy, Session,
+    AnswerStore, BuiltinRegistry, BuiltinTool, EventSink, Memory, PendingCall, Proxy, Session,
     SessionEvent, StoredAnswer, Transform,
 };
 use futures::future::BoxFuture;
@@ -23,13 +23,14 @@ use serde_json::json;
 use support_proxy::{start_proxy, test_server};
 use tokio_util::sync::CancellationToken;
 
-/// A proxy with the test server as upstream `t`, serving `builtins`.
-fn proxy(builtins: BuiltinRegistry) -> Arc<Proxy> {
+/// A proxy with the test server as upstream `t`, listing `builtins`, and
+/// the built-ins its sessions serve.
+fn proxy(builtins: BuiltinRegistry) -> (Arc<Proxy>, BuiltinRegistry) {
     let text = format!(
         "[servers.t]\ncommand = {:?}\n",
         test_server().display().to_string()
     );
-    start_proxy(&text, builtins)
+    (start_proxy(&text, &builtins), builtins)
 }
 
 /// A processor that writes down what it is shown and marks what it
@@ -79,8 +80,10 @@ impl EventSink for Recorder {
 }
 
 /// A session whose results pass through `recorder`, which hears its events.
-fn recorded(proxy: &Arc<Proxy>, recorder: &Arc<Recorder>) -> Session {
-    Session::new(proxy.clone(), recorder.clone()).with_events(recorder.clone())
+fn recorded(proxy: &Arc<Proxy>, builtins: &BuiltinRegistry, recorder: &Arc<Recorder>) -> Session {
+    Session::builder(proxy.clone(), builtins.clone(), recorder.clone())
+        .events(recorder.clone())
+        .build()
 }
 
 fn text_of(result: &CallToolResult) -> String {
@@ -135,9 +138,9 @@ impl BuiltinTool for EchoTwice {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_builtin_is_one_type_and_one_registry_line() {
-    let proxy = proxy(BuiltinRegistry::shipped().with(EchoTwice));
+    let (proxy, builtins) = proxy(BuiltinRegistry::shipped().with(EchoTwice));
     let recorder = Arc::new(Recorder::default());
-    let session = recorded(&proxy, &recorder);
+    let session = recorded(&proxy, &builtins, &recorder);
 
     // Listed after the shipped tools; the shipped registry does not have it.
     let names: Vec<String> = proxy
@@ -188,9 +191,9 @@ async fn a_builtin_is_one_type_and_one_registry_line() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn shipped_builtins_are_delivered_as_they_declare() {
-    let proxy = proxy(BuiltinRegistry::shipped());
+    let (proxy, builtins) = proxy(BuiltinRegistry::shipped());
     let recorder = Arc::new(Recorder::default());
-    let session = recorded(&proxy, &recorder);
+    let session = recorded(&proxy, &builtins, &recorder);
 
     // Status and compact: JSON reports, never rewritten.
     let status = session
@@ -229,8 +232,12 @@ struct OneAnswer {
     log: Arc<Mutex<Vec<String>>>,
 }
 
-impl AnswerStore for OneAnswer {
-    fn on_call(&self, call: &ResolvedCall) {
+impl Memory for OneAnswer {
+    fn name(&self) -> &'static str {
+        "the test store"
+    }
+
+    fn forget_call(&self, call: &ResolvedCall) {
         self.log
             .lock()
             .unwrap()
@@ -243,7 +250,9 @@ impl AnswerStore for OneAnswer {
             *held = None;
         }
     }
+}
 
+impl AnswerStore for OneAnswer {
     fn answer<'a>(
         &'a self,
         call: &'a ResolvedCall,
@@ -262,7 +271,7 @@ impl AnswerStore for OneAnswer {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn the_answer_store_answers_before_the_upstream_and_hears_every_call_first() {
-    let proxy = proxy(BuiltinRegistry::shipped());
+    let (proxy, builtins) = proxy(BuiltinRegistry::shipped());
     let recorder = Arc::new(Recorder::default());
     let store = Arc::new(OneAnswer {
         held: Mutex::new(Some((
@@ -272,7 +281,11 @@ async fn the_answer_store_answers_before_the_upstream_and_hears_every_call_first
         ))),
         log: recorder.log.clone(),
     });
-    let session = recorded(&proxy, &recorder).with_answer_store(store);
+    let session = Session::builder(proxy.clone(), builtins, recorder.clone())
+        .events(recorder.clone())
+        .answer_store(store.clone())
+        .memory(store)
+        .build();
     let echo = |text: &str| PendingCall::new("t__echo", args(json!({"text": text})));
 
     // Answered by the store, through the seam, without the upstream.
@@ -304,9 +317,9 @@ async fn the_answer_store_answers_before_the_upstream_and_hears_every_call_first
 
 #[tokio::test(flavor = "multi_thread")]
 async fn without_a_store_the_upstream_answers_and_failures_map_as_before() {
-    let proxy = proxy(BuiltinRegistry::shipped());
+    let (proxy, builtins) = proxy(BuiltinRegistry::shipped());
     let recorder = Arc::new(Recorder::default());
-    let session = recorded(&proxy, &recorder);
+    let session = recorded(&proxy, &builtins, &recorder);
 
     let result = session
         .call(PendingCall::new("t__echo", args(json!({"text": "up"}))))
@@ -358,9 +371,10 @@ impl AnswerStore for Panics {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_store_that_panics_leaves_the_call_to_the_upstream() {
-    let proxy = proxy(BuiltinRegistry::shipped());
-    let session = Session::new(proxy.clone(), Arc::new(devboy_mcp::Passthrough))
-        .with_answer_store(Arc::new(Panics));
+    let (proxy, builtins) = proxy(BuiltinRegistry::shipped());
+    let session = Session::builder(proxy.clone(), builtins, Arc::new(devboy_mcp::Passthrough))
+        .answer_store(Arc::new(Panics))
+        .build();
     let result = session
         .call(PendingCall::new(
             "t__echo",
@@ -402,8 +416,8 @@ impl BuiltinTool for PanickingTool {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_builtin_that_panics_answers_with_an_error_and_the_session_goes_on() {
-    let proxy = proxy(BuiltinRegistry::shipped().with(PanickingTool));
-    let session = Session::new(proxy.clone(), Arc::new(Recorder::default()));
+    let (proxy, builtins) = proxy(BuiltinRegistry::shipped().with(PanickingTool));
+    let session = Session::builder(proxy.clone(), builtins, Arc::new(Recorder::default())).build();
     let result = session
         .call(PendingCall::new("devboy_panics", None))
         .await

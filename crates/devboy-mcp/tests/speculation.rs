@@ -18,8 +18,8 @@ use devboy_core::call::ResolvedCall;
 use devboy_core::speculation::{PrefetchEnd, SpeculationEvent};
 use devboy_mcp::seam::ProcessError;
 use devboy_mcp::{
-    BuiltinRegistry, EventSink, PendingCall, Proxy, Session, SessionEvent, SpeculationSettings,
-    Transform,
+    BuiltinRegistry, EventSink, PendingCall, Proxy, Session, SessionBuilder, SessionEvent,
+    SpeculationSettings, Transform,
 };
 use edges::{always, each_line, FixedEdges};
 use rmcp::model::{CallToolResult, JsonObject};
@@ -34,7 +34,7 @@ fn test_proxy(cancel_log: &Path) -> Arc<Proxy> {
             test_server().display().to_string(),
             cancel_log.display().to_string()
         ),
-        BuiltinRegistry::shipped(),
+        &BuiltinRegistry::shipped(),
     )
 }
 
@@ -47,7 +47,7 @@ fn fs_proxy(root: &Path) -> Arc<Proxy> {
             peer.program_str(),
             root.display().to_string()
         ),
-        BuiltinRegistry::shipped(),
+        &BuiltinRegistry::shipped(),
     )
 }
 
@@ -114,8 +114,18 @@ impl EventSink for Watcher {
 }
 
 /// A session whose results pass through `watcher`, which hears its events.
-fn watched(proxy: &Arc<Proxy>, watcher: &Arc<Watcher>) -> Session {
-    Session::new(proxy.clone(), watcher.clone()).with_events(watcher.clone())
+fn watched(proxy: &Arc<Proxy>, watcher: &Arc<Watcher>) -> SessionBuilder {
+    Session::builder(proxy.clone(), BuiltinRegistry::shipped(), watcher.clone())
+        .events(watcher.clone())
+}
+
+/// [`watched`], speculating as `planner` says, with the tools it takes
+/// as read-only classed so.
+fn speculating(proxy: &Arc<Proxy>, watcher: &Arc<Watcher>, planner: FixedEdges) -> Session {
+    watched(proxy, watcher)
+        .classes(planner.classes())
+        .speculation(Arc::new(planner))
+        .build()
 }
 
 fn args(value: Value) -> Option<JsonObject> {
@@ -164,7 +174,7 @@ async fn a_hit_is_the_upstream_result_byte_for_byte_and_the_upstream_is_called_o
     let watcher = Arc::new(Watcher::default());
     let planner =
         FixedEdges::new().edge("fs__search_files", each_line("fs__read_text_file", "path"));
-    let session = watched(&proxy, &watcher).with_speculation(Arc::new(planner));
+    let session = speculating(&proxy, &watcher, planner);
     let engine = session.speculation().expect("engine").clone();
 
     let search = args(json!({"path": root, "pattern": "*.txt"}));
@@ -183,7 +193,12 @@ async fn a_hit_is_the_upstream_result_byte_for_byte_and_the_upstream_is_called_o
     // A session without speculation on a second server gives the direct
     // answer to compare with.
     let direct_proxy = fs_proxy(&root);
-    let direct = Session::new(direct_proxy.clone(), Arc::new(devboy_mcp::Passthrough));
+    let direct = Session::builder(
+        direct_proxy.clone(),
+        BuiltinRegistry::shipped(),
+        Arc::new(devboy_mcp::Passthrough),
+    )
+    .build();
     for hit in &hits {
         let read = || PendingCall::new("fs__read_text_file", args(json!({"path": hit})));
         let served = session.call(read()).await.expect("read");
@@ -245,7 +260,7 @@ async fn a_call_joins_a_prefetch_in_flight_without_a_second_upstream_call() {
     let planner = FixedEdges::new()
         .edge("t__echo", always("t__sleep", json!({"ms": 700})))
         .read_only("t__sleep");
-    let session = watched(&proxy, &watcher).with_speculation(Arc::new(planner));
+    let session = speculating(&proxy, &watcher, planner);
 
     session
         .call(PendingCall::new("t__echo", args(json!({"text": "go"}))))
@@ -278,7 +293,7 @@ async fn a_write_between_prefetch_and_call_sends_the_call_upstream() {
     let proxy = fs_proxy(&root);
     let watcher = Arc::new(Watcher::default());
     let planner = FixedEdges::new().edge("fs__list_directory", always_read(file.clone()));
-    let session = watched(&proxy, &watcher).with_speculation(Arc::new(planner));
+    let session = speculating(&proxy, &watcher, planner);
     let engine = session.speculation().expect("engine").clone();
 
     session
@@ -346,7 +361,7 @@ async fn slow_prefetch() -> Slow {
             .edge("t__echo", always("t__sleep", json!({"ms": 20_000})))
             .read_only("t__sleep")
     };
-    let session = watched(&proxy, &watcher).with_speculation(Arc::new(planner));
+    let session = speculating(&proxy, &watcher, planner);
     let engine = session.speculation().expect("engine").clone();
     session
         .call(PendingCall::new("t__echo", args(json!({"text": "go"}))))
@@ -439,7 +454,7 @@ async fn an_upstream_crash_during_a_prefetch_still_answers_the_agent() {
     let planner = FixedEdges::new()
         .edge("t__echo", always("t__sleep", json!({"ms": 1500})))
         .read_only("t__sleep");
-    let session = watched(&proxy, &watcher).with_speculation(Arc::new(planner));
+    let session = speculating(&proxy, &watcher, planner);
 
     session
         .call(PendingCall::new("t__echo", args(json!({"text": "go"}))))
@@ -486,7 +501,7 @@ async fn prefetch_errors_and_timeouts_never_reach_the_agent() {
             .read_only("t__sleep")
             .read_only("t__fail")
     };
-    let session = watched(&proxy, &watcher).with_speculation(Arc::new(planner));
+    let session = speculating(&proxy, &watcher, planner);
     let engine = session.speculation().expect("engine").clone();
 
     // An isError prefetch is dropped: the agent's call goes upstream.
@@ -545,7 +560,7 @@ async fn fail_fast_answers_a_call_that_keeps_coming_back_empty_until_the_context
         fail_fast: vec![("t__echo".into(), 2)],
         ..FixedEdges::new()
     };
-    let session = watched(&proxy, &watcher).with_speculation(Arc::new(planner));
+    let session = speculating(&proxy, &watcher, planner);
     let empty = || PendingCall::new("t__echo", args(json!({"text": "  "})));
 
     for _ in 0..2 {
@@ -586,7 +601,7 @@ async fn without_a_planner_every_call_goes_upstream_as_before() {
     let log = tempfile::NamedTempFile::new().expect("log");
     let proxy = test_proxy(log.path());
     let watcher = Arc::new(Watcher::default());
-    let session = watched(&proxy, &watcher);
+    let session = watched(&proxy, &watcher).build();
     assert!(session.speculation().is_none());
     for _ in 0..3 {
         session
@@ -623,7 +638,7 @@ async fn the_engine_never_prefetches_a_tool_that_may_write() {
             )]
         }),
     );
-    let session = watched(&proxy, &watcher).with_speculation(Arc::new(planner));
+    let session = speculating(&proxy, &watcher, planner);
     session
         .call(PendingCall::new(
             "fs__list_directory",
@@ -654,7 +669,7 @@ async fn the_store_is_bounded_and_stale_results_expire() {
         }),
         ..FixedEdges::new().edge("fs__search_files", each_line("fs__read_text_file", "path"))
     };
-    let session = watched(&proxy, &watcher).with_speculation(Arc::new(planner));
+    let session = speculating(&proxy, &watcher, planner);
     let engine = session.speculation().expect("engine").clone();
 
     session

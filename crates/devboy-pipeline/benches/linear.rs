@@ -25,8 +25,8 @@ use std::hint::black_box;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+use devboy_pipeline::result_pipeline::{BodyPolicy, ResultPipeline};
 use devboy_pipeline::route::RouteConfig;
-use devboy_pipeline::session::{BodyPolicy, ResultPipeline};
 use devboy_pipeline::{
     DedupStageConfig, EndpointKey, Handoff, IdAllocator, ResultPolicy, SessionTag, Timestamp,
     Tokenizer,

@@ -15,8 +15,8 @@ use std::hint::black_box;
 use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
+use devboy_pipeline::result_pipeline::{BodyPolicy, ResultPipeline};
 use devboy_pipeline::route::RouteConfig;
-use devboy_pipeline::session::{BodyPolicy, ResultPipeline};
 use devboy_pipeline::Handoff;
 use devboy_pipeline::{
     DedupStageConfig, EndpointKey, IdAllocator, ResultPolicy, SessionTag, Timestamp, Tokenizer,

@@ -15,7 +15,7 @@
 //! An encoded header ends with the [check](crate::encode::check) of the
 //! whole text (` #` and nine digits) before its `]`. What the pipeline
 //! emitted for a result is reported as data ([`HintSet`] on
-//! [`Processed`](crate::session::Processed)), never read back from the text.
+//! [`Processed`](crate::result_pipeline::Processed)), never read back from the text.
 
 use std::fmt::Display;
 

@@ -1,8 +1,8 @@
 //! The pure, synchronous response pipeline of devboy: what one forwarded
 //! tool result becomes before the model sees it. Three layers, in order
-//! ([`session::ResultPipeline`] chains them):
+//! ([`result_pipeline::ResultPipeline`] chains them):
 //!
-//! 1. **dedup** ([`stage`]): a body the model already holds becomes a
+//! 1. **dedup** ([`dedup_stage`]): a body the model already holds becomes a
 //!    reference to the visible id it was shown with; fingerprints, the
 //!    cache that remembers what the model received, and the store that
 //!    gives back the exact bytes behind any id;
@@ -94,19 +94,20 @@
 //! - [`time`]: [`Timestamp`], the caller's session clock.
 //! - [`dedup`]: [`DedupCache`] and its rules.
 //! - [`expand`]: [`ExpandStore`], the bytes behind every id.
-//! - [`stage`]: [`DedupStage`], one session's dedup decisions.
+//! - [`dedup_stage`]: [`DedupStage`], one session's dedup decisions.
 //! - [`hints`]: every hint line's text and its parser.
 //! - [`near`]: exact deltas for near-duplicate JSON bodies.
 //! - [`tokens`]: [`Tokenizer`], the token counts every cost is measured in.
 //! - [`shape`]: what a body is (its [`Shape`] and inner formats).
 //! - [`template`] and [`encode`]: the lossless re-encodings; [`route`]
 //!   picks the cheapest and elides.
-//! - [`session`]: [`session::ResultPipeline`], the layers chained, with
+//! - [`result_pipeline`]: [`result_pipeline::ResultPipeline`], the layers chained, with
 //!   the accounting.
 
 #![deny(missing_docs)]
 
 pub mod dedup;
+pub mod dedup_stage;
 pub mod encode;
 pub mod exact;
 pub mod expand;
@@ -117,10 +118,9 @@ pub mod ids;
 pub mod near;
 pub mod parts;
 mod paths;
+pub mod result_pipeline;
 pub mod route;
-pub mod session;
 pub mod shape;
-pub mod stage;
 pub mod template;
 pub mod textdiff;
 pub mod time;
@@ -129,6 +129,10 @@ pub mod tokens;
 pub use dedup::{
     DedupCache, DedupConfig, DedupStats, Delivered, Evictions, RecordOutcome, SkipReason,
 };
+pub use dedup_stage::{
+    write_covers, DedupDecision, DedupStage, DedupStageConfig, ExpandError, NearPolicy,
+    ResultPolicy, TextDiffPolicy,
+};
 pub use expand::{ExpandConfig, ExpandStats, ExpandStore, Expansion, StoreOutcome};
 pub use fingerprint::Fingerprint;
 pub use handoff::Handoff;
@@ -136,10 +140,6 @@ pub use ids::{
     EndpointKey, IdAllocator, InvalidSessionTag, ParseReferenceIdError, ReferenceId, SessionTag,
 };
 pub use shape::{classify, Classified, InnerFormat, InnerFormats, Shape};
-pub use stage::{
-    write_covers, DedupDecision, DedupStage, DedupStageConfig, ExpandError, NearPolicy,
-    ResultPolicy, SideEffect, TextDiffPolicy,
-};
 pub use template::{DecodedBody, Template};
 pub use time::Timestamp;
 pub use tokens::{definition_json, Tokenizer};

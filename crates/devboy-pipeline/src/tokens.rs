@@ -395,7 +395,7 @@ mod tests {
 
     /// Pins what an id line (at most) and a reference line cost for the
     /// first 99 ids of a session: the figures the id rule
-    /// ([`crate::stage::id_pays`]) weighs.
+    /// ([`crate::dedup_stage::id_pays`]) weighs.
     #[test]
     fn id_line_cost_is_pinned() {
         for tag in tags() {
@@ -403,12 +403,12 @@ mod tests {
                 let id = ReferenceId::new(tag, NonZeroU64::new(n).unwrap());
                 let line = Tokenizer::O200k.count(&crate::hints::id_line(id));
                 assert!(
-                    (7..=crate::stage::ID_LINE_TOKENS).contains(&line),
+                    (7..=crate::dedup_stage::ID_LINE_TOKENS).contains(&line),
                     "{id}: {line}"
                 );
                 assert_eq!(
                     Tokenizer::O200k.count(&reference_hint(id)),
-                    crate::stage::REFERENCE_TOKENS
+                    crate::dedup_stage::REFERENCE_TOKENS
                 );
             }
         }

@@ -14,8 +14,8 @@
 //! choice.
 
 use devboy_pipeline::encode;
+use devboy_pipeline::result_pipeline::{BodyPolicy, ResultPipeline};
 use devboy_pipeline::route::{encoding_names, RouteConfig};
-use devboy_pipeline::session::{BodyPolicy, ResultPipeline};
 use devboy_pipeline::template::{self, DecodedBody};
 use devboy_pipeline::{
     exact, DedupStageConfig, EndpointKey, Handoff, IdAllocator, SessionTag, Timestamp,

@@ -43,7 +43,7 @@ fn main() {
         .map(std::path::PathBuf::from)
         .unwrap_or_else(|| std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../.."));
     let query = args.get(1).cloned().unwrap_or_else(|| {
-        "TypeError in handle_call when the upstream returns structuredContent; see crates/devboy-mcp/src/call.rs".into()
+        "TypeError in handle_call when the upstream returns structuredContent; see crates/devboy-mcp/src/stack/mod.rs".into()
     });
     let cache = std::env::temp_dir().join(format!("devboy-find-bench-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&cache);

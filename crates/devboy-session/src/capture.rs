@@ -16,13 +16,13 @@ use std::sync::Arc;
 
 use devboy_core::call::{CallRoute, ResolvedCall, ToolClassFacts};
 use devboy_core::pipeline_config::{PipelineConfig, SideEffectClass};
-use devboy_pipeline::session::Processed;
+use devboy_pipeline::result_pipeline::Processed;
 use devboy_pipeline::InvalidSessionTag;
 use devboy_pipeline::{IdAllocator, SessionTag, Timestamp};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::session::{Forwarded, PipelineSession};
+use crate::pipeline_session::{Forwarded, PipelineSession};
 
 /// One line of a capture.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

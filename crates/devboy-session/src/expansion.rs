@@ -21,7 +21,7 @@
 
 use std::collections::HashMap;
 
-use devboy_pipeline::session::{Action, Processed, Totals};
+use devboy_pipeline::result_pipeline::{Action, Processed, Totals};
 use devboy_pipeline::ExpandStore;
 use devboy_pipeline::{EndpointKey, ReferenceId};
 use devboy_telemetry::{Delivered, ExpandedSummary, TokenFigures};

@@ -22,23 +22,23 @@
 //! client forwards and rebuilds the protocol result from a [`Processed`].
 //! The session clock is a fact passed in, so a replay is exact.
 //!
-//! [`BodyPolicy`]: devboy_pipeline::session::BodyPolicy
-//! [`Processed`]: devboy_pipeline::session::Processed
+//! [`BodyPolicy`]: devboy_pipeline::result_pipeline::BodyPolicy
+//! [`Processed`]: devboy_pipeline::result_pipeline::Processed
 
 #![deny(missing_docs)]
 
 pub mod capture;
 mod events;
 mod expansion;
-mod session;
+mod pipeline_session;
 
 use devboy_core::pipeline_config::{PipelineConfig, SessionContext, TokenizerChoice};
+use devboy_pipeline::result_pipeline::ResultPipeline;
 use devboy_pipeline::route::RouteConfig;
-use devboy_pipeline::session::ResultPipeline;
 use devboy_pipeline::{DedupConfig, DedupStageConfig, ExpandConfig, IdAllocator, Tokenizer};
 
 pub use events::SessionEvents;
-pub use session::{Forwarded, PipelineSession};
+pub use pipeline_session::{Forwarded, PipelineSession};
 
 /// A fresh [`ResultPipeline`] with the config's dedup bounds, tokenizer
 /// and budget (for a session whose model is not known yet), naming what it

@@ -1,5 +1,5 @@
 //! Provider fingerprints: a JSON document an MCP server's operator
-//! publishes (the seed's `GET /mcp/fingerprints/v1`), read from a URL or
+//! publishes (`GET /mcp/fingerprints/v1`, docs/team.md), read from a URL or
 //! a file, and written by `devboy tune publish`. The schema is in
 //! docs/team.md.
 

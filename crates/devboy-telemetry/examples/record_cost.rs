@@ -4,12 +4,14 @@
 
 use std::time::Instant;
 
-use devboy_telemetry::{CallFacts, DedupOutcome, Layer, Outcome, Telemetry, TelemetryOptions};
+use devboy_telemetry::{
+    CallFacts, DedupOutcome, Outcome, ResultLayer, Telemetry, TelemetryOptions,
+};
 
 fn outcome() -> Outcome {
     Outcome {
         dedup: DedupOutcome::Miss,
-        layer: Layer::Encoder,
+        layer: ResultLayer::Encoder,
         action: "encoded",
         shape: Some("array_of_objects"),
         inner_formats: vec!["url", "hash"],

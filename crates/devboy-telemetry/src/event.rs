@@ -117,7 +117,7 @@ pub struct ResultEvent {
     /// What L0 dedup did.
     pub dedup: DedupOutcome,
     /// The terminal layer.
-    pub layer: Layer,
+    pub layer: ResultLayer,
     /// The pipeline's action name (`fresh`, `reference`, `encoded`, …).
     pub action: Cow<'static, str>,
     /// The encoder or template used.
@@ -576,7 +576,7 @@ impl DedupOutcome {
 /// The layer that decided what was sent. Written as the layer's number,
 /// `"L0"` to `"L3"`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub enum Layer {
+pub enum ResultLayer {
     /// `L0`: dedup sent a reference or near-reference.
     #[serde(rename = "L0")]
     Dedup,
@@ -848,10 +848,10 @@ mod tests {
     #[test]
     fn wire_words_are_pinned() {
         for (layer, wire) in [
-            (Layer::Dedup, "L0"),
-            (Layer::Template, "L1"),
-            (Layer::Encoder, "L2"),
-            (Layer::Passthrough, "L3"),
+            (ResultLayer::Dedup, "L0"),
+            (ResultLayer::Template, "L1"),
+            (ResultLayer::Encoder, "L2"),
+            (ResultLayer::Passthrough, "L3"),
         ] {
             assert_eq!(
                 serde_json::to_string(&layer).unwrap(),

@@ -52,7 +52,7 @@ mod tests;
 
 pub use event::{
     CallsSaved, ClientKind, DedupOutcome, DefinitionsSummary, Delivered, EndpointClass, Event,
-    ExpandedSummary, ExpansionRecord, Layer, ResultEvent, RetrievalRecord, SessionSummary,
+    ExpandedSummary, ExpansionRecord, ResultEvent, ResultLayer, RetrievalRecord, SessionSummary,
     SpeculationKind, SpeculationRecord, SpeculationSummary, TokenFigures, SCHEMA_VERSION,
 };
 pub use hash::{Hash128, Hash64, Salt};

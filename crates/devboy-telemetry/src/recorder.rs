@@ -30,7 +30,7 @@ use devboy_core::speculation::{Served, SpeculationEvent};
 
 use crate::event::{
     ClientKind, DedupOutcome, DefinitionsSummary, Delivered, EndpointClass, Event, ExpandedSummary,
-    ExpansionRecord, Layer, ResultEvent, RetrievalRecord, SessionSummary, SpeculationKind,
+    ExpansionRecord, ResultEvent, ResultLayer, RetrievalRecord, SessionSummary, SpeculationKind,
     SpeculationRecord, SpeculationSummary, TokenFigures, SCHEMA_VERSION,
 };
 use crate::hash::{hex, random_bytes, Hash64, Salt};
@@ -164,7 +164,7 @@ pub struct Outcome {
     /// What L0 did.
     pub dedup: DedupOutcome,
     /// The terminal layer.
-    pub layer: Layer,
+    pub layer: ResultLayer,
     /// The pipeline's action name.
     pub action: &'static str,
     /// The body's shape, if classified.
@@ -196,7 +196,7 @@ impl Outcome {
     pub fn passed_through(tokens: u64, context_partition: u64, is_error: bool) -> Self {
         Self {
             dedup: DedupOutcome::Off,
-            layer: Layer::Passthrough,
+            layer: ResultLayer::Passthrough,
             action: "unchanged",
             shape: None,
             inner_formats: Vec::new(),

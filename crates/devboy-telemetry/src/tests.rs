@@ -88,7 +88,7 @@ fn everything_under(dir: &Path) -> String {
 fn outcome(tokens: u64) -> Outcome {
     Outcome {
         dedup: DedupOutcome::Miss,
-        layer: Layer::Encoder,
+        layer: ResultLayer::Encoder,
         action: "encoded",
         shape: Some("array_of_objects"),
         inner_formats: vec!["url"],
@@ -163,7 +163,7 @@ fn results_and_the_summary_are_written_without_names_or_content() {
     assert!(err.is_error);
     assert_eq!(
         (err.dedup, err.layer),
-        (DedupOutcome::Off, Layer::Passthrough)
+        (DedupOutcome::Off, ResultLayer::Passthrough)
     );
     assert_eq!(err.context_partition, 1);
     let s = &sessions[0];

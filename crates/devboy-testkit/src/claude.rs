@@ -22,7 +22,7 @@
 //! `~/.claude.json`; needs no approval).
 //!
 //! [`ClaudeCode::start_session`] runs one process for several user turns
-//! (`/compact` included); see [`crate::session`].
+//! (`/compact` included); see [`crate::claude_session`].
 //!
 //! `claude -p` is run with `--allowedTools` naming the MCP tools it may call
 //! (`--dangerously-skip-permissions` is refused when running as root, and a
@@ -36,9 +36,9 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context as _};
 
+use crate::claude_session::ClaudeSession;
 use crate::peers;
 use crate::scripted_model::ScriptedModel;
-use crate::session::ClaudeSession;
 
 /// Default hard timeout of one `claude` invocation.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);

@@ -11,7 +11,7 @@
 //!   files, with a prompt cache and scripted faults.
 //! - [`claude`]: runs the real Claude Code CLI offline in a temporary `HOME`
 //!   against a scripted model.
-//! - [`session`]: one Claude Code process driven turn by turn (stream-json on
+//! - [`claude_session`]: one Claude Code process driven turn by turn (stream-json on
 //!   stdin and stdout), for conversations with several user turns and slash
 //!   commands such as `/compact`.
 //! - [`terminal`]: interactive Claude Code in a private tmux terminal, for
@@ -23,17 +23,17 @@
 #![warn(missing_docs)]
 
 pub mod claude;
+pub mod claude_session;
 mod http;
 pub mod oracle_llm;
 pub mod peers;
 pub mod scripted_model;
-pub mod session;
 pub mod stores;
 pub mod terminal;
 
 pub use claude::{ClaudeCode, ClaudeOutput};
+pub use claude_session::ClaudeSession;
 pub use oracle_llm::{OracleLlm, OracleOptions};
 pub use scripted_model::{RequestKind, Script, ScriptedModel, ToolResultSeen, Turn};
-pub use session::ClaudeSession;
 pub use stores::{AzuriteServer, S3Server};
 pub use terminal::TerminalSession;

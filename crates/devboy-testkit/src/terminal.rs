@@ -1,5 +1,5 @@
 //! Interactive Claude Code in a terminal: the mode people use, which
-//! differs from print mode (`-p`, [`crate::session`]) in ways that matter
+//! differs from print mode (`-p`, [`crate::claude_session`]) in ways that matter
 //! to an MCP server. Claude Code 2.1.330, for one, runs the tools of a
 //! server announced late by `list_changed` only in this mode.
 //!

@@ -53,6 +53,7 @@
 
 pub mod aggregate;
 pub mod analyze;
+mod analyze_report;
 pub mod claude_logs;
 pub mod definitions;
 pub mod edit;
@@ -61,7 +62,6 @@ pub mod event;
 pub mod fingerprint;
 pub mod names;
 pub mod read;
-mod report;
 pub mod retrieval;
 pub mod rules;
 pub mod savings;

@@ -272,7 +272,7 @@ mod tests {
     #[test]
     fn what_telemetry_writes_the_tuner_reads_field_by_field() {
         use devboy_telemetry::{
-            CallFacts, Event, Hash128, Hash64, JsonlSink, Layer, Outcome, ResultEvent,
+            CallFacts, Event, Hash128, Hash64, JsonlSink, Outcome, ResultEvent, ResultLayer,
             SessionSummary, SinkLimits, Telemetry, TelemetryOptions,
         };
 
@@ -303,7 +303,7 @@ mod tests {
         for i in 0..64u64 {
             let outcome = Outcome {
                 dedup: [DedupOutcome::Hit, DedupOutcome::Near, DedupOutcome::Off][i as usize % 3],
-                layer: Layer::Template,
+                layer: ResultLayer::Template,
                 action: "encoded",
                 shape: Some("markdown_table"),
                 inner_formats: vec!["url", "uuid"],
@@ -388,7 +388,7 @@ mod tests {
                 fingerprint: Hash128(0x5555_0000_0000_0000_0000_0000_0000_0005),
                 path_hashes: vec![Hash64(0x66)],
                 dedup: DedupOutcome::Near,
-                layer: Layer::Encoder,
+                layer: ResultLayer::Encoder,
                 action: "near_reference".into(),
                 format: Some("csv".into()),
                 template: Some("tpl_contract".into()),

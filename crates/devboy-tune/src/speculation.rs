@@ -508,7 +508,7 @@ follow_up = [{ tool = "gh__search", probability = 0.9 }]   # mine
         );
     }
 
-    /// Issue 23, item 8c: E1 wrote `follow_up` edges to
+    /// E1 wrote `follow_up` edges to
     /// `filesystem__edit_file` (a write) from 8 calls. Edges go only to
     /// tools speculation may prefetch, and only past the rules' minimum
     /// support.

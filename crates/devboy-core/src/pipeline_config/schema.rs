@@ -268,7 +268,7 @@ const fn v1(
     }
 }
 
-/// Schema version 1 (the seed design's flat knobs) and where each went. A
+/// Schema version 1 (the first design's flat knobs) and where each went. A
 /// character is at least a byte, so reading `min_body_chars` as bytes
 /// gives no body a reference version 1 would have skipped.
 #[rustfmt::skip]

@@ -11,7 +11,7 @@ use super::{annotations, definition, BuiltinContext, BuiltinTool};
 use crate::seam::Delivery;
 
 /// The `devboy_compact` tool.
-pub struct Compact;
+pub(super) struct Compact;
 
 impl BuiltinTool for Compact {
     fn definition(&self) -> Tool {
@@ -32,7 +32,7 @@ impl BuiltinTool for Compact {
         &'a self,
         context: BuiltinContext<'a>,
     ) -> BoxFuture<'a, Result<CallToolResult, McpError>> {
-        let partition = context.session.partition().advance();
+        let partition = context.partition().advance();
         tracing::info!(partition, "devboy_compact: partition advanced");
         let report = json!({ "context_partition": partition });
         Box::pin(async move {

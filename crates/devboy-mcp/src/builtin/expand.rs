@@ -16,7 +16,7 @@ use crate::seam::Delivery;
 use devboy_pipeline::route::PartRange;
 
 /// The `devboy_expand` tool.
-pub struct Expand;
+pub(super) struct Expand;
 
 impl BuiltinTool for Expand {
     fn definition(&self) -> Tool {
@@ -59,8 +59,8 @@ impl BuiltinTool for Expand {
             (None, None) => Ok(None),
         };
         let client = context.client_name().map(str::to_owned);
-        let pipeline = context.session.pipeline_memory().cloned();
-        let deadline = context.session.deadline();
+        let pipeline = context.pipeline().cloned();
+        let deadline = context.deadline();
         Box::pin(async move {
             let failed = |message: String| {
                 CallToolResult::error(vec![ContentBlock::text(format!("devboy: {message}"))])

@@ -14,14 +14,14 @@ use super::{annotations, definition, BuiltinContext, BuiltinTool};
 
 /// The `devboy_explore` tool, with the pipeline config's `[explore]`
 /// settings.
-pub struct Explore {
+pub(super) struct Explore {
     adaptive: bool,
     budget_chars: usize,
     roots: AllowedRoots,
 }
 
 impl Explore {
-    pub fn new(settings: &devboy_core::pipeline_config::ExploreSettings) -> Self {
+    pub(super) fn new(settings: &devboy_core::pipeline_config::ExploreSettings) -> Self {
         Explore {
             adaptive: settings.adaptive,
             budget_chars: settings.budget_chars,

@@ -23,7 +23,7 @@ use super::sampling::SamplingLlm;
 use super::{annotations, definition, BuiltinContext, BuiltinTool};
 
 /// The `devboy_find_files` tool.
-pub struct FindFiles {
+pub(super) struct FindFiles {
     llm: Option<LlmConfig>,
     /// The HTTP model, made once (its client, its key), or why it cannot
     /// be; `None` for MCP sampling or no model.
@@ -158,12 +158,42 @@ impl BuiltinTool for FindFiles {
                 found.fallback = unusable;
             }
             let provider = self.llm.as_ref().map(|l| l.provider);
-            context
-                .session
-                .record_retrieval(&found, provider, started.elapsed());
+            context.record(crate::seam::SessionEvent::Retrieval(retrieval_record(
+                &found,
+                provider,
+                started.elapsed(),
+            )));
             Ok(CallToolResult::success(vec![ContentBlock::text(
                 devboy_retrieval::render(&query, &found),
             )]))
         })
+    }
+}
+
+/// A `find_files` answer as telemetry records it: how it was answered and
+/// what it cost, as counts; `provider` is the configured model's API.
+fn retrieval_record(
+    found: &devboy_retrieval::FindResult,
+    provider: Option<devboy_core::config::LlmProvider>,
+    took: std::time::Duration,
+) -> devboy_telemetry::RetrievalRecord {
+    let provider = provider.map(|p| std::borrow::Cow::Borrowed(p.name()));
+    let cost = &found.llm;
+    devboy_telemetry::RetrievalRecord {
+        strategy: std::borrow::Cow::Borrowed(found.strategy),
+        fell_back: provider.is_some() && found.model.is_none(),
+        provider,
+        files: found.files.len() as u32,
+        tree_nodes: found.tree_nodes as u64,
+        calls: cost.calls,
+        failed_calls: cost.failed_calls,
+        retries: cost.retries,
+        invalid_ids: cost.invalid_ids,
+        input_tokens: cost.usage.input_tokens,
+        cached_input_tokens: cost.usage.cached_input_tokens,
+        cache_write_tokens: cost.usage.cache_write_tokens,
+        output_tokens: cost.usage.output_tokens,
+        ms: took.as_millis() as u64,
+        ..Default::default()
     }
 }

@@ -19,7 +19,7 @@ const MAX_LIMIT: u64 = 30;
 const NAMES_LISTED: usize = 200;
 
 /// The `devboy_find_tools` tool.
-pub struct FindTools;
+pub(super) struct FindTools;
 
 impl BuiltinTool for FindTools {
     fn definition(&self) -> Tool {
@@ -61,7 +61,7 @@ impl BuiltinTool for FindTools {
                 .and_then(serde_json::Value::as_u64)
                 // Within the schema's bounds: the call path checked it.
                 .map_or(DEFAULT_LIMIT, |n| n as usize);
-            let proxy = context.session.proxy();
+            let proxy = context.proxy();
             proxy.settle().await;
             let catalog = proxy.catalog();
             let index = catalog.index();
@@ -71,7 +71,7 @@ impl BuiltinTool for FindTools {
                     nothing_found(query, &catalog),
                 )]));
             }
-            context.session.reveal_tools(found.iter().copied());
+            context.reveal_tools(found.iter().copied());
             let mut text = format!(
                 "{} of {} tools for \"{query}\", now in your tool list:\n",
                 found.len(),

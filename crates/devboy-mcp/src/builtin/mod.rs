@@ -1,22 +1,22 @@
 //! devboy's own tools, served next to the proxied ones.
 //!
 //! A built-in is a type implementing [`BuiltinTool`] in a file of its own
-//! in this module, plus one line in [`BuiltinRegistry::shipped`]; the
-//! catalog lists the registry's tools first, in registry order, and routes
-//! calls to them by index. A built-in's call gets a [`BuiltinContext`]: the
-//! session, the request's progress target and cancellation, and
-//! [`BuiltinContext::call_tool`], which calls an upstream tool through the
-//! same path an agent's call takes (answer store, upstream, response seam).
+//! in this module, plus one line in [`BuiltinRegistry::shipped_for`]; the
+//! catalog lists the registry's tools first, in registry order. A
+//! built-in's call gets a [`BuiltinContext`]: its arguments, progress and
+//! cancellation, and the capabilities it may use (an upstream call through
+//! the same stack an agent's call takes, the pipeline's memory, the
+//! session's figures, the servers, the lazy listing, the session's
+//! events). The contract itself lives with the call stack
+//! ([`crate::stack`]), which answers built-in calls.
 //!
 //! A call's arguments are checked against the tool's declared input schema
-//! before the tool runs (`arguments.rs`): a tool reads only arguments that
-//! fit it, and a call that does not fit is an `isError` result naming the
-//! argument.
+//! before the tool runs: a tool reads only arguments that fit it, and a
+//! call that does not fit is an `isError` result naming the argument.
 //!
 //! Built-in names use a single underscore (`devboy_status`); proxied names
 //! always contain `__`, so the two can never collide.
 
-mod arguments;
 mod code;
 mod compact;
 mod expand;
@@ -30,97 +30,15 @@ mod status;
 
 use std::sync::Arc;
 
-pub(crate) use arguments::refusal;
 pub(crate) use servers::control_of;
 pub(crate) use status::upstreams_report;
 
-use futures::future::BoxFuture;
-use rmcp::model::{CallToolResult, JsonObject, Tool, ToolAnnotations};
-use rmcp::ErrorData as McpError;
-use tokio_util::sync::CancellationToken;
+use rmcp::model::{JsonObject, Tool, ToolAnnotations};
 
-use crate::call::PendingCall;
-use crate::seam::Delivery;
-use crate::session::Session;
-use crate::upstream::ProgressTarget;
-
-/// A tool devboy serves itself.
-pub trait BuiltinTool: Send + Sync + 'static {
-    /// The tool as listed to the agent.
-    fn definition(&self) -> Tool;
-
-    /// What the response seam does with this tool's results (by default,
-    /// the same as with an upstream's).
-    fn delivery(&self) -> Delivery {
-        Delivery::Processed
-    }
-
-    /// Whether the tool is listed only to a lazy session (`[tools] lazy`).
-    fn lazy_only(&self) -> bool {
-        false
-    }
-
-    /// Answers one call. Errors are protocol errors; a failure the agent
-    /// should read is an `isError` result.
-    fn call<'a>(
-        &'a self,
-        context: BuiltinContext<'a>,
-    ) -> BoxFuture<'a, Result<CallToolResult, McpError>>;
-}
-
-/// What a built-in's call can see and use.
-pub struct BuiltinContext<'a> {
-    /// The session the call came in on.
-    pub session: &'a Session,
-    /// The call's arguments.
-    pub arguments: Option<&'a JsonObject>,
-    /// Where progress notifications for this request go, if the agent
-    /// asked for them.
-    pub progress: Option<&'a ProgressTarget>,
-    /// Cancelled when the agent cancels the request.
-    pub ct: &'a CancellationToken,
-    pub(crate) call: &'a PendingCall,
-}
-
-impl BuiltinContext<'_> {
-    /// The client's connection (for requests to it, such as sampling), when
-    /// the call came from one.
-    pub fn client(&self) -> Option<&rmcp::Peer<rmcp::RoleServer>> {
-        self.call.peer.as_ref()
-    }
-
-    /// The client's name from `initialize`, if it gave one.
-    pub fn client_name(&self) -> Option<&str> {
-        self.call.client.as_deref()
-    }
-
-    /// The string argument `name`, if given as a string.
-    pub fn str_argument(&self, name: &str) -> Option<&str> {
-        self.arguments?.get(name)?.as_str()
-    }
-
-    /// Calls the upstream tool exposed as `name` through the session's call
-    /// path: resolved, what it may change forgotten, the answer store, the
-    /// upstream and the response seam, with this request's progress target and
-    /// cancellation. Built-in tools cannot be called this way.
-    pub async fn call_tool(
-        &self,
-        name: &str,
-        arguments: Option<JsonObject>,
-    ) -> Result<CallToolResult, McpError> {
-        let call = self.call.nested(name, arguments);
-        self.session.call_upstream_tool(call).await
-    }
-}
-
-/// The built-in tools one proxy serves, in listing order.
-#[derive(Clone)]
-pub struct BuiltinRegistry {
-    tools: Vec<Arc<dyn BuiltinTool>>,
-}
+pub use crate::stack::{BuiltinContext, BuiltinRegistry, BuiltinTool};
 
 impl BuiltinRegistry {
-    /// The tools devboy ships: one line per tool.
+    /// The tools devboy ships, with the embedded pipeline config.
     pub fn shipped() -> Self {
         Self::shipped_for(
             &devboy_core::pipeline_config::PipelineConfig::embedded_default(),
@@ -129,7 +47,8 @@ impl BuiltinRegistry {
     }
 
     /// The shipped tools, configured by the pipeline config (`[explore]`)
-    /// and the model `find_files` navigates with (`[retrieval.llm]`).
+    /// and the model `find_files` navigates with (`[retrieval.llm]`): one
+    /// line per tool.
     pub fn shipped_for(
         config: &devboy_core::pipeline_config::PipelineConfig,
         retrieval: Option<devboy_core::config::LlmConfig>,
@@ -145,52 +64,6 @@ impl BuiltinRegistry {
                 roots::AllowedRoots::new(&config.explore.allowed_roots),
             ))
             .with(find_tools::FindTools)
-    }
-
-    /// Only the tools named in `enabled` (exposed names), when given
-    /// (`[builtins] enabled` in devboy.toml), and those listed only to a
-    /// lazy session, which cannot find its tools without them.
-    pub fn only(mut self, enabled: Option<&[String]>) -> Self {
-        if let Some(enabled) = enabled {
-            self.tools
-                .retain(|t| t.lazy_only() || enabled.iter().any(|n| *n == t.definition().name));
-        }
-        self
-    }
-
-    /// No built-in tools.
-    pub fn empty() -> Self {
-        Self { tools: Vec::new() }
-    }
-
-    /// This registry with `tool` listed after the others.
-    pub fn with(mut self, tool: impl BuiltinTool) -> Self {
-        self.tools.push(Arc::new(tool));
-        self
-    }
-
-    /// The tools in listing order.
-    pub fn tools(&self) -> &[Arc<dyn BuiltinTool>] {
-        &self.tools
-    }
-
-    /// The tool at `index` (as routed by the catalog).
-    pub fn get(&self, index: usize) -> Option<&Arc<dyn BuiltinTool>> {
-        self.tools.get(index)
-    }
-}
-
-impl Default for BuiltinRegistry {
-    fn default() -> Self {
-        Self::shipped()
-    }
-}
-
-impl std::fmt::Debug for BuiltinRegistry {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_list()
-            .entries(self.tools.iter().map(|t| t.definition().name))
-            .finish()
     }
 }
 
@@ -247,19 +120,51 @@ mod titles {
 }
 
 #[cfg(test)]
+mod schemas {
+    use super::*;
+    use serde_json::{json, Value};
+
+    /// A keyword the check does not read would pass unchecked: every
+    /// shipped schema keeps to the ones it does.
+    #[test]
+    fn every_shipped_schema_uses_only_what_the_check_reads() {
+        const SCHEMA: [&str; 4] = ["type", "properties", "required", "additionalProperties"];
+        const PROPERTY: [&str; 5] = ["type", "enum", "minimum", "maximum", "description"];
+        for tool in BuiltinRegistry::shipped().tools() {
+            let d = tool.definition();
+            let schema = &d.input_schema;
+            for key in schema.keys() {
+                assert!(SCHEMA.contains(&key.as_str()), "{}: `{key}`", d.name);
+            }
+            assert_eq!(schema.get("type"), Some(&json!("object")), "{}", d.name);
+            let properties = schema.get("properties").and_then(Value::as_object);
+            for (name, property) in properties.into_iter().flatten() {
+                for key in property.as_object().into_iter().flat_map(|p| p.keys()) {
+                    assert!(
+                        PROPERTY.contains(&key.as_str()),
+                        "{}.{name}: `{key}`",
+                        d.name
+                    );
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
 mod definition_size {
     use super::*;
 
     /// What a definition costs the model on every request, in o200k.
     fn cost(tool: &Tool) -> usize {
-        crate::definition_tokens(
+        crate::definitions::definition_tokens(
             std::slice::from_ref(tool),
             devboy_pipeline::Tokenizer::O200k,
         ) as usize
     }
 
     /// Each built-in pays for itself only if it is short: none over 120
-    /// tokens (issue 26).
+    /// tokens.
     #[test]
     fn no_builtin_definition_is_longer_than_120_tokens() {
         let registry = BuiltinRegistry::shipped();

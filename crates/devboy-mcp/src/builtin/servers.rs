@@ -13,7 +13,7 @@ use crate::seam::Delivery;
 use crate::upstream::Control;
 
 /// The `devboy_servers` tool.
-pub struct Servers;
+pub(super) struct Servers;
 
 impl BuiltinTool for Servers {
     fn definition(&self) -> Tool {
@@ -48,7 +48,7 @@ impl BuiltinTool for Servers {
     ) -> BoxFuture<'a, Result<CallToolResult, McpError>> {
         Box::pin(async move {
             let action = context.str_argument("action").unwrap_or("list");
-            let proxy = context.session.proxy();
+            let proxy = context.proxy();
             let text = match control_of(action) {
                 Ok(None) => json!(upstreams_report(proxy)).to_string(),
                 Ok(Some(control)) => {

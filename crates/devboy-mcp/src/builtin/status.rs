@@ -11,7 +11,7 @@ use serde_json::{json, Value};
 
 use super::{annotations, definition, BuiltinContext, BuiltinTool};
 use crate::seam::Delivery;
-use crate::session::Session;
+use crate::stack::Figures;
 use crate::sync::lock;
 use crate::upstream::Phase;
 
@@ -19,7 +19,7 @@ use crate::upstream::Phase;
 const REPORT_WAIT: std::time::Duration = std::time::Duration::from_millis(300);
 
 /// The `devboy_status` tool.
-pub struct Status;
+pub(super) struct Status;
 
 impl BuiltinTool for Status {
     fn definition(&self) -> Tool {
@@ -44,7 +44,7 @@ impl BuiltinTool for Status {
         Box::pin(async move {
             // The pipeline's figures wait for the result it is working on;
             // status never waits long for them.
-            let session = context.session.clone();
+            let session = context.figures().clone();
             let figures = tokio::task::spawn_blocking(move || session.pipeline_report());
             let savings = match tokio::time::timeout(REPORT_WAIT, figures).await {
                 Ok(Ok(report)) => report,
@@ -53,12 +53,12 @@ impl BuiltinTool for Status {
             // Counting the definitions may first load the tokenizer's
             // vocabulary: never on this path; counted in the background for
             // the next status when not known yet.
-            let catalog = context.session.proxy().catalog();
+            let catalog = context.proxy().catalog();
             let definitions = catalog.listing_tokens_if_counted();
             if definitions.is_none() {
                 tokio::task::spawn_blocking(move || catalog.listing_tokens());
             }
-            let text = report(context.session, savings, definitions);
+            let text = report(context.proxy(), context.figures(), savings, definitions);
             Ok(CallToolResult::success(vec![ContentBlock::text(text)]))
         })
     }
@@ -66,10 +66,15 @@ impl BuiltinTool for Status {
 
 /// A compact JSON report: each upstream's state, tool count, counters and
 /// last error, and this session's counters and context partition.
-fn report(session: &Session, pipeline_report: Option<Value>, definitions: Option<usize>) -> String {
-    let proxy = session.proxy();
+fn report(
+    proxy: &crate::proxy::Proxy,
+    session: &Figures,
+    pipeline_report: Option<Value>,
+    definitions: Option<usize>,
+) -> String {
     let session_rules: Vec<Value> = session
-        .rule_matches()
+        .rules()
+        .matches()
         .into_iter()
         .map(|rule| json!({"table": rule.table, "pattern": rule.pattern, "matches": rule.matches}))
         .collect();
@@ -95,10 +100,8 @@ pub(crate) fn upstreams_report(proxy: &crate::proxy::Proxy) -> Vec<Value> {
     proxy
         .upstreams()
         .iter()
-        .enumerate()
-        // Indices stay those of the proxy's list, which the catalog uses.
-        .filter(|(_, upstream)| !upstream.is_retired())
-        .map(|(index, upstream)| {
+        .filter(|upstream| !upstream.is_retired())
+        .map(|upstream| {
             let config = upstream.config();
             let stats = &upstream.stats;
             let phase = upstream.phase();
@@ -106,7 +109,7 @@ pub(crate) fn upstreams_report(proxy: &crate::proxy::Proxy) -> Vec<Value> {
                 "name": config.name,
                 "prefix": config.prefix,
                 "state": upstream.state_label(),
-                "tools": catalog.tools_of(index),
+                "tools": catalog.tools_of(&config.name),
                 // `cached`: listed from the last run's listing, the server
                 // not up yet in this one.
                 "listing": upstream.listing_source().label(),

@@ -134,7 +134,7 @@ pub struct SpeculationEngine {
     /// Where its events go.
     seam: Seam,
     /// Decides the facts of the calls it makes.
-    resolver: Arc<Resolver>,
+    resolver: Resolver,
     store: Mutex<PrefetchStore<Prefetch>>,
     tasks: TaskTracker,
     /// Parent of every prefetch's cancellation.
@@ -150,7 +150,7 @@ impl SpeculationEngine {
         planner: Arc<dyn PrefetchPlanner>,
         proxy: Arc<Proxy>,
         seam: Seam,
-        resolver: Arc<Resolver>,
+        resolver: Resolver,
     ) -> Arc<Self> {
         Arc::new(Self {
             planner,
@@ -369,22 +369,18 @@ impl SpeculationEngine {
     ) -> Result<Option<CallKey>, DeclineReason> {
         let settings = self.planner.settings();
         let catalog = self.proxy.catalog();
-        let Some(route @ ToolRoute::Upstream { upstream, .. }) =
-            catalog.tool_route(&planned.exposed).cloned()
-        else {
+        let Some(route) = catalog.tool_route(&planned.exposed).cloned() else {
             return Err(DeclineReason::UnknownTool);
         };
-        let Some(upstream) = self.proxy.upstreams().get(upstream).cloned() else {
+        let ToolRoute::Upstream { upstream, .. } = &route else {
             return Err(DeclineReason::UnknownTool);
         };
-        let Some(call) = self.resolver.resolve(
-            &self.proxy,
-            &planned.exposed,
-            Some(planned.arguments),
-            &route,
-        ) else {
+        let Some(upstream) = self.proxy.upstream(upstream) else {
             return Err(DeclineReason::UnknownTool);
         };
+        let call = self
+            .resolver
+            .resolve(&planned.exposed, Some(planned.arguments), &route);
         // Never speculate with side effects, whatever the plan says.
         if !call.side_effect.may_prefetch() {
             return Err(DeclineReason::NotReadOnly);
@@ -486,7 +482,7 @@ impl SpeculationEngine {
         let catalog = self.proxy.catalog();
         let call = catalog
             .tool_route(exposed)
-            .and_then(|route| self.resolver.resolve(&self.proxy, exposed, None, route))
+            .map(|route| self.resolver.resolve(exposed, None, route))
             .unwrap_or_else(|| {
                 ResolvedCall::new(
                     exposed,
@@ -635,11 +631,25 @@ fn fail_fast_hint(n: usize) -> CallToolResult {
     ))])
 }
 
-impl AnswerStore for SpeculationEngine {
-    fn on_call(&self, call: &ResolvedCall) {
+impl crate::answers::Memory for SpeculationEngine {
+    fn name(&self) -> &'static str {
+        "the answer store forgetting"
+    }
+
+    fn forget_call(&self, call: &ResolvedCall) {
         self.forget_for(call);
     }
 
+    fn forget_written(&self, paths: &[String], missed: bool) {
+        SpeculationEngine::forget_written(self, paths, missed);
+    }
+
+    fn advance_partition(&self) {
+        SpeculationEngine::advance_partition(self);
+    }
+}
+
+impl AnswerStore for SpeculationEngine {
     fn answer<'a>(
         &'a self,
         call: &'a ResolvedCall,

@@ -22,7 +22,6 @@ mod store;
 
 use std::time::Duration;
 
-use devboy_core::pipeline_config::SideEffectClass;
 use rmcp::model::{CallToolResult, JsonObject};
 
 use crate::catalog::Catalog;
@@ -130,13 +129,6 @@ pub trait PrefetchPlanner: Send + Sync + 'static {
     /// `exposed` is answered with a hint instead (`fail_fast_after_n`);
     /// `None`: never.
     fn fail_fast_after(&self, _exposed: &str) -> Option<usize> {
-        None
-    }
-
-    /// The class devboy ships for `exposed`, a tool of a well-known
-    /// server it recognised (`None`: it knows nothing of it). Only an
-    /// input of [`devboy_core::call::side_effect`].
-    fn shipped(&self, _exposed: &str) -> Option<SideEffectClass> {
         None
     }
 

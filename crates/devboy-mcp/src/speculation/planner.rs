@@ -7,7 +7,7 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 
 use devboy_core::config::UpstreamTransport;
-use devboy_core::pipeline_config::{EnrichmentMode, PipelineConfig, SideEffectClass};
+use devboy_core::pipeline_config::{EnrichmentMode, PipelineConfig};
 use devboy_enrichment::{Annotations, Answered, PlanContext, Planner, ToolFacts};
 use rmcp::model::{CallToolResult, JsonObject};
 use serde_json::Value;
@@ -93,7 +93,10 @@ impl ConfiguredPlanner {
                 else {
                     return None;
                 };
-                let config = upstreams.get(*upstream)?.config();
+                let config = upstreams
+                    .iter()
+                    .find(|u| !u.is_retired() && u.config().name == *upstream)?
+                    .config();
                 let a = tool.annotations.as_ref();
                 Some(ToolFacts {
                     exposed: tool.name.to_string(),
@@ -207,13 +210,6 @@ impl PrefetchPlanner for ConfiguredPlanner {
 
     fn fail_fast_after(&self, exposed: &str) -> Option<usize> {
         self.config.tool_model(exposed).fail_fast_after_n
-    }
-
-    /// So that a read tool of a well-known server that sends no
-    /// annotations does not count as a write that forgets prefetches.
-    fn shipped(&self, exposed: &str) -> Option<SideEffectClass> {
-        let planner = self.planner_for(&self.proxy.catalog());
-        planner.tool(exposed).and_then(|t| t.shipped)
     }
 
     fn invalidates(&self, caller: &str, exposed: &str) -> bool {

@@ -71,7 +71,7 @@ pub(super) struct Flight {
 
 impl Flight {
     /// A flight cancelled by `cancel`, in the store.
-    pub fn new(cancel: CancellationToken) -> Arc<Self> {
+    pub(super) fn new(cancel: CancellationToken) -> Arc<Self> {
         Arc::new(Self {
             cancel,
             outcome: watch::Sender::new(None),
@@ -80,7 +80,7 @@ impl Flight {
     }
 
     /// Who reports how it ends.
-    pub fn fate(&self) -> Fate {
+    pub(super) fn fate(&self) -> Fate {
         match self.fate.load(Ordering::SeqCst) {
             0 => Fate::Stored,
             1 => Fate::Joined,
@@ -196,34 +196,34 @@ impl<P> Default for PrefetchStore<P> {
 
 impl<P: Held> PrefetchStore<P> {
     /// Whether it holds, or has in flight, the call `key`.
-    pub fn holds(&self, key: &CallKey) -> bool {
+    pub(super) fn holds(&self, key: &CallKey) -> bool {
         self.entries.contains_key(key)
     }
 
     /// Prefetches in flight.
-    pub fn in_flight(&self) -> usize {
+    pub(super) fn in_flight(&self) -> usize {
         self.in_flight
     }
 
     /// Prefetches in flight on `host`.
-    pub fn in_flight_on(&self, host: &str) -> usize {
+    pub(super) fn in_flight_on(&self, host: &str) -> usize {
         self.in_flight_on.get(host).copied().unwrap_or(0)
     }
 
     /// Entries held (in flight and landed), and the bytes of the landed.
-    pub fn held(&self) -> (usize, usize) {
+    pub(super) fn held(&self) -> (usize, usize) {
         (self.entries.len(), self.bytes)
     }
 
     /// Whether the session ended.
-    pub fn is_closed(&self) -> bool {
+    pub(super) fn is_closed(&self) -> bool {
         self.closed
     }
 
     /// Adds `prefetch`, in flight as `flight`, unless a cap says no
     /// (`Ok(None)` once the session has ended: nothing is sent then).
     /// Makes room by evicting the oldest landed results.
-    pub fn insert(
+    pub(super) fn insert(
         &mut self,
         prefetch: Arc<P>,
         flight: Arc<Flight>,
@@ -262,7 +262,7 @@ impl<P: Held> PrefetchStore<P> {
 
     /// The agent calls `key` at `now`: a landed result is taken out (and
     /// reported), a flight is joined; expired results are swept first.
-    pub fn find(&mut self, key: &CallKey, now: Instant) -> (Found<P>, Vec<Report<P>>) {
+    pub(super) fn find(&mut self, key: &CallKey, now: Instant) -> (Found<P>, Vec<Report<P>>) {
         let mut reports = Vec::new();
         self.sweep_expired(now, &mut reports);
         // A used entry leaves the store: the next identical call is the
@@ -300,7 +300,7 @@ impl<P: Held> PrefetchStore<P> {
     /// The agent cancelled the call that joined `flight`: the prefetch is
     /// cancelled upstream too and ends as [`PrefetchEnd::Cancelled`],
     /// unless it has landed already (its landing reported it).
-    pub fn abandon(&mut self, flight: &Flight, prefetch: &Arc<P>) -> Option<Report<P>> {
+    pub(super) fn abandon(&mut self, flight: &Flight, prefetch: &Arc<P>) -> Option<Report<P>> {
         if flight.fate() != Fate::Joined {
             return None;
         }
@@ -312,7 +312,7 @@ impl<P: Held> PrefetchStore<P> {
     /// `prefetch`'s call came back as `landing` at `now`: it is stored,
     /// handed to the call that joined it, or dropped. Returns the reports
     /// and what the joined call (if any) is to be told.
-    pub fn land(
+    pub(super) fn land(
         &mut self,
         prefetch: &Arc<P>,
         flight: &Flight,
@@ -370,7 +370,7 @@ impl<P: Held> PrefetchStore<P> {
     /// entry read from a path it names (or below it) and every entry of a
     /// tool `invalidates(caller, exposed)` names, by the rule the dedup
     /// cache forgets by; fail-fast counts by the same rule.
-    pub fn forget_for(
+    pub(super) fn forget_for(
         &mut self,
         call: &ResolvedCall,
         invalidates: impl Fn(&str, &str) -> bool,
@@ -399,7 +399,7 @@ impl<P: Held> PrefetchStore<P> {
     /// and files nobody knows): forgets every prefetch that read one of
     /// them (or, `missed`, any local file), and fail-fast counts by the
     /// same rule.
-    pub fn forget_written(&mut self, written: &[String], missed: bool) -> Vec<Report<P>> {
+    pub(super) fn forget_written(&mut self, written: &[String], missed: bool) -> Vec<Report<P>> {
         let changed = |read: &[String]| {
             (missed && !read.is_empty())
                 || read.iter().any(|read| {
@@ -418,7 +418,7 @@ impl<P: Held> PrefetchStore<P> {
 
     /// The agent got an answer to `call`: an empty one counts towards
     /// fail-fast, anything else starts its count over.
-    pub fn note_answer(&mut self, call: &ResolvedCall, empty: bool) {
+    pub(super) fn note_answer(&mut self, call: &ResolvedCall, empty: bool) {
         if empty {
             self.empties
                 .entry(call.key.clone())
@@ -430,17 +430,17 @@ impl<P: Held> PrefetchStore<P> {
     }
 
     /// Identical empty answers to `key` in this context.
-    pub fn empties(&self, key: &CallKey) -> usize {
+    pub(super) fn empties(&self, key: &CallKey) -> usize {
         self.empties.get(key).map_or(0, |(n, _)| *n)
     }
 
     /// The context was compacted: fail-fast counts start over.
-    pub fn advance_partition(&mut self) {
+    pub(super) fn advance_partition(&mut self) {
         self.empties.clear();
     }
 
     /// The flights of `keys` still in the air.
-    pub fn flights(&self, keys: &[CallKey]) -> Vec<Arc<Flight>> {
+    pub(super) fn flights(&self, keys: &[CallKey]) -> Vec<Arc<Flight>> {
         keys.iter()
             .filter_map(|key| match &self.entries.get(key)?.slot {
                 Slot::InFlight(flight) => Some(flight.clone()),
@@ -452,7 +452,7 @@ impl<P: Held> PrefetchStore<P> {
     /// Takes out, in `keys`' order, the landed, fresh results of `keys`
     /// whose estimated tokens fit `budget_tokens` together; each ends as
     /// [`PrefetchEnd::Inlined`].
-    pub fn take_inline(
+    pub(super) fn take_inline(
         &mut self,
         keys: &[CallKey],
         budget_tokens: usize,
@@ -492,7 +492,7 @@ impl<P: Held> PrefetchStore<P> {
 
     /// The session ended: nothing new is stored, and everything held ends
     /// as [`PrefetchEnd::SessionEnded`] (flights cancelled).
-    pub fn close(&mut self) -> Vec<Report<P>> {
+    pub(super) fn close(&mut self) -> Vec<Report<P>> {
         self.closed = true;
         let mut reports = Vec::new();
         self.remove_where(PrefetchEnd::SessionEnded, &mut reports, |_| true);
@@ -500,7 +500,7 @@ impl<P: Held> PrefetchStore<P> {
     }
 
     /// Removes the landed results whose freshness ran out by `now`.
-    pub fn sweep(&mut self, now: Instant) -> Vec<Report<P>> {
+    pub(super) fn sweep(&mut self, now: Instant) -> Vec<Report<P>> {
         let mut reports = Vec::new();
         self.sweep_expired(now, &mut reports);
         reports

@@ -24,13 +24,11 @@ use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant, SystemTime};
 
 use devboy_core::config::{UpstreamConfig, UpstreamTransport};
-use rmcp::model::{
-    ClientCapabilities, ClientConfig, Implementation, Prompt, ProtocolVersion, Resource,
-    ResourceTemplate, Tool,
-};
+use rmcp::model::{ClientCapabilities, ClientConfig, Implementation, ProtocolVersion};
 use rmcp::service::{NotificationContext, Peer, RunningService, ServiceError};
 use rmcp::{ClientHandler, RoleClient};
 
+use crate::catalog::UpstreamCatalog;
 use crate::tap::ProgressRoutes;
 pub use crate::tap::ProgressTarget;
 use tokio::sync::{mpsc, watch};
@@ -83,19 +81,14 @@ impl Phase {
     }
 }
 
-/// Everything an upstream offers, as it last listed it.
-#[derive(Debug, Default, Clone, serde::Serialize, serde::Deserialize)]
-#[serde(default)]
-pub struct UpstreamCatalog {
-    /// Tools, as listed (all pages), before allow/deny filtering.
-    pub tools: Vec<Tool>,
-    /// Resources (all pages).
-    pub resources: Vec<Resource>,
-    /// Resource templates (all pages).
-    pub resource_templates: Vec<ResourceTemplate>,
-    /// Prompts (all pages).
-    pub prompts: Vec<Prompt>,
-}
+/// The environment variable devboy sets for the stdio upstreams it starts
+/// (`<pid> <upstream name>`). A `devboy mcp` that finds it set was started
+/// as an upstream of another devboy, so it starts no upstreams of its own.
+pub const NESTED_ENV: &str = "DEVBOY_UPSTREAM_OF";
+
+/// The name devboy gives in `initialize` (`serverInfo.name`); an upstream
+/// that gives it is devboy itself and is not proxied.
+pub const SERVER_INFO_NAME: &str = "devboy";
 
 /// Where an upstream's current catalog came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -229,7 +222,7 @@ enum Ended {
 }
 
 /// Called when an upstream's catalog changes.
-pub type ChangeHook = Arc<dyn Fn() + Send + Sync>;
+pub(crate) type ChangeHook = Arc<dyn Fn() + Send + Sync>;
 
 /// One configured upstream and its live connection, if any.
 pub struct Upstream {
@@ -684,7 +677,7 @@ fn is_devboy(running: &RunningService<RoleClient, UpstreamClient>) -> bool {
     running.peer().peer_info().is_some_and(|info| {
         info.server_info
             .as_ref()
-            .is_some_and(|server| server.name == crate::SERVER_INFO_NAME)
+            .is_some_and(|server| server.name == SERVER_INFO_NAME)
     })
 }
 
@@ -710,7 +703,7 @@ async fn list_catalog(peer: &Peer<RoleClient>) -> Result<UpstreamCatalog, Servic
 
 /// The client side of one upstream connection. Progress is forwarded by
 /// the transport tap, not here (see [`crate::tap`]).
-pub struct UpstreamClient {
+pub(crate) struct UpstreamClient {
     refresh: mpsc::UnboundedSender<ListKind>,
 }
 

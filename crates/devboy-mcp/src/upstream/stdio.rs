@@ -45,7 +45,7 @@ impl Stdio {
         // upstreams of its own: a config that lists devboy itself
         // must not multiply processes (see `is_devboy`).
         cmd.env(
-            crate::NESTED_ENV,
+            super::NESTED_ENV,
             format!("{} {}", std::process::id(), upstream.config.name),
         );
         if let Some(cwd) = &self.cwd {

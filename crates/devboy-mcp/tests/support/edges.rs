@@ -8,7 +8,6 @@
 
 use std::time::Duration;
 
-use devboy_core::pipeline_config::SideEffectClass;
 use devboy_core::speculation::DeclineReason;
 use devboy_mcp::{
     AnsweredCall, Declined, Plan, PlannedPrefetch, PrefetchPlanner, SpeculationSettings,
@@ -55,6 +54,20 @@ impl FixedEdges {
     pub fn read_only(mut self, tool: &str) -> Self {
         self.read_only.push(tool.to_owned());
         self
+    }
+
+    /// The embedded pipeline config with the tools taken as read-only
+    /// classed so (`[tools."NAME"] side_effect = "read_only"`), for the
+    /// session's classes.
+    pub fn classes(&self) -> std::sync::Arc<devboy_core::pipeline_config::PipelineConfig> {
+        let mut text = String::from("schema_version = 3\n");
+        for tool in &self.read_only {
+            text.push_str(&format!("[tools.{tool:?}]\nside_effect = \"read_only\"\n"));
+        }
+        let config = devboy_core::pipeline_config::PipelineConfig::embedded_default()
+            .overlaid(&text, std::path::Path::new("test.toml"))
+            .expect("the test classes parse");
+        std::sync::Arc::new(config)
     }
 }
 
@@ -128,12 +141,5 @@ impl PrefetchPlanner for FixedEdges {
             .iter()
             .find(|(name, _)| name == exposed)
             .map(|(_, n)| *n)
-    }
-
-    fn shipped(&self, exposed: &str) -> Option<SideEffectClass> {
-        self.read_only
-            .iter()
-            .any(|t| t == exposed)
-            .then_some(SideEffectClass::ReadOnly)
     }
 }

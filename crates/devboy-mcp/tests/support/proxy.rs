@@ -34,9 +34,9 @@ pub fn test_server() -> PathBuf {
         .clone()
 }
 
-/// A proxy over the servers of `toml` (a `devboy.toml` text) serving
+/// A proxy over the servers of `toml` (a `devboy.toml` text) listing
 /// `builtins`; its first listing waits for every upstream.
-pub fn start_proxy(toml: &str, builtins: BuiltinRegistry) -> Arc<Proxy> {
+pub fn start_proxy(toml: &str, builtins: &BuiltinRegistry) -> Arc<Proxy> {
     let config = ProxyConfig::from_str(toml, ConfigFormat::Toml, Path::new("devboy.toml"), &|_| {
         None
     })
@@ -45,5 +45,5 @@ pub fn start_proxy(toml: &str, builtins: BuiltinRegistry) -> Arc<Proxy> {
         list_grace: Duration::from_secs(30),
         ..ProxyOptions::default()
     };
-    Proxy::start_with(&config, options, builtins)
+    Proxy::start(&config, options, builtins.listing())
 }

@@ -326,7 +326,7 @@ impl fmt::Display for ClaudeLogReport {
                 c.target, c.from, c.to, c.rule, c.reason
             )?;
         }
-        crate::report::write_outcome(
+        crate::analyze_report::write_outcome(
             f,
             self.written.as_deref(),
             self.options.dry_run,

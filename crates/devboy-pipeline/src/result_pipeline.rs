@@ -22,12 +22,12 @@
 
 use serde_json::Value;
 
+use crate::dedup_stage::{DedupDecision, DedupStage, DedupStageConfig, ResultPolicy};
 use crate::handoff::Handoff;
 use crate::hints::{HintKind, HintSet};
 use crate::ids::{EndpointKey, IdAllocator, ReferenceId};
 use crate::route::{route, ClientLimits, RouteConfig};
 use crate::shape::{classify, classify_json};
-use crate::stage::{DedupDecision, DedupStage, DedupStageConfig, ResultPolicy};
 use crate::time::Timestamp;
 use crate::tokens::Tokenizer;
 

@@ -9,13 +9,13 @@ use devboy_core::config::ConfigSource;
 use devboy_core::pipeline_config::{HintKind, PipelineConfig, SessionContext, SessionSettings};
 use devboy_pipeline::encode::Format;
 use devboy_pipeline::hints;
+use devboy_pipeline::result_pipeline::{Action, BodyPolicy, Processed, ResultPipeline, Totals};
 use devboy_pipeline::route::{self, ClientLimits, PartRange};
-use devboy_pipeline::session::{Action, BodyPolicy, Processed, ResultPipeline, Totals};
 use devboy_pipeline::{
     EndpointKey, Fingerprint, Handoff, IdAllocator, NearPolicy, ReferenceId, ResultPolicy,
-    SessionTag, SideEffect, Template, TextDiffPolicy, Timestamp, Tokenizer,
+    SessionTag, Template, TextDiffPolicy, Timestamp, Tokenizer,
 };
-use devboy_telemetry::{CallFacts, DedupOutcome, Delivered, Layer, Outcome, Telemetry};
+use devboy_telemetry::{CallFacts, DedupOutcome, Delivered, Outcome, ResultLayer, Telemetry};
 
 use crate::events::{origin, SessionEvents};
 use crate::expansion::{ExpandedTotals, IssuedIds};
@@ -272,18 +272,16 @@ impl PipelineSession {
     /// session forgets what it changes (its paths, and what the config's
     /// `invalidates` names).
     pub fn forget_for(&self, call: &ResolvedCall) {
-        let effect = if call.side_effect.may_mutate() {
-            SideEffect::MayMutate
-        } else {
-            SideEffect::ReadOnly
-        };
+        if !call.side_effect.may_mutate() {
+            return;
+        }
         let config = self.config();
         let configured = config.has_invalidations(&call.exposed);
         let mut state = lock(&self.state);
         let State {
             pipeline, exposed, ..
         } = &mut *state;
-        let forgotten = pipeline.stage().on_call(effect, &call.paths, |key| {
+        let forgotten = pipeline.stage().forget_changed(&call.paths, |key| {
             configured
                 && exposed
                     .get(key)
@@ -304,10 +302,7 @@ impl PipelineSession {
     /// from any path.
     pub fn forget_written(&self, paths: &[String], missed: bool) {
         let mut state = lock(&self.state);
-        let forgotten = state
-            .pipeline
-            .stage()
-            .on_call(SideEffect::MayMutate, paths, |_| missed);
+        let forgotten = state.pipeline.stage().forget_changed(paths, |_| missed);
         if forgotten > 0 {
             tracing::debug!(
                 forgotten,
@@ -666,14 +661,14 @@ fn outcome(processed: &Processed, dedup_on: bool, partition: u64) -> Outcome {
         .format
         .filter(|f| Template::ALL.iter().any(|t| t.name() == *f));
     let (dedup, layer) = match processed.action {
-        Action::Reference => (DedupOutcome::Hit, Layer::Dedup),
-        Action::NearReference | Action::PartReferences => (DedupOutcome::Near, Layer::Dedup),
+        Action::Reference => (DedupOutcome::Hit, ResultLayer::Dedup),
+        Action::NearReference | Action::PartReferences => (DedupOutcome::Near, ResultLayer::Dedup),
         Action::Encoded | Action::Elided if template.is_some() => {
-            (DedupOutcome::Miss, Layer::Template)
+            (DedupOutcome::Miss, ResultLayer::Template)
         }
-        Action::Encoded | Action::Elided => (DedupOutcome::Miss, Layer::Encoder),
+        Action::Encoded | Action::Elided => (DedupOutcome::Miss, ResultLayer::Encoder),
         Action::Unchanged | Action::Fresh | Action::Deadline => {
-            (DedupOutcome::Miss, Layer::Passthrough)
+            (DedupOutcome::Miss, ResultLayer::Passthrough)
         }
     };
     Outcome {

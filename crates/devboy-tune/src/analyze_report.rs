@@ -472,7 +472,7 @@ impl AnalyzeReport {
             }
             return Ok(());
         }
-        crate::report::write_outcome(
+        crate::analyze_report::write_outcome(
             f,
             self.written.as_deref(),
             self.options.dry_run,

@@ -39,15 +39,6 @@ use crate::ids::{EndpointKey, IdAllocator, ReferenceId, SessionTag};
 use crate::near::{apply_changes, render_changes, scalar_changes};
 use crate::time::Timestamp;
 
-/// What a call may do to the world, as far as the stage needs to know.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SideEffect {
-    /// Reads only (MCP `readOnlyHint: true`, or configured).
-    ReadOnly,
-    /// May change state (declared, or unknown: unknown means may mutate).
-    MayMutate,
-}
-
 /// The stage's settings.
 #[derive(Debug, Clone, Default)]
 pub struct DedupStageConfig {
@@ -645,19 +636,16 @@ impl DedupStage {
         })
     }
 
-    /// Records a call before it is forwarded: a call that may mutate forgets
-    /// every body read from the paths in its arguments and every body of
-    /// the endpoints `invalidates` picks (those configured for the tool).
+    /// A call that may mutate is about to be forwarded (the caller decides
+    /// which may, by the call's one side-effect class): forgets every body
+    /// read from the paths in its arguments and every body of the
+    /// endpoints `invalidates` picks (those configured for the tool).
     /// Returns how many bodies were forgotten.
-    pub fn on_call(
+    pub fn forget_changed(
         &mut self,
-        effect: SideEffect,
         paths: &[String],
         invalidates: impl Fn(&EndpointKey) -> bool,
     ) -> usize {
-        if effect == SideEffect::ReadOnly {
-            return 0;
-        }
         let mut forgotten = 0;
         for path in paths {
             forgotten += self.cache.invalidate_path(path);
@@ -851,7 +839,7 @@ mod tests {
             format!("== a ==\n{}== b ==\n{b}", hints::reference(held))
         );
         // A write of a.py: the model's copy may be stale, no reference.
-        stage.on_call(SideEffect::MayMutate, &["/r/a.py".to_string()], |_| false);
+        stage.forget_changed(&["/r/a.py".to_string()], |_| false);
         assert!(matches!(
             stage.on_result(many, both.as_bytes(), paths(), t(3), &policy),
             DedupDecision::Fresh { .. }
@@ -876,7 +864,7 @@ mod tests {
         else {
             panic!("first read is fresh");
         };
-        stage.on_call(SideEffect::MayMutate, &path(), |_| false);
+        stage.forget_changed(&path(), |_| false);
         for ms in [10, 20] {
             assert!(matches!(
                 stage.on_result(fs_read(), file.as_bytes(), path(), t(ms), &policy),
@@ -885,7 +873,7 @@ mod tests {
         }
         // After a compaction the model holds nothing: in full again.
         stage.advance_partition();
-        stage.on_call(SideEffect::MayMutate, &path(), |_| false);
+        stage.forget_changed(&path(), |_| false);
         assert!(matches!(
             stage.on_result(fs_read(), file.as_bytes(), path(), t(30), &policy),
             DedupDecision::Fresh { .. }
@@ -910,7 +898,7 @@ mod tests {
             panic!("first read is fresh");
         };
         // The agent's write forgets the path for references, not as a base.
-        stage.on_call(SideEffect::MayMutate, &path(), |_| false);
+        stage.forget_changed(&path(), |_| false);
         let DedupDecision::NearRepeat {
             base: named,
             id,
@@ -1020,11 +1008,8 @@ mod tests {
             t(0),
             &ResultPolicy::default(),
         );
-        // A read-only call changes nothing.
-        assert_eq!(
-            stage.on_call(SideEffect::ReadOnly, &["/r/a.txt".into()], |_| false),
-            0
-        );
+        // (A read-only call forgets nothing: its caller never asks; see
+        // devboy-mcp's processor tests.)
         assert!(matches!(
             stage.on_result(
                 fs_read(),
@@ -1035,10 +1020,7 @@ mod tests {
             ),
             DedupDecision::Repeat { .. }
         ));
-        assert_eq!(
-            stage.on_call(SideEffect::MayMutate, &["/r/a.txt".into()], |_| false),
-            1
-        );
+        assert_eq!(stage.forget_changed(&["/r/a.txt".into()], |_| false), 1);
         assert!(matches!(
             stage.on_result(
                 fs_read(),
@@ -1063,10 +1045,7 @@ mod tests {
             t(0),
             &ResultPolicy::default(),
         );
-        assert_eq!(
-            stage.on_call(SideEffect::MayMutate, &[], |key| *key == graph),
-            1
-        );
+        assert_eq!(stage.forget_changed(&[], |key| *key == graph), 1);
         assert!(matches!(
             stage.on_result(
                 graph,
