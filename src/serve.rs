@@ -243,19 +243,17 @@ fn load(args: McpArgs) -> anyhow::Result<devboy_mcp::Serving> {
     }
     let pipeline_config = Arc::new(pipeline_config);
     let pipeline = match pipeline {
+        PipelineArg::Full => devboy_mcp::Pipeline::Full,
+        PipelineArg::Dedup => devboy_mcp::Pipeline::Dedup,
         PipelineArg::Passthrough => devboy_mcp::Pipeline::Passthrough,
-        PipelineArg::Full | PipelineArg::Dedup => devboy_mcp::Pipeline::Configured {
-            config: pipeline_config.clone(),
-            encode: pipeline == PipelineArg::Full,
-            capture,
-        },
     };
     Ok(devboy_mcp::Serving {
         config,
         options,
         reload: Some(reload),
         pipeline,
-        planning: pipeline_config,
+        pipeline_config,
+        capture,
     })
 }
 

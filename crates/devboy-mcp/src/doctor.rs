@@ -69,11 +69,16 @@ pub async fn check_upstreams(
         listing_cache,
         ..ProxyOptions::default()
     };
-    let host = crate::serve::Host::start(
-        config,
+    let host = crate::serve::Host::start(crate::serve::Serving {
+        config: config.clone(),
         options,
-        std::sync::Arc::new(devboy_core::pipeline_config::PipelineConfig::embedded_default()),
-    );
+        reload: None,
+        pipeline: crate::serve::Pipeline::Passthrough,
+        pipeline_config: std::sync::Arc::new(
+            devboy_core::pipeline_config::PipelineConfig::embedded_default(),
+        ),
+        capture: None,
+    });
     let proxy = host.proxy();
     let mut ready_ms: Vec<Option<u64>> = vec![None; proxy.upstreams().len()];
     let deadline = started + wait;

@@ -34,7 +34,7 @@ use sha2::{Digest, Sha256};
 pub use tokio_util::sync::CancellationToken;
 
 use crate::partition::PartitionWatcher;
-use crate::serve::{Pipeline, ServeError};
+use crate::serve::ServeError;
 use crate::sync::lock;
 use tower_layer::Layer as _;
 
@@ -357,18 +357,21 @@ pub async fn serve_http(
         return Err(ServeError::Refused(why));
     }
     let (listener, bound) = bind(http.addr).await?;
-    let host = Arc::new(crate::serve::Host::start(
-        &serving.config,
-        serving.options,
-        serving.planning,
-    ));
+    let reload = serving.reload.clone();
+    if serving.capture.is_some() {
+        tracing::warn!("a capture records one session; over HTTP none is written");
+    }
+    let host = Arc::new(crate::serve::Host::start(crate::serve::Serving {
+        capture: None,
+        ..serving
+    }));
     let sessions_end = stop.child_token();
     let mut manager = LocalSessionManager::default();
     manager.session_config.keep_alive = Some(http.idle);
     let manager = Arc::new(manager);
-    let live = LiveSessions::new(serving.pipeline);
+    let live = LiveSessions::default();
     let _control = host.control(format!("http {bound}{MCP_PATH}"), live.report(&manager));
-    let _reload = host.reload(serving.reload, live.on_pipeline());
+    let _reload = host.reload(reload, live.on_pipeline());
     let service = StreamableHttpService::new(
         live.factory(host.clone()),
         manager.clone(),
@@ -459,21 +462,14 @@ fn service_config(http: &HttpOptions, end: CancellationToken) -> StreamableHttpS
 }
 
 /// The sessions of one HTTP devboy: new ones follow the pipeline config as
-/// it is now; live ones are told when it changes (their processors, held
-/// weakly).
+/// it is now (the host keeps it); live ones are told when it changes
+/// (their processors, held weakly).
+#[derive(Default)]
 struct LiveSessions {
-    pipeline: Arc<std::sync::RwLock<Pipeline>>,
     processors: Arc<Mutex<Vec<std::sync::Weak<crate::processor::PipelineProcessor>>>>,
 }
 
 impl LiveSessions {
-    fn new(pipeline: Pipeline) -> Self {
-        Self {
-            pipeline: Arc::new(std::sync::RwLock::new(pipeline)),
-            processors: Arc::default(),
-        }
-    }
-
     /// The live sessions' figures for `devboy status`.
     fn report(&self, manager: &Arc<LocalSessionManager>) -> crate::control::SessionsReport {
         let (counted, reported) = (manager.clone(), self.processors.clone());
@@ -490,17 +486,11 @@ impl LiveSessions {
         })
     }
 
-    /// What a pipeline config read again does: new sessions follow it,
-    /// live ones are told.
+    /// What a pipeline config read again does to the live sessions: their
+    /// processors follow it.
     fn on_pipeline(&self) -> crate::reload::ApplyPipeline {
-        let (pipeline, processors) = (self.pipeline.clone(), self.processors.clone());
+        let processors = self.processors.clone();
         Arc::new(move |config| {
-            if let Pipeline::Configured {
-                config: current, ..
-            } = &mut *crate::sync::write(&pipeline)
-            {
-                *current = config.clone();
-            }
             lock(&processors).retain(|weak| match weak.upgrade() {
                 Some(processor) => {
                     processor.set_config(config.clone());
@@ -516,13 +506,12 @@ impl LiveSessions {
         &self,
         host: Arc<crate::serve::Host>,
     ) -> impl Fn() -> Result<crate::session::Session, std::io::Error> + Send + Sync + 'static {
-        let (pipeline, processors) = (self.pipeline.clone(), self.processors.clone());
+        let processors = self.processors.clone();
         move || {
-            let current = crate::sync::read(&pipeline).clone();
             // HTTP clients are not in devboy's working directory: their
             // context partition advances through devboy_compact only.
             let session = host
-                .session(&current, PartitionWatcher::manual())
+                .session(PartitionWatcher::manual())
                 .end_when_dropped()
                 .build();
             if let Some(processor) = session.pipeline_memory() {

@@ -29,21 +29,14 @@ pub enum ServeError {
     Refused(String),
 }
 
-/// Which response pipeline a session runs.
-#[derive(Debug, Clone)]
+/// Which of the response pipeline's stages a session runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Pipeline {
-    /// Dedup (repeats become references the model resolves by text) and,
-    /// with `encode`, lossless re-encoding and budget elision, following
-    /// the pipeline config.
-    Configured {
-        /// The pipeline config.
-        config: Arc<PipelineConfig>,
-        /// Re-encode and elide, not only deduplicate.
-        encode: bool,
-        /// Write the session to this file, for `devboy replay` (it holds
-        /// tool-result content and call arguments).
-        capture: Option<PathBuf>,
-    },
+    /// Dedup, lossless re-encoding and budget elision, as the pipeline
+    /// config says.
+    Full,
+    /// Dedup only: repeats become references the model resolves by text.
+    Dedup,
     /// Every result exactly as the upstream sent it.
     Passthrough,
 }
@@ -64,49 +57,51 @@ pub struct Serving {
     /// Where the configs came from, to apply their edits while devboy
     /// runs ([`reload`]); `None` applies none.
     pub reload: Option<reload::ReloadSources>,
-    /// Which response pipeline each session runs.
+    /// Which of the pipeline's stages each session runs.
     pub pipeline: Pipeline,
-    /// The pipeline config whose value models and `[enrichment]` settings
-    /// drive read-only speculation, whatever the pipeline (a passthrough
-    /// session still prefetches; `enrichment.enabled = false` turns it
-    /// off), whose `[tools]` tables decide classes, and whose `[explore]`
-    /// sets up the built-ins.
-    pub planning: Arc<PipelineConfig>,
+    /// The pipeline config: the transform's settings, whose `[tools]`
+    /// tables decide classes, whose value models and `[enrichment]` drive
+    /// read-only speculation whatever the stages (a passthrough session
+    /// still prefetches; `enrichment.enabled = false` turns it off), whose
+    /// `[telemetry]` says what is recorded and whose `[explore]` sets up
+    /// the built-ins.
+    pub pipeline_config: Arc<PipelineConfig>,
+    /// Write the session to this file, for `devboy replay` (it holds
+    /// tool-result content and call arguments); stdio only, which serves
+    /// one session.
+    pub capture: Option<PathBuf>,
 }
 
 /// What one devboy process derives once from its configs and shares with
 /// every session it serves: the proxy, the built-ins the proxy's catalog
-/// lists, and the pipeline config that decides classes, speculation and
-/// the built-ins' settings. The one place sessions are composed, for
-/// every transport.
+/// lists, the stages sessions run and the pipeline config as it is now.
+/// The one place sessions are composed, for every transport.
 pub(crate) struct Host {
     proxy: Arc<Proxy>,
     builtins: BuiltinRegistry,
-    /// The pipeline config whose value models and `[enrichment]` settings
-    /// drive read-only speculation, whatever the pipeline (a passthrough
-    /// session still prefetches; `enrichment.enabled = false` turns it
-    /// off), and whose tables decide classes.
-    planning: Arc<PipelineConfig>,
+    pipeline: Pipeline,
+    /// The pipeline config new sessions follow (replaced on reload).
+    config: Arc<std::sync::RwLock<Arc<PipelineConfig>>>,
+    capture: Option<PathBuf>,
 }
 
 impl Host {
-    /// Starts the proxy over `config`'s upstreams, serving the shipped
-    /// built-ins `config` enables, set up by `planning`.
-    pub(crate) fn start(
-        config: &ProxyConfig,
-        options: ProxyOptions,
-        planning: Arc<PipelineConfig>,
-    ) -> Self {
+    /// Starts the proxy over `serving`'s upstreams, serving the shipped
+    /// built-ins its config enables, set up by its pipeline config.
+    pub(crate) fn start(serving: Serving) -> Self {
         install_tls_provider();
-        let builtins = BuiltinRegistry::shipped_for(&planning, config.retrieval_llm.clone())
-            .only(config.builtins.as_deref());
-        let proxy = Proxy::start(config, options, builtins.listing());
+        let config = serving.pipeline_config;
+        let builtins = BuiltinRegistry::shipped_for(&config, serving.config.retrieval_llm.clone())
+            .only(serving.config.builtins.as_deref());
+        let proxy = Proxy::start(&serving.config, serving.options, builtins.listing());
         // Said on stderr by whoever loaded it; shown in status until fixed.
-        proxy.set_config_problems(ConfigKind::Pipeline, planning.problems.clone());
+        proxy.set_config_problems(ConfigKind::Pipeline, config.problems.clone());
         Self {
             proxy,
             builtins,
-            planning,
+            pipeline: serving.pipeline,
+            config: Arc::new(std::sync::RwLock::new(config)),
+            capture: serving.capture,
         }
     }
 
@@ -117,23 +112,15 @@ impl Host {
 
     /// One agent connection's session: its own pipeline (memory,
     /// references, telemetry), context partition, client profile, classes
-    /// and speculation.
-    pub(crate) fn session(
-        &self,
-        pipeline: &Pipeline,
-        partition: PartitionWatcher,
-    ) -> SessionBuilder {
-        let planning = &self.planning;
-        let builder = match pipeline {
-            Pipeline::Configured {
-                config,
-                encode,
-                capture,
-            } => {
+    /// and speculation, all by the pipeline config as it is now.
+    pub(crate) fn session(&self, partition: PartitionWatcher) -> SessionBuilder {
+        let config = crate::sync::read(&self.config).clone();
+        let builder = match self.pipeline {
+            Pipeline::Full | Pipeline::Dedup => {
                 let processor = Arc::new(processor::PipelineProcessor::for_session(
                     config.clone(),
-                    *encode,
-                    capture.as_deref(),
+                    self.pipeline == Pipeline::Full,
+                    self.capture.as_deref(),
                 ));
                 Session::builder(self.proxy.clone(), self.builtins.clone(), processor.clone())
                     .pipeline(processor)
@@ -142,7 +129,7 @@ impl Host {
             }
             Pipeline::Passthrough => {
                 // Nothing is transformed; what happens is still recorded.
-                let events = processor::PassthroughEvents::for_session(planning);
+                let events = processor::PassthroughEvents::for_session(&config);
                 Session::builder(
                     self.proxy.clone(),
                     self.builtins.clone(),
@@ -151,9 +138,9 @@ impl Host {
                 .events(Arc::new(events))
             }
         };
-        let builder = builder.partition(partition).classes(planning.clone());
-        if planning.enrichment.enabled || has_fail_fast(planning) {
-            let planner = speculation::ConfiguredPlanner::new(planning.clone(), self.proxy.clone());
+        let builder = builder.partition(partition).classes(config.clone());
+        if config.enrichment.enabled || has_fail_fast(&config) {
+            let planner = speculation::ConfiguredPlanner::new(config, self.proxy.clone());
             builder.speculation(Arc::new(planner))
         } else {
             builder
@@ -161,13 +148,19 @@ impl Host {
     }
 
     /// Applies the configs' edits while devboy runs: the proxy's
-    /// upstreams, and `pipeline` for each new pipeline config.
+    /// upstreams; a pipeline config read again is what new sessions
+    /// follow, and `live` tells the sessions already running.
     pub(crate) fn reload(
         &self,
         sources: Option<reload::ReloadSources>,
-        pipeline: reload::ApplyPipeline,
+        live: reload::ApplyPipeline,
     ) -> Option<reload::Watcher> {
-        sources.map(|sources| reload::watch(self.proxy.clone(), sources, pipeline))
+        let current = self.config.clone();
+        let apply: reload::ApplyPipeline = Arc::new(move |config: Arc<PipelineConfig>| {
+            follow(&current, config.clone());
+            live(config);
+        });
+        sources.map(|sources| reload::watch(self.proxy.clone(), sources, apply))
     }
 
     /// Answers `devboy status` and `devboy ctl` for this process, named
@@ -186,6 +179,12 @@ impl Host {
     }
 }
 
+/// New sessions of a host follow `config` (the pipeline config read
+/// again), stored in the host's `current`.
+fn follow(current: &std::sync::RwLock<Arc<PipelineConfig>>, config: Arc<PipelineConfig>) {
+    *crate::sync::write(current) = config;
+}
+
 /// Serves MCP on this process's stdin/stdout until the client disconnects
 /// or the process gets SIGTERM/SIGINT, then ends the session (speculation
 /// in flight is cancelled and awaited, the session's events write their
@@ -197,11 +196,12 @@ impl Host {
 /// `[telemetry]` section says (`DEVBOY_TELEMETRY=off` turns it off), to
 /// [`devboy_core::paths::telemetry_dir`].
 pub async fn serve_stdio(serving: Serving) -> Result<(), ServeError> {
-    let host = Host::start(&serving.config, serving.options, serving.planning);
-    let session = host.session(&serving.pipeline, project_partition()).build();
+    let reload = serving.reload.clone();
+    let host = Host::start(serving);
+    let session = host.session(project_partition()).build();
     let processor = session.pipeline_memory().cloned();
     let _reload = host.reload(
-        serving.reload,
+        reload,
         Arc::new(move |config| {
             if let Some(processor) = &processor {
                 processor.set_config(config);
@@ -379,4 +379,54 @@ fn has_fail_fast(config: &PipelineConfig) -> bool {
         .tools
         .iter()
         .any(|rule| rule.fail_fast_after_n.is_some())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::speculation::SpeculationMode;
+
+    fn pipeline_config(text: &str) -> Arc<PipelineConfig> {
+        let text = format!("[telemetry]\nenabled = false\n{text}");
+        let config = PipelineConfig::embedded_default()
+            .overlaid(&text, std::path::Path::new("pipeline_config.toml"))
+            .expect("the test config");
+        Arc::new(config)
+    }
+
+    /// A pipeline config read again reaches every part of a new session
+    /// (its transform's settings, its classes and its speculation), not
+    /// only the transform; sessions already running keep theirs.
+    #[tokio::test]
+    async fn new_sessions_follow_the_pipeline_config_read_again() {
+        let host = Host::start(Serving {
+            config: ProxyConfig::embedded_default(),
+            options: ProxyOptions::default(),
+            reload: None,
+            pipeline: Pipeline::Full,
+            pipeline_config: pipeline_config(""),
+            capture: None,
+        });
+        let mode = |session: &Session| session.speculation().map(|engine| engine.settings().mode);
+        let before = host.session(PartitionWatcher::manual()).build();
+        assert_eq!(mode(&before), Some(SpeculationMode::Prefetch));
+        follow(
+            &host.config,
+            pipeline_config("[enrichment]\nmode = \"inline\"\n"),
+        );
+        let after = host.session(PartitionWatcher::manual()).build();
+        assert_eq!(mode(&after), Some(SpeculationMode::Inline));
+        assert_eq!(mode(&before), Some(SpeculationMode::Prefetch));
+        follow(
+            &host.config,
+            pipeline_config("[enrichment]\nenabled = false\n"),
+        );
+        let off = host.session(PartitionWatcher::manual()).build();
+        assert_eq!(mode(&off), None, "no speculation");
+        assert!(
+            off.pipeline_memory().is_some(),
+            "the stages stay the host's"
+        );
+        host.proxy().shutdown().await;
+    }
 }
