@@ -158,7 +158,6 @@ fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
         .context("starting the async runtime")
 }
 
-/// What serving needs, loaded from the arguments.
 /// Loads devboy.toml (or a .mcp.json) and the pipeline config, reporting
 /// what was loaded and every warning.
 fn load(args: McpArgs) -> anyhow::Result<devboy_mcp::Serving> {

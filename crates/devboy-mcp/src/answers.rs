@@ -7,9 +7,11 @@
 //! prefetch still in flight and wait for it. An answer it gives goes
 //! through the response seam exactly like the upstream's result would
 //! have, marked with where it came from ([`Served`]). A store that holds
-//! results is also a [`Memory`]: every call is shown to each memory first
-//! (the pipeline's, then the store's), so a call that may mutate can make
-//! the store drop what it held. The session's default store,
+//! results should also be a [`Memory`] of the session (the speculation
+//! engine is; another store is given to `SessionBuilder::memory`): every
+//! call is shown to each memory first (the pipeline's, then the engine's,
+//! then the others), so a call that may mutate can make the store drop
+//! what it held. The session's default store,
 //! [`NoAnswers`], holds nothing.
 
 use devboy_core::speculation::Served;

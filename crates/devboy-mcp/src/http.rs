@@ -640,6 +640,7 @@ async fn serve_connection<S>(
         let stream = request.method() == http::Method::GET;
         let asked = session_header(request.headers());
         async move {
+            futures::future::poll_fn(|cx| service.poll_ready(cx)).await?;
             let mut response = service.call(request).await?;
             // An initialize answer names its new session.
             let session = session_header(response.headers()).or(asked);

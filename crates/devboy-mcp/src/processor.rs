@@ -154,13 +154,6 @@ fn with_content(
 /// What the pipeline keeps of a session, asked for by the call path and
 /// the built-ins: it forgets, expands, reports and follows the session.
 impl PipelineProcessor {
-    /// Whether results with `structuredContent` may come back without it
-    /// (always: the session then stops declaring the tools'
-    /// `outputSchema` to clients that forward structured content).
-    pub fn rewrites_structured(&self) -> bool {
-        true
-    }
-
     /// A call is about to be answered: forgets what it may change.
     pub fn forget_for(&self, call: &ResolvedCall) {
         self.session.forget_for(call);

@@ -63,8 +63,8 @@ pub struct Proxy {
     /// devboy's own tools, as the catalog lists them first.
     builtins: Vec<BuiltinListing>,
     /// Every upstream this devboy has run, in config order; an entry that
-    /// left the config (or changed) stays, retired, so that the indices
-    /// routes hold keep naming the same upstream.
+    /// left the config (or changed) stays, retired (its counters and its
+    /// ending are still its own); routes name the current one.
     upstreams: RwLock<Arc<Vec<Arc<Upstream>>>>,
     /// A weak handle to this proxy, for the change hooks of upstreams
     /// added by a reload.
@@ -235,7 +235,8 @@ impl Proxy {
 
     /// Every upstream this devboy has run, in config order, retired ones
     /// included ([`Upstream::is_retired`]); an index into it names the
-    /// same upstream for the life of the proxy.
+    /// same upstream for the life of the proxy (routes name upstreams by
+    /// their config key instead: [`upstream`](Self::upstream)).
     pub fn upstreams(&self) -> Arc<Vec<Arc<Upstream>>> {
         read(&self.upstreams).clone()
     }
@@ -329,7 +330,7 @@ impl Proxy {
     /// Records what is wrong with the `kind` file as just read (empty: it
     /// applies whole), replacing what was recorded of it; returns the
     /// problems not recorded before, the ones to tell the user of.
-    /// `start_with` records the proxy config's; whoever starts the proxy
+    /// [`start`](Self::start) records the proxy config's; whoever starts the proxy
     /// records the pipeline config's.
     pub fn set_config_problems(&self, kind: ConfigKind, problems: Vec<String>) -> Vec<String> {
         let mut recorded = crate::sync::lock(&self.config_problems);

@@ -63,8 +63,9 @@ pub struct Serving {
     /// tables decide classes, whose value models and `[enrichment]` drive
     /// read-only speculation whatever the stages (a passthrough session
     /// still prefetches; `enrichment.enabled = false` turns it off), whose
-    /// `[telemetry]` says what is recorded and whose `[explore]` sets up
-    /// the built-ins.
+    /// `[telemetry]` says what is recorded, and whose `[explore]` sets up
+    /// the built-ins (at start: they and their listing do not follow a
+    /// config read again).
     pub pipeline_config: Arc<PipelineConfig>,
     /// Write the session to this file, for `devboy replay` (it holds
     /// tool-result content and call arguments); stdio only, which serves

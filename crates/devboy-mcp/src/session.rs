@@ -72,8 +72,12 @@ impl Drop for EndOnDrop {
     }
 }
 
-/// How one session is put together: every part named once, in any order;
-/// [`build`](Self::build) composes them.
+/// How one session is put together: each part set by its own method, in
+/// any order, except that [`pipeline`](Self::pipeline) sets the transform
+/// and the events too (an [`events`](Self::events) after it replaces the
+/// pipeline's events); [`build`](Self::build) composes them. An
+/// [`answer_store`](Self::answer_store) answers instead of the
+/// speculation engine, which then still prefetches.
 #[must_use]
 pub struct SessionBuilder {
     proxy: Arc<Proxy>,

@@ -472,7 +472,8 @@ impl Innermost for Router {
                 }
                 ToolRoute::Upstream { upstream, .. } => {
                     let Some(upstream) = self.proxy.upstream(upstream) else {
-                        return Err(unknown_tool(&pending.name));
+                        // Retired by a reload since the call was routed.
+                        return Err(explain_unknown_tool(&self.proxy, &pending.name));
                     };
                     let result = ask_upstream(&upstream, cx.call.tool(), pending).await?;
                     Ok(Reply::new(cx.call.clone(), result, Delivery::Processed))
