@@ -1,0 +1,1 @@
+const i = new Int32Array(new SharedArrayBuffer(4)); return Atomics.wait(i, 0, 0, 3000)

@@ -1,0 +1,1 @@
+const r = await tools.t.big(); try { return r.id + 1 } catch (e) { return "caught: " + e }

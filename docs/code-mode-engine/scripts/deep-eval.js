@@ -1,0 +1,1 @@
+return eval("(".repeat(1e5) + "1" + ")".repeat(1e5))

@@ -1,0 +1,3 @@
+const a = 1;
+const b = 2;
+throw new Error("line three")

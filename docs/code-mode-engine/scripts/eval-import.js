@@ -1,0 +1,1 @@
+try { return await (async function(){}).constructor("return await import(\"fs\")")() } catch (e) { return "caught: " + e }

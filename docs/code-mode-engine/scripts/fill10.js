@@ -1,0 +1,1 @@
+let a=[]; for (let i=0;i<10;i++) a.push(new Array(1e6).fill(1)); return a.length

@@ -1,0 +1,1 @@
+await tools.t.hang(); return "never"

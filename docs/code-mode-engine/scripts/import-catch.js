@@ -1,0 +1,1 @@
+try { await import("fs") } catch (e) { return "caught: " + e }

@@ -1,0 +1,1 @@
+try { for(;;){} } finally { for(;;){} }

@@ -1,0 +1,1 @@
+function g(d){ for (let i = 0; i < 9e6; i++) {} if (d < 400) { g(d + 1); g(d + 1) } } g(0)

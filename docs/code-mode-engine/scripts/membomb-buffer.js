@@ -1,0 +1,1 @@
+const a=[]; for(;;) a.push(new ArrayBuffer(1<<26));

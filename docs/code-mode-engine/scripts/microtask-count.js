@@ -1,0 +1,1 @@
+let n = 0; const f = () => { n++; return Promise.resolve().then(f) }; f(); await tools.t.echo({}); return n

@@ -1,0 +1,1 @@
+const f = () => Promise.resolve().then(f); f(); await new Promise(() => {});

@@ -1,0 +1,1 @@
+Array.prototype.copyWithin.call({ length: 2 ** 53 - 1 }, 1, 0); return 1

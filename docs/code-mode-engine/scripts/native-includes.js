@@ -1,0 +1,1 @@
+const o = { length: 2 ** 53 - 1 }; return Array.prototype.includes.call(o, 1)

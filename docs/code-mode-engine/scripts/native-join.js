@@ -1,0 +1,1 @@
+return Array.prototype.join.call({ length: 2 ** 32 - 1 }, "").length

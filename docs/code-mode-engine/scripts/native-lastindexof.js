@@ -1,0 +1,1 @@
+return Array.prototype.lastIndexOf.call({ length: 2 ** 53 - 1 }, 1)

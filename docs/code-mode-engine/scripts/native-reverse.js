@@ -1,0 +1,1 @@
+Array.prototype.reverse.call({ length: 2 ** 53 - 1 }); return 1

@@ -1,0 +1,1 @@
+return JSON.parse("[".repeat(1e6) + "]".repeat(1e6)).length

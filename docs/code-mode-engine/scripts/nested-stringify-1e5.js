@@ -1,0 +1,1 @@
+let o={}; for (let i=0;i<1e5;i++) o={o}; return JSON.stringify(o).length

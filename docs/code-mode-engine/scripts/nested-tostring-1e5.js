@@ -1,0 +1,1 @@
+let a=[]; for (let i=0;i<1e5;i++) a=[a]; return String(a).length

@@ -1,0 +1,1 @@
+const r = await tools.t.big(); const out = {}; try { out.mul = r.price * 2 } catch (e) { out.mul = "caught: " + e } out.num = Number(r.price.rawJSON); out.cmp = (() => { try { return r.price > 0 } catch (e) { return "caught: " + e } })(); out.str = String(r.id); return out

@@ -1,0 +1,1 @@
+function f(){f()} try { f() } catch (e) { return "caught: " + e }

@@ -1,0 +1,1 @@
+let seen = []; JSON.parse("[12345678901234567890123, 1.0, 0.1000000000000000000001, \"s\"]", function (k, v, ctx) { seen.push([k, typeof v, ctx && ctx.source]); return v }); return { seen, rawJSON: typeof JSON.rawJSON, isRawJSON: typeof JSON.isRawJSON, raw: JSON.stringify({ x: JSON.rawJSON("12345678901234567890123") }) }
