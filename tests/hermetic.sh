@@ -8,4 +8,4 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 exec cargo test \
   -p devboy-core -p devboy-pipeline -p devboy-session -p devboy-enrichment \
-  -p devboy-explore -p devboy-retrieval -p devboy-telemetry "$@"
+  -p devboy-explore -p devboy-retrieval -p devboy-telemetry -p devboy-code "$@"
