@@ -33,6 +33,10 @@ pub struct Cli {
 pub enum Command {
     /// Serve MCP on stdio, proxying the configured upstream servers.
     Mcp(serve::McpArgs),
+    /// Run one code-mode script, speaking devboy's worker protocol on
+    /// stdin/stdout (devboy starts it; docs in devboy-code's worker.rs).
+    #[command(hide = true)]
+    CodeWorker,
     /// Serve MCP over Streamable HTTP (--http ADDR) to several clients at
     /// once, each with its own session over one set of upstreams; a bearer
     /// token is required unless ADDR is loopback.

@@ -47,6 +47,10 @@ fn main() -> ExitCode {
 fn run(command: Command) -> anyhow::Result<()> {
     match command {
         Command::Mcp(args) => serve::mcp(args),
+        Command::CodeWorker => Ok(devboy_code::worker::serve(
+            std::io::BufReader::new(std::io::stdin()),
+            std::io::stdout(),
+        )?),
         Command::Serve(args) => serve::serve(args),
         Command::Ctl(args) => ctl::ctl(args),
         Command::Status(args) => ctl::status(args),

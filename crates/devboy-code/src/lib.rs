@@ -17,6 +17,8 @@
 //! mistake can abort the engine; that is why devboy runs this in a child
 //! process it can kill, not in its own.
 
+pub mod worker;
+
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::rc::Rc;
