@@ -124,6 +124,11 @@ async fn arguments_that_do_not_fit_the_schema_are_an_error_naming_the_argument()
             "devboy_compact: unknown argument `now`; it takes no arguments",
         ),
         (
+            "devboy_run",
+            json!({"code": "return 1", "timeout": 5}),
+            "devboy_run: unknown argument `timeout`; it takes `code` (required)",
+        ),
+        (
             "devboy_find_tools",
             json!({"query": "read a file", "limit": 0}),
             "devboy_find_tools: `limit` is 0; it takes an integer from 1 to 30: Most tools returned (default 5)",
@@ -257,6 +262,7 @@ async fn the_builtins_are_listed_with_titles_that_read_after_the_server_name() {
         ("devboy_expand", "Expand a result"),
         ("devboy_explore", "Explore how code works"),
         ("devboy_find_files", "Find the relevant files"),
+        ("devboy_run", "Run a script over the tools"),
     ]
     .map(|(name, title)| (name.to_owned(), title.to_owned()));
     assert_eq!(titles, expected);

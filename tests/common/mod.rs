@@ -505,6 +505,12 @@ impl RawClient {
             .collect()
     }
 
+    /// devboy's process id.
+    #[allow(dead_code)]
+    pub fn pid(&self) -> u32 {
+        self.child.id().expect("devboy running")
+    }
+
     /// Sends `kill -<signal>` to devboy and waits for it to exit.
     pub async fn kill_with(mut self, signal: &str) -> std::process::ExitStatus {
         let pid = self.child.id().expect("devboy running");

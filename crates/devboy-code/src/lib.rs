@@ -422,29 +422,10 @@ fn describe(value: &Value<'_>) -> String {
 /// An error of evaluating the script itself (it does not parse, say).
 fn describe_caught(error: rquickjs::CaughtError<'_>) -> String {
     match error {
-        rquickjs::CaughtError::Exception(exception) => {
-            let value = exception.into_value();
-            let name: String = value
-                .as_object()
-                .and_then(|o| o.get("name").ok())
-                .unwrap_or_default();
-            let message = exception_message(&value);
-            if name.is_empty() {
-                message
-            } else {
-                format!("{name}: {message}")
-            }
-        }
+        rquickjs::CaughtError::Exception(exception) => describe(&exception.into_value()),
         other => {
             let text = other.to_string();
             text.lines().next().unwrap_or(&text).to_owned()
         }
     }
-}
-
-fn exception_message(value: &Value<'_>) -> String {
-    value
-        .as_object()
-        .and_then(|o| o.get::<_, String>("message").ok())
-        .unwrap_or_default()
 }

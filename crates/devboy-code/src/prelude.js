@@ -52,6 +52,10 @@
   const tools = new Proxy({ call }, { get: (t, p) => (p === 'call' ? call : byPrefix(String(p))) });
   const fmt = (x) => (typeof x === 'string' ? x : encode(x));
   Object.defineProperty(globalThis, 'tools', { value: tools, enumerable: true });
+  // The functions this run may call, as signatures (the host answers the reserved name).
+  Object.defineProperty(globalThis, 'api', {
+    value: (filter) => call('devboy__api', filter === undefined ? {} : { filter: String(filter) }), enumerable: true,
+  });
   Object.defineProperty(globalThis, 'console', {
     value: Object.freeze({ log: (...a) => hostLog(a.map(fmt).join(' ')) }), enumerable: true,
   });

@@ -303,6 +303,7 @@ fn record_to(
             events.speculation(call, event, forwarded.as_ref(), tokenizer);
         }
         SessionEvent::Retrieval(record) => events.retrieval(record),
+        SessionEvent::CodeRun(record) => events.code_run(record),
         SessionEvent::ToolsListed { tools, served } => {
             // Counting is the work; none when nothing records it.
             if events.telemetry().is_active() {

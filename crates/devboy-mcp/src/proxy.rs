@@ -12,7 +12,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
-use devboy_core::config::{ProxyConfig, ToolsConfig};
+use devboy_core::config::{CodeConfig, ProxyConfig, ToolsConfig};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
@@ -60,6 +60,8 @@ pub struct Proxy {
     config_label: String,
     /// `[tools]` (reloaded with the config).
     tools: RwLock<ToolsConfig>,
+    /// `[code]` (reloaded with the config).
+    code: RwLock<Arc<CodeConfig>>,
     /// devboy's own tools, as the catalog lists them first.
     builtins: Vec<BuiltinListing>,
     /// Every upstream this devboy has run, in config order; an entry that
@@ -207,6 +209,7 @@ impl Proxy {
                     devboy_core::config::ConfigSource::Embedded => "embedded default".to_owned(),
                 },
                 tools: RwLock::new(config.tools),
+                code: RwLock::new(Arc::new(config.code.clone())),
                 builtins,
                 upstreams: RwLock::new(Arc::new(upstreams)),
                 this: weak.clone(),
@@ -258,6 +261,7 @@ impl Proxy {
     pub fn reload(&self, config: &ProxyConfig) -> Reloaded {
         let _serial = crate::sync::lock(&self.reloading);
         *write(&self.tools) = config.tools;
+        *write(&self.code) = Arc::new(config.code.clone());
         let mut reloaded = Reloaded::default();
         let current = self.current_upstreams();
         for upstream in &current {
@@ -347,6 +351,11 @@ impl Proxy {
     /// `[tools]`: how tool definitions are passed on.
     pub fn tools_config(&self) -> ToolsConfig {
         *read(&self.tools)
+    }
+
+    /// `[code]`: code mode's limits and what a script may call.
+    pub fn code_config(&self) -> Arc<CodeConfig> {
+        read(&self.code).clone()
     }
 
     /// The current catalog.

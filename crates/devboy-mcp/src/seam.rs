@@ -79,6 +79,8 @@ pub enum SessionEvent<'a> {
     },
     /// A `find_files` query was answered (counts only).
     Retrieval(devboy_telemetry::RetrievalRecord),
+    /// A `devboy_run` script ended (counts only, never the code).
+    CodeRun(devboy_telemetry::CodeRunRecord),
     /// The agent was served this tool list (`tools/list`); telemetry keeps
     /// what its definitions cost ([`crate::definitions`]), not the names.
     ToolsListed {
@@ -107,6 +109,7 @@ pub fn record(sink: &dyn EventSink, stats: &SeamStats, event: SessionEvent<'_>) 
         SessionEvent::ErrorResult(call, _) => ("recording an error result", call.exposed.as_str()),
         SessionEvent::Speculation { call, .. } => ("recording speculation", call.exposed.as_str()),
         SessionEvent::Retrieval(_) => ("recording a find_files query", "devboy_find_files"),
+        SessionEvent::CodeRun(_) => ("recording a script run", "devboy_run"),
         SessionEvent::ToolsListed { .. } => ("recording a tool list", ""),
         SessionEvent::Ended => ("ending the session", ""),
     };

@@ -94,6 +94,11 @@ impl Host {
         let config = serving.pipeline_config;
         let builtins = BuiltinRegistry::shipped_for(&config, serving.config.retrieval_llm.clone())
             .only(serving.config.builtins.as_deref());
+        let builtins = if serving.config.code.enabled {
+            builtins
+        } else {
+            builtins.without(crate::builtin::RUN)
+        };
         let proxy = Proxy::start(&serving.config, serving.options, builtins.listing());
         // Said on stderr by whoever loaded it; shown in status until fixed.
         proxy.set_config_problems(ConfigKind::Pipeline, config.problems.clone());

@@ -88,6 +88,11 @@ impl SessionEvents {
         self.telemetry.record_retrieval(record);
     }
 
+    /// One `devboy_run` script.
+    pub fn code_run(&self, record: devboy_telemetry::CodeRunRecord) {
+        self.telemetry.record_code_run(record);
+    }
+
     /// The agent was served, at `served`, a list of `tools` tools whose
     /// definitions cost `tokens` on every model request (counts only: no
     /// name).

@@ -38,6 +38,9 @@ pub enum Event {
     /// One `devboy_expand` delivery: what the model received of a result
     /// it had an id for.
     Expansion(ExpansionRecord),
+    /// One `devboy_run` script: the calls it made and what their results
+    /// would have cost the model, against what it was shown.
+    CodeRun(CodeRunRecord),
 }
 
 /// An `f64` field of a variant of [`Event`]: an internally tagged enum
@@ -54,8 +57,14 @@ fn buffered_f64<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<f64
 
 impl Event {
     /// The `kind` of each variant, as written.
-    pub const KINDS: [&'static str; 5] =
-        ["result", "session", "speculation", "retrieval", "expansion"];
+    pub const KINDS: [&'static str; 6] = [
+        "result",
+        "session",
+        "speculation",
+        "retrieval",
+        "expansion",
+        "code_run",
+    ];
 
     /// Parses one line of a telemetry file.
     pub fn parse_line(line: &str) -> serde_json::Result<Event> {
@@ -70,6 +79,7 @@ impl Event {
             Event::Speculation(s) => s.v,
             Event::Retrieval(r) => r.v,
             Event::Expansion(x) => x.v,
+            Event::CodeRun(c) => c.v,
         }
     }
 
@@ -81,6 +91,7 @@ impl Event {
             Event::Speculation(s) => s.ts_ms,
             Event::Retrieval(r) => r.ts_ms,
             Event::Expansion(x) => x.ts_ms,
+            Event::CodeRun(c) => c.ts_ms,
         }
     }
 }
@@ -247,6 +258,38 @@ pub struct RetrievalRecord {
     /// Output tokens of all calls.
     pub output_tokens: u64,
     /// Wall time of the query.
+    pub ms: u64,
+}
+
+/// One `devboy_run` script (`"kind": "code_run"`): counts and a fixed
+/// word only — never the code, a tool's name or a result. Never sampled.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct CodeRunRecord {
+    /// Schema version, [`SCHEMA_VERSION`].
+    pub v: u32,
+    /// Unix milliseconds.
+    pub ts_ms: u64,
+    /// `h(session id)`.
+    pub session: Hash64,
+    /// Tool calls the script made (refused ones included).
+    pub calls: u32,
+    /// Of them, refused because the tool may write.
+    pub refused_calls: u32,
+    /// Of them, answered with an error.
+    pub failed_calls: u32,
+    /// What the results of its calls would have cost the model, each
+    /// shown whole as the client shows a tool result.
+    pub direct_tokens: u64,
+    /// The script's own text, which the model wrote.
+    pub code_tokens: u64,
+    /// What the model was shown of the run (its logs and value, or the
+    /// error), before the pipeline.
+    pub answer_tokens: u64,
+    /// How it ended: `done`, `script_error`, `timeout`, `memory`, `calls`,
+    /// `output`, `cancelled`, `killed`, `crashed` or `protocol`.
+    pub end: Cow<'static, str>,
+    /// Wall time of the run.
     pub ms: u64,
 }
 

@@ -51,9 +51,10 @@ pub mod sink;
 mod tests;
 
 pub use event::{
-    CallsSaved, ClientKind, DedupOutcome, DefinitionsSummary, Delivered, EndpointClass, Event,
-    ExpandedSummary, ExpansionRecord, ResultEvent, ResultLayer, RetrievalRecord, SessionSummary,
-    SpeculationKind, SpeculationRecord, SpeculationSummary, TokenFigures, SCHEMA_VERSION,
+    CallsSaved, ClientKind, CodeRunRecord, DedupOutcome, DefinitionsSummary, Delivered,
+    EndpointClass, Event, ExpandedSummary, ExpansionRecord, ResultEvent, ResultLayer,
+    RetrievalRecord, SessionSummary, SpeculationKind, SpeculationRecord, SpeculationSummary,
+    TokenFigures, SCHEMA_VERSION,
 };
 pub use hash::{Hash128, Hash64, Salt};
 pub use names::EndpointNames;

@@ -29,9 +29,9 @@ use devboy_core::pipeline_config::TelemetrySettings;
 use devboy_core::speculation::{Served, SpeculationEvent};
 
 use crate::event::{
-    ClientKind, DedupOutcome, DefinitionsSummary, Delivered, EndpointClass, Event, ExpandedSummary,
-    ExpansionRecord, ResultEvent, ResultLayer, RetrievalRecord, SessionSummary, SpeculationKind,
-    SpeculationRecord, SpeculationSummary, TokenFigures, SCHEMA_VERSION,
+    ClientKind, CodeRunRecord, DedupOutcome, DefinitionsSummary, Delivered, EndpointClass, Event,
+    ExpandedSummary, ExpansionRecord, ResultEvent, ResultLayer, RetrievalRecord, SessionSummary,
+    SpeculationKind, SpeculationRecord, SpeculationSummary, TokenFigures, SCHEMA_VERSION,
 };
 use crate::hash::{hex, random_bytes, Hash64, Salt};
 use crate::names::EndpointNames;
@@ -520,6 +520,27 @@ impl Telemetry {
                 active
                     .tx
                     .try_send(Message::Event(Box::new(Event::Retrieval(record))))
+                    .is_ok()
+            }
+            _ => false,
+        }
+    }
+
+    /// Records one `devboy_run` script; `record`'s `v`, `ts_ms` and
+    /// `session` are filled here. Never sampled. Returns whether it was
+    /// queued.
+    pub fn record_code_run(&self, record: CodeRunRecord) -> bool {
+        match &self.active {
+            Some(active) if active.live() => {
+                let record = CodeRunRecord {
+                    v: SCHEMA_VERSION,
+                    ts_ms: unix_ms(SystemTime::now()),
+                    session: active.session,
+                    ..record
+                };
+                active
+                    .tx
+                    .try_send(Message::Event(Box::new(Event::CodeRun(record))))
                     .is_ok()
             }
             _ => false,

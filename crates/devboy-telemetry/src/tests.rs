@@ -53,7 +53,10 @@ fn split(events: Vec<Event>) -> (Vec<ResultEvent>, Vec<SessionSummary>) {
         match event {
             Event::Result(r) => results.push(r),
             Event::Session(s) => sessions.push(s),
-            Event::Speculation(_) | Event::Retrieval(_) | Event::Expansion(_) => {}
+            Event::Speculation(_)
+            | Event::Retrieval(_)
+            | Event::Expansion(_)
+            | Event::CodeRun(_) => {}
         }
     }
     (results, sessions)

@@ -56,6 +56,8 @@ pub struct ReadStats {
     pub retrieval: u64,
     /// `devboy_expand` deliveries taken.
     pub expansions: u64,
+    /// `devboy_run` scripts taken.
+    pub code_runs: u64,
     /// Lines that are not JSON or lack a required field, and last lines
     /// cut by a crash.
     pub malformed: u64,
@@ -84,6 +86,8 @@ pub struct EventTable {
     /// `devboy_expand` deliveries, in recorded order: no result, but part
     /// of what the model received.
     pub expansions: Vec<ExpansionRecord>,
+    /// `devboy_run` scripts, in recorded order.
+    pub code_runs: Vec<devboy_telemetry::CodeRunRecord>,
     /// What was read and skipped.
     pub stats: ReadStats,
 }
@@ -183,6 +187,10 @@ impl EventTable {
                 stats.expansions += 1;
                 self.expansions
                     .push(ExpansionRecord::of(&x, &mut self.vocab));
+            }
+            Event::CodeRun(c) => {
+                stats.code_runs += 1;
+                self.code_runs.push(c);
             }
         }
     }

@@ -26,6 +26,7 @@
 //! `[builtins]`, `[retrieval]` and `[team]` as a whole (half a model or
 //! half a team setup is none). Every bad key is reported, not the first.
 
+mod code;
 mod error;
 mod expand;
 mod filter;
@@ -40,6 +41,7 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+pub use code::CodeConfig;
 pub use error::{ConfigError, ConfigErrorKind};
 pub use filter::ToolFilter;
 
@@ -96,6 +98,9 @@ pub struct ProxyConfig {
     /// `[tools]` (devboy.toml only): how the servers' tool definitions
     /// are passed on.
     pub tools: ToolsConfig,
+    /// `[code]` (devboy.toml only): code mode's limits and what a script
+    /// may call.
+    pub code: CodeConfig,
     /// Things worth telling the user that did not stop loading (ignored
     /// keys, unsupported transports, renamed prefixes), each starting with
     /// the file and key path.
@@ -440,6 +445,7 @@ impl ProxyConfig {
             team_problem: resolved.team_problem,
             builtins: resolved.builtins,
             tools: resolved.tools,
+            code: resolved.code,
             warnings,
             problems: resolved.problems,
         })
@@ -466,6 +472,7 @@ impl ProxyConfig {
             team_problem: None,
             builtins: None,
             tools: ToolsConfig::default(),
+            code: CodeConfig::default(),
             warnings: Vec::new(),
             problems: Vec::new(),
         });

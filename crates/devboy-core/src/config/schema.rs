@@ -18,10 +18,10 @@ use super::keypath::{closest, KeyPath};
 use super::team::{ProviderConfig, ProviderSource, TeamConfig, STORE_SCHEMES};
 use super::tree::{describe, quote_short, Entry, Node, Pos, Value};
 use super::{
-    ConfigFormat, LazyTools, LlmConfig, LlmProvider, ToolFilter, ToolsConfig, UpstreamConfig,
-    UpstreamTransport, DEFAULT_LLM_PARALLEL, DEFAULT_LLM_RETRIES, DEFAULT_LLM_TIMEOUT,
-    DEFAULT_RUNNER_STARTUP_TIMEOUT, DEFAULT_SERVER_NAME, DEFAULT_STARTUP_TIMEOUT, DEFAULT_TIMEOUT,
-    DERIVED_PREFIX_MAX, RESERVED_PREFIX,
+    CodeConfig, ConfigFormat, LazyTools, LlmConfig, LlmProvider, ToolFilter, ToolsConfig,
+    UpstreamConfig, UpstreamTransport, DEFAULT_LLM_PARALLEL, DEFAULT_LLM_RETRIES,
+    DEFAULT_LLM_TIMEOUT, DEFAULT_RUNNER_STARTUP_TIMEOUT, DEFAULT_SERVER_NAME,
+    DEFAULT_STARTUP_TIMEOUT, DEFAULT_TIMEOUT, DERIVED_PREFIX_MAX, RESERVED_PREFIX,
 };
 use crate::naming::sanitize_component;
 
@@ -64,6 +64,16 @@ const TOML_TOP_KEYS: &[&str] = &[
     "team",
     "builtins",
     "tools",
+    "code",
+];
+const CODE_KEYS: &[&str] = &[
+    "enabled",
+    "timeout_secs",
+    "memory_mib",
+    "max_calls",
+    "max_in_flight",
+    "max_output_bytes",
+    "allow",
 ];
 const BUILTINS_KEYS: &[&str] = &["enabled"];
 const TOOLS_KEYS: &[&str] = &["compact_schemas", "lazy", "lazy_budget"];
@@ -77,6 +87,7 @@ pub(super) const BUILTIN_NAMES: &[&str] = &[
     "explore",
     "find_files",
     "find_tools",
+    "run",
 ];
 const TEAM_KEYS: &[&str] = &[
     "store",
@@ -113,6 +124,7 @@ pub(super) struct Resolved {
     pub(super) team_problem: Option<String>,
     pub(super) builtins: Option<Vec<String>>,
     pub(super) tools: ToolsConfig,
+    pub(super) code: CodeConfig,
     pub(super) warnings: Vec<String>,
     pub(super) problems: Vec<String>,
 }
@@ -133,12 +145,23 @@ pub(super) fn resolve(
         warnings: Vec::new(),
         problems: Vec::new(),
     };
-    let (server_name, servers, retrieval, team, builtins, tools) = loader.top_level(root)?;
+    let TopLevel {
+        server_name,
+        servers,
+        retrieval,
+        team,
+        builtins,
+        tools,
+        code,
+    } = loader.top_level(root)?;
     // `[tools]` and `[devboy]` are read key by key (a bad key is left out,
     // the rest applies); the other sections apply whole or not at all,
     // since half a model or half a team setup is none.
     let tools = tools.map_or_else(ToolsConfig::default, |(entry, path)| {
         loader.tools(&entry.node, &path)
+    });
+    let code = code.map_or_else(CodeConfig::default, |(entry, path)| {
+        loader.code(&entry.node, &path)
     });
     let builtins = loader
         .section(builtins, Loader::builtins, "every built-in tool is offered")
@@ -180,9 +203,22 @@ pub(super) fn resolve(
         team_problem,
         builtins,
         tools,
+        code,
         warnings: loader.warnings,
         problems: loader.problems,
     })
+}
+
+/// The top level of a document: the server name, the server entries in
+/// file order, and the sections read after them.
+struct TopLevel<'n> {
+    server_name: String,
+    servers: Vec<(&'n Entry, KeyPath)>,
+    retrieval: Option<(&'n Entry, KeyPath)>,
+    team: Option<(&'n Entry, KeyPath)>,
+    builtins: Option<(&'n Entry, KeyPath)>,
+    tools: Option<(&'n Entry, KeyPath)>,
+    code: Option<(&'n Entry, KeyPath)>,
 }
 
 /// The errors of one table, gathered rather than returned at the first,
@@ -507,19 +543,9 @@ impl Loader<'_> {
 
     // ------------------------------------------------------------ structure
 
-    /// The server name and the server entries, in file order.
-    #[allow(clippy::type_complexity)]
-    fn top_level<'n>(
-        &mut self,
-        root: &'n Node,
-    ) -> Result<(
-        String,
-        Vec<(&'n Entry, KeyPath)>,
-        Option<(&'n Entry, KeyPath)>,
-        Option<(&'n Entry, KeyPath)>,
-        Option<(&'n Entry, KeyPath)>,
-        Option<(&'n Entry, KeyPath)>,
-    )> {
+    /// The server name, the server entries in file order, and the other
+    /// sections.
+    fn top_level<'n>(&mut self, root: &'n Node) -> Result<TopLevel<'n>> {
         let top = KeyPath::default();
         let entries = root.as_table().ok_or_else(|| {
             self.wrong_type(
@@ -536,6 +562,7 @@ impl Loader<'_> {
         let mut team = None;
         let mut builtins = None;
         let mut tools = None;
+        let mut code = None;
         for entry in entries {
             let path = top.key(&entry.key);
             match entry.key.as_str() {
@@ -544,6 +571,7 @@ impl Loader<'_> {
                 "team" if self.format == ConfigFormat::Toml => team = Some((entry, path)),
                 "builtins" if self.format == ConfigFormat::Toml => builtins = Some((entry, path)),
                 "tools" if self.format == ConfigFormat::Toml => tools = Some((entry, path)),
+                "code" if self.format == ConfigFormat::Toml => code = Some((entry, path)),
                 "mcpServers" | "servers"
                     if entry.key == "mcpServers" || self.format == ConfigFormat::Toml =>
                 {
@@ -599,7 +627,15 @@ impl Loader<'_> {
                 "no \"mcpServers\" object; no upstream servers configured",
             );
         }
-        Ok((server_name, servers, retrieval, team, builtins, tools))
+        Ok(TopLevel {
+            server_name,
+            servers,
+            retrieval,
+            team,
+            builtins,
+            tools,
+            code,
+        })
     }
 
     /// `[tools]`: how the servers' tool definitions are passed on, key by
@@ -649,6 +685,68 @@ impl Loader<'_> {
             }
         }
         tools
+    }
+
+    /// `[code]`: code mode's limits and allowed tools, key by key: a bad
+    /// one is a problem and keeps its default.
+    fn code(&mut self, node: &Node, path: &KeyPath) -> CodeConfig {
+        let mut code = CodeConfig::default();
+        let entries = match self.table(node, path) {
+            Ok(entries) => entries,
+            Err(error) => {
+                self.problem(&error, "the defaults of [code] apply");
+                return code;
+            }
+        };
+        for entry in entries {
+            let key = path.key(&entry.key);
+            let positive = |loader: &mut Self, unit: &str| match entry.node.value {
+                Value::Integer(n) if n > 0 => Ok(u64::try_from(n).unwrap_or(u64::MAX)),
+                _ => Err(loader.wrong_type(
+                    &key,
+                    &entry.node,
+                    &format!("a positive integer ({unit})"),
+                )),
+            };
+            let as_usize = |n: u64| usize::try_from(n).unwrap_or(usize::MAX);
+            let read = match entry.key.as_str() {
+                "enabled" => self.boolean(&entry.node, &key).map(|on| code.enabled = on),
+                "timeout_secs" => {
+                    positive(self, "seconds").map(|n| code.timeout = Duration::from_secs(n))
+                }
+                "memory_mib" => positive(self, "MiB")
+                    .map(|n| code.memory_bytes = as_usize(n.min(1 << 20)) * 1024 * 1024),
+                "max_calls" => positive(self, "calls").map(|n| code.max_calls = n),
+                "max_in_flight" => {
+                    positive(self, "calls").map(|n| code.max_in_flight = as_usize(n))
+                }
+                "max_output_bytes" => {
+                    positive(self, "bytes").map(|n| code.max_output_bytes = as_usize(n))
+                }
+                "allow" => {
+                    let mut errors = Gathered::default();
+                    let globs = self.string_array(&entry.node, &key, None, &mut errors);
+                    match (globs, errors.0.pop()) {
+                        (_, Some(error)) => Err(error),
+                        (None, None) => Ok(()),
+                        (Some(globs), None) => match code.clone().with_allow(globs) {
+                            Ok(allowed) => {
+                                code = allowed;
+                                Ok(())
+                            }
+                            Err(why) => {
+                                Err(self.invalid(&key, entry.node.pos, "tool name globs", why))
+                            }
+                        },
+                    }
+                }
+                _ => Err(self.unknown_key(path, entry, CODE_KEYS)),
+            };
+            if let Err(error) = read {
+                self.problem(&error, "ignored");
+            }
+        }
+        code
     }
 
     /// `[builtins] enabled`: the built-in tools to offer, as exposed names.

@@ -1510,3 +1510,38 @@ fn auto_lazy_applies_past_the_budget_for_clients_without_tool_search() {
     assert!(LazyTools::On.applies(Some("claude-code"), 0, 20_000));
     assert!(!LazyTools::Off.applies(Some("cursor"), 90_000, 20_000));
 }
+
+#[test]
+fn the_code_table_sets_code_modes_limits_and_allowed_tools() {
+    let config = ok(toml(
+        "[code]\nenabled = false\ntimeout_secs = 5\nmemory_mib = 16\nmax_calls = 10\n\
+         max_in_flight = 2\nmax_output_bytes = 1000\nallow = [\"git__commit\", \"fs__write_*\"]\n",
+    ));
+    let code = &config.code;
+    assert!(!code.enabled);
+    assert_eq!(code.timeout, std::time::Duration::from_secs(5));
+    assert_eq!(code.memory_bytes, 16 * 1024 * 1024);
+    assert_eq!(
+        (code.max_calls, code.max_in_flight, code.max_output_bytes),
+        (10, 2, 1000)
+    );
+    assert!(code.allows("fs__write_file") && code.allows("git__commit"));
+    assert!(!code.allows("fs__read_text_file") && !code.allows("git__commit_all"));
+    assert!(config.problems.is_empty(), "{:?}", config.problems);
+    assert_eq!(ok(toml("")).code, CodeConfig::default());
+}
+
+#[test]
+fn a_bad_code_key_keeps_its_default_and_names_itself() {
+    let config = ok(toml(
+        "[code]\ntimeout_secs = 0\nallow = [\"fs__[\"]\nmax_calls = 3\nfast = true\n",
+    ));
+    assert_eq!(config.code.timeout, CodeConfig::default().timeout);
+    assert!(config.code.allow.is_empty() && !config.code.allows("fs__["));
+    assert_eq!(config.code.max_calls, 3, "the good key applies");
+    let problems = config.problems.join("\n");
+    for key in ["code.timeout_secs", "code.allow", "code.fast"] {
+        assert!(problems.contains(key), "{key} in {problems}");
+    }
+    assert!(problems.contains("positive integer (seconds)"), "{problems}");
+}

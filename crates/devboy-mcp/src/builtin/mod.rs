@@ -17,6 +17,7 @@
 //! Built-in names use a single underscore (`devboy_status`); proxied names
 //! always contain `__`, so the two can never collide.
 
+mod api;
 mod code;
 mod compact;
 mod expand;
@@ -24,12 +25,14 @@ mod explore;
 mod find_files;
 mod find_tools;
 mod roots;
+mod run;
 mod sampling;
 mod servers;
 mod status;
 
 use std::sync::Arc;
 
+pub(crate) use run::NAME as RUN;
 pub(crate) use servers::control_of;
 pub(crate) use status::upstreams_report;
 
@@ -64,6 +67,7 @@ impl BuiltinRegistry {
                 roots::AllowedRoots::new(&config.explore.allowed_roots),
             ))
             .with(find_tools::FindTools)
+            .with(run::Run::new())
     }
 }
 
@@ -113,6 +117,7 @@ mod titles {
             ("devboy_explore", "Explore how code works"),
             ("devboy_find_files", "Find the relevant files"),
             ("devboy_find_tools", "Find more tools"),
+            ("devboy_run", "Run a script over the tools"),
         ]
         .map(|(name, title)| (name.to_owned(), title.to_owned()));
         assert_eq!(titles, expected);

@@ -118,6 +118,14 @@ impl Layer for Deliver {
     fn call<'a>(&'a self, cx: &'a Cx<'a>, next: Next<'a>) -> Replying<'a> {
         Box::pin(async move {
             let answered = next.run(cx).await?;
+            if cx.pending.by_script {
+                // A script's: back to it as it came; the model holds none
+                // of it, so no later reference or diff can point at it.
+                return Ok(Reply {
+                    delivery: Delivery::Exact,
+                    ..answered
+                });
+            }
             let shown = self
                 .seam
                 .deliver(&answered.call, answered.result, answered.delivery)

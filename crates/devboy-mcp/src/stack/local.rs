@@ -97,6 +97,12 @@ impl<'a> BuiltinContext<'a> {
         self.call.client.as_deref()
     }
 
+    /// Whether the client shows the model `structuredContent` instead of
+    /// the text blocks when a result has it.
+    pub fn forwards_structured(&self) -> bool {
+        self.call.forwards_structured
+    }
+
     /// The string argument `name`, if given as a string.
     pub fn str_argument(&self, name: &str) -> Option<&str> {
         self.arguments?.get(name)?.as_str()
@@ -113,6 +119,28 @@ impl<'a> BuiltinContext<'a> {
     ) -> Result<CallToolResult, McpError> {
         let call = self.call.nested(name, arguments);
         self.stack.call_upstream_tool(call).await
+    }
+
+    /// Calls the tool exposed as `name` for a code-mode script (see
+    /// [`CallStack::call_from_script`]): a built-in or an upstream tool,
+    /// answered to the script and not to the model.
+    pub(crate) async fn call_from_script(
+        &self,
+        name: &str,
+        arguments: Option<JsonObject>,
+        may_write: impl Fn(&str) -> bool,
+    ) -> Result<super::ScriptAnswer, McpError> {
+        let call = self.call.nested_for_script(name, arguments);
+        self.stack.call_from_script(call, may_write).await
+    }
+
+    /// The effective side-effect class of a call of `name` (see
+    /// [`CallStack::class_of`]).
+    pub(crate) fn class_of(
+        &self,
+        name: &str,
+    ) -> Option<devboy_core::pipeline_config::SideEffectClass> {
+        self.stack.class_of(name)
     }
 
     /// The upstreams, the catalog and the config devboy runs.
@@ -185,6 +213,15 @@ impl BuiltinRegistry {
                 .unzip();
             self.tools = tools;
             self.names = names;
+        }
+        self
+    }
+
+    /// This registry without the tool exposed as `name`.
+    pub fn without(mut self, name: &str) -> Self {
+        if let Some(index) = self.names.iter().position(|n| n == name) {
+            self.names.remove(index);
+            self.tools.remove(index);
         }
         self
     }

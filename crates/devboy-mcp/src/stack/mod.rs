@@ -80,6 +80,10 @@ pub struct PendingCall {
     pub forwards_structured: bool,
     /// The client's connection, for requests to it (MCP sampling).
     pub(crate) peer: Option<rmcp::Peer<rmcp::RoleServer>>,
+    /// A code-mode script makes the call (`devboy_run`): its answer goes
+    /// back to the script, past the seam, so nothing the model holds
+    /// comes of it.
+    pub(crate) by_script: bool,
 }
 
 impl PendingCall {
@@ -95,6 +99,7 @@ impl PendingCall {
             client: None,
             forwards_structured: false,
             peer: None,
+            by_script: false,
         }
     }
 
@@ -125,6 +130,7 @@ impl PendingCall {
                 .map(|info| info.client_info.name.clone()),
             forwards_structured,
             peer: Some(context.peer.clone()),
+            by_script: false,
         }
     }
 
@@ -140,8 +146,26 @@ impl PendingCall {
             client: self.client.clone(),
             forwards_structured: self.forwards_structured,
             peer: self.peer.clone(),
+            by_script: self.by_script,
         }
     }
+
+    /// A call a code-mode script makes while this one (`devboy_run`) is
+    /// answered: [`nested`](Self::nested), answered to the script.
+    pub(crate) fn nested_for_script(&self, name: &str, arguments: Option<JsonObject>) -> Self {
+        Self {
+            by_script: true,
+            ..self.nested(name, arguments)
+        }
+    }
+}
+
+/// What a script's call came to ([`CallStack::call_from_script`]).
+pub(crate) enum ScriptAnswer {
+    /// The layers answered it.
+    Answered(CallToolResult),
+    /// Refused before anything saw it: its class may write.
+    MayWrite(devboy_core::pipeline_config::SideEffectClass),
 }
 
 /// What the inner layers answered a call with, on its way out.
@@ -360,6 +384,41 @@ impl CallStack {
             ));
         }
         self.answer(&call, &route).await
+    }
+
+    /// A call a code-mode script makes (`devboy_run`): routed, resolved
+    /// and answered through the same layers as the agent's own, built-ins
+    /// included, except that its answer goes back to the script as it
+    /// came, past the seam. Refused before any layer or upstream sees it
+    /// when its class may write and `may_write` (the `[code] allow`
+    /// globs, by exposed name) does not allow it.
+    pub(crate) async fn call_from_script(
+        &self,
+        call: PendingCall,
+        may_write: impl Fn(&str) -> bool,
+    ) -> Result<ScriptAnswer, McpError> {
+        let route = self.route(&call.name).await?;
+        let class = self
+            .resolver
+            .resolve(&call.name, call.arguments.clone(), &route)
+            .side_effect
+            .class;
+        if class.may_mutate() && !may_write(&call.name) {
+            return Ok(ScriptAnswer::MayWrite(class));
+        }
+        self.answer(&call, &route).await.map(ScriptAnswer::Answered)
+    }
+
+    /// The effective side-effect class of a call of `name` without
+    /// arguments, when the catalog routes it now (what a listing of the
+    /// tools a script may call goes by).
+    pub(crate) fn class_of(
+        &self,
+        name: &str,
+    ) -> Option<devboy_core::pipeline_config::SideEffectClass> {
+        let catalog = self.proxy.catalog();
+        let route = catalog.tool_route(name)?;
+        Some(self.resolver.resolve(name, None, route).side_effect.class)
     }
 
     async fn answer(

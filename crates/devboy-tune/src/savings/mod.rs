@@ -203,6 +203,68 @@ pub struct SavingsReport {
     pub tools: Vec<ToolRow>,
     /// Why names are missing, when the names map could not be used.
     pub names_note: Option<String>,
+    /// What `devboy_run` scripts kept out of the model's context.
+    pub code_mode: CodeMode,
+}
+
+/// The `devboy_run` scripts of the window, summed.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CodeMode {
+    /// Scripts run.
+    pub runs: u64,
+    /// Of them, those that ended with a value.
+    pub done: u64,
+    /// Tool calls they made.
+    pub calls: u64,
+    /// Of them, refused because the tool may write.
+    pub refused_calls: u64,
+    /// What those calls' results would have cost the model shown whole.
+    pub direct_tokens: u64,
+    /// What the model wrote (the scripts) and was shown (their answers).
+    pub model_tokens: u64,
+}
+
+impl CodeMode {
+    /// The sums of `runs`.
+    pub fn of(runs: &[devboy_telemetry::CodeRunRecord]) -> Self {
+        let mut sums = CodeMode::default();
+        for run in runs {
+            sums.runs += 1;
+            sums.done += u64::from(run.end == "done");
+            sums.calls += u64::from(run.calls);
+            sums.refused_calls += u64::from(run.refused_calls);
+            sums.direct_tokens += run.direct_tokens;
+            sums.model_tokens += run.code_tokens + run.answer_tokens;
+        }
+        sums
+    }
+
+    /// One line for people, or `None` without a script.
+    pub fn line(&self) -> Option<String> {
+        (self.runs > 0).then(|| {
+            let ratio = if self.direct_tokens > 0 {
+                format!(
+                    " ({:.3}×)",
+                    self.model_tokens as f64 / self.direct_tokens as f64
+                )
+            } else {
+                String::new()
+            };
+            let refused = if self.refused_calls > 0 {
+                format!(", {} refused as writes", int(self.refused_calls as i64))
+            } else {
+                String::new()
+            };
+            format!(
+                "code mode: {} ({} ended with an answer) made {}{refused}, whose results would have cost the model {} tokens; it wrote and was shown {}{ratio}",
+                count(self.runs, "devboy_run script", "devboy_run scripts"),
+                int(self.done as i64),
+                count(self.calls, "tool call", "tool calls"),
+                int(self.direct_tokens as i64),
+                int(self.model_tokens as i64),
+            )
+        })
+    }
 }
 
 /// Reads the window and builds the report.
@@ -360,6 +422,7 @@ impl SavingsReport {
             names_note: (!table.records.is_empty() && names.is_empty())
                 .then(|| names.note.clone())
                 .flatten(),
+            code_mode: CodeMode::of(&table.code_runs),
             options,
         }
     }
@@ -406,6 +469,15 @@ impl SavingsReport {
                 "old": r.old,
                 "unreadable": r.unreadable.len(),
                 "expansions": r.expansions,
+                "code_runs": r.code_runs,
+            },
+            "code_mode": {
+                "runs": self.code_mode.runs,
+                "done": self.code_mode.done,
+                "calls": self.code_mode.calls,
+                "refused_calls": self.code_mode.refused_calls,
+                "direct_tokens": self.code_mode.direct_tokens,
+                "model_tokens": self.code_mode.model_tokens,
             },
             "total": row(serde_json::Map::new(), &self.total),
             "days": self.days.iter().map(|d| row(map(json!({"date": d.date})), &d.figures)).collect::<Vec<_>>(),
@@ -692,6 +764,9 @@ impl fmt::Display for SavingsReport {
         }
         writeln!(f, "{LEGEND}")?;
         if let Some(line) = self.expanded_line() {
+            writeln!(f, "{line}")?;
+        }
+        if let Some(line) = self.code_mode.line() {
             writeln!(f, "{line}")?;
         }
 
