@@ -390,6 +390,24 @@ pub enum EvalCommand {
         #[arg(long, value_name = "FILE")]
         config: Option<PathBuf>,
     },
+    /// Model-visible tokens of multi-step read tasks three ways (every
+    /// result to the model, devboy per result, one `devboy_run` script),
+    /// and whether code mode's answers are the same. The servers come from
+    /// CONFIG: one with `read_text_file` allowed the repository, one with
+    /// `git_log`, one with `read_graph` (its graph is seeded).
+    CodeMode {
+        /// The devboy.toml naming the file system, git and memory servers.
+        #[arg(long, value_name = "FILE")]
+        config: PathBuf,
+        /// The repository the tasks read (devboy's own checkout).
+        #[arg(long, value_name = "DIR", default_value = ".")]
+        repo: PathBuf,
+        /// Which tasks: the tuning set, the validation set, or both.
+        #[arg(long, value_enum, default_value_t = crate::eval_code::TaskSet::All)]
+        set: crate::eval_code::TaskSet,
+        #[command(flatten)]
+        format: EvalFormat,
+    },
 }
 
 /// How `devboy explore` prints its answer.

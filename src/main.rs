@@ -6,6 +6,7 @@ mod cli;
 mod codec;
 mod ctl;
 mod eval;
+mod eval_code;
 mod explore;
 mod find;
 mod hooks;
@@ -72,6 +73,15 @@ fn run(command: Command) -> anyhow::Result<()> {
             budget_chars,
             format.json(),
         ),
+        Command::Eval {
+            what:
+                EvalCommand::CodeMode {
+                    config,
+                    repo,
+                    set,
+                    format,
+                },
+        } => eval_code::eval_code_mode(&config, &repo, set, format.json()),
         Command::Eval {
             what:
                 EvalCommand::FindFiles {

@@ -512,3 +512,53 @@ fn files_text(dir: &Path) -> String {
     }
     text
 }
+
+/// `devboy eval code-mode` on this checkout, through the real
+/// `server-filesystem`, `mcp-server-git` and `server-memory`: code mode's
+/// answers are the direct ones, at a tenth of the tokens or less, on the
+/// tuning and the validation set alike.
+#[test]
+fn the_eval_gives_the_same_answers_at_a_tenth_of_the_direct_tokens() {
+    let repo = peers::workspace_root();
+    let scratch = TempDir::new("code-eval");
+    let config = format!(
+        "{}{}{}",
+        peer_toml("fs", &peers::server_filesystem(&repo)),
+        peer_toml("git", &peers::server_git(&repo)),
+        peer_toml(
+            "memory",
+            &peers::server_memory(&scratch.path().join("memory.jsonl"))
+        ),
+    );
+    let config_path = scratch.path().join("devboy.toml");
+    std::fs::write(&config_path, config).unwrap();
+    let output = std::process::Command::new(common::devboy_bin())
+        .args(["eval", "code-mode", "--format", "json", "--config"])
+        .arg(&config_path)
+        .arg("--repo")
+        .arg(&repo)
+        .output()
+        .expect("run devboy eval code-mode");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let report: Value = serde_json::from_str(&stdout).expect("JSON report");
+    let sets = report["sets"].as_array().expect("sets");
+    assert_eq!(sets.len(), 2, "{report:#}");
+    for set in sets {
+        let tasks = set["tasks"].as_array().unwrap();
+        assert_eq!(tasks.len(), 4, "{set:#}");
+        for task in tasks {
+            assert_eq!(task["answers_same"], true, "{task:#}");
+            assert!(
+                task["answer"].as_array().is_some_and(|a| !a.is_empty()),
+                "a real answer: {task:#}"
+            );
+        }
+        let ratio = set["code_ratio"].as_f64().unwrap();
+        assert!(ratio <= 0.1, "{}: code mode at {ratio}×", set["set"]);
+    }
+}

@@ -1543,5 +1543,8 @@ fn a_bad_code_key_keeps_its_default_and_names_itself() {
     for key in ["code.timeout_secs", "code.allow", "code.fast"] {
         assert!(problems.contains(key), "{key} in {problems}");
     }
-    assert!(problems.contains("positive integer (seconds)"), "{problems}");
+    assert!(
+        problems.contains("positive integer (seconds)"),
+        "{problems}"
+    );
 }
