@@ -45,13 +45,18 @@ impl Drop for Served {
 /// as `fs`) and the token file, and starts devboy; returns once it says
 /// where it serves.
 fn serve(dir: &Path, root: &Path) -> Served {
+    serve_with(dir, root, "")
+}
+
+/// [`serve`] with `extra` lines at the end of the config.
+fn serve_with(dir: &Path, root: &Path, extra: &str) -> Served {
     let fs = peers::server_filesystem(root);
     let fs_args: Vec<String> = fs.args.iter().map(|a| toml_str(a)).collect();
     let config = dir.join("devboy.toml");
     std::fs::write(
         &config,
         format!(
-            "[servers.t]\ncommand = {}\n\n[servers.fs]\ncommand = {}\nargs = [{}]\n",
+            "[servers.t]\ncommand = {}\n\n[servers.fs]\ncommand = {}\nargs = [{}]\n\n{extra}",
             toml_str(&common::test_server_bin().display().to_string()),
             toml_str(&fs.program_str()),
             fs_args.join(", ")
@@ -157,6 +162,35 @@ fn two_http_clients_share_the_upstreams_and_never_each_others_references() {
         2,
         "{status}"
     );
+}
+
+/// Code mode over HTTP, from the Python SDK (`tests/python/code_mode_client.py`):
+/// a script reads a file and calls an allowed tool, a write is refused,
+/// and a spinning script holds up neither the other session nor devboy.
+#[test]
+fn the_python_sdk_runs_scripts_over_http_and_a_spinning_one_holds_nothing_up() {
+    let (dir, root, file) = project("http-code");
+    let served = serve_with(
+        dir.path(),
+        &root,
+        "[code]\ntimeout_secs = 2\nallow = [\"t__echo\"]\n",
+    );
+    let output = Command::new(peers::python())
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python/code_mode_client.py"))
+        .args(["--url", &served.url, "--token", TOKEN, "--file"])
+        .arg(&file)
+        .env("PYTHONUNBUFFERED", "1")
+        .stdin(Stdio::null())
+        .output()
+        .expect("run the SDK client");
+    let (summary, stderr) = common::python_summary(&output);
+    assert_eq!(
+        summary["ok"], true,
+        "failed: {}\nsummary: {summary}\nstderr:\n{stderr}",
+        summary["failed"]
+    );
+    assert!(summary["passed"].as_u64().unwrap() >= 7, "{summary}");
+    assert!(served_still(&served));
 }
 
 /// `devboy status --format json` for the devboy serving from `dir`: the
