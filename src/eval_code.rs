@@ -149,14 +149,9 @@ impl Session {
         }
     }
 
-    async fn tool_names(&mut self) -> anyhow::Result<Vec<String>> {
+    async fn tools(&mut self) -> anyhow::Result<Vec<Value>> {
         let listed = self.request("tools/list", json!({})).await?;
-        Ok(listed["tools"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter_map(|t| t["name"].as_str().map(str::to_owned))
-            .collect())
+        Ok(listed["tools"].as_array().cloned().unwrap_or_default())
     }
 
     async fn call(&mut self, name: &str, arguments: &Value) -> anyhow::Result<Value> {
@@ -691,11 +686,23 @@ pub fn eval_code_mode(
     json_out: bool,
 ) -> anyhow::Result<()> {
     let runtime = tokio::runtime::Runtime::new()?;
-    let outcomes = runtime.block_on(run(config, repo, set))?;
+    let (outcomes, listing) = runtime.block_on(run(config, repo, set))?;
     let text = if json_out {
-        format!("{:#}\n", to_json(&outcomes))
+        let mut report = to_json(&outcomes);
+        report["listing"] = json!({
+            "functions": listing.functions,
+            "api_tokens": listing.api_tokens,
+            "upstream_tools": listing.upstream_tools,
+            "definition_tokens": listing.definition_tokens,
+        });
+        format!("{report:#}\n")
     } else {
-        report(&outcomes, repo)
+        let mut text = report(&outcomes, repo);
+        text.push_str(&format!(
+            "\napi(): {} functions in {} tokens; the {} upstream tools' definitions as listed: {} tokens\n",
+            listing.functions, listing.api_tokens, listing.upstream_tools, listing.definition_tokens
+        ));
+        text
     };
     print!("{text}");
     let differ: Vec<&str> = outcomes
@@ -709,13 +716,27 @@ pub fn eval_code_mode(
     Ok(())
 }
 
-async fn run(config: &Path, repo: &Path, set: TaskSet) -> anyhow::Result<Vec<Outcome>> {
+/// What the model is told of the tools: `api()`'s signatures against the
+/// upstream tools' definitions as listed.
+#[derive(Debug)]
+struct Listing {
+    functions: usize,
+    api_tokens: u64,
+    upstream_tools: usize,
+    definition_tokens: u64,
+}
+
+async fn run(config: &Path, repo: &Path, set: TaskSet) -> anyhow::Result<(Vec<Outcome>, Listing)> {
     let repo = std::fs::canonicalize(repo)
         .with_context(|| format!("the repository {}", repo.display()))?;
     let repo_text = repo.display().to_string();
     let tokenizer = Tokenizer::O200k;
     let mut direct = Session::start(config, true).await?;
-    let names = direct.tool_names().await?;
+    let tools = direct.tools().await?;
+    let names: Vec<String> = tools
+        .iter()
+        .filter_map(|t| t["name"].as_str().map(str::to_owned))
+        .collect();
     let prefix = |suffix: &str| -> anyhow::Result<String> {
         names
             .iter()
@@ -741,6 +762,23 @@ async fn run(config: &Path, repo: &Path, set: TaskSet) -> anyhow::Result<Vec<Out
             bail!("seeding the memory graph: {}", shown(&seeded));
         }
     }
+    let api = shown(
+        &direct
+            .call("devboy_run", &json!({"code": "return api()"}))
+            .await?,
+    );
+    let upstream: Vec<&Value> = tools
+        .iter()
+        .filter(|t| t["name"].as_str().is_some_and(|n| n.contains("__")))
+        .collect();
+    let listing = Listing {
+        functions: api.lines().count().saturating_sub(1),
+        api_tokens: tokenizer.count(&api) as u64,
+        upstream_tools: upstream.len(),
+        definition_tokens: tokenizer
+            .count(&Value::from(upstream.into_iter().cloned().collect::<Vec<_>>()).to_string())
+            as u64,
+    };
     let mut per_result = Session::start(config, false).await?;
     let mut code = Session::start(config, false).await?;
     let mut outcomes = Vec::new();
@@ -790,7 +828,7 @@ async fn run(config: &Path, repo: &Path, set: TaskSet) -> anyhow::Result<Vec<Out
     direct.stop().await;
     per_result.stop().await;
     code.stop().await;
-    Ok(outcomes)
+    Ok((outcomes, listing))
 }
 
 fn set_name(set: TaskSet) -> &'static str {
