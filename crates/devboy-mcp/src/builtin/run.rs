@@ -278,8 +278,11 @@ async fn drive(
     let stdout = child.stdout.take().expect("piped stdout");
     let mut stderr = child.stderr.take().expect("piped stderr");
     let stderr_tail = tokio::spawn(async move {
+        // The first 64 KiB are kept; the rest is drained, so a worker
+        // that writes more never blocks on a full pipe.
         let mut tail = Vec::new();
         let _ = (&mut stderr).take(64 * 1024).read_to_end(&mut tail).await;
+        let _ = tokio::io::copy(&mut stderr, &mut tokio::io::sink()).await;
         String::from_utf8_lossy(&tail).into_owned()
     });
     let run = json!({"run": {"code": code, "limits": devboy_code::worker::limits_json(limits)}});

@@ -811,6 +811,41 @@ impl fmt::Display for SavingsReport {
 mod tests {
     use super::*;
 
+    #[test]
+    fn code_runs_sum_to_one_line_of_what_they_kept_out() {
+        let run = |calls, refused, direct, code, answer, end: &'static str| {
+            devboy_telemetry::CodeRunRecord {
+                calls,
+                refused_calls: refused,
+                direct_tokens: direct,
+                code_tokens: code,
+                answer_tokens: answer,
+                end: end.into(),
+                ..Default::default()
+            }
+        };
+        let sums = CodeMode::of(&[
+            run(40, 0, 90_000, 150, 50, "done"),
+            run(3, 1, 10_000, 100, 700, "script_error"),
+        ]);
+        assert_eq!(
+            sums,
+            CodeMode {
+                runs: 2,
+                done: 1,
+                calls: 43,
+                refused_calls: 1,
+                direct_tokens: 100_000,
+                model_tokens: 1_000,
+            }
+        );
+        assert_eq!(
+            sums.line().unwrap(),
+            "code mode: 2 devboy_run scripts (1 ended with an answer) made 43 tool calls, 1 refused as writes, whose results would have cost the model 100,000 tokens; it wrote and was shown 1,000 (0.010×)"
+        );
+        assert_eq!(CodeMode::of(&[]).line(), None);
+    }
+
     /// Each day's date, calls and tokens saved.
     fn day_rows(r: &SavingsReport) -> Vec<(&str, u64, i64)> {
         r.days
