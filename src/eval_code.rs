@@ -802,6 +802,13 @@ async fn run(config: &Path, repo: &Path, set: TaskSet) -> anyhow::Result<(Vec<Ou
         let script = (task.script)(&env);
         let arguments = json!({ "code": script });
         let delivered = code.call("devboy_run", &arguments).await?;
+        if delivered["isError"] == json!(true) {
+            bail!(
+                "task {}: devboy_run failed: {}",
+                task.name,
+                shown(&delivered)
+            );
+        }
         let code_tokens = tokenizer.count(&arguments.to_string()) as u64
             + tokenizer.count(&shown(&delivered)) as u64;
         // The answer itself, unencoded, from the same script in the
@@ -819,7 +826,11 @@ async fn run(config: &Path, repo: &Path, set: TaskSet) -> anyhow::Result<(Vec<Ou
             direct: direct_tokens,
             per_result: per_result_tokens,
             code: code_tokens,
-            same: code_answer == direct_answer,
+            // What the model was shown must be that answer too, when it
+            // went out as JSON (the pipeline may have encoded it).
+            same: code_answer == direct_answer
+                && serde_json::from_str::<Value>(&shown(&delivered))
+                    .map_or(true, |shown| shown == code_answer),
             direct_answer,
             code_answer,
         });

@@ -34,7 +34,8 @@ async fn no_config_serves_the_builtin_tools() {
             "devboy_compact",
             "devboy_expand",
             "devboy_explore",
-            "devboy_find_files"
+            "devboy_find_files",
+            "devboy_run"
         ],
         "{list}"
     );

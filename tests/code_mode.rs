@@ -90,6 +90,15 @@ async fn errors_name_the_line_of_the_models_code() {
         text_of(&thrown),
         "devboy_run: TypeError: cannot read property 'x' of null (line 3)"
     );
+    // A failure inside a tool call's own machinery is on the line that
+    // made the call, not in devboy's prelude.
+    let circular = run(&devboy, "const a = {};\na.a = a;\nawait tools.t.echo(a);").await;
+    assert!(failed(&circular));
+    assert!(
+        text_of(&circular).ends_with("(line 3)"),
+        "{}",
+        text_of(&circular)
+    );
     let syntax = run(&devboy, "return [1, 2;").await;
     assert!(failed(&syntax));
     assert!(
@@ -114,7 +123,7 @@ async fn a_tool_that_may_write_is_refused_before_the_upstream_sees_it() {
     .await;
     assert_eq!(
         text_of(&result),
-        "t__crash may write (its class is unknown); devboy_run calls only read-only tools (allow it with `[code] allow = [\"t__crash\"]` in devboy.toml)"
+        "t__crash may write (its class is unknown); devboy_run calls only read-only tools (allow it in devboy's config: `[code] allow = [\"t__crash\"]`, in JSON `\"code\": {\"allow\": [\"t__crash\"]}`)"
     );
     let after: u64 = text_of(&devboy.call("t__count", json!({})).await)
         .parse()
@@ -382,7 +391,13 @@ async fn a_crashed_engine_is_an_error_result_and_devboy_goes_on() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn cancelling_a_run_ends_the_script_and_its_calls_in_flight() {
-    let mut client = RawClient::start(&config("[code]\nallow = [\"t__*\"]\n")).await;
+    let logs = TempDir::new("code-cancel");
+    let cancel_log = logs.path().join("cancelled.log");
+    let mut client = RawClient::start(&format!(
+        "[servers.t]\ncommand = \"{{server}}\"\nenv = {{ DEVBOY_TEST_CANCEL_LOG = {} }}\n\n[code]\nallow = [\"t__*\"]\n",
+        common::toml_str(&cancel_log.display().to_string())
+    ))
+    .await;
     let before: u64 = response_text(&client.call_tool(29, "t__count", json!({})).await)
         .parse()
         .unwrap();
@@ -426,11 +441,44 @@ async fn cancelling_a_run_ends_the_script_and_its_calls_in_flight() {
         "within a second or so of the cancel ({:?})",
         cancelled_at.elapsed()
     );
+    // Both sleeps were cancelled at the server, not left to run.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while std::fs::read_to_string(&cancel_log).map_or(0, |t| t.lines().count()) < 2 {
+        assert!(
+            Instant::now() < deadline,
+            "the server heard {:?} of 2 cancels",
+            std::fs::read_to_string(&cancel_log).ok()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
     let echo = client
         .call_tool(id, "t__echo", json!({"text": "after"}))
         .await;
     assert_eq!(response_text(&echo), "after");
     client.stop().await;
+}
+
+/// A script that stops waiting for calls it made (`Promise.race`) and
+/// ends with a large value: devboy goes on writing the big answers the
+/// worker no longer wants while the worker writes its end. Neither may
+/// wait on the other.
+#[tokio::test(flavor = "multi_thread")]
+async fn big_answers_nobody_waits_for_and_a_big_end_do_not_deadlock() {
+    let devboy = Devboy::start_with_pipeline(&config(""), READ_ONLY).await;
+    let started = Instant::now();
+    let result = run(
+        &devboy,
+        "const reads = [1, 2, 3, 4].map(() => tools.t.payload({bytes: 2000000}));\n\
+         await Promise.race(reads);\n\
+         return 'x'.repeat(900000);",
+    )
+    .await;
+    assert!(!failed(&result), "{}", text_of(&result));
+    assert!(
+        started.elapsed() < Duration::from_secs(25),
+        "{:?}",
+        started.elapsed()
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -263,12 +263,12 @@ fn drive(
         globals
             .set("__host_log", host_log)
             .map_err(|e| Stop::Thrown(e.to_string()))?;
-        ctx.eval::<(), _>(PRELUDE)
+        ctx.eval_with_options::<(), _>(PRELUDE, named("prelude.js"))
             .catch(&ctx)
             .map_err(|e| Stop::Thrown(format!("the prelude: {e}")))?;
         let wrapped = format!("(async () => {{\n{code}\n}})().then(__finish)");
         let promise: Promise = ctx
-            .eval(wrapped)
+            .eval_with_options(wrapped, named(SCRIPT_FILE))
             .catch(&ctx)
             .map_err(|e| Stop::Thrown(describe_caught(e)))?;
         Ok(Persistent::save(&ctx, promise))
@@ -390,8 +390,20 @@ fn host_call<'js>(ctx: Ctx<'js>, name: String, args: String) -> rquickjs::Result
     Ok(promise)
 }
 
+/// The file name the model's code is evaluated under, so that an error's
+/// line is found among its own frames (the prelude's are `prelude.js`).
+const SCRIPT_FILE: &str = "script";
+
+/// Evaluation as a global script named `file`.
+fn named(file: &str) -> rquickjs::context::EvalOptions {
+    let mut options = rquickjs::context::EvalOptions::default();
+    options.filename = Some(file.to_owned());
+    options
+}
+
 /// An exception as one line: its name and message, and where in the
-/// model's code (the wrapper adds one line before it).
+/// model's code (the wrapper adds one line before it): the first frame of
+/// the script's own file.
 fn describe(value: &Value<'_>) -> String {
     if let Some(object) = value.as_object() {
         let name: String = object.get("name").unwrap_or_default();
@@ -399,6 +411,10 @@ fn describe(value: &Value<'_>) -> String {
         let stack: String = object.get("stack").unwrap_or_default();
         let at = stack
             .lines()
+            .filter_map(|l| {
+                let at = l.find(&format!("{SCRIPT_FILE}:"))?;
+                Some(&l[at..])
+            })
             .filter_map(|l| l.rsplit_once(':'))
             .filter_map(|(head, col)| {
                 let (_, line) = head.rsplit_once(':')?;

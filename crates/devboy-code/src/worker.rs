@@ -172,9 +172,9 @@ where
                     (_, Some(Value::String(message))) => Answer::Error(message.clone()),
                     _ => Answer::Error("devboy sent an answer without json or error".into()),
                 };
-                if answers.send(Incoming::Answer(id, answer)).is_err() {
-                    break;
-                }
+                // The run may be over: the line is read all the same, so
+                // devboy's writes never block on a full pipe.
+                let _ = answers.send(Incoming::Answer(id, answer));
             }
         }
         // devboy closed the pipe: it wants no more of this run.
@@ -184,7 +184,12 @@ where
     let limit = limits.timeout;
     std::thread::spawn(move || {
         std::thread::sleep(limit + WATCHDOG_GRACE);
-        write_line(&watched, &end_line(&Err(RunError::Timeout(limit))));
+        // Says so unless a line is being written (devboy, not reading,
+        // may hold it up): the exit must not wait for the pipe.
+        if let Ok(mut out) = watched.try_lock() {
+            let _ = writeln!(out, "{}", end_line(&Err(RunError::Timeout(limit))));
+            let _ = out.flush();
+        }
         std::process::exit(0);
     });
     let host_out = out.clone();

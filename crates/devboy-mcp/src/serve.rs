@@ -92,8 +92,12 @@ impl Host {
     pub(crate) fn start(serving: Serving) -> Self {
         install_tls_provider();
         let config = serving.pipeline_config;
-        let builtins = BuiltinRegistry::shipped_for(&config, serving.config.retrieval_llm.clone())
-            .only(serving.config.builtins.as_deref());
+        let builtins = BuiltinRegistry::shipped_for(
+            &config,
+            serving.config.retrieval_llm.clone(),
+            &serving.config.code,
+        )
+        .only(serving.config.builtins.as_deref());
         let builtins = if serving.config.code.enabled {
             builtins
         } else {

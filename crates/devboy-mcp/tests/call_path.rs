@@ -150,7 +150,7 @@ async fn a_builtin_is_one_type_and_one_registry_line() {
         .map(|t| t.name.to_string())
         .collect();
     assert_eq!(
-        names[..8],
+        names[..9],
         [
             "devboy_status",
             "devboy_servers",
@@ -159,6 +159,7 @@ async fn a_builtin_is_one_type_and_one_registry_line() {
             "devboy_explore",
             "devboy_find_files",
             "devboy_find_tools",
+            "devboy_run",
             "devboy_echo_twice"
         ]
     );

@@ -98,8 +98,8 @@ pub struct ProxyConfig {
     /// `[tools]` (devboy.toml only): how the servers' tool definitions
     /// are passed on.
     pub tools: ToolsConfig,
-    /// `[code]` (devboy.toml only): code mode's limits and what a script
-    /// may call.
+    /// `[code]` (`"code"` in a JSON config): code mode's limits and what
+    /// a script may call.
     pub code: CodeConfig,
     /// Things worth telling the user that did not stop loading (ignored
     /// keys, unsupported transports, renamed prefixes), each starting with

@@ -571,7 +571,7 @@ impl Loader<'_> {
                 "team" if self.format == ConfigFormat::Toml => team = Some((entry, path)),
                 "builtins" if self.format == ConfigFormat::Toml => builtins = Some((entry, path)),
                 "tools" if self.format == ConfigFormat::Toml => tools = Some((entry, path)),
-                "code" if self.format == ConfigFormat::Toml => code = Some((entry, path)),
+                "code" => code = Some((entry, path)),
                 "mcpServers" | "servers"
                     if entry.key == "mcpServers" || self.format == ConfigFormat::Toml =>
                 {
@@ -700,48 +700,51 @@ impl Loader<'_> {
         };
         for entry in entries {
             let key = path.key(&entry.key);
-            let positive = |loader: &mut Self, unit: &str| match entry.node.value {
-                Value::Integer(n) if n > 0 => Ok(u64::try_from(n).unwrap_or(u64::MAX)),
+            // Bounded so that no limit overflows a clock or the engine's
+            // allocator: a day, 64 GiB, and counts no run could reach.
+            let positive = |loader: &mut Self, unit: &str, most: u64| match entry.node.value {
+                Value::Integer(n) if n > 0 && n <= i128::from(most) => {
+                    Ok(u64::try_from(n).unwrap_or(most))
+                }
                 _ => Err(loader.wrong_type(
                     &key,
                     &entry.node,
-                    &format!("a positive integer ({unit})"),
+                    &format!("a positive integer up to {most} ({unit})"),
                 )),
             };
             let as_usize = |n: u64| usize::try_from(n).unwrap_or(usize::MAX);
-            let read = match entry.key.as_str() {
-                "enabled" => self.boolean(&entry.node, &key).map(|on| code.enabled = on),
-                "timeout_secs" => {
-                    positive(self, "seconds").map(|n| code.timeout = Duration::from_secs(n))
-                }
-                "memory_mib" => positive(self, "MiB")
-                    .map(|n| code.memory_bytes = as_usize(n.min(1 << 20)) * 1024 * 1024),
-                "max_calls" => positive(self, "calls").map(|n| code.max_calls = n),
-                "max_in_flight" => {
-                    positive(self, "calls").map(|n| code.max_in_flight = as_usize(n))
-                }
-                "max_output_bytes" => {
-                    positive(self, "bytes").map(|n| code.max_output_bytes = as_usize(n))
-                }
-                "allow" => {
-                    let mut errors = Gathered::default();
-                    let globs = self.string_array(&entry.node, &key, None, &mut errors);
-                    match (globs, errors.0.pop()) {
-                        (_, Some(error)) => Err(error),
-                        (None, None) => Ok(()),
-                        (Some(globs), None) => match code.clone().with_allow(globs) {
-                            Ok(allowed) => {
-                                code = allowed;
-                                Ok(())
-                            }
-                            Err(why) => {
-                                Err(self.invalid(&key, entry.node.pos, "tool name globs", why))
-                            }
-                        },
+            let read =
+                match entry.key.as_str() {
+                    "enabled" => self.boolean(&entry.node, &key).map(|on| code.enabled = on),
+                    "timeout_secs" => positive(self, "seconds", 86_400)
+                        .map(|n| code.timeout = Duration::from_secs(n)),
+                    "memory_mib" => positive(self, "MiB", 65_536)
+                        .map(|n| code.memory_bytes = as_usize(n) * 1024 * 1024),
+                    "max_calls" => positive(self, "calls", 1_000_000).map(|n| code.max_calls = n),
+                    "max_in_flight" => {
+                        positive(self, "calls", 1_000).map(|n| code.max_in_flight = as_usize(n))
                     }
-                }
-                _ => Err(self.unknown_key(path, entry, CODE_KEYS)),
-            };
+                    "max_output_bytes" => positive(self, "bytes", 1 << 30)
+                        .map(|n| code.max_output_bytes = as_usize(n)),
+                    "allow" => {
+                        let mut errors = Gathered::default();
+                        let globs = self.string_array(&entry.node, &key, None, &mut errors);
+                        match (globs, errors.0.pop()) {
+                            (_, Some(error)) => Err(error),
+                            (None, None) => Ok(()),
+                            (Some(globs), None) => match code.clone().with_allow(globs) {
+                                Ok(allowed) => {
+                                    code = allowed;
+                                    Ok(())
+                                }
+                                Err(why) => {
+                                    Err(self.invalid(&key, entry.node.pos, "tool name globs", why))
+                                }
+                            },
+                        }
+                    }
+                    _ => Err(self.unknown_key(path, entry, CODE_KEYS)),
+                };
             if let Err(error) = read {
                 self.problem(&error, "ignored");
             }

@@ -1534,17 +1534,36 @@ fn the_code_table_sets_code_modes_limits_and_allowed_tools() {
 #[test]
 fn a_bad_code_key_keeps_its_default_and_names_itself() {
     let config = ok(toml(
-        "[code]\ntimeout_secs = 0\nallow = [\"fs__[\"]\nmax_calls = 3\nfast = true\n",
+        "[code]\ntimeout_secs = 0\nallow = [\"fs__[\"]\nmax_calls = 3\nfast = true\nmemory_mib = 9999999999\n",
     ));
     assert_eq!(config.code.timeout, CodeConfig::default().timeout);
     assert!(config.code.allow.is_empty() && !config.code.allows("fs__["));
     assert_eq!(config.code.max_calls, 3, "the good key applies");
     let problems = config.problems.join("\n");
-    for key in ["code.timeout_secs", "code.allow", "code.fast"] {
+    assert_eq!(config.code.memory_bytes, CodeConfig::default().memory_bytes);
+    for key in [
+        "code.timeout_secs",
+        "code.allow",
+        "code.fast",
+        "code.memory_mib",
+    ] {
         assert!(problems.contains(key), "{key} in {problems}");
     }
     assert!(
-        problems.contains("positive integer (seconds)"),
+        problems.contains("positive integer up to 86400 (seconds)"),
         "{problems}"
+    );
+}
+
+#[test]
+fn a_json_config_takes_code_too() {
+    let config = ok(json(
+        r#"{"mcpServers": {}, "code": {"allow": ["git__git_commit"], "max_calls": 9}}"#,
+    ));
+    assert!(config.code.allows("git__git_commit"));
+    assert_eq!(config.code.max_calls, 9);
+    assert!(
+        config.problems.is_empty() && config.warnings.is_empty(),
+        "{config:?}"
     );
 }

@@ -215,8 +215,13 @@ fn object(schema: &Map<String, Value>, depth: usize) -> String {
         .and_then(Value::as_array)
         .map(|r| r.iter().filter_map(Value::as_str).collect())
         .unwrap_or_default();
-    let mut fields: Vec<String> = properties
-        .iter()
+    // Required properties first when not all fit, so none is cut.
+    let mut ordered: Vec<(&String, &Value)> = properties.iter().collect();
+    if ordered.len() > MAX_PROPERTIES {
+        ordered.sort_by_key(|(name, _)| !required.contains(&name.as_str()));
+    }
+    let mut fields: Vec<String> = ordered
+        .into_iter()
         .take(MAX_PROPERTIES)
         .map(|(name, property)| {
             let optional = if required.contains(&name.as_str()) {
@@ -311,6 +316,11 @@ mod tests {
             .collect();
         let text = ts_type(&json!({"type": "object", "properties": wide}), 0);
         assert!(text.ends_with("p11?: string, …}"), "{text}");
+        let needed = ts_type(
+            &json!({"type": "object", "properties": wide, "required": ["p19"]}),
+            0,
+        );
+        assert!(needed.starts_with("{p19: string, p0?: string"), "{needed}");
         let long = "word ".repeat(60);
         assert_eq!(first_sentence(&long).chars().count(), MAX_DESCRIPTION);
     }

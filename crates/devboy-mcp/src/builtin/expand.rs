@@ -90,7 +90,11 @@ impl BuiltinTool for Expand {
                 Ok(text) => {
                     // Counted here, for the one text that goes out (a
                     // readable form past the deadline never does).
-                    processor.record_expansion(&id, range.is_some(), &text);
+                    // A script's expansion reaches the model only as
+                    // the script's answer, counted there.
+                    if !context.by_script() {
+                        processor.record_expansion(&id, range.is_some(), &text);
+                    }
                     CallToolResult::success(vec![ContentBlock::text(text)])
                 }
                 Err(message) => failed(message),

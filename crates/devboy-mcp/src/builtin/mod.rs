@@ -46,15 +46,17 @@ impl BuiltinRegistry {
         Self::shipped_for(
             &devboy_core::pipeline_config::PipelineConfig::embedded_default(),
             None,
+            &devboy_core::config::CodeConfig::default(),
         )
     }
 
-    /// The shipped tools, configured by the pipeline config (`[explore]`)
-    /// and the model `find_files` navigates with (`[retrieval.llm]`): one
-    /// line per tool.
+    /// The shipped tools, configured by the pipeline config (`[explore]`),
+    /// the model `find_files` navigates with (`[retrieval.llm]`) and code
+    /// mode's `[code]`: one line per tool.
     pub fn shipped_for(
         config: &devboy_core::pipeline_config::PipelineConfig,
         retrieval: Option<devboy_core::config::LlmConfig>,
+        code: &devboy_core::config::CodeConfig,
     ) -> Self {
         Self::empty()
             .with(status::Status)
@@ -67,7 +69,7 @@ impl BuiltinRegistry {
                 roots::AllowedRoots::new(&config.explore.allowed_roots),
             ))
             .with(find_tools::FindTools)
-            .with(run::Run::new())
+            .with(run::Run::new(code))
     }
 }
 

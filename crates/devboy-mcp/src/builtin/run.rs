@@ -29,13 +29,13 @@ use devboy_code::Limits;
 use devboy_pipeline::Tokenizer;
 use futures::future::BoxFuture;
 use futures::stream::{FuturesUnordered, StreamExt};
-use rmcp::model::{CallToolResult, ContentBlock, Tool};
+use rmcp::model::{CallToolResult, ContentBlock, Tool, ToolAnnotations};
 use rmcp::ErrorData as McpError;
 use serde_json::{json, Value};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{ChildStdin, Command};
 
-use super::{annotations, definition, BuiltinContext, BuiltinTool};
+use super::{definition, BuiltinContext, BuiltinTool};
 use crate::seam::SessionEvent;
 use crate::stack::ScriptAnswer;
 
@@ -55,18 +55,24 @@ const DESCRIPTION: &str = "Run an async JavaScript function body over the tools;
 pub(crate) struct Run {
     /// The `devboy` binary whose `code-worker` runs a script.
     worker: PathBuf,
+    /// Scripts call only read-only tools (`[code] allow` names none).
+    read_only: bool,
 }
 
 impl Run {
-    /// The tool, running scripts in this very binary's `code-worker`.
-    pub(crate) fn new() -> Self {
+    /// The tool as `code` configures it, running scripts in this very
+    /// binary's `code-worker`.
+    pub(crate) fn new(code: &devboy_core::config::CodeConfig) -> Self {
         let this = PathBuf::from("/proc/self/exe");
         let worker = if this.exists() {
             this
         } else {
             std::env::current_exe().unwrap_or_else(|_| PathBuf::from("devboy"))
         };
-        Self { worker }
+        Self {
+            worker,
+            read_only: code.allow.is_empty(),
+        }
     }
 }
 
@@ -82,7 +88,15 @@ impl BuiltinTool for Run {
                 "additionalProperties": false
             }),
         )
-        .with_annotations(annotations("Run a script over the tools", true))
+        // Read-only only while no tool that may write is allowed; open
+        // world, since a script reaches whatever the servers do.
+        .with_annotations(
+            ToolAnnotations::with_title("Run a script over the tools")
+                .read_only(self.read_only)
+                .destructive(!self.read_only)
+                .idempotent(self.read_only)
+                .open_world(true),
+        )
     }
 
     fn call<'a>(
@@ -258,6 +272,12 @@ struct Asked {
 
 /// Runs `code` in a worker child and answers its calls until it ends.
 /// `Err` only when the worker could not be started.
+///
+/// Lines to the worker go through a writer task, so that a worker that
+/// stops reading never holds up this loop: the kill timer and the agent's
+/// cancel are always heard. The script's calls are ended by a token of
+/// the run's own, cancelled when the run ends however it ends, and waited
+/// for a moment so that each upstream hears its cancel.
 async fn drive(
     worker: &std::path::Path,
     code: &str,
@@ -274,7 +294,7 @@ async fn drive(
         .stderr(Stdio::piped())
         .kill_on_drop(true)
         .spawn()?;
-    let mut stdin = child.stdin.take().expect("piped stdin");
+    let stdin = child.stdin.take().expect("piped stdin");
     let stdout = child.stdout.take().expect("piped stdout");
     let mut stderr = child.stderr.take().expect("piped stderr");
     let stderr_tail = tokio::spawn(async move {
@@ -285,22 +305,31 @@ async fn drive(
         let _ = tokio::io::copy(&mut stderr, &mut tokio::io::sink()).await;
         String::from_utf8_lossy(&tail).into_owned()
     });
-    let run = json!({"run": {"code": code, "limits": devboy_code::worker::limits_json(limits)}});
+    let (to_worker, mut lines_out) = tokio::sync::mpsc::unbounded_channel::<Value>();
+    let writer = tokio::spawn(async move {
+        let mut stdin = stdin;
+        while let Some(line) = lines_out.recv().await {
+            if write_line(&mut stdin, &line).await.is_err() {
+                break;
+            }
+        }
+        // Dropped here: the worker sees its stdin close.
+    });
+    let _ = to_worker
+        .send(json!({"run": {"code": code, "limits": devboy_code::worker::limits_json(limits)}}));
     let mut ran = Ran {
-        end: End::Crashed("it did not start".into()),
+        end: End::Crashed("it ended without a word".into()),
         calls: Vec::new(),
         limits: *limits,
     };
-    if write_line(&mut stdin, &run).await.is_err() {
-        ran.end = End::Crashed(ended(&mut child, stderr_tail).await);
-        return Ok(ran);
-    }
     let config = context.proxy().code_config();
+    let run_ct = context.ct.child_token();
     let mut lines = BufReader::new(stdout).lines();
     let mut waiting: VecDeque<Asked> = VecDeque::new();
     let mut in_flight = FuturesUnordered::new();
     let mut kill_at = tokio::time::Instant::now() + limits.timeout + KILL_GRACE;
     let mut cancelled = false;
+    let mut crashed = false;
     let tokenizer = context
         .pipeline()
         .map_or(Tokenizer::O200k, |p| p.tokenizer());
@@ -314,6 +343,7 @@ async fn drive(
                 asked,
                 context,
                 &config,
+                &run_ct,
                 tokenizer,
                 forwards_structured,
             ));
@@ -331,7 +361,12 @@ async fn drive(
                             name: call.get("name").and_then(Value::as_str).unwrap_or("").to_owned(),
                             arguments: call.get("arguments").and_then(Value::as_str).unwrap_or("{}").to_owned(),
                         };
-                        waiting.push_back(asked);
+                        if cancelled {
+                            // Nothing more goes out for a cancelled run.
+                            let _ = to_worker.send(json!({"answer": {"id": asked.id, "error": "the run was cancelled"}}));
+                        } else {
+                            waiting.push_back(asked);
+                        }
                     } else if let Some(done) = message.get("done") {
                         let logs = done
                             .get("logs")
@@ -352,41 +387,50 @@ async fn drive(
                     }
                 }
                 Ok(None) | Err(_) => {
-                    ran.end = if cancelled {
-                        End::Cancelled
-                    } else {
-                        End::Crashed(ended(&mut child, stderr_tail).await)
-                    };
-                    return Ok(ran);
+                    ran.end = End::Cancelled;
+                    crashed = !cancelled;
+                    break;
                 }
             },
             Some((id, reply, made)) = in_flight.next(), if !in_flight.is_empty() => {
-                ran.calls.push(made);
+                ran.calls.extend(made);
                 let line = match reply {
                     Ok(text) => json!({"answer": {"id": id, "json": text}}),
                     Err(message) => json!({"answer": {"id": id, "error": message}}),
                 };
                 // A worker gone answers nothing; its end (or EOF) follows.
-                let _ = write_line(&mut stdin, &line).await;
+                let _ = to_worker.send(line);
             }
             () = context.ct.cancelled(), if !cancelled => {
                 cancelled = true;
-                let _ = write_line(&mut stdin, &json!({"cancel": true})).await;
+                let _ = to_worker.send(json!({"cancel": true}));
                 kill_at = kill_at.min(tokio::time::Instant::now() + KILL_GRACE);
-                // Calls in flight end with the request's cancellation.
                 waiting.clear();
             }
             () = tokio::time::sleep_until(kill_at) => {
-                let _ = child.start_kill();
                 ran.end = if cancelled { End::Cancelled } else { End::Killed };
                 break;
             }
         }
     }
-    drop(stdin);
+    // However the run ended, its calls still in flight end now: each
+    // upstream is told, and what they come to is counted.
+    run_ct.cancel();
+    let _ = tokio::time::timeout(KILL_GRACE, async {
+        while let Some((_, _, made)) = in_flight.next().await {
+            ran.calls.extend(made);
+        }
+    })
+    .await;
+    drop(in_flight);
+    drop(to_worker);
+    if crashed {
+        ran.end = End::Crashed(ended(&mut child, stderr_tail).await);
+    }
     // Ended: the worker exits on its own; a kill makes sure.
     let _ = child.start_kill();
     let _ = child.wait().await;
+    writer.abort();
     Ok(ran)
 }
 
@@ -428,24 +472,54 @@ async fn answer(
     asked: Asked,
     context: &BuiltinContext<'_>,
     config: &devboy_core::config::CodeConfig,
+    run_ct: &tokio_util::sync::CancellationToken,
     tokenizer: Tokenizer,
     forwards_structured: bool,
-) -> (u64, Result<String, String>, CallMade) {
+) -> (u64, Result<String, String>, Option<CallMade>) {
     let id = asked.id;
-    let mut made = CallMade::default();
     let name = exposed_name(&asked.name);
     if asked.name == API_CALL {
+        // Not a tool call: not counted.
         let filter = serde_json::from_str::<Value>(&asked.arguments)
             .ok()
             .and_then(|v| v.get("filter").and_then(Value::as_str).map(str::to_owned));
+        // As a call would, it waits for the first listing to settle.
+        context.proxy().settle().await;
         let text = api(context, config, filter.as_deref());
-        return (id, Ok(Value::String(text).to_string()), made);
+        return (id, Ok(Value::String(text).to_string()), None);
     }
-    if name == NAME {
-        made.refused = true;
-        return (id, Err("devboy_run cannot call itself".into()), made);
+    let (id, reply, made) = call(
+        id,
+        &name,
+        &asked.arguments,
+        context,
+        config,
+        run_ct,
+        tokenizer,
+        forwards_structured,
+    )
+    .await;
+    (id, reply, Some(made))
+}
+
+/// One tool call of the script, and what it came to.
+#[allow(clippy::too_many_arguments)]
+async fn call(
+    id: u64,
+    name: &str,
+    arguments: &str,
+    context: &BuiltinContext<'_>,
+    config: &devboy_core::config::CodeConfig,
+    run_ct: &tokio_util::sync::CancellationToken,
+    tokenizer: Tokenizer,
+    forwards_structured: bool,
+) -> (u64, Result<String, String>, CallMade) {
+    let mut made = CallMade::default();
+    if let Some(why) = not_for_scripts(name) {
+        made.failed = true;
+        return (id, Err(why), made);
     }
-    let arguments = match serde_json::from_str::<Value>(&asked.arguments) {
+    let arguments = match serde_json::from_str::<Value>(arguments) {
         Ok(Value::Object(map)) => Some(map),
         Ok(Value::Null) => None,
         _ => {
@@ -458,7 +532,12 @@ async fn answer(
         }
     };
     let answered = context
-        .call_from_script(&name, arguments, |exposed| config.allows(exposed))
+        .call_from_script(
+            name,
+            arguments,
+            |exposed| config.allows(exposed),
+            run_ct.clone(),
+        )
         .await;
     let result = match answered {
         Ok(ScriptAnswer::Answered(result)) => result,
@@ -467,7 +546,7 @@ async fn answer(
             return (
                 id,
                 Err(format!(
-                    "{name} may write (its class is {}); devboy_run calls only read-only tools (allow it with `[code] allow = [\"{name}\"]` in devboy.toml)",
+                    "{name} may write (its class is {}); devboy_run calls only read-only tools (allow it in devboy's config: `[code] allow = [\"{name}\"]`, in JSON `\"code\": {{\"allow\": [\"{name}\"]}}`)",
                     class.name()
                 )),
                 made,
@@ -520,6 +599,20 @@ fn direct_tokens(result: &CallToolResult, forwards_structured: bool, tokenizer: 
     tokenizer.count(&shown.join("\n")) as u64
 }
 
+/// Why a script may not call `name` whatever its class: itself, and the
+/// tool search, which adds to the model's tool list (a script calls tools
+/// by name; `api()` lists them).
+fn not_for_scripts(name: &str) -> Option<String> {
+    match name {
+        NAME => Some("devboy_run cannot call itself".into()),
+        "devboy_find_tools" => Some(
+            "devboy_find_tools is for the model; a script calls any tool by name (`api()` lists them)"
+                .into(),
+        ),
+        _ => None,
+    }
+}
+
 /// The exposed name a script's call names: `devboy__x` (how
 /// `tools.devboy.x` spells it) is the built-in `devboy_x`.
 fn exposed_name(called: &str) -> String {
@@ -537,7 +630,7 @@ fn api(
 ) -> String {
     let catalog = context.proxy().catalog();
     super::api::signatures(&catalog.tools, filter, |name| {
-        name != NAME
+        not_for_scripts(name).is_none()
             && (config.allows(name)
                 || context
                     .class_of(name)

@@ -331,7 +331,9 @@ impl Layer for Speculate {
     fn call<'a>(&'a self, cx: &'a Cx<'a>, next: Next<'a>) -> Replying<'a> {
         Box::pin(async move {
             let mut answered = next.run(cx).await?;
-            if cx.call.is_builtin() {
+            // A script's calls neither count toward fail-fast (the model
+            // never saw those results) nor plan prefetches.
+            if cx.call.is_builtin() || cx.pending.by_script {
                 return Ok(answered);
             }
             // Planned on the original: the pipeline has not rewritten it.
@@ -415,6 +417,8 @@ impl Layer for Store {
                     }),
                 None => None,
             };
+            // A script gets results, never a fail-fast hint in their place.
+            let answer = answer.filter(|a| !(cx.pending.by_script && a.served == Served::FailFast));
             if let Some(StoredAnswer { result, served }) = answer {
                 let call = Arc::new(ResolvedCall::clone(&cx.call).served(served));
                 return Ok(Reply::new(call, result, Delivery::Processed));

@@ -97,6 +97,13 @@ impl<'a> BuiltinContext<'a> {
         self.call.client.as_deref()
     }
 
+    /// Whether a code-mode script makes this call: its result goes back to
+    /// the script, not to the model (a built-in then records nothing as
+    /// delivered and changes no listing).
+    pub fn by_script(&self) -> bool {
+        self.call.by_script
+    }
+
     /// Whether the client shows the model `structuredContent` instead of
     /// the text blocks when a result has it.
     pub fn forwards_structured(&self) -> bool {
@@ -129,8 +136,9 @@ impl<'a> BuiltinContext<'a> {
         name: &str,
         arguments: Option<JsonObject>,
         may_write: impl Fn(&str) -> bool,
+        ct: CancellationToken,
     ) -> Result<super::ScriptAnswer, McpError> {
-        let call = self.call.nested_for_script(name, arguments);
+        let call = self.call.nested_for_script(name, arguments, ct);
         self.stack.call_from_script(call, may_write).await
     }
 

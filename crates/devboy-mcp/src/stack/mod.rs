@@ -151,10 +151,19 @@ impl PendingCall {
     }
 
     /// A call a code-mode script makes while this one (`devboy_run`) is
-    /// answered: [`nested`](Self::nested), answered to the script.
-    pub(crate) fn nested_for_script(&self, name: &str, arguments: Option<JsonObject>) -> Self {
+    /// answered: [`nested`](Self::nested), answered to the script, ended
+    /// by `ct` (the run's, cancelled when the run ends), with no progress
+    /// of its own (the script's calls run side by side under one token).
+    pub(crate) fn nested_for_script(
+        &self,
+        name: &str,
+        arguments: Option<JsonObject>,
+        ct: CancellationToken,
+    ) -> Self {
         Self {
             by_script: true,
+            progress: None,
+            ct,
             ..self.nested(name, arguments)
         }
     }

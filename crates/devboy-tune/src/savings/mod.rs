@@ -471,14 +471,6 @@ impl SavingsReport {
                 "expansions": r.expansions,
                 "code_runs": r.code_runs,
             },
-            "code_mode": {
-                "runs": self.code_mode.runs,
-                "done": self.code_mode.done,
-                "calls": self.code_mode.calls,
-                "refused_calls": self.code_mode.refused_calls,
-                "direct_tokens": self.code_mode.direct_tokens,
-                "model_tokens": self.code_mode.model_tokens,
-            },
             "total": row(serde_json::Map::new(), &self.total),
             "days": self.days.iter().map(|d| row(map(json!({"date": d.date})), &d.figures)).collect::<Vec<_>>(),
             "sessions": self.sessions.iter().map(|s| row(map(json!({
@@ -495,6 +487,14 @@ impl SavingsReport {
             "tools": self.tools.iter().map(|t| row(map(json!({
                 "tool": t.name, "id": t.id, "server": t.server,
             })), &t.figures)).collect::<Vec<_>>(),
+            "code_mode": {
+                "runs": self.code_mode.runs,
+                "done": self.code_mode.done,
+                "calls": self.code_mode.calls,
+                "refused_calls": self.code_mode.refused_calls,
+                "direct_tokens": self.code_mode.direct_tokens,
+                "model_tokens": self.code_mode.model_tokens,
+            },
         })
     }
 
@@ -1104,7 +1104,8 @@ mod tests {
                 "days",
                 "sessions",
                 "servers",
-                "tools"
+                "tools",
+                "code_mode"
             ]
         );
         assert_eq!(j["days"][0]["date"], "2025-11-27");
