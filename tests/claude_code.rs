@@ -1101,3 +1101,130 @@ fn claude_codes_tool_search_finds_and_calls_devboys_tools() {
     assert!(!read.is_error, "{read:?}");
     assert!(read.text().contains(text), "{}", read.text());
 }
+
+/// The tools of the first model request, each with whether Claude Code
+/// defined it up front (`true`) or deferred it behind its tool search.
+fn tools_of(request: &Value) -> Vec<(String, bool)> {
+    request["tools"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|t| {
+            let name = t["name"].as_str()?.to_owned();
+            Some((
+                name,
+                t.get("defer_loading").is_none_or(|d| d != &json!(true)),
+            ))
+        })
+        .collect()
+}
+
+/// With Claude Code's tool search on, the built-ins devboy's hints name
+/// (`devboy_expand`, `devboy_run`) and the default `[builtins]
+/// always_load` ones (explore, find_files) are loaded up front; the other
+/// built-ins and the servers' tools are deferred. A reference is then
+/// resolved in one step: the model calls `devboy_expand` with no search.
+#[test]
+fn with_tool_search_on_the_hinted_builtins_are_loaded_and_a_reference_expands_in_one_step() {
+    let claude = ClaudeCode::new().unwrap();
+    let text = "held once, expanded without a search 3307\n".repeat(40);
+    let file = claude.project().join("held.txt");
+    std::fs::write(&file, &text).unwrap();
+    let path = file.to_str().unwrap();
+    let read = "mcp__devboy__fs__read_text_file";
+    let expand = "mcp__devboy__devboy_expand";
+    let model = ScriptedModel::start(
+        Script::new()
+            .tool_use(
+                "ToolSearch",
+                json!({"query": "read text file", "max_results": 3}),
+            )
+            .tool_use(read, json!({"path": path}))
+            .tool_use(read, json!({"path": path}))
+            .tool_use(expand, json!({"id": LAST_ID}))
+            .final_text("done"),
+    )
+    .unwrap();
+    let claude = claude.model(&model).env("ENABLE_TOOL_SEARCH", "true");
+    add_devboy_with_fs(&claude, claude.project());
+    claude
+        .run_print("Read held.txt twice.", &["ToolSearch", read, expand])
+        .unwrap()
+        .assert_success();
+    let requests = model.main_requests();
+    let first = tools_of(&requests[0]);
+    let loaded = |name: &str| first.iter().any(|(n, up)| n == name && *up);
+    for tool in [
+        "mcp__devboy__devboy_expand",
+        "mcp__devboy__devboy_run",
+        "mcp__devboy__devboy_explore",
+        "mcp__devboy__devboy_find_files",
+    ] {
+        assert!(loaded(tool), "{tool} is loaded up front: {first:?}");
+    }
+    for tool in ["mcp__devboy__devboy_status", read] {
+        assert!(!loaded(tool), "{tool} is deferred: {first:?}");
+    }
+    let results = model.tool_results();
+    assert_eq!(results.len(), 4, "{results:#?}");
+    let second = results[2].text();
+    assert!(
+        second.starts_with("> [ref: "),
+        "the repeat is a reference: {second}"
+    );
+    let expanded = &results[3];
+    assert_eq!(expanded.tool_name.as_deref(), Some(expand));
+    assert!(!expanded.is_error, "{expanded:?}");
+    assert!(expanded.text().contains("3307"), "{}", expanded.text());
+}
+
+/// `always_load = true` on a server: Claude Code loads its tools up front
+/// with tool search on, and the model calls one without searching.
+#[test]
+fn a_server_marked_always_load_has_its_tools_loaded_up_front() {
+    let claude = ClaudeCode::new().unwrap();
+    let file = claude.project().join("direct.txt");
+    std::fs::write(&file, "no search needed 6110").unwrap();
+    let read = "mcp__devboy__fs__read_text_file";
+    let model = ScriptedModel::start(
+        Script::new()
+            .tool_use(read, json!({"path": file.to_str().unwrap()}))
+            .final_text("read"),
+    )
+    .unwrap();
+    let claude = claude.model(&model).env("ENABLE_TOOL_SEARCH", "true");
+    let fs = peers::server_filesystem(claude.project());
+    let args: Vec<String> = fs.args.iter().map(|a| toml_str(a)).collect();
+    let config = claude.scratch_dir().join("devboy.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[servers.fs]\ncommand = {}\nargs = [{}]\nalways_load = true\n\n[builtins]\nalways_load = []\n",
+            toml_str(&fs.program_str()),
+            args.join(", ")
+        ),
+    )
+    .unwrap();
+    claude
+        .mcp_add(
+            "devboy",
+            DEVBOY,
+            &["mcp", "--config", config.to_str().unwrap()],
+        )
+        .unwrap();
+    common::keep_listings(&claude, &config, &[], &["fs"]);
+    claude
+        .run_print("Read direct.txt.", &[read])
+        .unwrap()
+        .assert_success();
+    let first = tools_of(&model.main_requests()[0]);
+    let loaded = |name: &str| first.iter().any(|(n, up)| n == name && *up);
+    assert!(loaded(read), "{first:?}");
+    assert!(loaded("mcp__devboy__devboy_expand"), "{first:?}");
+    assert!(
+        !loaded("mcp__devboy__devboy_explore"),
+        "always_load = [] leaves explore deferred: {first:?}"
+    );
+    let results = model.tool_results();
+    assert!(results[0].text().contains("6110"), "{results:?}");
+}

@@ -32,6 +32,18 @@ pub struct UpstreamCatalog {
     pub prompts: Vec<Prompt>,
 }
 
+/// The `_meta` key that makes Claude Code load a tool up front instead of
+/// deferring it behind its tool search.
+pub(crate) const ALWAYS_LOAD_META: &str = "anthropic/alwaysLoad";
+
+/// `tool` marked to be loaded up front.
+pub(crate) fn always_loaded(mut tool: Tool) -> Tool {
+    let meta = tool.meta.get_or_insert_with(Default::default);
+    meta.0
+        .insert(ALWAYS_LOAD_META.to_owned(), serde_json::Value::Bool(true));
+    tool
+}
+
 /// One of devboy's own tools, as the catalog lists it.
 #[derive(Debug, Clone)]
 pub struct BuiltinListing {
@@ -52,6 +64,8 @@ pub struct UpstreamListing<'a> {
     pub filter: &'a ToolFilter,
     /// What it offers.
     pub listing: &'a UpstreamCatalog,
+    /// Its tools are listed to be loaded up front (`always_load`).
+    pub always_load: bool,
 }
 
 /// Where a tool call goes, and what is known of what it does.
@@ -154,6 +168,9 @@ impl Catalog {
                 }
                 let mut visible = tool.clone();
                 visible.name = name.clone().into();
+                if upstream.always_load {
+                    visible = always_loaded(visible);
+                }
                 // The same arguments accepted, in fewer tokens on every
                 // request (devboy_core::tool_schema).
                 if compact_schemas {

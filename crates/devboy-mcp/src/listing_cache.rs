@@ -268,6 +268,7 @@ mod tests {
             startup_timeout: Duration::from_secs(30),
             tools: ToolFilter::default(),
             enabled: true,
+            always_load: false,
         }
     }
 

@@ -171,6 +171,7 @@ fn build_catalog(
                 prefix: &config.prefix,
                 filter: &config.tools,
                 listing,
+                always_load: config.always_load,
             }
         })
         .collect();

@@ -97,7 +97,8 @@ impl Host {
             serving.config.retrieval_llm.clone(),
             &serving.config.code,
         )
-        .only(serving.config.builtins.as_deref());
+        .only(serving.config.builtins.as_deref())
+        .loading_always(&serving.config.always_load);
         let builtins = if serving.config.code.enabled {
             builtins
         } else {

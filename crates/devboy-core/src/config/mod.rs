@@ -95,6 +95,11 @@ pub struct ProxyConfig {
     /// by exposed name (`devboy_status`, …); `None`: all of them.
     /// `devboy_expand` is always among them.
     pub builtins: Option<Vec<String>>,
+    /// `[builtins] always_load` (devboy.toml only): the built-ins, by
+    /// exposed name, that a client with a tool search loads up front
+    /// (default `devboy_explore` and `devboy_find_files`); `devboy_expand`
+    /// and `devboy_run`, which devboy's hints name, always are.
+    pub always_load: Vec<String>,
     /// `[tools]` (devboy.toml only): how the servers' tool definitions
     /// are passed on.
     pub tools: ToolsConfig,
@@ -110,6 +115,12 @@ pub struct ProxyConfig {
     /// the file, line:col and key, what was expected, and what applies
     /// instead. Empty when the whole file applies.
     pub problems: Vec<String>,
+}
+
+/// The built-ins loaded up front besides those devboy's hints name, when
+/// `[builtins] always_load` does not say.
+pub fn default_always_load() -> Vec<String> {
+    vec!["devboy_explore".to_owned(), "devboy_find_files".to_owned()]
 }
 
 /// `[tools]`: how the servers' tool definitions reach the client.
@@ -271,6 +282,11 @@ pub struct UpstreamConfig {
     pub tools: ToolFilter,
     /// False when the file disables it (`disabled: true` or `enabled: false`).
     pub enabled: bool,
+    /// `always_load` (`alwaysLoad`, Claude Code's spelling, in a JSON
+    /// config): every tool of it carries `_meta["anthropic/alwaysLoad"]`,
+    /// so that a client with a tool search (Claude Code) loads them up
+    /// front instead of deferring them.
+    pub always_load: bool,
 }
 
 /// How to reach an upstream server. All `${VAR}`s are already expanded.
@@ -444,6 +460,7 @@ impl ProxyConfig {
             team: resolved.team,
             team_problem: resolved.team_problem,
             builtins: resolved.builtins,
+            always_load: resolved.always_load,
             tools: resolved.tools,
             code: resolved.code,
             warnings,
@@ -471,6 +488,7 @@ impl ProxyConfig {
             team: team::TeamConfig::default(),
             team_problem: None,
             builtins: None,
+            always_load: default_always_load(),
             tools: ToolsConfig::default(),
             code: CodeConfig::default(),
             warnings: Vec::new(),

@@ -42,6 +42,8 @@ pub(super) const SERVER_KEYS: &[&str] = &[
     "deny",
     "enabled",
     "disabled",
+    "always_load",
+    "alwaysLoad",
 ];
 /// Keys Claude Code and similar clients write that do not matter to devboy;
 /// skipped without a word.
@@ -75,7 +77,7 @@ const CODE_KEYS: &[&str] = &[
     "max_output_bytes",
     "allow",
 ];
-const BUILTINS_KEYS: &[&str] = &["enabled"];
+const BUILTINS_KEYS: &[&str] = &["enabled", "always_load"];
 const TOOLS_KEYS: &[&str] = &["compact_schemas", "lazy", "lazy_budget"];
 const LAZY_MODES: &[&str] = &["auto", "on", "off"];
 /// devboy's built-in tools, by the name after `devboy_`.
@@ -123,6 +125,7 @@ pub(super) struct Resolved {
     pub(super) team: TeamConfig,
     pub(super) team_problem: Option<String>,
     pub(super) builtins: Option<Vec<String>>,
+    pub(super) always_load: Vec<String>,
     pub(super) tools: ToolsConfig,
     pub(super) code: CodeConfig,
     pub(super) warnings: Vec<String>,
@@ -163,9 +166,14 @@ pub(super) fn resolve(
     let code = code.map_or_else(CodeConfig::default, |(entry, path)| {
         loader.code(&entry.node, &path)
     });
-    let builtins = loader
+    let builtins_table = loader
         .section(builtins, Loader::builtins, "every built-in tool is offered")
         .0;
+    let always_load = builtins_table
+        .as_ref()
+        .and_then(|t| t.always_load.clone())
+        .unwrap_or_else(super::default_always_load);
+    let builtins = builtins_table.map(|t| t.enabled);
     let retrieval_llm = loader
         .section(
             retrieval,
@@ -202,11 +210,18 @@ pub(super) fn resolve(
         team,
         team_problem,
         builtins,
+        always_load,
         tools,
         code,
         warnings: loader.warnings,
         problems: loader.problems,
     })
+}
+
+/// `[builtins]` as read.
+pub(super) struct BuiltinsTable {
+    enabled: Vec<String>,
+    always_load: Option<Vec<String>>,
 }
 
 /// The top level of a document: the server name, the server entries in
@@ -286,6 +301,7 @@ struct Pending {
     startup_timeout: Duration,
     tools: ToolFilter,
     enabled: bool,
+    always_load: bool,
 }
 
 struct Loader<'a> {
@@ -532,6 +548,7 @@ impl Loader<'_> {
             startup_timeout: DEFAULT_STARTUP_TIMEOUT,
             tools: ToolFilter::default(),
             enabled,
+            always_load: false,
         }
     }
 
@@ -752,9 +769,11 @@ impl Loader<'_> {
         code
     }
 
-    /// `[builtins] enabled`: the built-in tools to offer, as exposed names.
-    /// An unknown key is a problem of its own; `enabled` applies when good.
-    fn builtins(&mut self, node: &Node, path: &KeyPath) -> Gathering<Vec<String>> {
+    /// `[builtins]`: `enabled`, the built-in tools to offer, and
+    /// `always_load`, those a client with a tool search loads up front, as
+    /// exposed names. An unknown key is a problem of its own; the rest
+    /// applies when good.
+    fn builtins(&mut self, node: &Node, path: &KeyPath) -> Gathering<BuiltinsTable> {
         let entries = self.table(node, path).map_err(|e| vec![e])?;
         for entry in entries {
             if !BUILTINS_KEYS.contains(&entry.key.as_str()) {
@@ -762,16 +781,49 @@ impl Loader<'_> {
                 self.problem(&error, "ignored");
             }
         }
-        let Some(enabled) = entries.iter().find(|e| e.key == "enabled") else {
-            return Ok(BUILTIN_NAMES
+        let mut errors = Gathered::default();
+        let enabled = match entries.iter().find(|e| e.key == "enabled") {
+            None => BUILTIN_NAMES
                 .iter()
                 .map(|n| format!("devboy_{n}"))
-                .collect());
+                .collect(),
+            Some(enabled) => {
+                let key_path = path.key("enabled");
+                let out = self.builtin_names(&enabled.node, &key_path, &mut errors);
+                if errors.is_empty() && !out.iter().any(|n| n == "devboy_expand") {
+                    errors.push(self.invalid(
+                        &key_path,
+                        enabled.node.pos,
+                        "a list with \"expand\": devboy_expand resolves devboy's references, which are never sent without it",
+                        "a list without it",
+                    ));
+                }
+                out
+            }
         };
-        let key_path = path.key("enabled");
-        let mut errors = Gathered::default();
+        let always_load = entries
+            .iter()
+            .find(|e| e.key == "always_load")
+            .map(|e| self.builtin_names(&e.node, &path.key("always_load"), &mut errors));
+        errors.finish(
+            Some(BuiltinsTable {
+                enabled,
+                always_load,
+            }),
+            || self.unexplained(path),
+        )
+    }
+
+    /// A list of built-in names (`"expand"` or `"devboy_expand"`) as
+    /// exposed names, every unknown one gathered in `errors`.
+    fn builtin_names(
+        &mut self,
+        node: &Node,
+        key_path: &KeyPath,
+        errors: &mut Gathered,
+    ) -> Vec<String> {
         let names = self
-            .string_array(&enabled.node, &key_path, None, &mut errors)
+            .string_array(node, key_path, None, errors)
             .unwrap_or_default();
         let mut out = Vec::new();
         for (i, name) in names.iter().enumerate() {
@@ -779,22 +831,14 @@ impl Loader<'_> {
             if !BUILTIN_NAMES.contains(&short) {
                 errors.push(self.invalid(
                     &key_path.index(i),
-                    enabled.node.pos,
+                    node.pos,
                     format!("one of {}", BUILTIN_NAMES.join(", ")),
                     quote_short(name),
                 ));
             }
             out.push(format!("devboy_{short}"));
         }
-        if errors.is_empty() && !out.iter().any(|n| n == "devboy_expand") {
-            errors.push(self.invalid(
-                &key_path,
-                enabled.node.pos,
-                "a list with \"expand\": devboy_expand resolves devboy's references, which are never sent without it",
-                "a list without it",
-            ));
-        }
-        errors.finish(Some(out), || self.unexplained(&key_path))
+        out
     }
 
     /// An optional top-level section read whole by `read`: its value, or
@@ -1237,6 +1281,8 @@ impl Loader<'_> {
             );
         }
         let enabled = enabled_flag != Some(false) && disabled_flag != Some(true);
+        let always_load = flag(self, &mut errors, "always_load").unwrap_or(false)
+            || flag(self, &mut errors, "alwaysLoad").unwrap_or(false);
 
         let transport = self.transport(entry, &path, &get, !enabled, &mut errors);
 
@@ -1335,6 +1381,7 @@ impl Loader<'_> {
             startup_timeout,
             tools,
             enabled,
+            always_load,
         };
         errors.finish(Some(pending), || self.unexplained(&path))
     }
@@ -1644,6 +1691,7 @@ impl Loader<'_> {
                 startup_timeout: p.startup_timeout,
                 tools: p.tools,
                 enabled: p.enabled,
+                always_load: p.always_load,
             });
         }
         upstreams

@@ -1567,3 +1567,34 @@ fn a_json_config_takes_code_too() {
         "{config:?}"
     );
 }
+
+#[test]
+fn always_load_marks_builtins_and_servers() {
+    let config = ok(toml(
+        "[builtins]\nalways_load = [\"status\", \"devboy_explore\"]\n\n\
+         [servers.fs]\ncommand = \"fs-server\"\nalways_load = true\n\n\
+         [servers.git]\ncommand = \"git-server\"\n",
+    ));
+    assert_eq!(config.always_load, ["devboy_status", "devboy_explore"]);
+    let by_name = |n: &str| config.upstreams.iter().find(|u| u.name == n).unwrap();
+    assert!(by_name("fs").always_load);
+    assert!(!by_name("git").always_load);
+    assert!(config.problems.is_empty(), "{:?}", config.problems);
+    assert_eq!(ok(toml("")).always_load, default_always_load());
+    // Claude Code's own spelling in a .mcp.json, without a warning.
+    let json_config = ok(json(
+        r#"{"mcpServers": {"fs": {"command": "fs-server", "alwaysLoad": true}}}"#,
+    ));
+    assert!(json_config.upstreams[0].always_load);
+    assert!(
+        json_config.warnings.is_empty(),
+        "{:?}",
+        json_config.warnings
+    );
+    let bad = ok(toml("[builtins]\nalways_load = [\"nope\"]\n"));
+    assert!(
+        bad.problems.join("\n").contains("builtins.always_load[0]"),
+        "{:?}",
+        bad.problems
+    );
+}

@@ -16,7 +16,7 @@ use rmcp::ErrorData as McpError;
 use tokio_util::sync::CancellationToken;
 
 use super::{CallStack, Figures, PendingCall};
-use crate::catalog::BuiltinListing;
+use crate::catalog::{always_loaded, BuiltinListing};
 use crate::lazy::LazyListing;
 use crate::partition::PartitionWatcher;
 use crate::processor::PipelineProcessor;
@@ -193,7 +193,14 @@ pub struct BuiltinRegistry {
     tools: Vec<Arc<dyn BuiltinTool>>,
     /// Their exposed names, in the same order.
     names: Vec<String>,
+    /// Those listed with `_meta["anthropic/alwaysLoad"]`, besides the
+    /// ones devboy's hints name ([`HINTED`]).
+    always_load: Vec<String>,
 }
+
+/// The built-ins devboy's own results tell the model to call: a client
+/// with a tool search always loads them, so that a hint is one step.
+pub(crate) const HINTED: [&str; 2] = ["devboy_expand", "devboy_run"];
 
 impl BuiltinRegistry {
     /// No built-in tools.
@@ -234,6 +241,13 @@ impl BuiltinRegistry {
         self
     }
 
+    /// This registry listing the tools exposed as `names` to be loaded up
+    /// front (`[builtins] always_load`), besides [`HINTED`].
+    pub fn loading_always(mut self, names: &[String]) -> Self {
+        self.always_load = names.to_vec();
+        self
+    }
+
     /// The tools in listing order.
     pub fn tools(&self) -> &[Arc<dyn BuiltinTool>] {
         &self.tools
@@ -249,9 +263,18 @@ impl BuiltinRegistry {
     pub fn listing(&self) -> Vec<BuiltinListing> {
         self.tools
             .iter()
-            .map(|t| BuiltinListing {
-                tool: t.definition(),
-                lazy_only: t.lazy_only(),
+            .zip(&self.names)
+            .map(|(t, name)| {
+                let tool = t.definition();
+                let tool = if HINTED.contains(&name.as_str()) || self.always_load.contains(name) {
+                    always_loaded(tool)
+                } else {
+                    tool
+                };
+                BuiltinListing {
+                    tool,
+                    lazy_only: t.lazy_only(),
+                }
             })
             .collect()
     }
