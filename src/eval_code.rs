@@ -294,14 +294,13 @@ const TASKS: &[Task] = &[
         },
         script: |env| {
             format!(
-                "const found = await tools.{fs}.search_files({{path: {dir}, pattern: '**/*.rs'}});\n\
-                 const files = found.content.split('\\n').filter(f => f && f !== 'No matches found');\n\
+                "{files}\
                  const rows = await Promise.all(files.map(async f =>\n\
                    [f.slice({cut}), (await tools.{fs}.read_text_file({{path: f}})).content.split('\\n').length]));\n\
                  rows.sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1));\n\
                  return rows.slice(0, 3);",
                 fs = env.fs,
-                dir = js(&env.path("crates/devboy-mcp/src")),
+                files = found_files(env, "crates/devboy-mcp/src", "**/*.rs"),
                 cut = env.repo.len() + 1,
             )
         },
@@ -358,8 +357,7 @@ const TASKS: &[Task] = &[
         },
         script: |env| {
             format!(
-                "const found = await tools.{fs}.search_files({{path: {dir}, pattern: '**/*.rs'}});\n\
-                 const files = found.content.split('\\n').filter(f => f && f !== 'No matches found');\n\
+                "{files}\
                  const rows = [];\n\
                  for (const f of files) {{\n\
                    const text = (await tools.{fs}.read_text_file({{path: f}})).content;\n\
@@ -369,7 +367,7 @@ const TASKS: &[Task] = &[
                  rows.sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1));\n\
                  return rows.slice(0, 5);",
                 fs = env.fs,
-                dir = js(&env.path("crates/devboy-core/src")),
+                files = found_files(env, "crates/devboy-core/src", "**/*.rs"),
                 cut = env.repo.len() + 1,
             )
         },
@@ -455,13 +453,12 @@ const TASKS: &[Task] = &[
         },
         script: |env| {
             format!(
-                "const found = await tools.{fs}.search_files({{path: {dir}, pattern: '*/Cargo.toml'}});\n\
-                 const files = found.content.split('\\n').filter(f => f && f !== 'No matches found');\n\
+                "{files}\
                  const texts = await Promise.all(files.map(f => tools.{fs}.read_text_file({{path: f}})));\n\
                  return files.filter((f, i) => texts[i].content.split('\\n').some(l => l.trimStart().startsWith('serde_json')))\n\
                    .map(f => f.slice({cut}).split('/')[1]).sort();",
                 fs = env.fs,
-                dir = js(&env.path("crates")),
+                files = found_files(env, "crates", "*/Cargo.toml"),
                 cut = env.repo.len() + 1,
             )
         },
@@ -548,8 +545,7 @@ const TASKS: &[Task] = &[
         },
         script: |env| {
             format!(
-                "const found = await tools.{fs}.search_files({{path: {dir}, pattern: '**/*.rs'}});\n\
-                 const files = found.content.split('\\n').filter(f => f && f !== 'No matches found');\n\
+                "{files}\
                  const rows = [];\n\
                  for (const f of files) {{\n\
                    const n = (await tools.{fs}.read_text_file({{path: f}})).content.split('\\n').filter(l => l.includes('pub fn ')).length;\n\
@@ -557,7 +553,7 @@ const TASKS: &[Task] = &[
                  }}\n\
                  return rows.sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1)).slice(0, 100);",
                 fs = env.fs,
-                dir = js(&env.path("crates/devboy-telemetry/src")),
+                files = found_files(env, "crates/devboy-telemetry/src", "**/*.rs"),
                 cut = env.repo.len() + 1,
             )
         },
@@ -609,6 +605,18 @@ const TASKS: &[Task] = &[
         },
     },
 ];
+
+/// The first lines of a script that lists the files under `dir` matching
+/// `pattern`, as `files`, the way the direct calls read them ([`found`]).
+fn found_files(env: &Env, dir: &str, pattern: &str) -> String {
+    format!(
+        "const found = await tools.{fs}.search_files({{path: {dir}, pattern: {pattern}}});\n\
+         const files = found.content.split('\\n').filter(f => f && f !== 'No matches found');\n",
+        fs = env.fs,
+        dir = js(&env.path(dir)),
+        pattern = js(pattern),
+    )
+}
 
 /// `text` as a JavaScript string literal.
 fn js(text: &str) -> String {

@@ -1193,26 +1193,12 @@ fn a_server_marked_always_load_has_its_tools_loaded_up_front() {
     )
     .unwrap();
     let claude = claude.model(&model).env("ENABLE_TOOL_SEARCH", "true");
-    let fs = peers::server_filesystem(claude.project());
-    let args: Vec<String> = fs.args.iter().map(|a| toml_str(a)).collect();
-    let config = claude.scratch_dir().join("devboy.toml");
-    std::fs::write(
-        &config,
-        format!(
-            "[servers.fs]\ncommand = {}\nargs = [{}]\nalways_load = true\n\n[builtins]\nalways_load = []\n",
-            toml_str(&fs.program_str()),
-            args.join(", ")
-        ),
-    )
-    .unwrap();
-    claude
-        .mcp_add(
-            "devboy",
-            DEVBOY,
-            &["mcp", "--config", config.to_str().unwrap()],
-        )
-        .unwrap();
-    common::keep_listings(&claude, &config, &[], &["fs"]);
+    // `always_load` lands in the fs table, which the extra lines continue.
+    common::add_devboy_with_config(
+        &claude,
+        &[("fs", peers::server_filesystem(claude.project()))],
+        "always_load = true\n\n[builtins]\nalways_load = []\n",
+    );
     claude
         .run_print("Read direct.txt.", &[read])
         .unwrap()

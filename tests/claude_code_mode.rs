@@ -9,37 +9,16 @@ mod common;
 
 use std::path::Path;
 
-use common::toml_str;
 use devboy_testkit::{peers, ClaudeCode, Script, ScriptedModel, TerminalSession, Turn};
 use serde_json::json;
 
-const DEVBOY: &str = env!("CARGO_BIN_EXE_devboy");
 const RUN: &str = "mcp__devboy__devboy_run";
 
 /// devboy proxying server-filesystem rooted at `root` as `fs`, registered
 /// with Claude Code as `devboy`, its listing kept (as `devboy doctor`
 /// does for a user).
 fn add_devboy_with_fs(claude: &ClaudeCode, root: &Path) {
-    let fs = peers::server_filesystem(root);
-    let args: Vec<String> = fs.args.iter().map(|a| toml_str(a)).collect();
-    let config = claude.scratch_dir().join("devboy.toml");
-    std::fs::write(
-        &config,
-        format!(
-            "[servers.fs]\ncommand = {}\nargs = [{}]\n",
-            toml_str(&fs.program_str()),
-            args.join(", ")
-        ),
-    )
-    .unwrap();
-    claude
-        .mcp_add(
-            "devboy",
-            DEVBOY,
-            &["mcp", "--config", config.to_str().unwrap()],
-        )
-        .unwrap();
-    common::keep_listings(claude, &config, &[], &["fs"]);
+    common::add_devboy_with(claude, &[("fs", peers::server_filesystem(root))]);
 }
 
 /// Twelve notes in the project, three of them marked, each with filler the

@@ -96,6 +96,24 @@ fn serve_with(dir: &Path, root: &Path, extra: &str) -> Served {
     Served { child, url }
 }
 
+/// Runs the Python SDK client `script` (under `tests/python/`) against
+/// `served`, reading `file`: its summary and stderr.
+fn sdk_client(script: &str, served: &Served, file: &Path) -> (Value, String) {
+    let output = Command::new(peers::python())
+        .arg(
+            Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("tests/python")
+                .join(script),
+        )
+        .args(["--url", &served.url, "--token", TOKEN, "--file"])
+        .arg(file)
+        .env("PYTHONUNBUFFERED", "1")
+        .stdin(Stdio::null())
+        .output()
+        .expect("run the SDK client");
+    common::python_summary(&output)
+}
+
 fn project(tag: &str) -> (TempDir, PathBuf, PathBuf) {
     let dir = TempDir::new(tag);
     let root = dir.path().join("root");
@@ -110,15 +128,7 @@ fn project(tag: &str) -> (TempDir, PathBuf, PathBuf) {
 fn two_http_clients_share_the_upstreams_and_never_each_others_references() {
     let (dir, root, file) = project("http-two");
     let served = serve(dir.path(), &root);
-    let output = Command::new(peers::python())
-        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python/http_client.py"))
-        .args(["--url", &served.url, "--token", TOKEN, "--file"])
-        .arg(&file)
-        .env("PYTHONUNBUFFERED", "1")
-        .stdin(Stdio::null())
-        .output()
-        .expect("run the SDK client");
-    let (summary, stderr) = common::python_summary(&output);
+    let (summary, stderr) = sdk_client("http_client.py", &served, &file);
     assert_eq!(
         summary["ok"], true,
         "failed: {}\nsummary: {summary}\nstderr:\n{stderr}",
@@ -175,15 +185,7 @@ fn the_python_sdk_runs_scripts_over_http_and_a_spinning_one_holds_nothing_up() {
         &root,
         "[code]\ntimeout_secs = 2\nallow = [\"t__echo\"]\n",
     );
-    let output = Command::new(peers::python())
-        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python/code_mode_client.py"))
-        .args(["--url", &served.url, "--token", TOKEN, "--file"])
-        .arg(&file)
-        .env("PYTHONUNBUFFERED", "1")
-        .stdin(Stdio::null())
-        .output()
-        .expect("run the SDK client");
-    let (summary, stderr) = common::python_summary(&output);
+    let (summary, stderr) = sdk_client("code_mode_client.py", &served, &file);
     assert_eq!(
         summary["ok"], true,
         "failed: {}\nsummary: {summary}\nstderr:\n{stderr}",

@@ -642,11 +642,22 @@ pub fn add_devboy_with(
     claude: &devboy_testkit::ClaudeCode,
     servers: &[(&str, devboy_testkit::peers::PeerCommand)],
 ) -> std::path::PathBuf {
+    add_devboy_with_config(claude, servers, "")
+}
+
+/// [`add_devboy_with`], with `extra` lines after the server tables (still
+/// in the last one's table until a header of their own).
+pub fn add_devboy_with_config(
+    claude: &devboy_testkit::ClaudeCode,
+    servers: &[(&str, devboy_testkit::peers::PeerCommand)],
+    extra: &str,
+) -> std::path::PathBuf {
     let config = claude.scratch_dir().join("devboy.toml");
-    let toml: String = servers
+    let mut toml: String = servers
         .iter()
         .map(|(name, peer)| peer_toml(name, peer))
         .collect();
+    toml.push_str(extra);
     std::fs::write(&config, toml).expect("write devboy.toml");
     claude
         .mcp_add(

@@ -509,39 +509,38 @@ impl Telemetry {
     /// `session` are filled here. Never sampled. Returns whether it was
     /// queued.
     pub fn record_retrieval(&self, record: RetrievalRecord) -> bool {
-        match &self.active {
-            Some(active) if active.live() => {
-                let record = RetrievalRecord {
-                    v: SCHEMA_VERSION,
-                    ts_ms: unix_ms(SystemTime::now()),
-                    session: active.session,
-                    ..record
-                };
-                active
-                    .tx
-                    .try_send(Message::Event(Box::new(Event::Retrieval(record))))
-                    .is_ok()
-            }
-            _ => false,
-        }
+        self.queue_stamped(|v, ts_ms, session| {
+            Event::Retrieval(RetrievalRecord {
+                v,
+                ts_ms,
+                session,
+                ..record
+            })
+        })
     }
 
     /// Records one `devboy_run` script; `record`'s `v`, `ts_ms` and
     /// `session` are filled here. Never sampled. Returns whether it was
     /// queued.
     pub fn record_code_run(&self, record: CodeRunRecord) -> bool {
+        self.queue_stamped(|v, ts_ms, session| {
+            Event::CodeRun(CodeRunRecord {
+                v,
+                ts_ms,
+                session,
+                ..record
+            })
+        })
+    }
+
+    /// Queues the event `make` builds from the schema version, the time
+    /// now and the session's hash, when telemetry is live; whether it was
+    /// queued.
+    fn queue_stamped(&self, make: impl FnOnce(u32, u64, Hash64) -> Event) -> bool {
         match &self.active {
             Some(active) if active.live() => {
-                let record = CodeRunRecord {
-                    v: SCHEMA_VERSION,
-                    ts_ms: unix_ms(SystemTime::now()),
-                    session: active.session,
-                    ..record
-                };
-                active
-                    .tx
-                    .try_send(Message::Event(Box::new(Event::CodeRun(record))))
-                    .is_ok()
+                let event = make(SCHEMA_VERSION, unix_ms(SystemTime::now()), active.session);
+                active.tx.try_send(Message::Event(Box::new(event))).is_ok()
             }
             _ => false,
         }

@@ -35,6 +35,7 @@ use serde_json::{json, Value};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{ChildStdin, Command};
 
+use super::code::failure;
 use super::{definition, BuiltinContext, BuiltinTool};
 use crate::seam::SessionEvent;
 use crate::stack::ScriptAnswer;
@@ -142,10 +143,6 @@ impl BuiltinTool for Run {
             Ok(result)
         })
     }
-}
-
-fn failure(message: String) -> CallToolResult {
-    CallToolResult::error(vec![ContentBlock::text(message)])
 }
 
 /// How a run ended.
