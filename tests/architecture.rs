@@ -135,6 +135,7 @@ const MCP_LEVELS: &[(&str, &[&str])] = &[
             "frame",
             "view",
             "tap",
+            "relay",
             "child",
         ],
     ),

@@ -234,6 +234,23 @@ async fn api_lists_the_functions_a_script_may_call() {
     );
 }
 
+/// A server that keeps its names (`prefix = ""`): its tools are listed and
+/// called on `tools` itself.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_tool_under_its_own_name_is_called_on_tools() {
+    let read_only = "schema_version = 3\n[tools.\"echo\"]\nside_effect = \"read_only\"\n";
+    let devboy = Devboy::start_with_pipeline(&config("prefix = \"\"\n"), read_only).await;
+    let listing = text_of(&run(&devboy, "return api('echo');").await);
+    assert!(
+        listing.contains("`tools.<tool>(a)` where no server is shown")
+            && listing.contains("\necho(a: {text: string})"),
+        "{listing}"
+    );
+    let said = run(&devboy, "return (await tools.echo({text: 'own name'}));").await;
+    assert!(!failed(&said), "{}", text_of(&said));
+    assert_eq!(text_of(&said), "own name");
+}
+
 /// Each limit ends its script with an error naming its `[code]` key (or
 /// what the sandbox refuses).
 #[tokio::test(flavor = "multi_thread")]

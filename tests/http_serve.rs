@@ -136,6 +136,10 @@ fn two_http_clients_share_the_upstreams_and_never_each_others_references() {
     );
     assert_eq!(summary["refused"]["no token"][0], 401, "{summary}");
     assert_eq!(summary["refused"]["a foreign Origin"][0], 403, "{summary}");
+    assert_eq!(
+        summary["accepted origins"]["http://127.0.0.1:5173"], 200,
+        "{summary}"
+    );
     assert!(summary["passed"].as_u64().unwrap() >= 20, "{summary}");
     assert!(!stderr.contains("Session termination failed"), "{stderr}");
     // Each client's session ended when it closed (DELETE): devboy wrote a

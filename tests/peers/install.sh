@@ -7,6 +7,9 @@
 #     among them Azurite, the Azure Storage emulator (azurite-blob)
 #   - Python packages from requirements.txt into tests/peers/.venv, among them
 #     moto's S3-compatible server (moto_server)
+#   - the official MCP conformance suite, the Node 22 it needs and the SDK
+#     devboy's conformance target server uses, from tests/conformance's
+#     package-lock.json into tests/conformance/node_modules (npm ci)
 # Idempotent: a stamp file records a hash of the lock inputs; when it matches
 # and the installed peers are present, the script exits immediately.
 # Usage: tests/peers/install.sh [--force]
@@ -25,7 +28,8 @@ if command -v flock >/dev/null; then
   flock 9
 fi
 
-hash="$(cat package.json package-lock.json requirements.txt | sha256sum | cut -d' ' -f1)"
+conformance="$here/../conformance"
+hash="$(cat package.json package-lock.json requirements.txt "$conformance/package.json" "$conformance/package-lock.json" | sha256sum | cut -d' ' -f1)"
 
 installed() {
   command -v tmux >/dev/null && command -v chromium >/dev/null && [[ -x node_modules/.bin/claude && -x node_modules/.bin/mcp-server-everything \
@@ -33,7 +37,8 @@ installed() {
      && -f node_modules/@octokit/fixtures/package.json && -f node_modules/@octokit/openapi/package.json \
      && -x node_modules/.bin/azurite-blob \
      && -x .venv/bin/python && -x .venv/bin/mcp-server-time && -x .venv/bin/mcp-server-git \
-     && -x .venv/bin/moto_server ]]
+     && -x .venv/bin/moto_server \
+     && -x "$conformance/node_modules/.bin/conformance" && -x "$conformance/node_modules/.bin/node" ]]
 }
 
 if [[ $force -eq 0 && -f "$stamp" && "$(cat "$stamp")" == "$hash" ]] && installed; then
@@ -74,6 +79,12 @@ if ! node_modules/.bin/claude --version >/dev/null 2>&1; then
   (cd node_modules/@anthropic-ai/claude-code && node install.cjs) >&2
 fi
 node_modules/.bin/claude --version >/dev/null
+
+echo "install.sh: installing the MCP conformance suite (npm ci in tests/conformance)" >&2
+(cd "$conformance" && npm ci --no-audit --no-fund --loglevel=error >&2)
+# The `node` package fetches its binary in a lifecycle script; without it
+# (an npm that skips scripts) the suite has no Node 22 to run on.
+"$conformance/node_modules/.bin/node" --version >/dev/null
 
 echo "install.sh: installing Python test peers into .venv" >&2
 # Always a fresh venv, so packages dropped from requirements.txt do not linger.

@@ -6,7 +6,8 @@ Run by `tests/http_serve.rs` with the test peers' virtualenv interpreter:
 
 devboy proxies the devboy test server (`t`) and server-filesystem (`fs`,
 allowed to read PATH's directory). The script checks what the HTTP door
-refuses (no token, a wrong token, a foreign Origin, another path), then
+refuses (no token, a wrong token, a foreign Origin, another path) and the
+loopback Origins it accepts, then
 opens two MCP sessions at once: each lists and calls tools; a repeated read
 is a reference in the session that read it and a full result in the other;
 an id printed in one session is unknown in the other. It prints a JSON
@@ -67,6 +68,17 @@ async def refusals(args: argparse.Namespace, checks: Checks, summary: dict[str, 
             summary.setdefault("refused", {})[what] = [response.status_code, response.text[:120]]
             checks.check(response.status_code == status, f"{what} is refused with {status}", response.status_code)
             checks.check(args.token not in response.text, f"{what}: the token is not echoed")
+        # A page on this machine may call a loopback devboy, on any port and
+        # by any of loopback's names (the MCP spec's DNS-rebinding rule).
+        port = args.url.split("://", 1)[1].split("/", 1)[0].rsplit(":", 1)[1]
+        for origin in (f"http://localhost:{port}", "http://127.0.0.1:5173", "https://[::1]:8443"):
+            response = await http.post(args.url, headers={**ACCEPT, **bearer, "Origin": origin}, json=INIT)
+            summary.setdefault("accepted origins", {})[origin] = response.status_code
+            checks.check(response.status_code == 200, f"Origin {origin} is accepted", response.status_code)
+            # The session that initialize opened ends here, not by idling out.
+            session = response.headers.get("mcp-session-id")
+            if session:
+                await http.delete(args.url, headers={**bearer, "Origin": origin, "mcp-session-id": session})
         unauth = await http.post(args.url, headers=ACCEPT, json=INIT)
         checks.check(
             unauth.headers.get("www-authenticate", "").startswith("Bearer"),

@@ -48,7 +48,11 @@
   const encode = (v) => JSON.stringify(v === undefined ? null : v, replacer);
   const decode = (text) => JSON.parse(text, reviver);
   const call = async (name, args) => decode(await hostCall(String(name), encode(args ?? {})));
-  const byPrefix = (prefix) => new Proxy({}, { get: (_, tool) => (args) => call(prefix + '__' + String(tool), args) });
+  // `tools.p.t(a)` calls `p__t`; `tools.t(a)` calls `t` (a server that keeps its names).
+  const byPrefix = (prefix) => new Proxy(function () {}, {
+    get: (_, tool) => (args) => call(prefix + '__' + String(tool), args),
+    apply: (_, __, [args]) => call(prefix, args),
+  });
   const tools = new Proxy({ call }, { get: (t, p) => (p === 'call' ? call : byPrefix(String(p))) });
   const fmt = (x) => (typeof x === 'string' ? x : encode(x));
   Object.defineProperty(globalThis, 'tools', { value: tools, enumerable: true });

@@ -107,10 +107,17 @@ impl ToolNamer {
     ///
     /// Distinct tools whose names sanitize alike (`a.b`, `a_b`) get the
     /// same name; callers must check for duplicates.
+    ///
+    /// An empty `prefix` (a server that keeps its names) gives the tool's
+    /// own name, sanitized and fitted the same way.
     pub fn expose(&self, prefix: &str, tool: &str) -> ExposedName {
-        let prefix = sanitize_component(prefix);
+        let (prefix, separator) = if prefix.is_empty() {
+            (String::new(), "")
+        } else {
+            (sanitize_component(prefix), SEPARATOR)
+        };
         let tool_part = sanitize_component(tool);
-        let full = format!("{prefix}{SEPARATOR}{tool_part}");
+        let full = format!("{prefix}{separator}{tool_part}");
         if full.len() <= self.budget {
             return ExposedName {
                 name: full,
@@ -118,14 +125,14 @@ impl ToolNamer {
             };
         }
         let suffix_len = 1 + HASH_HEX_DIGITS;
-        let fixed = prefix.len() + SEPARATOR.len() + suffix_len;
+        let fixed = prefix.len() + separator.len() + suffix_len;
         let name = match self.budget.checked_sub(fixed) {
             Some(room) if room > 0 => {
                 let head = cut(&tool_part, room);
-                format!("{prefix}{SEPARATOR}{head}_{}", hash_hex(tool))
+                format!("{prefix}{separator}{head}_{}", hash_hex(tool))
             }
             _ => {
-                let hash = hash_hex(&format!("{prefix}{SEPARATOR}{tool}"));
+                let hash = hash_hex(&format!("{prefix}{separator}{tool}"));
                 match self.budget.checked_sub(suffix_len) {
                     Some(room) if room > 0 => format!("{}_{hash}", cut(&full, room)),
                     _ => hash,
@@ -226,6 +233,19 @@ mod tests {
         let namer = ToolNamer::new("devboy");
         assert_eq!(namer.expose("fs", "read file.v2").name, "fs__read_file_v2");
         assert_eq!(namer.expose("fs", "a__b").name, "fs__a_b");
+    }
+
+    #[test]
+    fn an_empty_prefix_keeps_the_tools_own_name() {
+        let namer = ToolNamer::new("devboy");
+        let n = namer.expose("", "test_simple_text");
+        assert_eq!(n.name, "test_simple_text");
+        assert!(!n.shortened);
+        assert_eq!(namer.expose("", "a.b__c").name, "a_b_c");
+        let long = namer.expose("", &"y".repeat(70));
+        assert!(long.shortened);
+        assert!(long.name.starts_with("yyy"), "{}", long.name);
+        assert!(is_valid_client_name(&namer.client_name(&long.name)));
     }
 
     #[test]

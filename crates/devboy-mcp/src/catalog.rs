@@ -68,6 +68,26 @@ pub struct UpstreamListing<'a> {
     pub always_load: bool,
 }
 
+impl UpstreamListing<'_> {
+    /// `<prefix>__<name>`, or `name` for a server that keeps its names.
+    fn exposed(&self, name: &str) -> String {
+        if self.prefix.is_empty() {
+            name.to_owned()
+        } else {
+            format!("{}__{name}", self.prefix)
+        }
+    }
+}
+
+/// Why a server that keeps its names cannot expose one of them: only a
+/// built-in can hold a name without `__` before it (the other servers'
+/// names all have their prefix).
+fn clash(kind: &str, name: &str, upstream: &str, exposed: &str) -> String {
+    format!(
+        "{kind} `{name}` of server `{upstream}` (prefix \"\") is not exposed: devboy's built-in `{exposed}` has that name; give `{upstream}` a prefix"
+    )
+}
+
 /// Where a tool call goes, and what is known of what it does.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ToolRoute {
@@ -114,6 +134,9 @@ pub struct Catalog {
     prompt_routes: HashMap<String, (String, String)>,
     /// Names that had to be shortened or de-duplicated: `(original, exposed)`.
     pub renamed: Vec<(String, String)>,
+    /// What a server that keeps its names (`prefix = ""`) could not expose
+    /// because a built-in has that name, each naming both.
+    pub clashes: Vec<String>,
     /// Built-ins listed only to a lazy session (`devboy_find_tools`).
     lazy_only: HashSet<String>,
     /// What the full listing costs the model per request, measured once.
@@ -150,8 +173,10 @@ impl Catalog {
             );
             catalog.tools.push(tool);
         }
+        let builtin_names = taken.clone();
         for upstream in upstreams {
             let listed = upstream.listing;
+            let keeps_names = upstream.prefix.is_empty();
             let exposed_tools: Vec<&Tool> = listed
                 .tools
                 .iter()
@@ -161,8 +186,14 @@ impl Catalog {
             let shipped = devboy_enrichment::shipped_classes(&names);
             for (tool, shipped) in exposed_tools.into_iter().zip(shipped) {
                 let exposed = namer.expose(upstream.prefix, &tool.name);
+                if keeps_names && builtin_names.contains(&exposed.name) {
+                    catalog
+                        .clashes
+                        .push(clash("tool", &tool.name, upstream.name, &exposed.name));
+                    continue;
+                }
                 let name = unique(exposed.name, &mut taken, server_name);
-                let original = format!("{}__{}", upstream.prefix, tool.name);
+                let original = upstream.exposed(&tool.name);
                 if exposed.shortened || name != original {
                     catalog.renamed.push((original, name.clone()));
                 }
@@ -196,7 +227,7 @@ impl Catalog {
                     .resource_routes
                     .insert(resource.uri.clone(), upstream.name.to_owned());
                 let mut visible = resource.clone();
-                visible.name = format!("{}__{}", upstream.prefix, resource.name);
+                visible.name = upstream.exposed(&resource.name);
                 catalog.resources.push(visible);
             }
             for template in &listed.resource_templates {
@@ -210,11 +241,16 @@ impl Catalog {
                     .template_routes
                     .push((head, upstream.name.to_owned()));
                 let mut visible = template.clone();
-                visible.name = format!("{}__{}", upstream.prefix, template.name);
+                visible.name = upstream.exposed(&template.name);
                 catalog.resource_templates.push(visible);
             }
             for prompt in &listed.prompts {
                 let exposed = namer.expose(upstream.prefix, &prompt.name);
+                if keeps_names && builtin_names.contains(&exposed.name) {
+                    let what = clash("prompt", &prompt.name, upstream.name, &exposed.name);
+                    catalog.clashes.push(what);
+                    continue;
+                }
                 let name = unique(exposed.name, &mut taken, server_name);
                 catalog.prompt_routes.insert(
                     name.clone(),
@@ -385,5 +421,68 @@ mod tests {
             unique(long, &mut taken, "devboy"),
             format!("{}_3", "x".repeat(49))
         );
+    }
+
+    fn tool(name: &str) -> Tool {
+        Tool::new(
+            name.to_owned(),
+            "",
+            Arc::new(serde_json::Map::from_iter([(
+                "type".to_owned(),
+                serde_json::json!("object"),
+            )])),
+        )
+    }
+
+    #[test]
+    fn a_server_that_keeps_its_names_is_listed_under_them_and_a_builtins_name_is_refused() {
+        let builtins = [BuiltinListing {
+            tool: tool("devboy_expand"),
+            lazy_only: false,
+        }];
+        let own = UpstreamCatalog {
+            tools: vec![tool("test_simple_text"), tool("devboy_expand")],
+            prompts: vec![Prompt::new("test_simple_prompt", None::<String>, None)],
+            ..Default::default()
+        };
+        let git = UpstreamCatalog {
+            tools: vec![tool("log")],
+            ..Default::default()
+        };
+        let filter = ToolFilter::default();
+        let listing = |name, prefix, listing| UpstreamListing {
+            name,
+            prefix,
+            filter: &filter,
+            listing,
+            always_load: false,
+        };
+        let catalog = Catalog::build(
+            "devboy",
+            &builtins,
+            &[listing("remote", "", &own), listing("git", "git", &git)],
+            false,
+        );
+        let names: Vec<&str> = catalog.tools.iter().map(|t| t.name.as_ref()).collect();
+        assert_eq!(names, ["devboy_expand", "test_simple_text", "git__log"]);
+        assert_eq!(
+            catalog.tool_route("test_simple_text"),
+            Some(&ToolRoute::Upstream {
+                upstream: "remote".into(),
+                tool: "test_simple_text".into(),
+                side_effect: SideEffectClass::Unknown,
+                shipped: None,
+            })
+        );
+        assert!(matches!(
+            catalog.tool_route("devboy_expand"),
+            Some(ToolRoute::Builtin { .. })
+        ));
+        assert_eq!(catalog.prompts[0].name, "test_simple_prompt");
+        assert_eq!(
+            catalog.clashes,
+            ["tool `devboy_expand` of server `remote` (prefix \"\") is not exposed: devboy's built-in `devboy_expand` has that name; give `remote` a prefix"]
+        );
+        assert!(catalog.renamed.is_empty(), "{:?}", catalog.renamed);
     }
 }

@@ -438,16 +438,34 @@ async fn bind(addr: SocketAddr) -> Result<(tokio::net::TcpListener, SocketAddr),
     Ok((listener, bound))
 }
 
+/// The browser origins a loopback devboy accepts without being told.
+const LOOPBACK_ORIGINS: [&str; 6] = [
+    "http://localhost:*",
+    "https://localhost:*",
+    "http://127.0.0.1:*",
+    "https://127.0.0.1:*",
+    "http://[::1]:*",
+    "https://[::1]:*",
+];
+
 /// rmcp's Streamable HTTP settings for `http`: sessions end with `end`,
 /// the body limit, and the `Origin` and `Host` checks (loopback accepts
 /// its own names and the hosts given).
 fn service_config(http: &HttpOptions, end: CancellationToken) -> StreamableHttpServerConfig {
+    let loopback = http.addr.ip().is_loopback();
+    let mut origins = http.allowed_origins.clone();
+    if loopback {
+        // A page served from this machine may call a loopback devboy (the
+        // MCP spec's DNS-rebinding rule: localhost, 127.0.0.1 and [::1],
+        // any port); any other origin only when given.
+        origins.extend(LOOPBACK_ORIGINS.iter().map(|o| (*o).to_owned()));
+    }
     let config = StreamableHttpServerConfig::default()
         .with_cancellation_token(end)
         .with_max_request_body_bytes(http.max_body_bytes)
-        .with_allowed_origins(http.allowed_origins.clone())
+        .with_allowed_origins(origins)
         .enforce_origin_validation();
-    if http.addr.ip().is_loopback() {
+    if loopback {
         let mut hosts: Vec<String> = ["localhost", "127.0.0.1", "::1", "[::1]"]
             .iter()
             .map(|h| (*h).to_owned())

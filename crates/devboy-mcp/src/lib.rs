@@ -31,6 +31,7 @@ mod listing_cache;
 pub mod partition;
 mod processor;
 mod proxy;
+mod relay;
 pub mod reload;
 mod resolve;
 pub mod seam;

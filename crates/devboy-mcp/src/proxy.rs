@@ -406,14 +406,7 @@ impl Proxy {
     /// has failed, at most its call timeout: a call to a tool whose server
     /// is a little slow should be answered, not refused.
     pub async fn wait_first_start(&self, tool: &str) {
-        let Some((prefix, _)) = tool.split_once("__") else {
-            return;
-        };
-        let Some(upstream) = self
-            .current_upstreams()
-            .into_iter()
-            .find(|u| u.config().prefix == prefix)
-        else {
+        let Some((upstream, _)) = self.owner_of(tool) else {
             return;
         };
         let deadline = tokio::time::Instant::now() + upstream.config().timeout;
@@ -424,6 +417,31 @@ impl Proxy {
                 _ => return,
             }
         }
+    }
+
+    /// The upstream an exposed name belongs to by its form, and the name
+    /// on that upstream: the server whose prefix is before the first
+    /// `__`, else the one that keeps its names (`prefix = ""`), if any.
+    /// Not a route (the catalog has those): this names a server for a
+    /// tool that is not, or not yet, in the catalog.
+    pub fn owner_of<'n>(&self, exposed: &'n str) -> Option<(Arc<Upstream>, &'n str)> {
+        let current = self.current_upstreams();
+        if let Some((prefix, tool)) = exposed.split_once("__") {
+            if let Some(upstream) = current.iter().find(|u| u.config().prefix == prefix) {
+                return Some((upstream.clone(), tool));
+            }
+        }
+        // Built-ins are `devboy_<x>`; they never wait for a server.
+        let builtin = exposed
+            .strip_prefix(devboy_core::config::RESERVED_PREFIX)
+            .is_some_and(|rest| rest.starts_with('_'));
+        if builtin {
+            return None;
+        }
+        current
+            .into_iter()
+            .find(|u| u.config().keeps_names())
+            .map(|u| (u, exposed))
     }
 
     /// The upstream called `name` (its key in the config), or whose prefix
@@ -498,6 +516,11 @@ impl Proxy {
             &self.upstreams(),
             self.tools_config().compact_schemas,
         ));
+        for clash in &catalog.clashes {
+            if !read(&self.catalog).clashes.contains(clash) {
+                tracing::warn!("{clash}");
+            }
+        }
         for (original, exposed) in &catalog.renamed {
             let previously = read(&self.catalog)
                 .renamed

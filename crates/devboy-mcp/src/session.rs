@@ -12,11 +12,14 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use devboy_core::pipeline_config::{ClientProfile, PipelineConfig};
+#[allow(deprecated)] // Logging and subscriptions: SEP-2577's legacy, still spoken.
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, GetPromptRequestParams,
-    GetPromptResponse, Implementation, ListPromptsResult, ListResourceTemplatesResult,
-    ListResourcesResult, ListToolsResult, PaginatedRequestParams, ProtocolVersion,
-    ReadResourceRequestParams, ReadResourceResponse, ServerCapabilities, ServerConfig,
+    CallToolRequestParams, CallToolResponse, CallToolResult, CompleteRequestParams, CompleteResult,
+    GetPromptRequestParams, GetPromptResponse, Implementation, ListPromptsResult,
+    ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
+    ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse, Reference,
+    ServerCapabilities, ServerConfig, SetLevelRequestParams, SubscribeRequestParams,
+    UnsubscribeRequestParams,
 };
 use rmcp::service::{NotificationContext, RequestContext};
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
@@ -30,7 +33,7 @@ use crate::resolve::Resolver;
 use crate::seam::{EventSink, NoEvents, Seam, SessionEvent, Transform};
 use crate::speculation::{PrefetchPlanner, SpeculationEngine};
 use crate::stack::{BuiltinRegistry, CallStack, Figures, PendingCall, StackParts};
-use crate::upstream::CallFailure;
+use crate::upstream::{next_agent_id, AgentId, CallFailure, Upstream};
 
 /// How often a session's `list_changed` notifier checks that its client
 /// is still connected.
@@ -43,6 +46,9 @@ pub struct Session {
     /// Decides what the client shows the model.
     client: ClientProfile,
     notifier_started: Arc<AtomicBool>,
+    /// Tells this session apart where upstreams keep what each agent
+    /// asked of them (log levels, subscriptions).
+    agent: AgentId,
     /// Ends the session when its last handle goes (an HTTP session).
     _ending: Option<Arc<EndOnDrop>>,
 }
@@ -227,6 +233,7 @@ impl SessionBuilder {
             stack,
             client: self.client,
             notifier_started: Arc::default(),
+            agent: next_agent_id(),
             _ending: ending,
         }
     }
@@ -370,6 +377,42 @@ impl Session {
     }
 }
 
+impl Session {
+    /// The upstream that serves resource (or template) `uri`, waiting for
+    /// upstreams still starting when no listed one does.
+    async fn resource_upstream(&self, uri: &str) -> Result<Arc<Upstream>, McpError> {
+        let route = match self.proxy().catalog().resource_route(uri) {
+            Some(name) => Some(name.to_owned()),
+            None => {
+                self.proxy().settle().await;
+                self.proxy()
+                    .catalog()
+                    .resource_route(uri)
+                    .map(str::to_owned)
+            }
+        };
+        route
+            .and_then(|name| self.proxy().upstream(&name))
+            .ok_or_else(|| {
+                McpError::resource_not_found(format!("no upstream offers `{uri}`"), None)
+            })
+    }
+
+    /// The upstream of prompt `name` and the prompt's name there.
+    async fn prompt_route(&self, name: &str) -> Result<(Arc<Upstream>, String), McpError> {
+        let route = match self.proxy().catalog().prompt_route(name).cloned() {
+            Some(route) => Some(route),
+            None => {
+                self.proxy().settle().await;
+                self.proxy().catalog().prompt_route(name).cloned()
+            }
+        };
+        route
+            .and_then(|(upstream, original)| Some((self.proxy().upstream(&upstream)?, original)))
+            .ok_or_else(|| McpError::invalid_params(format!("unknown prompt `{name}`"), None))
+    }
+}
+
 fn failure_to_error(failure: CallFailure) -> McpError {
     match failure {
         CallFailure::Protocol(error) => error,
@@ -378,15 +421,26 @@ fn failure_to_error(failure: CallFailure) -> McpError {
 }
 
 impl ServerHandler for Session {
+    #[allow(deprecated)] // Logging: SEP-2577's legacy, still spoken.
     fn get_info(&self) -> ServerConfig {
-        let capabilities = ServerCapabilities::builder()
+        // Answered before any upstream is up, so what a proxy may carry:
+        // a level or a subscription is kept and passed to the upstreams
+        // that log or take subscriptions when they come up; completion
+        // asks the server of the prompt or template.
+        let mut capabilities = ServerCapabilities::builder()
+            .enable_completions()
+            .enable_logging()
             .enable_tools()
             .enable_tool_list_changed()
             .enable_resources()
             .enable_resources_list_changed()
+            .enable_resources_subscribe()
             .enable_prompts()
             .enable_prompts_list_changed()
             .build();
+        capabilities
+            .completions
+            .get_or_insert_with(Default::default);
         ServerConfig::new(capabilities)
             .with_server_info(Implementation::new(
                 crate::upstream::SERVER_INFO_NAME,
@@ -474,27 +528,84 @@ impl ServerHandler for Session {
         request: ReadResourceRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, McpError> {
-        let route = match self.proxy().catalog().resource_route(&request.uri) {
-            Some(name) => Some(name.to_owned()),
-            None => {
-                self.proxy().settle().await;
-                self.proxy()
-                    .catalog()
-                    .resource_route(&request.uri)
-                    .map(str::to_owned)
-            }
-        };
-        let Some(upstream) = route.and_then(|name| self.proxy().upstream(&name)) else {
-            return Err(McpError::resource_not_found(
-                format!("no upstream offers `{}`", request.uri),
-                None,
-            ));
-        };
+        let upstream = self.resource_upstream(&request.uri).await?;
         upstream
             .read_resource(request)
             .await
             .map(Into::into)
             .map_err(failure_to_error)
+    }
+
+    #[allow(deprecated)] // Logging is SEP-2577's legacy, still in use.
+    async fn set_level(
+        &self,
+        request: SetLevelRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        let upstreams: Vec<Arc<Upstream>> = self
+            .proxy()
+            .current_upstreams()
+            .into_iter()
+            .filter(|u| u.is_enabled())
+            .collect();
+        let asked = upstreams
+            .iter()
+            .map(|upstream| upstream.set_level(self.agent, context.peer.clone(), request.level));
+        for (upstream, outcome) in upstreams.iter().zip(futures::future::join_all(asked).await) {
+            // One server refusing a level is no reason to refuse the agent.
+            if let Err(failure) = outcome {
+                tracing::debug!(upstream = %upstream.config().name, %failure, "logging/setLevel not passed on");
+            }
+        }
+        Ok(())
+    }
+
+    #[allow(deprecated)] // resources/subscribe is what 2025-11-25 servers speak.
+    async fn subscribe(
+        &self,
+        request: SubscribeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        let upstream = self.resource_upstream(&request.uri).await?;
+        upstream
+            .subscribe(self.agent, context.peer.clone(), request.uri)
+            .await
+            .map_err(failure_to_error)
+    }
+
+    #[allow(deprecated)] // resources/unsubscribe, as 2025-11-25 servers speak it.
+    async fn unsubscribe(
+        &self,
+        request: UnsubscribeRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        let upstream = self.resource_upstream(&request.uri).await?;
+        upstream
+            .unsubscribe(self.agent, request.uri)
+            .await
+            .map_err(failure_to_error)
+    }
+
+    async fn complete(
+        &self,
+        mut request: CompleteRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CompleteResult, McpError> {
+        let upstream = match &mut request.r#ref {
+            Reference::Resource(template) => self.resource_upstream(&template.uri).await?,
+            Reference::Prompt(prompt) => {
+                let (upstream, original) = self.prompt_route(&prompt.name).await?;
+                prompt.name = original;
+                upstream
+            }
+            _ => {
+                return Err(McpError::invalid_params(
+                    "unknown completion reference",
+                    None,
+                ))
+            }
+        };
+        upstream.complete(request).await.map_err(failure_to_error)
     }
 
     async fn list_prompts(
@@ -513,25 +624,7 @@ impl ServerHandler for Session {
         mut request: GetPromptRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, McpError> {
-        let route = match self.proxy().catalog().prompt_route(&request.name).cloned() {
-            Some(route) => Some(route),
-            None => {
-                self.proxy().settle().await;
-                self.proxy().catalog().prompt_route(&request.name).cloned()
-            }
-        };
-        let Some((upstream, original)) = route else {
-            return Err(McpError::invalid_params(
-                format!("unknown prompt `{}`", request.name),
-                None,
-            ));
-        };
-        let Some(upstream) = self.proxy().upstream(&upstream) else {
-            return Err(McpError::invalid_params(
-                format!("unknown prompt `{}`", request.name),
-                None,
-            ));
-        };
+        let (upstream, original) = self.prompt_route(&request.name).await?;
         request.name = original;
         upstream
             .get_prompt(request)

@@ -1,11 +1,14 @@
-//! A transport wrapper that forwards upstream progress in order.
+//! A transport wrapper that forwards upstream notifications in order:
+//! progress, log messages and resource updates.
 //!
 //! rmcp dispatches notifications to handlers on spawned tasks, so a progress
-//! notification the upstream sent *before* its response could otherwise reach
-//! the agent after it (or be dropped because the call already ended). The
-//! tap sees every incoming message inside `receive()`, which the service loop
-//! awaits sequentially: a progress notification is forwarded (and written to
-//! the agent) before the next message, the response, is even read.
+//! notification or a log line the upstream sent *before* its response could
+//! otherwise reach the agent after it (or be dropped because the call
+//! already ended). The tap sees every incoming message inside `receive()`,
+//! which the service loop awaits sequentially: a notification is forwarded
+//! (and written to the agent) before the next message, the response, is
+//! even read. Where log messages and updates go is the relay's to say
+//! ([`crate::relay::Relay`]).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -16,6 +19,7 @@ use rmcp::service::Peer;
 use rmcp::transport::Transport;
 use rmcp::{RoleClient, RoleServer};
 
+use crate::relay::Relay;
 use crate::sync::lock;
 
 /// How long forwarding one progress notification may hold up the upstream.
@@ -34,19 +38,37 @@ pub struct ProgressTarget {
 pub(crate) type ProgressRoutes = Arc<Mutex<HashMap<ProgressToken, ProgressTarget>>>;
 
 /// Wraps an upstream transport; see the module docs.
-pub(crate) struct ProgressTap<T> {
+pub(crate) struct NotificationTap<T> {
     inner: T,
     routes: ProgressRoutes,
+    relay: Arc<Relay>,
 }
 
-impl<T> ProgressTap<T> {
-    /// Taps `inner`, forwarding progress along `routes`.
-    pub(crate) fn new(inner: T, routes: ProgressRoutes) -> Self {
-        Self { inner, routes }
+impl<T> NotificationTap<T> {
+    /// Taps `inner`, forwarding progress along `routes`, log messages and
+    /// resource updates to the agents `relay` names.
+    pub(crate) fn new(inner: T, routes: ProgressRoutes, relay: Arc<Relay>) -> Self {
+        Self {
+            inner,
+            routes,
+            relay,
+        }
     }
 }
 
-impl<T: Transport<RoleClient>> Transport<RoleClient> for ProgressTap<T> {
+/// Sends one notification to an agent, within [`FORWARD_LIMIT`].
+async fn deliver<E: std::fmt::Display>(
+    what: &str,
+    sent: impl std::future::Future<Output = Result<(), E>>,
+) {
+    match tokio::time::timeout(FORWARD_LIMIT, sent).await {
+        Ok(Ok(())) => {}
+        Ok(Err(error)) => tracing::debug!(%error, "{what} not delivered"),
+        Err(_) => tracing::debug!("{what} forwarding timed out"),
+    }
+}
+
+impl<T: Transport<RoleClient>> Transport<RoleClient> for NotificationTap<T> {
     type Error = T::Error;
 
     fn send(
@@ -58,8 +80,11 @@ impl<T: Transport<RoleClient>> Transport<RoleClient> for ProgressTap<T> {
 
     async fn receive(&mut self) -> Option<rmcp::service::RxJsonRpcMessage<RoleClient>> {
         let message = self.inner.receive().await?;
-        if let JsonRpcMessage::Notification(note) = &message {
-            if let ServerNotification::ProgressNotification(progress) = &note.notification {
+        let JsonRpcMessage::Notification(note) = &message else {
+            return Some(message);
+        };
+        match &note.notification {
+            ServerNotification::ProgressNotification(progress) => {
                 let target = lock(&self.routes)
                     .get(&progress.params.progress_token)
                     .cloned();
@@ -67,15 +92,29 @@ impl<T: Transport<RoleClient>> Transport<RoleClient> for ProgressTap<T> {
                 if let Some(target) = target {
                     let mut params = progress.params.clone();
                     params.progress_token = target.token;
-                    match tokio::time::timeout(FORWARD_LIMIT, target.peer.notify_progress(params))
-                        .await
-                    {
-                        Ok(Ok(())) => {}
-                        Ok(Err(error)) => tracing::debug!(%error, "progress not delivered"),
-                        Err(_) => tracing::debug!("progress forwarding timed out"),
-                    }
+                    deliver("progress", target.peer.notify_progress(params)).await;
                 }
             }
+            #[allow(deprecated)] // Logging is SEP-2577's legacy, still in use.
+            ServerNotification::LoggingMessageNotification(log) => {
+                for agent in self.relay.log_targets(log.params.level) {
+                    deliver(
+                        "log message",
+                        agent.notify_logging_message(log.params.clone()),
+                    )
+                    .await;
+                }
+            }
+            ServerNotification::ResourceUpdatedNotification(updated) => {
+                for agent in self.relay.subscribers(&updated.params.uri) {
+                    deliver(
+                        "resource update",
+                        agent.notify_resource_updated(updated.params.clone()),
+                    )
+                    .await;
+                }
+            }
+            _ => {}
         }
         Some(message)
     }

@@ -166,3 +166,26 @@ pub fn server_git(repo: &Path) -> PeerCommand {
         env: Vec::new(),
     }
 }
+
+/// Absolute path of `tests/conformance`: the official MCP conformance
+/// suite and the Node 22 it needs, installed by `tests/peers/install.sh`,
+/// beside devboy's conformance target server and client driver.
+pub fn conformance_dir() -> PathBuf {
+    workspace_root().join("tests").join("conformance")
+}
+
+/// Absolute path of `tests/conformance/node_modules/.bin/NAME`
+/// (`conformance`, `node`).
+///
+/// # Panics
+/// If the executable is not installed.
+pub fn conformance_bin(name: &str) -> PathBuf {
+    let path = conformance_dir()
+        .join("node_modules")
+        .join(".bin")
+        .join(name);
+    if !path.is_file() {
+        missing(name, &path);
+    }
+    path
+}

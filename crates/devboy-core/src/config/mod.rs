@@ -268,9 +268,11 @@ pub struct UpstreamConfig {
     /// The server's key in the file.
     pub name: String,
     /// What its tools are exposed under: `<prefix>__<tool>`. Only
-    /// `[A-Za-z0-9_-]`, non-empty, no `__`, not ending in `_` (so the first
-    /// `__` of an exposed name is the separator), never `devboy`, and
-    /// unique across upstreams.
+    /// `[A-Za-z0-9_-]`, no `__`, not ending in `_` (so the first `__` of an
+    /// exposed name is the separator), never `devboy`, and unique across
+    /// upstreams. Empty only when the config says `prefix = ""`: then the
+    /// server's tools, prompts and resources keep their own names
+    /// ([`Self::keeps_names`]).
     pub prefix: String,
     /// How to reach it.
     pub transport: UpstreamTransport,
@@ -287,6 +289,15 @@ pub struct UpstreamConfig {
     /// so that a client with a tool search (Claude Code) loads them up
     /// front instead of deferring them.
     pub always_load: bool,
+}
+
+impl UpstreamConfig {
+    /// True when its tools, prompts and resources are exposed under their
+    /// own names (`prefix = ""`), so that devboy can stand in front of one
+    /// server transparently.
+    pub fn keeps_names(&self) -> bool {
+        self.prefix.is_empty()
+    }
 }
 
 /// How to reach an upstream server. All `${VAR}`s are already expanded.

@@ -1560,18 +1560,21 @@ impl Loader<'_> {
 
     // ------------------------------------------------------------ prefixes
 
+    /// An explicit prefix is a name part, or empty: that server's tools,
+    /// prompts and resources keep their own names (at most one server may
+    /// do that; two empty prefixes clash like any two equal ones).
     fn check_explicit_prefix(&self, prefix: &str, path: &KeyPath, pos: Option<Pos>) -> Result<()> {
-        let valid = !prefix.is_empty()
-            && prefix
+        let valid = prefix.is_empty()
+            || prefix
                 .chars()
                 .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
-            && !prefix.contains("__")
-            && !prefix.ends_with('_');
+                && !prefix.contains("__")
+                && !prefix.ends_with('_');
         if !valid {
             return Err(self.invalid(
                 path,
                 pos,
-                "a prefix of letters, digits, `_` and `-`, without `__` and not ending in `_`",
+                "a prefix of letters, digits, `_` and `-`, without `__` and not ending in `_` (or \"\" to keep the server's own names)",
                 describe(&Value::String(prefix.to_owned()), ""),
             ));
         }

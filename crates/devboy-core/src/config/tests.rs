@@ -1221,7 +1221,7 @@ fn reserved_prefix() {
 
 #[test]
 fn explicit_prefix_must_already_be_valid() {
-    for bad in ["a.b", "a__b", "gh_", "", "é", "with space"] {
+    for bad in ["a.b", "a__b", "gh_", "é", "with space"] {
         err_with(
             json(&format!(r#"{{"mcpServers": {{"a": {{"command": "x", "prefix": {bad:?}}}}}}}"#)),
             &["mcpServers.a.prefix", "expected a prefix of letters, digits, `_` and `-`, without `__` and not ending in `_`"],
@@ -1236,6 +1236,26 @@ fn explicit_prefix_must_already_be_valid() {
             .upstream_by_prefix("_My-Prefix_1")
             .map(|u| u.name.as_str()),
         Some("a")
+    );
+}
+
+#[test]
+fn an_empty_prefix_keeps_names_on_one_server_only() {
+    let config = ok(toml(
+        "[servers.remote]\nurl = \"https://mcp.example/mcp\"\nprefix = \"\"\n[servers.git]\ncommand = \"x\"\n",
+    ));
+    assert_eq!(prefixes(&config), ["", "git"]);
+    assert!(config.upstreams[0].keeps_names());
+    assert!(!config.upstreams[1].keeps_names());
+    err_with(
+        json(
+            r#"{"mcpServers": {"a": {"command": "x", "prefix": ""}, "b": {"command": "y", "prefix": ""}}}"#,
+        ),
+        &[
+            "mcpServers.b.prefix",
+            "mcpServers.a.prefix",
+            "expected a prefix no other server uses",
+        ],
     );
 }
 

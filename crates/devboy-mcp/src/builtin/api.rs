@@ -32,7 +32,7 @@ pub(super) fn signatures(
     callable: impl Fn(&str) -> bool,
 ) -> String {
     let filter = filter.map(str::to_lowercase);
-    let lines: Vec<String> = tools
+    let lines: Vec<(bool, String)> = tools
         .iter()
         .filter(|t| callable(&t.name))
         .filter(|t| {
@@ -40,11 +40,18 @@ pub(super) fn signatures(
                 .as_deref()
                 .is_none_or(|f| t.name.to_lowercase().contains(f))
         })
-        .map(signature)
+        .map(|t| (split(&t.name).0.is_empty(), signature(t)))
         .collect();
+    let unprefixed = lines.iter().any(|(bare, _)| *bare);
+    let lines: Vec<String> = lines.into_iter().map(|(_, line)| line).collect();
     let mut out = format!(
-        "// {} functions; call as `await tools.<server>.<tool>(a)`\n",
-        lines.len()
+        "// {} functions; call as `await tools.<server>.<tool>(a)`{}\n",
+        lines.len(),
+        if unprefixed {
+            " (`tools.<tool>(a)` where no server is shown)"
+        } else {
+            ""
+        }
     );
     for line in lines {
         out.push_str(&line);
@@ -67,12 +74,14 @@ fn signature(tool: &Tool) -> String {
         .as_ref()
         .map(|schema| format!(": {}", ts_type(&Value::Object(Map::clone(schema)), 0)))
         .unwrap_or_default();
-    let call = if is_identifier(name) {
-        format!("{server}.{name}")
-    } else {
-        format!("{server}[{name:?}]")
+    let call = match (server.is_empty(), is_identifier(name)) {
+        // `tools.<tool>(a)` calls a tool listed under its own name.
+        (true, true) => name.to_owned(),
+        (true, false) => format!("[{name:?}]"),
+        (false, true) => format!("{server}.{name}"),
+        (false, false) => format!("{server}[{name:?}]"),
     };
-    let server_access = if is_identifier(server) {
+    let server_access = if server.is_empty() || is_identifier(server) {
         call
     } else {
         format!("[{server:?}]{}", &call[server.len()..])
@@ -88,12 +97,16 @@ fn signature(tool: &Tool) -> String {
 }
 
 /// `prefix__tool` as (`prefix`, `tool`); a built-in `devboy_x` as
-/// (`devboy`, `x`).
+/// (`devboy`, `x`); the tool of a server that keeps its names as (``,
+/// `tool`).
 fn split(exposed: &str) -> (&str, &str) {
     if let Some(split) = exposed.split_once("__") {
         return split;
     }
-    exposed.split_once('_').unwrap_or(("", exposed))
+    match exposed.strip_prefix("devboy_") {
+        Some(builtin) => ("devboy", builtin),
+        None => ("", exposed),
+    }
 }
 
 fn is_identifier(name: &str) -> bool {
@@ -303,6 +316,21 @@ mod tests {
         assert_eq!(
             text,
             "// 1 functions; call as `await tools.<server>.<tool>(a)`\ngit.log()  // Log.\n"
+        );
+    }
+
+    #[test]
+    fn a_tool_under_its_own_name_is_called_on_tools() {
+        let own = tool("test_simple_text", "Text.", json!({"type": "object"}), None);
+        let odd = tool("get-thing", "", json!({"type": "object"}), None);
+        let prefixed = tool("git__log", "Log.", json!({"type": "object"}), None);
+        let text = signatures(&[own, odd, prefixed], None, |_| true);
+        assert_eq!(
+            text,
+            "// 3 functions; call as `await tools.<server>.<tool>(a)` (`tools.<tool>(a)` where no server is shown)\n\
+             test_simple_text()  // Text.\n\
+             [\"get-thing\"]()\n\
+             git.log()  // Log.\n"
         );
     }
 

@@ -572,6 +572,7 @@ async fn run(
         prefetch.call.arguments.clone(),
         RequestMetaObject::default(),
         None,
+        None,
         flight.cancel.clone(),
     );
     tokio::pin!(call);

@@ -516,6 +516,7 @@ async fn ask_upstream(
             call.arguments.clone(),
             call.meta.clone(),
             call.progress.clone(),
+            call.peer.clone(),
             call.ct.clone(),
         )
         .await;
@@ -550,14 +551,7 @@ pub(crate) fn unknown_tool(name: &str) -> McpError {
 /// still starting, the tool is filtered out by the config, or that server
 /// has no such tool.
 pub(crate) fn explain_unknown_tool(proxy: &Proxy, name: &str) -> McpError {
-    let Some((prefix, tool)) = name.split_once("__") else {
-        return unknown_tool(name);
-    };
-    let Some(upstream) = proxy
-        .current_upstreams()
-        .into_iter()
-        .find(|u| u.config().prefix == prefix)
-    else {
+    let Some((upstream, tool)) = proxy.owner_of(name) else {
         return unknown_tool(name);
     };
     let config = upstream.config();

@@ -6,15 +6,16 @@ use std::time::Duration;
 
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CallToolResult, CancelledNotificationParam,
-    ClientRequest, GetPromptRequestParams, GetPromptResult, ProgressToken,
-    ReadResourceRequestParams, ReadResourceResult, RequestMetaObject, ServerResult,
+    ClientRequest, CompleteRequestParams, CompleteResult, GetPromptRequestParams, GetPromptResult,
+    ProgressToken, ReadResourceRequestParams, ReadResourceResult, RequestMetaObject, ServerResult,
 };
 use rmcp::service::{Peer, PeerRequestOptions, ServiceError};
-use rmcp::RoleClient;
+use rmcp::{RoleClient, RoleServer};
 use std::sync::atomic::Ordering;
 use tokio_util::sync::CancellationToken;
 
 use super::{Phase, Transport, Upstream};
+use crate::relay::AgentId;
 use crate::sync::{lock, read};
 use crate::tap::{ProgressRoutes, ProgressTarget};
 
@@ -113,15 +114,21 @@ impl Upstream {
     ///
     /// `meta` is the agent's request `_meta`, passed on (rmcp replaces the
     /// progress token with its own; progress is mapped back via `progress`).
+    ///
+    /// `caller` is the agent that made the call (none for a prefetch):
+    /// what the upstream asks the client while the call runs (sampling,
+    /// elicitation) goes to it.
     pub async fn call_tool(
         &self,
         tool: &str,
         arguments: Option<rmcp::model::JsonObject>,
         meta: RequestMetaObject,
         progress: Option<ProgressTarget>,
+        caller: Option<Peer<RoleServer>>,
         cancel: CancellationToken,
     ) -> Result<CallToolResult, CallFailure> {
         self.stats.calls.fetch_add(1, Ordering::Relaxed);
+        let _in_flight = caller.map(|agent| self.relay.enter(agent));
         let outcome = self
             .call_tool_inner(tool, arguments, meta, progress, cancel)
             .await;
@@ -216,6 +223,91 @@ impl Upstream {
             ServerResult::GetPromptResult(result) => Ok(result),
             other => Err(self.unexpected("prompts/get", &other)),
         }
+    }
+
+    /// Forwards `completion/complete`.
+    pub async fn complete(
+        &self,
+        params: CompleteRequestParams,
+    ) -> Result<CompleteResult, CallFailure> {
+        let request = ClientRequest::CompleteRequest(rmcp::model::CompleteRequest::new(params));
+        match self.request(request).await? {
+            ServerResult::CompleteResult(result) => Ok(result),
+            other => Err(self.unexpected("completion/complete", &other)),
+        }
+    }
+
+    /// Whether the server, as it last initialized, declared `logging`.
+    pub fn declares_logging(&self) -> bool {
+        self.server_capabilities()
+            .is_some_and(|c| c.logging.is_some())
+    }
+
+    /// Whether the server, as it last initialized, takes resource
+    /// subscriptions.
+    pub fn declares_subscriptions(&self) -> bool {
+        self.server_capabilities().is_some_and(|c| {
+            c.resources
+                .as_ref()
+                .is_some_and(|r| r.subscribe == Some(true))
+        })
+    }
+
+    fn server_capabilities(&self) -> Option<rmcp::model::ServerCapabilities> {
+        let peer = read(&self.peer).clone()?;
+        peer.peer_info().map(|info| info.capabilities.clone())
+    }
+
+    /// `agent` (session `id`) asks for log messages at `level` and above:
+    /// the upstream, when it logs, is set to the lowest level any agent
+    /// asked for.
+    #[allow(deprecated)] // Logging is deprecated by SEP-2577, but still in use.
+    pub(crate) async fn set_level(
+        &self,
+        id: AgentId,
+        agent: Peer<RoleServer>,
+        level: rmcp::model::LoggingLevel,
+    ) -> Result<(), CallFailure> {
+        let level = self.relay.set_level(id, agent, level);
+        if !self.declares_logging() {
+            // Set when it comes up, if it logs (see `apply_agents`).
+            return Ok(());
+        }
+        let request = ClientRequest::SetLevelRequest(rmcp::model::SetLevelRequest::new(
+            rmcp::model::SetLevelRequestParams::new(level),
+        ));
+        self.request(request).await.map(|_| ())
+    }
+
+    /// Subscribes `agent` (session `id`) to `uri`; the upstream is asked
+    /// once, for the first agent.
+    #[allow(deprecated)] // resources/subscribe is what 2025-11-25 servers speak.
+    pub(crate) async fn subscribe(
+        &self,
+        id: AgentId,
+        agent: Peer<RoleServer>,
+        uri: String,
+    ) -> Result<(), CallFailure> {
+        if !self.relay.subscribe(id, agent, &uri) {
+            return Ok(());
+        }
+        let request = ClientRequest::SubscribeRequest(rmcp::model::SubscribeRequest::new(
+            rmcp::model::SubscribeRequestParams::new(uri),
+        ));
+        self.request(request).await.map(|_| ())
+    }
+
+    /// Ends `agent`'s subscription to `uri`; the upstream is told when no
+    /// agent is left subscribed.
+    #[allow(deprecated)] // resources/unsubscribe, as 2025-11-25 servers speak it.
+    pub(crate) async fn unsubscribe(&self, id: AgentId, uri: String) -> Result<(), CallFailure> {
+        if !self.relay.unsubscribe(id, &uri) {
+            return Ok(());
+        }
+        let request = ClientRequest::UnsubscribeRequest(rmcp::model::UnsubscribeRequest::new(
+            rmcp::model::UnsubscribeRequestParams::new(uri),
+        ));
+        self.request(request).await.map(|_| ())
     }
 
     /// Sends `request` once a connection is ready and waits for the answer,

@@ -9,7 +9,7 @@ use rmcp::service::{RunningService, ServiceExt};
 use rmcp::RoleClient;
 
 use super::{ConnectError, Upstream, UpstreamClient};
-use crate::tap::ProgressTap;
+use crate::tap::NotificationTap;
 
 /// How a dropped HTTP connection is described. rmcp's HTTP client drops
 /// the connection on a JSON body over its fixed 16 MiB limit, among others.
@@ -51,7 +51,11 @@ impl Http {
             config,
         );
         match handler
-            .serve(ProgressTap::new(transport, upstream.progress.clone()))
+            .serve(NotificationTap::new(
+                transport,
+                upstream.progress.clone(),
+                upstream.relay.clone(),
+            ))
             .await
         {
             Ok(running) => Ok(running),

@@ -34,6 +34,7 @@ pub use crate::tap::ProgressTarget;
 use tokio::sync::{mpsc, watch};
 use tokio_util::sync::CancellationToken;
 
+pub(crate) use crate::relay::{next_agent_id, AgentId, Relay};
 pub use forward::CallFailure;
 // The crate's lock helpers were defined here first; many modules still
 // import them from this path.
@@ -243,6 +244,8 @@ pub struct Upstream {
     pid: Mutex<Option<u32>>,
     stderr_tail: Arc<Mutex<VecDeque<String>>>,
     progress: ProgressRoutes,
+    /// The agents its requests, log messages and resource updates go to.
+    relay: Arc<Relay>,
     /// Called (synchronously) whenever the catalog changes, before the
     /// phase says Ready, so a ready upstream's tools are always routable.
     on_change: ChangeHook,
@@ -303,6 +306,7 @@ impl Upstream {
             pid: Mutex::new(None),
             stderr_tail: Arc::new(Mutex::new(VecDeque::new())),
             progress: Arc::new(Mutex::new(HashMap::new())),
+            relay: Arc::default(),
             on_change,
             generation: AtomicU64::new(0),
             wanted: watch::Sender::new(Wanted {
@@ -515,6 +519,11 @@ impl Upstream {
                     *write(&self.peer) = Some(peer.clone());
                     tracing::info!(upstream = %name, tools = self.catalog().tools.len(), "upstream ready");
                     self.set_phase(Phase::Ready);
+                    tokio::spawn(renew_for_agents(
+                        peer.clone(),
+                        self.relay.clone(),
+                        self.config.timeout,
+                    ));
                     let stop = running.cancellation_token();
                     let mut quit = Box::pin(running.waiting());
                     let ended = loop {
@@ -608,7 +617,10 @@ impl Upstream {
         refresh: mpsc::UnboundedSender<ListKind>,
         shutdown: &CancellationToken,
     ) -> Result<RunningService<RoleClient, UpstreamClient>, ConnectError> {
-        let handler = UpstreamClient { refresh };
+        let handler = UpstreamClient {
+            refresh,
+            relay: self.relay.clone(),
+        };
         let running = match &self.transport {
             Ok(Transport::Stdio(stdio)) => stdio.serve(self, handler, shutdown).await?,
             Ok(Transport::Http(http)) => http.serve(self, handler).await?,
@@ -701,21 +713,107 @@ async fn list_catalog(peer: &Peer<RoleClient>) -> Result<UpstreamCatalog, Servic
     Ok(catalog)
 }
 
-/// The client side of one upstream connection. Progress is forwarded by
-/// the transport tap, not here (see [`crate::tap`]).
+/// What the agents asked of an upstream's last connection, asked of a new
+/// one: the log level, when it logs, and the resource subscriptions, when
+/// it takes them.
+#[allow(deprecated)] // Logging and resources/subscribe are SEP-2577's legacy.
+async fn renew_for_agents(peer: Peer<RoleClient>, relay: Arc<Relay>, timeout: Duration) {
+    let Some(capabilities) = peer.peer_info().map(|info| info.capabilities.clone()) else {
+        return;
+    };
+    let options = || rmcp::service::PeerRequestOptions::with_timeout(timeout);
+    let mut requests = Vec::new();
+    if let (Some(level), Some(_)) = (relay.level(), capabilities.logging.as_ref()) {
+        requests.push(rmcp::model::ClientRequest::SetLevelRequest(
+            rmcp::model::SetLevelRequest::new(rmcp::model::SetLevelRequestParams::new(level)),
+        ));
+    }
+    if capabilities
+        .resources
+        .as_ref()
+        .is_some_and(|r| r.subscribe == Some(true))
+    {
+        for uri in relay.subscribed_uris() {
+            requests.push(rmcp::model::ClientRequest::SubscribeRequest(
+                rmcp::model::SubscribeRequest::new(rmcp::model::SubscribeRequestParams::new(uri)),
+            ));
+        }
+    }
+    for request in requests {
+        let sent = match peer.send_request_with_option(request, options()).await {
+            Ok(handle) => handle.await_response().await.map(|_| ()),
+            Err(error) => Err(error),
+        };
+        if let Err(error) = sent {
+            tracing::debug!(%error, "renewing an agent's level or subscription failed");
+        }
+    }
+}
+
+/// The client side of one upstream connection: its list changes, and what
+/// it asks of the client, which goes to an agent (see [`crate::relay`]). Progress
+/// and log messages are forwarded by the transport tap, in order, not here
+/// (see [`crate::tap`]).
 pub(crate) struct UpstreamClient {
     refresh: mpsc::UnboundedSender<ListKind>,
+    relay: Arc<Relay>,
+}
+
+impl UpstreamClient {
+    /// The agent to ask on the upstream's behalf, or why there is none.
+    fn asker(&self, what: &str) -> Result<Peer<rmcp::RoleServer>, rmcp::ErrorData> {
+        self.relay.asker().ok_or_else(|| {
+            rmcp::ErrorData::internal_error(
+                format!("devboy has no client connected to ask for {what}"),
+                None,
+            )
+        })
+    }
+}
+
+/// An agent's answer to a request devboy passed on, as the upstream's.
+fn relayed<T>(answer: Result<T, ServiceError>) -> Result<T, rmcp::ErrorData> {
+    answer.map_err(|error| match error {
+        ServiceError::McpError(error) => error,
+        other => {
+            rmcp::ErrorData::internal_error(format!("the client did not answer: {other}"), None)
+        }
+    })
 }
 
 impl ClientHandler for UpstreamClient {
+    #[allow(deprecated)] // Sampling: SEP-2577's legacy, still spoken.
     fn get_info(&self) -> ClientConfig {
+        // What devboy passes on to its agents: an agent that does not do
+        // sampling or elicitation answers that it does not.
+        let capabilities = ClientCapabilities::builder()
+            .enable_sampling()
+            .enable_elicitation()
+            .build();
         let mut info = ClientConfig::new(
-            ClientCapabilities::default(),
+            capabilities,
             Implementation::new("devboy", env!("CARGO_PKG_VERSION")),
         );
         // Session-based lifecycle: list_changed arrives as plain notifications.
         info.protocol_version = ProtocolVersion::LATEST_WITH_INITIALIZE;
         info
+    }
+
+    #[allow(deprecated)] // Sampling: SEP-2577's legacy, still spoken.
+    async fn create_message(
+        &self,
+        params: rmcp::model::CreateMessageRequestParams,
+        _context: rmcp::service::RequestContext<RoleClient>,
+    ) -> Result<rmcp::model::CreateMessageResult, rmcp::ErrorData> {
+        relayed(self.asker("sampling")?.create_message(params).await)
+    }
+
+    async fn create_elicitation(
+        &self,
+        params: rmcp::model::ElicitRequestParams,
+        _context: rmcp::service::RequestContext<RoleClient>,
+    ) -> Result<rmcp::model::ElicitResult, rmcp::ErrorData> {
+        relayed(self.asker("elicitation")?.create_elicitation(params).await)
     }
 
     async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {

@@ -12,7 +12,7 @@ use tokio_util::sync::CancellationToken;
 use super::diagnostics::drain_stderr;
 use super::{ConnectError, Upstream, UpstreamClient};
 use crate::sync::lock;
-use crate::tap::ProgressTap;
+use crate::tap::NotificationTap;
 
 /// A child process to start, as the config gives it.
 pub(super) struct Stdio {
@@ -74,7 +74,11 @@ impl Stdio {
             ));
         }
         match handler
-            .serve(ProgressTap::new(transport, upstream.progress.clone()))
+            .serve(NotificationTap::new(
+                transport,
+                upstream.progress.clone(),
+                upstream.relay.clone(),
+            ))
             .await
         {
             Ok(running) => Ok(running),

@@ -1,0 +1,256 @@
+//! The official MCP conformance suite (`@modelcontextprotocol/conformance`,
+//! pinned in `tests/conformance/package.json`, on the Node 22 it needs) on
+//! both of devboy's sides:
+//!
+//! - **server**: every server scenario against `devboy serve --http` in
+//!   front of `tests/conformance/server.mjs` (a server with what the
+//!   scenarios call, under its own names: `prefix = ""`), with devboy's
+//!   default pipeline; the DNS-rebinding scenario also against devboy
+//!   alone (built-ins only);
+//! - **client**: every client scenario with devboy as the client
+//!   (`tests/conformance/client.py` wraps the scenario's server as devboy's
+//!   upstream and drives `devboy mcp` the way an agent would).
+//!
+//! `tests/conformance/expected-failures.yml` lists what may fail, each
+//! entry with its reason; the suite itself fails a run when a listed
+//! scenario passes, so the list cannot go stale. Each run's summary is
+//! written to stderr whether the test passes or not (CI prints it).
+
+mod common;
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+use common::TempDir;
+use devboy_testkit::peers;
+
+/// A process killed when the test lets go of it.
+struct Running(Child);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Starts `command` and waits for the line of its `stream` that starts
+/// with `marker`; returns the process and the rest of that line.
+fn start_until(mut command: Command, marker: &'static str, from_stderr: bool) -> (Running, String) {
+    if from_stderr {
+        command.stdout(Stdio::null()).stderr(Stdio::piped());
+    } else {
+        command.stdout(Stdio::piped()).stderr(Stdio::inherit());
+    }
+    let mut child = command
+        .stdin(Stdio::null())
+        .spawn()
+        .expect("start the process");
+    let stream: Box<dyn std::io::Read + Send> = if from_stderr {
+        Box::new(child.stderr.take().unwrap())
+    } else {
+        Box::new(child.stdout.take().unwrap())
+    };
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stream).lines().map_while(Result::ok) {
+            eprintln!("  | {line}");
+            if let Some(rest) = line.strip_prefix(marker) {
+                let _ = tx.send(rest.trim().to_owned());
+            }
+        }
+    });
+    let running = Running(child);
+    let rest = rx
+        .recv_timeout(Duration::from_secs(60))
+        .unwrap_or_else(|_| panic!("no `{marker}` line within 60 s"));
+    (running, rest)
+}
+
+/// The conformance target server on a port of its choosing.
+fn target_server() -> (Running, String) {
+    let mut command = Command::new(peers::conformance_bin("node"));
+    command
+        .arg(peers::conformance_dir().join("server.mjs"))
+        .env("PORT", "0");
+    start_until(command, "conformance server listening on ", false)
+}
+
+/// `devboy serve --http` on a free loopback port with `config`.
+fn devboy_serving(dir: &Path, config: &str) -> (Running, String) {
+    let path = dir.join("devboy.toml");
+    std::fs::write(&path, config).unwrap();
+    let mut command = Command::new(common::devboy_bin());
+    command
+        .args(["serve", "--http", "127.0.0.1:0", "--config"])
+        .arg(&path)
+        .env("RUST_LOG", common::test_log_filter())
+        .env("DEVBOY_CONFIG_DIR", dir)
+        .env("DEVBOY_CACHE_DIR", dir.join("cache"))
+        .env("DEVBOY_RUNTIME_DIR", dir.join("run"))
+        .env("DEVBOY_TELEMETRY_DIR", dir.join("telemetry"));
+    start_until(command, "devboy: serving MCP at ", true)
+}
+
+/// Runs the suite with `args` on Node 22; writes its summary to stderr
+/// (past the test harness's capture) and returns its output.
+fn conformance(what: &str, args: &[&str]) -> Output {
+    let bin = peers::conformance_bin("conformance");
+    let node_dir = peers::conformance_bin("node")
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap();
+    let path = std::env::join_paths(
+        std::iter::once(node_dir).chain(std::env::split_paths(&std::env::var_os("PATH").unwrap())),
+    )
+    .unwrap();
+    let output = Command::new(bin)
+        .args(args)
+        .env("PATH", path)
+        .env("DEVBOY_BIN", common::devboy_bin())
+        .stdin(Stdio::null())
+        .output()
+        .expect("run the conformance suite");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let summary = stdout
+        .find("=== SUMMARY ===")
+        .or_else(|| stdout.find("Test Results:"))
+        .map_or(stdout.as_ref(), |at| &stdout[at..]);
+    let _ = writeln!(
+        std::io::stderr(),
+        "\n--- MCP conformance suite 0.1.16, {what} ---\n{summary}\n(exit {:?})",
+        output.status.code()
+    );
+    output
+}
+
+fn expected_failures() -> PathBuf {
+    peers::conformance_dir().join("expected-failures.yml")
+}
+
+/// Asserts the suite's verdict: exit 0 and no failure it did not expect.
+fn assert_passed(output: &Output, what: &str) {
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        output.status.success(),
+        "{what}: the suite failed\n--- stdout\n{stdout}\n--- stderr\n{stderr}"
+    );
+}
+
+#[test]
+fn every_server_scenario_passes_through_devboy_in_front_of_the_target_server() {
+    let dir = TempDir::new("conformance-server");
+    let (_target, target_url) = target_server();
+    let (_devboy, url) = devboy_serving(
+        dir.path(),
+        &format!(
+            "[servers.everything]\nurl = {}\nprefix = \"\"\n",
+            common::toml_str(&target_url)
+        ),
+    );
+    let file = expected_failures();
+    let file = file.to_str().unwrap();
+    let active = conformance(
+        "server scenarios through devboy (active suite)",
+        &["server", "--url", &url, "--expected-failures", file],
+    );
+    assert_passed(&active, "active server suite");
+    let stdout = String::from_utf8_lossy(&active.stdout);
+    assert!(
+        stdout.contains("✓ tools-call-sampling") && stdout.contains("✓ resources-subscribe"),
+        "the scenarios that need devboy to carry requests and subscriptions ran and passed:\n{stdout}"
+    );
+    let pending = conformance(
+        "server scenarios through devboy (pending suite)",
+        &[
+            "server",
+            "--url",
+            &url,
+            "--suite",
+            "pending",
+            "--expected-failures",
+            file,
+        ],
+    );
+    assert_passed(&pending, "pending server suite");
+}
+
+#[test]
+fn devboy_alone_refuses_a_rebinding_and_accepts_localhost() {
+    let dir = TempDir::new("conformance-alone");
+    let (_devboy, url) = devboy_serving(dir.path(), "");
+    // The scenario needs a localhost URL; devboy listens on 127.0.0.1.
+    let output = conformance(
+        "DNS rebinding against devboy alone",
+        &[
+            "server",
+            "--url",
+            &url,
+            "--scenario",
+            "dns-rebinding-protection",
+        ],
+    );
+    assert_passed(&output, "dns-rebinding-protection");
+    assert!(
+        String::from_utf8_lossy(&output.stdout).contains("Passed: 2/2"),
+        "both checks ran"
+    );
+}
+
+/// The client scenarios the suite lists.
+fn client_scenarios() -> Vec<String> {
+    let output = Command::new(peers::conformance_bin("node"))
+        .arg(peers::conformance_bin("conformance"))
+        .arg("list")
+        .output()
+        .expect("list the scenarios");
+    let listing = String::from_utf8_lossy(&output.stdout).into_owned();
+    let clients = listing
+        .split_once("Client scenarios")
+        .map(|(_, tail)| tail.to_owned())
+        .unwrap_or_default();
+    clients
+        .lines()
+        .filter_map(|line| line.trim().strip_prefix("- "))
+        .filter_map(|entry| entry.split_whitespace().next())
+        .map(str::to_owned)
+        .collect()
+}
+
+#[test]
+fn devboy_as_the_client_passes_every_client_scenario() {
+    let python = peers::python();
+    let client = peers::conformance_dir().join("client.py");
+    let command = format!("{} {}", python.display(), client.display());
+    let file = expected_failures();
+    let scenarios = client_scenarios();
+    assert!(
+        scenarios.len() >= 20 && scenarios.iter().any(|s| s == "sse-retry"),
+        "the suite lists its client scenarios: {scenarios:?}"
+    );
+    // One at a time: each starts a devboy, and 26 at once on two cores
+    // would time out on the machine, not in devboy.
+    let mut failed = Vec::new();
+    for scenario in &scenarios {
+        let output = conformance(
+            &format!("client scenario {scenario} with devboy as the client"),
+            &[
+                "client",
+                "--command",
+                &command,
+                "--scenario",
+                scenario,
+                "--expected-failures",
+                file.to_str().unwrap(),
+            ],
+        );
+        if !output.status.success() {
+            failed.push(scenario.clone());
+        }
+    }
+    assert!(failed.is_empty(), "client scenarios failed: {failed:?}");
+}

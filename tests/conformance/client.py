@@ -1,0 +1,146 @@
+"""devboy as the client in the MCP conformance suite's client scenarios.
+
+The suite starts a server of its own for each scenario and runs this
+script with that server's URL as the last argument (and the scenario's
+name in MCP_CONFORMANCE_SCENARIO):
+
+    conformance client --command "python tests/conformance/client.py" --scenario NAME
+
+The script wraps that URL as devboy's only upstream, under its own names
+(`prefix = ""`), starts `devboy mcp` on it ($DEVBOY_BIN) in a fresh config,
+cache and runtime directory, and drives devboy over stdio with the Python
+SDK the way an agent would: it lists the tools and calls each one the
+server offers, with arguments made from its input schema, answering what
+devboy passes on of the server's requests (an elicitation is accepted with
+the defaults its schema gives). So what the suite sees is devboy's client
+side: its initialize, its HTTP requests and streams, its calls.
+
+Exits 0 when every call was answered (an error *result* counts as an
+answer), 1 otherwise; diagnostics go to stderr.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import anyio
+from mcp import Client, types
+from mcp.client.stdio import StdioServerParameters
+
+# Each request must be answered well within the suite's own 30 s limit.
+STEP_TIMEOUT_S = 20
+
+
+def say(*parts: Any) -> None:
+    print("conformance client:", *parts, file=sys.stderr, flush=True)
+
+
+def example(schema: dict[str, Any], index: int = 0) -> Any:
+    """A value that fits `schema` (its default or first example when it
+    gives one), for calling a tool the script knows nothing else about."""
+    if "default" in schema:
+        return schema["default"]
+    if schema.get("examples"):
+        return schema["examples"][0]
+    if "enum" in schema:
+        return schema["enum"][0]
+    if "const" in schema:
+        return schema["const"]
+    kind = schema.get("type")
+    if isinstance(kind, list):
+        kind = next((k for k in kind if k != "null"), "null")
+    if kind in ("number", "integer"):
+        return index + 1
+    if kind == "boolean":
+        return True
+    if kind == "array":
+        return []
+    if kind == "object":
+        return arguments(schema)
+    if kind == "null":
+        return None
+    return f"value {index + 1}"
+
+
+def arguments(schema: dict[str, Any]) -> dict[str, Any]:
+    """Arguments for every required property of an object schema."""
+    properties = schema.get("properties") or {}
+    required = schema.get("required") or []
+    return {name: example(properties.get(name) or {}, i) for i, name in enumerate(required)}
+
+
+async def elicit(_context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+    """Accepts with the defaults the requested schema gives (what a client
+    that applies defaults sends when the user changes nothing)."""
+    schema = getattr(params, "requested_schema", None) or {}
+    content = {
+        name: prop["default"]
+        for name, prop in (schema.get("properties") or {}).items()
+        if isinstance(prop, dict) and "default" in prop
+    }
+    say("elicitation accepted with", json.dumps(content))
+    return types.ElicitResult(action="accept", content=content)
+
+
+async def run(url: str, scenario: str) -> bool:
+    devboy = os.environ.get("DEVBOY_BIN", "devboy")
+    with tempfile.TemporaryDirectory(prefix="devboy-conformance-") as tmp:
+        home = Path(tmp)
+        config = home / "devboy.json"
+        config.write_text(
+            json.dumps({"mcpServers": {"conformance": {"type": "http", "url": url, "prefix": ""}}})
+        )
+        env = dict(os.environ)
+        env.update(
+            DEVBOY_CONFIG_DIR=str(home),
+            DEVBOY_CACHE_DIR=str(home / "cache"),
+            DEVBOY_RUNTIME_DIR=str(home / "run"),
+            DEVBOY_TELEMETRY_DIR=str(home / "telemetry"),
+        )
+        params = StdioServerParameters(
+            command=devboy,
+            args=["mcp", "--config", str(config), "--list-grace-ms", "15000"],
+            env=env,
+        )
+        async with Client(
+            params,
+            mode="legacy",
+            read_timeout_seconds=STEP_TIMEOUT_S,
+            elicitation_callback=elicit,
+        ) as client:
+            tools = (await client.list_tools()).tools
+            upstream = [t for t in tools if not t.name.startswith("devboy_")]
+            say(scenario, "lists", [t.name for t in upstream])
+            ok = True
+            for tool in upstream:
+                args = arguments(tool.input_schema or {})
+                try:
+                    result = await client.call_tool(tool.name, args)
+                except Exception as error:  # an unanswered call is the failure
+                    say(f"{tool.name}({json.dumps(args)}) failed: {error!r}")
+                    ok = False
+                    continue
+                text = " ".join(getattr(b, "text", "") for b in result.content)[:200]
+                say(f"{tool.name}({json.dumps(args)}) ->", "error:" if result.is_error else "", text)
+            return ok
+
+
+def main() -> int:
+    if len(sys.argv) < 2:
+        say("usage: client.py SERVER_URL (MCP_CONFORMANCE_SCENARIO names the scenario)")
+        return 2
+    scenario = os.environ.get("MCP_CONFORMANCE_SCENARIO", "?")
+    try:
+        return 0 if anyio.run(run, sys.argv[-1], scenario) else 1
+    except Exception as error:
+        say("failed:", repr(error))
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
