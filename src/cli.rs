@@ -66,6 +66,26 @@ pub enum Command {
         #[arg(long, conflicts_with = "project")]
         force: bool,
     },
+    /// Log in to an HTTP server that needs OAuth: open its authorization
+    /// page (with $BROWSER when set, else the system's opener; the URL is
+    /// printed too), wait for the redirect on a loopback port, and keep the
+    /// tokens for that server in a file only you can read. A running devboy
+    /// connects to the server within a second, without a restart.
+    Login {
+        /// The server's key in the config (or its prefix).
+        name: String,
+        /// devboy.toml or a .mcp.json (default as for `devboy mcp`).
+        #[arg(long, value_name = "FILE")]
+        config: Option<PathBuf>,
+    },
+    /// Forget the tokens `devboy login` kept for a server.
+    Logout {
+        /// The server's key in the config (or its prefix).
+        name: String,
+        /// devboy.toml or a .mcp.json (default as for `devboy mcp`).
+        #[arg(long, value_name = "FILE")]
+        config: Option<PathBuf>,
+    },
     /// Check the setup without an MCP client: start every configured
     /// upstream and report its state, tool count and errors (keeping its
     /// tool list for `devboy mcp`'s first tools/list); find devboy's

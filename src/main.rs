@@ -11,6 +11,7 @@ mod explore;
 mod find;
 mod hooks;
 mod logging;
+mod login;
 mod replay;
 mod serve;
 mod setup;
@@ -140,6 +141,8 @@ fn run(command: Command) -> anyhow::Result<()> {
             from,
             force,
         } => setup::init_user(from.as_deref(), force),
+        Command::Login { name, config } => login::login(&name, config.as_deref()),
+        Command::Logout { name, config } => login::logout(&name, config.as_deref()),
         Command::Doctor { config, wait_ms } => {
             setup::doctor(config.as_deref(), Duration::from_millis(wait_ms))
         }

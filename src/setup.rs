@@ -304,6 +304,29 @@ async fn check_model(config: &devboy_core::config::LlmConfig) -> bool {
 /// `devboy doctor`: the config, each upstream started and checked, and
 /// devboy's registrations in Claude Code, each started as Claude Code
 /// would. Fails when something a user would trip over was found.
+/// The value of `flag` Claude Code starts devboy with in `project` (an
+/// HTTP registration's devboy was started with its own), as a path there.
+fn registered_flag(project: &Path, registrations: &[Registration], flag: &str) -> Option<PathBuf> {
+    registrations
+        .iter()
+        .find_map(|r| match &r.server {
+            RegisteredServer::Stdio { args, .. } => flag_value(args, flag),
+            RegisteredServer::Http { .. } => None,
+        })
+        .map(|file| project.join(file))
+}
+
+/// The config `devboy mcp` would serve here: `config` when given, else
+/// the one Claude Code starts devboy with in this directory, else the
+/// default one.
+pub fn config_here(config: Option<&Path>) -> anyhow::Result<ProxyConfig> {
+    let project = std::env::current_dir().context("the current directory")?;
+    let registered = registered_flag(&project, &claude_code_registrations(&project), "--config");
+    Ok(ProxyConfig::resolve_or_default(
+        config.or(registered.as_deref()),
+    )?)
+}
+
 pub fn doctor(config: Option<&Path>, wait: Duration) -> anyhow::Result<()> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -313,17 +336,7 @@ pub fn doctor(config: Option<&Path>, wait: Duration) -> anyhow::Result<()> {
     println!("devboy {}", env!("CARGO_PKG_VERSION"));
     let project = std::env::current_dir().context("the current directory")?;
     let registrations = claude_code_registrations(&project);
-    // Without --config, the config Claude Code starts devboy with here
-    // (an HTTP registration's devboy was started with its own).
-    let registered = |flag: &str| {
-        registrations
-            .iter()
-            .find_map(|r| match &r.server {
-                RegisteredServer::Stdio { args, .. } => flag_value(args, flag),
-                RegisteredServer::Http { .. } => None,
-            })
-            .map(|file| project.join(file))
-    };
+    let registered = |flag: &str| registered_flag(&project, &registrations, flag);
     // What `devboy mcp` would serve here, problems and all.
     let loaded = ProxyConfig::resolve_or_default(config.or(registered("--config").as_deref()));
     match &loaded {

@@ -140,7 +140,7 @@ const MCP_LEVELS: &[(&str, &[&str])] = &[
         ],
     ),
     ("catalog", &["catalog", "tool_search", "definitions"]),
-    ("upstream", &["upstream", "listing_cache"]),
+    ("upstream", &["upstream", "listing_cache", "oauth"]),
     ("proxy", &["proxy"]),
     ("resolve", &["resolve", "lazy", "partition"]),
     ("pipeline", &["answers", "seam", "processor", "speculation"]),

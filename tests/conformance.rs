@@ -148,7 +148,7 @@ fn every_server_scenario_passes_through_devboy_in_front_of_the_target_server() {
     let (_devboy, url) = devboy_serving(
         dir.path(),
         &format!(
-            "[servers.everything]\nurl = {}\nprefix = \"\"\n",
+            "[servers.everything]\nurl = {}\nprefix = \"\"\nsampling = true\n",
             common::toml_str(&target_url)
         ),
     );

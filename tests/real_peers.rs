@@ -83,7 +83,9 @@ async fn raw_wait_for_tool(client: &mut RawClient, next_id: &mut i64, tool: &str
     }
 }
 
-/// An rmcp client straight to `peer`, bypassing devboy.
+/// An rmcp client straight to `peer`, bypassing devboy, declaring what
+/// devboy declares to its upstreams (elicitation), so both see the same
+/// tools.
 async fn direct(peer: &PeerCommand) -> Client {
     let mut cmd = tokio::process::Command::new(&peer.program);
     cmd.args(&peer.args);
@@ -96,7 +98,11 @@ async fn direct(peer: &PeerCommand) -> Client {
         .unwrap_or_else(|e| panic!("spawn {}: {e}", peer.program.display()));
     let started = tokio::time::timeout(
         Duration::from_secs(20),
-        Recorder::default().serve(transport),
+        Recorder {
+            elicitation: true,
+            ..Recorder::default()
+        }
+        .serve(transport),
     )
     .await;
     match started {

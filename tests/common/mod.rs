@@ -141,12 +141,19 @@ pub struct Recorder {
     pub changed: Arc<tokio::sync::Notify>,
     /// The client's name at `initialize` (`devboy-e2e` unless set).
     pub name: Option<&'static str>,
+    /// Declares elicitation at `initialize`, as devboy does to its
+    /// upstreams (and Claude Code to its servers).
+    pub elicitation: bool,
 }
 
 impl ClientHandler for Recorder {
     fn get_info(&self) -> ClientConfig {
+        let mut capabilities = ClientCapabilities::default();
+        if self.elicitation {
+            capabilities.elicitation = Some(Default::default());
+        }
         ClientConfig::new(
-            ClientCapabilities::default(),
+            capabilities,
             Implementation::new(self.name.unwrap_or("devboy-e2e"), "0"),
         )
     }

@@ -7,7 +7,9 @@ name in MCP_CONFORMANCE_SCENARIO):
     conformance client --command "python tests/conformance/client.py" --scenario NAME
 
 The script wraps that URL as devboy's only upstream, under its own names
-(`prefix = ""`), starts `devboy mcp` on it ($DEVBOY_BIN) in a fresh config,
+(`prefix = ""`; for an authorization scenario with the `oauth` settings a
+user would give, after `devboy login` with a $BROWSER that follows the
+redirect), starts `devboy mcp` on it ($DEVBOY_BIN) in a fresh config,
 cache and runtime directory, and drives devboy over stdio with the Python
 SDK the way an agent would: it lists the tools and calls each one the
 server offers, with arguments made from its input schema, answering what
@@ -23,6 +25,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -34,10 +37,16 @@ from mcp.client.stdio import StdioServerParameters
 
 # Each request must be answered well within the suite's own 30 s limit.
 STEP_TIMEOUT_S = 20
+# The client ID metadata document the suite's CIMD scenario accepts.
+CIMD_URL = "https://conformance-test.local/client-metadata.json"
 
 
 def say(*parts: Any) -> None:
     print("conformance client:", *parts, file=sys.stderr, flush=True)
+    log = os.environ.get("DEVBOY_CONFORMANCE_LOG")
+    if log:
+        with open(log, "a", encoding="utf-8") as f:
+            print(*parts, file=f)
 
 
 def example(schema: dict[str, Any], index: int = 0) -> Any:
@@ -87,14 +96,46 @@ async def elicit(_context: Any, params: types.ElicitRequestParams) -> types.Elic
     return types.ElicitResult(action="accept", content=content)
 
 
+def oauth_settings(scenario: str) -> dict[str, Any]:
+    """The `oauth` table a user would write for the scenario's server: the
+    client the suite registered for it (MCP_CONFORMANCE_CONTEXT), or the
+    client ID metadata document the suite serves for devboy."""
+    context = json.loads(os.environ.get("MCP_CONFORMANCE_CONTEXT") or "{}")
+    settings: dict[str, Any] = {}
+    if "client_id" in context:
+        settings["clientId"] = context["client_id"]
+    if "client_secret" in context:
+        settings["clientSecret"] = context["client_secret"]
+    if scenario == "auth/basic-cimd":
+        settings["clientMetadataUrl"] = CIMD_URL
+    return settings
+
+
+def login(devboy: str, config: Path, env: dict[str, str]) -> None:
+    """`devboy login` as the README says, with $BROWSER a stand-in that
+    follows the authorization server's redirect."""
+    browser = f"{sys.executable} {Path(__file__).with_name('browser.py')}"
+    done = subprocess.run(
+        [devboy, "login", "conformance", "--config", str(config)],
+        env={**env, "BROWSER": browser},
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=STEP_TIMEOUT_S,
+    )
+    say("devboy login:", done.returncode, done.stderr.strip().replace("\n", " | ")[-600:])
+
+
 async def run(url: str, scenario: str) -> bool:
     devboy = os.environ.get("DEVBOY_BIN", "devboy")
     with tempfile.TemporaryDirectory(prefix="devboy-conformance-") as tmp:
         home = Path(tmp)
         config = home / "devboy.json"
-        config.write_text(
-            json.dumps({"mcpServers": {"conformance": {"type": "http", "url": url, "prefix": ""}}})
-        )
+        server: dict[str, Any] = {"type": "http", "url": url, "prefix": ""}
+        oauth = oauth_settings(scenario)
+        if oauth:
+            server["oauth"] = oauth
+        config.write_text(json.dumps({"mcpServers": {"conformance": server}}))
         env = dict(os.environ)
         env.update(
             DEVBOY_CONFIG_DIR=str(home),
@@ -102,6 +143,8 @@ async def run(url: str, scenario: str) -> bool:
             DEVBOY_RUNTIME_DIR=str(home / "run"),
             DEVBOY_TELEMETRY_DIR=str(home / "telemetry"),
         )
+        if scenario.startswith("auth/"):
+            login(devboy, config, env)
         params = StdioServerParameters(
             command=devboy,
             args=["mcp", "--config", str(config), "--list-grace-ms", "15000"],

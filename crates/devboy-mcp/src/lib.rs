@@ -28,6 +28,7 @@ mod frame;
 pub mod http;
 mod lazy;
 mod listing_cache;
+pub mod oauth;
 pub mod partition;
 mod processor;
 mod proxy;

@@ -269,6 +269,8 @@ mod tests {
             tools: ToolFilter::default(),
             enabled: true,
             always_load: false,
+            oauth: Default::default(),
+            sampling: false,
         }
     }
 

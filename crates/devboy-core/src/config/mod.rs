@@ -289,6 +289,35 @@ pub struct UpstreamConfig {
     /// so that a client with a tool search (Claude Code) loads them up
     /// front instead of deferring them.
     pub always_load: bool,
+    /// How devboy identifies itself to an HTTP server that asks for a
+    /// login (`oauth`); empty: registered dynamically or by the server's
+    /// own means.
+    pub oauth: OAuthConfig,
+    /// `sampling`: devboy declares sampling to this server and passes its
+    /// `sampling/createMessage` on to the agent. Off by default: Claude
+    /// Code does not sample, and a server told it may would offer tools
+    /// that then fail.
+    pub sampling: bool,
+}
+
+/// An HTTP server's `oauth` table. Every field is optional: without
+/// one, devboy registers itself with the authorization server (dynamic
+/// client registration) and asks for the scopes the server names.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct OAuthConfig {
+    /// A client id registered with the authorization server.
+    pub client_id: Option<String>,
+    /// Its secret, for a confidential client (`${VAR}` keeps it out of
+    /// the file).
+    pub client_secret: Option<String>,
+    /// The scopes to ask for, instead of those the server names.
+    pub scopes: Option<Vec<String>>,
+    /// An `https://` URL of a client ID metadata document describing
+    /// devboy, used as the client id where the server takes one.
+    pub client_metadata_url: Option<String>,
+    /// The loopback port `devboy login` listens on for the redirect
+    /// (a client registered with a fixed redirect URI needs one).
+    pub callback_port: Option<u16>,
 }
 
 impl UpstreamConfig {

@@ -18,8 +18,8 @@ use super::keypath::{closest, KeyPath};
 use super::team::{ProviderConfig, ProviderSource, TeamConfig, STORE_SCHEMES};
 use super::tree::{describe, quote_short, Entry, Node, Pos, Value};
 use super::{
-    CodeConfig, ConfigFormat, LazyTools, LlmConfig, LlmProvider, ToolFilter, ToolsConfig,
-    UpstreamConfig, UpstreamTransport, DEFAULT_LLM_PARALLEL, DEFAULT_LLM_RETRIES,
+    CodeConfig, ConfigFormat, LazyTools, LlmConfig, LlmProvider, OAuthConfig, ToolFilter,
+    ToolsConfig, UpstreamConfig, UpstreamTransport, DEFAULT_LLM_PARALLEL, DEFAULT_LLM_RETRIES,
     DEFAULT_LLM_TIMEOUT, DEFAULT_RUNNER_STARTUP_TIMEOUT, DEFAULT_SERVER_NAME,
     DEFAULT_STARTUP_TIMEOUT, DEFAULT_TIMEOUT, DERIVED_PREFIX_MAX, RESERVED_PREFIX,
 };
@@ -44,6 +44,8 @@ pub(super) const SERVER_KEYS: &[&str] = &[
     "disabled",
     "always_load",
     "alwaysLoad",
+    "oauth",
+    "sampling",
 ];
 /// Keys Claude Code and similar clients write that do not matter to devboy;
 /// skipped without a word.
@@ -57,7 +59,20 @@ const JSON_SILENT_KEYS: &[&str] = &[
 ];
 /// Claude Code keys devboy does not implement and whose absence can change
 /// behaviour (authentication); ignored with a specific warning.
-const JSON_UNSUPPORTED_KEYS: &[&str] = &["headersHelper", "oauth"];
+const JSON_UNSUPPORTED_KEYS: &[&str] = &["headersHelper"];
+/// An HTTP server's `oauth` table, in either spelling (Claude Code writes
+/// `clientId` and `callbackPort`).
+const OAUTH_KEYS: &[&str] = &[
+    "client_id",
+    "clientId",
+    "client_secret",
+    "clientSecret",
+    "scopes",
+    "client_metadata_url",
+    "clientMetadataUrl",
+    "callback_port",
+    "callbackPort",
+];
 const TOML_TOP_KEYS: &[&str] = &[
     "devboy",
     "servers",
@@ -114,7 +129,7 @@ const LLM_KEYS: &[&str] = &[
 const LLM_PROVIDERS: &[&str] = &["anthropic", "openai", "mcp-sampling"];
 const SETTINGS_KEYS: &[&str] = &["server_name"];
 const STDIO_ONLY_KEYS: &[&str] = &["command", "args", "env", "cwd"];
-const HTTP_ONLY_KEYS: &[&str] = &["url", "headers"];
+const HTTP_ONLY_KEYS: &[&str] = &["url", "headers", "oauth"];
 const TOML_TYPES: &[&str] = &["stdio", "http", "streamable-http", "sse"];
 
 /// What [`resolve`] produces.
@@ -302,6 +317,8 @@ struct Pending {
     tools: ToolFilter,
     enabled: bool,
     always_load: bool,
+    oauth: OAuthConfig,
+    sampling: bool,
 }
 
 struct Loader<'a> {
@@ -549,6 +566,8 @@ impl Loader<'_> {
             tools: ToolFilter::default(),
             enabled,
             always_load: false,
+            oauth: OAuthConfig::default(),
+            sampling: false,
         }
     }
 
@@ -1283,8 +1302,13 @@ impl Loader<'_> {
         let enabled = enabled_flag != Some(false) && disabled_flag != Some(true);
         let always_load = flag(self, &mut errors, "always_load").unwrap_or(false)
             || flag(self, &mut errors, "alwaysLoad").unwrap_or(false);
+        let sampling = flag(self, &mut errors, "sampling").unwrap_or(false);
 
         let transport = self.transport(entry, &path, &get, !enabled, &mut errors);
+        let oauth = match get("oauth") {
+            Some(node) => self.oauth(node, &path.key("oauth"), !enabled, &mut errors),
+            None => Some(OAuthConfig::default()),
+        };
 
         let timeout = match (get("timeout_ms"), get("timeout")) {
             (Some(ms), other) => {
@@ -1382,8 +1406,75 @@ impl Loader<'_> {
             tools,
             enabled,
             always_load,
+            oauth: oauth.unwrap_or_default(),
+            sampling,
         };
         errors.finish(Some(pending), || self.unexplained(&path))
+    }
+
+    /// An HTTP server's `oauth` table: how devboy identifies itself when
+    /// the server asks for a login. Strings expand `${VAR}`.
+    fn oauth(
+        &mut self,
+        node: &Node,
+        path: &KeyPath,
+        lenient: bool,
+        errors: &mut Gathered,
+    ) -> Option<OAuthConfig> {
+        let Some(entries) = node.as_table() else {
+            errors.push(self.wrong_type(path, node, self.table_word()));
+            return None;
+        };
+        let before = errors.len();
+        let mut oauth = OAuthConfig::default();
+        for entry in entries {
+            let key = path.key(&entry.key);
+            match entry.key.as_str() {
+                "client_id" | "clientId" => {
+                    oauth.client_id = errors.keep(self.expanded(&entry.node, &key, lenient));
+                }
+                "client_secret" | "clientSecret" => {
+                    oauth.client_secret = errors.keep(self.expanded(&entry.node, &key, lenient));
+                }
+                "client_metadata_url" | "clientMetadataUrl" => {
+                    let url = self.expanded(&entry.node, &key, lenient).and_then(|url| {
+                        if url.starts_with("https://") {
+                            Ok(url)
+                        } else {
+                            Err(self.invalid(
+                                &key,
+                                entry.node.pos,
+                                "an https:// URL (a client ID metadata document)",
+                                format!("the string {}", quote_short(&url)),
+                            ))
+                        }
+                    });
+                    oauth.client_metadata_url = errors.keep(url);
+                }
+                "scopes" => {
+                    oauth.scopes = self.string_array(&entry.node, &key, None, errors);
+                }
+                "callback_port" | "callbackPort" => {
+                    let port = match entry.node.value {
+                        Value::Integer(n) if (1..=65_535).contains(&n) => {
+                            Ok(u16::try_from(n).unwrap_or(0))
+                        }
+                        _ => Err(self.wrong_type(&key, &entry.node, "a port number (1–65535)")),
+                    };
+                    oauth.callback_port = errors.keep(port);
+                }
+                _ => errors.push(self.unknown_key(path, entry, OAUTH_KEYS)),
+            }
+        }
+        if oauth.client_secret.is_some() && oauth.client_id.is_none() {
+            errors.push(self.invalid(
+                &path.key("client_secret"),
+                node.pos,
+                "a client_id beside it (a secret belongs to a registered client)",
+                "a client_secret alone".to_owned(),
+            ));
+        }
+        (errors.len() == before).then_some(oauth)
     }
 
     /// How to reach the server, or `None` with its errors gathered.
@@ -1695,6 +1786,8 @@ impl Loader<'_> {
                 tools: p.tools,
                 enabled: p.enabled,
                 always_load: p.always_load,
+                oauth: p.oauth,
+                sampling: p.sampling,
             });
         }
         upstreams

@@ -1618,3 +1618,24 @@ fn always_load_marks_builtins_and_servers() {
         bad.problems
     );
 }
+
+#[test]
+fn an_http_servers_oauth_table_is_read_in_either_spelling() {
+    let config = ok(json(
+        r#"{"mcpServers": {"remote": {"type": "http", "url": "https://mcp.example/mcp",
+            "oauth": {"clientId": "devboy-app", "callbackPort": 8976, "scopes": ["read"]}}}}"#,
+    ));
+    let oauth = &config.upstreams[0].oauth;
+    assert_eq!(oauth.client_id.as_deref(), Some("devboy-app"));
+    assert_eq!(oauth.callback_port, Some(8976));
+    assert_eq!(oauth.scopes.as_deref(), Some(&["read".to_owned()][..]));
+    assert!(config.warnings.is_empty(), "{:?}", config.warnings);
+    err_with(
+        toml("[servers.r]\nurl = \"https://x/mcp\"\noauth = { client_secret = \"s\" }\n"),
+        &["servers.r.oauth.client_secret", "a client_id beside it"],
+    );
+    err_with(
+        toml("[servers.r]\nurl = \"https://x/mcp\"\noauth = { client_metadata_url = \"http://x/c.json\" }\n"),
+        &["servers.r.oauth.client_metadata_url", "an https:// URL"],
+    );
+}

@@ -9,6 +9,7 @@ use rmcp::service::{RunningService, ServiceExt};
 use rmcp::RoleClient;
 
 use super::{ConnectError, Upstream, UpstreamClient};
+use crate::oauth::{self, TokenFile};
 use crate::tap::NotificationTap;
 
 /// How a dropped HTTP connection is described. rmcp's HTTP client drops
@@ -46,19 +47,57 @@ impl Http {
             )
             .custom_headers(custom)
             .max_sse_event_size(crate::wire::MAX_MESSAGE_BYTES);
-        let transport = rmcp::transport::StreamableHttpClientTransport::with_client(
-            reqwest::Client::new(),
-            config,
-        );
-        match handler
-            .serve(NotificationTap::new(
-                transport,
-                upstream.progress.clone(),
-                upstream.relay.clone(),
-            ))
-            .await
-        {
+        // With tokens from `devboy login`, every request carries one
+        // (refreshed before it expires); without, the server may still
+        // answer, or say that it needs a login.
+        let tokens = TokenFile::of(&upstream.config);
+        let manager = match &tokens {
+            Some(tokens) => {
+                oauth::connecting_manager(&self.url, tokens.clone(), &upstream.config.oauth)
+                    .await
+                    .map_err(|e| {
+                        format!(
+                            "its login (`devboy login {}`) cannot be used: {e}",
+                            upstream.config.name
+                        )
+                    })?
+            }
+            None => None,
+        };
+        let served = match manager {
+            Some(manager) => {
+                let client =
+                    rmcp::transport::auth::AuthClient::new(reqwest::Client::new(), manager);
+                let transport =
+                    rmcp::transport::StreamableHttpClientTransport::with_client(client, config);
+                handler
+                    .serve(NotificationTap::new(
+                        transport,
+                        upstream.progress.clone(),
+                        upstream.relay.clone(),
+                    ))
+                    .await
+            }
+            None => {
+                let transport = rmcp::transport::StreamableHttpClientTransport::with_client(
+                    reqwest::Client::new(),
+                    config,
+                );
+                handler
+                    .serve(NotificationTap::new(
+                        transport,
+                        upstream.progress.clone(),
+                        upstream.relay.clone(),
+                    ))
+                    .await
+            }
+        };
+        match served {
             Ok(running) => Ok(running),
+            Err(error) if error.is_authorization_required() => match tokens {
+                Some(tokens) => Err(ConnectError::NeedsLogin(tokens)),
+                None => Err(oauth::needs_login(&upstream.config.name).into()),
+            },
             // rmcp's transport errors end in its own type names and
             // do not chain their cause: ask the URL once more
             // directly to say what is wrong.

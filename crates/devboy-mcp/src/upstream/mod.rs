@@ -44,6 +44,8 @@ pub(crate) use crate::sync::{lock, read, write};
 const BACKOFF_START: Duration = Duration::from_millis(250);
 /// Longest restart delay.
 const BACKOFF_MAX: Duration = Duration::from_secs(30);
+/// How often a server that needs a login looks for the tokens of one.
+const LOGIN_POLL: Duration = Duration::from_millis(500);
 /// A connection that stayed up this long resets the backoff.
 const STABLE_UPTIME: Duration = Duration::from_secs(30);
 
@@ -509,6 +511,13 @@ impl Upstream {
                     self.fail_for_good(error, shutdown, wanted).await;
                     return;
                 }
+                Ok(Err(ConnectError::NeedsLogin(tokens))) => {
+                    if !self.wait_for_login(&tokens, shutdown, wanted).await {
+                        return;
+                    }
+                    backoff = BACKOFF_START;
+                    continue;
+                }
                 Ok(Ok(running)) => {
                     let started = Instant::now();
                     self.ever_ready.store(true, Ordering::SeqCst);
@@ -582,6 +591,41 @@ impl Upstream {
         }
     }
 
+    /// Marks the upstream as needing a login and waits until `tokens`
+    /// change (a `devboy login` done meanwhile): true to connect again,
+    /// false on shutdown or a change asked at runtime.
+    async fn wait_for_login(
+        &self,
+        tokens: &crate::oauth::TokenFile,
+        shutdown: &CancellationToken,
+        wanted: &mut watch::Receiver<Wanted>,
+    ) -> bool {
+        let error = crate::oauth::needs_login(&self.config.name);
+        tracing::warn!(upstream = %self.config.name, "{error}");
+        lock(&self.down_since).get_or_insert_with(SystemTime::now);
+        self.set_phase(Phase::Failed {
+            error,
+            retry_in: None,
+        });
+        let before = tokens.modified();
+        let mut poll = tokio::time::interval(LOGIN_POLL);
+        loop {
+            tokio::select! {
+                _ = shutdown.cancelled() => return false,
+                _ = wanted.changed() => {
+                    wanted.borrow_and_update();
+                    return false;
+                }
+                _ = poll.tick() => {
+                    let now = tokens.modified();
+                    if now.is_some() && now != before {
+                        return true;
+                    }
+                }
+            }
+        }
+    }
+
     /// Marks the upstream failed with no retry (its config or what it is
     /// cannot work) and waits for shutdown or a change asked at runtime.
     async fn fail_for_good(
@@ -620,6 +664,7 @@ impl Upstream {
         let handler = UpstreamClient {
             refresh,
             relay: self.relay.clone(),
+            sampling: self.config.sampling,
         };
         let running = match &self.transport {
             Ok(Transport::Stdio(stdio)) => stdio.serve(self, handler, shutdown).await?,
@@ -675,6 +720,9 @@ enum ConnectError {
     Retry(String),
     /// Never worth another attempt: what the config says cannot work.
     Permanent(String),
+    /// The server wants a login devboy does not have: worth another
+    /// attempt once `devboy login` has written these tokens.
+    NeedsLogin(crate::oauth::TokenFile),
 }
 
 impl From<String> for ConnectError {
@@ -757,6 +805,8 @@ async fn renew_for_agents(peer: Peer<RoleClient>, relay: Arc<Relay>, timeout: Du
 pub(crate) struct UpstreamClient {
     refresh: mpsc::UnboundedSender<ListKind>,
     relay: Arc<Relay>,
+    /// Declares sampling (`[servers.NAME] sampling`).
+    sampling: bool,
 }
 
 impl UpstreamClient {
@@ -782,14 +832,14 @@ fn relayed<T>(answer: Result<T, ServiceError>) -> Result<T, rmcp::ErrorData> {
 }
 
 impl ClientHandler for UpstreamClient {
-    #[allow(deprecated)] // Sampling: SEP-2577's legacy, still spoken.
     fn get_info(&self) -> ClientConfig {
-        // What devboy passes on to its agents: an agent that does not do
-        // sampling or elicitation answers that it does not.
-        let capabilities = ClientCapabilities::builder()
-            .enable_sampling()
-            .enable_elicitation()
-            .build();
+        // What devboy passes on to its agents: elicitation (Claude Code
+        // answers it; an agent that does not says so), and sampling where
+        // the config says so (Claude Code does not sample).
+        let mut capabilities = ClientCapabilities::builder().enable_elicitation().build();
+        if self.sampling {
+            capabilities.sampling = Some(Default::default());
+        }
         let mut info = ClientConfig::new(
             capabilities,
             Implementation::new("devboy", env!("CARGO_PKG_VERSION")),
