@@ -18,57 +18,12 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
-use std::sync::mpsc;
-use std::time::Duration;
+use std::process::{Command, Output, Stdio};
 
-use common::TempDir;
+use common::{start_until, Running, TempDir};
 use devboy_testkit::peers;
-
-/// A process killed when the test lets go of it.
-struct Running(Child);
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-/// Starts `command` and waits for the line of its `stream` that starts
-/// with `marker`; returns the process and the rest of that line.
-fn start_until(mut command: Command, marker: &'static str, from_stderr: bool) -> (Running, String) {
-    if from_stderr {
-        command.stdout(Stdio::null()).stderr(Stdio::piped());
-    } else {
-        command.stdout(Stdio::piped()).stderr(Stdio::inherit());
-    }
-    let mut child = command
-        .stdin(Stdio::null())
-        .spawn()
-        .expect("start the process");
-    let stream: Box<dyn std::io::Read + Send> = if from_stderr {
-        Box::new(child.stderr.take().unwrap())
-    } else {
-        Box::new(child.stdout.take().unwrap())
-    };
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stream).lines().map_while(Result::ok) {
-            eprintln!("  | {line}");
-            if let Some(rest) = line.strip_prefix(marker) {
-                let _ = tx.send(rest.trim().to_owned());
-            }
-        }
-    });
-    let running = Running(child);
-    let rest = rx
-        .recv_timeout(Duration::from_secs(60))
-        .unwrap_or_else(|_| panic!("no `{marker}` line within 60 s"));
-    (running, rest)
-}
 
 /// The conformance target server on a port of its choosing.
 fn target_server() -> (Running, String) {

@@ -697,3 +697,58 @@ pub fn events(telemetry: &Path) -> Vec<serde_json::Value> {
         })
         .collect()
 }
+
+/// A process killed when the test lets go of it.
+pub struct Running(pub std::process::Child);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Starts `command` and waits for the line of its `stream` that starts
+/// with `marker`; returns the process and the rest of that line.
+pub fn start_until(
+    mut command: std::process::Command,
+    marker: &'static str,
+    from_stderr: bool,
+) -> (Running, String) {
+    if from_stderr {
+        command
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped());
+    } else {
+        command
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::inherit());
+    }
+    let mut child = command
+        .stdin(std::process::Stdio::null())
+        .spawn()
+        .expect("start the process");
+    let stream: Box<dyn std::io::Read + Send> = if from_stderr {
+        Box::new(child.stderr.take().unwrap())
+    } else {
+        Box::new(child.stdout.take().unwrap())
+    };
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        use std::io::BufRead;
+        for line in std::io::BufReader::new(stream)
+            .lines()
+            .map_while(Result::ok)
+        {
+            eprintln!("  | {line}");
+            if let Some(rest) = line.strip_prefix(marker) {
+                let _ = tx.send(rest.trim().to_owned());
+            }
+        }
+    });
+    let running = Running(child);
+    let rest = rx
+        .recv_timeout(Duration::from_secs(60))
+        .unwrap_or_else(|_| panic!("no `{marker}` line within 60 s"));
+    (running, rest)
+}
