@@ -14,7 +14,9 @@ cache and runtime directory, and drives devboy over stdio with the Python
 SDK the way an agent would: it lists the tools and calls each one the
 server offers, with arguments made from its input schema, answering what
 devboy passes on of the server's requests (an elicitation is accepted with
-the defaults its schema gives). So what the suite sees is devboy's client
+the defaults its schema gives; a call devboy answers with "run `devboy
+login`", as a server wanting a wider scope makes it, is followed by that
+login and the call again, as a user would). So what the suite sees is devboy's client
 side: its initialize, its HTTP requests and streams, its calls.
 
 Exits 0 when every call was answered (an error *result* counts as an
@@ -168,8 +170,15 @@ async def run(url: str, scenario: str) -> bool:
                     say(f"{tool.name}({json.dumps(args)}) failed: {error!r}")
                     ok = False
                     continue
-                text = " ".join(getattr(b, "text", "") for b in result.content)[:200]
+                text = " ".join(getattr(b, "text", "") for b in result.content)[:300]
                 say(f"{tool.name}({json.dumps(args)}) ->", "error:" if result.is_error else "", text)
+                if result.is_error and "run `devboy login" in text and scenario.startswith("auth/"):
+                    # What devboy tells a user whose server wants a wider
+                    # login (403 insufficient_scope): log in, call again.
+                    login(devboy, config, env)
+                    result = await client.call_tool(tool.name, args)
+                    text = " ".join(getattr(b, "text", "") for b in result.content)[:300]
+                    say(f"after the login, {tool.name} ->", "error:" if result.is_error else "", text)
             return ok
 
 

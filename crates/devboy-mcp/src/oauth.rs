@@ -17,8 +17,8 @@ use std::time::{Duration, SystemTime};
 
 use devboy_core::config::{OAuthConfig, UpstreamConfig, UpstreamTransport};
 use rmcp::transport::auth::{
-    AuthError, AuthorizationManager, AuthorizationRequest, CredentialStore, OAuthClientConfig,
-    OAuthState, StoredCredentials,
+    AuthError, AuthorizationManager, AuthorizationMetadata, AuthorizationRequest,
+    AuthorizationSession, CredentialStore, OAuthClientConfig, OAuthState, StoredCredentials,
 };
 
 /// How long `devboy login` waits for the browser to come back.
@@ -70,13 +70,50 @@ impl TokenFile {
             .ok()
     }
 
-    /// Removes it; false when there was none.
+    /// Removes it (and the scopes wanted beyond it); false when there was
+    /// none.
     pub fn remove(&self) -> std::io::Result<bool> {
+        let _ = std::fs::remove_file(self.wanted_path());
         match std::fs::remove_file(&self.path) {
             Ok(()) => Ok(true),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
             Err(e) => Err(e),
         }
+    }
+
+    /// Where the scopes a server asked for beyond the login are kept.
+    fn wanted_path(&self) -> PathBuf {
+        self.path.with_extension("scopes")
+    }
+
+    /// Notes that the server asked for `scope` (space-separated scopes) for
+    /// a call: the next login asks for them too.
+    pub fn want_scope(&self, scope: &str) -> std::io::Result<()> {
+        let mut wanted = self.wanted_scopes();
+        for s in scope.split_whitespace() {
+            if !wanted.iter().any(|w| w == s) {
+                wanted.push(s.to_owned());
+            }
+        }
+        let dir = self.path.parent().unwrap_or_else(|| Path::new("."));
+        create_private_dir(dir)?;
+        write_private(&self.wanted_path(), wanted.join(" ").as_bytes())
+    }
+
+    /// The scopes servers asked for beyond the login, in order.
+    pub fn wanted_scopes(&self) -> Vec<String> {
+        std::fs::read_to_string(self.wanted_path())
+            .map(|text| text.split_whitespace().map(str::to_owned).collect())
+            .unwrap_or_default()
+    }
+
+    /// The scopes the kept login was granted.
+    pub fn granted_scopes(&self) -> Vec<String> {
+        self.read()
+            .ok()
+            .flatten()
+            .map(|c| c.granted_scopes)
+            .unwrap_or_default()
     }
 
     fn read(&self) -> Result<Option<StoredCredentials>, AuthError> {
@@ -184,6 +221,49 @@ pub async fn manager(url: &str, tokens: TokenFile) -> Result<AuthorizationManage
     Ok(manager)
 }
 
+/// The authorization-server metadata a 2025-03-26 server publishes at its
+/// origin's root (`/.well-known/oauth-authorization-server`), when its
+/// issuer is on the server's own origin.
+///
+/// That spec had clients look there, with no protected-resource metadata
+/// and no issuer check; such servers name an issuer with a path
+/// (`https://host/oauth`) whose RFC 8414 location is elsewhere, and rmcp
+/// refuses the mismatch. devboy takes the document then, and only from the
+/// origin the user configured naming that same origin as issuer: the
+/// check guards against a server passing off another authorization server
+/// (a mix-up), which a document of the server's own origin about itself
+/// cannot do.
+async fn root_metadata(url: &str) -> Option<AuthorizationMetadata> {
+    let server = reqwest::Url::parse(url).ok()?;
+    let mut at = server.clone();
+    at.set_path("/.well-known/oauth-authorization-server");
+    at.set_query(None);
+    at.set_fragment(None);
+    let client = reqwest::Client::builder()
+        .timeout(Duration::from_secs(30))
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .ok()?;
+    let response = client.get(at).send().await.ok()?;
+    if !response.status().is_success() {
+        return None;
+    }
+    let metadata: AuthorizationMetadata = response.json().await.ok()?;
+    let issuer = reqwest::Url::parse(metadata.issuer.as_deref()?).ok()?;
+    let same_origin =
+        |other: &str| reqwest::Url::parse(other).is_ok_and(|u| u.origin() == server.origin());
+    (issuer.origin() == server.origin()
+        && same_origin(&metadata.authorization_endpoint)
+        && same_origin(&metadata.token_endpoint))
+    .then_some(metadata)
+}
+
+/// Whether `error` is rmcp refusing metadata whose issuer differs from
+/// where it was found (see [`root_metadata`]).
+fn is_issuer_mismatch(error: &AuthError) -> bool {
+    matches!(error, AuthError::AuthorizationServerMismatch { .. })
+}
+
 /// The manager a connection uses: the kept tokens, with the client the
 /// config names (a confidential client refreshes with its secret).
 /// `Ok(None)` when nothing is kept yet.
@@ -193,7 +273,17 @@ pub async fn connecting_manager(
     oauth: &OAuthConfig,
 ) -> Result<Option<AuthorizationManager>, AuthError> {
     let mut manager = manager(url, tokens).await?;
-    if !manager.initialize_from_store().await? {
+    let found = match manager.initialize_from_store().await {
+        Err(error) if is_issuer_mismatch(&error) => match root_metadata(url).await {
+            Some(metadata) => {
+                manager.set_metadata(metadata);
+                manager.initialize_from_store().await?
+            }
+            None => return Err(error),
+        },
+        other => other?,
+    };
+    if !found {
         return Ok(None);
     }
     if let (Some(id), Some(secret)) = (&oauth.client_id, &oauth.client_secret) {
@@ -259,7 +349,7 @@ pub async fn login(
     let port = listener.local_addr().map_err(|e| e.to_string())?.port();
     let redirect = format!("http://127.0.0.1:{port}/callback");
 
-    let manager = manager(url, tokens)
+    let manager = manager(url, tokens.clone())
         .await
         .map_err(|e| format!("{url}: {e}"))?;
     let mut request = AuthorizationRequest::new(redirect.clone()).with_client_name(CLIENT_NAME);
@@ -272,7 +362,22 @@ pub async fn login(
     if let Some(document) = &oauth.client_metadata_url {
         request = request.with_client_metadata_url(document.clone());
     }
-    if let Some(scopes) = &oauth.scopes {
+    // A step-up: the server asked for more than the login has (403
+    // `insufficient_scope`), so this login asks for that with what was
+    // granted (or configured).
+    let wanted = tokens.wanted_scopes();
+    if !wanted.is_empty() {
+        let mut scopes = oauth
+            .scopes
+            .clone()
+            .unwrap_or_else(|| tokens.granted_scopes());
+        for scope in wanted {
+            if !scopes.contains(&scope) {
+                scopes.push(scope);
+            }
+        }
+        request = request.with_scopes(scopes);
+    } else if let Some(scopes) = &oauth.scopes {
         request = request.with_scopes(scopes.iter().cloned());
     } else {
         request = request.with_initial_scope_selection();
@@ -281,10 +386,24 @@ pub async fn login(
         request = request.with_challenge(header);
     }
     let mut state = OAuthState::Unauthorized(manager);
-    state
-        .start_authorization(request)
-        .await
-        .map_err(|e| format!("cannot start the authorization of `{}`: {e}", server.name))?;
+    let cannot_start =
+        |e: AuthError| format!("cannot start the authorization of `{}`: {e}", server.name);
+    match state.start_authorization(request.clone()).await {
+        Ok(()) => {}
+        Err(error) if is_issuer_mismatch(&error) => {
+            let (Some(metadata), OAuthState::Unauthorized(mut manager)) =
+                (root_metadata(url).await, state)
+            else {
+                return Err(cannot_start(error));
+            };
+            manager.set_metadata(metadata);
+            let session = AuthorizationSession::new(manager, request)
+                .await
+                .map_err(|(_, e)| cannot_start(e))?;
+            state = OAuthState::Session(session);
+        }
+        Err(error) => return Err(cannot_start(error)),
+    }
     let authorization_url = state
         .get_authorization_url()
         .await
@@ -303,6 +422,7 @@ pub async fn login(
         .handle_callback_url(&callback)
         .await
         .map_err(|e| format!("the authorization server's answer was refused: {e}"))?;
+    let _ = std::fs::remove_file(tokens.wanted_path());
     Ok(())
 }
 
@@ -433,6 +553,30 @@ mod tests {
         // Another URL of the same name is another file.
         let other = TokenFile::new(dir.path(), "remote api", "https://mcp.example/other");
         assert_ne!(other.path(), file.path());
+    }
+
+    #[test]
+    fn scopes_a_server_asked_for_are_kept_for_the_next_login_and_go_with_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = TokenFile::new(dir.path(), "api", "https://mcp.example/mcp");
+        assert!(file.wanted_scopes().is_empty());
+        file.want_scope("mcp:basic mcp:write").unwrap();
+        file.want_scope("mcp:write admin").unwrap();
+        assert_eq!(file.wanted_scopes(), ["mcp:basic", "mcp:write", "admin"]);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = std::fs::metadata(file.wanted_path())
+                .unwrap()
+                .permissions()
+                .mode();
+            assert_eq!(mode & 0o777, 0o600);
+        }
+        // A logout forgets them with the tokens.
+        file.write(&StoredCredentials::new("c".into(), None, vec![], None))
+            .unwrap();
+        assert!(file.remove().unwrap());
+        assert!(file.wanted_scopes().is_empty());
     }
 
     #[test]

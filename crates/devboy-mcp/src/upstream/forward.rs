@@ -50,6 +50,15 @@ pub enum CallFailure {
         /// `: <last stderr line>` or empty.
         detail: String,
     },
+    /// The server refused the call for want of a login (401: its tokens
+    /// were revoked) or of a wider one (403 `insufficient_scope`).
+    #[error("upstream `{upstream}` refused the call: {what}; then retry the call")]
+    NeedsLogin {
+        /// Upstream name.
+        upstream: String,
+        /// What it wants, with the command that gives it.
+        what: String,
+    },
     /// The agent cancelled the request.
     #[error("cancelled by the client")]
     Cancelled,
@@ -342,6 +351,13 @@ impl Upstream {
                 upstream,
                 seconds: timeout.as_secs_f64(),
             },
+            ServiceError::TransportSend(ref sent) if login_refusal(sent).is_some() => {
+                let refusal = login_refusal(sent).unwrap_or(LoginRefusal::Login);
+                CallFailure::NeedsLogin {
+                    what: self.needs_login(refusal),
+                    upstream,
+                }
+            }
             ServiceError::TransportClosed | ServiceError::TransportSend(_) => {
                 CallFailure::ConnectionLost {
                     upstream,
@@ -357,6 +373,60 @@ impl Upstream {
                 upstream,
                 message: other.to_string(),
             },
+        }
+    }
+}
+
+/// Why an HTTP server refused a request for its login.
+enum LoginRefusal {
+    /// 401: no valid token (revoked, or never given).
+    Login,
+    /// 403 `insufficient_scope`, naming the scope it wants when it does.
+    Scope(Option<String>),
+}
+
+/// The login refusal in `error`'s causes, if one is there (rmcp's HTTP
+/// transport reports a 401 or 403 of a request as its send failing).
+fn login_refusal(error: &rmcp::transport::DynamicTransportError) -> Option<LoginRefusal> {
+    use rmcp::transport::streamable_http_client::{AuthRequiredError, InsufficientScopeError};
+    let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(error);
+    while let Some(current) = cause {
+        if let Some(scope) = current.downcast_ref::<InsufficientScopeError>() {
+            return Some(LoginRefusal::Scope(scope.required_scope.clone()));
+        }
+        if current.downcast_ref::<AuthRequiredError>().is_some() {
+            return Some(LoginRefusal::Login);
+        }
+        cause = current.source();
+    }
+    None
+}
+
+impl Upstream {
+    /// What to tell the agent of a login refusal; a wanted scope is kept
+    /// for the next `devboy login`, which asks for it with those granted.
+    fn needs_login(&self, refusal: LoginRefusal) -> String {
+        let name = &self.config.name;
+        match refusal {
+            LoginRefusal::Login => crate::oauth::needs_login(name),
+            LoginRefusal::Scope(scope) => {
+                let scope = scope.filter(|s| !s.trim().is_empty());
+                if let (Some(scope), Some(tokens)) =
+                    (&scope, crate::oauth::TokenFile::of(&self.config))
+                {
+                    if let Err(error) = tokens.want_scope(scope) {
+                        tracing::warn!(upstream = %name, %error, "cannot keep the scope it wants");
+                    }
+                }
+                match scope {
+                    Some(scope) => format!(
+                        "it needs a login with scope `{scope}`: run `devboy login {name}` (it asks for that with the scopes already granted)"
+                    ),
+                    None => format!(
+                        "it needs a login with a wider scope: run `devboy login {name}`"
+                    ),
+                }
+            }
         }
     }
 }
