@@ -110,6 +110,9 @@ def oauth_settings(scenario: str) -> dict[str, Any]:
         settings["clientSecret"] = context["client_secret"]
     if scenario == "auth/basic-cimd":
         settings["clientMetadataUrl"] = CIMD_URL
+    if scenario == "auth/client-credentials-basic":
+        # A machine client: devboy gets its tokens itself, no login.
+        settings["grant"] = "client_credentials"
     return settings
 
 
@@ -145,7 +148,7 @@ async def run(url: str, scenario: str) -> bool:
             DEVBOY_RUNTIME_DIR=str(home / "run"),
             DEVBOY_TELEMETRY_DIR=str(home / "telemetry"),
         )
-        if scenario.startswith("auth/"):
+        if scenario.startswith("auth/") and oauth.get("grant") != "client_credentials":
             login(devboy, config, env)
         params = StdioServerParameters(
             command=devboy,

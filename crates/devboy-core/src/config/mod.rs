@@ -318,6 +318,20 @@ pub struct OAuthConfig {
     /// The loopback port `devboy login` listens on for the redirect
     /// (a client registered with a fixed redirect URI needs one).
     pub callback_port: Option<u16>,
+    /// How devboy gets its tokens (`grant`).
+    pub grant: OAuthGrant,
+}
+
+/// How devboy gets an HTTP server's tokens.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum OAuthGrant {
+    /// A person logs in once with `devboy login` (a browser, PKCE).
+    #[default]
+    AuthorizationCode,
+    /// devboy exchanges `client_id` and `client_secret` for a token itself
+    /// whenever it connects, with no login and nothing kept on disk (the
+    /// OAuth client-credentials extension, for machine-to-machine use).
+    ClientCredentials,
 }
 
 impl UpstreamConfig {

@@ -18,9 +18,9 @@ use super::keypath::{closest, KeyPath};
 use super::team::{ProviderConfig, ProviderSource, TeamConfig, STORE_SCHEMES};
 use super::tree::{describe, quote_short, Entry, Node, Pos, Value};
 use super::{
-    CodeConfig, ConfigFormat, LazyTools, LlmConfig, LlmProvider, OAuthConfig, ToolFilter,
-    ToolsConfig, UpstreamConfig, UpstreamTransport, DEFAULT_LLM_PARALLEL, DEFAULT_LLM_RETRIES,
-    DEFAULT_LLM_TIMEOUT, DEFAULT_RUNNER_STARTUP_TIMEOUT, DEFAULT_SERVER_NAME,
+    CodeConfig, ConfigFormat, LazyTools, LlmConfig, LlmProvider, OAuthConfig, OAuthGrant,
+    ToolFilter, ToolsConfig, UpstreamConfig, UpstreamTransport, DEFAULT_LLM_PARALLEL,
+    DEFAULT_LLM_RETRIES, DEFAULT_LLM_TIMEOUT, DEFAULT_RUNNER_STARTUP_TIMEOUT, DEFAULT_SERVER_NAME,
     DEFAULT_STARTUP_TIMEOUT, DEFAULT_TIMEOUT, DERIVED_PREFIX_MAX, RESERVED_PREFIX,
 };
 use crate::naming::sanitize_component;
@@ -72,6 +72,7 @@ const OAUTH_KEYS: &[&str] = &[
     "clientMetadataUrl",
     "callback_port",
     "callbackPort",
+    "grant",
 ];
 const TOML_TOP_KEYS: &[&str] = &[
     "devboy",
@@ -1463,8 +1464,36 @@ impl Loader<'_> {
                     };
                     oauth.callback_port = errors.keep(port);
                 }
+                "grant" => {
+                    let grant = match entry.node.value {
+                        Value::String(ref g) if g == "authorization_code" => {
+                            Ok(OAuthGrant::AuthorizationCode)
+                        }
+                        Value::String(ref g) if g == "client_credentials" => {
+                            Ok(OAuthGrant::ClientCredentials)
+                        }
+                        _ => Err(self.wrong_type(
+                            &key,
+                            &entry.node,
+                            "\"authorization_code\" or \"client_credentials\"",
+                        )),
+                    };
+                    if let Some(grant) = errors.keep(grant) {
+                        oauth.grant = grant;
+                    }
+                }
                 _ => errors.push(self.unknown_key(path, entry, OAUTH_KEYS)),
             }
+        }
+        if oauth.grant == OAuthGrant::ClientCredentials
+            && (oauth.client_id.is_none() || oauth.client_secret.is_none())
+        {
+            errors.push(self.invalid(
+                &path.key("grant"),
+                node.pos,
+                "client_id and client_secret beside grant = \"client_credentials\"",
+                "a grant without both".to_owned(),
+            ));
         }
         if oauth.client_secret.is_some() && oauth.client_id.is_none() {
             errors.push(self.invalid(

@@ -1638,4 +1638,23 @@ fn an_http_servers_oauth_table_is_read_in_either_spelling() {
         toml("[servers.r]\nurl = \"https://x/mcp\"\noauth = { client_metadata_url = \"http://x/c.json\" }\n"),
         &["servers.r.oauth.client_metadata_url", "an https:// URL"],
     );
+    assert_eq!(oauth.grant, OAuthGrant::AuthorizationCode, "the default");
+    let machine = ok(toml(
+        "[servers.r]\nurl = \"https://x/mcp\"\noauth = { grant = \"client_credentials\", client_id = \"m\", client_secret = \"s\" }\n",
+    ));
+    assert_eq!(
+        machine.upstreams[0].oauth.grant,
+        OAuthGrant::ClientCredentials
+    );
+    err_with(
+        toml("[servers.r]\nurl = \"https://x/mcp\"\noauth = { grant = \"client_credentials\", client_id = \"m\" }\n"),
+        &["servers.r.oauth.grant", "client_id and client_secret beside"],
+    );
+    err_with(
+        toml("[servers.r]\nurl = \"https://x/mcp\"\noauth = { grant = \"password\" }\n"),
+        &[
+            "servers.r.oauth.grant",
+            "\"authorization_code\" or \"client_credentials\"",
+        ],
+    );
 }

@@ -51,7 +51,11 @@ impl Http {
         // (refreshed before it expires); without, the server may still
         // answer, or say that it needs a login.
         let tokens = TokenFile::of(&upstream.config);
+        let machine = oauth::client_credentials_manager(&self.url, &upstream.config.oauth)
+            .await
+            .map_err(|e| format!("its client credentials were refused: {e}"))?;
         let manager = match &tokens {
+            _ if machine.is_some() => machine,
             Some(tokens) => {
                 oauth::connecting_manager(&self.url, tokens.clone(), &upstream.config.oauth)
                     .await
