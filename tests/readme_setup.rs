@@ -10,6 +10,8 @@
 //! touch the machine outside the test); the binary under test stands in
 //! for it on `PATH` under the name `devboy`.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 
 use std::time::Duration;
@@ -351,4 +353,125 @@ fn readme_http_setup_works_as_written() {
         "{}",
         results[0].text()
     );
+}
+
+/// The README's login, as a new user meets it: a project whose
+/// `.mcp.json` has, beside a filesystem server, one that is down and one
+/// whose token is unset, a server behind an OAuth login
+/// (`tests/conformance/oauth-server.mjs`, whose access tokens live two
+/// seconds), in a checkout whose folder is not named as the README's
+/// example. The README's blocks run as written (`cd` to this folder,
+/// `NAME` the server's key, `$BROWSER` a script that follows the
+/// redirect); then Claude Code, in print mode and interactive, has the
+/// model read the server's tool through devboy, which refreshes the
+/// expired token by itself each time.
+#[test]
+fn readme_login_works_as_written_for_a_project_server_behind_oauth() {
+    let blocks = readme_blocks("## Adding devboy to Claude Code");
+    let project_block = blocks
+        .iter()
+        .find(|b| b.contains("devboy init --project"))
+        .expect("a project block");
+    let login_blocks = readme_blocks("### Upstreams that need a login");
+    let login_block = login_blocks
+        .iter()
+        .find(|b| b.contains("devboy login NAME"))
+        .expect("a login block");
+
+    let mut oauth_server = std::process::Command::new(peers::conformance_bin("node"));
+    oauth_server
+        .arg(peers::conformance_dir().join("oauth-server.mjs"))
+        .env("PORT", "0")
+        .env("TOKEN_TTL", "2");
+    let (_server, url) = common::start_until(oauth_server, "oauth server listening on ", false);
+
+    let claude = ClaudeCode::new().unwrap();
+    let parent = claude.scratch_dir().join("work");
+    let project = parent.join("wc-2");
+    std::fs::create_dir_all(&project).unwrap();
+    let fs = peers::server_filesystem(Path::new("."));
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = closed.local_addr().unwrap().port();
+    drop(closed);
+    let original = json!({"mcpServers": {
+        "filesystem": {"command": fs.program_str(), "args": fs.args},
+        "issues": {"type": "http", "url": format!("http://127.0.0.1:{port}/mcp")},
+        "github": {"type": "http", "url": "https://api.example/mcp",
+                   "headers": {"Authorization": "Bearer ${DEVBOY_README_TEST_UNSET_TOKEN}"}},
+        "notes": {"type": "http", "url": url},
+    }});
+    std::fs::write(
+        project.join(".mcp.json"),
+        serde_json::to_string_pretty(&original).unwrap(),
+    )
+    .unwrap();
+    std::process::Command::new("git")
+        .args(["init", "-q"])
+        .current_dir(&project)
+        .status()
+        .unwrap();
+
+    let here = project_block.replace("cd your-project", "cd wc-2");
+    let stdout = run_block(&claude, &here, &parent);
+    assert!(stdout.contains("devboy"), "{stdout}");
+    let claude = claude.env(
+        "BROWSER",
+        format!(
+            "python3 {}",
+            peers::conformance_dir().join("browser.py").display()
+        ),
+    );
+    let login = run_block(&claude, &login_block.replace("NAME", "notes"), &project);
+    assert!(
+        !login.contains("at_") && !login.contains("rt_"),
+        "no token printed: {login}"
+    );
+    let claude = claude.project_dir(&project).unwrap();
+    let doctor = {
+        let mut cmd = claude.shell("devboy doctor", &[&bin_dir(&claude)]);
+        cmd.current_dir(&project);
+        devboy_testkit::claude::run_with_timeout(cmd, Duration::from_secs(120)).unwrap()
+    };
+    assert!(
+        doctor
+            .stdout
+            .lines()
+            .any(|l| l.contains("✔ notes (") && l.contains("ready")),
+        "devboy doctor after the login:\n{doctor}"
+    );
+
+    // Print mode, once the first access token has expired.
+    std::thread::sleep(Duration::from_millis(2500));
+    let tool = "mcp__devboy__notes__secret_note";
+    let note = "the note behind the login: 4417 tangerine";
+    let model = ScriptedModel::start(
+        Script::new()
+            .tool_use(tool, json!({}))
+            .final_text("note read"),
+    )
+    .unwrap();
+    let bins = bin_dir(&claude);
+    let path = std::env::join_paths(std::iter::once(bins).chain(std::env::split_paths(
+        &std::env::var_os("PATH").unwrap_or_default(),
+    )))
+    .unwrap();
+    let claude = claude.model(&model).env("PATH", path.to_string_lossy());
+    let out = claude.run_print("Read the note.", &[tool]).unwrap();
+    out.assert_success();
+    let results = model.tool_results();
+    assert_eq!(results.len(), 1, "{results:?}\n{out}");
+    assert!(!results[0].is_error, "{:?}", results[0]);
+    assert_eq!(results[0].text().trim(), note, "print mode");
+
+    // Interactive, past another expiry.
+    std::thread::sleep(Duration::from_millis(2500));
+    let model = ScriptedModel::start(Script::new().final_text("ok")).unwrap();
+    let claude = claude.model(&model);
+    let terminal = TerminalSession::start(&claude, &["--allowedTools", tool]).unwrap();
+    terminal.ask(&model, "Hello.").unwrap();
+    model.push(Turn::tool_use(tool, json!({})));
+    terminal.type_line("Read the note.").unwrap();
+    let results = terminal.tool_results(&model).unwrap();
+    assert!(!results[0].is_error, "{:?}", results[0]);
+    assert_eq!(results[0].text().trim(), note, "interactive");
 }
