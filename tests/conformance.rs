@@ -173,6 +173,87 @@ fn every_log_line_of_a_call_reaches_the_agent_run_after_run() {
     }
 }
 
+/// Two agents over one upstream: its log lines go to the agent whose level
+/// admits them and not to the other, whichever of them made the call
+/// (MCP's log messages are the server's, not a call's); the upstream is
+/// set to the lower of the two levels.
+#[test]
+#[allow(deprecated)] // Logging: SEP-2577's legacy, still spoken.
+fn log_lines_go_to_the_sessions_whose_level_admits_them() {
+    use rmcp::model::{CallToolRequestParams, LoggingLevel, SetLevelRequestParams};
+    use rmcp::ServiceExt;
+    let dir = TempDir::new("conformance-two-sessions");
+    let (_target, target_url) = target_server();
+    let (_devboy, url) = devboy_serving(
+        dir.path(),
+        &format!(
+            "[servers.everything]\nurl = {}\nprefix = \"\"\n",
+            common::toml_str(&target_url)
+        ),
+    );
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        devboy_mcp::install_tls_provider();
+        let connect = |recorder: common::Recorder| {
+            let transport = rmcp::transport::StreamableHttpClientTransport::from_uri(url.as_str());
+            async move { recorder.serve(transport).await.expect("initialize") }
+        };
+        let (quiet, loud) = (common::Recorder::default(), common::Recorder::default());
+        let a = connect(quiet.clone()).await;
+        let b = connect(loud.clone()).await;
+        {
+            a.peer()
+                .set_level(SetLevelRequestParams::new(LoggingLevel::Error))
+                .await
+                .expect("set error");
+            b.peer()
+                .set_level(SetLevelRequestParams::new(LoggingLevel::Debug))
+                .await
+                .expect("set debug");
+        }
+        let seen = |r: &common::Recorder| {
+            r.logs
+                .lock()
+                .unwrap()
+                .iter()
+                .map(|l| l.data.as_str().unwrap_or_default().to_owned())
+                .collect::<Vec<_>>()
+        };
+        for (caller, calls) in [(&a, 1), (&b, 2)] {
+            caller
+                .peer()
+                .call_tool(CallToolRequestParams::new("test_tool_with_logging"))
+                .await
+                .expect("the call");
+            common::until("the log lines of the call", async || {
+                seen(&loud).len() >= 3 * calls
+            })
+            .await;
+        }
+        // The last line of the last call has had 300 ms to reach a
+        // wrong target too.
+        tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+        assert!(
+            seen(&quiet).is_empty(),
+            "info lines reached the agent that asked for errors only: {:?}",
+            seen(&quiet)
+        );
+        assert_eq!(
+            seen(&loud),
+            [
+                "Tool execution started",
+                "Tool processing data",
+                "Tool execution completed"
+            ]
+            .repeat(2),
+            "the agent that asked for debug got each line once, in order"
+        );
+    });
+}
+
 #[test]
 fn devboy_alone_refuses_a_rebinding_and_accepts_localhost() {
     let dir = TempDir::new("conformance-alone");

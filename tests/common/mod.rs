@@ -8,9 +8,10 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
+#[allow(deprecated)] // LoggingMessageNotificationParam: SEP-2577's legacy.
 use rmcp::model::{
     CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig, Implementation,
-    ProgressNotificationParam,
+    LoggingMessageNotificationParam, ProgressNotificationParam,
 };
 use rmcp::service::{NotificationContext, RunningService};
 use rmcp::transport::TokioChildProcess;
@@ -137,6 +138,9 @@ impl Drop for TempDir {
 #[derive(Clone, Default)]
 pub struct Recorder {
     pub progress: Arc<Mutex<Vec<ProgressNotificationParam>>>,
+    /// The log messages it was sent (`notifications/message`).
+    #[allow(deprecated)] // Logging: SEP-2577's legacy, still spoken.
+    pub logs: Arc<Mutex<Vec<LoggingMessageNotificationParam>>>,
     pub tool_list_changed: Arc<AtomicUsize>,
     pub changed: Arc<tokio::sync::Notify>,
     /// The client's name at `initialize` (`devboy-e2e` unless set).
@@ -164,6 +168,16 @@ impl ClientHandler for Recorder {
         _context: NotificationContext<RoleClient>,
     ) {
         self.progress.lock().unwrap().push(params);
+        self.changed.notify_waiters();
+    }
+
+    #[allow(deprecated)] // Logging: SEP-2577's legacy, still spoken.
+    async fn on_logging_message(
+        &self,
+        params: LoggingMessageNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        self.logs.lock().unwrap().push(params);
         self.changed.notify_waiters();
     }
 
