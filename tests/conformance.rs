@@ -55,6 +55,35 @@ fn devboy_logging(dir: &Path, config: &str, log: &str) -> (Running, String) {
     start_until(command, "devboy: serving MCP at ", true)
 }
 
+/// devboy serving the target server under its own names, the server's
+/// table with `extra` lines, devboy logging at `log`; each goes when
+/// this does, devboy first.
+struct Front {
+    url: String,
+    _devboy: Running,
+    _target: Running,
+    _dir: TempDir,
+}
+
+fn devboy_in_front(tag: &str, extra: &str, log: &str) -> Front {
+    let dir = TempDir::new(tag);
+    let (target, target_url) = target_server();
+    let (devboy, url) = devboy_logging(
+        dir.path(),
+        &format!(
+            "[servers.everything]\nurl = {}\nprefix = \"\"\n{extra}",
+            common::toml_str(&target_url)
+        ),
+        log,
+    );
+    Front {
+        url,
+        _devboy: devboy,
+        _target: target,
+        _dir: dir,
+    }
+}
+
 /// Runs the suite with `args` on Node 22; writes its summary to stderr
 /// (past the test harness's capture) and returns its output.
 fn conformance(what: &str, args: &[&str]) -> Output {
@@ -103,20 +132,17 @@ fn assert_passed(output: &Output, what: &str) {
 
 #[test]
 fn every_server_scenario_passes_through_devboy_in_front_of_the_target_server() {
-    let dir = TempDir::new("conformance-server");
-    let (_target, target_url) = target_server();
-    let (_devboy, url) = devboy_serving(
-        dir.path(),
-        &format!(
-            "[servers.everything]\nurl = {}\nprefix = \"\"\nsampling = true\n",
-            common::toml_str(&target_url)
-        ),
+    let front = devboy_in_front(
+        "conformance-server",
+        "sampling = true\n",
+        &common::test_log_filter(),
     );
+    let url = front.url.as_str();
     let file = expected_failures();
     let file = file.to_str().unwrap();
     let active = conformance(
         "server scenarios through devboy (active suite)",
-        &["server", "--url", &url, "--expected-failures", file],
+        &["server", "--url", url, "--expected-failures", file],
     );
     assert_passed(&active, "active server suite");
     let stdout = String::from_utf8_lossy(&active.stdout);
@@ -129,7 +155,7 @@ fn every_server_scenario_passes_through_devboy_in_front_of_the_target_server() {
         &[
             "server",
             "--url",
-            &url,
+            url,
             "--suite",
             "pending",
             "--expected-failures",
@@ -148,23 +174,15 @@ fn every_server_scenario_passes_through_devboy_in_front_of_the_target_server() {
 /// window). Ten runs in a row catch that with better than 97% odds.
 #[test]
 fn every_log_line_of_a_call_reaches_the_agent_run_after_run() {
-    let dir = TempDir::new("conformance-logging");
-    let (_target, target_url) = target_server();
-    let (_devboy, url) = devboy_logging(
-        dir.path(),
-        &format!(
-            "[servers.everything]\nurl = {}\nprefix = \"\"\n",
-            common::toml_str(&target_url)
-        ),
-        "devboy=debug,rmcp=debug",
-    );
+    let front = devboy_in_front("conformance-logging", "", "devboy=debug,rmcp=debug");
+    let url = front.url.as_str();
     for run in 1..=10 {
         let output = conformance(
             &format!("tools-call-with-logging, run {run} of 10"),
             &[
                 "server",
                 "--url",
-                &url,
+                url,
                 "--scenario",
                 "tools-call-with-logging",
             ],
@@ -182,15 +200,8 @@ fn every_log_line_of_a_call_reaches_the_agent_run_after_run() {
 fn log_lines_go_to_the_sessions_whose_level_admits_them() {
     use rmcp::model::{CallToolRequestParams, LoggingLevel, SetLevelRequestParams};
     use rmcp::ServiceExt;
-    let dir = TempDir::new("conformance-two-sessions");
-    let (_target, target_url) = target_server();
-    let (_devboy, url) = devboy_serving(
-        dir.path(),
-        &format!(
-            "[servers.everything]\nurl = {}\nprefix = \"\"\n",
-            common::toml_str(&target_url)
-        ),
-    );
+    let front = devboy_in_front("conformance-two-sessions", "", &common::test_log_filter());
+    let url = front.url.as_str();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -198,7 +209,7 @@ fn log_lines_go_to_the_sessions_whose_level_admits_them() {
     runtime.block_on(async {
         devboy_mcp::install_tls_provider();
         let connect = |recorder: common::Recorder| {
-            let transport = rmcp::transport::StreamableHttpClientTransport::from_uri(url.as_str());
+            let transport = rmcp::transport::StreamableHttpClientTransport::from_uri(url);
             async move { recorder.serve(transport).await.expect("initialize") }
         };
         let (quiet, loud) = (common::Recorder::default(), common::Recorder::default());

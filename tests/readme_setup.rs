@@ -41,6 +41,14 @@ fn readme_blocks(heading: &str) -> Vec<String> {
     blocks
 }
 
+/// The README's block that moves a project's `.mcp.json` behind devboy.
+fn readme_project_block() -> String {
+    readme_blocks("## Adding devboy to Claude Code")
+        .into_iter()
+        .find(|b| b.contains("devboy init --project"))
+        .expect("a project block")
+}
+
 /// A directory holding `devboy`, as `cargo install` would leave it.
 fn bin_dir(claude: &ClaudeCode) -> PathBuf {
     let dir = claude.scratch_dir().join("cargo-bin");
@@ -66,6 +74,38 @@ fn run_block(claude: &ClaudeCode, block: &str, dir: &Path) -> String {
     let out = devboy_testkit::claude::run_with_timeout(cmd, Duration::from_secs(120)).unwrap();
     assert!(out.success(), "README block failed:\n{script}\n{out}");
     out.stdout
+}
+
+/// Writes `project/.mcp.json` as a user's might be: a filesystem server
+/// started by path, one HTTP server that is down, one whose token is
+/// unset, and `more`; makes the folder a git repository. Returns the
+/// file's JSON.
+fn write_realistic_mcp_json(project: &Path, more: Value) -> Value {
+    let fs = peers::server_filesystem(Path::new("."));
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = closed.local_addr().unwrap().port();
+    drop(closed);
+    let mut servers = json!({
+        "filesystem": {"command": fs.program_str(), "args": fs.args},
+        "issues": {"type": "http", "url": format!("http://127.0.0.1:{port}/mcp")},
+        "github": {"type": "http", "url": "https://api.example/mcp",
+                   "headers": {"Authorization": "Bearer ${DEVBOY_README_TEST_UNSET_TOKEN}"}},
+    });
+    for (name, server) in more.as_object().expect("servers by name") {
+        servers[name] = server.clone();
+    }
+    let original = json!({ "mcpServers": servers });
+    std::fs::write(
+        project.join(".mcp.json"),
+        serde_json::to_string_pretty(&original).unwrap(),
+    )
+    .unwrap();
+    std::process::Command::new("git")
+        .args(["init", "-q"])
+        .current_dir(project)
+        .status()
+        .unwrap();
+    original
 }
 
 fn connected(list: &str, name: &str) -> bool {
@@ -106,11 +146,7 @@ fn readme_user_setup_works_as_written() {
 
 #[test]
 fn readme_project_setup_works_as_written_with_a_realistic_mcp_json() {
-    let blocks = readme_blocks("## Adding devboy to Claude Code");
-    let project_block = blocks
-        .iter()
-        .find(|b| b.contains("devboy init --project"))
-        .expect("a project block");
+    let project_block = &readme_project_block();
     assert!(project_block.contains("cd your-project"), "{project_block}");
 
     let claude = ClaudeCode::new().unwrap();
@@ -119,28 +155,11 @@ fn readme_project_setup_works_as_written_with_a_realistic_mcp_json() {
     std::fs::create_dir_all(&project).unwrap();
     let marker = "first contact marker 5521";
     std::fs::write(project.join("notes.txt"), marker).unwrap();
-    let fs = peers::server_filesystem(Path::new("."));
     let git = peers::server_git(Path::new("."));
-    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = closed.local_addr().unwrap().port();
-    drop(closed);
-    let original = json!({"mcpServers": {
-        "filesystem": {"command": fs.program_str(), "args": fs.args},
-        "git": {"command": git.program_str(), "args": git.args},
-        "issues": {"type": "http", "url": format!("http://127.0.0.1:{port}/mcp")},
-        "github": {"type": "http", "url": "https://api.example/mcp",
-                   "headers": {"Authorization": "Bearer ${DEVBOY_README_TEST_UNSET_TOKEN}"}},
-    }});
-    std::fs::write(
-        project.join(".mcp.json"),
-        serde_json::to_string_pretty(&original).unwrap(),
-    )
-    .unwrap();
-    std::process::Command::new("git")
-        .args(["init", "-q"])
-        .current_dir(&project)
-        .status()
-        .unwrap();
+    let original = write_realistic_mcp_json(
+        &project,
+        json!({"git": {"command": git.program_str(), "args": git.args}}),
+    );
 
     let stdout = run_block(&claude, project_block, &parent);
     assert!(connected(&stdout, "devboy"), "{stdout}");
@@ -358,20 +377,16 @@ fn readme_http_setup_works_as_written() {
 /// The README's login, as a new user meets it: a project whose
 /// `.mcp.json` has, beside a filesystem server, one that is down and one
 /// whose token is unset, a server behind an OAuth login
-/// (`tests/conformance/oauth-server.mjs`, whose access tokens live two
-/// seconds), in a checkout whose folder is not named as the README's
+/// (`tests/conformance/oauth-server.mjs`, whose access tokens live 40 s,
+/// so are due for a refresh after 10), in a checkout whose folder is not named as the README's
 /// example. The README's blocks run as written (`cd` to this folder,
 /// `NAME` the server's key, `$BROWSER` a script that follows the
 /// redirect); then Claude Code, in print mode and interactive, has the
 /// model read the server's tool through devboy, which refreshes the
-/// expired token by itself each time.
+/// token by itself each time.
 #[test]
 fn readme_login_works_as_written_for_a_project_server_behind_oauth() {
-    let blocks = readme_blocks("## Adding devboy to Claude Code");
-    let project_block = blocks
-        .iter()
-        .find(|b| b.contains("devboy init --project"))
-        .expect("a project block");
+    let project_block = &readme_project_block();
     let login_blocks = readme_blocks("### Upstreams that need a login");
     let login_block = login_blocks
         .iter()
@@ -382,34 +397,14 @@ fn readme_login_works_as_written_for_a_project_server_behind_oauth() {
     oauth_server
         .arg(peers::conformance_dir().join("oauth-server.mjs"))
         .env("PORT", "0")
-        .env("TOKEN_TTL", "2");
+        .env("TOKEN_TTL", "40");
     let (_server, url) = common::start_until(oauth_server, "oauth server listening on ", false);
 
     let claude = ClaudeCode::new().unwrap();
     let parent = claude.scratch_dir().join("work");
     let project = parent.join("wc-2");
     std::fs::create_dir_all(&project).unwrap();
-    let fs = peers::server_filesystem(Path::new("."));
-    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = closed.local_addr().unwrap().port();
-    drop(closed);
-    let original = json!({"mcpServers": {
-        "filesystem": {"command": fs.program_str(), "args": fs.args},
-        "issues": {"type": "http", "url": format!("http://127.0.0.1:{port}/mcp")},
-        "github": {"type": "http", "url": "https://api.example/mcp",
-                   "headers": {"Authorization": "Bearer ${DEVBOY_README_TEST_UNSET_TOKEN}"}},
-        "notes": {"type": "http", "url": url},
-    }});
-    std::fs::write(
-        project.join(".mcp.json"),
-        serde_json::to_string_pretty(&original).unwrap(),
-    )
-    .unwrap();
-    std::process::Command::new("git")
-        .args(["init", "-q"])
-        .current_dir(&project)
-        .status()
-        .unwrap();
+    write_realistic_mcp_json(&project, json!({"notes": {"type": "http", "url": url}}));
 
     let here = project_block.replace("cd your-project", "cd wc-2");
     let stdout = run_block(&claude, &here, &parent);
@@ -440,8 +435,9 @@ fn readme_login_works_as_written_for_a_project_server_behind_oauth() {
         "devboy doctor after the login:\n{doctor}"
     );
 
-    // Print mode, once the first access token has expired.
-    std::thread::sleep(Duration::from_millis(2500));
+    // Print mode, once the access token is due for a refresh (rmcp
+    // refreshes one that has under 30 s left).
+    std::thread::sleep(Duration::from_millis(10_500));
     let tool = "mcp__devboy__notes__secret_note";
     let note = "the note behind the login: 4417 tangerine";
     let model = ScriptedModel::start(
@@ -463,8 +459,8 @@ fn readme_login_works_as_written_for_a_project_server_behind_oauth() {
     assert!(!results[0].is_error, "{:?}", results[0]);
     assert_eq!(results[0].text().trim(), note, "print mode");
 
-    // Interactive, past another expiry.
-    std::thread::sleep(Duration::from_millis(2500));
+    // Interactive, once the next one is due.
+    std::thread::sleep(Duration::from_millis(10_500));
     let model = ScriptedModel::start(Script::new().final_text("ok")).unwrap();
     let claude = claude.model(&model);
     let terminal = TerminalSession::start(&claude, &["--allowedTools", tool]).unwrap();

@@ -75,6 +75,7 @@ impl TokenFile {
     /// none.
     pub fn remove(&self) -> std::io::Result<bool> {
         let _ = std::fs::remove_file(self.wanted_path());
+        let _ = std::fs::remove_file(self.lock_path());
         match std::fs::remove_file(&self.path) {
             Ok(()) => Ok(true),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
@@ -178,10 +179,100 @@ fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     std::fs::write(path, bytes)
 }
 
+/// How long a refresh waits for another's to finish.
+const REFRESH_WAIT: Duration = Duration::from_secs(30);
+
+/// Refreshes under way in this process (guards held).
+static REFRESHING: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// A held token lock, counted in [`REFRESHING`] while it lives.
+struct Refreshing(#[allow(dead_code)] std::fs::File);
+
+impl Drop for Refreshing {
+    fn drop(&mut self) {
+        REFRESHING.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+/// Waits, up to `limit`, for the token refreshes under way in this process
+/// to end. devboy stopping calls it first: with a server that rotates
+/// refresh tokens, one spent by a refresh whose answer is never saved is
+/// lost, and the login with it.
+pub async fn let_refreshes_finish(limit: Duration) {
+    let deadline = tokio::time::Instant::now() + limit;
+    while REFRESHING.load(std::sync::atomic::Ordering::SeqCst) > 0
+        && tokio::time::Instant::now() < deadline
+    {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+impl TokenFile {
+    /// The file whose lock one refresh holds (the tokens' own file is
+    /// replaced whole on each save, so it cannot carry the lock).
+    fn lock_path(&self) -> PathBuf {
+        self.path.with_extension("lock")
+    }
+}
+
 #[async_trait::async_trait]
 impl CredentialStore for TokenFile {
     async fn load(&self) -> Result<Option<StoredCredentials>, AuthError> {
         self.read()
+    }
+
+    /// An exclusive lock on the tokens' lock file for one refresh, its
+    /// load and its save: of the requests and processes (several agents'
+    /// devboys share the file) that find the token due at once, each
+    /// refreshes in turn with the refresh token the one before saved. A
+    /// server that rotates refresh tokens refuses a second use of one, so
+    /// without this all but one would read as a lost login.
+    async fn acquire_refresh_guard(
+        &self,
+    ) -> Result<Option<rmcp::transport::auth::CredentialRefreshGuard>, AuthError> {
+        let path = self.lock_path();
+        let dir = self
+            .path
+            .parent()
+            .unwrap_or_else(|| Path::new("."))
+            .to_owned();
+        let file = tokio::task::spawn_blocking(move || -> std::io::Result<std::fs::File> {
+            create_private_dir(&dir)?;
+            std::fs::OpenOptions::new()
+                .write(true)
+                .create(true)
+                .truncate(false)
+                .open(&path)
+        })
+        .await
+        .map_err(|e| AuthError::CredentialStoreError(e.to_string()))?
+        .map_err(|e| store_error(&self.lock_path(), &e))?;
+        // Waits for the holder, but not for ever: one that hangs past
+        // REFRESH_WAIT is left to it, and this refresh goes ahead.
+        let deadline = tokio::time::Instant::now() + REFRESH_WAIT;
+        loop {
+            match file.try_lock() {
+                // Closing the file releases the lock.
+                Ok(()) => {
+                    REFRESHING.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                    return Ok(Some(rmcp::transport::auth::CredentialRefreshGuard::new(
+                        Refreshing(file),
+                    )));
+                }
+                Err(std::fs::TryLockError::WouldBlock)
+                    if tokio::time::Instant::now() < deadline =>
+                {
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                }
+                Err(std::fs::TryLockError::WouldBlock) => {
+                    tracing::warn!(file = %self.lock_path().display(), "another refresh holds the token lock past {} s; refreshing anyway", REFRESH_WAIT.as_secs());
+                    return Ok(None);
+                }
+                Err(std::fs::TryLockError::Error(e)) => {
+                    return Err(store_error(&self.lock_path(), &e))
+                }
+            }
+        }
     }
 
     async fn save(&self, credentials: StoredCredentials) -> Result<(), AuthError> {
@@ -608,6 +699,26 @@ mod tests {
             .unwrap();
         assert!(file.remove().unwrap());
         assert!(file.wanted_scopes().is_empty());
+    }
+
+    #[tokio::test]
+    async fn one_refresh_at_a_time_holds_the_token_lock() {
+        let dir = tempfile::tempdir().unwrap();
+        // Two handles on one server's tokens, as two connections have.
+        let first = TokenFile::new(dir.path(), "api", "https://mcp.example/mcp");
+        let second = first.clone();
+        let held = first.acquire_refresh_guard().await.unwrap();
+        assert!(held.is_some());
+        let waiting = tokio::spawn(async move { second.acquire_refresh_guard().await });
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        assert!(!waiting.is_finished(), "the second waits for the first");
+        drop(held);
+        let next = tokio::time::timeout(Duration::from_secs(5), waiting)
+            .await
+            .expect("taken once the first lets go")
+            .unwrap()
+            .unwrap();
+        assert!(next.is_some());
     }
 
     #[test]

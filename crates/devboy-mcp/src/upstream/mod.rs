@@ -44,6 +44,10 @@ pub(crate) use crate::sync::{lock, read, write};
 const BACKOFF_START: Duration = Duration::from_millis(250);
 /// Longest restart delay.
 const BACKOFF_MAX: Duration = Duration::from_secs(30);
+/// How long stopping waits for a token refresh under way (see
+/// [`crate::oauth::let_refreshes_finish`]).
+const REFRESH_GRACE: Duration = Duration::from_secs(3);
+
 /// How often a server that needs a login looks for the tokens of one.
 const LOGIN_POLL: Duration = Duration::from_millis(500);
 /// A connection that stayed up this long resets the backoff.
@@ -487,14 +491,29 @@ impl Upstream {
                 self.stats.restarts.fetch_add(1, Ordering::Relaxed);
             }
             let (refresh_tx, mut refresh_rx) = mpsc::unbounded_channel();
+            let connecting = tokio::time::timeout(
+                self.config.startup_timeout,
+                self.connect(refresh_tx, shutdown),
+            );
+            tokio::pin!(connecting);
             let attempt = tokio::select! {
-                _ = shutdown.cancelled() => return,
+                _ = shutdown.cancelled() => {
+                    // A token refresh of this connection ends and is kept.
+                    let _ = tokio::time::timeout(REFRESH_GRACE, async {
+                        tokio::select! {
+                            _ = &mut connecting => {}
+                            _ = crate::oauth::let_refreshes_finish(REFRESH_GRACE) => {}
+                        }
+                    })
+                    .await;
+                    return;
+                }
                 _ = wanted.changed() => {
                     wanted.borrow_and_update();
                     *lock(&self.pid) = None;
                     return;
                 }
-                r = tokio::time::timeout(self.config.startup_timeout, self.connect(refresh_tx, shutdown)) => r,
+                r = &mut connecting => r,
             };
             let error = match attempt {
                 Err(_) => format!(
@@ -547,6 +566,7 @@ impl Upstream {
                         }
                     };
                     if ended == Ended::Asked {
+                        crate::oauth::let_refreshes_finish(REFRESH_GRACE).await;
                         stop.cancel();
                         let _ = tokio::time::timeout(Duration::from_secs(5), &mut quit).await;
                     }
