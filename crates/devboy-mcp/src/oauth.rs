@@ -195,7 +195,9 @@ impl Drop for Refreshing {
 }
 
 /// Waits, up to `limit`, for the token refreshes under way in this process
-/// to end. devboy stopping calls it first: with a server that rotates
+/// to end (within what devboy's ending allows: `devboy mcp` bounds all of
+/// its stopping by `serve::ENDING`, and a refresh takes milliseconds).
+/// devboy stopping calls it first: with a server that rotates
 /// refresh tokens, one spent by a refresh whose answer is never saved is
 /// lost, and the login with it.
 pub async fn let_refreshes_finish(limit: Duration) {
@@ -301,14 +303,19 @@ fn is_private(url: &str) -> bool {
     }
 }
 
+/// An authorization manager for the server at `url`, its tokens in memory.
+async fn bare_manager(url: &str) -> Result<AuthorizationManager, AuthError> {
+    if is_private(url) {
+        AuthorizationManager::new_allowing_private_addresses(url).await
+    } else {
+        AuthorizationManager::new(url).await
+    }
+}
+
 /// An authorization manager for the server at `url` keeping its tokens in
 /// `tokens`.
 pub async fn manager(url: &str, tokens: TokenFile) -> Result<AuthorizationManager, AuthError> {
-    let mut manager = if is_private(url) {
-        AuthorizationManager::new_allowing_private_addresses(url).await?
-    } else {
-        AuthorizationManager::new(url).await?
-    };
+    let mut manager = bare_manager(url).await?;
     manager.set_credential_store(tokens);
     Ok(manager)
 }
@@ -402,12 +409,7 @@ pub async fn client_credentials_manager(
     else {
         return Ok(None);
     };
-    let manager = if is_private(url) {
-        AuthorizationManager::new_allowing_private_addresses(url).await?
-    } else {
-        AuthorizationManager::new(url).await?
-    };
-    let mut state = OAuthState::Unauthorized(manager);
+    let mut state = OAuthState::Unauthorized(bare_manager(url).await?);
     state
         .authenticate_client_credentials(ClientCredentialsConfig::ClientSecret {
             client_id: client_id.clone(),

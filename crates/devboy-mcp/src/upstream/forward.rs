@@ -345,19 +345,20 @@ impl Upstream {
 
     fn service_failure(&self, error: ServiceError, timeout: Duration) -> CallFailure {
         let upstream = self.config.name.clone();
+        if let ServiceError::TransportSend(sent) = &error {
+            if let Some(refusal) = login_refusal(sent) {
+                return CallFailure::NeedsLogin {
+                    what: self.needs_login(refusal),
+                    upstream,
+                };
+            }
+        }
         match error {
             ServiceError::McpError(e) => CallFailure::Protocol(e),
             ServiceError::Timeout { .. } => CallFailure::Timeout {
                 upstream,
                 seconds: timeout.as_secs_f64(),
             },
-            ServiceError::TransportSend(ref sent) if login_refusal(sent).is_some() => {
-                let refusal = login_refusal(sent).unwrap_or(LoginRefusal::Login);
-                CallFailure::NeedsLogin {
-                    what: self.needs_login(refusal),
-                    upstream,
-                }
-            }
             ServiceError::TransportClosed | ServiceError::TransportSend(_) => {
                 CallFailure::ConnectionLost {
                     upstream,

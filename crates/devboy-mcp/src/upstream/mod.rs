@@ -45,7 +45,8 @@ const BACKOFF_START: Duration = Duration::from_millis(250);
 /// Longest restart delay.
 const BACKOFF_MAX: Duration = Duration::from_secs(30);
 /// How long stopping waits for a token refresh under way (see
-/// [`crate::oauth::let_refreshes_finish`]).
+/// [`crate::oauth::let_refreshes_finish`]), within devboy's own ending
+/// bound.
 const REFRESH_GRACE: Duration = Duration::from_secs(3);
 
 /// How often a server that needs a login looks for the tokens of one.
