@@ -340,6 +340,12 @@ fn ranked_candidates(
                 }
             }
         }
+        // Objects that repeat, defined once: declines at once when none do.
+        if allowed(Format::Refs.name()) && !formats.is_empty() {
+            if let Some(encoded) = encode::encode(json, Format::Refs) {
+                candidates.push((encoded.into_text(), Format::Refs.name()));
+            }
+        }
     }
     // Fenced fields only pay when strings with line breaks (which JSON text
     // escapes as `\n`) are a good part of the body: each fence and path

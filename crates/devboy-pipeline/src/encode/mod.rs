@@ -17,6 +17,7 @@
 //! | `csv` | a non-empty array of objects | hint, then a table block |
 //! | `kv` | a non-empty object | hint, then `key: value` lines |
 //! | `document` | an object holding arrays of objects | `kv` lines and `key[N]:` tables |
+//! | `refs` | a value in which objects repeat | a `doc` of the repeated objects, defined once, and the value referencing them as `&N` (see `refs`) |
 //!
 //! What the model sees for three GitHub labels (the hint tells it how to
 //! read the rest, and tells [`decode`] which grammar follows; `*2` is
@@ -43,6 +44,8 @@
 //! check    = " #" 9DIGIT                          ; over the whole text
 //! word     = "csv"                                ; body = block, rows to the end
 //!          | "kv" | "doc"                         ; body = entry *( LF entry )
+//!          | "refs"                               ; as "doc", then references
+//!                                                 ; expanded (see `refs`)
 //! entry    = key ": " value                       ; one field (or a pattern)
 //!          | key ":" value                        ; a value that starts
 //!                                                 ; with a digit
@@ -111,6 +114,7 @@
 //! - `cell`: values and keys, both directions.
 //! - `pattern`: references and how names resolve.
 //! - `table`: table blocks and entries; `lines`: `kv` and `document`.
+//! - `refs`: repeated objects defined once and referenced.
 //! - `plan`: what the encoder does with the data: flattening, aliases,
 //!   constants, patterns, nested tables.
 //! - `records`: how the decoder rebuilds rows from a block's columns.
@@ -152,6 +156,7 @@ mod lines;
 mod pattern;
 mod plan;
 mod records;
+mod refs;
 mod scan;
 mod table;
 
@@ -178,20 +183,30 @@ pub enum Format {
     /// An object as `key: value` lines with at least one array of objects
     /// as a nested table block.
     Document,
+    /// A document of the objects that repeat in the value, each defined
+    /// once, and the value with `&N` where they were.
+    Refs,
 }
 
 impl Format {
     /// Every format, in the order [`candidates`] tries them.
-    pub const ALL: [Format; 4] = [Self::JsonCompact, Self::Csv, Self::Kv, Self::Document];
+    pub const ALL: [Format; 5] = [
+        Self::JsonCompact,
+        Self::Csv,
+        Self::Kv,
+        Self::Document,
+        Self::Refs,
+    ];
 
     /// A short, stable name for reports: `json_compact`, `csv`, `kv`,
-    /// `document`.
+    /// `document`, `refs`.
     pub fn name(self) -> &'static str {
         match self {
             Self::JsonCompact => "json_compact",
             Self::Csv => "csv",
             Self::Kv => "kv",
             Self::Document => "document",
+            Self::Refs => "refs",
         }
     }
 }
@@ -307,6 +322,7 @@ fn decode_hinted<'a>(
             table::MAX_NESTING,
         )?),
         "kv" | "doc" => lines::parse(&mut sc)?,
+        "refs" => refs::resolve(lines::parse(&mut sc)?, text.len())?,
         other => return Err(FormatDecodeError::UnknownFormat(other.to_owned())),
     };
     if !sc.at_end() {
@@ -525,6 +541,14 @@ fn render(value: &Value, format: Format) -> Option<(Format, String)> {
             text.push_str(&block.text);
             Some((format, text))
         }
+        (Format::Refs, Value::Array(_) | Value::Object(_)) => {
+            let factored = refs::factor(value)?;
+            let body = lines::encode(&factored, true)?;
+            let mut text = format!("{HINT_PREFIX}refs{}", refs::NOTE);
+            push_notes(&mut text, &body);
+            text.push_str(&body.text);
+            Some((format, text))
+        }
         (Format::Kv | Format::Document, Value::Object(object)) => {
             let body = lines::encode(object, format == Format::Document)?;
             let (made, word) = if body.tables {
@@ -543,7 +567,8 @@ fn render(value: &Value, format: Format) -> Option<(Format, String)> {
 
 /// Every format that applies to `value`, each already checked to decode
 /// back to `value`: `json_compact` first, then `csv` for an array of
-/// objects, or `document` (if a table pays) or else `kv` for an object.
+/// objects, or `document` (if a table pays) or else `kv` for an object,
+/// then `refs` when objects repeat in it.
 /// `json_compact` is missing only for a value `serde_json` cannot read
 /// back from its own output (nesting deeper than 128; without its
 /// `float_roundtrip` feature, some floats).
@@ -558,6 +583,7 @@ pub fn candidates(value: &Value) -> Vec<Encoded> {
     if let Some((format, text)) = structured {
         out.extend(verified_shortest(value, format, text));
     }
+    out.extend(encode(value, Format::Refs));
     out
 }
 
@@ -614,7 +640,7 @@ mod tests {
     #[test]
     fn names_are_stable() {
         let names: Vec<&str> = Format::ALL.iter().map(|f| f.name()).collect();
-        assert_eq!(names, ["json_compact", "csv", "kv", "document"]);
+        assert_eq!(names, ["json_compact", "csv", "kv", "document", "refs"]);
         assert_eq!(Format::Csv.to_string(), "csv");
     }
 

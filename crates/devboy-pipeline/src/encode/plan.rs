@@ -598,6 +598,59 @@ fn merged_order(
     (order.len() == n && reordered).then_some(order)
 }
 
+/// Whether one key order agrees with the key order of every map (each
+/// map's keys appear in it in the map's own order). Objects whose orders
+/// disagree (an events feed's `payload`, shaped by the event's type) stay
+/// one column of inline JSON, which keeps each one's order, instead of
+/// flattening into columns no order fits.
+pub(super) fn orders_agree(maps: &[&Map<String, Value>]) -> bool {
+    let Some(first) = maps.first() else {
+        return true;
+    };
+    if maps
+        .iter()
+        .all(|m| m.len() == first.len() && m.keys().eq(first.keys()))
+    {
+        return true;
+    }
+    let mut index: HashMap<&str, usize, FastHash> = HashMap::default();
+    for map in maps {
+        for key in map.keys() {
+            let next = index.len();
+            index.entry(key.as_str()).or_insert(next);
+        }
+    }
+    let n = index.len();
+    let mut after: Vec<Vec<usize>> = vec![Vec::new(); n];
+    let mut before = vec![0usize; n];
+    let mut seen: HashSet<(usize, usize), FastHash> = HashSet::default();
+    for map in maps {
+        let mut previous: Option<usize> = None;
+        for key in map.keys() {
+            let c = index[key.as_str()];
+            if let Some(p) = previous {
+                if seen.insert((p, c)) {
+                    after[p].push(c);
+                    before[c] += 1;
+                }
+            }
+            previous = Some(c);
+        }
+    }
+    let mut ready: Vec<usize> = (0..n).filter(|&c| before[c] == 0).collect();
+    let mut placed = 0;
+    while let Some(c) = ready.pop() {
+        placed += 1;
+        for &next in &after[c] {
+            before[next] -= 1;
+            if before[next] == 0 {
+                ready.push(next);
+            }
+        }
+    }
+    placed == n
+}
+
 fn add_level<'v>(
     nodes: &mut Vec<Node<'v>>,
     parent: Option<usize>,
@@ -662,6 +715,7 @@ fn add_level<'v>(
         let flatten = match &objects {
             Some(objects) if bare && depth < MAX_FLATTEN_DEPTH => {
                 objects.iter().all(|m| m.keys().all(|k| is_bare_segment(k)))
+                    && orders_agree(objects)
             }
             _ => false,
         };
