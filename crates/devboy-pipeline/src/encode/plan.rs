@@ -564,6 +564,19 @@ fn merged_order(
     index: &HashMap<&str, usize, FastHash>,
     n: usize,
 ) -> Option<Vec<usize>> {
+    let order = key_order(maps, index, n)?;
+    let reordered = order.iter().enumerate().any(|(i, &c)| i != c);
+    reordered.then_some(order)
+}
+
+/// The key order every map agrees with (a topological order of the maps'
+/// "comes before" pairs, ties by first sight: `index` numbers the `n` keys
+/// in first-seen order), or `None` when two maps disagree.
+fn key_order(
+    maps: &[&Map<String, Value>],
+    index: &HashMap<&str, usize, FastHash>,
+    n: usize,
+) -> Option<Vec<usize>> {
     use std::cmp::Reverse;
     use std::collections::BinaryHeap;
     let mut after: Vec<Vec<usize>> = vec![Vec::new(); n];
@@ -594,8 +607,7 @@ fn merged_order(
             }
         }
     }
-    let reordered = order.iter().enumerate().any(|(i, &c)| i != c);
-    (order.len() == n && reordered).then_some(order)
+    (order.len() == n).then_some(order)
 }
 
 /// Whether one key order agrees with the key order of every map (each
@@ -620,35 +632,7 @@ pub(super) fn orders_agree(maps: &[&Map<String, Value>]) -> bool {
             index.entry(key.as_str()).or_insert(next);
         }
     }
-    let n = index.len();
-    let mut after: Vec<Vec<usize>> = vec![Vec::new(); n];
-    let mut before = vec![0usize; n];
-    let mut seen: HashSet<(usize, usize), FastHash> = HashSet::default();
-    for map in maps {
-        let mut previous: Option<usize> = None;
-        for key in map.keys() {
-            let c = index[key.as_str()];
-            if let Some(p) = previous {
-                if seen.insert((p, c)) {
-                    after[p].push(c);
-                    before[c] += 1;
-                }
-            }
-            previous = Some(c);
-        }
-    }
-    let mut ready: Vec<usize> = (0..n).filter(|&c| before[c] == 0).collect();
-    let mut placed = 0;
-    while let Some(c) = ready.pop() {
-        placed += 1;
-        for &next in &after[c] {
-            before[next] -= 1;
-            if before[next] == 0 {
-                ready.push(next);
-            }
-        }
-    }
-    placed == n
+    key_order(maps, &index, index.len()).is_some()
 }
 
 fn add_level<'v>(

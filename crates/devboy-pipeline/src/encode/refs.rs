@@ -80,6 +80,14 @@ fn looks_like_reference(text: &str) -> bool {
     text.starts_with('&') && text[1..].bytes().all(|b| b.is_ascii_digit()) && text.len() > 1
 }
 
+/// Appends `text` to a signature as its length and itself, which no
+/// other text reads as.
+fn push_text(sig: &mut String, text: &str) {
+    sig.push_str(&text.len().to_string());
+    sig.push('"');
+    sig.push_str(text);
+}
+
 /// One distinct container (object or array) of the value.
 struct Distinct {
     /// Times it occurs in the value.
@@ -120,9 +128,7 @@ impl Census {
                 if looks_like_reference(s) {
                     self.clash = true;
                 }
-                sig.push('"');
-                sig.push_str(&s.replace('\\', "\\\\").replace('"', "\\\""));
-                sig.push('"');
+                push_text(sig, s);
                 s.len() + 2
             }
             other => {
@@ -146,7 +152,7 @@ impl Census {
         let mut bytes = 2 + children.len().saturating_sub(1);
         for (key, child) in children {
             if let Some(key) = key {
-                sig.push_str(&serde_json::to_string(key).unwrap_or_default());
+                push_text(&mut sig, key);
                 sig.push(':');
                 bytes += key.len() + 3;
             }
@@ -409,7 +415,8 @@ impl<'c> Factor<'c> {
 
     /// Each column's policy from the last walk: where at least half the
     /// objects would be references, all are; where fewer, none is.
-    fn decide(&mut self) {
+    /// Whether any column's policy is not normal (the walk must be redone).
+    fn decide(&mut self) -> bool {
         let mut tally: HashMap<u32, (usize, usize), FastHash> = HashMap::default();
         for &(p, id) in &self.in_columns {
             let t = tally.entry(p).or_default();
@@ -434,6 +441,7 @@ impl<'c> Factor<'c> {
             };
             self.policy.insert(p, policy);
         }
+        self.policy.values().any(|&p| p != Policy::Normal)
     }
 
     /// The distinct objects the last walk defines, in the order first met.
@@ -456,14 +464,16 @@ pub(super) fn factor(value: &Value) -> Option<Map<String, Value>> {
         _ => return None,
     }
     let census = Census::of(value);
-    if census.clash {
+    let repeats = (0..census.distinct.len() as u32).any(|id| census.candidate(id));
+    if census.clash || !repeats {
         return None;
     }
     let mut factor = Factor::new(&census);
     factor.count(value, Place::Root);
-    factor.decide();
-    factor.restart();
-    factor.count(value, Place::Root);
+    if factor.decide() {
+        factor.restart();
+        factor.count(value, Place::Root);
+    }
     let chosen = factor.chosen();
     if chosen.is_empty() {
         return None;
