@@ -27,10 +27,16 @@ use devboy_testkit::peers;
 
 /// The conformance target server on a port of its choosing.
 fn target_server() -> (Running, String) {
+    target_server_with(&[])
+}
+
+/// [`target_server`] with `env` (`STREAM_DELAY_MS`, say).
+fn target_server_with(env: &[(&str, &str)]) -> (Running, String) {
     let mut command = Command::new(peers::conformance_bin("node"));
     command
         .arg(peers::conformance_dir().join("server.mjs"))
-        .env("PORT", "0");
+        .env("PORT", "0")
+        .envs(env.iter().copied());
     start_until(command, "conformance server listening on ", false)
 }
 
@@ -261,6 +267,55 @@ fn log_lines_go_to_the_sessions_whose_level_admits_them() {
             ]
             .repeat(2),
             "the agent that asked for debug got each line once, in order"
+        );
+    });
+}
+
+/// A server sends the requests that belong to no call of devboy's on the
+/// session's standalone stream (the GET), and the TypeScript SDK drops one
+/// when that stream is not open yet. An upstream is ready only once it is:
+/// a call made the moment the tools are listed, with the server two seconds
+/// late to answer the GET (a busy machine is late by tens of milliseconds,
+/// which lost the suite's elicitation-sep1034-client-defaults one run in
+/// four), gets the elicitation it makes answered. Before, the call waited
+/// for an answer to a request that was never sent.
+#[test]
+fn a_request_on_the_session_stream_reaches_the_agent_however_late_the_stream_opens() {
+    let (_target, target_url) = target_server_with(&[("STREAM_DELAY_MS", "2000")]);
+    let config = format!(
+        "[servers.everything]\nurl = {}\nprefix = \"\"\n",
+        common::toml_str(&target_url)
+    );
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let agent = common::Recorder {
+            elicitation: true,
+            ..Default::default()
+        };
+        let devboy = common::Devboy::start_as(agent, &config, "devboy.toml", &[], None, &[]).await;
+        let tools = devboy.tool_names().await;
+        assert!(
+            tools
+                .iter()
+                .any(|t| t == "test_elicitation_on_the_session_stream"),
+            "the upstream's tools are listed: {tools:?}"
+        );
+        let result = tokio::time::timeout(
+            std::time::Duration::from_secs(15),
+            devboy.call(
+                "test_elicitation_on_the_session_stream",
+                serde_json::json!({}),
+            ),
+        )
+        .await
+        .expect("the call is answered: the elicitation reached the agent");
+        // The recorder declines what it is asked (rmcp's default answer).
+        assert_eq!(
+            common::text_of(&result),
+            "Elicitation completed: action=decline, content={}"
         );
     });
 }

@@ -7,6 +7,7 @@
 //   PORT=3300 tests/conformance/node_modules/.bin/node tests/conformance/server.mjs
 // It serves Streamable HTTP at http://127.0.0.1:$PORT/mcp (PORT defaults to
 // 3300; 0 for any free port), logs to stderr and prints one "listening" line to stdout when ready.
+// STREAM_DELAY_MS (default 0) delays the answer to each session's first GET.
 //
 // Written here from the scenarios' descriptions and checks (the suite's
 // src/scenarios/server/*.ts), with the low-level Server of the TypeScript SDK
@@ -138,6 +139,14 @@ function createMcpServer(session) {
   // capability and the answer against the schema.
   async function elicit(extra, message, requestedSchema) {
     const result = await server.elicitInput({ message, requestedSchema }, { relatedRequestId: extra.requestId });
+    return `action=${result.action}, content=${JSON.stringify(result.content ?? {})}`;
+  }
+
+  // Asks on the session's standalone stream (the GET), as a server does
+  // that gives no related request (the suite's own client scenarios do):
+  // with no such stream open, the SDK drops the request.
+  async function elicitOnTheSessionStream(message, requestedSchema) {
+    const result = await server.elicitInput({ message, requestedSchema });
     return `action=${result.action}, content=${JSON.stringify(result.content ?? {})}`;
   }
 
@@ -278,6 +287,18 @@ function createMcpServer(session) {
             status: { type: 'string', enum: ['active', 'inactive', 'pending'], default: 'active' },
             verified: { type: 'boolean', default: true }
           }
+        });
+        return [text(`Elicitation completed: ${outcome}`)];
+      }
+    },
+    {
+      name: 'test_elicitation_on_the_session_stream',
+      description: "Elicits a name on the session's standalone stream instead of the call's",
+      inputSchema: noArguments,
+      run: async () => {
+        const outcome = await elicitOnTheSessionStream('Your name?', {
+          type: 'object',
+          properties: { name: { type: 'string', default: 'Jane Doe' } }
         });
         return [text(`Elicitation completed: ${outcome}`)];
       }
@@ -602,9 +623,15 @@ app.post('/mcp', async (req, res) => {
   if (session) await session.transport.handleRequest(req, res, req.body);
 });
 
+// STREAM_DELAY_MS holds back the answer to a session's first GET, as a
+// busy machine can: until it is answered, the session has no stream for
+// the requests that belong to no call.
+const STREAM_DELAY_MS = Number(process.env.STREAM_DELAY_MS ?? 0);
+
 // GET opens (or, with Last-Event-ID, resumes) an SSE stream; DELETE ends the session.
 for (const method of ['get', 'delete']) {
   app[method]('/mcp', async (req, res) => {
+    if (method === 'get' && req.headers['last-event-id'] === undefined) await sleep(STREAM_DELAY_MS);
     const session = sessionOf(req, res);
     if (session) await session.transport.handleRequest(req, res);
   });

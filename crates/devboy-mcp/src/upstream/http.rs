@@ -8,6 +8,7 @@ use std::time::Duration;
 use rmcp::service::{RunningService, ServiceExt};
 use rmcp::RoleClient;
 
+use super::settle::Settling;
 use super::{ConnectError, Upstream, UpstreamClient};
 use crate::oauth::{self, TokenFile};
 use crate::tap::NotificationTap;
@@ -70,34 +71,42 @@ impl Http {
         };
         let served = match manager {
             Some(manager) => {
-                let client =
-                    rmcp::transport::auth::AuthClient::new(reqwest::Client::new(), manager);
+                let (client, settled) = Settling::new(rmcp::transport::auth::AuthClient::new(
+                    reqwest::Client::new(),
+                    manager,
+                ));
                 let transport =
                     rmcp::transport::StreamableHttpClientTransport::with_client(client, config);
-                handler
+                let served = handler
                     .serve(NotificationTap::new(
                         transport,
                         upstream.progress.clone(),
                         upstream.relay.clone(),
                     ))
-                    .await
+                    .await;
+                (served, settled)
             }
             None => {
-                let transport = rmcp::transport::StreamableHttpClientTransport::with_client(
-                    reqwest::Client::new(),
-                    config,
-                );
-                handler
+                let (client, settled) = Settling::new(reqwest::Client::new());
+                let transport =
+                    rmcp::transport::StreamableHttpClientTransport::with_client(client, config);
+                let served = handler
                     .serve(NotificationTap::new(
                         transport,
                         upstream.progress.clone(),
                         upstream.relay.clone(),
                     ))
-                    .await
+                    .await;
+                (served, settled)
             }
         };
+        let (served, settled) = served;
         match served {
-            Ok(running) => Ok(running),
+            Ok(running) => {
+                // Ready once the server can send devboy its own requests.
+                settled.wait().await;
+                Ok(running)
+            }
             Err(error) if error.is_authorization_required() => match tokens {
                 Some(tokens) => Err(ConnectError::NeedsLogin(tokens)),
                 None => Err(oauth::needs_login(&upstream.config.name).into()),

@@ -16,6 +16,7 @@
 mod diagnostics;
 mod forward;
 mod http;
+mod settle;
 mod stdio;
 
 use std::collections::{HashMap, VecDeque};
