@@ -32,7 +32,9 @@
 //! the same split on the `regex` crate and counts the pieces with the same
 //! vocabulary, for the same result (a property test below compares them);
 //! `Tokenizer::O200k` uses it, and falls back to `tiktoken-rs` if its data
-//! check fails. `cl100k_base` has a different pattern and always goes
+//! check fails. It keeps the vocabulary in a compact table of its own and
+//! lets `tiktoken-rs`'s o200k tables go once it is read, so the process
+//! holds one copy of the vocabulary (about 4 MB) instead of two (62 MB). `cl100k_base` has a different pattern and always goes
 //! through `tiktoken-rs`.
 //!
 //! This module does no I/O, like the rest of the crate.

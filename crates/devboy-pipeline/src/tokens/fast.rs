@@ -22,15 +22,22 @@
 //! same pattern in both engines.
 //!
 //! Pieces are then counted with the vocabulary's own ranks, read once from
-//! `tiktoken-rs` through its public decoder, and its public
-//! [`tiktoken_rs::byte_pair_split`]: the count is `tiktoken-rs`'s by
-//! construction, and a property test compares the two on generated text
-//! mixing every class the pattern distinguishes (`tokens.rs`).
+//! `tiktoken-rs` through its public decoder into one compact table
+//! ([`Vocabulary`]: the tokens' bytes end to end and an index of them,
+//! about 4 MB), after which `tiktoken-rs`'s own tables (tens of megabytes
+//! in small allocations, and a second copy of the vocabulary) are dropped
+//! and their memory handed back. Pieces the vocabulary does not hold whole
+//! are byte-pair merged here, as tiktoken merges them: property tests
+//! compare the merges with [`tiktoken_rs::byte_pair_split`] and the counts
+//! with `tiktoken-rs`'s on generated text mixing every class the pattern
+//! distinguishes (`tokens.rs`).
 
 use std::sync::LazyLock;
 
+use std::hash::{BuildHasher, BuildHasherDefault};
+
 use regex::Regex;
-use rustc_hash::FxHashMap;
+use rustc_hash::{FxHashMap, FxHasher};
 use tiktoken_rs::Rank;
 
 /// o200k's split pattern (`tiktoken_rs::O200K_BASE_PAT_STR`) without its
@@ -55,7 +62,83 @@ const VOCABULARY: Rank = 199_998;
 
 struct Counter {
     split: Regex,
-    ranks: FxHashMap<Vec<u8>, Rank>,
+    ranks: Vocabulary,
+}
+
+/// o200k's ordinary tokens in one table: their bytes end to end in rank
+/// order, where each starts, and an open-addressing index from bytes to
+/// rank (at most half full, so a look-up rarely probes past its
+/// first slot).
+pub(super) struct Vocabulary {
+    bytes: Vec<u8>,
+    /// `starts[r]..starts[r + 1]` are the bytes of rank `r`.
+    starts: Vec<u32>,
+    /// `rank + 1` of the token hashed to each slot, or 0 for none.
+    slots: Vec<u32>,
+}
+
+type Hash = BuildHasherDefault<FxHasher>;
+
+impl Vocabulary {
+    /// The table of `tokens`, the byte sequences of ranks `0, 1, …`.
+    fn new<'a>(tokens: impl ExactSizeIterator<Item = &'a [u8]>) -> Option<Self> {
+        let count = tokens.len();
+        let mut bytes = Vec::new();
+        let mut starts = Vec::with_capacity(count + 1);
+        for token in tokens {
+            starts.push(u32::try_from(bytes.len()).ok()?);
+            bytes.extend_from_slice(token);
+        }
+        starts.push(u32::try_from(bytes.len()).ok()?);
+        bytes.shrink_to_fit();
+        let mut table = Self {
+            bytes,
+            starts,
+            slots: vec![0; (count * 2).next_power_of_two()],
+        };
+        let mask = table.slots.len() - 1;
+        for rank in 0..count {
+            let mut slot = table.home(table.token(rank));
+            while table.slots[slot] != 0 {
+                slot = (slot + 1) & mask;
+            }
+            table.slots[slot] = u32::try_from(rank + 1).ok()?;
+        }
+        Some(table)
+    }
+
+    fn token(&self, rank: usize) -> &[u8] {
+        &self.bytes[self.starts[rank] as usize..self.starts[rank + 1] as usize]
+    }
+
+    fn home(&self, bytes: &[u8]) -> usize {
+        // The high half of an Fx hash is its best mixed.
+        let hash = Hash::default().hash_one(bytes);
+        (hash >> 32) as usize & (self.slots.len() - 1)
+    }
+
+    /// The rank of `bytes`, if the vocabulary has them as one token.
+    pub(super) fn get(&self, bytes: &[u8]) -> Option<Rank> {
+        let mask = self.slots.len() - 1;
+        let mut slot = self.home(bytes);
+        loop {
+            let entry = self.slots[slot];
+            if entry == 0 {
+                return None;
+            }
+            let rank = entry - 1;
+            if self.token(rank as usize) == bytes {
+                return Some(rank);
+            }
+            slot = (slot + 1) & mask;
+        }
+    }
+
+    /// The bytes the table holds, index included.
+    #[cfg(test)]
+    fn held_bytes(&self) -> usize {
+        self.bytes.capacity() + 4 * (self.starts.capacity() + self.slots.capacity())
+    }
 }
 
 /// Built on first use; `None` if anything about `tiktoken-rs`'s data is not
@@ -69,14 +152,31 @@ fn build() -> Option<Counter> {
     if expected != tiktoken_rs::O200K_BASE_PAT_STR {
         return None;
     }
-    let bpe = tiktoken_rs::o200k_base_singleton();
-    let mut ranks = FxHashMap::default();
-    ranks.reserve(VOCABULARY as usize);
-    for rank in 0..VOCABULARY {
-        ranks.insert(bpe.decode_bytes(&[rank]).ok()?, rank);
-    }
+    let ranks = {
+        // tiktoken-rs's own tables, only for as long as it takes to read
+        // the vocabulary out of them.
+        let bpe = tiktoken_rs::o200k_base().ok()?;
+        let tokens = (0..VOCABULARY)
+            .map(|rank| bpe.decode_bytes(&[rank]).ok())
+            .collect::<Option<Vec<_>>>()?;
+        Vocabulary::new(tokens.iter().map(Vec::as_slice))?
+    };
+    release_freed_memory();
     let split = Regex::new(PATTERN).ok()?;
     Some(Counter { split, ranks })
+}
+
+/// Hands the pages of freed allocations back to the system. glibc keeps
+/// what a program frees for its next allocations, so the tens of
+/// megabytes `tiktoken-rs`'s tables took in small pieces would otherwise
+/// stay in devboy's resident set for good.
+fn release_freed_memory() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: malloc_trim only returns unused pages of glibc's heap to the
+    // system; it touches no allocation in use.
+    unsafe {
+        libc::malloc_trim(0);
+    }
 }
 
 /// Whether the fast path is available (its data checked and loaded).
@@ -265,10 +365,11 @@ fn letters(
     Some(end)
 }
 
-/// Pieces up to this many bytes are merged by `tiktoken-rs` itself; longer
-/// ones by [`merged_len`]. `byte_pair_split` finds each merge by scanning
-/// every pair, which is quadratic in the piece: 64 KB of one letter (one
-/// piece) took seconds, a megabyte minutes.
+/// Pieces up to this many bytes are merged by [`short_merged_len`], which
+/// finds each merge by scanning every pair as tiktoken does: quadratic in
+/// the piece (64 KB of one letter, one piece, took seconds, a megabyte
+/// minutes), and the quickest way for the short pieces nearly all text is
+/// made of. Longer ones are merged by [`merged_len`].
 const SHORT_PIECE: usize = 64;
 
 /// Pieces up to this many bytes are merged whole, exactly as `tiktoken-rs`
@@ -280,11 +381,48 @@ pub(super) const EXACT_PIECE: usize = 4096;
 fn pieces(counter: &Counter, piece: &[u8]) -> usize {
     match counter.ranks.get(piece) {
         Some(_) => 1,
-        None if piece.len() <= SHORT_PIECE => {
-            tiktoken_rs::byte_pair_split(piece, &counter.ranks).len()
-        }
+        None if piece.len() <= SHORT_PIECE => short_merged_len(piece, &counter.ranks),
         None if piece.len() <= EXACT_PIECE => merged_len(piece, &counter.ranks),
         None => chunked_len(piece, &counter.ranks),
+    }
+}
+
+/// The number of parts a short `piece` byte-pair merges into: the same
+/// merges as [`merged_len`] (the lowest rank first, the leftmost of
+/// equals), found by a scan of the pairs left, which for a few dozen bytes
+/// is quicker than a heap.
+fn short_merged_len(piece: &[u8], ranks: &Vocabulary) -> usize {
+    let n = piece.len();
+    if n < 2 {
+        return n;
+    }
+    // `parts[i]` is where part `i` starts (the last entry is the piece's
+    // end); `joins[i]` the rank of joining part `i` with part `i + 1`.
+    let mut parts: Vec<usize> = (0..=n).collect();
+    let join = |parts: &[usize], i: usize| -> Rank {
+        match parts.get(i + 2) {
+            Some(&end) => ranks.get(&piece[parts[i]..end]).unwrap_or(Rank::MAX),
+            None => Rank::MAX,
+        }
+    };
+    let mut joins: Vec<Rank> = (0..n).map(|i| join(&parts, i)).collect();
+    loop {
+        let mut best = (Rank::MAX, 0);
+        for (i, &rank) in joins.iter().enumerate() {
+            if rank < best.0 {
+                best = (rank, i);
+            }
+        }
+        let (rank, i) = best;
+        if rank == Rank::MAX {
+            return parts.len() - 1;
+        }
+        parts.remove(i + 1);
+        joins.remove(i + 1);
+        joins[i] = join(&parts, i);
+        if i > 0 {
+            joins[i - 1] = join(&parts, i - 1);
+        }
     }
 }
 
@@ -301,7 +439,7 @@ fn pieces(counter: &Counter, piece: &[u8]) -> usize {
 /// 4 KB at most (one in 21,394 on 40 KB of random letters; none on runs
 /// of one character, in the tests below), on a piece whose count is
 /// a thousand or more.
-fn chunked_len(piece: &[u8], ranks: &FxHashMap<Vec<u8>, Rank>) -> usize {
+fn chunked_len(piece: &[u8], ranks: &Vocabulary) -> usize {
     let mut counted: FxHashMap<&[u8], usize> = FxHashMap::default();
     piece
         .chunks(EXACT_PIECE)
@@ -325,7 +463,7 @@ fn chunked_len(piece: &[u8], ranks: &FxHashMap<Vec<u8>, Rank>) -> usize {
 /// off the heap), so the heap yields exactly the sequence of merges the
 /// scan would make, and the count is the same (property-tested against
 /// `byte_pair_split` below).
-pub(super) fn merged_len(piece: &[u8], ranks: &FxHashMap<Vec<u8>, Rank>) -> usize {
+pub(super) fn merged_len(piece: &[u8], ranks: &Vocabulary) -> usize {
     use std::cmp::Reverse;
     use std::collections::BinaryHeap;
 
@@ -340,7 +478,7 @@ pub(super) fn merged_len(piece: &[u8], ranks: &FxHashMap<Vec<u8>, Rank>) -> usiz
     let mut prev: Vec<usize> = (0..n).map(|s| s.wrapping_sub(1)).collect();
     let mut join: Vec<Rank> = vec![Rank::MAX; n];
     let mut heap = BinaryHeap::with_capacity(n);
-    let rank_of = |from: usize, to: usize| ranks.get(&piece[from..to]).copied();
+    let rank_of = |from: usize, to: usize| ranks.get(&piece[from..to]);
     for (s, slot) in join.iter_mut().enumerate().take(n - 1) {
         if let Some(rank) = rank_of(s, s + 2) {
             *slot = rank;
@@ -402,12 +540,41 @@ mod tests {
 
     use super::*;
 
-    fn ranks() -> &'static FxHashMap<Vec<u8>, Rank> {
+    fn ranks() -> &'static Vocabulary {
         &COUNTER.as_ref().expect("the fast path is available").ranks
     }
 
+    /// The vocabulary as tiktoken-rs's own merge takes it.
+    fn tiktoken_ranks() -> &'static FxHashMap<Vec<u8>, Rank> {
+        static RANKS: LazyLock<FxHashMap<Vec<u8>, Rank>> = LazyLock::new(|| {
+            let bpe = tiktoken_rs::o200k_base_singleton();
+            (0..VOCABULARY)
+                .map(|rank| (bpe.decode_bytes(&[rank]).unwrap(), rank))
+                .collect()
+        });
+        &RANKS
+    }
+
     fn split_len(piece: &[u8]) -> usize {
-        tiktoken_rs::byte_pair_split(piece, ranks()).len()
+        tiktoken_rs::byte_pair_split(piece, tiktoken_ranks()).len()
+    }
+
+    /// Every token of the vocabulary is found at its own rank, and bytes
+    /// that are no token are not found; the table is a few megabytes.
+    #[test]
+    fn the_vocabulary_table_finds_every_token_and_nothing_else() {
+        let bpe = tiktoken_rs::o200k_base_singleton();
+        for rank in 0..VOCABULARY {
+            let token = bpe.decode_bytes(&[rank]).unwrap();
+            assert_eq!(ranks().get(&token), Some(rank), "{token:?}");
+            let mut longer = token.clone();
+            longer.extend_from_slice(b"\x00\xff\x00");
+            assert_eq!(ranks().get(&longer), None, "{longer:?}");
+        }
+        assert_eq!(ranks().get(b""), None);
+        let held = ranks().held_bytes();
+        eprintln!("the o200k table holds {held} bytes");
+        assert!(held < 6 << 20, "{held} bytes");
     }
 
     proptest! {
@@ -431,6 +598,24 @@ mod tests {
         #[test]
         fn the_heap_merge_is_tiktokens_on_any_bytes(piece in proptest::collection::vec(any::<u8>(), 2..300)) {
             prop_assert_eq!(merged_len(&piece, ranks()), split_len(&piece));
+        }
+
+        /// The scan that merges short pieces, on pieces of the same kinds.
+        #[test]
+        fn the_short_merge_is_tiktokens(
+            alphabet in prop_oneof![
+                Just(b"ab".to_vec()), Just(b"y".to_vec()), Just(b" ".to_vec()),
+                Just(b"aeiounst".to_vec()), Just("\u{e9}\u{4e2d}".as_bytes().to_vec()),
+            ],
+            picks in proptest::collection::vec(any::<prop::sample::Index>(), 2..=SHORT_PIECE),
+        ) {
+            let piece: Vec<u8> = picks.iter().map(|i| alphabet[i.index(alphabet.len())]).collect();
+            prop_assert_eq!(short_merged_len(&piece, ranks()), split_len(&piece));
+        }
+
+        #[test]
+        fn the_short_merge_is_tiktokens_on_any_bytes(piece in proptest::collection::vec(any::<u8>(), 2..=SHORT_PIECE)) {
+            prop_assert_eq!(short_merged_len(&piece, ranks()), split_len(&piece));
         }
     }
 
