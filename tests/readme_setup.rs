@@ -471,3 +471,171 @@ fn readme_login_works_as_written_for_a_project_server_behind_oauth() {
     assert!(!results[0].is_error, "{:?}", results[0]);
     assert_eq!(results[0].text().trim(), note, "interactive");
 }
+
+/// An events feed as GitHub's `/repos/:o/:r/events` gives one: every row
+/// has the same top-level keys, `payload` is shaped by `type`, and `actor`,
+/// `repo` and `org` repeat from row to row. Made up here (recorded feeds
+/// are other projects' data; `scripts/mixed-pages` measures on those).
+fn events_feed() -> Value {
+    let actors: Vec<Value> = ["octo-ann", "octo-bo", "octo-cy"]
+        .iter()
+        .enumerate()
+        .map(|(i, login)| {
+            json!({"id": 5100 + i, "login": login, "display_login": login,
+                   "gravatar_id": "", "url": format!("https://api.github.com/users/{login}"),
+                   "avatar_url": format!("https://avatars.githubusercontent.com/u/{}?", 5100 + i)})
+        })
+        .collect();
+    let repo = json!({"id": 77012, "name": "acme/widgets",
+                      "url": "https://api.github.com/repos/acme/widgets"});
+    let org = json!({"id": 9001, "login": "acme", "gravatar_id": "",
+                     "url": "https://api.github.com/orgs/acme",
+                     "avatar_url": "https://avatars.githubusercontent.com/u/9001?"});
+    let rows: Vec<Value> = (0..24)
+        .map(|i| {
+            let (kind, payload) = match i % 4 {
+                0 => ("PushEvent", json!({"push_id": 880_000 + i, "size": 1, "ref": "refs/heads/main",
+                        "head": format!("{:040x}", 0xabc_0000 + i), "commits": [{"sha": format!("{:040x}", 0xdef_0000 + i),
+                        "message": format!("Fix widget {i} alignment"), "distinct": true}]})),
+                1 => ("IssuesEvent", json!({"action": "opened", "issue": {"number": 300 + i,
+                        "title": format!("Widget {i} flickers"), "state": "open", "comments": i % 3}})),
+                2 => ("WatchEvent", json!({"action": "started"})),
+                _ => ("IssueCommentEvent", json!({"action": "created", "issue": {"number": 299 + i},
+                        "comment": {"id": 61_000 + i, "body": format!("Seen on build {i} too.")}})),
+            };
+            json!({"id": format!("{}", 42_000_000 + i), "type": kind, "actor": actors[i % 3],
+                   "repo": repo, "payload": payload, "public": true,
+                   "created_at": format!("2026-11-{:02}T10:{:02}:00Z", 1 + i / 4, i), "org": org})
+        })
+        .collect();
+    Value::Array(rows)
+}
+
+/// Issue 39 as a new user meets it: Claude Code with its tool search on
+/// (its default against Anthropic's API), the README's project setup on a
+/// realistic `.mcp.json` in a folder not named as the README's, and an
+/// events feed read through devboy twice, in print mode and interactive.
+/// The feed reaches the model in the `refs` encoding, which decodes to
+/// the file's JSON byte for byte; the second read is a reference, and the
+/// model expands it with `devboy_expand`, which was loaded up front: no
+/// search before it.
+#[test]
+fn readme_project_setup_with_tool_search_on_encodes_an_events_feed_and_expands_at_once() {
+    let project_block = &readme_project_block();
+    let claude = ClaudeCode::new().unwrap();
+    let parent = claude.scratch_dir().join("work");
+    let project = parent.join("checkout-39");
+    std::fs::create_dir_all(&project).unwrap();
+    let feed = events_feed();
+    let compact = serde_json::to_string(&feed).unwrap();
+    let file = serde_json::to_string_pretty(&feed).unwrap();
+    std::fs::write(project.join("events.json"), &file).unwrap();
+    write_realistic_mcp_json(&project, json!({}));
+    let here = project_block.replace("cd your-project", "cd checkout-39");
+    let stdout = run_block(&claude, &here, &parent);
+    assert!(connected(&stdout, "devboy"), "{stdout}");
+
+    let read = "mcp__devboy__filesystem__read_text_file";
+    let expand = "mcp__devboy__devboy_expand";
+    let bins = bin_dir(&claude);
+    let path = std::env::join_paths(std::iter::once(bins).chain(std::env::split_paths(
+        &std::env::var_os("PATH").unwrap_or_default(),
+    )))
+    .unwrap();
+    let claude = claude
+        .project_dir(&project)
+        .unwrap()
+        .env("PATH", path.to_string_lossy())
+        .env("ENABLE_TOOL_SEARCH", "true");
+    let check = |results: &[devboy_testkit::ToolResultSeen], mode: &str| {
+        assert_eq!(results.len(), 3, "{mode}: {results:#?}");
+        let first = results[0].text();
+        assert!(!results[0].is_error, "{mode}: {first}");
+        assert!(
+            first.contains("> [encoded: refs;"),
+            "{mode}: the feed is encoded with references: {first}"
+        );
+        // What the model saw, less devboy's id line, decodes to what the
+        // server answered: the file's text, indentation and all, as the
+        // `content` of its structured result.
+        let shown = match first.rsplit_once('\n') {
+            Some((body, last)) if last.starts_with("> [id: ") => body,
+            _ => first.as_str(),
+        };
+        let decoded = match devboy_pipeline::template::decode(shown) {
+            Ok(devboy_pipeline::DecodedBody::Json(value)) => value,
+            _ => devboy_pipeline::encode::decode(shown)
+                .unwrap_or_else(|e| panic!("{mode}: {e}\n{shown}")),
+        };
+        assert_eq!(decoded, json!({ "content": file }), "{mode}: exact");
+        assert!(
+            first.len() * 2 < compact.len(),
+            "{mode}: {} bytes for {} of compact JSON",
+            first.len(),
+            compact.len()
+        );
+        assert!(
+            results[1].text().starts_with("> [ref: "),
+            "{mode}: the second read is a reference: {}",
+            results[1].text()
+        );
+        assert_eq!(results[2].tool_name.as_deref(), Some(expand), "{mode}");
+        assert!(!results[2].is_error, "{mode}: {:?}", results[2]);
+        assert!(
+            results[2].text().contains("Widget 21 flickers"),
+            "{mode}: {}",
+            results[2].text()
+        );
+    };
+    let turns = || {
+        [
+            Turn::tool_use(read, json!({"path": "events.json"})),
+            Turn::tool_use(read, json!({"path": "events.json"})),
+            Turn::tool_use(
+                expand,
+                json!({"id": devboy_testkit::scripted_model::LAST_ID}),
+            ),
+        ]
+    };
+
+    // Print mode.
+    let mut script = Script::new();
+    for turn in turns() {
+        script = script.turn(turn);
+    }
+    let model = ScriptedModel::start(script.final_text("read")).unwrap();
+    let claude = claude.model(&model);
+    claude
+        .run_print("Read events.json twice.", &[read, expand])
+        .unwrap()
+        .assert_success();
+    let first_request = &model.main_requests()[0];
+    let up_front = first_request["tools"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .any(|t| t["name"] == expand && t.get("defer_loading").is_none_or(|d| d != &json!(true)));
+    assert!(up_front, "devboy_expand is loaded, not behind the search");
+    check(&model.tool_results(), "print mode");
+
+    // Interactive.
+    let model = ScriptedModel::start(Script::new().final_text("ok")).unwrap();
+    let interactive = claude.model(&model);
+    let terminal = TerminalSession::start(
+        &interactive,
+        &["--allowedTools", &format!("{read},{expand}")],
+    )
+    .unwrap();
+    terminal.ask(&model, "Hello.").unwrap();
+    std::thread::sleep(Duration::from_secs(5));
+    for turn in turns() {
+        model.push(turn);
+    }
+    terminal.type_line("Read events.json twice.").unwrap();
+    terminal
+        .wait_until("the three tool results", Duration::from_secs(90), || {
+            model.tool_results().len() >= 3
+        })
+        .unwrap();
+    check(&model.tool_results(), "interactive");
+}
