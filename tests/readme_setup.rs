@@ -60,6 +60,17 @@ fn bin_dir(claude: &ClaudeCode) -> PathBuf {
     dir
 }
 
+/// `PATH` with [`bin_dir`] first, as after `cargo install`.
+fn path_with_devboy(claude: &ClaudeCode) -> String {
+    let bins = bin_dir(claude);
+    std::env::join_paths(std::iter::once(bins).chain(std::env::split_paths(
+        &std::env::var_os("PATH").unwrap_or_default(),
+    )))
+    .unwrap()
+    .to_string_lossy()
+    .into_owned()
+}
+
 /// Runs one README block with bash (`set -e`: every command must
 /// succeed) in `dir`; returns stdout.
 fn run_block(claude: &ClaudeCode, block: &str, dir: &Path) -> String {
@@ -176,16 +187,12 @@ fn readme_project_setup_works_as_written_with_a_realistic_mcp_json() {
     // Claude Code by list_changed.
     let tool = "mcp__devboy__filesystem__read_text_file";
     let model = ScriptedModel::start(Script::new().final_text("ok")).unwrap();
-    let bins = bin_dir(&claude);
-    let path = std::env::join_paths(std::iter::once(bins).chain(std::env::split_paths(
-        &std::env::var_os("PATH").unwrap_or_default(),
-    )))
-    .unwrap();
+    let path = path_with_devboy(&claude);
     let claude = claude
         .model(&model)
         .project_dir(&project)
         .unwrap()
-        .env("PATH", path.to_string_lossy());
+        .env("PATH", &path);
     let terminal = TerminalSession::start(&claude, &["--allowedTools", tool]).unwrap();
     terminal.ask(&model, "Hello.").unwrap();
     std::thread::sleep(Duration::from_secs(5));
@@ -446,12 +453,8 @@ fn readme_login_works_as_written_for_a_project_server_behind_oauth() {
             .final_text("note read"),
     )
     .unwrap();
-    let bins = bin_dir(&claude);
-    let path = std::env::join_paths(std::iter::once(bins).chain(std::env::split_paths(
-        &std::env::var_os("PATH").unwrap_or_default(),
-    )))
-    .unwrap();
-    let claude = claude.model(&model).env("PATH", path.to_string_lossy());
+    let path = path_with_devboy(&claude);
+    let claude = claude.model(&model).env("PATH", &path);
     let out = claude.run_print("Read the note.", &[tool]).unwrap();
     out.assert_success();
     let results = model.tool_results();
@@ -537,15 +540,11 @@ fn readme_project_setup_with_tool_search_on_encodes_an_events_feed_and_expands_a
 
     let read = "mcp__devboy__filesystem__read_text_file";
     let expand = "mcp__devboy__devboy_expand";
-    let bins = bin_dir(&claude);
-    let path = std::env::join_paths(std::iter::once(bins).chain(std::env::split_paths(
-        &std::env::var_os("PATH").unwrap_or_default(),
-    )))
-    .unwrap();
+    let path = path_with_devboy(&claude);
     let claude = claude
         .project_dir(&project)
         .unwrap()
-        .env("PATH", path.to_string_lossy())
+        .env("PATH", &path)
         .env("ENABLE_TOOL_SEARCH", "true");
     let check = |results: &[devboy_testkit::ToolResultSeen], mode: &str| {
         assert_eq!(results.len(), 3, "{mode}: {results:#?}");

@@ -75,15 +75,19 @@ impl<C> Settling<C> {
         )
     }
 
-    fn note_session(&self, response: &StreamableHttpPostResponse) {
-        let session = match response {
-            StreamableHttpPostResponse::Json(_, session)
-            | StreamableHttpPostResponse::Sse(_, session) => session.is_some(),
-            _ => false,
-        };
-        if session {
+    /// Notes whether a POST's answer gave the session an id; passes it on.
+    fn note_session<E>(
+        &self,
+        response: Result<StreamableHttpPostResponse, E>,
+    ) -> Result<StreamableHttpPostResponse, E> {
+        if let Ok(
+            StreamableHttpPostResponse::Json(_, Some(_))
+            | StreamableHttpPostResponse::Sse(_, Some(_)),
+        ) = &response
+        {
             self.seen.session.store(true, Ordering::Relaxed);
         }
+        response
     }
 
     /// A GET was answered; a resumption carries the last event's id, the
@@ -130,9 +134,8 @@ impl<C: StreamableHttpClient + Sync> StreamableHttpClient for Settling<C> {
         let response = self
             .inner
             .post_message(uri, message, session_id, auth_header, custom_headers)
-            .await?;
-        self.note_session(&response);
-        Ok(response)
+            .await;
+        self.note_session(response)
     }
 
     async fn post_message_with_max_sse_event_size(
@@ -154,9 +157,8 @@ impl<C: StreamableHttpClient + Sync> StreamableHttpClient for Settling<C> {
                 custom_headers,
                 max_sse_event_size,
             )
-            .await?;
-        self.note_session(&response);
-        Ok(response)
+            .await;
+        self.note_session(response)
     }
 
     fn delete_session(
