@@ -1,15 +1,18 @@
 #!/usr/bin/env python3
-"""The resident set of an idle `devboy mcp` serving two real upstreams.
+"""The resident set of `devboy mcp` serving two real upstreams, idle and
+after many distinct results.
 
     tests/peers/install.sh                       # the filesystem and git servers
     cargo build --release
-    python3 scripts/idle_rss.py [target/release/devboy]
+    python3 scripts/idle_rss.py [target/release/devboy] [--results N]
 
 Starts devboy in a scratch directory with the filesystem server (npm) and
 the git server (PyPI) behind it, initializes, lists the tools once the
 upstreams are up, waits two seconds and prints devboy's VmRSS and VmHWM
-(its peak) from /proc, three runs. Issue 41's target: idle RSS at most
-40 MiB with two upstreams.
+(its peak) from /proc, three runs. With `--results N` (one run), it then
+reads N distinct 64 KB text files through devboy, one call at a time, and
+prints the same again. Issue 41's targets: idle RSS at most 40 MiB with two
+upstreams, at most 80 MiB after 3,000 distinct 64 KB results.
 """
 
 import json
@@ -24,7 +27,27 @@ ROOT = Path(__file__).resolve().parent.parent
 PEERS = ROOT / "tests" / "peers"
 
 
-def one_run(devboy: str) -> dict:
+def text_file(path: Path, seed: int) -> None:
+    """About 64 KB of lines no other file has (log-like, so devboy's
+    pipeline treats it as ordinary text)."""
+    lines = []
+    size = 0
+    i = 0
+    while size < 64 * 1024:
+        line = f"{seed:05d}.{i:05d} worker-{(seed * 31 + i) % 97} handled request {seed * 100_003 + i * 7919} in {(i * 37) % 1000} ms"
+        lines.append(line)
+        size += len(line) + 1
+        i += 1
+    path.write_text("\n".join(lines) + "\n")
+
+
+def rss(pid: int) -> dict:
+    status = Path(f"/proc/{pid}/status").read_text().splitlines()
+    return {line.split(":")[0]: int(line.split()[1]) for line in status
+            if line.startswith(("VmRSS", "VmHWM"))}
+
+
+def one_run(devboy: str, results: int = 0) -> dict:
     with tempfile.TemporaryDirectory(prefix="devboy-idle-") as tmp:
         home = Path(tmp)
         repo = home / "repo"
@@ -72,10 +95,23 @@ def one_run(devboy: str) -> dict:
                 send({"jsonrpc": "2.0", "id": 2, "method": "tools/list"})
                 tools = answer(2)["result"]["tools"]
             time.sleep(2)
-            status = Path(f"/proc/{proc.pid}/status").read_text().splitlines()
-            kib = {line.split(":")[0]: int(line.split()[1]) for line in status
-                   if line.startswith(("VmRSS", "VmHWM"))}
+            kib = rss(proc.pid)
             kib["tools"] = len(tools)
+            if results:
+                read = next(t["name"] for t in tools if t["name"].endswith("read_text_file"))
+                files = home / "files"
+                files.mkdir()
+                for n in range(results):
+                    path = files / f"f{n}.log"
+                    text_file(path, n)
+                    send({"jsonrpc": "2.0", "id": 10 + n, "method": "tools/call",
+                          "params": {"name": read, "arguments": {"path": str(path)}}})
+                    reply = answer(10 + n)
+                    if "error" in reply or reply["result"].get("isError"):
+                        raise SystemExit(f"the read of {path} failed: {reply}")
+                    path.unlink()
+                time.sleep(2)
+                kib["after"] = rss(proc.pid)
             return kib
         finally:
             proc.kill()
@@ -83,11 +119,21 @@ def one_run(devboy: str) -> dict:
 
 
 def main() -> int:
-    devboy = sys.argv[1] if len(sys.argv) > 1 else str(ROOT / "target/release/devboy")
-    for run in range(1, 4):
-        kib = one_run(devboy)
+    args = sys.argv[1:]
+    results = 0
+    if "--results" in args:
+        at = args.index("--results")
+        results = int(args[at + 1])
+        del args[at:at + 2]
+    devboy = args[0] if args else str(ROOT / "target/release/devboy")
+    for run in range(1, 2 if results else 4):
+        kib = one_run(devboy, results)
         print(f"run {run}: {kib['tools']} tools listed; idle VmRSS {kib['VmRSS'] / 1024:.1f} MiB, "
               f"peak VmHWM {kib['VmHWM'] / 1024:.1f} MiB")
+        if results:
+            after = kib["after"]
+            print(f"  after {results} distinct 64 KB results: VmRSS {after['VmRSS'] / 1024:.1f} MiB, "
+                  f"peak VmHWM {after['VmHWM'] / 1024:.1f} MiB")
     return 0
 
 
