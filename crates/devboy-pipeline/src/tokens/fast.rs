@@ -32,12 +32,11 @@
 //! with `tiktoken-rs`'s on generated text mixing every class the pattern
 //! distinguishes (`tokens.rs`).
 
+use std::hash::BuildHasher;
 use std::sync::LazyLock;
 
-use std::hash::{BuildHasher, BuildHasherDefault};
-
 use regex::Regex;
-use rustc_hash::{FxHashMap, FxHasher};
+use rustc_hash::{FxBuildHasher, FxHashMap};
 use tiktoken_rs::Rank;
 
 /// o200k's split pattern (`tiktoken_rs::O200K_BASE_PAT_STR`) without its
@@ -77,8 +76,6 @@ pub(super) struct Vocabulary {
     slots: Vec<u32>,
 }
 
-type Hash = BuildHasherDefault<FxHasher>;
-
 impl Vocabulary {
     /// The table of `tokens`, the byte sequences of ranks `0, 1, …`.
     fn new<'a>(tokens: impl ExactSizeIterator<Item = &'a [u8]>) -> Option<Self> {
@@ -113,7 +110,7 @@ impl Vocabulary {
 
     fn home(&self, bytes: &[u8]) -> usize {
         // The high half of an Fx hash is its best mixed.
-        let hash = Hash::default().hash_one(bytes);
+        let hash = FxBuildHasher.hash_one(bytes);
         (hash >> 32) as usize & (self.slots.len() - 1)
     }
 
