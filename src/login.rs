@@ -4,7 +4,9 @@
 use std::path::Path;
 
 use anyhow::{bail, Context};
-use devboy_core::config::{ConfigSource, ProxyConfig, UpstreamConfig, UpstreamTransport};
+use devboy_core::config::{
+    ConfigSource, OAuthGrant, ProxyConfig, UpstreamConfig, UpstreamTransport,
+};
 use devboy_mcp::oauth::{self, TokenFile};
 
 /// The HTTP server `name` (its key, or its prefix) of `config`.
@@ -48,6 +50,9 @@ pub fn login(name: &str, config: Option<&Path>) -> anyhow::Result<()> {
         .enable_all()
         .build()
         .context("starting the async runtime")?;
+    if server.oauth.grant != OAuthGrant::AuthorizationCode {
+        return runtime.block_on(check_machine_grant(server));
+    }
     runtime
         .block_on(oauth::login(server, tokens.clone(), |url| {
             eprintln!("devboy: log in to `{}` at:\n  {url}", server.name);
@@ -65,6 +70,27 @@ pub fn login(name: &str, config: Option<&Path>) -> anyhow::Result<()> {
         tokens.path().display()
     );
     Ok(())
+}
+
+/// A server whose grant needs no browser has no login: devboy gets its
+/// token on every connect. `devboy login` tries that grant now and says
+/// whether it works, so that a user checking a setup learns it here.
+async fn check_machine_grant(server: &UpstreamConfig) -> anyhow::Result<()> {
+    let UpstreamTransport::Http { url, .. } = &server.transport else {
+        bail!("server `{}` is not an HTTP server", server.name);
+    };
+    let grant = oauth::machine::grant_name(server.oauth.grant);
+    match oauth::machine::manager(url, &server.oauth).await {
+        Ok(Some(_)) => {
+            eprintln!(
+                "devboy: `{}` needs no login: devboy gets its token itself on every connect with its {grant}, and that works (a token was issued just now; none is kept)",
+                server.name
+            );
+            Ok(())
+        }
+        Ok(None) => bail!("server `{}` has an incomplete {grant} setting", server.name),
+        Err(e) => bail!("the {grant} of `{}` failed: {e}", server.name),
+    }
 }
 
 pub fn logout(name: &str, config: Option<&Path>) -> anyhow::Result<()> {

@@ -98,10 +98,11 @@ async def elicit(_context: Any, params: types.ElicitRequestParams) -> types.Elic
     return types.ElicitResult(action="accept", content=content)
 
 
-def oauth_settings(scenario: str) -> dict[str, Any]:
+def oauth_settings(scenario: str, home: Path) -> dict[str, Any]:
     """The `oauth` table a user would write for the scenario's server: the
     client the suite registered for it (MCP_CONFORMANCE_CONTEXT), or the
-    client ID metadata document the suite serves for devboy."""
+    client ID metadata document the suite serves for devboy. A private key
+    goes into a file of its own, as a user keeps one."""
     context = json.loads(os.environ.get("MCP_CONFORMANCE_CONTEXT") or "{}")
     settings: dict[str, Any] = {}
     if "client_id" in context:
@@ -110,9 +111,24 @@ def oauth_settings(scenario: str) -> dict[str, Any]:
         settings["clientSecret"] = context["client_secret"]
     if scenario == "auth/basic-cimd":
         settings["clientMetadataUrl"] = CIMD_URL
-    if scenario == "auth/client-credentials-basic":
+    if scenario.startswith("auth/client-credentials-"):
         # A machine client: devboy gets its tokens itself, no login.
         settings["grant"] = "client_credentials"
+    if "private_key_pem" in context:
+        key = home / "machine-key.pem"
+        key.write_text(context["private_key_pem"])
+        key.chmod(0o600)
+        settings["privateKeyFile"] = str(key)
+    if "idp_token_endpoint" in context:
+        # Cross-app access: the user's ID token from the enterprise's
+        # identity provider, printed by a command as a login tool would.
+        token = home / "id-token"
+        token.write_text(context["idp_id_token"])
+        token.chmod(0o600)
+        settings["grant"] = "cross_app"
+        settings["idpTokenEndpoint"] = context["idp_token_endpoint"]
+        settings["idpClientId"] = context["idp_client_id"]
+        settings["idTokenCommand"] = f"cat '{token}'"
     return settings
 
 
@@ -137,7 +153,7 @@ async def run(url: str, scenario: str) -> bool:
         home = Path(tmp)
         config = home / "devboy.json"
         server: dict[str, Any] = {"type": "http", "url": url, "prefix": ""}
-        oauth = oauth_settings(scenario)
+        oauth = oauth_settings(scenario, home)
         if oauth:
             server["oauth"] = oauth
         config.write_text(json.dumps({"mcpServers": {"conformance": server}}))
@@ -148,7 +164,7 @@ async def run(url: str, scenario: str) -> bool:
             DEVBOY_RUNTIME_DIR=str(home / "run"),
             DEVBOY_TELEMETRY_DIR=str(home / "telemetry"),
         )
-        if scenario.startswith("auth/") and oauth.get("grant") != "client_credentials":
+        if scenario.startswith("auth/") and oauth.get("grant") in (None, "authorization_code"):
             login(devboy, config, env)
         params = StdioServerParameters(
             command=devboy,

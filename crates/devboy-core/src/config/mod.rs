@@ -320,6 +320,23 @@ pub struct OAuthConfig {
     pub callback_port: Option<u16>,
     /// How devboy gets its tokens (`grant`).
     pub grant: OAuthGrant,
+    /// A PEM file with the private key the client proves itself with
+    /// (`private_key_jwt`: a signed assertion instead of a secret), for
+    /// `grant = "client_credentials"`. Relative to the config file.
+    pub private_key_file: Option<PathBuf>,
+    /// For `grant = "cross_app"`: the enterprise identity provider's token
+    /// endpoint, where the user's ID token is exchanged for an
+    /// authorization grant to this server.
+    pub idp_token_endpoint: Option<String>,
+    /// The client id devboy has at that identity provider, when it wants
+    /// one named in the exchange.
+    pub idp_client_id: Option<String>,
+    /// The user's ID token from the identity provider (`${VAR}` keeps it
+    /// out of the file)…
+    pub id_token: Option<String>,
+    /// …or a command that prints it, run on every connect (an enterprise's
+    /// login tool), so that a fresh one is used.
+    pub id_token_command: Option<String>,
 }
 
 /// How devboy gets an HTTP server's tokens.
@@ -328,10 +345,16 @@ pub enum OAuthGrant {
     /// A person logs in once with `devboy login` (a browser, PKCE).
     #[default]
     AuthorizationCode,
-    /// devboy exchanges `client_id` and `client_secret` for a token itself
-    /// whenever it connects, with no login and nothing kept on disk (the
-    /// OAuth client-credentials extension, for machine-to-machine use).
+    /// devboy exchanges `client_id` and `client_secret` (or an assertion
+    /// signed with `private_key_file`) for a token itself whenever it
+    /// connects, with no login and nothing kept on disk (the OAuth
+    /// client-credentials extension, for machine-to-machine use).
     ClientCredentials,
+    /// Cross-app access (enterprise-managed authorization): the user's ID
+    /// token from the enterprise's identity provider is exchanged there for
+    /// an authorization grant (an ID-JAG), which the server's authorization
+    /// server exchanges for a token; no browser, nothing kept on disk.
+    CrossApp,
 }
 
 impl UpstreamConfig {

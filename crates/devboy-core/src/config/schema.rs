@@ -73,7 +73,19 @@ const OAUTH_KEYS: &[&str] = &[
     "callback_port",
     "callbackPort",
     "grant",
+    "private_key_file",
+    "privateKeyFile",
+    "idp_token_endpoint",
+    "idpTokenEndpoint",
+    "idp_client_id",
+    "idpClientId",
+    "id_token",
+    "idToken",
+    "id_token_command",
+    "idTokenCommand",
 ];
+/// The values of an `oauth` table's `grant`.
+const GRANTS: &str = "\"authorization_code\", \"client_credentials\" or \"cross_app\"";
 const TOML_TOP_KEYS: &[&str] = &[
     "devboy",
     "servers",
@@ -1472,29 +1484,46 @@ impl Loader<'_> {
                         Value::String(ref g) if g == "client_credentials" => {
                             Ok(OAuthGrant::ClientCredentials)
                         }
-                        _ => Err(self.wrong_type(
-                            &key,
-                            &entry.node,
-                            "\"authorization_code\" or \"client_credentials\"",
-                        )),
+                        Value::String(ref g) if g == "cross_app" => Ok(OAuthGrant::CrossApp),
+                        _ => Err(self.wrong_type(&key, &entry.node, GRANTS)),
                     };
                     if let Some(grant) = errors.keep(grant) {
                         oauth.grant = grant;
                     }
                 }
+                "private_key_file" | "privateKeyFile" => {
+                    let file = self.expanded(&entry.node, &key, lenient);
+                    oauth.private_key_file = errors.keep(file).map(|f| self.resolve_dir(&f));
+                }
+                "idp_token_endpoint" | "idpTokenEndpoint" => {
+                    let url = self.expanded(&entry.node, &key, lenient).and_then(|url| {
+                        if url.starts_with("https://") || url.starts_with("http://") {
+                            Ok(url)
+                        } else {
+                            Err(self.invalid(
+                                &key,
+                                entry.node.pos,
+                                "an http(s):// URL (the identity provider's token endpoint)",
+                                format!("the string {}", quote_short(&url)),
+                            ))
+                        }
+                    });
+                    oauth.idp_token_endpoint = errors.keep(url);
+                }
+                "idp_client_id" | "idpClientId" => {
+                    oauth.idp_client_id = errors.keep(self.expanded(&entry.node, &key, lenient));
+                }
+                "id_token" | "idToken" => {
+                    oauth.id_token = errors.keep(self.expanded(&entry.node, &key, lenient));
+                }
+                "id_token_command" | "idTokenCommand" => {
+                    oauth.id_token_command =
+                        errors.keep(self.string(&entry.node, &key).map(str::to_owned));
+                }
                 _ => errors.push(self.unknown_key(path, entry, OAUTH_KEYS)),
             }
         }
-        if oauth.grant == OAuthGrant::ClientCredentials
-            && (oauth.client_id.is_none() || oauth.client_secret.is_none())
-        {
-            errors.push(self.invalid(
-                &path.key("grant"),
-                node.pos,
-                "client_id and client_secret beside grant = \"client_credentials\"",
-                "a grant without both".to_owned(),
-            ));
-        }
+        self.check_grant(&oauth, node, path, errors);
         if oauth.client_secret.is_some() && oauth.client_id.is_none() {
             errors.push(self.invalid(
                 &path.key("client_secret"),
@@ -1504,6 +1533,63 @@ impl Loader<'_> {
             ));
         }
         (errors.len() == before).then_some(oauth)
+    }
+
+    /// What each grant needs beside it, and nothing a grant would ignore.
+    fn check_grant(&self, oauth: &OAuthConfig, node: &Node, path: &KeyPath, errors: &mut Gathered) {
+        let grant_key = path.key("grant");
+        let mut need = |missing: bool, what: &str, found: &str| {
+            if missing {
+                errors.push(self.invalid(&grant_key, node.pos, what, found.to_owned()));
+            }
+        };
+        let proof = oauth.client_secret.is_some() as u8 + oauth.private_key_file.is_some() as u8;
+        let id_token = oauth.id_token.is_some() as u8 + oauth.id_token_command.is_some() as u8;
+        let cross_app_keys =
+            oauth.idp_token_endpoint.is_some() || oauth.idp_client_id.is_some() || id_token > 0;
+        match oauth.grant {
+            OAuthGrant::AuthorizationCode => {
+                need(
+                    oauth.private_key_file.is_some(),
+                    "grant = \"client_credentials\" beside private_key_file (a signed assertion is a machine client's proof)",
+                    "the authorization-code grant",
+                );
+                need(
+                    cross_app_keys,
+                    "grant = \"cross_app\" beside the identity provider's keys",
+                    "the authorization-code grant",
+                );
+            }
+            OAuthGrant::ClientCredentials => {
+                need(
+                    oauth.client_id.is_none() || proof != 1,
+                    "client_id and one of client_secret or private_key_file beside grant = \"client_credentials\"",
+                    if proof == 2 { "both a secret and a key" } else { "a grant without them" },
+                );
+                need(
+                    cross_app_keys,
+                    "no identity provider keys beside grant = \"client_credentials\" (they belong to grant = \"cross_app\")",
+                    "identity provider keys",
+                );
+            }
+            OAuthGrant::CrossApp => {
+                need(
+                    oauth.client_id.is_none() || oauth.client_secret.is_none(),
+                    "client_id and client_secret beside grant = \"cross_app\" (the client the server's authorization server knows)",
+                    "a grant without both",
+                );
+                need(
+                    oauth.idp_token_endpoint.is_none() || id_token != 1,
+                    "idp_token_endpoint and one of id_token or id_token_command beside grant = \"cross_app\"",
+                    if id_token == 2 { "both an id_token and a command" } else { "a grant without them" },
+                );
+                need(
+                    oauth.private_key_file.is_some(),
+                    "no private_key_file beside grant = \"cross_app\" (the client authenticates with its secret)",
+                    "a private_key_file",
+                );
+            }
+        }
     }
 
     /// How to reach the server, or `None` with its errors gathered.

@@ -1648,13 +1648,66 @@ fn an_http_servers_oauth_table_is_read_in_either_spelling() {
     );
     err_with(
         toml("[servers.r]\nurl = \"https://x/mcp\"\noauth = { grant = \"client_credentials\", client_id = \"m\" }\n"),
-        &["servers.r.oauth.grant", "client_id and client_secret beside"],
+        &["servers.r.oauth.grant", "client_id and one of client_secret or private_key_file"],
+    );
+    err_with(
+        toml("[servers.r]\nurl = \"https://x/mcp\"\noauth = { grant = \"client_credentials\", client_id = \"m\", client_secret = \"s\", private_key_file = \"k.pem\" }\n"),
+        &["servers.r.oauth.grant", "both a secret and a key"],
+    );
+    // A key file is the proof of a machine client, relative to the config.
+    let signed = ok(toml(
+        "[servers.r]\nurl = \"https://x/mcp\"\noauth = { grant = \"client_credentials\", client_id = \"m\", private_key_file = \"keys/m.pem\" }\n",
+    ));
+    let key = signed.upstreams[0].oauth.private_key_file.as_ref().unwrap();
+    assert!(key.is_absolute() && key.ends_with("keys/m.pem"), "{key:?}");
+    err_with(
+        toml("[servers.r]\nurl = \"https://x/mcp\"\noauth = { private_key_file = \"k.pem\" }\n"),
+        &[
+            "servers.r.oauth.grant",
+            "grant = \"client_credentials\" beside private_key_file",
+        ],
+    );
+    // Cross-app access: the identity provider's endpoint and the user's ID
+    // token (or a command that prints it), and the client the server's
+    // authorization server knows.
+    let cross = ok(json(
+        r#"{"mcpServers": {"r": {"type": "http", "url": "https://x/mcp", "oauth": {
+            "grant": "cross_app", "clientId": "c", "clientSecret": "s",
+            "idpTokenEndpoint": "https://idp.example/token", "idpClientId": "i",
+            "idTokenCommand": "corp-login print-id-token"}}}}"#,
+    ));
+    let oauth = &cross.upstreams[0].oauth;
+    assert_eq!(oauth.grant, OAuthGrant::CrossApp);
+    assert_eq!(
+        oauth.idp_token_endpoint.as_deref(),
+        Some("https://idp.example/token")
+    );
+    assert_eq!(oauth.idp_client_id.as_deref(), Some("i"));
+    assert_eq!(
+        oauth.id_token_command.as_deref(),
+        Some("corp-login print-id-token")
+    );
+    err_with(
+        toml("[servers.r]\nurl = \"https://x/mcp\"\noauth = { grant = \"cross_app\", client_id = \"c\", client_secret = \"s\", idp_token_endpoint = \"https://idp/token\" }\n"),
+        &["servers.r.oauth.grant", "one of id_token or id_token_command"],
+    );
+    err_with(
+        toml("[servers.r]\nurl = \"https://x/mcp\"\noauth = { grant = \"cross_app\", client_id = \"c\", idp_token_endpoint = \"https://idp/token\", id_token = \"t\" }\n"),
+        &["servers.r.oauth.grant", "client_id and client_secret beside grant = \"cross_app\""],
+    );
+    err_with(
+        toml("[servers.r]\nurl = \"https://x/mcp\"\noauth = { id_token = \"t\" }\n"),
+        &["servers.r.oauth.grant", "grant = \"cross_app\" beside"],
+    );
+    err_with(
+        toml("[servers.r]\nurl = \"https://x/mcp\"\noauth = { grant = \"cross_app\", client_id = \"c\", client_secret = \"s\", idp_token_endpoint = \"idp/token\", id_token = \"t\" }\n"),
+        &["servers.r.oauth.idp_token_endpoint", "an http(s):// URL"],
     );
     err_with(
         toml("[servers.r]\nurl = \"https://x/mcp\"\noauth = { grant = \"password\" }\n"),
         &[
             "servers.r.oauth.grant",
-            "\"authorization_code\" or \"client_credentials\"",
+            "\"authorization_code\", \"client_credentials\" or \"cross_app\"",
         ],
     );
 }

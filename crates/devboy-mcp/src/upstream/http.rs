@@ -52,9 +52,12 @@ impl Http {
         // (refreshed before it expires); without, the server may still
         // answer, or say that it needs a login.
         let tokens = TokenFile::of(&upstream.config);
-        let machine = oauth::client_credentials_manager(&self.url, &upstream.config.oauth)
+        let machine = oauth::machine::manager(&self.url, &upstream.config.oauth)
             .await
-            .map_err(|e| format!("its client credentials were refused: {e}"))?;
+            .map_err(|e| {
+                let grant = oauth::machine::grant_name(upstream.config.oauth.grant);
+                format!("its {grant} failed: {e}")
+            })?;
         let manager = match &tokens {
             _ if machine.is_some() => machine,
             Some(tokens) => {

@@ -12,14 +12,16 @@
 //! readable by the user only; every devboy then connects with them,
 //! refreshing before they expire. Tokens are never logged or printed.
 
+mod assertion;
+pub mod machine;
+
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
-use devboy_core::config::{OAuthConfig, OAuthGrant, UpstreamConfig, UpstreamTransport};
+use devboy_core::config::{OAuthConfig, UpstreamConfig, UpstreamTransport};
 use rmcp::transport::auth::{
     AuthError, AuthorizationManager, AuthorizationMetadata, AuthorizationRequest,
-    AuthorizationSession, ClientCredentialsConfig, CredentialStore, OAuthClientConfig, OAuthState,
-    StoredCredentials,
+    AuthorizationSession, CredentialStore, OAuthClientConfig, OAuthState, StoredCredentials,
 };
 
 /// How long `devboy login` waits for the browser to come back.
@@ -394,31 +396,6 @@ pub async fn connecting_manager(
         manager.configure_client(client)?;
     }
     Ok(Some(manager))
-}
-
-/// The manager of a server whose config says `grant =
-/// "client_credentials"`: a token exchanged for the configured client's id
-/// and secret now, kept in memory only (a new connection gets a new one).
-/// `Ok(None)` for the authorization-code grant.
-pub async fn client_credentials_manager(
-    url: &str,
-    oauth: &OAuthConfig,
-) -> Result<Option<AuthorizationManager>, AuthError> {
-    let (OAuthGrant::ClientCredentials, Some(client_id), Some(client_secret)) =
-        (oauth.grant, &oauth.client_id, &oauth.client_secret)
-    else {
-        return Ok(None);
-    };
-    let mut state = OAuthState::Unauthorized(bare_manager(url).await?);
-    state
-        .authenticate_client_credentials(ClientCredentialsConfig::ClientSecret {
-            client_id: client_id.clone(),
-            client_secret: client_secret.clone(),
-            scopes: oauth.scopes.clone().unwrap_or_default(),
-            resource: Some(url.to_owned()),
-        })
-        .await?;
-    Ok(state.into_authorization_manager())
 }
 
 /// Asks the server for its challenge: the `WWW-Authenticate` of the 401 an
