@@ -454,7 +454,7 @@ impl DedupStage {
             let value: Value = serde_json::from_str(text).ok()?;
             crate::exact::carries(text, &value).then_some(value)
         };
-        let old = parsed(self.store.get(base)?)?;
+        let old = parsed(&self.store.get(base)?)?;
         let new = parsed(body)?;
         let changes = scalar_changes(&old, &new, near.max_changes)?;
         if changes.is_empty() {
@@ -535,7 +535,7 @@ impl DedupStage {
                     RecordOutcome::Skipped(_) => None,
                 };
             }
-            let Some(delta) = crate::textdiff::delta(old, body) else {
+            let Some(delta) = crate::textdiff::delta(&old, body) else {
                 continue;
             };
             let id = self.ids.peek_next();
@@ -597,7 +597,7 @@ impl DedupStage {
                 let Some(whole) = self
                     .store
                     .get(part.id)
-                    .and_then(|b| parts::text_at(b, part.pointer.as_deref()))
+                    .and_then(|b| parts::text_at(&b, part.pointer.as_deref()))
                 else {
                     continue;
                 };
@@ -691,7 +691,7 @@ impl DedupStage {
     }
 
     /// The exact bytes an id stood for, from its text (`kafrum12`).
-    pub fn expand(&mut self, id_text: &str) -> Result<&[u8], ExpandError> {
+    pub fn expand(&mut self, id_text: &str) -> Result<std::borrow::Cow<'_, [u8]>, ExpandError> {
         let id: ReferenceId = match id_text.parse() {
             Ok(id) => id,
             Err(_) => {
@@ -821,7 +821,10 @@ mod tests {
             shown["content"],
             format!("/r/a.py:\n{}\n---\n/r/b.py:\n{b}", hints::reference(held))
         );
-        assert_eq!(stage.expand(&id.to_string()), Ok(both.as_bytes()));
+        assert_eq!(
+            stage.expand(&id.to_string()).as_deref(),
+            Ok(both.as_bytes())
+        );
         // The same result again: a reference to what was shown.
         assert!(matches!(
             stage.on_result(many.clone(), both.as_bytes(), paths(), t(1), &policy),
@@ -914,7 +917,10 @@ mod tests {
             crate::textdiff::apply(&file, diff).as_deref(),
             Some(edited.as_str())
         );
-        assert_eq!(stage.expand(&id.to_string()), Ok(edited.as_bytes()));
+        assert_eq!(
+            stage.expand(&id.to_string()).as_deref(),
+            Ok(edited.as_bytes())
+        );
         // A rewrite of most lines is sent in full.
         let rewritten = file.replace("line", "row");
         assert!(matches!(
@@ -981,7 +987,10 @@ mod tests {
         assert_eq!(again, id);
         // The id in the hint is found by text in what the model saw first.
         assert!(hint.contains(&id.to_string()) && id_line.contains(&id.to_string()));
-        assert_eq!(stage.expand(&id.to_string()), Ok(body.as_bytes()));
+        assert_eq!(
+            stage.expand(&id.to_string()).as_deref(),
+            Ok(body.as_bytes())
+        );
     }
 
     #[test]
@@ -1083,7 +1092,10 @@ mod tests {
             matches!(next, DedupDecision::Fresh { id: new, .. } if new != id),
             "{next:?}"
         );
-        assert_eq!(stage.expand(&id.to_string()), Ok(body.as_bytes()));
+        assert_eq!(
+            stage.expand(&id.to_string()).as_deref(),
+            Ok(body.as_bytes())
+        );
     }
 
     #[test]
@@ -1133,7 +1145,7 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains("was never issued"));
-        assert_eq!(now.expand(&new.to_string()), Ok(body.as_bytes()));
+        assert_eq!(now.expand(&new.to_string()).as_deref(), Ok(body.as_bytes()));
     }
 
     fn polling(call: &str) -> ResultPolicy {
@@ -1240,7 +1252,10 @@ mod tests {
             apply_changes(&old, delta).unwrap(),
             serde_json::from_str::<Value>(&second).unwrap()
         );
-        assert_eq!(stage.expand(&id.to_string()), Ok(second.as_bytes()));
+        assert_eq!(
+            stage.expand(&id.to_string()).as_deref(),
+            Ok(second.as_bytes())
+        );
         // The near-duplicate was never delivered in full, so it is not
         // referenced later; the next poll is again a delta against `base`.
         let again = stage.on_result(ci.clone(), second.as_bytes(), vec![], t(2), &polling("p7"));

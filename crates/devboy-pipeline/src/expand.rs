@@ -15,6 +15,13 @@
 //! session's id (its tag differs; invariant 10 in docs/invariants.md). Because [`IdAllocator`]
 //! never reuses an id and ids carry their session's tag, no id can come to
 //! name different bytes.
+//!
+//! Bodies of [`PACK_MIN`] bytes or more are kept Snappy-compressed when
+//! that saves an eighth or more (logs, JSON and source text: 2–4×), and the
+//! bound counts the bytes kept, so the same memory holds several times the
+//! results. Expanding one decompresses it (about a gigabyte a second).
+
+use std::borrow::Cow;
 
 use lru::LruCache;
 
@@ -23,36 +30,42 @@ use crate::ids::{IdAllocator, ReferenceId};
 /// Bounds of an [`ExpandStore`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ExpandConfig {
-    /// Most bytes kept. Default 64 MiB: a few hundred results at Claude
-    /// Code's 25,000-token cap, a small part of a developer machine's memory,
-    /// held for one session.
+    /// Most bytes kept, counted as kept (compressed where that pays).
+    /// Default 32 MiB: with text's usual 2–4× that is 64–128 MiB of
+    /// results, several hundred at Claude Code's 25,000-token cap, a small
+    /// part of a developer machine's memory, held for one session.
     pub max_bytes: usize,
 }
 
 impl Default for ExpandConfig {
     fn default() -> Self {
         Self {
-            max_bytes: 64 << 20,
+            max_bytes: 32 << 20,
         }
     }
 }
+
+/// Bodies shorter than this are kept as they are: compressing them saves
+/// little and costs a call per store.
+pub const PACK_MIN: usize = 1024;
 
 /// What [`ExpandStore::insert`] did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum StoreOutcome {
     /// The bytes are kept under the id (replacing any earlier bytes).
     Stored,
-    /// Longer than [`ExpandConfig::max_bytes`]: not kept, and any earlier
+    /// Longer than [`ExpandConfig::max_bytes`] even compressed: not kept, and any earlier
     /// bytes under the id were dropped. The caller must not promise
     /// expansion for this id; it should name the original call instead.
     TooLarge,
 }
 
 /// What an id expands to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Expansion<'a> {
-    /// The exact bytes the id stood for.
-    Bytes(&'a [u8]),
+    /// The exact bytes the id stood for (decompressed if they were kept
+    /// so).
+    Bytes(Cow<'a, [u8]>),
     /// This session issued the id, but its bytes are no longer kept.
     Expired,
     /// The id carries this session's tag, but was never issued.
@@ -75,6 +88,51 @@ pub struct ExpandStats {
     pub hits: u64,
     /// Lookups of ids whose bytes were not there.
     pub misses: u64,
+    /// Bodies kept compressed.
+    pub packed: u64,
+    /// Bytes of the bodies stored, as they came (beside the store's
+    /// [`ExpandStore::total_bytes`], what compression saved).
+    pub stored_bytes: u64,
+    /// Bytes they were kept in.
+    pub kept_bytes: u64,
+}
+
+/// One body as kept: as it came, or Snappy-compressed.
+#[derive(Debug)]
+struct Kept {
+    bytes: Box<[u8]>,
+    packed: bool,
+}
+
+impl Kept {
+    fn new(body: Vec<u8>) -> Self {
+        if body.len() >= PACK_MIN {
+            if let Ok(packed) = snap::raw::Encoder::new().compress_vec(&body) {
+                if packed.len() <= body.len() - body.len() / 8 {
+                    return Self {
+                        bytes: packed.into_boxed_slice(),
+                        packed: true,
+                    };
+                }
+            }
+        }
+        Self {
+            bytes: body.into_boxed_slice(),
+            packed: false,
+        }
+    }
+
+    /// The body, or `None` if its compressed bytes do not decode (memory
+    /// gone bad): never other bytes.
+    fn body(&self) -> Option<Cow<'_, [u8]>> {
+        if !self.packed {
+            return Some(Cow::Borrowed(&self.bytes));
+        }
+        snap::raw::Decoder::new()
+            .decompress_vec(&self.bytes)
+            .ok()
+            .map(Cow::Owned)
+    }
 }
 
 /// The bytes behind a session's ids, bounded by bytes, least recently used
@@ -82,7 +140,7 @@ pub struct ExpandStats {
 #[derive(Debug)]
 pub struct ExpandStore {
     config: ExpandConfig,
-    entries: LruCache<ReferenceId, Vec<u8>>,
+    entries: LruCache<ReferenceId, Kept>,
     total_bytes: usize,
     stats: ExpandStats,
 }
@@ -99,27 +157,33 @@ impl ExpandStore {
     }
 
     /// Keep `bytes` as what `id` stands for. Takes a `Vec<u8>` or `String`
-    /// without copying.
+    /// without copying (a body that compresses is kept compressed).
     pub fn insert(&mut self, id: ReferenceId, bytes: impl Into<Vec<u8>>) -> StoreOutcome {
         let bytes = bytes.into();
         // Whatever happens next, earlier bytes under this id are no longer
         // what it stands for.
         if let Some(old) = self.entries.pop(&id) {
-            self.total_bytes -= old.len();
+            self.total_bytes -= old.bytes.len();
         }
-        if bytes.len() > self.config.max_bytes {
+        let came = bytes.len();
+        let kept = Kept::new(bytes);
+        let len = kept.bytes.len();
+        if len > self.config.max_bytes {
             self.stats.too_large += 1;
             return StoreOutcome::TooLarge;
         }
-        self.total_bytes += bytes.len();
-        self.entries.put(id, bytes);
+        self.total_bytes += len;
         self.stats.stored += 1;
+        self.stats.packed += u64::from(kept.packed);
+        self.stats.stored_bytes += came as u64;
+        self.stats.kept_bytes += len as u64;
+        self.entries.put(id, kept);
         while self.total_bytes > self.config.max_bytes {
             // The newest entry fits alone, so it is never the victim.
             let Some((_, victim)) = self.entries.pop_lru() else {
                 break;
             };
-            self.total_bytes -= victim.len();
+            self.total_bytes -= victim.bytes.len();
             self.stats.evicted += 1;
         }
         StoreOutcome::Stored
@@ -128,11 +192,11 @@ impl ExpandStore {
     /// The exact bytes `id` stands for, if still kept (a hit makes them
     /// most recently used). `None` means "not here", never "empty": use
     /// [`expand`](Self::expand) to tell an expired id from an unknown one.
-    pub fn get(&mut self, id: ReferenceId) -> Option<&[u8]> {
-        match self.entries.get(&id) {
+    pub fn get(&mut self, id: ReferenceId) -> Option<Cow<'_, [u8]>> {
+        match self.entries.get(&id).and_then(Kept::body) {
             Some(bytes) => {
                 self.stats.hits += 1;
-                Some(bytes.as_slice())
+                Some(bytes)
             }
             None => {
                 self.stats.misses += 1;
@@ -174,7 +238,7 @@ impl ExpandStore {
         self.entries.is_empty()
     }
 
-    /// Bytes kept.
+    /// Bytes kept (compressed bodies counted as kept).
     pub fn total_bytes(&self) -> usize {
         self.total_bytes
     }
@@ -200,11 +264,11 @@ mod tests {
         let mut s = store(100);
         let a = ids.next();
         assert_eq!(s.insert(a, "hello"), StoreOutcome::Stored);
-        assert_eq!(s.get(a), Some(&b"hello"[..]));
-        assert_eq!(s.expand(a, &ids), Expansion::Bytes(b"hello"));
+        assert_eq!(s.get(a).as_deref(), Some(&b"hello"[..]));
+        assert_eq!(s.expand(a, &ids), Expansion::Bytes(b"hello"[..].into()));
         let empty = ids.next();
         assert_eq!(s.insert(empty, Vec::new()), StoreOutcome::Stored);
-        assert_eq!(s.expand(empty, &ids), Expansion::Bytes(b""));
+        assert_eq!(s.expand(empty, &ids), Expansion::Bytes(b""[..].into()));
     }
 
     #[test]
@@ -220,8 +284,8 @@ mod tests {
         assert_eq!(s.insert(c, vec![3; 4]), StoreOutcome::Stored);
         assert_eq!(s.expand(b, &ids), Expansion::Expired);
         assert!(!s.holds(b) && s.holds(a) && s.holds(c));
-        assert_eq!(s.expand(a, &ids), Expansion::Bytes(&[1; 4]));
-        assert_eq!(s.expand(c, &ids), Expansion::Bytes(&[3; 4]));
+        assert_eq!(s.expand(a, &ids), Expansion::Bytes(vec![1; 4].into()));
+        assert_eq!(s.expand(c, &ids), Expansion::Bytes(vec![3; 4].into()));
         assert_eq!(
             s.expand("tagfix99".parse().unwrap(), &ids),
             Expansion::Unknown
@@ -241,7 +305,10 @@ mod tests {
         assert_eq!(ours.sequence(), theirs.sequence());
         let _ = s.insert(ours, "new process");
         assert_eq!(s.expand(theirs, &ids), Expansion::OtherSession);
-        assert_eq!(s.expand(ours, &ids), Expansion::Bytes(b"new process"));
+        assert_eq!(
+            s.expand(ours, &ids),
+            Expansion::Bytes(b"new process"[..].into())
+        );
     }
 
     #[test]
@@ -265,11 +332,99 @@ mod tests {
         let _ = s.insert(a, vec![1; 6]);
         let _ = s.insert(a, vec![2; 8]);
         assert_eq!(s.total_bytes(), 8);
-        assert_eq!(s.get(a), Some(&[2u8; 8][..]));
+        assert_eq!(s.get(a).as_deref(), Some(&[2u8; 8][..]));
+    }
+
+    /// About `len` bytes of log lines, as a long tool result has.
+    fn log(len: usize, seed: usize) -> Vec<u8> {
+        let mut out = String::new();
+        let mut i = 0;
+        while out.len() < len {
+            out.push_str(&format!(
+                "2026-12-03T10:{:02}:{:02} worker-{} handled /api/items/{} in {} ms\n",
+                (seed + i) % 60,
+                i % 60,
+                (seed * 7 + i) % 13,
+                seed * 1000 + i,
+                (i * 37) % 500
+            ));
+            i += 1;
+        }
+        out.into_bytes()
     }
 
     #[test]
-    fn default_is_64_mib() {
-        assert_eq!(ExpandConfig::default().max_bytes, 64 * 1024 * 1024);
+    fn text_is_kept_compressed_and_given_back_exactly() {
+        let mut ids = IdAllocator::new(SessionTag::FIXED);
+        let mut s = store(1 << 20);
+        let body = log(64 * 1024, 1);
+        let a = ids.next();
+        assert_eq!(s.insert(a, body.clone()), StoreOutcome::Stored);
+        assert!(
+            s.total_bytes() * 2 < body.len(),
+            "{} kept for {}",
+            s.total_bytes(),
+            body.len()
+        );
+        assert_eq!(s.expand(a, &ids), Expansion::Bytes(body.clone().into()));
+        let st = s.stats();
+        assert_eq!((st.packed, st.stored_bytes), (1, body.len() as u64));
+        assert_eq!(st.kept_bytes, s.total_bytes() as u64);
+    }
+
+    #[test]
+    fn what_does_not_compress_is_kept_as_it_came() {
+        let mut ids = IdAllocator::new(SessionTag::FIXED);
+        let mut s = store(1 << 20);
+        // Bytes of a simple generator: no repeats for Snappy to find.
+        let mut x: u32 = 12345;
+        let noise: Vec<u8> = (0..8192)
+            .map(|_| {
+                x = x.wrapping_mul(1_103_515_245).wrapping_add(12345);
+                (x >> 16) as u8
+            })
+            .collect();
+        let a = ids.next();
+        let _ = s.insert(a, noise.clone());
+        assert_eq!(s.total_bytes(), noise.len());
+        assert_eq!(s.stats().packed, 0);
+        assert_eq!(s.get(a).as_deref(), Some(&noise[..]));
+        // Nor is a short body, however repetitive.
+        let b = ids.next();
+        let _ = s.insert(b, vec![b'a'; PACK_MIN - 1]);
+        assert_eq!(s.stats().packed, 0);
+    }
+
+    #[test]
+    fn the_bound_counts_bytes_as_kept_so_it_holds_more_results() {
+        let mut ids = IdAllocator::new(SessionTag::FIXED);
+        let mut s = store(256 * 1024);
+        let bodies: Vec<(ReferenceId, Vec<u8>)> =
+            (0..8).map(|n| (ids.next(), log(64 * 1024, n))).collect();
+        for (id, body) in &bodies {
+            let _ = s.insert(*id, body.clone());
+        }
+        // 512 KiB of results in a 256 KiB store: all still there.
+        assert_eq!(s.stats().evicted, 0);
+        for (id, body) in &bodies {
+            assert_eq!(s.get(*id).as_deref(), Some(&body[..]));
+        }
+        assert!(s.total_bytes() <= 256 * 1024);
+    }
+
+    #[test]
+    fn too_large_counts_the_kept_size() {
+        let mut ids = IdAllocator::new(SessionTag::FIXED);
+        let mut s = store(16 * 1024);
+        let a = ids.next();
+        // 64 KiB of text kept in under 16 KiB fits.
+        let body = vec![b'x'; 64 * 1024];
+        assert_eq!(s.insert(a, body.clone()), StoreOutcome::Stored);
+        assert_eq!(s.get(a).as_deref(), Some(&body[..]));
+    }
+
+    #[test]
+    fn default_is_32_mib_kept() {
+        assert_eq!(ExpandConfig::default().max_bytes, 32 * 1024 * 1024);
     }
 }

@@ -85,7 +85,7 @@
 //! assert!(cache.lookup(fp, later).is_none());
 //!
 //! // `devboy_expand tagfix1` still returns the exact bytes.
-//! assert_eq!(store.expand(id, &ids), Expansion::Bytes(body.as_bytes()));
+//! assert_eq!(store.expand(id, &ids), Expansion::Bytes(body.as_bytes().into()));
 //! ```
 //!
 //! Modules:

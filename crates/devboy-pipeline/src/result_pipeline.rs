@@ -634,7 +634,7 @@ mod tests {
             Some("> [ref: tagfix1, unchanged; devboy_expand tagfix1]")
         );
         // Expansion gives the original body, not the encoding.
-        assert_eq!(p.stage().expand("tagfix1"), Ok(body.as_bytes()));
+        assert_eq!(p.stage().expand("tagfix1").as_deref(), Ok(body.as_bytes()));
 
         let totals = p.totals().clone();
         assert_eq!(
@@ -664,7 +664,10 @@ mod tests {
         );
         let again = send(&mut p, &ep, &body, 1);
         assert_eq!(again.action, Action::Elided, "not a reference: {again:?}");
-        assert_eq!(p.stage().expand(&id.to_string()), Ok(body.as_bytes()));
+        assert_eq!(
+            p.stage().expand(&id.to_string()).as_deref(),
+            Ok(body.as_bytes())
+        );
     }
 
     #[test]
@@ -686,7 +689,10 @@ mod tests {
         );
         assert_eq!(out.action, Action::Elided);
         let id = out.id.unwrap();
-        assert_eq!(p.stage().expand(&id.to_string()), Ok(body.as_bytes()));
+        assert_eq!(
+            p.stage().expand(&id.to_string()).as_deref(),
+            Ok(body.as_bytes())
+        );
     }
 
     #[test]

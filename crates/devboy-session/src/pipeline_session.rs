@@ -530,7 +530,7 @@ impl PipelineSession {
         let (text, route, ref_id) = {
             let mut state = lock(&self.state);
             let text = match state.pipeline.stage().expand(id) {
-                Ok(bytes) => String::from_utf8_lossy(bytes).into_owned(),
+                Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
                 Err(error) => return Err(error.to_string()),
             };
             (
