@@ -6,7 +6,7 @@
 #   - npm packages from package-lock.json into tests/peers/node_modules (npm ci),
 #     among them Azurite, the Azure Storage emulator (azurite-blob)
 #   - Python packages from requirements.txt into tests/peers/.venv, among them
-#     moto's S3-compatible server (moto_server)
+#     moto's S3-compatible server (moto_server) and uv (uvx)
 #   - the official MCP conformance suite, the Node 22 it needs and the SDK
 #     devboy's conformance target server uses, from tests/conformance's
 #     package-lock.json into tests/conformance/node_modules (npm ci)
@@ -37,7 +37,7 @@ installed() {
      && -f node_modules/@octokit/fixtures/package.json && -f node_modules/@octokit/openapi/package.json \
      && -x node_modules/.bin/azurite-blob \
      && -x .venv/bin/python && -x .venv/bin/mcp-server-time && -x .venv/bin/mcp-server-git \
-     && -x .venv/bin/moto_server \
+     && -x .venv/bin/moto_server && -x .venv/bin/uvx \
      && -x "$conformance/node_modules/.bin/conformance" && -x "$conformance/node_modules/.bin/node" ]]
 }
 
