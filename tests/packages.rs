@@ -73,6 +73,15 @@ fn text(out: &Output) -> String {
     )
 }
 
+/// `devboy --version` ran the packaged binary.
+fn says_its_version(out: &Output) {
+    assert!(
+        String::from_utf8_lossy(&out.stdout).starts_with("devboy "),
+        "{}",
+        text(out)
+    );
+}
+
 /// The directory `program` is found in on this test's `PATH`.
 fn dir_of(program: &str) -> PathBuf {
     std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())
@@ -110,32 +119,43 @@ fn path_without_rust(root: &Path) -> String {
         .into_owned()
 }
 
-/// Runs `program args` in `dir` with only `env` (and `PATH`, `HOME`).
-fn run(dir: &Path, path: &str, home: &Path, env: &[(&str, &str)], argv: &[&str]) -> Output {
-    let mut cmd = Command::new(argv[0]);
-    cmd.args(&argv[1..])
-        .current_dir(dir)
-        .env_clear()
-        .env("PATH", path)
-        .env("HOME", home)
-        .env("NPM_CONFIG_UPDATE_NOTIFIER", "false")
-        .env("NPM_CONFIG_FUND", "false")
-        .env("NPM_CONFIG_AUDIT", "false");
-    for (k, v) in env {
-        cmd.env(k, v);
+/// Where and how the test's user runs commands: their project folder,
+/// their `PATH` (no Rust) and their fresh `HOME`.
+struct User {
+    dir: PathBuf,
+    path: String,
+    home: PathBuf,
+}
+
+impl User {
+    /// Runs `argv` in the project with only `env` (and `PATH`, `HOME`).
+    fn run(&self, env: &[(&str, &str)], argv: &[&str]) -> Output {
+        let mut cmd = Command::new(argv[0]);
+        cmd.args(&argv[1..])
+            .current_dir(&self.dir)
+            .env_clear()
+            .env("PATH", &self.path)
+            .env("HOME", &self.home)
+            .env("NPM_CONFIG_UPDATE_NOTIFIER", "false")
+            .env("NPM_CONFIG_FUND", "false")
+            .env("NPM_CONFIG_AUDIT", "false");
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        cmd.output().unwrap()
     }
-    cmd.output().unwrap()
+
+    /// Runs `argv` and asserts that it succeeded.
+    fn ok(&self, env: &[(&str, &str)], argv: &[&str]) -> Output {
+        let out = self.run(env, argv);
+        assert!(out.status.success(), "{}: {}", argv.join(" "), text(&out));
+        out
+    }
 }
 
 /// The names of the tools an MCP client gets from `command args` started
 /// in `dir`: the Python SDK's stdio client (pinned in tests/peers).
-fn tools_listed(
-    dir: &Path,
-    path: &str,
-    home: &Path,
-    env: &[(&str, &str)],
-    server: &[&str],
-) -> Vec<String> {
+fn tools_listed(user: &User, env: &[(&str, &str)], server: &[&str]) -> Vec<String> {
     let script = r#"
 import json, os, sys
 import anyio
@@ -154,20 +174,16 @@ anyio.run(main)
 "#;
     let python = peers::python();
     let server_json = serde_json::to_string(server).unwrap();
-    let out = run(
-        dir,
-        path,
-        home,
+    let out = user.ok(
         env,
         &[
             python.to_str().unwrap(),
             "-c",
             script,
             &server_json,
-            dir.to_str().unwrap(),
+            user.dir.to_str().unwrap(),
         ],
     );
-    assert!(out.status.success(), "the client: {}", text(&out));
     let stdout = String::from_utf8_lossy(&out.stdout);
     serde_json::from_str(stdout.lines().last().unwrap_or("[]")).unwrap()
 }
@@ -203,22 +219,17 @@ fn the_npm_and_pypi_packages_install_from_their_files_and_serve_claude_code_with
         .project_dir(&project)
         .unwrap()
         .env("PATH", &path);
-    let home = claude.home().to_path_buf();
+    let user = User {
+        dir: project.clone(),
+        path: path.clone(),
+        home: claude.home().to_path_buf(),
+    };
 
-    let no_cargo = run(
-        &project,
-        &path,
-        &home,
-        &[],
-        &["sh", "-c", "cargo --version"],
-    );
+    let no_cargo = user.run(&[], &["sh", "-c", "cargo --version"]);
     assert!(!no_cargo.status.success(), "cargo is on the test's PATH");
 
     // npm: the launcher and this platform's package from their tarballs.
-    let installed = run(
-        &project,
-        &path,
-        &home,
+    user.ok(
         &[],
         &[
             "npm",
@@ -229,26 +240,10 @@ fn the_npm_and_pypi_packages_install_from_their_files_and_serve_claude_code_with
             launcher.to_str().unwrap(),
         ],
     );
-    assert!(
-        installed.status.success(),
-        "npm install: {}",
-        text(&installed)
-    );
-    let version = run(
-        &project,
-        &path,
-        &home,
-        &[],
-        &["npx", "-y", "devboy", "--version"],
-    );
-    assert!(
-        String::from_utf8_lossy(&version.stdout).starts_with("devboy "),
-        "{}",
-        text(&version)
-    );
+    says_its_version(&user.ok(&[], &["npx", "-y", "devboy", "--version"]));
     let line = claude_connects(&claude, "npx", &["-y", "devboy", "mcp"]);
     assert!(line.contains("Connected"), "{line}");
-    let tools = tools_listed(&project, &path, &home, &[], &["npx", "-y", "devboy", "mcp"]);
+    let tools = tools_listed(&user, &[], &["npx", "-y", "devboy", "mcp"]);
     assert!(tools.iter().any(|t| t == "devboy_expand"), "{tools:?}");
     eprintln!("npx: {line}\n  {} tools: {tools:?}", tools.len());
 
@@ -261,42 +256,20 @@ fn the_npm_and_pypi_packages_install_from_their_files_and_serve_claude_code_with
         ("UV_PYTHON_DOWNLOADS", "never"),
     ];
     let uv_claude = uv_env.iter().fold(claude, |c, (k, v)| c.env(*k, *v));
-    let version = run(
-        &project,
-        &path,
-        &home,
-        &uv_env,
-        &["uvx", "devboy", "--version"],
-    );
-    assert!(
-        String::from_utf8_lossy(&version.stdout).starts_with("devboy "),
-        "{}",
-        text(&version)
-    );
+    says_its_version(&user.ok(&uv_env, &["uvx", "devboy", "--version"]));
     let line = claude_connects(&uv_claude, "uvx", &["devboy", "mcp"]);
     assert!(line.contains("Connected"), "{line}");
-    let tools = tools_listed(&project, &path, &home, &uv_env, &["uvx", "devboy", "mcp"]);
+    let tools = tools_listed(&user, &uv_env, &["uvx", "devboy", "mcp"]);
     assert!(tools.iter().any(|t| t == "devboy_expand"), "{tools:?}");
     eprintln!("uvx: {line}\n  {} tools", tools.len());
 
     // pip (and so pipx): the wheel puts `devboy` on the environment's PATH.
     let venv = root.path().join("venv");
-    let made = run(
-        &project,
-        &path,
-        &home,
-        &[],
-        &["python3", "-m", "venv", venv.to_str().unwrap()],
-    );
-    assert!(made.status.success(), "{}", text(&made));
-    let pip = venv.join("bin/pip");
-    let installed = run(
-        &project,
-        &path,
-        &home,
+    user.ok(&[], &["python3", "-m", "venv", venv.to_str().unwrap()]);
+    user.ok(
         &[],
         &[
-            pip.to_str().unwrap(),
+            venv.join("bin/pip").to_str().unwrap(),
             "install",
             "--quiet",
             "--no-index",
@@ -304,21 +277,8 @@ fn the_npm_and_pypi_packages_install_from_their_files_and_serve_claude_code_with
             wheel.to_str().unwrap(),
         ],
     );
-    assert!(
-        installed.status.success(),
-        "pip install: {}",
-        text(&installed)
-    );
-    let version = run(
-        &project,
-        &path,
-        &home,
+    says_its_version(&user.ok(
         &[],
         &[venv.join("bin/devboy").to_str().unwrap(), "--version"],
-    );
-    assert!(
-        String::from_utf8_lossy(&version.stdout).starts_with("devboy "),
-        "{}",
-        text(&version)
-    );
+    ));
 }
