@@ -272,12 +272,12 @@ async fn post_form<T: serde::de::DeserializeOwned>(
     let response = request
         .send()
         .await
-        .map_err(|e| refused(format!("{endpoint}: {}", without_url(&e))))?;
+        .map_err(|e| refused(format!("{endpoint}: {}", e.without_url())))?;
     let status = response.status();
     let bytes = response
         .bytes()
         .await
-        .map_err(|e| refused(format!("{endpoint}: {}", without_url(&e))))?;
+        .map_err(|e| refused(format!("{endpoint}: {}", e.without_url())))?;
     if !status.is_success() {
         let said: serde_json::Value = serde_json::from_slice(&bytes).unwrap_or_default();
         let error = said["error"].as_str().unwrap_or("no error code");
@@ -289,16 +289,6 @@ async fn post_form<T: serde::de::DeserializeOwned>(
     }
     serde_json::from_slice(&bytes)
         .map_err(|e| refused(format!("{endpoint}: an answer that is not a token: {e}")))
-}
-
-/// A request error's text without the URL reqwest adds (the endpoint is
-/// named already).
-fn without_url(error: &reqwest::Error) -> String {
-    let mut error = format!("{error}");
-    if let Some(at) = error.find(" for url (") {
-        error.truncate(at);
-    }
-    error
 }
 
 /// Runs `id_token_command` through the platform's shell and takes its
@@ -331,15 +321,12 @@ async fn run_id_token_command(command: &str) -> Result<String, AuthError> {
         .map_err(|e| refused(format!("id_token_command `{command}`: {e}")))?;
     if !done.status.success() {
         let stderr = String::from_utf8_lossy(&done.stderr);
-        let tail: String = stderr
-            .trim()
-            .chars()
-            .rev()
-            .take(300)
-            .collect::<Vec<_>>()
-            .into_iter()
-            .rev()
-            .collect();
+        let stderr = stderr.trim();
+        let mut from = stderr.len().saturating_sub(300);
+        while !stderr.is_char_boundary(from) {
+            from += 1;
+        }
+        let tail = &stderr[from..];
         return Err(refused(format!(
             "id_token_command `{command}` failed ({}): {tail}",
             done.status
