@@ -5,19 +5,25 @@
 //! Run with `cargo bench --bench proxy` (a release build). `DEVBOY_BENCH_CALLS`
 //! sets the calls per mode and measurement (default 2000).
 //!
+//! Every call is `echo` of new text (log-like lines, a call number in each,
+//! so no two calls are alike and the default pipeline has nothing to
+//! deduplicate), as a client would send it, in three modes: **direct** to
+//! the test server, **via devboy** (`--pipeline passthrough`: the hop
+//! alone), and **devboy, default pipeline** (what a user runs).
+//!
 //! Measured, in one run:
 //!
-//! 1. **Sequential latency**: one call at a time of `payload {bytes}` (4 KiB
-//!    and 64 KiB of text), timed around `Peer::call_tool`, i.e. request
-//!    serialisation, the round trip(s) over stdio pipes and decoding of the
-//!    result. Reported: p50/p90/p99/mean per mode, the proxied/direct ratio
-//!    at p50, and the added µs per call at p50, at the mean, and as the
-//!    median of the per-pair differences. Also the CPU time per call of the
-//!    direct upstream and of devboy (`/proc/<pid>/stat`, 10 ms ticks), which
-//!    says where the added time is spent.
+//! 1. **Sequential latency**: one call at a time of 4 KiB and of 64 KiB,
+//!    timed around `Peer::call_tool`, i.e. request serialisation, the round
+//!    trip(s) over stdio pipes and decoding of the result. Reported:
+//!    p50/p90/p99/mean per mode, each devboy mode's ratio to direct at p50,
+//!    and the added µs per call at p50, at the mean, and as the median of
+//!    the per-call differences. Also the CPU time per call of each mode's
+//!    process (`/proc/<pid>/stat`, 10 ms ticks), which says where the added
+//!    time is spent.
 //! 2. **Throughput**: 16 calls in flight, the same number of calls in total,
-//!    calls per second per mode, their ratio, and the added wall time per
-//!    call amortised over the run.
+//!    calls per second direct and via devboy (passthrough), their ratio, and
+//!    the added wall time per call amortised over the run.
 //! 3. **Memory**: devboy's resident set (`VmRSS` in `/proc/<pid>/status`)
 //!    after warm-up, then 1,000 and 10,000 calls of 4 KiB later (16 in
 //!    flight), in a devboy process of its own so the call counts are exact.
@@ -25,19 +31,23 @@
 //!    settles is expected; "flat" here means under 1 MiB from 1,000 to
 //!    10,000 calls, where a per-call leak of even one result would be 36 MiB.
 //!
-//! Targets (printed as MET / NOT MET): added p50 under 1 ms for a 4 KiB
-//! result; memory flat in the number of calls.
+//! Targets (printed as MET / NOT MET), added p50 at 4 KiB: at most 100 µs
+//! passthrough and 250 µs under the default pipeline; memory flat in the
+//! number of calls.
 //!
-//! Method: the direct upstream and devboy (with its own upstream) run side
-//! by side for the whole run, and their calls are interleaved, alternating
-//! which goes first (ABBA), so drift in the machine (frequency, other load)
-//! hits both modes alike; throughput runs alternate in several rounds for
-//! the same reason. Every mode is warmed up first. The client runs on a
+//! Method: the three processes (each devboy with its own upstream) run side
+//! by side for the whole run, and their calls are interleaved, each mode
+//! going first in turn, so drift in the machine (frequency, other load)
+//! hits all alike; throughput runs alternate in several rounds for the same
+//! reason. Every mode is warmed up first. The client runs on a
 //! single-threaded tokio runtime so it adds as little scheduling noise as
-//! possible on a small machine; every result's size is checked. Children's
-//! stderr goes to `/dev/null`, except the proxied upstream's, which devboy
-//! itself drains (part of what the proxy costs: the test server logs one
-//! line per call).
+//! possible on a small machine; every answer is checked (passthrough and
+//! direct: the text sent, exactly). Children's stderr goes to `/dev/null`,
+//! except the proxied upstreams', which devboy itself drains (part of what
+//! the proxy costs: the test server logs one line per call).
+//!
+//! `DEVBOY_BENCH_DEVBOY=target/profiling/devboy` measures another devboy
+//! binary, such as the profiling build, under `perf record`.
 //!
 //! Ratios are only meaningful within one run; compare the printed figures,
 //! not numbers from different machines or runs.
@@ -70,8 +80,10 @@ const WARM_UP: usize = 200;
 const ROUNDS: usize = 8;
 /// Calls after which devboy's memory is read (after warm-up).
 const MEMORY_MARKS: [usize; 2] = [1_000, 10_000];
-/// Target: added latency per call at p50 for a 4 KiB result.
-const TARGET_ADDED_P50: Duration = Duration::from_millis(1);
+/// Target: added latency per call at p50 for a 4 KiB result, passthrough.
+const TARGET_PASSTHROUGH_P50_US: f64 = 100.0;
+/// Target: the same under the default pipeline.
+const TARGET_PIPELINE_P50_US: f64 = 250.0;
 /// "Flat" memory: growth between the two marks stays under this.
 const FLAT_GROWTH_KIB: u64 = 1024;
 
@@ -109,16 +121,24 @@ async fn run(calls: usize) -> Result<()> {
     .context("writing the devboy config")?;
 
     let direct = Client::direct(&server).await?;
-    let proxied = Client::devboy(&config).await?;
+    let proxied = Client::devboy(&config, Some("passthrough")).await?;
+    let pipelined = Client::devboy(&config, None).await?;
     let cpus = std::thread::available_parallelism().map_or(0, |n| n.get());
     println!(
         "devboy proxy benchmark: {calls} timed calls per mode and measurement, {WARM_UP} warm-up, \
-         {cpus} CPUs, rmcp client over stdio"
+         {cpus} CPUs, rmcp client over stdio, echo of new log-like text each call"
     );
     println!("direct: {}", server.display());
-    println!("proxied: {} mcp -> same server\n", devboy_bin().display());
+    println!(
+        "via devboy: {} mcp --pipeline passthrough -> same server",
+        devboy_bin().display()
+    );
+    println!(
+        "via devboy, default pipeline: {} mcp -> same server\n",
+        devboy_bin().display()
+    );
 
-    for client in [&direct, &proxied] {
+    for client in [&direct, &proxied, &pipelined] {
         for _ in 0..WARM_UP {
             client.call(SMALL).await?;
             client.call(LARGE).await?;
@@ -129,9 +149,10 @@ async fn run(calls: usize) -> Result<()> {
         "sequential, one call at a time   {:>9} {:>9} {:>9} {:>9}   (µs per call)",
         "p50", "p90", "p99", "mean"
     );
-    let small = Comparison::sequential(&direct, &proxied, SMALL, calls).await?;
+    let modes = [&direct, &proxied, &pipelined];
+    let small = Comparison::sequential(&modes, SMALL, calls).await?;
     small.print();
-    let large = Comparison::sequential(&direct, &proxied, LARGE, calls).await?;
+    let large = Comparison::sequential(&modes, LARGE, calls).await?;
     large.print();
 
     let throughput = Throughput::measure(&direct, &proxied, SMALL, calls).await?;
@@ -139,17 +160,23 @@ async fn run(calls: usize) -> Result<()> {
 
     direct.stop().await;
     proxied.stop().await;
+    pipelined.stop().await;
 
     let memory = Memory::measure(&config).await?;
     memory.print();
 
-    let added_p50 = small.added_p50();
-    let latency_met = added_p50 < TARGET_ADDED_P50.as_secs_f64() * 1e6;
+    let passthrough_p50 = small.added_p50(1);
+    let pipeline_p50 = small.added_p50(2);
+    let passthrough_met = passthrough_p50 <= TARGET_PASSTHROUGH_P50_US;
+    let pipeline_met = pipeline_p50 <= TARGET_PIPELINE_P50_US;
     let memory_met = memory.growth_kib() < FLAT_GROWTH_KIB as i64;
     println!(
-        "\ntargets: added p50 at 4 KiB < 1 ms: {} ({added_p50:.1} µs); \
-         memory flat (growth {}→{} calls < {FLAT_GROWTH_KIB} KiB): {} ({:+} KiB)",
-        verdict(latency_met),
+        "\ntargets at 4 KiB, added p50: passthrough <= {TARGET_PASSTHROUGH_P50_US} µs: {} \
+         ({passthrough_p50:+.1} µs); default pipeline <= {TARGET_PIPELINE_P50_US} µs: {} \
+         ({pipeline_p50:+.1} µs); memory flat (growth {}→{} calls < {FLAT_GROWTH_KIB} KiB): {} \
+         ({:+} KiB)",
+        verdict(passthrough_met),
+        verdict(pipeline_met),
         MEMORY_MARKS[0],
         MEMORY_MARKS[1],
         verdict(memory_met),
@@ -163,7 +190,8 @@ async fn run(calls: usize) -> Result<()> {
     throughput.key_values(&mut line);
     memory.key_values(&mut line);
     line.push_str(&format!(
-        " latency_target_met={latency_met} memory_flat={memory_met}"
+        " passthrough_target_met={passthrough_met} pipeline_target_met={pipeline_met} \
+         memory_flat={memory_met}"
     ));
     println!("{line}");
     Ok(())
@@ -182,26 +210,34 @@ struct Client {
     service: RunningService<RoleClient, ()>,
     /// The child process the client talks to.
     pid: u32,
-    /// `payload` as this side names it.
+    /// `echo` as this side names it.
     tool: &'static str,
+    /// What the rows of this mode are called.
+    label: &'static str,
+    /// Whether the answer must be the text sent (not under the default
+    /// pipeline, which may change it).
+    exact: bool,
 }
 
 impl Client {
     async fn direct(server: &Path) -> Result<Self> {
-        Self::spawn(tokio::process::Command::new(server), "payload").await
+        Self::spawn(tokio::process::Command::new(server), "echo", "direct", true).await
     }
 
-    async fn devboy(config: &Path) -> Result<Self> {
+    /// devboy with `--pipeline NAME`, or with its default pipeline.
+    async fn devboy(config: &Path, pipeline: Option<&str>) -> Result<Self> {
         let mut cmd = tokio::process::Command::new(devboy_bin());
-        // Passthrough: the payloads repeat, and the bench measures the proxy,
-        // not how much dedup saves.
-        cmd.arg("mcp")
-            .arg("--config")
-            .arg(config)
-            .args(["--pipeline", "passthrough"]);
+        cmd.arg("mcp").arg("--config").arg(config);
+        if let Some(pipeline) = pipeline {
+            cmd.args(["--pipeline", pipeline]);
+        }
         // Production logging (info), whatever the caller's environment says.
         cmd.env_remove("RUST_LOG");
-        let client = Self::spawn(cmd, "t__payload").await?;
+        let label = match pipeline {
+            Some(_) => "via devboy",
+            None => "devboy, default pipeline",
+        };
+        let client = Self::spawn(cmd, "t__echo", label, pipeline.is_some()).await?;
         // Waits (list grace) until the upstream has listed its tools.
         let tools = client.service.peer().list_all_tools().await?;
         ensure!(
@@ -216,7 +252,12 @@ impl Client {
         Ok(client)
     }
 
-    async fn spawn(cmd: tokio::process::Command, tool: &'static str) -> Result<Self> {
+    async fn spawn(
+        cmd: tokio::process::Command,
+        tool: &'static str,
+        label: &'static str,
+        exact: bool,
+    ) -> Result<Self> {
         let (transport, _) = TokioChildProcess::builder(cmd)
             .stderr(Stdio::null())
             .spawn()
@@ -226,16 +267,22 @@ impl Client {
             .await
             .context("initialize timed out")?
             .context("initialize")?;
-        Ok(Self { service, pid, tool })
+        Ok(Self {
+            service,
+            pid,
+            tool,
+            label,
+            exact,
+        })
     }
 
     fn peer(&self) -> &Peer<RoleClient> {
         self.service.peer()
     }
 
-    /// One `payload {bytes}` call; returns its duration.
+    /// One `echo` call of `bytes` bytes; returns its duration.
     async fn call(&self, bytes: usize) -> Result<Duration> {
-        call(self.peer(), self.tool, bytes).await
+        call(self.peer(), self.tool, bytes, self.exact).await
     }
 
     async fn stop(self) {
@@ -243,9 +290,45 @@ impl Client {
     }
 }
 
-async fn call(peer: &Peer<RoleClient>, tool: &'static str, bytes: usize) -> Result<Duration> {
+/// The calls made so far, so every call's text is new to devboy.
+static SEQ: AtomicUsize = AtomicUsize::new(0);
+
+/// `bytes` bytes of log-like lines, distinct for every call (so the default
+/// pipeline finds nothing to deduplicate and does its whole work).
+fn call_text(bytes: usize) -> String {
+    use std::fmt::Write as _;
+    let call = SEQ.fetch_add(1, Ordering::Relaxed);
+    let mut text = String::with_capacity(bytes + 128);
+    let mut line = 0;
+    while text.len() < bytes {
+        let _ = writeln!(
+            text,
+            "2026-12-03T18:{:02}:{:02}.{:03}Z INFO call={call} line={line} GET /api/items/{} \
+             200 {} ms",
+            line / 60 % 60,
+            line % 60,
+            line * 7 % 1000,
+            call * 31 + line,
+            line % 97
+        );
+        line += 1;
+    }
+    text.truncate(bytes);
+    text
+}
+
+/// One `echo` call of `bytes` bytes of new text; returns its duration. A
+/// passthrough answer must be the text itself; the default pipeline's may
+/// be what it made of it, but not an error.
+async fn call(
+    peer: &Peer<RoleClient>,
+    tool: &'static str,
+    bytes: usize,
+    exact: bool,
+) -> Result<Duration> {
+    let text = call_text(bytes);
     let params = CallToolRequestParams::new(tool).with_arguments(
-        json!({ "bytes": bytes })
+        json!({ "text": text })
             .as_object()
             .cloned()
             .unwrap_or_default(),
@@ -253,129 +336,156 @@ async fn call(peer: &Peer<RoleClient>, tool: &'static str, bytes: usize) -> Resu
     let start = Instant::now();
     let result = peer.call_tool(params).await?;
     let elapsed = start.elapsed();
-    let size = result
+    let answer = result
         .content
         .first()
         .and_then(|block| block.as_text())
-        .map(|text| text.text.len());
+        .map(|block| block.text.as_str());
     ensure!(
-        size == Some(bytes) && result.is_error != Some(true),
-        "{tool} answered {size:?} bytes instead of {bytes}"
+        result.is_error != Some(true)
+            && answer.is_some_and(|answer| if exact {
+                answer == text
+            } else {
+                !answer.is_empty()
+            }),
+        "{tool} did not answer its {bytes} bytes: {:?}",
+        answer.map(|a| a.chars().take(200).collect::<String>())
     );
     Ok(elapsed)
 }
 
-/// Sequential latencies of both modes, in µs, sorted.
+/// Sequential latencies of each mode, in µs, sorted; the first mode is
+/// direct, the others go through devboy.
 struct Comparison {
     bytes: usize,
-    direct: Vec<f64>,
-    proxied: Vec<f64>,
-    /// Proxied minus direct, pair by pair, sorted.
-    paired: Vec<f64>,
-    /// CPU time per call of the direct upstream process, µs.
-    upstream_cpu: f64,
-    /// CPU time per call of the devboy process (all threads), µs.
-    devboy_cpu: f64,
+    labels: Vec<&'static str>,
+    latencies: Vec<Vec<f64>>,
+    /// Each proxied mode minus direct, call by call, sorted (index 0 empty).
+    paired: Vec<Vec<f64>>,
+    /// CPU time per call of each mode's process (the direct upstream's, then
+    /// each devboy's, all threads), µs.
+    cpu: Vec<f64>,
 }
 
 impl Comparison {
-    async fn sequential(
-        direct: &Client,
-        proxied: &Client,
-        bytes: usize,
-        calls: usize,
-    ) -> Result<Self> {
-        let mut d = Vec::with_capacity(calls);
-        let mut p = Vec::with_capacity(calls);
-        let cpu_before = (cpu_time(direct.pid)?, cpu_time(proxied.pid)?);
+    async fn sequential(modes: &[&Client], bytes: usize, calls: usize) -> Result<Self> {
+        let mut latencies = vec![Vec::with_capacity(calls); modes.len()];
+        let cpu_before = modes
+            .iter()
+            .map(|mode| cpu_time(mode.pid))
+            .collect::<Result<Vec<_>>>()?;
         for i in 0..calls {
-            // ABBA: alternate which mode goes first.
-            if i % 2 == 0 {
-                d.push(direct.call(bytes).await?);
-                p.push(proxied.call(bytes).await?);
-            } else {
-                p.push(proxied.call(bytes).await?);
-                d.push(direct.call(bytes).await?);
+            // Each mode goes first in turn, so drift hits all alike.
+            for k in 0..modes.len() {
+                let m = (i + k) % modes.len();
+                latencies[m].push(modes[m].call(bytes).await?);
             }
         }
-        let per_call = |before: Duration, after: Duration| {
-            after.saturating_sub(before).as_secs_f64() * 1e6 / calls as f64
-        };
-        let upstream_cpu = per_call(cpu_before.0, cpu_time(direct.pid)?);
-        let devboy_cpu = per_call(cpu_before.1, cpu_time(proxied.pid)?);
-        let micros = |v: Vec<Duration>| -> Vec<f64> {
-            let mut v: Vec<f64> = v.iter().map(|d| d.as_secs_f64() * 1e6).collect();
-            v.sort_by(f64::total_cmp);
-            v
-        };
-        let mut paired: Vec<f64> = p
+        let cpu = modes
             .iter()
-            .zip(&d)
-            .map(|(p, d)| (p.as_secs_f64() - d.as_secs_f64()) * 1e6)
+            .zip(cpu_before)
+            .map(|(mode, before)| {
+                let after = cpu_time(mode.pid)?;
+                Ok(after.saturating_sub(before).as_secs_f64() * 1e6 / calls as f64)
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let paired = latencies
+            .iter()
+            .enumerate()
+            .map(|(m, mode)| {
+                let mut pairs: Vec<f64> = if m == 0 {
+                    Vec::new()
+                } else {
+                    mode.iter()
+                        .zip(&latencies[0])
+                        .map(|(p, d)| (p.as_secs_f64() - d.as_secs_f64()) * 1e6)
+                        .collect()
+                };
+                pairs.sort_by(f64::total_cmp);
+                pairs
+            })
             .collect();
-        paired.sort_by(f64::total_cmp);
+        let latencies = latencies
+            .into_iter()
+            .map(|v| {
+                let mut v: Vec<f64> = v.iter().map(|d| d.as_secs_f64() * 1e6).collect();
+                v.sort_by(f64::total_cmp);
+                v
+            })
+            .collect();
         Ok(Self {
             bytes,
-            direct: micros(d),
-            proxied: micros(p),
+            labels: modes.iter().map(|mode| mode.label).collect(),
+            latencies,
             paired,
-            upstream_cpu,
-            devboy_cpu,
+            cpu,
         })
     }
 
-    fn ratio_p50(&self) -> f64 {
-        percentile(&self.proxied, 0.5) / percentile(&self.direct, 0.5)
+    fn ratio_p50(&self, mode: usize) -> f64 {
+        percentile(&self.latencies[mode], 0.5) / percentile(&self.latencies[0], 0.5)
     }
 
-    fn added_p50(&self) -> f64 {
-        percentile(&self.proxied, 0.5) - percentile(&self.direct, 0.5)
+    fn added_p50(&self, mode: usize) -> f64 {
+        percentile(&self.latencies[mode], 0.5) - percentile(&self.latencies[0], 0.5)
     }
 
-    fn added_mean(&self) -> f64 {
-        mean(&self.proxied) - mean(&self.direct)
+    fn added_mean(&self, mode: usize) -> f64 {
+        mean(&self.latencies[mode]) - mean(&self.latencies[0])
     }
 
     fn print(&self) {
         let label = format!("{} KiB", self.bytes / 1024);
-        for (mode, v) in [("direct", &self.direct), ("via devboy", &self.proxied)] {
+        for (mode, v) in self.labels.iter().zip(&self.latencies) {
             println!(
-                "  {label:<7} {mode:<23} {:>9.1} {:>9.1} {:>9.1} {:>9.1}",
+                "  {label:<7} {mode:<24} {:>9.1} {:>9.1} {:>9.1} {:>9.1}",
                 percentile(v, 0.5),
                 percentile(v, 0.9),
                 percentile(v, 0.99),
                 mean(v)
             );
         }
+        for m in 1..self.labels.len() {
+            println!(
+                "  {label:<7} {}: {:.2}x direct at p50; added {:+.1} µs at p50, {:+.1} µs at the \
+                 mean, {:+.1} µs median of pairs",
+                self.labels[m],
+                self.ratio_p50(m),
+                self.added_p50(m),
+                self.added_mean(m),
+                percentile(&self.paired[m], 0.5)
+            );
+        }
+        let cpu: Vec<String> = self
+            .labels
+            .iter()
+            .zip(&self.cpu)
+            .map(|(mode, cpu)| format!("{mode} {cpu:.1} µs"))
+            .collect();
         println!(
-            "  {label:<7} proxied/direct at p50: {:.2}x; added: {:+.1} µs at p50, {:+.1} µs at the mean, \
-             {:+.1} µs median of pairs",
-            self.ratio_p50(),
-            self.added_p50(),
-            self.added_mean(),
-            percentile(&self.paired, 0.5)
-        );
-        println!(
-            "  {label:<7} CPU per call: upstream {:.1} µs, devboy {:.1} µs",
-            self.upstream_cpu, self.devboy_cpu
+            "  {label:<7} CPU per call (its process): {}",
+            cpu.join(", ")
         );
     }
 
     fn key_values(&self, line: &mut String) {
+        const KEYS: [&str; 3] = ["direct", "passthrough", "pipeline"];
         let key = format!("seq_{}k", self.bytes / 1024);
-        line.push_str(&format!(
-            " {key}_direct_p50_us={:.1} {key}_proxied_p50_us={:.1} {key}_direct_p99_us={:.1} \
-             {key}_proxied_p99_us={:.1} {key}_ratio_p50={:.2} {key}_added_p50_us={:.1} \
-             {key}_added_mean_us={:.1} {key}_devboy_cpu_us={:.1}",
-            percentile(&self.direct, 0.5),
-            percentile(&self.proxied, 0.5),
-            percentile(&self.direct, 0.99),
-            percentile(&self.proxied, 0.99),
-            self.ratio_p50(),
-            self.added_p50(),
-            self.added_mean(),
-            self.devboy_cpu,
-        ));
+        for (m, mode) in KEYS.iter().enumerate().take(self.latencies.len()) {
+            line.push_str(&format!(
+                " {key}_{mode}_p50_us={:.1} {key}_{mode}_p99_us={:.1} {key}_{mode}_cpu_us={:.1}",
+                percentile(&self.latencies[m], 0.5),
+                percentile(&self.latencies[m], 0.99),
+                self.cpu[m],
+            ));
+            if m > 0 {
+                line.push_str(&format!(
+                    " {key}_{mode}_added_p50_us={:.1} {key}_{mode}_added_mean_us={:.1}",
+                    self.added_p50(m),
+                    self.added_mean(m),
+                ));
+            }
+        }
     }
 }
 
@@ -393,21 +503,17 @@ fn mean(values: &[f64]) -> f64 {
 }
 
 /// `calls` calls with [`IN_FLIGHT`] in flight; returns the wall time.
-async fn burst(
-    peer: &Peer<RoleClient>,
-    tool: &'static str,
-    bytes: usize,
-    calls: usize,
-) -> Result<Duration> {
+async fn burst(client: &Client, bytes: usize, calls: usize) -> Result<Duration> {
+    let (tool, exact) = (client.tool, client.exact);
     let next = Arc::new(AtomicUsize::new(0));
     let start = Instant::now();
     let mut workers = tokio::task::JoinSet::new();
     for _ in 0..IN_FLIGHT.min(calls) {
-        let peer = peer.clone();
+        let peer = client.peer().clone();
         let next = next.clone();
         workers.spawn(async move {
             while next.fetch_add(1, Ordering::Relaxed) < calls {
-                call(&peer, tool, bytes).await?;
+                call(&peer, tool, bytes, exact).await?;
             }
             Ok::<_, anyhow::Error>(())
         });
@@ -433,17 +539,17 @@ impl Throughput {
         bytes: usize,
         calls: usize,
     ) -> Result<Self> {
-        burst(direct.peer(), direct.tool, bytes, WARM_UP).await?;
-        burst(proxied.peer(), proxied.tool, bytes, WARM_UP).await?;
+        burst(direct, bytes, WARM_UP).await?;
+        burst(proxied, bytes, WARM_UP).await?;
         let per_round = calls / ROUNDS;
         let (mut d, mut p) = (Duration::ZERO, Duration::ZERO);
         for round in 0..ROUNDS {
             if round % 2 == 0 {
-                d += burst(direct.peer(), direct.tool, bytes, per_round).await?;
-                p += burst(proxied.peer(), proxied.tool, bytes, per_round).await?;
+                d += burst(direct, bytes, per_round).await?;
+                p += burst(proxied, bytes, per_round).await?;
             } else {
-                p += burst(proxied.peer(), proxied.tool, bytes, per_round).await?;
-                d += burst(direct.peer(), direct.tool, bytes, per_round).await?;
+                p += burst(proxied, bytes, per_round).await?;
+                d += burst(direct, bytes, per_round).await?;
             }
         }
         Ok(Self {
@@ -504,13 +610,13 @@ struct Memory {
 
 impl Memory {
     async fn measure(config: &Path) -> Result<Self> {
-        let client = Client::devboy(config).await?;
-        burst(client.peer(), client.tool, SMALL, WARM_UP).await?;
+        let client = Client::devboy(config, Some("passthrough")).await?;
+        burst(&client, SMALL, WARM_UP).await?;
         let warm = rss_kib(client.pid, "VmRSS")?;
         let mut marks = [0; 2];
         let mut done = 0;
         for (mark, at) in marks.iter_mut().zip(MEMORY_MARKS) {
-            burst(client.peer(), client.tool, SMALL, at - done).await?;
+            burst(&client, SMALL, at - done).await?;
             done = at;
             // Let devboy finish any work after the last answer went out.
             tokio::time::sleep(Duration::from_millis(100)).await;
@@ -589,6 +695,10 @@ fn rss_kib(pid: u32, field: &str) -> Result<u64> {
         .with_context(|| format!("{field} is not a number: {line:?}"))
 }
 
-fn devboy_bin() -> &'static Path {
-    Path::new(env!("CARGO_BIN_EXE_devboy"))
+/// The devboy binary measured: this build's, or `DEVBOY_BENCH_DEVBOY` (a
+/// profiling build with symbols, `cargo build --profile profiling`, to run
+/// the bench under `perf record`).
+fn devboy_bin() -> std::path::PathBuf {
+    std::env::var_os("DEVBOY_BENCH_DEVBOY")
+        .map_or_else(|| env!("CARGO_BIN_EXE_devboy").into(), Into::into)
 }

@@ -13,35 +13,58 @@
 //!
 //! # Crate choice: `tiktoken-rs`
 //!
-//! The BPE vocabularies come from [`tiktoken-rs`](https://docs.rs/tiktoken-rs)
-//! (0.12), which embeds the `.tiktoken` files with `include_str!`, so nothing
-//! is downloaded at build or run time, and which keeps each tokenizer in a
-//! `LazyLock` singleton, so a vocabulary is parsed once per process, on first
-//! use (about a second in a debug build; release was not measured), and
-//! never for a tokenizer that is not used. The alternative, GitHub's `bpe-openai`
-//! (0.3), is faster per call, but it serializes its vocabularies in a build
-//! script: a clean debug build of it took 81 s on this 2-core machine
-//! against 20 s for `tiktoken-rs`, with 26 crates in its graph against 16.
-//! Counting speed is not the bottleneck of a proxy that counts each body a
-//! few times, so the cheaper build wins. `tiktoken-rs` also offers
-//! `cl100k_base` at no extra cost, hence [`Tokenizer::Cl100k`].
+//! The BPE encoders come from [`tiktoken-rs`](https://docs.rs/tiktoken-rs)
+//! (0.12). The alternative, GitHub's `bpe-openai` (0.3), is faster per
+//! call, but it serializes its vocabularies in a build script: a clean debug
+//! build of it took 81 s on this 2-core machine against 20 s for
+//! `tiktoken-rs`, with 26 crates in its graph against 16. Counting speed is
+//! not the bottleneck of a proxy that counts each body a few times, so the
+//! cheaper build wins.
+//!
+//! The vocabularies themselves are devboy's own packed copies of the ones
+//! `tiktoken-rs` embeds ([`vocab`]: 2.2 MB for o200k and cl100k together,
+//! where `tiktoken-rs`'s text takes 5.3 MB of the binary), each unpacked
+//! once per process, on first use, and never for a tokenizer that is not
+//! used; nothing is downloaded at build or run time.
 //!
 //! # Counting o200k faster, exactly
 //!
 //! Most of a `tiktoken-rs` count is its `fancy-regex` split. [`fast`] runs
 //! the same split on the `regex` crate and counts the pieces with the same
 //! vocabulary, for the same result (a property test below compares them);
-//! `Tokenizer::O200k` uses it, and falls back to `tiktoken-rs` if its data
-//! check fails. It keeps the vocabulary in a compact table of its own and
-//! lets `tiktoken-rs`'s o200k tables go once it is read, so the process
-//! holds one copy of the vocabulary (about 4 MB) instead of two (62 MB). `cl100k_base` has a different pattern and always goes
-//! through `tiktoken-rs`.
+//! `Tokenizer::O200k` uses it, and falls back to `tiktoken-rs`'s encoder if
+//! its pattern check fails. It keeps the vocabulary in one compact table
+//! (about 4 MB; `tiktoken-rs`'s own o200k tables took 62 MB).
+//! `cl100k_base` has a different pattern and always goes through
+//! `tiktoken-rs`.
 //!
 //! This module does no I/O, like the rest of the crate.
 
 mod fast;
+mod vocab;
+
+#[doc(hidden)]
+pub use vocab::pack as pack_vocabulary;
 
 use std::fmt;
+use std::sync::LazyLock;
+
+use tiktoken_rs::CoreBPE;
+
+/// `tiktoken-rs`'s o200k encoder, built from devboy's packed vocabulary;
+/// only if the faster exact count of [`fast`] is unavailable.
+static O200K_BPE: LazyLock<CoreBPE> = LazyLock::new(|| {
+    vocab::O200K
+        .core_bpe()
+        .expect("the o200k vocabulary built in unpacks (a test checks it)")
+});
+
+/// `tiktoken-rs`'s cl100k encoder, built from devboy's packed vocabulary.
+static CL100K_BPE: LazyLock<CoreBPE> = LazyLock::new(|| {
+    vocab::CL100K
+        .core_bpe()
+        .expect("the cl100k vocabulary built in unpacks (a test checks it)")
+});
 
 /// A way to count the tokens a text costs the model.
 ///
@@ -94,14 +117,10 @@ impl Tokenizer {
             return 0;
         }
         match self {
-            Self::O200k => fast::count(text).unwrap_or_else(|| {
-                tiktoken_rs::o200k_base_singleton()
-                    .encode_ordinary(text)
-                    .len()
-            }),
-            Self::Cl100k => tiktoken_rs::cl100k_base_singleton()
-                .encode_ordinary(text)
-                .len(),
+            Self::O200k => {
+                fast::count(text).unwrap_or_else(|| O200K_BPE.encode_ordinary(text).len())
+            }
+            Self::Cl100k => CL100K_BPE.encode_ordinary(text).len(),
             Self::CharsPerToken(ratio) => {
                 let chars = text.chars().count();
                 if ratio.is_finite() && *ratio > 0.0 {

@@ -21,12 +21,11 @@
 //! characters, gives up its last character. Every other alternative is the
 //! same pattern in both engines.
 //!
-//! Pieces are then counted with the vocabulary's own ranks, read once from
-//! `tiktoken-rs` through its public decoder into one compact table
+//! Pieces are then counted with the vocabulary's own ranks, unpacked once
+//! from the copy devboy builds in ([`super::vocab`]) into one compact table
 //! ([`Vocabulary`]: the tokens' bytes end to end and an index of them,
-//! about 4 MB), after which `tiktoken-rs`'s own tables (tens of megabytes
-//! in small allocations, and a second copy of the vocabulary) are dropped
-//! and their memory handed back. Pieces the vocabulary does not hold whole
+//! about 4 MB); `tiktoken-rs`'s own tables (tens of megabytes in small
+//! allocations) are never built for o200k outside tests. Pieces the vocabulary does not hold whole
 //! are byte-pair merged here, as tiktoken merges them: property tests
 //! compare the merges with [`tiktoken_rs::byte_pair_split`] and the counts
 //! with `tiktoken-rs`'s on generated text mixing every class the pattern
@@ -57,6 +56,7 @@ const PATTERN: &str = concat!(
 
 /// The ordinary vocabulary's size: ranks `0..VOCABULARY` are byte
 /// sequences; the special tokens come after.
+#[cfg(test)]
 const VOCABULARY: Rank = 199_998;
 
 struct Counter {
@@ -138,8 +138,9 @@ impl Vocabulary {
     }
 }
 
-/// Built on first use; `None` if anything about `tiktoken-rs`'s data is not
-/// what this module expects, and then the caller counts with `tiktoken-rs`.
+/// Built on first use; `None` if the split pattern is no longer
+/// `tiktoken-rs`'s or the packed vocabulary does not unpack, and then the
+/// caller counts with `tiktoken-rs`'s own encoder.
 static COUNTER: LazyLock<Option<Counter>> = LazyLock::new(build);
 
 fn build() -> Option<Counter> {
@@ -150,13 +151,8 @@ fn build() -> Option<Counter> {
         return None;
     }
     let ranks = {
-        // tiktoken-rs's own tables, only for as long as it takes to read
-        // the vocabulary out of them.
-        let bpe = tiktoken_rs::o200k_base().ok()?;
-        let tokens = (0..VOCABULARY)
-            .map(|rank| bpe.decode_bytes(&[rank]).ok())
-            .collect::<Option<Vec<_>>>()?;
-        Vocabulary::new(tokens.iter().map(Vec::as_slice))?
+        let unpacked = super::vocab::O200K.unpack()?;
+        Vocabulary::new(unpacked.tokens())?
     };
     release_freed_memory();
     let split = Regex::new(PATTERN).ok()?;
@@ -164,9 +160,9 @@ fn build() -> Option<Counter> {
 }
 
 /// Hands the pages of freed allocations back to the system. glibc keeps
-/// what a program frees for its next allocations, so the tens of
-/// megabytes `tiktoken-rs`'s tables took in small pieces would otherwise
-/// stay in devboy's resident set for good.
+/// what a program frees for its next allocations, so the unpacked
+/// vocabulary the table was read from would otherwise stay in devboy's
+/// resident set for good.
 fn release_freed_memory() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     // SAFETY: malloc_trim only returns unused pages of glibc's heap to the
