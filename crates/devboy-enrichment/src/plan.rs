@@ -123,13 +123,25 @@ impl Planner {
         self.tools.get(exposed)
     }
 
+    /// Whether an answer of `exposed` can lead to any prefetch at all (it
+    /// has edges and speculation is on): when not, [`plan`](Self::plan)
+    /// returns an empty plan without reading the answer, and a caller need
+    /// not put the answer's text together for it.
+    pub fn plans_after(&self, exposed: &str) -> bool {
+        self.settings.enabled
+            && self
+                .tools
+                .get(exposed)
+                .is_some_and(|tool| !tool.edges.is_empty())
+    }
+
     /// What to prefetch after `answered`.
     pub fn plan(&self, answered: &Answered<'_>, ctx: &PlanContext<'_>) -> Plan {
         let mut plan = Plan::default();
         let Some(source) = self.tools.get(answered.exposed) else {
             return plan;
         };
-        if !self.settings.enabled || source.edges.is_empty() {
+        if !self.plans_after(answered.exposed) {
             return plan;
         }
         let answer = ParsedAnswer::new(answered);

@@ -269,30 +269,45 @@ impl<R> NoiseWatch<R> {
         }
     }
 
-    fn watch(&mut self, bytes: &[u8]) {
-        for &byte in bytes {
-            if self.done {
-                return;
-            }
+    /// Looks at the next bytes the upstream wrote: the first line that
+    /// does not start (after blanks) with `{` is kept, cut to
+    /// [`NOISE_KEPT`] bytes. It reads only the start of each line; the rest
+    /// of a line is skipped to its newline with `memchr`, so a large
+    /// result costs a scan, not a copy and a loop over every byte.
+    fn watch(&mut self, mut bytes: &[u8]) {
+        while !self.done && !bytes.is_empty() {
             if let Some(kept) = &mut self.capturing {
-                if byte == b'\n' || kept.len() >= NOISE_KEPT {
+                let room = NOISE_KEPT.saturating_sub(kept.len());
+                let end = memchr::memchr(b'\n', &bytes[..bytes.len().min(room + 1)]);
+                let take = end.unwrap_or(bytes.len().min(room));
+                kept.extend_from_slice(&bytes[..take]);
+                // A newline ends the line; a byte past the room cuts it.
+                if end.is_some() || bytes.len() > take {
                     let text = String::from_utf8_lossy(kept).trim_end().to_owned();
                     crate::sync::lock(&self.report).stdout_noise = Some(text);
                     self.done = true;
-                    return;
                 }
-                kept.push(byte);
+                return;
+            }
+            if self.line_start {
+                let byte = bytes[0];
+                bytes = &bytes[1..];
+                match byte {
+                    b'\n' | b' ' | b'\t' | b'\r' => {}
+                    b'{' => self.line_start = false,
+                    _ => {
+                        self.line_start = false;
+                        self.capturing = Some(vec![byte]);
+                    }
+                }
                 continue;
             }
-            match byte {
-                b'\n' => self.line_start = true,
-                b' ' | b'\t' | b'\r' if self.line_start => {}
-                b'{' if self.line_start => self.line_start = false,
-                _ if self.line_start => {
-                    self.line_start = false;
-                    self.capturing = Some(vec![byte]);
+            match memchr::memchr(b'\n', bytes) {
+                Some(at) => {
+                    self.line_start = true;
+                    bytes = &bytes[at + 1..];
                 }
-                _ => {}
+                None => return,
             }
         }
     }
@@ -311,8 +326,8 @@ impl<R: tokio::io::AsyncRead + Unpin> tokio::io::AsyncRead for NoiseWatch<R> {
             crate::sync::lock(&self.report).spoke = true;
         }
         if !self.done {
-            let fresh = buf.filled()[before..].to_vec();
-            self.watch(&fresh);
+            let this = &mut *self;
+            this.watch(&buf.filled()[before..]);
         }
         polled
     }
@@ -341,5 +356,20 @@ mod tests {
         );
         let long = "x".repeat(200);
         assert_eq!(noise(&[&long]), Some("x".repeat(NOISE_KEPT)));
+        // A JSON line cut across reads is skipped whole; what follows it counts.
+        assert_eq!(
+            noise(&["{\"a\":", "\"b\"}\n  {", "}\nlate ", "noise\n"]),
+            Some("late noise".to_owned())
+        );
+        assert_eq!(
+            noise(&["{\"a\":\"\nafter a raw newline\"}\n"]),
+            Some("after a raw newline\"}".to_owned())
+        );
+        // Exactly the kept length, then a newline or one byte more, in
+        // another read; and a line still open at the end of what was read.
+        let kept = "y".repeat(NOISE_KEPT);
+        assert_eq!(noise(&[&kept, "\n"]), Some(kept.clone()));
+        assert_eq!(noise(&[&kept, "z"]), Some(kept.clone()));
+        assert_eq!(noise(&[&kept]), None);
     }
 }

@@ -54,6 +54,13 @@ pub trait Transform: Send + Sync + 'static {
     /// vocabulary, loaded on first use) is done. Called on the processing
     /// thread before a result's deadline starts: it is not the result's work.
     fn ready(&self) {}
+
+    /// Whether this transform keeps every result as it is
+    /// ([`Passthrough`]): the seam then does not hand results to a
+    /// blocking thread for it at all.
+    fn keeps_everything(&self) -> bool {
+        false
+    }
 }
 
 /// Something a session hears of besides the results it transforms.
@@ -154,6 +161,10 @@ impl Transform for Passthrough {
         _handoff: &Handoff,
     ) -> Result<Option<CallToolResult>, ProcessError> {
         Ok(None)
+    }
+
+    fn keeps_everything(&self) -> bool {
+        true
     }
 }
 
@@ -295,6 +306,9 @@ pub async fn apply(
         return result;
     }
     stats.processed.fetch_add(1, Ordering::Relaxed);
+    if processor.keeps_everything() {
+        return result;
+    }
     let handoff = Arc::new(Handoff::new());
     let result = Arc::new(result);
     let started: Arc<std::sync::OnceLock<tokio::time::Instant>> = Arc::default();

@@ -26,12 +26,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use rmcp::model::{
-    CallToolRequest, CallToolRequestMethod, ClientRequest, CompleteRequest, CompleteRequestMethod,
-    ConstString, ErrorCode, ErrorData, GetPromptRequest, GetPromptRequestMethod, InitializeRequest,
-    InitializeResultMethod, JsonRpcMessage, ListPromptsRequest, ListPromptsRequestMethod,
-    ListResourceTemplatesRequest, ListResourceTemplatesRequestMethod, ListResourcesRequest,
-    ListResourcesRequestMethod, ListToolsRequest, ListToolsRequestMethod, PingRequest,
-    PingRequestMethod, ReadResourceRequest, ReadResourceRequestMethod, RequestId,
+    CallToolRequest, CallToolRequestMethod, CallToolResult, ClientRequest, CompleteRequest,
+    CompleteRequestMethod, ConstString, ErrorCode, ErrorData, GetPromptRequest,
+    GetPromptRequestMethod, InitializeRequest, InitializeResultMethod, JsonRpcMessage,
+    JsonRpcResponse, ListPromptsRequest, ListPromptsRequestMethod, ListResourceTemplatesRequest,
+    ListResourceTemplatesRequestMethod, ListResourcesRequest, ListResourcesRequestMethod,
+    ListToolsRequest, ListToolsRequestMethod, PingRequest, PingRequestMethod, ReadResourceRequest,
+    ReadResourceRequestMethod, RequestId, ServerResult,
 };
 use rmcp::service::{RxJsonRpcMessage, ServiceRole, TxJsonRpcMessage};
 use rmcp::transport::Transport;
@@ -580,6 +581,31 @@ fn fail_pending(id: &Value, message: String, data: Value) -> Option<RxJsonRpcMes
     ))
 }
 
+/// An upstream's answer to a `tools/call`, read straight into its type.
+///
+/// rmcp reads a response by buffering the whole message and then trying
+/// each result type of the protocol in turn; a tool's result is the 16th,
+/// so it was read into a buffer, then fifteen times in part, each failure
+/// with an error message formatted, before it was read for good: for a
+/// passthrough call, more of devboy's time than anything else it does.
+/// A line that reads whole as a JSON-RPC response with a tool result in it
+/// is the message rmcp makes of it (no result type before it in rmcp's
+/// order reads a tool result's fields), so it is delivered as that. A line
+/// with a `"method"` or `"error"` key anywhere, or no `"content"` one,
+/// goes rmcp's way, which tells the shapes of a message apart.
+fn tool_call_answer(line: &[u8]) -> Option<RxJsonRpcMessage<RoleClient>> {
+    let has = |key: &[u8]| memchr::memmem::find(line, key).is_some();
+    if !has(b"\"content\"") || has(b"\"method\"") || has(b"\"error\"") {
+        return None;
+    }
+    let response: JsonRpcResponse<CallToolResult> = serde_json::from_slice(line).ok()?;
+    Some(JsonRpcMessage::Response(JsonRpcResponse {
+        jsonrpc: response.jsonrpc,
+        id: response.id,
+        result: ServerResult::CallToolResult(response.result),
+    }))
+}
+
 impl WireRole for RoleClient {
     const WRITE_LIMIT: Option<usize> = None;
 
@@ -587,6 +613,9 @@ impl WireRole for RoleClient {
         let line = trim_line(line);
         if line.is_empty() {
             return Verdict::Skip;
+        }
+        if let Some(answer) = tool_call_answer(line) {
+            return Verdict::Deliver(answer);
         }
         let error = match serde_json::from_slice::<RxJsonRpcMessage<RoleClient>>(line) {
             Ok(message) => return Verdict::Deliver(message),
@@ -989,6 +1018,55 @@ mod tests {
                 "{line}"
             );
         }
+    }
+
+    /// The tool-result fast path makes of every line what rmcp makes of
+    /// it, and leaves rmcp every line it must judge itself.
+    #[test]
+    fn a_tool_result_reads_as_rmcp_reads_it() {
+        let results = [
+            json!({"content": [{"type": "text", "text": "héllo \"quoted\" \n line"}]}),
+            json!({"content": [{"type": "text", "text": "x", "annotations": {"priority": 0.5}}],
+                   "isError": true, "_meta": {"k": 1}}),
+            json!({"content": [{"type": "image", "data": "aGk=", "mimeType": "image/png"},
+                               {"type": "resource", "resource": {"uri": "file:///a", "text": "t"}}],
+                   "structuredContent": {"rows": [1, 2]}}),
+            json!({"content": [], "structuredContent": null}),
+        ];
+        for (n, result) in results.into_iter().enumerate() {
+            for id in [json!(n), json!(format!("s{n}"))] {
+                let line = json!({"jsonrpc": "2.0", "id": id, "result": result}).to_string();
+                let fast = tool_call_answer(line.as_bytes()).expect("read on the fast path");
+                let rmcp: RxJsonRpcMessage<RoleClient> = serde_json::from_str(&line).unwrap();
+                assert!(
+                    matches!(&rmcp, JsonRpcMessage::Response(r)
+                        if matches!(r.result, ServerResult::CallToolResult(_))),
+                    "{line}"
+                );
+                assert_eq!(
+                    serde_json::to_value(&fast).unwrap(),
+                    serde_json::to_value(&rmcp).unwrap(),
+                    "{line}"
+                );
+            }
+        }
+        for line in [
+            // Not a tool result, a request, an error, both, a result whose
+            // own text names a key (still read as rmcp reads it, or left).
+            json!({"jsonrpc": "2.0", "id": 1, "result": {"tools": []}}),
+            json!({"jsonrpc": "2.0", "id": 1, "method": "sampling/createMessage",
+                   "params": {"content": "x"}}),
+            json!({"jsonrpc": "2.0", "id": 1, "error": {"code": 1, "message": "content"}}),
+            json!({"jsonrpc": "2.0", "id": 1, "result": {"content": []}, "error": {"code": 1, "message": "m"}}),
+            json!({"jsonrpc": "2.0", "result": {"content": []}, "id": 1, "method": "x"}),
+        ] {
+            assert!(
+                tool_call_answer(line.to_string().as_bytes()).is_none(),
+                "{line}"
+            );
+        }
+        // Not JSON, or cut short: rmcp's path says what is wrong.
+        assert!(tool_call_answer(br#"{"jsonrpc":"2.0","id":1,"result":{"content":["#).is_none());
     }
 
     #[test]

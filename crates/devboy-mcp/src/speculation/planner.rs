@@ -125,7 +125,12 @@ impl ConfiguredPlanner {
         sizes.push_back(tokens);
         for value in arguments.into_iter().flat_map(|a| a.values()) {
             if let Value::String(text) = value {
-                for word in words(text) {
+                // Only the last RECENT_WORDS words of an argument can stay:
+                // a long one (a file's content, an echoed text) is read from
+                // its end and no further.
+                let mut last: Vec<String> = last_words(text, RECENT_WORDS).collect();
+                last.reverse();
+                for word in last {
                     if state.words.len() == RECENT_WORDS {
                         state.words.pop_front();
                     }
@@ -143,12 +148,19 @@ impl ConfiguredPlanner {
     }
 }
 
-/// The words of an argument worth matching: runs of letters and digits of
-/// three or more, lowercased (path parts, identifiers, search terms).
-fn words(text: &str) -> impl Iterator<Item = String> + '_ {
-    text.split(|c: char| !c.is_alphanumeric())
-        .filter(|w| w.chars().count() >= 3)
+/// The last `n` words of `text` worth matching, last first: runs of
+/// letters and digits of three or more, lowercased (path parts,
+/// identifiers, search terms).
+fn last_words(text: &str, n: usize) -> impl Iterator<Item = String> + '_ {
+    text.rsplit(|c: char| !c.is_alphanumeric())
+        .filter(|w| is_word(w))
+        .take(n)
         .map(str::to_lowercase)
+}
+
+/// Three letters or digits or more.
+fn is_word(w: &str) -> bool {
+    w.chars().nth(2).is_some()
 }
 
 /// The text blocks of a result, joined as the planner reads them.
@@ -164,12 +176,37 @@ fn text_of(result: &CallToolResult) -> String {
 /// A result's cost estimated without a tokenizer (about four bytes a
 /// token for English and code): a prior for the planner, not a figure
 /// anyone reports.
-fn estimated_tokens(text: &str, structured: Option<&Value>) -> usize {
+fn estimated_tokens(result: &CallToolResult, structured: Option<&Value>) -> usize {
+    // The length of the text blocks joined by newlines, as `text_of`
+    // would make them, without making them.
+    let texts: Vec<usize> = result
+        .content
+        .iter()
+        .filter_map(|c| c.as_text().map(|t| t.text.len()))
+        .collect();
+    let text = texts.iter().sum::<usize>() + texts.len().saturating_sub(1);
     let bytes = match structured {
-        Some(value) => serde_json::to_string(value).map_or(text.len(), |s| s.len()),
-        None => text.len(),
+        Some(value) => json_len(value).unwrap_or(text),
+        None => text,
     };
     devboy_core::tokens::estimate(bytes)
+}
+
+/// How long `value` is as compact JSON, counted as it is written.
+fn json_len(value: &Value) -> Option<usize> {
+    struct Count(usize);
+    impl std::io::Write for Count {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0 += bytes.len();
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut count = Count(0);
+    serde_json::to_writer(&mut count, value).ok()?;
+    Some(count.0)
 }
 
 impl PrefetchPlanner for ConfiguredPlanner {
@@ -177,13 +214,17 @@ impl PrefetchPlanner for ConfiguredPlanner {
         let catalog = self.proxy.catalog();
         let planner = self.planner_for(&catalog);
         let info = answered.info;
-        let text = text_of(answered.result);
         let structured = answered.result.structured_content.as_ref();
         self.learn(
             &info.exposed,
             info.arguments.as_ref(),
-            estimated_tokens(&text, structured),
+            estimated_tokens(answered.result, structured),
         );
+        // Most tools lead nowhere: their answers are not put together.
+        if !planner.plans_after(&info.exposed) {
+            return Plan::default();
+        }
+        let text = text_of(answered.result);
         let recent: Vec<String> = lock(&self.state).words.iter().cloned().collect();
         let median = |exposed: &str| self.median_tokens(exposed);
         let context = PlanContext {
@@ -214,5 +255,55 @@ impl PrefetchPlanner for ConfiguredPlanner {
 
     fn invalidates(&self, caller: &str, exposed: &str) -> bool {
         self.config.invalidates(caller, exposed)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every word of `text` in order, as a forward reading finds them.
+    fn all_words(text: &str) -> Vec<String> {
+        text.split(|c: char| !c.is_alphanumeric())
+            .filter(|w| w.chars().count() >= 3)
+            .map(str::to_lowercase)
+            .collect()
+    }
+
+    #[test]
+    fn the_last_words_are_those_a_whole_reading_keeps() {
+        let long: String = (0..500).map(|i| format!("Word{i} ab, ")).collect();
+        for text in [
+            "src/Main.rs and docs/README.md",
+            "ab cd ÉTÉ été 123 xy",
+            "",
+            "--- ... ",
+            long.as_str(),
+        ] {
+            let all = all_words(text);
+            for n in [0, 1, 3, RECENT_WORDS] {
+                let mut last: Vec<String> = last_words(text, n).collect();
+                last.reverse();
+                assert_eq!(last, all[all.len().saturating_sub(n)..], "{text:?}, {n}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_result_is_estimated_without_being_put_together() {
+        let result = CallToolResult::success(vec![
+            rmcp::model::ContentBlock::text("a".repeat(4000)),
+            rmcp::model::ContentBlock::text("b".repeat(3999)),
+        ]);
+        let joined = text_of(&result);
+        assert_eq!(
+            estimated_tokens(&result, None),
+            devboy_core::tokens::estimate(joined.len())
+        );
+        let structured = serde_json::json!({"items": [1, 2, "three"], "é": "ü"});
+        assert_eq!(
+            estimated_tokens(&result, Some(&structured)),
+            devboy_core::tokens::estimate(serde_json::to_string(&structured).unwrap().len())
+        );
     }
 }
