@@ -25,11 +25,12 @@
 //! from the copy devboy builds in ([`super::vocab`]) into one compact table
 //! ([`Vocabulary`]: the tokens' bytes end to end and an index of them,
 //! about 4 MB); `tiktoken-rs`'s own tables (tens of megabytes in small
-//! allocations) are never built for o200k outside tests. Pieces the vocabulary does not hold whole
-//! are byte-pair merged here, as tiktoken merges them: property tests
-//! compare the merges with [`tiktoken_rs::byte_pair_split`] and the counts
-//! with `tiktoken-rs`'s on generated text mixing every class the pattern
-//! distinguishes (`tokens.rs`).
+//! allocations) are never built for o200k outside tests. Pieces the
+//! vocabulary does not hold whole are byte-pair merged here, as tiktoken
+//! merges them: property tests compare the merges with
+//! [`tiktoken_rs::byte_pair_split`] and the counts with `tiktoken-rs`'s on
+//! generated text mixing every class the pattern distinguishes
+//! (`tokens.rs`).
 
 use std::hash::BuildHasher;
 use std::sync::LazyLock;

@@ -6,9 +6,9 @@
 //! as raw bytes in rank order, each after its length, Snappy-compressed,
 //! take 1.5 and 0.7 MB (token text compresses little with Snappy, but
 //! Snappy is already built, and it checks the data as it unpacks); they are
-//! unpacked once, on first use, in a few milliseconds. `examples/pack_vocab.rs` writes the two files from
-//! `tiktoken-rs`'s own tables, and a test below checks every rank of both
-//! against them, so the counts stay `tiktoken-rs`'s exactly.
+//! unpacked once, on first use. `examples/pack_vocab.rs` writes the two
+//! files from `tiktoken-rs`'s own tables, and a test below checks every
+//! rank of both against them, so the counts stay `tiktoken-rs`'s exactly.
 //!
 //! The vocabularies are OpenAI's `o200k_base` and `cl100k_base` from
 //! `tiktoken` (MIT licence), as `tiktoken-rs` 0.12 ships them.
