@@ -29,10 +29,10 @@ use rmcp::model::{
     CallToolRequest, CallToolRequestMethod, CallToolResult, ClientRequest, CompleteRequest,
     CompleteRequestMethod, ConstString, ErrorCode, ErrorData, GetPromptRequest,
     GetPromptRequestMethod, InitializeRequest, InitializeResultMethod, JsonRpcMessage,
-    JsonRpcResponse, ListPromptsRequest, ListPromptsRequestMethod, ListResourceTemplatesRequest,
-    ListResourceTemplatesRequestMethod, ListResourcesRequest, ListResourcesRequestMethod,
-    ListToolsRequest, ListToolsRequestMethod, PingRequest, PingRequestMethod, ReadResourceRequest,
-    ReadResourceRequestMethod, RequestId, ServerResult,
+    JsonRpcRequest, JsonRpcResponse, ListPromptsRequest, ListPromptsRequestMethod,
+    ListResourceTemplatesRequest, ListResourceTemplatesRequestMethod, ListResourcesRequest,
+    ListResourcesRequestMethod, ListToolsRequest, ListToolsRequestMethod, PingRequest,
+    PingRequestMethod, ReadResourceRequest, ReadResourceRequestMethod, RequestId, ServerResult,
 };
 use rmcp::service::{RxJsonRpcMessage, ServiceRole, TxJsonRpcMessage};
 use rmcp::transport::Transport;
@@ -484,6 +484,26 @@ fn reply_to_untyped_request(message: &Value, detail: &str) -> Option<Vec<u8>> {
     ))
 }
 
+/// A client's `tools/call`, read straight into its type, for the reason
+/// [`tool_call_answer`] gives: rmcp buffers the message once to tell its
+/// shape and again to tell its method. A line that reads whole as a
+/// JSON-RPC request of `tools/call` (rmcp's own request type checks the
+/// method and reads `_meta` as it does) is the message rmcp makes of it; a
+/// line with a `"result"` or `"error"` key anywhere, or without
+/// `"tools/call"`, goes rmcp's way.
+fn tool_call_request(line: &[u8]) -> Option<RxJsonRpcMessage<RoleServer>> {
+    let has = |key: &[u8]| memchr::memmem::find(line, key).is_some();
+    if !has(b"\"tools/call\"") || has(b"\"result\"") || has(b"\"error\"") {
+        return None;
+    }
+    let request: JsonRpcRequest<CallToolRequest> = serde_json::from_slice(line).ok()?;
+    Some(JsonRpcMessage::Request(JsonRpcRequest {
+        jsonrpc: request.jsonrpc,
+        id: request.id,
+        request: ClientRequest::CallToolRequest(request.request),
+    }))
+}
+
 impl WireRole for RoleServer {
     const WRITE_LIMIT: Option<usize> = Some(MAX_WRITTEN_BYTES);
 
@@ -491,6 +511,9 @@ impl WireRole for RoleServer {
         let line = trim_line(line);
         if line.is_empty() {
             return Verdict::Skip;
+        }
+        if let Some(call) = tool_call_request(line) {
+            return Verdict::Deliver(call);
         }
         let error = match serde_json::from_slice::<RxJsonRpcMessage<RoleServer>>(line) {
             Ok(JsonRpcMessage::Request(request)) => {
@@ -1015,6 +1038,50 @@ mod tests {
                     <RoleServer as WireRole>::judge_line(line.as_bytes(), "c"),
                     Verdict::Deliver(_)
                 ),
+                "{line}"
+            );
+        }
+    }
+
+    /// The tool-call fast path makes of a client's request what rmcp
+    /// makes of it, `_meta` and progress token included.
+    #[test]
+    fn a_tool_call_reads_as_rmcp_reads_it() {
+        for params in [
+            json!({"name": "fs__read", "arguments": {"path": "a.txt", "n": [1, {"x": null}]}}),
+            json!({"name": "t", "_meta": {"progressToken": 7, "k": "v"}}),
+            json!({"name": "t", "arguments": {"text": "quoted \"x\" and \\ and é"}}),
+        ] {
+            let line = json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": params})
+                .to_string();
+            let fast = tool_call_request(line.as_bytes()).expect("read on the fast path");
+            let rmcp: RxJsonRpcMessage<RoleServer> = serde_json::from_str(&line).unwrap();
+            let (JsonRpcMessage::Request(f), JsonRpcMessage::Request(r)) = (&fast, &rmcp) else {
+                panic!("both are requests: {line}");
+            };
+            use rmcp::model::GetMeta as _;
+            assert_eq!(f.request.get_meta(), r.request.get_meta(), "{line}");
+            let (ClientRequest::CallToolRequest(f), ClientRequest::CallToolRequest(r)) =
+                (&f.request, &r.request)
+            else {
+                panic!("both are tool calls: {line}");
+            };
+            assert_eq!(f.params, r.params, "{line}");
+            assert_eq!(
+                serde_json::to_value(&fast).unwrap(),
+                serde_json::to_value(&rmcp).unwrap()
+            );
+        }
+        for line in [
+            json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}),
+            json!({"jsonrpc": "2.0", "method": "tools/call", "params": {"name": "t"}}),
+            json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"nom": "t"}}),
+            json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "t"},
+                   "result": {}}),
+            json!({"jsonrpc": "2.0", "id": 1, "result": {"note": "tools/call"}}),
+        ] {
+            assert!(
+                tool_call_request(line.to_string().as_bytes()).is_none(),
                 "{line}"
             );
         }
