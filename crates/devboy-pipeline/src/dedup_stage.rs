@@ -575,22 +575,28 @@ impl DedupStage {
         policy: &ResultPolicy,
     ) -> Option<DedupDecision> {
         use crate::parts;
-        let held: Vec<HeldPart> = self.held_parts.iter().map(|(_, h)| h.clone()).collect();
-        // One pass per text finds which held texts may be in it.
-        let anchors =
-            aho_corasick::AhoCorasick::new(held.iter().map(|h| h.anchor.as_str())).ok()?;
+        // Only the held parts whose anchors occur in one of the texts are
+        // looked at further (cloned: the loop below needs `self`).
+        let (held, anchors): (Vec<&HeldPart>, Vec<&str>) = self
+            .held_parts
+            .iter()
+            .map(|(_, h)| (h, h.anchor.as_str()))
+            .unzip();
+        let found: Vec<Vec<HeldPart>> = texts
+            .iter()
+            .map(|(_, text)| {
+                crate::parts::anchors_in(text, &anchors)
+                    .into_iter()
+                    .map(|i| held[i].clone())
+                    .collect()
+            })
+            .collect();
         let mut refs = Vec::new();
         // The texts that got references: (pointer, new text).
         let mut changed: Vec<(Option<&str>, String)> = Vec::new();
-        for (pointer, original) in texts {
+        for ((pointer, original), found) in texts.iter().zip(&found) {
             let mut text = std::borrow::Cow::Borrowed(original.as_str());
-            let mut found: Vec<usize> = anchors
-                .find_overlapping_iter(original.as_str())
-                .map(|m| m.pattern().as_usize())
-                .collect();
-            found.sort_unstable();
-            found.dedup();
-            for part in found.iter().map(|&i| &held[i]) {
+            for part in found {
                 if self.cache.still_delivered(part.body_fp, now) != Some(part.id) {
                     continue;
                 }
