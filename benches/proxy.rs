@@ -46,8 +46,19 @@
 //! except the proxied upstreams', which devboy itself drains (part of what
 //! the proxy costs: the test server logs one line per call).
 //!
+//! A fourth mode, **bare relay**, is the floor of any stdio proxy on the
+//! machine: `devboy-test-server floor`, a process that copies lines both
+//! ways on two blocking threads and parses each line the server sends
+//! once, with nothing else to do. Its added p50 is what two more pipe hops
+//! and a wake-up each way cost here; what devboy adds above it is
+//! devboy's own.
+//!
 //! `DEVBOY_BENCH_DEVBOY=target/profiling/devboy` measures another devboy
 //! binary, such as the profiling build, under `perf record`.
+//! `DEVBOY_BENCH_BASELINE=/path/to/devboy` adds that binary's two devboy
+//! modes to the same run (`baseline, …` rows, keys `base_passthrough` and
+//! `base_pipeline`), so a change is measured against the build before it
+//! with both interleaved call by call, not from two runs.
 //!
 //! Ratios are only meaningful within one run; compare the printed figures,
 //! not numbers from different machines or runs.
@@ -121,8 +132,19 @@ async fn run(calls: usize) -> Result<()> {
     .context("writing the devboy config")?;
 
     let direct = Client::direct(&server).await?;
-    let proxied = Client::devboy(&config, Some("passthrough")).await?;
-    let pipelined = Client::devboy(&config, None).await?;
+    let proxied = Client::devboy(&devboy_bin(), &config, Some("passthrough"), "").await?;
+    let pipelined = Client::devboy(&devboy_bin(), &config, None, "").await?;
+    let relay = Client::relay(&server).await?;
+    let baseline = match std::env::var_os("DEVBOY_BENCH_BASELINE") {
+        Some(bin) => {
+            let bin = std::path::PathBuf::from(bin);
+            vec![
+                Client::devboy(&bin, &config, Some("passthrough"), "baseline, ").await?,
+                Client::devboy(&bin, &config, None, "baseline, ").await?,
+            ]
+        }
+        None => Vec::new(),
+    };
     let cpus = std::thread::available_parallelism().map_or(0, |n| n.get());
     println!(
         "devboy proxy benchmark: {calls} timed calls per mode and measurement, {WARM_UP} warm-up, \
@@ -134,11 +156,23 @@ async fn run(calls: usize) -> Result<()> {
         devboy_bin().display()
     );
     println!(
-        "via devboy, default pipeline: {} mcp -> same server\n",
+        "via devboy, default pipeline: {} mcp -> same server",
         devboy_bin().display()
     );
+    println!("bare relay: {} floor -> same server", server.display());
+    if let Some(bin) = std::env::var_os("DEVBOY_BENCH_BASELINE") {
+        println!(
+            "baseline: {} mcp, both devboy modes again",
+            std::path::Path::new(&bin).display()
+        );
+    }
+    println!();
 
-    for client in [&direct, &proxied, &pipelined] {
+    // Index 0 is direct, 1 passthrough, 2 the default pipeline, 3 the
+    // bare relay, then the baseline's two modes.
+    let mut modes = vec![&direct, &proxied, &pipelined, &relay];
+    modes.extend(baseline.iter());
+    for client in &modes {
         for _ in 0..WARM_UP {
             client.call(SMALL).await?;
             client.call(LARGE).await?;
@@ -146,10 +180,9 @@ async fn run(calls: usize) -> Result<()> {
     }
 
     println!(
-        "sequential, one call at a time   {:>9} {:>9} {:>9} {:>9}   (µs per call)",
+        "sequential, one call at a time     {:>9} {:>9} {:>9} {:>9}   (µs per call)",
         "p50", "p90", "p99", "mean"
     );
-    let modes = [&direct, &proxied, &pipelined];
     let small = Comparison::sequential(&modes, SMALL, calls).await?;
     small.print();
     let large = Comparison::sequential(&modes, LARGE, calls).await?;
@@ -161,12 +194,23 @@ async fn run(calls: usize) -> Result<()> {
     direct.stop().await;
     proxied.stop().await;
     pipelined.stop().await;
+    relay.stop().await;
+    for client in baseline {
+        client.stop().await;
+    }
 
     let memory = Memory::measure(&config).await?;
     memory.print();
 
     let passthrough_p50 = small.added_p50(1);
     let pipeline_p50 = small.added_p50(2);
+    println!(
+        "\nthe floor at 4 KiB, a bare relay: {:+.1} µs added at p50; devboy above it: \
+         passthrough {:+.1} µs, default pipeline {:+.1} µs",
+        small.added_p50(3),
+        passthrough_p50 - small.added_p50(3),
+        pipeline_p50 - small.added_p50(3),
+    );
     let passthrough_met = passthrough_p50 <= TARGET_PASSTHROUGH_P50_US;
     let pipeline_met = pipeline_p50 <= TARGET_PIPELINE_P50_US;
     let memory_met = memory.growth_kib() < FLAT_GROWTH_KIB as i64;
@@ -224,18 +268,33 @@ impl Client {
         Self::spawn(tokio::process::Command::new(server), "echo", "direct", true).await
     }
 
-    /// devboy with `--pipeline NAME`, or with its default pipeline.
-    async fn devboy(config: &Path, pipeline: Option<&str>) -> Result<Self> {
-        let mut cmd = tokio::process::Command::new(devboy_bin());
+    /// The floor: a relay that copies lines and does nothing else.
+    async fn relay(server: &Path) -> Result<Self> {
+        let mut cmd = tokio::process::Command::new(server);
+        cmd.args(["floor", "--"]).arg(server);
+        Self::spawn(cmd, "echo", "bare relay", true).await
+    }
+
+    /// `bin` with `--pipeline NAME`, or with its default pipeline; `tag`
+    /// goes before the rows' labels.
+    async fn devboy(
+        bin: &Path,
+        config: &Path,
+        pipeline: Option<&str>,
+        tag: &'static str,
+    ) -> Result<Self> {
+        let mut cmd = tokio::process::Command::new(bin);
         cmd.arg("mcp").arg("--config").arg(config);
         if let Some(pipeline) = pipeline {
             cmd.args(["--pipeline", pipeline]);
         }
         // Production logging (info), whatever the caller's environment says.
         cmd.env_remove("RUST_LOG");
-        let label = match pipeline {
-            Some(_) => "via devboy",
-            None => "devboy, default pipeline",
+        let label = match (pipeline, tag.is_empty()) {
+            (Some(_), true) => "via devboy",
+            (None, true) => "devboy, default pipeline",
+            (Some(_), false) => "baseline, via devboy",
+            (None, false) => "baseline, default pipeline",
         };
         let client = Self::spawn(cmd, "t__echo", label, pipeline.is_some()).await?;
         // Waits (list grace) until the upstream has listed its tools.
@@ -438,7 +497,7 @@ impl Comparison {
         let label = format!("{} KiB", self.bytes / 1024);
         for (mode, v) in self.labels.iter().zip(&self.latencies) {
             println!(
-                "  {label:<7} {mode:<24} {:>9.1} {:>9.1} {:>9.1} {:>9.1}",
+                "  {label:<7} {mode:<26} {:>9.1} {:>9.1} {:>9.1} {:>9.1}",
                 percentile(v, 0.5),
                 percentile(v, 0.9),
                 percentile(v, 0.99),
@@ -469,7 +528,14 @@ impl Comparison {
     }
 
     fn key_values(&self, line: &mut String) {
-        const KEYS: [&str; 3] = ["direct", "passthrough", "pipeline"];
+        const KEYS: [&str; 6] = [
+            "direct",
+            "passthrough",
+            "pipeline",
+            "relay",
+            "base_passthrough",
+            "base_pipeline",
+        ];
         let key = format!("seq_{}k", self.bytes / 1024);
         for (m, mode) in KEYS.iter().enumerate().take(self.latencies.len()) {
             line.push_str(&format!(
@@ -610,7 +676,7 @@ struct Memory {
 
 impl Memory {
     async fn measure(config: &Path) -> Result<Self> {
-        let client = Client::devboy(config, Some("passthrough")).await?;
+        let client = Client::devboy(&devboy_bin(), config, Some("passthrough"), "").await?;
         burst(&client, SMALL, WARM_UP).await?;
         let warm = rss_kib(client.pid, "VmRSS")?;
         let mut marks = [0; 2];

@@ -51,7 +51,7 @@ pub enum PipelineArg {
 /// Loads the configs and serves until the client closes stdin.
 pub fn mcp(args: McpArgs) -> anyhow::Result<()> {
     let loaded = load(args)?;
-    let runtime = runtime()?;
+    let runtime = stdio_runtime()?;
     runtime.block_on(devboy_mcp::serve_stdio(loaded))?;
     // Upstream children are already stopped; do not wait for stray tasks
     // (devboy_mcp::ENDING counts on this being short).
@@ -149,6 +149,19 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<()> {
     ))?;
     runtime.shutdown_timeout(Duration::from_millis(50));
     Ok(())
+}
+
+/// One client on stdio: the protocol's work is parsing and writing lines,
+/// and everything heavy (the pipeline, explore, code mode) already runs on
+/// blocking threads, so one async thread serves it. With a worker per core
+/// every message also woke a parked worker on the other core (three
+/// futex calls and about seven context switches per call where one thread
+/// needs four).
+fn stdio_runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("starting the async runtime")
 }
 
 fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {

@@ -39,6 +39,7 @@
 //!
 //! stdout carries the protocol only; all logging goes to stderr.
 
+mod floor;
 mod relay;
 
 use std::{
@@ -729,6 +730,9 @@ fn optional_i64(args: &JsonObject, key: &str) -> Result<Option<i64>, McpError> {
 #[tokio::main(flavor = "current_thread")]
 async fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.first().map(String::as_str) == Some("floor") {
+        std::process::exit(floor::run(&args[1..]));
+    }
     if args.first().map(String::as_str) == Some("relay") {
         std::process::exit(relay::run(&args[1..]).await);
     }
