@@ -132,15 +132,15 @@ async fn run(calls: usize) -> Result<()> {
     .context("writing the devboy config")?;
 
     let direct = Client::direct(&server).await?;
-    let proxied = Client::devboy(&devboy_bin(), &config, Some("passthrough"), "").await?;
-    let pipelined = Client::devboy(&devboy_bin(), &config, None, "").await?;
+    let proxied = Client::devboy(&devboy_bin(), &config, Some("passthrough"), false).await?;
+    let pipelined = Client::devboy(&devboy_bin(), &config, None, false).await?;
     let relay = Client::relay(&server).await?;
     let baseline = match std::env::var_os("DEVBOY_BENCH_BASELINE") {
         Some(bin) => {
             let bin = std::path::PathBuf::from(bin);
             vec![
-                Client::devboy(&bin, &config, Some("passthrough"), "baseline, ").await?,
-                Client::devboy(&bin, &config, None, "baseline, ").await?,
+                Client::devboy(&bin, &config, Some("passthrough"), true).await?,
+                Client::devboy(&bin, &config, None, true).await?,
             ]
         }
         None => Vec::new(),
@@ -275,13 +275,13 @@ impl Client {
         Self::spawn(cmd, "echo", "bare relay", true).await
     }
 
-    /// `bin` with `--pipeline NAME`, or with its default pipeline; `tag`
-    /// goes before the rows' labels.
+    /// `bin` with `--pipeline NAME`, or with its default pipeline; a
+    /// `baseline` one's rows say so.
     async fn devboy(
         bin: &Path,
         config: &Path,
         pipeline: Option<&str>,
-        tag: &'static str,
+        baseline: bool,
     ) -> Result<Self> {
         let mut cmd = tokio::process::Command::new(bin);
         cmd.arg("mcp").arg("--config").arg(config);
@@ -290,11 +290,11 @@ impl Client {
         }
         // Production logging (info), whatever the caller's environment says.
         cmd.env_remove("RUST_LOG");
-        let label = match (pipeline, tag.is_empty()) {
-            (Some(_), true) => "via devboy",
-            (None, true) => "devboy, default pipeline",
-            (Some(_), false) => "baseline, via devboy",
-            (None, false) => "baseline, default pipeline",
+        let label = match (pipeline, baseline) {
+            (Some(_), false) => "via devboy",
+            (None, false) => "devboy, default pipeline",
+            (Some(_), true) => "baseline, via devboy",
+            (None, true) => "baseline, default pipeline",
         };
         let client = Self::spawn(cmd, "t__echo", label, pipeline.is_some()).await?;
         // Waits (list grace) until the upstream has listed its tools.
@@ -676,7 +676,7 @@ struct Memory {
 
 impl Memory {
     async fn measure(config: &Path) -> Result<Self> {
-        let client = Client::devboy(&devboy_bin(), config, Some("passthrough"), "").await?;
+        let client = Client::devboy(&devboy_bin(), config, Some("passthrough"), false).await?;
         burst(&client, SMALL, WARM_UP).await?;
         let warm = rss_kib(client.pid, "VmRSS")?;
         let mut marks = [0; 2];

@@ -582,10 +582,12 @@ impl DedupStage {
             .iter()
             .map(|(_, h)| (h, h.anchor.as_str()))
             .unzip();
+        let anchors = parts::Anchors::new(&anchors);
         let found: Vec<Vec<HeldPart>> = texts
             .iter()
             .map(|(_, text)| {
-                crate::parts::anchors_in(text, &anchors)
+                anchors
+                    .found_in(text)
                     .into_iter()
                     .map(|i| held[i].clone())
                     .collect()

@@ -116,58 +116,82 @@ pub fn anchor(text: &str) -> &str {
     &text[..end]
 }
 
-/// Which of `anchors` occur in `text`: their indices, in order, each
-/// once. What a multi-pattern automaton answers, without building one for
-/// every result: the set of held texts changes with almost every delivery,
-/// and compiling an automaton over a few hundred anchors cost more than
-/// everything else the pipeline does with a 4 KiB result. Here each
-/// anchor's first [`WINDOW`] bytes are hashed into a small table, one
-/// rolling hash passes over `text`, and a position whose window hashes to
+/// A set of anchors to look for in texts, built once for all the texts
+/// of a result. What a multi-pattern automaton answers, without compiling
+/// one for every result: the set of held texts changes with almost every
+/// delivery, and compiling an automaton over a few hundred anchors cost
+/// more than everything else the pipeline does with a 4 KiB result. Each
+/// anchor's first [`WINDOW`] bytes are hashed into a small table; one
+/// rolling hash passes over a text, and a position whose window hashes to
 /// an anchor's is compared with that anchor whole.
-pub fn anchors_in(text: &str, anchors: &[&str]) -> Vec<usize> {
-    let text = text.as_bytes();
-    let mut found = vec![false; anchors.len()];
-    let mut by_hash: rustc_hash::FxHashMap<u64, Vec<usize>> = Default::default();
-    let mut filter = vec![0u64; FILTER_BITS / 64];
-    for (i, anchor) in anchors.iter().enumerate() {
-        let anchor = anchor.as_bytes();
-        if anchor.len() < WINDOW {
-            // Too short to hash: looked for on its own.
-            found[i] = memchr::memmem::find(text, anchor).is_some();
-            continue;
-        }
-        let hash = window_hash(&anchor[..WINDOW]);
-        let bit = filter_bit(hash);
-        filter[bit / 64] |= 1 << (bit % 64);
-        by_hash.entry(hash).or_default().push(i);
-    }
-    if !by_hash.is_empty() && text.len() >= WINDOW {
-        // BASE^(WINDOW-1): what the byte leaving the window weighs.
-        let top = (1..WINDOW).fold(1u64, |p, _| p.wrapping_mul(HASH_BASE));
-        let mut hash = window_hash(&text[..WINDOW]);
-        for start in 0..=text.len() - WINDOW {
-            if start > 0 {
-                let (out, inn) = (text[start - 1], text[start + WINDOW - 1]);
-                hash = hash
-                    .wrapping_sub(u64::from(out).wrapping_mul(top))
-                    .wrapping_mul(HASH_BASE)
-                    .wrapping_add(u64::from(inn));
-            }
-            let bit = filter_bit(hash);
-            if filter[bit / 64] & (1 << (bit % 64)) == 0 {
+pub struct Anchors<'a> {
+    anchors: &'a [&'a str],
+    /// Window hash → the anchors (indices) that start with such a window.
+    by_hash: rustc_hash::FxHashMap<u64, Vec<usize>>,
+    /// One bit per hash bucket, to turn away most positions with one test.
+    filter: Vec<u64>,
+    /// The anchors shorter than a window, looked for one by one.
+    short: Vec<usize>,
+}
+
+impl<'a> Anchors<'a> {
+    /// The table for `anchors` (indices below are into this slice).
+    pub fn new(anchors: &'a [&'a str]) -> Self {
+        let mut set = Self {
+            anchors,
+            by_hash: Default::default(),
+            filter: vec![0u64; FILTER_BITS / 64],
+            short: Vec::new(),
+        };
+        for (i, anchor) in anchors.iter().enumerate() {
+            let anchor = anchor.as_bytes();
+            if anchor.len() < WINDOW {
+                set.short.push(i);
                 continue;
             }
-            for &i in by_hash.get(&hash).into_iter().flatten() {
-                if !found[i] && text[start..].starts_with(anchors[i].as_bytes()) {
-                    found[i] = true;
+            let hash = window_hash(&anchor[..WINDOW]);
+            let bit = filter_bit(hash);
+            set.filter[bit / 64] |= 1 << (bit % 64);
+            set.by_hash.entry(hash).or_default().push(i);
+        }
+        set
+    }
+
+    /// Which anchors occur in `text`: their indices, in order, each once.
+    pub fn found_in(&self, text: &str) -> Vec<usize> {
+        let text = text.as_bytes();
+        let mut found = vec![false; self.anchors.len()];
+        for &i in &self.short {
+            found[i] = memchr::memmem::find(text, self.anchors[i].as_bytes()).is_some();
+        }
+        if !self.by_hash.is_empty() && text.len() >= WINDOW {
+            // BASE^(WINDOW-1): what the byte leaving the window weighs.
+            let top = (1..WINDOW).fold(1u64, |p, _| p.wrapping_mul(HASH_BASE));
+            let mut hash = window_hash(&text[..WINDOW]);
+            for start in 0..=text.len() - WINDOW {
+                if start > 0 {
+                    let (out, inn) = (text[start - 1], text[start + WINDOW - 1]);
+                    hash = hash
+                        .wrapping_sub(u64::from(out).wrapping_mul(top))
+                        .wrapping_mul(HASH_BASE)
+                        .wrapping_add(u64::from(inn));
+                }
+                let bit = filter_bit(hash);
+                if self.filter[bit / 64] & (1 << (bit % 64)) == 0 {
+                    continue;
+                }
+                for &i in self.by_hash.get(&hash).into_iter().flatten() {
+                    if !found[i] && text[start..].starts_with(self.anchors[i].as_bytes()) {
+                        found[i] = true;
+                    }
                 }
             }
         }
+        (0..self.anchors.len()).filter(|&i| found[i]).collect()
     }
-    (0..anchors.len()).filter(|&i| found[i]).collect()
 }
 
-/// The bytes of an anchor that [`anchors_in`] hashes (every anchor of a
+/// The bytes of an anchor that [`Anchors`] hashes (every anchor of a
 /// held text is longer: [`ANCHOR`] bytes less a cut character).
 const WINDOW: usize = 32;
 /// The rolling hash's multiplier (odd, so no byte's weight is lost mod
@@ -197,7 +221,7 @@ mod tests {
     /// test finds: at the start, the end, overlapping, repeated, equal
     /// anchors, ones shorter than the window, multi-byte text.
     #[test]
-    fn anchors_in_finds_what_contains_finds() {
+    fn anchors_finds_what_contains_finds() {
         use proptest::prelude::*;
         let alphabet = prop::sample::select(vec!["a", "b", "é", " ", "\n", "ab", "x"]);
         let text = prop::collection::vec(alphabet, 0..300).prop_map(|v| v.concat());
@@ -221,7 +245,7 @@ mod tests {
             let refs: Vec<&str> = anchors.iter().map(String::as_str).collect();
             let want: Vec<usize> =
                 (0..refs.len()).filter(|&i| text.contains(refs[i])).collect();
-            prop_assert_eq!(anchors_in(&text, &refs), want);
+            prop_assert_eq!(Anchors::new(&refs).found_in(&text), want);
         });
     }
 
