@@ -85,6 +85,10 @@ const MAX_SKELETON_LINES: usize = 16;
 /// The most lines of a type's declaration an excerpt keeps.
 const MAX_TYPE_HEAD: u32 = 30;
 
+/// A type's declaration longer than this many lines is, in an excerpt,
+/// its signature line alone, unless the question names the type.
+const LONG_TYPE_HEAD: u32 = 12;
+
 /// What to answer and how: plain data the caller builds from its config
 /// (this crate reads no environment and no config file).
 #[derive(Debug, Clone)]
@@ -529,8 +533,8 @@ fn spine(
             if depth == hops {
                 continue;
             }
-            let calls = graph.calls.get(&at).map(Vec::as_slice).unwrap_or_default();
-            for next in calls.iter().copied().chain(overrides(at)) {
+            let calls: Vec<SymbolId> = graph.reached(at).collect();
+            for next in calls.into_iter().chain(overrides(at)) {
                 // A flow through the code under test, not through the
                 // tests' helpers (unless the question is about tests).
                 if !seen.insert(next) || test(next) {
@@ -582,12 +586,7 @@ fn entry_callees(
         return Vec::new();
     }
     let mut callees: Vec<SymbolId> = graph
-        .calls
-        .get(&entry)
-        .map(Vec::as_slice)
-        .unwrap_or_default()
-        .iter()
-        .copied()
+        .reached(entry)
         .filter(|&c| c.file != entry.file && !test(c) && !graph.symbol(c).kind.is_type())
         .collect();
     // The question's own words first, then the callees that do the most
@@ -810,6 +809,7 @@ fn render_file(
     render: Render,
     relevant: &HashSet<u32>,
     hide_tests: bool,
+    named: &[String],
 ) -> String {
     let lines: Vec<&str> = text.lines().collect();
     let listed = header_symbols(symbols, hide_tests);
@@ -878,11 +878,22 @@ fn render_file(
                     None => s.end.min(s.sig + MAX_TYPE_HEAD),
                 }
             };
+            // A long declaration (two dozen constructor parameters, a data
+            // class's fields) is its signature line, unless the question
+            // names the type.
+            let long_head = |i: usize, s: &Symbol| {
+                s.kind.is_type()
+                    && head_end(i, s).saturating_sub(s.sig) > LONG_TYPE_HEAD
+                    && !named.iter().any(|n| n.eq_ignore_ascii_case(&s.name))
+            };
             let mut keep: Vec<(u32, u32)> = symbols
                 .iter()
                 .enumerate()
                 .filter(|(i, _)| relevant.contains(&(*i as u32)))
                 .map(|(i, s)| {
+                    if long_head(i, s) {
+                        return (s.sig, s.sig);
+                    }
                     (
                         s.start.saturating_sub(CONTEXT_LINES),
                         head_end(i, s) + CONTEXT_LINES,
@@ -1130,13 +1141,47 @@ pub fn explore_in(graph: &Graph<'_>, query: &str, options: &Options) -> Answer {
     // rest: an issue pasted whole is not worth its budget twice).
     text.push_str(&format!("# explore: {}\n", heading(query)));
     // The flow lines take at most a quarter of the budget.
-    for path in flow_lines(&paths).iter().take(MAX_FLOW_LINES) {
+    // Paths through overloads of one name read the same: each line once.
+    let mut shown: Vec<String> = Vec::new();
+    // The functions the flow lines shown name, in the order they are
+    // first named: each file shows those bodies before anything else.
+    let mut flow_order: HashMap<SymbolId, usize> = HashMap::new();
+    // A flow line is a claim: each step one the code shows. A path goes
+    // as far as its first step only a name guessed (it still ranked the
+    // files).
+    let claimed: Vec<Vec<SymbolId>> = paths
+        .iter()
+        .filter_map(|path| {
+            let upto = (1..path.len())
+                .find(|&i| !graph.claims(path[i - 1], path[i]))
+                .unwrap_or(path.len());
+            (upto >= 2).then(|| path[..upto].to_vec())
+        })
+        .collect();
+    for path in flow_lines(&claimed) {
+        if shown.len() == MAX_FLOW_LINES {
+            break;
+        }
         let names: Vec<String> = path.iter().map(|&id| graph.qualified(id)).collect();
         let line = format!("Flow: {}\n", names.join(" → "));
+        if shown.contains(&line) {
+            continue;
+        }
         if text.len() + line.len() > options.budget_chars / 4 {
             break;
         }
         text.push_str(&line);
+        shown.push(line);
+        for &id in &path {
+            if !graph.symbol(id).kind.is_type() {
+                let next = flow_order.len();
+                flow_order.entry(id).or_insert(next);
+            }
+        }
+    }
+    // What a flow line names is relevant where it is declared.
+    for id in flow_order.keys() {
+        relevant.entry(id.file).or_default().insert(id.symbol);
     }
     let mut files = Vec::new();
     let mut body = String::new();
@@ -1257,7 +1302,21 @@ pub fn explore_in(graph: &Graph<'_>, query: &str, options: &Options) -> Answer {
                 rel.push((i, best * 20.0));
             }
         }
-        rel.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+        // A function a flow line names before anything else of the file
+        // (the mechanism, not the constructor beside it), in flow order;
+        // then by score.
+        let flow_rank = |i: u32| {
+            flow_order
+                .get(&SymbolId { file: f, symbol: i })
+                .copied()
+                .unwrap_or(usize::MAX)
+        };
+        rel.sort_by(|a, b| {
+            flow_rank(a.0)
+                .cmp(&flow_rank(b.0))
+                .then(b.1.total_cmp(&a.1))
+                .then(a.0.cmp(&b.0))
+        });
         rel.dedup_by_key(|r| r.0);
         let first = body.is_empty();
         // Past the share of the budget for sources, files are listed as
@@ -1280,7 +1339,14 @@ pub fn explore_in(graph: &Graph<'_>, query: &str, options: &Options) -> Answer {
         loop {
             let kept: HashSet<u32> = rel.iter().take(keep).map(|r| r.0).collect();
             shown = render_file(
-                &file.path, fence, &source, symbols, render, &kept, hide_tests,
+                &file.path,
+                fence,
+                &source,
+                symbols,
+                render,
+                &kept,
+                hide_tests,
+                &q.identifiers,
             );
             if shown.len() <= room {
                 break;
@@ -1457,6 +1523,7 @@ mod tests {
                 Render::Full,
                 &none,
                 hide_tests,
+                &[],
             )
         };
         let hidden = full(true);
@@ -1576,6 +1643,61 @@ mod tests {
             "{shown:?}"
         );
         assert!(answer.text.len() <= Options::default().budget_chars);
+        let _ = std::fs::remove_dir_all(dir);
+    }
+
+    /// OkHttp, as a new user found it: the flow lines named
+    /// `RealInterceptorChain.proceed`, and the excerpt of its file showed
+    /// the constructor's two dozen parameters instead of `proceed`'s body.
+    /// A function a flow line names comes first, whole; a long declaration
+    /// the question does not name is its signature line.
+    #[test]
+    fn a_flow_lines_function_is_shown_before_a_long_constructor() {
+        let params: String = (0..24).map(|i| format!("  val param{i}: Int,\n")).collect();
+        let fillers: String = (0..48)
+            .map(|i| format!("  fun withTimeout{i}(value: Int): Interceptor.Chain {{\n    return this\n  }}\n\n"))
+            .collect();
+        let chain = format!(
+            "package okhttp3.internal.http\n\nclass RealInterceptorChain(\n  internal val call: RealCall,\n  private val interceptors: List<Interceptor>,\n  private val index: Int,\n  internal val request: Request,\n{params}) : Interceptor.Chain {{\n  private var calls: Int = 0\n\n{fillers}  override fun request(): Request = request\n\n  override fun proceed(request: Request): Response {{\n    check(index < interceptors.size)\n    calls++\n    val next = RealInterceptorChain(call, interceptors, index + 1, request)\n    val interceptor = interceptors[index]\n    val response = interceptor.intercept(next)\n    return response\n  }}\n}}\n"
+        );
+        let interceptor = |name: &str| {
+            format!("package okhttp3.internal\n\nclass {name} : Interceptor {{\n  override fun intercept(chain: Interceptor.Chain): Response {{\n    val request = chain.request()\n    return chain.proceed(request)\n  }}\n}}\n")
+        };
+        let (index, dir) = crate::testing::indexed(
+            "answer-okhttp",
+            &[
+                ("okhttp/src/okhttp3/internal/http/RealInterceptorChain.kt", &chain),
+                (
+                    "okhttp/src/okhttp3/Interceptor.kt",
+                    "package okhttp3\n\nfun interface Interceptor {\n  fun intercept(chain: Chain): Response\n\n  interface Chain {\n    fun request(): Request\n\n    fun proceed(request: Request): Response\n  }\n}\n",
+                ),
+                (
+                    "okhttp/src/okhttp3/internal/connection/RealCall.kt",
+                    "package okhttp3.internal.connection\n\nclass RealCall(val client: OkHttpClient, val originalRequest: Request) {\n  internal fun getResponseWithInterceptorChain(): Response {\n    val interceptors = mutableListOf<Interceptor>()\n    val chain = RealInterceptorChain(this, interceptors, 0, originalRequest)\n    return chain.proceed(originalRequest)\n  }\n}\n",
+                ),
+                ("okhttp/src/okhttp3/internal/CacheInterceptor.kt", &interceptor("CacheInterceptor")),
+                ("okhttp/src/okhttp3/internal/BridgeInterceptor.kt", &interceptor("BridgeInterceptor")),
+                ("okhttp/src/okhttp3/internal/RetryInterceptor.kt", &interceptor("RetryInterceptor")),
+            ],
+        );
+        let answer = explore(
+            &index,
+            "How does OkHttp process a request through its interceptor chain?",
+            &Options::default(),
+        );
+        let text = &answer.text;
+        assert!(text.contains("→ RealInterceptorChain.proceed"), "{text}");
+        assert!(
+            text.contains("override fun proceed(request: Request): Response {"),
+            "{text}"
+        );
+        assert!(
+            text.contains("val response = interceptor.intercept(next)"),
+            "{text}"
+        );
+        // The constructor is its signature line: none of its parameters.
+        assert!(text.contains("class RealInterceptorChain("), "{text}");
+        assert!(!text.contains("val param7: Int,"), "{text}");
         let _ = std::fs::remove_dir_all(dir);
     }
 }

@@ -88,6 +88,18 @@ pub struct Call {
     /// on another receiver (`adapter.send()`) may reach any type's method.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub on_self: bool,
+    /// The name the object of a call on another receiver is held by
+    /// (`adapter` in `adapter.send()` and in `self.adapter.send()`), when
+    /// the object is a name and not a call's result or an element.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recv: Option<String>,
+    /// The type that name holds, where the code says so: a parameter's
+    /// annotation, a local or a field assigned from a constructor, a
+    /// declared field (last name segment: `chain: Interceptor.Chain` →
+    /// `Chain`). A type outside the project is kept too: it says the call
+    /// reaches none of the project's methods.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recv_type: Option<String>,
 }
 
 /// What one file declares and calls.
@@ -602,6 +614,313 @@ fn assigned_property<'t>(left: Node<'t>, src: &[u8]) -> Option<(String, Node<'t>
     Some((name, property, assigned))
 }
 
+/// A name given a type inside a function, or on a type (its fields).
+struct Binding {
+    scope: Scope,
+    name: String,
+    ty: String,
+}
+
+enum Scope {
+    /// A function's parameter or local, by the function's index.
+    Fn(u32),
+    /// A type's field or property, by the type's name (methods declared
+    /// apart from it, in a Rust `impl` or a Go receiver, find it so).
+    Type(String),
+}
+
+/// The name of the type a symbol is or belongs to.
+fn type_name_of(facts: &FileFacts, symbol: Option<u32>) -> Option<String> {
+    let s = facts.symbols.get(symbol? as usize)?;
+    if s.kind.is_type() {
+        return Some(s.name.clone());
+    }
+    if let Some(owner) = &s.owner {
+        return Some(owner.clone());
+    }
+    Some(facts.symbols.get(s.parent? as usize)?.name.clone())
+}
+
+/// Fills each call's [`Call::recv_type`] from the bindings of its caller,
+/// then those of the caller's type.
+fn type_receivers(facts: &mut FileFacts, bindings: &[Binding]) {
+    if bindings.is_empty() {
+        return;
+    }
+    let types: Vec<Option<String>> = (0..facts.symbols.len() as u32)
+        .map(|i| type_name_of(facts, Some(i)))
+        .collect();
+    for call in &mut facts.calls {
+        let Some(recv) = &call.recv else { continue };
+        let in_fn = bindings
+            .iter()
+            .rev()
+            .find(|b| matches!(b.scope, Scope::Fn(f) if f == call.from) && &b.name == recv);
+        let in_type = || {
+            let own = types.get(call.from as usize)?.as_deref()?;
+            bindings
+                .iter()
+                .rev()
+                .find(|b| matches!(&b.scope, Scope::Type(t) if t == own) && &b.name == recv)
+        };
+        call.recv_type = in_fn.or_else(in_type).map(|b| b.ty.clone());
+    }
+}
+
+/// The object a call on a receiver is made on (`adapter` in
+/// `adapter.send()`, `self.adapter` in `self.adapter.send()`, `Foo` in
+/// `Foo::new()`); `None` for a call by a bare name.
+fn call_object<'t>(call: Node<'t>, callee: Node<'t>) -> Option<Node<'t>> {
+    if call.kind() == "method_invocation" {
+        return call.child_by_field_name("object");
+    }
+    if callee.kind() == "navigation_expression" {
+        return callee.named_child(0);
+    }
+    ["object", "operand", "value", "path"]
+        .iter()
+        .find_map(|f| callee.child_by_field_name(f))
+}
+
+/// The name an object is held by: a plain name, or the last name of a
+/// member access (`self.adapter` → `adapter`); `None` for a call's
+/// result, an element, a literal.
+fn receiver_name(object: Node<'_>, src: &[u8]) -> Option<String> {
+    if is_name(object.kind()) {
+        return last_name(object, src);
+    }
+    match object.kind() {
+        "attribute"
+        | "member_expression"
+        | "field_expression"
+        | "selector_expression"
+        | "navigation_expression"
+        | "field_access" => {
+            let last = ["attribute", "property", "field"]
+                .iter()
+                .find_map(|f| object.child_by_field_name(f))
+                .or_else(|| object.named_child(object.named_child_count().checked_sub(1)?));
+            last.filter(|n| is_name(n.kind()))
+                .and_then(|n| last_name(n, src))
+        }
+        _ => None,
+    }
+}
+
+/// The type a type expression names, by its last segment, past
+/// references, pointers, optionals and quotes (`&mut Foo` → `Foo`,
+/// `*gin.Context` → `Context`, `Optional["Foo"]` → `Foo`,
+/// `Interceptor.Chain?` → `Chain`, `Request<B>` → `Request`).
+fn type_named(node: Node<'_>, src: &[u8]) -> Option<String> {
+    let mut text = node.utf8_text(src).ok()?.trim();
+    loop {
+        let before = text;
+        for prefix in [
+            ":",
+            "&",
+            "*",
+            "mut ",
+            "dyn ",
+            "impl ",
+            "'",
+            "\"",
+            "Optional[",
+            "Option<",
+            "?",
+        ] {
+            text = text.strip_prefix(prefix).unwrap_or(text).trim_start();
+        }
+        if text == before {
+            break;
+        }
+    }
+    let end = text
+        .find(|c: char| !(c.is_alphanumeric() || c == '_' || c == '.' || c == ':'))
+        .unwrap_or(text.len());
+    let path = &text[..end];
+    let last = path
+        .rsplit(|c| c == '.' || c == ':')
+        .next()
+        .filter(|l| !l.is_empty() && l.len() <= MAX_NAME)?;
+    last.chars()
+        .next()
+        .is_some_and(|c| c.is_alphabetic() || c == '_')
+        .then(|| last.to_owned())
+}
+
+/// The type a value is made as, when it is a construction: `Foo(…)`,
+/// `pkg.Foo(…)`, `new Foo(…)`, `Foo{…}`, `&Foo{…}`, `Foo::new(…)`,
+/// `Foo { … }`. A call counts only by a capitalized name (the convention
+/// that tells a constructor from a function in Python, Kotlin and Rust).
+fn constructed(value: Node<'_>, src: &[u8]) -> Option<String> {
+    let capitalized = |n: String| n.starts_with(char::is_uppercase).then_some(n);
+    match value.kind() {
+        "new_expression" => type_named(value.child_by_field_name("constructor")?, src),
+        "object_creation_expression" | "composite_literal" => {
+            type_named(value.child_by_field_name("type")?, src)
+        }
+        "struct_expression" => type_named(value.child_by_field_name("name")?, src),
+        "unary_expression" => constructed(value.child_by_field_name("operand")?, src),
+        // Go's `pool.Get().(*Context)`: what the assertion says it is.
+        "type_assertion_expression" => type_named(value.child_by_field_name("type")?, src),
+        "call" | "call_expression" => {
+            let callee = value
+                .child_by_field_name("function")
+                .or_else(|| value.named_child(0))?;
+            if callee.kind() == "scoped_identifier" {
+                return capitalized(last_name(callee.child_by_field_name("path")?, src)?);
+            }
+            capitalized(last_name(callee, src)?)
+        }
+        _ => None,
+    }
+}
+
+/// The names a declaration gives a type it states or constructs, and
+/// whether they are the type's (fields, properties, `self.x = Foo()`) or
+/// the function's (parameters, locals). `top` is outside any function.
+fn bindings_of(lang: Lang, node: Node<'_>, src: &[u8], top: bool) -> Vec<(String, String, bool)> {
+    let name_of = |n: Node<'_>| is_name(n.kind()).then(|| last_name(n, src)).flatten();
+    let field = |f: &str| node.child_by_field_name(f);
+    let mut out = Vec::new();
+    let kind = node.kind();
+    match (lang, kind) {
+        (Lang::Python, "typed_parameter") => {
+            if let (Some(name), Some(ty)) = (
+                node.named_child(0).and_then(name_of),
+                field("type").and_then(|t| type_named(t, src)),
+            ) {
+                out.push((name, ty, false));
+            }
+        }
+        (Lang::Python, "assignment") => {
+            let ty = field("type")
+                .and_then(|t| type_named(t, src))
+                .or_else(|| field("right").and_then(|r| constructed(r, src)));
+            let left = field("left");
+            let (name, of_type) = match left {
+                Some(l) if l.kind() == "attribute" => {
+                    let on_self = l
+                        .child_by_field_name("object")
+                        .is_some_and(|o| o.utf8_text(src).unwrap_or_default() == "self");
+                    (
+                        l.child_by_field_name("attribute")
+                            .filter(|_| on_self)
+                            .and_then(name_of),
+                        true,
+                    )
+                }
+                Some(l) => (name_of(l), top),
+                None => (None, false),
+            };
+            if let (Some(name), Some(ty)) = (name, ty) {
+                out.push((name, ty, of_type));
+            }
+        }
+        (Lang::Java, "local_variable_declaration" | "field_declaration") => {
+            if let Some(ty) = field("type").and_then(|t| type_named(t, src)) {
+                let mut cursor = node.walk();
+                for d in node.children_by_field_name("declarator", &mut cursor) {
+                    if let Some(name) = d.child_by_field_name("name").and_then(name_of) {
+                        out.push((name, ty.clone(), kind == "field_declaration"));
+                    }
+                }
+            }
+        }
+        (Lang::Go, "short_var_declaration") => {
+            if let (Some(left), Some(right)) = (field("left"), field("right")) {
+                let mut lc = left.walk();
+                let mut rc = right.walk();
+                for (l, r) in left
+                    .named_children(&mut lc)
+                    .zip(right.named_children(&mut rc))
+                {
+                    if let (Some(name), Some(ty)) = (name_of(l), constructed(r, src)) {
+                        out.push((name, ty, false));
+                    }
+                }
+            }
+        }
+        (Lang::Kotlin, "parameter" | "class_parameter" | "variable_declaration") => {
+            let mut cursor = node.walk();
+            let children: Vec<Node<'_>> = node.named_children(&mut cursor).collect();
+            let name = children
+                .iter()
+                .find(|c| c.kind() == "identifier")
+                .and_then(|&c| name_of(c));
+            let ty = children
+                .iter()
+                .find(|c| matches!(c.kind(), "user_type" | "nullable_type"))
+                .and_then(|&t| type_named(t, src));
+            if let (Some(name), Some(ty)) = (name, ty) {
+                out.push((
+                    name,
+                    ty,
+                    kind == "class_parameter" || (top && kind != "parameter"),
+                ));
+            }
+        }
+        (Lang::Kotlin, "property_declaration") => {
+            // `val chain = RealInterceptorChain(…)`: the declared type, if
+            // any, is read from the `variable_declaration` itself.
+            let mut cursor = node.walk();
+            let children: Vec<Node<'_>> = node.named_children(&mut cursor).collect();
+            let declared = children.iter().find(|c| c.kind() == "variable_declaration");
+            let typed = declared.is_some_and(|d| {
+                let mut c = d.walk();
+                let typed = d
+                    .named_children(&mut c)
+                    .any(|t| matches!(t.kind(), "user_type" | "nullable_type"));
+                typed
+            });
+            let name = declared.and_then(|d| {
+                let mut c = d.walk();
+                let found = d.named_children(&mut c).find(|c| c.kind() == "identifier");
+                found.and_then(name_of)
+            });
+            let ty = children.iter().find_map(|&c| constructed(c, src));
+            if let (Some(name), Some(ty), false) = (name, ty, typed) {
+                out.push((name, ty, top));
+            }
+        }
+        (
+            _,
+            "typed_default_parameter"
+            | "required_parameter"
+            | "optional_parameter"
+            | "formal_parameter"
+            | "parameter_declaration"
+            | "parameter"
+            | "field_declaration"
+            | "public_field_definition"
+            | "var_spec"
+            | "let_declaration"
+            | "variable_declarator",
+        ) => {
+            let ty = field("type")
+                .and_then(|t| type_named(t, src))
+                .or_else(|| field("value").and_then(|v| constructed(v, src)));
+            let Some(ty) = ty else { return out };
+            let of_type = matches!(kind, "field_declaration" | "public_field_definition")
+                || (top && matches!(kind, "variable_declarator" | "var_spec" | "let_declaration"));
+            let mut cursor = node.walk();
+            let names: Vec<Node<'_>> = node.children_by_field_name("name", &mut cursor).collect();
+            let names = if names.is_empty() {
+                field("pattern").into_iter().collect()
+            } else {
+                names
+            };
+            for n in names {
+                if let Some(name) = name_of(n) {
+                    out.push((name, ty.clone(), of_type));
+                }
+            }
+        }
+        _ => {}
+    }
+    out
+}
+
 /// The type a Go method's receiver names.
 fn go_receiver(node: Node<'_>, src: &[u8]) -> Option<String> {
     let receiver = node.child_by_field_name("receiver")?;
@@ -628,9 +947,25 @@ pub fn extract(lang: Lang, text: &str) -> Option<FileFacts> {
         depth: 0,
         metavars: &[],
     };
-    walk(&mut facts, &mut parser, tree.root_node(), text, place);
+    let mut bindings = Vec::new();
+    walk(
+        &mut facts,
+        &mut bindings,
+        &mut parser,
+        tree.root_node(),
+        text,
+        place,
+    );
+    type_receivers(&mut facts, &bindings);
     facts.calls.sort_by(|a, b| {
-        (a.from, &a.name, a.member, a.on_self).cmp(&(b.from, &b.name, b.member, b.on_self))
+        (a.from, &a.name, a.member, a.on_self, &a.recv, &a.recv_type).cmp(&(
+            b.from,
+            &b.name,
+            b.member,
+            b.on_self,
+            &b.recv,
+            &b.recv_type,
+        ))
     });
     facts.calls.dedup();
     Some(facts)
@@ -669,7 +1004,14 @@ struct Frame<'t> {
 }
 
 /// Reads the symbols, calls and groups of one syntax tree into `facts`.
-fn walk(facts: &mut FileFacts, parser: &mut Parser, root: Node<'_>, text: &str, place: Place<'_>) {
+fn walk(
+    facts: &mut FileFacts,
+    bindings: &mut Vec<Binding>,
+    parser: &mut Parser,
+    root: Node<'_>,
+    text: &str,
+    place: Place<'_>,
+) {
     let lang = facts.lang;
     let src = text.as_bytes();
     let rules = rules(lang);
@@ -704,9 +1046,20 @@ fn walk(facts: &mut FileFacts, parser: &mut Parser, root: Node<'_>, text: &str, 
             in_test = true;
         }
 
+        for (name, ty, of_type) in bindings_of(lang, node, src, in_fn.is_none()) {
+            let scope = match (of_type, in_fn) {
+                (false, Some(f)) => Scope::Fn(f),
+                _ => match type_name_of(facts, in_fn.or(in_type)) {
+                    Some(t) => Scope::Type(t),
+                    None => continue,
+                },
+            };
+            bindings.push(Binding { scope, name, ty });
+        }
+
         if lang == Lang::Rust && kind == "macro_definition" {
             if place.depth < MAX_MACRO_DEPTH {
-                macro_bodies(facts, parser, node, text, place, in_test);
+                macro_bodies(facts, bindings, parser, node, text, place, in_test);
             }
         } else if lang == Lang::Rust && kind == "impl_item" {
             let owner = node
@@ -977,20 +1330,31 @@ fn walk(facts: &mut FileFacts, parser: &mut Parser, root: Node<'_>, text: &str, 
                 } else {
                     node.child_by_field_name(field)
                 };
+                // An element called (`c.handlers[c.index](c)`,
+                // `handlers[i](x)`) names no callee: its index would be
+                // read as one.
+                let callee =
+                    callee.filter(|c| !matches!(c.kind(), "index_expression" | "subscript"));
                 if let Some(callee) = callee {
                     if let Some(name) = last_name(callee, src) {
-                        let member = !is_name(callee.kind());
-                        let on_self = member && {
-                            let text = callee.utf8_text(src).unwrap_or_default();
-                            ["self.", "this.", "cls.", "super.", "super()."]
-                                .iter()
-                                .any(|p| text.starts_with(p))
-                        };
+                        let object = call_object(node, callee);
+                        let member = object.is_some() || !is_name(callee.kind());
+                        let on_self = object.is_some_and(|o| {
+                            matches!(
+                                o.utf8_text(src).unwrap_or_default(),
+                                "self" | "this" | "cls" | "super" | "super()"
+                            )
+                        });
+                        let recv = object
+                            .filter(|_| !on_self)
+                            .and_then(|o| receiver_name(o, src));
                         facts.calls.push(Call {
                             from,
                             name,
                             member,
                             on_self,
+                            recv,
+                            recv_type: None,
                         });
                     }
                 }
@@ -1033,6 +1397,7 @@ fn assigned_value(value: Node<'_>) -> Option<Node<'_>> {
 /// are written on.
 fn macro_bodies(
     facts: &mut FileFacts,
+    bindings: &mut Vec<Binding>,
     parser: &mut Parser,
     node: Node<'_>,
     text: &str,
@@ -1066,7 +1431,7 @@ fn macro_bodies(
             depth: place.depth + 1,
             metavars: &metavars,
         };
-        walk(facts, parser, tree.root_node(), &plain, inner);
+        walk(facts, bindings, parser, tree.root_node(), &plain, inner);
     }
 }
 
@@ -1494,10 +1859,11 @@ class Hono<E extends Env = Env> {
         assert!(calls_of(&facts, constructor).is_empty());
 
         // A private method is named as its callers call it.
+        // `this.router.add()` is a call on the router, not on `this`.
         let add_route = symbol(&facts, "addRoute", hono);
         assert_eq!(
             calls_of(&facts, add_route),
-            vec![("add".into(), true, true)]
+            vec![("add".into(), true, false)]
         );
         let fetch = symbol(&facts, "fetch", hono);
         assert_eq!((fetch.kind, fetch.start, fetch.end), (Kind::Method, 14, 16));
@@ -1732,6 +2098,130 @@ macro_rules! define_rejection {
                 .any(|s| s.name == "name" || s.name == "into_response"),
             "{:#?}",
             facts.symbols
+        );
+    }
+
+    /// Each call on a receiver, as (callee, receiver name, receiver type).
+    fn receivers(facts: &FileFacts, of: &Symbol) -> Vec<(String, Option<String>, Option<String>)> {
+        let i = facts.symbols.iter().position(|s| s == of).unwrap() as u32;
+        facts
+            .calls
+            .iter()
+            .filter(|c| c.from == i && c.member && !c.on_self && c.recv.is_some())
+            .map(|c| (c.name.clone(), c.recv.clone(), c.recv_type.clone()))
+            .collect()
+    }
+
+    fn typed(name: &str, recv: &str, ty: Option<&str>) -> (String, Option<String>, Option<String>) {
+        (name.into(), Some(recv.into()), ty.map(str::to_owned))
+    }
+
+    /// What a call's receiver is held by, and the type the code gives
+    /// it: a parameter's annotation, a constructor it was assigned from, a
+    /// field; nothing where the code says nothing.
+    #[test]
+    fn receivers_and_the_types_the_code_gives_them() {
+        let python = "class Session:\n    def __init__(self):\n        self.adapter = HTTPAdapter()\n\n    def send(self, request: PreparedRequest, hooks: dict):\n        r = self.adapter.send(request)\n        hooks.get('response')\n        p = PreparedRequest()\n        p.prepare()\n        self.get_adapter(url).close()\n        headers.get('a')\n        return self.merge(r)\n";
+        let facts = extract(Lang::Python, python).unwrap();
+        let send = symbol(&facts, "send", Some("Session"));
+        let mut got = receivers(&facts, send);
+        got.sort();
+        assert_eq!(
+            got,
+            vec![
+                typed("get", "headers", None),
+                typed("get", "hooks", Some("dict")),
+                typed("prepare", "p", Some("PreparedRequest")),
+                typed("send", "adapter", Some("HTTPAdapter")),
+            ]
+        );
+        // `self.merge()` is on self; `….close()` on a call's result has no
+        // receiver name.
+        assert!(facts.calls.iter().any(|c| c.name == "merge" && c.on_self));
+        assert!(facts
+            .calls
+            .iter()
+            .any(|c| c.name == "close" && c.member && c.recv.is_none()));
+
+        let kotlin = "class RetryInterceptor(private val client: OkHttpClient) : Interceptor {\n  override fun intercept(chain: Interceptor.Chain): Response {\n    val realChain = RealInterceptorChain(client)\n    realChain.proceed(chain.request())\n    client.dispatcher()\n    return chain.proceed(chain.request())\n  }\n}\n";
+        let facts = extract(Lang::Kotlin, kotlin).unwrap();
+        let intercept = symbol(&facts, "intercept", Some("RetryInterceptor"));
+        let mut got = receivers(&facts, intercept);
+        got.sort();
+        got.dedup();
+        assert_eq!(
+            got,
+            vec![
+                typed("dispatcher", "client", Some("OkHttpClient")),
+                typed("proceed", "chain", Some("Chain")),
+                typed("proceed", "realChain", Some("RealInterceptorChain")),
+                typed("request", "chain", Some("Chain")),
+            ]
+        );
+
+        let go = "package gin\nfunc (engine *Engine) ServeHTTP(w http.ResponseWriter, req *http.Request) {\n\tc := &Context{}\n\tc.reset()\n\tengine.handleHTTPRequest(c)\n\tw.Header()\n\tp := engine.pool.Get().(*Pooled)\n\tp.release()\n\tc.handlers[c.index](c)\n}\n";
+        let facts = extract(Lang::Go, go).unwrap();
+        let serve = symbol(&facts, "ServeHTTP", Some("Engine"));
+        let mut got = receivers(&facts, serve);
+        got.sort();
+        assert_eq!(
+            got,
+            vec![
+                typed("Get", "pool", None),
+                typed("Header", "w", Some("ResponseWriter")),
+                typed("handleHTTPRequest", "engine", Some("Engine")),
+                typed("release", "p", Some("Pooled")),
+                typed("reset", "c", Some("Context")),
+            ]
+        );
+        // The element called is no call of `index`.
+        assert!(
+            !facts.calls.iter().any(|c| c.name == "index"),
+            "{:?}",
+            facts.calls
+        );
+
+        let java = "class Chain {\n  private final Call call;\n  Response proceed(Request request) {\n    Exchange exchange = new Exchange();\n    exchange.finish();\n    call.execute();\n    return request.body();\n  }\n}\n";
+        let facts = extract(Lang::Java, java).unwrap();
+        let proceed = symbol(&facts, "proceed", Some("Chain"));
+        let mut got = receivers(&facts, proceed);
+        got.sort();
+        assert_eq!(
+            got,
+            vec![
+                typed("body", "request", Some("Request")),
+                typed("execute", "call", Some("Call")),
+                typed("finish", "exchange", Some("Exchange")),
+            ]
+        );
+
+        let rust = "struct Router { inner: Arc<Inner> }\nimpl Router {\n    fn call(&mut self, req: Request<Body>) {\n        let route = Route::new(req);\n        route.oneshot();\n        self.inner.dispatch();\n        req.uri();\n    }\n}\n";
+        let facts = extract(Lang::Rust, rust).unwrap();
+        let call = symbol(&facts, "call", Some("Router"));
+        let mut got = receivers(&facts, call);
+        got.sort();
+        assert_eq!(
+            got,
+            vec![
+                typed("dispatch", "inner", Some("Arc")),
+                typed("new", "Route", None),
+                typed("oneshot", "route", Some("Route")),
+                typed("uri", "req", Some("Request")),
+            ]
+        );
+
+        let ts = "class App {\n  router: Router\n  handle(req: Request, res) {\n    const layer = new Layer(req)\n    layer.match(req)\n    this.router.route(req)\n    res.send()\n  }\n}\n";
+        let facts = extract(Lang::TypeScript, ts).unwrap();
+        let handle = symbol(&facts, "handle", Some("App"));
+        let mut got = receivers(&facts, handle);
+        got.sort();
+        assert_eq!(
+            got,
+            vec![
+                typed("match", "layer", Some("Layer")),
+                typed("route", "router", Some("Router")),
+                typed("send", "res", None),
+            ]
         );
     }
 }

@@ -15,7 +15,7 @@ type HashMap<K, V> = rustc_hash::FxHashMap<K, V>;
 
 use devboy_core::identifier::{words, Split};
 
-use crate::extract::{Kind, Symbol};
+use crate::extract::{Call, Kind, Symbol};
 use crate::index::Index;
 
 /// A symbol of the graph: file and symbol index in the [`Index`].
@@ -39,6 +39,10 @@ pub struct Graph<'i> {
     pub calls: HashMap<SymbolId, Vec<SymbolId>>,
     /// Resolved calls, callee to callers.
     pub callers: HashMap<SymbolId, Vec<SymbolId>>,
+    /// Calls on another object that only the method's name ties to these
+    /// definitions (`headers.get()` to `Session.get`): likely enough to
+    /// rank files by, never a flow line ([`Graph::claims`]).
+    pub guessed: HashMap<SymbolId, Vec<SymbolId>>,
     /// Supertype name to the names of the types that implement or extend it.
     pub implementers: HashMap<&'i str, Vec<&'i str>>,
     /// Type name to the supertypes it names (across files and `impl`s).
@@ -256,6 +260,7 @@ impl<'i> Graph<'i> {
             by_name: HashMap::default(),
             calls: HashMap::default(),
             callers: HashMap::default(),
+            guessed: HashMap::default(),
             implementers: HashMap::default(),
             supers: HashMap::default(),
             methods: HashMap::default(),
@@ -305,7 +310,18 @@ impl<'i> Graph<'i> {
                     file: f as u32,
                     symbol: call.from,
                 };
-                let targets = g.resolve(&lookup, from, &call.name, call.member, call.on_self);
+                let by_name = g.resolve(&lookup, from, &call.name, call.member, call.on_self);
+                let targets = if call.member && !call.on_self {
+                    let evident = g.resolve_on_other(&lookup, from, call);
+                    for &to in by_name.iter().filter(|t| !evident.contains(t)) {
+                        if to != from {
+                            g.guessed.entry(from).or_default().push(to);
+                        }
+                    }
+                    evident
+                } else {
+                    by_name
+                };
                 for to in targets {
                     if to == from {
                         continue;
@@ -319,6 +335,13 @@ impl<'i> Graph<'i> {
             list.sort();
             list.dedup();
         }
+        let calls = &g.calls;
+        g.guessed.retain(|from, list| {
+            list.sort();
+            list.dedup();
+            list.retain(|to| !calls.get(from).is_some_and(|c| c.contains(to)));
+            !list.is_empty()
+        });
         g.find_families();
         g.stem_names();
         g
@@ -567,6 +590,197 @@ impl<'i> Graph<'i> {
         out
     }
 
+    /// Where a call on another object than the caller's own reaches, by
+    /// what the code says of that object, and nothing on a guess:
+    /// - its type, from a parameter's annotation, a constructor it was
+    ///   assigned from, a declared field, or the object being a type
+    ///   (`Foo.bar()`, `Foo::new()`): that type's methods, its supertypes'
+    ///   and its implementations' (none when the type is not the
+    ///   project's: `headers: dict`);
+    /// - else its name: methods of types the name names (`adapter` →
+    ///   `HTTPAdapter`, `resp` → `Response`), functions of the module it
+    ///   names (`utils.get_netrc_auth()`);
+    /// - else the method's name alone, when all its definitions are one
+    ///   type's or one family's (a type, its supertypes, the types beside
+    ///   it under one supertype).
+    ///
+    /// A call that none of these places (`headers.get()` where `get` is
+    /// also `Session.get`) is no edge: a flow line is a claim.
+    fn resolve_on_other(
+        &self,
+        lookup: &Lookup<'i>,
+        from: SymbolId,
+        call: &'i Call,
+    ) -> Vec<SymbolId> {
+        let Some(all) = self.by_name.get(call.name.as_str()) else {
+            return Vec::new();
+        };
+        let own = self.owner_name(from);
+        // Not the caller's own method, or one its type inherits: that is
+        // a call on `self`.
+        let candidates: Vec<SymbolId> = all
+            .iter()
+            .copied()
+            .filter(|&t| {
+                let Some(owner) = self.owner_name(t) else {
+                    return true;
+                };
+                !own.is_some_and(|own| {
+                    owner == own || self.supers.get(own).is_some_and(|s| s.contains(&owner))
+                })
+            })
+            .collect();
+        if candidates.is_empty() {
+            return candidates;
+        }
+        let recv = call.recv.as_deref();
+        let typed = call
+            .recv_type
+            .as_deref()
+            .or_else(|| recv.filter(|r| self.is_type_name(r)));
+        let evident: Vec<SymbolId> = if let Some(ty) = typed {
+            candidates
+                .iter()
+                .copied()
+                .filter(|&t| {
+                    self.symbol(t).kind == Kind::Method
+                        && self.owner_name(t).is_some_and(|o| self.extends(o, ty))
+                })
+                .collect()
+        } else {
+            let named: Vec<SymbolId> = recv
+                .map(|r| {
+                    candidates
+                        .iter()
+                        .copied()
+                        .filter(|&t| match self.owner_name(t) {
+                            Some(owner) if self.symbol(t).kind == Kind::Method => {
+                                names_type(r, owner)
+                            }
+                            _ => names_module(r, self.path(t)),
+                        })
+                        .collect()
+                })
+                .unwrap_or_default();
+            if !named.is_empty() {
+                named
+            } else if !BUILTIN_METHODS.contains(&call.name.as_str()) && self.one_family(&candidates)
+            {
+                candidates
+            } else {
+                Vec::new()
+            }
+        };
+        if evident.len() <= MAX_TARGETS {
+            return evident;
+        }
+        // Many implementations: the contract they share, and the one the
+        // caller itself constructs (`val chain = RealChain(…);
+        // chain.proceed()`).
+        let contract: Vec<SymbolId> = evident
+            .iter()
+            .copied()
+            .filter(|t| lookup.contract_methods(&call.name).contains(t))
+            .collect();
+        let [contract] = contract[..] else {
+            return Vec::new();
+        };
+        let mut out = vec![contract];
+        let Some(interface) = self.owner_name(contract) else {
+            return out;
+        };
+        let mut constructed = self.constructed_by(from);
+        if let Some(ty) = typed {
+            constructed.push(ty);
+        }
+        constructed.sort_unstable();
+        constructed.dedup();
+        for owner in constructed {
+            if !self
+                .supers
+                .get(owner)
+                .is_some_and(|s| s.contains(&interface))
+            {
+                continue;
+            }
+            for &t in lookup.owned_named(&call.name, owner) {
+                if t != contract && evident.contains(&t) {
+                    out.push(t);
+                }
+            }
+        }
+        out
+    }
+
+    /// What `at` calls: the calls the code places, then those only a
+    /// name ties (see [`Graph::guessed`]).
+    pub fn reached(&self, at: SymbolId) -> impl Iterator<Item = SymbolId> + '_ {
+        let placed = self.calls.get(&at).map(Vec::as_slice).unwrap_or_default();
+        let guessed = self.guessed.get(&at).map(Vec::as_slice).unwrap_or_default();
+        placed.iter().chain(guessed).copied()
+    }
+
+    /// Whether `from` → `to` is a step the code shows: a call it places,
+    /// or a method's override in a type that extends the method's own
+    /// (the dispatch a call on the contract makes).
+    pub fn claims(&self, from: SymbolId, to: SymbolId) -> bool {
+        if self.calls.get(&from).is_some_and(|c| c.contains(&to)) {
+            return true;
+        }
+        let (a, b) = (self.symbol(from), self.symbol(to));
+        a.kind == Kind::Method
+            && b.kind == Kind::Method
+            && a.name == b.name
+            && match (self.owner_name(from), self.owner_name(to)) {
+                (Some(base), Some(over)) => {
+                    self.supers.get(over).is_some_and(|s| s.contains(&base))
+                }
+                _ => false,
+            }
+    }
+
+    /// Whether a type of the project is named `name`.
+    fn is_type_name(&self, name: &str) -> bool {
+        self.by_name
+            .get(name)
+            .is_some_and(|ids| ids.iter().any(|&id| self.symbol(id).kind.is_type()))
+    }
+
+    /// Whether a method of `owner` is reached through an object of type
+    /// `ty`: `owner` is `ty`, one of its supertypes, or implements it.
+    fn extends(&self, owner: &str, ty: &str) -> bool {
+        owner == ty
+            || self.supers.get(ty).is_some_and(|s| s.contains(&owner))
+            || self.supers.get(owner).is_some_and(|s| s.contains(&ty))
+    }
+
+    /// Whether every one of `ids` is a method of one family: the first
+    /// one's type, its supertypes and subtypes, and the types beside it
+    /// under a supertype.
+    fn one_family(&self, ids: &[SymbolId]) -> bool {
+        let mut owners = Vec::with_capacity(ids.len());
+        for &id in ids {
+            if self.symbol(id).kind != Kind::Method {
+                // A function or a type: one definition says where it goes.
+                return ids.len() == 1;
+            }
+            match self.owner_name(id) {
+                Some(o) => owners.push(o),
+                None => return false,
+            }
+        }
+        let first = owners[0];
+        let first_supers = self.supers.get(first);
+        owners.iter().all(|&o| {
+            self.extends(o, first)
+                || first_supers.is_some_and(|fs| {
+                    self.supers
+                        .get(o)
+                        .is_some_and(|os| os.iter().any(|s| fs.contains(s)))
+                })
+        })
+    }
+
     /// The types `from` calls by name (constructs).
     fn constructed_by(&self, from: SymbolId) -> Vec<&'i str> {
         let facts = &self.index.files[from.file as usize].facts;
@@ -582,6 +796,94 @@ impl<'i> Graph<'i> {
             .map(|c| c.name.as_str())
             .collect()
     }
+}
+
+/// Methods of the languages' own collections, strings and files: on an
+/// object the code says nothing of, `x.get()` is a dict's or a map's far
+/// more often than the one project method of that name.
+const BUILTIN_METHODS: &[&str] = &[
+    "get",
+    "set",
+    "items",
+    "keys",
+    "values",
+    "append",
+    "extend",
+    "pop",
+    "push",
+    "update",
+    "copy",
+    "clear",
+    "add",
+    "remove",
+    "insert",
+    "index",
+    "count",
+    "join",
+    "split",
+    "strip",
+    "format",
+    "replace",
+    "startswith",
+    "endswith",
+    "lower",
+    "upper",
+    "setdefault",
+    "sort",
+    "read",
+    "write",
+    "close",
+    "flush",
+    "encode",
+    "decode",
+    "put",
+    "contains",
+    "size",
+    "len",
+    "length",
+    "map",
+    "filter",
+    "forEach",
+    "toString",
+    "equals",
+    "hashCode",
+];
+
+/// Whether a receiver's name names a type: its last word is the type's
+/// last word, or the start of it (`adapter` → `HTTPAdapter`, `resp` →
+/// `Response`, `chain` → `RealInterceptorChain`, `app` → `app`).
+fn names_type(recv: &str, owner: &str) -> bool {
+    let last = |name: &str| {
+        words(name, Split::Fine)
+            .last()
+            .map(|w| w.to_ascii_lowercase())
+    };
+    let (Some(r), Some(o)) = (last(recv), last(owner)) else {
+        return false;
+    };
+    // `hooks_dict` says it is a dict, not which: not `LookupDict`.
+    if CONTAINER_WORDS.contains(&r.as_str()) {
+        return false;
+    }
+    r == o || (r.len() >= 3 && o.starts_with(&r))
+}
+
+/// Words that name a kind of value, not a type of the project.
+const CONTAINER_WORDS: &[&str] = &[
+    "dict", "list", "set", "map", "tuple", "str", "string", "array", "bytes", "int", "obj",
+    "object", "data", "value", "item", "iter", "seq", "queue", "stack", "buf", "buffer",
+];
+
+/// Whether a receiver's name is the module a file is (`utils` →
+/// `requests/utils.py`, `sessions` → `pkg/sessions/__init__.py`).
+fn names_module(recv: &str, path: &str) -> bool {
+    let mut parts = path.rsplit('/');
+    let file = parts.next().unwrap_or_default();
+    let stem = file.split('.').next().unwrap_or_default();
+    if stem == recv {
+        return true;
+    }
+    matches!(stem, "__init__" | "index" | "mod") && parts.next() == Some(recv)
 }
 
 #[cfg(test)]
@@ -622,27 +924,7 @@ mod tests {
             ),
         ]);
         let graph = Graph::new(&index);
-        let id = |qualified: &str| {
-            (0..index.files.len() as u32)
-                .flat_map(|file| {
-                    let n = index.files[file as usize].facts.symbols.len() as u32;
-                    (0..n).map(move |symbol| SymbolId { file, symbol })
-                })
-                .find(|&s| graph.qualified(s) == qualified)
-                .unwrap_or_else(|| panic!("no {qualified}"))
-        };
-        let callees = |from: &str| -> Vec<String> {
-            let mut names: Vec<String> = graph
-                .calls
-                .get(&id(from))
-                .map(Vec::as_slice)
-                .unwrap_or_default()
-                .iter()
-                .map(|&c| format!("{}:{}", graph.path(c), graph.qualified(c)))
-                .collect();
-            names.sort();
-            names
-        };
+        let callees = |from: &str| callees_of(&graph, from);
         assert!(
             callees("Session.send").contains(&"pkg/adapters.py:HTTPAdapter.send".to_string()),
             "{:?}",
@@ -655,6 +937,102 @@ mod tests {
             "{:?}",
             callees("Session.resend")
         );
+        let _ = std::fs::remove_dir_all(dir);
+    }
+
+    /// `path:Owner.name` of what the symbol `from` (qualified) calls.
+    fn callees_of(graph: &Graph<'_>, from: &str) -> Vec<String> {
+        let index = graph.index;
+        let id = (0..index.files.len() as u32)
+            .flat_map(|file| {
+                let n = index.files[file as usize].facts.symbols.len() as u32;
+                (0..n).map(move |symbol| SymbolId { file, symbol })
+            })
+            .find(|&s| graph.qualified(s) == from)
+            .unwrap_or_else(|| panic!("no {from}"));
+        let mut names: Vec<String> = graph
+            .calls
+            .get(&id)
+            .map(Vec::as_slice)
+            .unwrap_or_default()
+            .iter()
+            .map(|&c| format!("{}:{}", graph.path(c), graph.qualified(c)))
+            .collect();
+        names.sort();
+        names
+    }
+
+    /// requests, as a new user found it: `headers.get()` and
+    /// `hooks.get()` were flow lines to `Session.get`, `resp.close()` one
+    /// to `Session.close`. A call on another object reaches a method only
+    /// where the code says which: a type, a name, a unique method.
+    #[test]
+    fn a_call_on_an_object_of_unknown_type_is_no_edge() {
+        let (index, dir) = index_of(&[
+            (
+                "requests/sessions.py",
+                "class Session:\n    def get(self, url):\n        return self.request(url)\n\n    def request(self, url):\n        return url\n\n    def close(self):\n        for a in self.adapters:\n            a.close()\n\n    def send(self, request):\n        adapter = self.get_adapter(request.url)\n        r = adapter.send(request)\n        r = dispatch_hook('response', request.hooks, r)\n        return r\n\n    def resolve_redirects(self, resp, req):\n        resp.close()\n        extract_cookies_to_jar(self.cookies, req, resp.raw)\n        return resp\n\n    def prepare(self, request):\n        p = PreparedRequest()\n        p.prepare(request)\n        return p\n",
+            ),
+            (
+                "requests/structures.py",
+                "class LookupDict(dict):\n    def get(self, key, default=None):\n        return self.__dict__.get(key, default)\n",
+            ),
+            (
+                "requests/utils.py",
+                "def get_encoding_from_headers(headers):\n    content_type = headers.get('content-type')\n    return content_type\n\ndef stream(r):\n    return get_encoding_from_headers(r.headers)\n",
+            ),
+            (
+                "requests/api.py",
+                "def request(method, url):\n    return method\n\ndef get(url):\n    return request('get', url)\n",
+            ),
+            (
+                "requests/hooks.py",
+                "def dispatch_hook(key, hooks, hook_data):\n    hooks_dict = hooks or {}\n    hook_list = hooks_dict.get(key)\n    return hook_data\n",
+            ),
+            (
+                "requests/cookies.py",
+                "def extract_cookies_to_jar(jar, request, response):\n    res = MockResponse(response._original_response.msg)\n    jar.extract_cookies(res, request)\n\nclass MockResponse:\n    def __init__(self, headers):\n        self._headers = headers\n",
+            ),
+            (
+                "requests/models.py",
+                "class Response:\n    def close(self):\n        release_conn = getattr(self.raw, 'release_conn', None)\n\nclass PreparedRequest:\n    def prepare(self, url):\n        self.url = url\n",
+            ),
+            (
+                "requests/adapters.py",
+                "class BaseAdapter:\n    def send(self, request):\n        raise NotImplementedError\n\n    def close(self):\n        raise NotImplementedError\n\nclass HTTPAdapter(BaseAdapter):\n    def send(self, request):\n        return utils.stream(request)\n\n    def close(self):\n        self.poolmanager.clear()\n",
+            ),
+        ]);
+        let graph = Graph::new(&index);
+        let callees = |from: &str| callees_of(&graph, from);
+        assert_eq!(callees("get_encoding_from_headers"), Vec::<String>::new());
+        assert_eq!(callees("dispatch_hook"), Vec::<String>::new());
+        assert_eq!(
+            callees("Session.resolve_redirects"),
+            [
+                "requests/cookies.py:extract_cookies_to_jar",
+                "requests/models.py:Response.close"
+            ]
+        );
+        assert_eq!(
+            callees("Session.send"),
+            [
+                "requests/adapters.py:BaseAdapter.send",
+                "requests/adapters.py:HTTPAdapter.send",
+                "requests/hooks.py:dispatch_hook"
+            ]
+        );
+        // Its type, from the constructor it was made by.
+        assert_eq!(
+            callees("Session.prepare"),
+            [
+                "requests/models.py:PreparedRequest",
+                "requests/models.py:PreparedRequest.prepare"
+            ]
+        );
+        // The module a receiver names.
+        assert_eq!(callees("HTTPAdapter.send"), ["requests/utils.py:stream"]);
+        // `a` names nothing, and `close` is also `Response.close`.
+        assert_eq!(callees("Session.close"), Vec::<String>::new());
         let _ = std::fs::remove_dir_all(dir);
     }
 
