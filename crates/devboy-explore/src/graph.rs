@@ -2,12 +2,15 @@
 //! to the symbols they most likely reach, and type families (a supertype
 //! and the types that implement or extend it).
 //!
-//! Calls are resolved by name, best effort: a definition in the caller's
-//! own file wins; otherwise every definition of the name when there are
-//! at most [`MAX_TARGETS`]; otherwise, when one of them is declared in a
-//! contract (an interface, or a type others extend), that one alone, with
-//! the implementation of the type the caller constructs; otherwise
-//! none — a call that could reach anything says nothing about the flow.
+//! A bare call (`f()`, `self.f()`) is resolved by name: a definition in
+//! the caller's own file wins; otherwise every definition of the name when
+//! there are at most [`MAX_TARGETS`]; otherwise, when one of them is
+//! declared in a contract (an interface, or a type others extend), that
+//! one alone, with the implementation of the type the caller constructs;
+//! otherwise none. A call on another object reaches a method only where
+//! the code says which ([`Graph::calls`]; see `resolve_on_other`); what
+//! only the name ties is kept apart ([`Graph::guessed`]) to rank files by,
+//! and is never a flow line.
 
 // Fx: the graph hashes millions of short names per question; no untrusted
 // keys reach it from outside the local tree.
