@@ -739,7 +739,7 @@ fn type_named(node: Node<'_>, src: &[u8]) -> Option<String> {
         .unwrap_or(text.len());
     let path = &text[..end];
     let last = path
-        .rsplit(|c| c == '.' || c == ':')
+        .rsplit(['.', ':'])
         .next()
         .filter(|l| !l.is_empty() && l.len() <= MAX_NAME)?;
     last.chars()
